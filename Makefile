@@ -1,0 +1,131 @@
+# SPDX-License-Identifier: MIT
+# Elixir build.  `make` builds everything into build/, `make test` runs the suite,
+# `make demo` runs the example training job (on the simulator when no GPU is present).
+# V=1 prints full commands; SANITIZE=address,undefined or SANITIZE=thread builds with sanitizers.
+
+CUDA_HOME ?= /usr/local/cuda
+BUILD     ?= build
+CC        ?= cc
+PYTHON    ?= python3
+SANITIZE  ?=
+NVCC      ?= $(CUDA_HOME)/bin/nvcc
+
+.DEFAULT_GOAL := all
+
+ifeq ($(V),1)
+Q :=
+msg = @true
+else
+Q := @
+msg = @printf '  %-6s %s\n' $(1) $(2)
+endif
+
+WARN     := -Wall -Wextra -Wstrict-prototypes -Wno-unused-parameter -Werror
+CFLAGS   ?= -O2 -g
+CFLAGS   += -std=c11 $(WARN) -fvisibility=hidden -fPIC -D_GNU_SOURCE -pthread \
+            -I$(CUDA_HOME)/include -Isim/include -MMD -MP
+LDFLAGS  += -pthread
+ifneq ($(SANITIZE),)
+CFLAGS   += -fsanitize=$(SANITIZE) -fno-omit-frame-pointer -fno-sanitize-recover=all
+LDFLAGS  += -fsanitize=$(SANITIZE)
+endif
+
+# ---------------------------------------------------------------- the simulated driver
+SIM_SRCS  := $(wildcard sim/*.c)
+SIM_OBJS  := $(SIM_SRCS:%.c=$(BUILD)/obj/%.o) $(BUILD)/obj/gen/sim_exports.o
+SIM_LIB   := $(BUILD)/sim/libcuda.so.1
+
+$(BUILD)/gen/sim_exports.c: sim/gen_exports.py $(CUDA_HOME)/include/cuda.h $(CUDA_HOME)/include/cudaTypedefs.h
+	$(call msg,GEN,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(PYTHON) sim/gen_exports.py --cuda-include $(CUDA_HOME)/include --cc "$(CC)" -o $@
+
+$(BUILD)/gen/sim_errors.h: sim/gen_errors.awk $(CUDA_HOME)/include/cuda.h
+	$(call msg,GEN,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)awk -f sim/gen_errors.awk $(CUDA_HOME)/include/cuda.h > $@.tmp && mv $@.tmp $@
+
+$(SIM_SRCS:%.c=$(BUILD)/obj/%.o): $(BUILD)/gen/sim_errors.h
+
+$(BUILD)/obj/%.o: %.c
+	$(call msg,CC,$<)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(CFLAGS) -Isim -I$(BUILD)/gen -c -o $@ $<
+
+$(BUILD)/obj/gen/%.o: $(BUILD)/gen/%.c
+	$(call msg,CC,$<)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(CFLAGS) -Isim -c -o $@ $<
+
+$(SIM_LIB): $(SIM_OBJS) sim/libcuda.map
+	$(call msg,LD,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) -shared -Wl,-soname,libcuda.so.1 -Wl,-Bsymbolic -Wl,--version-script=sim/libcuda.map \
+	    -Wl,-z,defs -o $@ $(SIM_OBJS) $(LDFLAGS) -ldl -lm
+	$(Q)ln -sf libcuda.so.1 $(@D)/libcuda.so
+
+# ---------------------------------------------------------------- examples
+# examples/examples.mk adds its targets to EXAMPLES (kernels for the simulator, PTX) and `demo`.
+EXAMPLES :=
+-include examples/examples.mk
+
+# ---------------------------------------------------------------- command-line tools
+TOOL_SRCS := $(wildcard tools/*.c)
+TOOLS     := $(TOOL_SRCS:tools/%.c=$(BUILD)/bin/%)
+$(BUILD)/bin/%: tools/%.c
+	$(call msg,CC,$<)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(CFLAGS) -o $@ $< $(LDFLAGS)
+
+# ---------------------------------------------------------------- tests and benchmarks
+# Every tests/NAME.c is one test program; tests/lib/*.c is shared helper code linked into each.
+TEST_LIB_SRCS := $(wildcard tests/lib/*.c)
+TEST_LIB_OBJS := $(TEST_LIB_SRCS:%.c=$(BUILD)/obj/%.o)
+TEST_SRCS := $(filter-out tests/runner.c,$(wildcard tests/*.c))
+TESTS     := $(TEST_SRCS:tests/%.c=$(BUILD)/tests/%)
+RUNNER    := $(BUILD)/tests/runner
+BENCH_SRCS:= $(wildcard bench/*.c)
+BENCHES   := $(BENCH_SRCS:bench/%.c=$(BUILD)/bench/%)
+
+# tests/unit_*.c test internal modules: linked with the simulator's objects, not the library.
+$(BUILD)/tests/unit_%: tests/unit_%.c $(SIM_OBJS)
+	$(call msg,CC,$<)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(CFLAGS) -Isim -o $@ $< $(SIM_OBJS) $(LDFLAGS) -ldl -lm
+
+$(BUILD)/tests/%: tests/%.c tests/lib/simtest.h $(TEST_LIB_OBJS) $(SIM_LIB)
+	$(call msg,CC,$<)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(CFLAGS) -Itests/lib -rdynamic -o $@ $< $(TEST_LIB_OBJS) -L$(BUILD)/sim -l:libcuda.so.1 $(LDFLAGS) -ldl -lm
+
+$(RUNNER): tests/runner.c
+	$(call msg,CC,$<)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(CFLAGS) -o $@ $< $(LDFLAGS)
+
+$(BUILD)/bench/%: bench/%.c $(SIM_LIB)
+	$(call msg,CC,$<)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(CFLAGS) -Itests/lib -o $@ $< -L$(BUILD)/sim -l:libcuda.so.1 $(LDFLAGS) -ldl -lm
+
+# ---------------------------------------------------------------- top-level targets
+ALL := $(SIM_LIB) $(EXAMPLES) $(TOOLS) $(TESTS) $(RUNNER) $(BENCHES)
+
+.PHONY: all test bench deps clean
+all: $(ALL)
+
+# The runner reads tests/*.c programs and tests/*.sh scripts from the build and source trees.
+TEST_ONLY ?=
+test: all
+	$(Q)BUILD=$(BUILD) SANITIZE=$(SANITIZE) $(RUNNER) $(TEST_ONLY)
+
+bench: all
+	$(Q)for b in $(BENCHES); do LD_LIBRARY_PATH=$(BUILD)/sim $$b || exit 1; done
+
+deps:
+	$(Q)sh .ci/deps.sh
+
+clean:
+	rm -rf $(BUILD)
+
+-include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

@@ -1,0 +1,479 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * context.c - contexts: primary and created ones, the per-thread context stack, and the
+ * sticky error state a context enters after a fault.
+ *
+ * A context owns its legacy default stream and a list of its streams.  Context structures
+ * are never freed (a destroyed context keeps its magic cleared), so a stale handle is
+ * reported as CUDA_ERROR_INVALID_CONTEXT instead of being a use after free.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sim.h"
+
+#define STACK_MAX 64
+
+static _Thread_local CUcontext ctx_stack[STACK_MAX];
+static _Thread_local int ctx_depth;
+static _Atomic uint64_t next_ctx_id = 1;
+
+CUcontext sim_ctx_current(void)
+{
+    return ctx_depth ? ctx_stack[ctx_depth - 1] : NULL;
+}
+
+CUresult sim_ctx_check(CUcontext ctx)
+{
+    if (!ctx || ctx->magic != SIM_CTX_MAGIC || ctx->destroyed)
+        return CUDA_ERROR_INVALID_CONTEXT;
+    int sticky = atomic_load(&ctx->sticky);
+    return sticky ? (CUresult)sticky : CUDA_SUCCESS;
+}
+
+CUresult sim_ctx_get(CUcontext *out)
+{
+    CUresult r = sim_check_init();
+    if (r != CUDA_SUCCESS)
+        return r;
+    CUcontext ctx = sim_ctx_current();
+    if (!ctx)
+        return CUDA_ERROR_INVALID_CONTEXT;
+    r = sim_ctx_check(ctx);
+    if (r == CUDA_SUCCESS && out)
+        *out = ctx;
+    return r;
+}
+
+void sim_ctx_fault(CUcontext ctx, CUresult err)
+{
+    int expected = 0;
+    atomic_compare_exchange_strong(&ctx->sticky, &expected, (int)err);
+}
+
+static CUstream new_legacy_stream(CUcontext ctx)
+{
+    CUstream s = calloc(1, sizeof(*s));
+    if (!s)
+        return NULL;
+    s->magic = SIM_STREAM_MAGIC;
+    s->kind = SIM_STREAM_LEGACY;
+    s->ctx = ctx;
+    s->refs = 1;
+    s->race_tid = sim_race_new_thread();
+    return s;
+}
+
+CUresult sim_ctx_create(int device, unsigned flags, int primary, CUcontext *out)
+{
+    CUcontext ctx = calloc(1, sizeof(*ctx));
+    if (!ctx)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    ctx->magic = SIM_CTX_MAGIC;
+    ctx->device = device;
+    ctx->flags = flags;
+    ctx->is_primary = primary;
+    ctx->id = atomic_fetch_add(&next_ctx_id, 1);
+    ctx->limits[CU_LIMIT_STACK_SIZE] = 1024;
+    ctx->limits[CU_LIMIT_PRINTF_FIFO_SIZE] = 1 << 20;
+    ctx->limits[CU_LIMIT_MALLOC_HEAP_SIZE] = 8 << 20;
+    ctx->limits[CU_LIMIT_DEV_RUNTIME_PENDING_LAUNCH_COUNT] = 2048;
+    ctx->limits[CU_LIMIT_MAX_L2_FETCH_GRANULARITY] = 64;
+    ctx->legacy = new_legacy_stream(ctx);
+    if (!ctx->legacy) {
+        free(ctx);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    *out = ctx;
+    return CUDA_SUCCESS;
+}
+
+static CUresult push(CUcontext ctx)
+{
+    if (ctx_depth == STACK_MAX)
+        return CUDA_ERROR_INVALID_VALUE;
+    ctx_stack[ctx_depth++] = ctx;
+    return CUDA_SUCCESS;
+}
+
+/* Create a context current to the calling thread (all cuCtxCreate ABIs end here). */
+static CUresult ctx_create_current(CUcontext *pctx, unsigned flags, CUdevice dev)
+{
+    CUresult r = sim_device_get(dev, NULL);
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (!pctx)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (flags & ~(unsigned)(CU_CTX_FLAGS_MASK))
+        return CUDA_ERROR_INVALID_VALUE;
+    r = sim_ctx_create(dev, flags, 0, pctx);
+    if (r == CUDA_SUCCESS)
+        r = push(*pctx);
+    return r;
+}
+
+SIM_API CUresult CUDAAPI cuCtxCreate(CUcontext *pctx, unsigned int flags, CUdevice dev)
+{
+    return ctx_create_current(pctx, flags, dev);
+}
+
+SIM_API CUresult CUDAAPI cuCtxCreate_v2(CUcontext *pctx, unsigned int flags, CUdevice dev)
+{
+    return ctx_create_current(pctx, flags, dev);
+}
+
+SIM_API CUresult CUDAAPI cuCtxCreate_v3(CUcontext *pctx, CUexecAffinityParam *params,
+                                        int numParams, unsigned int flags, CUdevice dev)
+{
+    if (numParams < 0 || (numParams > 0 && !params))
+        return CUDA_ERROR_INVALID_VALUE;
+    return ctx_create_current(pctx, flags, dev);
+}
+
+SIM_API CUresult CUDAAPI cuCtxCreate_v4(CUcontext *pctx, CUctxCreateParams *params,
+                                        unsigned int flags, CUdevice dev)
+{
+    if (params && (params->execAffinityParams || params->cigParams))
+        return CUDA_ERROR_NOT_SUPPORTED;
+    return ctx_create_current(pctx, flags, dev);
+}
+
+/* Remove every occurrence of ctx from the calling thread's stack. */
+static void unstack(CUcontext ctx)
+{
+    int j = 0;
+    for (int i = 0; i < ctx_depth; i++)
+        if (ctx_stack[i] != ctx)
+            ctx_stack[j++] = ctx_stack[i];
+    ctx_depth = j;
+}
+
+SIM_API CUresult CUDAAPI cuCtxDestroy_v2(CUcontext ctx)
+{
+    CUresult r = sim_check_init();
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (!ctx || ctx->magic != SIM_CTX_MAGIC || ctx->destroyed || ctx->is_primary)
+        return CUDA_ERROR_INVALID_CONTEXT;
+    sim_ctx_wait_idle(ctx);
+    ctx->destroyed = 1;
+    unstack(ctx);
+    return CUDA_SUCCESS;
+}
+
+SIM_API CUresult CUDAAPI cuCtxDestroy(CUcontext ctx)
+{
+    return cuCtxDestroy_v2(ctx);
+}
+
+SIM_API CUresult CUDAAPI cuCtxPushCurrent_v2(CUcontext ctx)
+{
+    CUresult r = sim_check_init();
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (!ctx || ctx->magic != SIM_CTX_MAGIC || ctx->destroyed)
+        return CUDA_ERROR_INVALID_CONTEXT;
+    return push(ctx);
+}
+
+SIM_API CUresult CUDAAPI cuCtxPushCurrent(CUcontext ctx)
+{
+    return cuCtxPushCurrent_v2(ctx);
+}
+
+SIM_API CUresult CUDAAPI cuCtxPopCurrent_v2(CUcontext *pctx)
+{
+    CUresult r = sim_check_init();
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (!ctx_depth)
+        return CUDA_ERROR_INVALID_CONTEXT;
+    CUcontext ctx = ctx_stack[--ctx_depth];
+    if (pctx)
+        *pctx = ctx;
+    return CUDA_SUCCESS;
+}
+
+SIM_API CUresult CUDAAPI cuCtxPopCurrent(CUcontext *pctx)
+{
+    return cuCtxPopCurrent_v2(pctx);
+}
+
+SIM_API CUresult CUDAAPI cuCtxSetCurrent(CUcontext ctx)
+{
+    CUresult r = sim_check_init();
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (!ctx) {
+        if (ctx_depth)
+            ctx_depth--;
+        return CUDA_SUCCESS;
+    }
+    if (ctx->magic != SIM_CTX_MAGIC || ctx->destroyed)
+        return CUDA_ERROR_INVALID_CONTEXT;
+    if (ctx_depth)
+        ctx_stack[ctx_depth - 1] = ctx;
+    else
+        ctx_stack[ctx_depth++] = ctx;
+    return CUDA_SUCCESS;
+}
+
+SIM_API CUresult CUDAAPI cuCtxGetCurrent(CUcontext *pctx)
+{
+    CUresult r = sim_check_init();
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (!pctx)
+        return CUDA_ERROR_INVALID_VALUE;
+    *pctx = sim_ctx_current();
+    return CUDA_SUCCESS;
+}
+
+SIM_API CUresult CUDAAPI cuCtxGetDevice(CUdevice *device)
+{
+    CUcontext ctx;
+    CUresult r = sim_check_init();
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (!device)
+        return CUDA_ERROR_INVALID_VALUE;
+    ctx = sim_ctx_current();
+    if (!ctx)
+        return CUDA_ERROR_INVALID_CONTEXT;
+    *device = ctx->device;
+    return CUDA_SUCCESS;
+}
+
+SIM_API CUresult CUDAAPI cuCtxGetDevice_v2(CUdevice *device, CUcontext ctx)
+{
+    if (!ctx)
+        return cuCtxGetDevice(device);
+    if (!device)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (ctx->magic != SIM_CTX_MAGIC || ctx->destroyed)
+        return CUDA_ERROR_INVALID_CONTEXT;
+    *device = ctx->device;
+    return CUDA_SUCCESS;
+}
+
+SIM_API CUresult CUDAAPI cuCtxGetFlags(unsigned int *flags)
+{
+    CUcontext ctx = sim_ctx_current();
+    if (!flags)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (!ctx)
+        return CUDA_ERROR_INVALID_CONTEXT;
+    *flags = ctx->flags;
+    return CUDA_SUCCESS;
+}
+
+SIM_API CUresult CUDAAPI cuCtxSetFlags(unsigned int flags)
+{
+    CUcontext ctx = sim_ctx_current();
+    if (!ctx)
+        return CUDA_ERROR_INVALID_CONTEXT;
+    if (flags & ~(unsigned)CU_CTX_FLAGS_MASK)
+        return CUDA_ERROR_INVALID_VALUE;
+    ctx->flags = flags;
+    return CUDA_SUCCESS;
+}
+
+SIM_API CUresult CUDAAPI cuCtxGetId(CUcontext ctx, unsigned long long *ctxId)
+{
+    if (!ctx)
+        ctx = sim_ctx_current();
+    if (!ctxId)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (!ctx || ctx->magic != SIM_CTX_MAGIC || ctx->destroyed)
+        return CUDA_ERROR_INVALID_CONTEXT;
+    *ctxId = ctx->id;
+    return CUDA_SUCCESS;
+}
+
+SIM_API CUresult CUDAAPI cuCtxGetApiVersion(CUcontext ctx, unsigned int *version)
+{
+    if (!ctx)
+        ctx = sim_ctx_current();
+    if (!version)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (!ctx || ctx->magic != SIM_CTX_MAGIC || ctx->destroyed)
+        return CUDA_ERROR_INVALID_CONTEXT;
+    *version = 13000;
+    return CUDA_SUCCESS;
+}
+
+SIM_API CUresult CUDAAPI cuCtxGetStreamPriorityRange(int *least, int *greatest)
+{
+    CUresult r = sim_ctx_get(NULL);
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (least)
+        *least = 0;
+    if (greatest)
+        *greatest = -5;
+    return CUDA_SUCCESS;
+}
+
+SIM_API CUresult CUDAAPI cuCtxGetLimit(size_t *value, CUlimit limit)
+{
+    CUcontext ctx;
+    CUresult r = sim_ctx_get(&ctx);
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (!value || (unsigned)limit >= SIM_ARRAY_LEN(ctx->limits))
+        return CUDA_ERROR_INVALID_VALUE;
+    *value = ctx->limits[limit];
+    return CUDA_SUCCESS;
+}
+
+SIM_API CUresult CUDAAPI cuCtxSetLimit(CUlimit limit, size_t value)
+{
+    CUcontext ctx;
+    CUresult r = sim_ctx_get(&ctx);
+    if (r != CUDA_SUCCESS)
+        return r;
+    if ((unsigned)limit >= SIM_ARRAY_LEN(ctx->limits))
+        return CUDA_ERROR_INVALID_VALUE;
+    ctx->limits[limit] = value;
+    return CUDA_SUCCESS;
+}
+
+SIM_API CUresult CUDAAPI cuCtxGetCacheConfig(CUfunc_cache *config)
+{
+    CUresult r = sim_ctx_get(NULL);
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (!config)
+        return CUDA_ERROR_INVALID_VALUE;
+    *config = CU_FUNC_CACHE_PREFER_NONE;
+    return CUDA_SUCCESS;
+}
+
+SIM_API CUresult CUDAAPI cuCtxSetCacheConfig(CUfunc_cache config)
+{
+    return sim_ctx_get(NULL);
+}
+
+SIM_API CUresult CUDAAPI cuCtxSynchronize(void)
+{
+    CUcontext ctx;
+    CUresult r = sim_check_init();
+    if (r != CUDA_SUCCESS)
+        return r;
+    ctx = sim_ctx_current();
+    if (!ctx || ctx->magic != SIM_CTX_MAGIC || ctx->destroyed)
+        return CUDA_ERROR_INVALID_CONTEXT;
+    if (sim_on_executor())
+        return CUDA_ERROR_NOT_PERMITTED;
+    return sim_ctx_wait_idle(ctx);
+}
+
+/* CUDA 13 ABI: synchronise the given context (NULL: the current one). */
+SIM_API CUresult CUDAAPI cuCtxSynchronize_v2(CUcontext ctx)
+{
+    CUresult r = sim_check_init();
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (!ctx)
+        return cuCtxSynchronize();
+    if (ctx->magic != SIM_CTX_MAGIC || ctx->destroyed)
+        return CUDA_ERROR_INVALID_CONTEXT;
+    if (sim_on_executor())
+        return CUDA_ERROR_NOT_PERMITTED;
+    return sim_ctx_wait_idle(ctx);
+}
+
+/* ---------------------------------------------------------------- primary contexts */
+
+SIM_API CUresult CUDAAPI cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev)
+{
+    sim_device_t *d;
+    CUresult r = sim_device_get(dev, &d);
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (!pctx)
+        return CUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_lock(&sim_lock);
+    if (!d->primary)
+        r = sim_ctx_create(dev, d->primary_flags, 1, &d->primary);
+    if (r == CUDA_SUCCESS) {
+        d->primary_refs++;
+        *pctx = d->primary;
+    }
+    pthread_mutex_unlock(&sim_lock);
+    return r;
+}
+
+SIM_API CUresult CUDAAPI cuDevicePrimaryCtxRelease_v2(CUdevice dev)
+{
+    sim_device_t *d;
+    CUresult r = sim_device_get(dev, &d);
+    if (r != CUDA_SUCCESS)
+        return r;
+    pthread_mutex_lock(&sim_lock);
+    if (d->primary_refs == 0)
+        r = CUDA_ERROR_INVALID_CONTEXT;
+    else
+        d->primary_refs--;
+    pthread_mutex_unlock(&sim_lock);
+    return r;
+}
+
+SIM_API CUresult CUDAAPI cuDevicePrimaryCtxRelease(CUdevice dev)
+{
+    return cuDevicePrimaryCtxRelease_v2(dev);
+}
+
+SIM_API CUresult CUDAAPI cuDevicePrimaryCtxSetFlags_v2(CUdevice dev, unsigned int flags)
+{
+    sim_device_t *d;
+    CUresult r = sim_device_get(dev, &d);
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (flags & ~(unsigned)CU_CTX_FLAGS_MASK)
+        return CUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_lock(&sim_lock);
+    d->primary_flags = flags;
+    if (d->primary)
+        d->primary->flags = flags;
+    pthread_mutex_unlock(&sim_lock);
+    return CUDA_SUCCESS;
+}
+
+SIM_API CUresult CUDAAPI cuDevicePrimaryCtxSetFlags(CUdevice dev, unsigned int flags)
+{
+    return cuDevicePrimaryCtxSetFlags_v2(dev, flags);
+}
+
+SIM_API CUresult CUDAAPI cuDevicePrimaryCtxGetState(CUdevice dev, unsigned int *flags, int *active)
+{
+    sim_device_t *d;
+    CUresult r = sim_device_get(dev, &d);
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (!flags || !active)
+        return CUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_lock(&sim_lock);
+    *flags = d->primary_flags;
+    *active = d->primary_refs > 0;
+    pthread_mutex_unlock(&sim_lock);
+    return CUDA_SUCCESS;
+}
+
+SIM_API CUresult CUDAAPI cuDevicePrimaryCtxReset_v2(CUdevice dev)
+{
+    sim_device_t *d;
+    CUresult r = sim_device_get(dev, &d);
+    if (r != CUDA_SUCCESS)
+        return r;
+    /* A sticky fault survives a reset: on a GPU the process must be restarted. */
+    if (d->primary)
+        return sim_ctx_wait_idle(d->primary);
+    return CUDA_SUCCESS;
+}
+
+SIM_API CUresult CUDAAPI cuDevicePrimaryCtxReset(CUdevice dev)
+{
+    return cuDevicePrimaryCtxReset_v2(dev);
+}

@@ -1,0 +1,720 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * exec.c - the executor: one FIFO of operations for the whole process, run by one thread.
+ *
+ * Running operations in submission order is always legal: every dependency CUDA defines
+ * (stream order, event waits, the legacy stream) points from an earlier submission to a later
+ * one.  So the FIFO needs no dependency tracking to be correct; dependencies matter only for
+ * the virtual clock and the race checker, which the executor computes as it goes:
+ *   start = max(host time at submission, stream's last end, waited events, legacy-stream
+ *               ordering, the engine's next free time);  end = start + modelled duration.
+ * Work is asynchronous: the submitting thread returns at once, so a program that forgets to
+ * synchronise can read stale data.  With ELIXIR_SIM_EXEC=lazy the executor runs only while a
+ * host thread waits, which makes such bugs deterministic.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "sim.h"
+
+static sim_op_t *q_head, *q_tail;
+static uint64_t q_submitted, q_done;    /* operation numbers, under sim_lock */
+static uint64_t flush_target;           /* lazy mode: run up to this op number */
+static int exec_sleeping;
+static pthread_cond_t cv_work = PTHREAD_COND_INITIALIZER;
+static pthread_cond_t cv_done = PTHREAD_COND_INITIALIZER;
+static pthread_t exec_thread;
+static _Thread_local int on_executor;
+
+static double host_clock;               /* ns, under sim_lock */
+static double exec_t_max;               /* latest end of any executed op, under sim_lock */
+
+static sim_race_t *race;
+static pthread_mutex_t race_lock = PTHREAD_MUTEX_INITIALIZER;
+static uint32_t host_tid;
+static sim_vc_t *host_snap;
+
+/* Statistics, executor-only until printed. */
+static struct {
+    uint64_t ops[SIM_OP_NOP + 1];
+    uint64_t bytes[SIM_ENG_COUNT];
+    uint64_t faults;
+} stats;
+
+/* The kernel running on the executor: cost and declared accesses. */
+typedef struct access_rec {
+    uint64_t addr, len;
+    int mode;
+} access_rec_t;
+
+static struct {
+    int active;
+    double flops, bytes;
+    access_rec_t *acc;
+    size_t nacc, cap;
+} cur;
+
+int sim_on_executor(void)
+{
+    return on_executor;
+}
+
+/* ---------------------------------------------------------------- host clock and race glue */
+
+double sim_host_now(void)
+{
+    pthread_mutex_lock(&sim_lock);
+    double t = host_clock;
+    pthread_mutex_unlock(&sim_lock);
+    return t;
+}
+
+void sim_host_advance(double t)
+{
+    pthread_mutex_lock(&sim_lock);
+    if (t > host_clock)
+        host_clock = t;
+    pthread_mutex_unlock(&sim_lock);
+}
+
+void sim_host_charge(double us)
+{
+    pthread_mutex_lock(&sim_lock);
+    host_clock += us * 1000.0;
+    pthread_mutex_unlock(&sim_lock);
+}
+
+static void race_report(void *ctx, const char *detail)
+{
+    SIM_WARN("%s", detail);
+}
+
+uint32_t sim_race_new_thread(void)
+{
+    if (!race)
+        return 0;
+    pthread_mutex_lock(&race_lock);
+    uint32_t tid = sim_race_thread(race);
+    pthread_mutex_unlock(&race_lock);
+    return tid;
+}
+
+void sim_host_acquire(const sim_vc_t *vc)
+{
+    if (!race || !vc)
+        return;
+    pthread_mutex_lock(&race_lock);
+    sim_race_acquire(race, host_tid, vc);
+    sim_vc_t *old = host_snap;
+    host_snap = sim_race_release(race, host_tid);
+    pthread_mutex_unlock(&race_lock);
+    sim_vc_unref(old);
+}
+
+sim_vc_t *sim_host_vc(void)
+{
+    if (!race)
+        return NULL;
+    pthread_mutex_lock(&race_lock);
+    sim_vc_t *vc = sim_vc_ref(host_snap);
+    pthread_mutex_unlock(&race_lock);
+    return vc;
+}
+
+void sim_race_forget_range(uint64_t base, uint64_t size)
+{
+    if (!race)
+        return;
+    pthread_mutex_lock(&race_lock);
+    sim_race_forget(race, base, size);
+    pthread_mutex_unlock(&race_lock);
+}
+
+/* ---------------------------------------------------------------- kernel-side helpers */
+
+SIM_API void sim_kernel_cost(double flops, double bytes)
+{
+    if (!on_executor || !cur.active)
+        return;
+    cur.flops += flops > 0 ? flops : 0;
+    cur.bytes += bytes > 0 ? bytes : 0;
+}
+
+SIM_API void sim_kernel_access(const void *ptr, size_t bytes, int mode)
+{
+    if (!on_executor || !cur.active || bytes == 0)
+        return;
+    if (cur.nacc == cur.cap) {
+        size_t cap = cur.cap ? cur.cap * 2 : 16;
+        access_rec_t *a = realloc(cur.acc, cap * sizeof(*a));
+        if (!a)
+            return;
+        cur.acc = a;
+        cur.cap = cap;
+    }
+    cur.acc[cur.nacc++] = (access_rec_t){ (uint64_t)(uintptr_t)ptr, bytes, mode };
+}
+
+/* ---------------------------------------------------------------- operations */
+
+sim_op_t *sim_op_new(int kind)
+{
+    sim_op_t *op = calloc(1, sizeof(*op));
+    if (op)
+        op->kind = kind;
+    return op;
+}
+
+static void op_free_payload(sim_op_t *op)
+{
+    if (op->kind == SIM_OP_KERNEL) {
+        free(op->u.kernel.params);
+        free(op->u.kernel.args);
+    } else if (op->kind == SIM_OP_COPY) {
+        free(op->u.copy.staging);
+    }
+}
+
+void sim_op_discard(sim_op_t *op)
+{
+    if (!op)
+        return;
+    op_free_payload(op);
+    if ((op->kind == SIM_OP_EVENT_RECORD || op->kind == SIM_OP_EVENT_WAIT) && op->u.event) {
+        pthread_mutex_lock(&sim_lock);
+        sim_event_unref_locked(op->u.event);
+        pthread_mutex_unlock(&sim_lock);
+    }
+    sim_vc_unref(op->host_vc);
+    free(op);
+}
+
+CUresult sim_submit(CUstream s, sim_op_t *op, uint64_t *seq)
+{
+    CUresult res;
+    if (seq)
+        *seq = 0;
+    if (s->capture && sim_capture_op(s, op, &res))
+        return res;
+    sim_vc_t *vc = sim_host_vc();
+    pthread_mutex_lock(&sim_lock);
+    op->stream = s;
+    s->refs++;
+    op->seq = ++s->enq_seq;
+    if (seq)
+        *seq = op->seq;
+    op->opno = ++q_submitted;
+    op->t_submit = host_clock;
+    op->host_vc = vc;
+    host_clock += sim_cfg.model.api_us * 1000.0;
+    if (op->kind == SIM_OP_EVENT_RECORD) {
+        /* The event now refers to this record: its stream and position. */
+        struct CUevent_st *e = op->u.event;
+        if (e->stream != s) {
+            s->refs++;
+            if (e->stream)
+                sim_stream_unref_locked(e->stream);
+            e->stream = s;
+        }
+        e->seq = op->seq;
+    }
+    if (q_tail)
+        q_tail->next = op;
+    else
+        q_head = op;
+    q_tail = op;
+    if (exec_sleeping && !sim_cfg.lazy)
+        pthread_cond_signal(&cv_work);
+    pthread_mutex_unlock(&sim_lock);
+    return CUDA_SUCCESS;
+}
+
+/* ---------------------------------------------------------------- running one op */
+
+typedef struct run_arg {
+    sim_op_t *op;
+} run_arg_t;
+
+static void copy_body(const sim_copy_t *c)
+{
+    for (size_t z = 0; z < c->depth; z++)
+        for (size_t y = 0; y < c->height; y++) {
+            char *d = (char *)(uintptr_t)(c->dst + (z * c->dheight + y) * c->dpitch);
+            const char *s = c->staging
+                ? (const char *)c->staging + (z * c->height + y) * c->width
+                : (const char *)(uintptr_t)(c->src + (z * c->sheight + y) * c->spitch);
+            memmove(d, s, c->width);
+        }
+}
+
+static void memset_body(const sim_memset_t *m)
+{
+    for (size_t y = 0; y < m->height; y++) {
+        char *row = (char *)(uintptr_t)(m->dst + y * m->pitch);
+        if (m->elem == 1) {
+            memset(row, (int)(m->value & 0xff), m->width);
+        } else if (m->elem == 2) {
+            uint16_t v = (uint16_t)m->value;
+            for (size_t i = 0; i < m->width; i++)
+                memcpy(row + i * 2, &v, 2);
+        } else {
+            uint32_t v = m->value;
+            for (size_t i = 0; i < m->width; i++)
+                memcpy(row + i * 4, &v, 4);
+        }
+    }
+}
+
+static void run_body(void *arg)
+{
+    sim_op_t *op = ((run_arg_t *)arg)->op;
+    switch (op->kind) {
+    case SIM_OP_KERNEL:
+        op->u.kernel.fn(&op->u.kernel.launch, op->u.kernel.params);
+        break;
+    case SIM_OP_COPY:
+        copy_body(&op->u.copy);
+        break;
+    case SIM_OP_MEMSET:
+        memset_body(&op->u.memset);
+        break;
+    case SIM_OP_HOSTFN:
+        if (op->u.host.fn)
+            op->u.host.fn(op->u.host.data);
+        else
+            op->u.host.cb(op->u.host.handle, (CUresult)atomic_load(&op->stream->ctx->sticky),
+                          op->u.host.data);
+        break;
+    default:
+        break;
+    }
+}
+
+static const char *op_name(const sim_op_t *op)
+{
+    switch (op->kind) {
+    case SIM_OP_KERNEL: return op->u.kernel.launch.name;
+    case SIM_OP_COPY: return "memcpy";
+    case SIM_OP_MEMSET: return "memset";
+    case SIM_OP_HOSTFN: return "host function";
+    case SIM_OP_FREE: return "cuMemFreeAsync";
+    default: return "operation";
+    }
+}
+
+/* Check a kernel's pointer arguments against per-device access of VMM mappings. */
+static int kernel_precheck(const sim_op_t *op, uint64_t *bad)
+{
+    const sim_kernel_op_t *k = &op->u.kernel;
+    int dev = op->stream->ctx->device;
+    for (size_t off = 0; off + 8 <= k->args_size; off += 8) {
+        uint64_t v;
+        sim_ptr_info_t info;
+        memcpy(&v, k->args + off, 8);
+        if (v < 4096 || sim_ptr_info(v, &info) < 0 || info.kind != SIM_RANGE_RESERVED)
+            continue;
+        if (info.mapped && !((info.access >> dev) & 1)) {
+            *bad = v;
+            return -EFAULT;
+        }
+    }
+    return 0;
+}
+
+static void fault(sim_op_t *op, uint64_t addr)
+{
+    stats.faults++;
+    SIM_ERR("illegal address 0x%llx in %s (op %llu, stream %llu, device %d): "
+            "CUDA_ERROR_ILLEGAL_ADDRESS, context is now unusable",
+            (unsigned long long)addr, op_name(op), (unsigned long long)op->opno,
+            (unsigned long long)op->stream->id, op->stream->ctx->device);
+    sim_ctx_fault(op->stream->ctx, CUDA_ERROR_ILLEGAL_ADDRESS);
+}
+
+/* Execute the body of op under the fault guard; returns 0 or -EFAULT. */
+static int execute(sim_op_t *op)
+{
+    uint64_t bad = 0;
+    run_arg_t arg = { op };
+
+    if (atomic_load(&op->stream->ctx->sticky) &&
+        !(op->kind == SIM_OP_HOSTFN && op->u.host.cb))
+        return -EFAULT;
+    if (op->poison) {
+        fault(op, op->poison);
+        return -EFAULT;
+    }
+    if (op->kind == SIM_OP_KERNEL) {
+        if (kernel_precheck(op, &bad) < 0) {
+            fault(op, bad);
+            return -EFAULT;
+        }
+        cur.active = 1;
+        cur.flops = cur.bytes = 0;
+        cur.nacc = 0;
+    }
+    int err = op->kind == SIM_OP_HOSTFN ? (run_body(&arg), 0) : sim_guarded(run_body, &arg, &bad);
+    cur.active = 0;
+    if (err)
+        fault(op, bad);
+    return err;
+}
+
+/* ---------------------------------------------------------------- virtual time and races */
+
+static uint32_t sink_tid;               /* joins every executed op, for sim_wait_all */
+
+static double dmax(double a, double b)
+{
+    return a > b ? a : b;
+}
+
+/* Order op after what the legacy stream semantics require; returns the earliest start. */
+static double order_legacy(CUstream s, double t0)
+{
+    CUcontext ctx = s->ctx;
+    if (s->kind == SIM_STREAM_LEGACY) {
+        pthread_mutex_lock(&sim_lock);
+        for (CUstream x = ctx->streams; x; x = x->ctx_next)
+            if (sim_stream_blocking(x)) {
+                t0 = dmax(t0, x->t_end);
+                if (race)
+                    sim_race_acquire(race, s->race_tid, x->vc_done);
+            }
+        pthread_mutex_unlock(&sim_lock);
+    } else if (sim_stream_blocking(s)) {
+        t0 = dmax(t0, ctx->legacy->t_end);
+        if (race)
+            sim_race_acquire(race, s->race_tid, ctx->legacy->vc_done);
+    }
+    return t0;
+}
+
+static int engine_of(const sim_op_t *op)
+{
+    switch (op->kind) {
+    case SIM_OP_KERNEL:
+    case SIM_OP_MEMSET: return SIM_ENG_COMPUTE;
+    case SIM_OP_COPY: return op->u.copy.engine;
+    default: return -1;
+    }
+}
+
+/* Modelled duration of op in ns, and the bytes it moved. */
+static double duration(const sim_op_t *op, uint64_t *bytes)
+{
+    const sim_model_t *m = &sim_cfg.model;
+    *bytes = 0;
+    if (op->kind == SIM_OP_KERNEL) {
+        double compute = cur.flops / (m->tflops * 1e3);
+        double memory = cur.bytes / m->hbm_gbps;
+        return m->launch_us * 1000.0 + dmax(compute, memory);
+    }
+    if (op->kind == SIM_OP_COPY) {
+        const sim_copy_t *c = &op->u.copy;
+        *bytes = (uint64_t)c->width * c->height * c->depth;
+        return c->gbps > 0 ? (double)*bytes / c->gbps : 0;
+    }
+    if (op->kind == SIM_OP_MEMSET) {
+        const sim_memset_t *ms = &op->u.memset;
+        *bytes = (uint64_t)ms->width * ms->elem * ms->height;
+        return (double)*bytes / m->hbm_gbps;
+    }
+    return 0;
+}
+
+/* Report the accesses of a strided region: per row when few rows, else its whole span. */
+static void race_rows(uint32_t tid, uint64_t base, size_t width, size_t height, size_t depth,
+                      size_t pitch, size_t rows_per_slice, int write, const sim_race_who_t *who)
+{
+    if (width == 0 || height == 0 || depth == 0)
+        return;
+    if (height * depth > 16 || pitch == width) {
+        uint64_t last = base + ((depth - 1) * rows_per_slice + (height - 1)) * pitch + width;
+        sim_race_access(race, tid, base, last - base, write, who);
+        return;
+    }
+    for (size_t z = 0; z < depth; z++)
+        for (size_t y = 0; y < height; y++)
+            sim_race_access(race, tid, base + (z * rows_per_slice + y) * pitch, width, write,
+                            who);
+}
+
+/* Without declared accesses, each pointer argument stands for its whole allocation. */
+static void race_kernel_args(const sim_op_t *op, uint32_t tid, const sim_race_who_t *who)
+{
+    const sim_kernel_op_t *k = &op->u.kernel;
+    for (size_t off = 0; off + 8 <= k->args_size; off += 8) {
+        uint64_t v;
+        sim_ptr_info_t info;
+        memcpy(&v, k->args + off, 8);
+        if (v >= 4096 && sim_ptr_info(v, &info) == 0 && info.mapped)
+            sim_race_access(race, tid, info.base, info.size, 1, who);
+    }
+}
+
+static void race_op(const sim_op_t *op, uint32_t tid)
+{
+    sim_race_who_t who = { op_name(op), op->opno, (uint32_t)op->stream->id };
+    switch (op->kind) {
+    case SIM_OP_KERNEL:
+        if (!cur.nacc)
+            race_kernel_args(op, tid, &who);
+        for (size_t i = 0; i < cur.nacc; i++) {
+            if (cur.acc[i].mode & SIM_ACCESS_READ)
+                sim_race_access(race, tid, cur.acc[i].addr, cur.acc[i].len, 0, &who);
+            if (cur.acc[i].mode & SIM_ACCESS_WRITE)
+                sim_race_access(race, tid, cur.acc[i].addr, cur.acc[i].len, 1, &who);
+        }
+        break;
+    case SIM_OP_COPY: {
+        const sim_copy_t *c = &op->u.copy;
+        if (!c->staging)
+            race_rows(tid, c->src, c->width, c->height, c->depth, c->spitch, c->sheight, 0, &who);
+        race_rows(tid, c->dst, c->width, c->height, c->depth, c->dpitch, c->dheight, 1, &who);
+        break;
+    }
+    case SIM_OP_MEMSET: {
+        const sim_memset_t *m = &op->u.memset;
+        race_rows(tid, m->dst, m->width * m->elem, m->height, 1, m->pitch, m->height, 1, &who);
+        break;
+    }
+    case SIM_OP_FREE:
+        sim_race_access(race, tid, op->u.free.base, op->u.free.size, 1, &who);
+        break;
+    default:
+        break;
+    }
+}
+
+/*
+ * Charge op to the virtual clock and the race checker.  Returns its end time and, with the
+ * race checker on, the stream's clock after it (*vc, one reference).
+ */
+static double account(sim_op_t *op, int err, sim_vc_t **vc)
+{
+    CUstream s = op->stream;
+    sim_device_t *d = &sim_devs[s->ctx->device];
+    uint64_t bytes = 0;
+
+    if (race) {
+        pthread_mutex_lock(&race_lock);
+        sim_race_tick(race, s->race_tid);
+        sim_race_acquire(race, s->race_tid, op->host_vc);
+    }
+    double t0 = order_legacy(s, dmax(op->t_submit, s->t_end));
+    if (op->kind == SIM_OP_EVENT_WAIT && op->u.event->recorded) {
+        t0 = dmax(t0, op->u.event->t);
+        if (race)
+            sim_race_acquire(race, s->race_tid, op->u.event->vc);
+    }
+    double end = t0, dur = err ? 0 : duration(op, &bytes);
+    int eng = engine_of(op);
+    if (eng >= 0 && !err) {
+        double start = dmax(t0, d->engine_free[eng]);
+        end = start + dur;
+        d->engine_free[eng] = end;
+        stats.bytes[eng] += bytes;
+    }
+    if (race) {
+        if (!err)
+            race_op(op, s->race_tid);
+        *vc = sim_race_release(race, s->race_tid);
+        sim_race_acquire(race, sink_tid, *vc);
+        pthread_mutex_unlock(&race_lock);
+    }
+    if (op->kind == SIM_OP_FREE)
+        sim_free_device(op->u.free.base, SIM_RANGE_POOL);
+    s->t_end = end;
+    return end;
+}
+
+/* After sim_wait_all: the host happens after every executed operation. */
+void sim_exec_acquire_all(void)
+{
+    if (!race)
+        return;
+    pthread_mutex_lock(&race_lock);
+    sim_vc_t *all = sim_race_release(race, sink_tid);
+    pthread_mutex_unlock(&race_lock);
+    sim_host_acquire(all);
+    sim_vc_unref(all);
+}
+
+/* Take the next runnable op; NULL when the executor should sleep.  Under sim_lock. */
+static sim_op_t *next_op(void)
+{
+    if (!q_head)
+        return NULL;
+    if (sim_cfg.lazy && q_head->opno > flush_target)
+        return NULL;
+    sim_op_t *op = q_head;
+    q_head = op->next;
+    if (!q_head)
+        q_tail = NULL;
+    return op;
+}
+
+static void complete(sim_op_t *op, double t_end, sim_vc_t *vc)
+{
+    CUstream s = op->stream;
+    pthread_mutex_lock(&sim_lock);
+    s->done_seq = op->seq;
+    s->t_done = t_end;
+    sim_vc_t *old = s->vc_done;
+    s->vc_done = vc;
+    q_done = op->opno;
+    if (t_end > exec_t_max)
+        exec_t_max = t_end;
+    if (op->kind == SIM_OP_EVENT_RECORD) {
+        struct CUevent_st *e = op->u.event;
+        sim_vc_t *prev = e->vc;
+        e->t = t_end;
+        e->vc = sim_vc_ref(vc);
+        e->recorded = 1;
+        sim_vc_unref(prev);
+    }
+    if (op->kind == SIM_OP_EVENT_RECORD || op->kind == SIM_OP_EVENT_WAIT)
+        sim_event_unref_locked(op->u.event);
+    sim_stream_unref_locked(s);
+    pthread_cond_broadcast(&cv_done);
+    pthread_mutex_unlock(&sim_lock);
+    sim_vc_unref(old);
+}
+
+static void *executor_main(void *unused)
+{
+    on_executor = 1;
+    pthread_mutex_lock(&sim_lock);
+    for (;;) {
+        sim_op_t *op = next_op();
+        if (!op) {
+            exec_sleeping = 1;
+            pthread_cond_wait(&cv_work, &sim_lock);
+            exec_sleeping = 0;
+            continue;
+        }
+        pthread_mutex_unlock(&sim_lock);
+        stats.ops[op->kind]++;
+        int err = execute(op);
+        sim_vc_t *vc = NULL;
+        double t_end = account(op, err, &vc);
+        complete(op, t_end, vc);
+        op_free_payload(op);
+        sim_vc_unref(op->host_vc);
+        free(op);
+        pthread_mutex_lock(&sim_lock);
+    }
+    return NULL;
+}
+
+/* ---------------------------------------------------------------- waiting */
+
+/* Make the executor run at least up to op number `opno` (lazy mode). Under sim_lock. */
+static void flush_locked(uint64_t opno)
+{
+    if (opno > flush_target)
+        flush_target = opno;
+    if (exec_sleeping)
+        pthread_cond_signal(&cv_work);
+}
+
+CUresult sim_wait_seq(CUstream s, uint64_t seq, int acquire)
+{
+    pthread_mutex_lock(&sim_lock);
+    flush_locked(q_submitted);
+    while (s->done_seq < seq)
+        pthread_cond_wait(&cv_done, &sim_lock);
+    double t = s->t_done;
+    sim_vc_t *vc = acquire ? sim_vc_ref(s->vc_done) : NULL;
+    pthread_mutex_unlock(&sim_lock);
+    if (acquire)
+        sim_host_advance(t);
+    sim_host_acquire(vc);
+    sim_vc_unref(vc);
+    return (CUresult)atomic_load(&s->ctx->sticky);
+}
+
+void sim_wait_all(void)
+{
+    pthread_mutex_lock(&sim_lock);
+    uint64_t target = q_submitted;
+    flush_locked(target);
+    while (q_done < target)
+        pthread_cond_wait(&cv_done, &sim_lock);
+    double t = exec_t_max;
+    pthread_mutex_unlock(&sim_lock);
+    sim_host_advance(t);
+    sim_exec_acquire_all();
+}
+
+/* Poll: has stream s completed operation seq?  Nudges the executor in lazy mode. */
+int sim_seq_done(CUstream s, uint64_t seq)
+{
+    pthread_mutex_lock(&sim_lock);
+    int done = s->done_seq >= seq;
+    if (!done)
+        flush_locked(q_submitted);
+    pthread_mutex_unlock(&sim_lock);
+    return done;
+}
+
+/* ---------------------------------------------------------------- start and exit */
+
+static void at_exit(void)
+{
+    if (!sim_initialized)
+        return;
+    if (!on_executor)
+        sim_wait_all();
+    uint64_t races = race ? sim_race_count(race) : 0;
+    if (sim_cfg.stats)
+        sim_exec_stats();
+    if (races && sim_cfg.racecheck == SIM_RACE_FAIL) {
+        SIM_ERR("%llu race(s) found; exiting with status 66 (ELIXIR_SIM_RACECHECK=fail)",
+                (unsigned long long)races);
+        fflush(NULL);
+        _exit(66);
+    }
+}
+
+void sim_exec_start(void)
+{
+    if (sim_cfg.racecheck != SIM_RACE_OFF) {
+        race = sim_race_new(race_report, NULL);
+        if (race) {
+            host_tid = sim_race_thread(race);
+            sink_tid = sim_race_thread(race);
+            host_snap = sim_race_release(race, host_tid);
+        }
+    }
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    pthread_create(&exec_thread, &attr, executor_main, NULL);
+    pthread_attr_destroy(&attr);
+    atexit(at_exit);
+}
+
+void sim_exec_stats(void)
+{
+    static const char *const kinds[] = { "", "kernels", "copies", "memsets", "host functions",
+                                         "event records", "event waits", "async frees", "nops" };
+    static const char *const engines[] = { "compute", "h2d", "d2h", "peer" };
+
+    fprintf(stderr, "elixir-sim stats: virtual time %.3f ms, host clock %.3f ms\n",
+            exec_t_max / 1e6, host_clock / 1e6);
+    for (int k = 1; k <= SIM_OP_NOP; k++)
+        if (stats.ops[k])
+            fprintf(stderr, "elixir-sim stats:   %-15s %llu\n", kinds[k],
+                    (unsigned long long)stats.ops[k]);
+    for (int e = 0; e < SIM_ENG_COUNT; e++)
+        fprintf(stderr, "elixir-sim stats:   bytes %-9s %llu\n", engines[e],
+                (unsigned long long)stats.bytes[e]);
+    fprintf(stderr, "elixir-sim stats:   faults %llu, races %llu\n",
+            (unsigned long long)stats.faults,
+            (unsigned long long)(race ? sim_race_count(race) : 0));
+}

@@ -1,0 +1,632 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * module.c - modules, libraries, kernels and functions.
+ *
+ * An image is PTX text or a fatbin holding PTX (ptx.c reads it).  Each `.entry NAME` binds
+ * to a host C function NAME, looked up first in the shared objects of ELIXIR_SIM_KERNELS
+ * (colon-separated, opened once) and then in the whole process.  Module-scope variables get
+ * device memory of their declared size, initialised from the PTX.  A library is a
+ * context-independent module; its CUkernel handles work wherever a CUfunction is accepted.
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sim.h"
+
+#define SIM_MOD_MAGIC 0x444f4d53u
+#define SIM_LIB_MAGIC 0x42494c53u
+#define SIM_KERN_MAGIC 0x4e524b53u
+
+struct CUmod_st {
+    uint32_t magic;
+    sim_ptx_module_t ptx;
+    struct CUfunc_st *funcs;        /* one per entry */
+    uint64_t *globals;              /* device address of each global */
+    int device;
+};
+
+struct CUkern_st {
+    uint32_t magic;
+    struct CUfunc_st *func;
+};
+
+struct CUlib_st {
+    uint32_t magic;
+    struct CUmod_st *mod;
+    struct CUkern_st *kernels;      /* one per entry */
+};
+
+/* ---------------------------------------------------------------- host kernel lookup */
+
+static void *kernel_libs[32];
+static int nkernel_libs = -1;
+static pthread_mutex_t libs_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void open_kernel_libs(void)
+{
+    char list[sizeof(sim_cfg.kernels)];
+    char *save = NULL;
+
+    nkernel_libs = 0;
+    snprintf(list, sizeof(list), "%s", sim_cfg.kernels);
+    for (char *p = strtok_r(list, ":", &save); p; p = strtok_r(NULL, ":", &save)) {
+        if (nkernel_libs == (int)SIM_ARRAY_LEN(kernel_libs))
+            break;
+        void *h = dlopen(p, RTLD_NOW | RTLD_LOCAL);
+        if (!h)
+            SIM_WARN("ELIXIR_SIM_KERNELS: cannot load %s: %s", p, dlerror());
+        else
+            kernel_libs[nkernel_libs++] = h;
+    }
+}
+
+static sim_kernel_fn find_kernel(const char *name)
+{
+    void *sym = NULL;
+    pthread_mutex_lock(&libs_lock);
+    if (nkernel_libs < 0)
+        open_kernel_libs();
+    for (int i = 0; i < nkernel_libs && !sym; i++)
+        sym = dlsym(kernel_libs[i], name);
+    pthread_mutex_unlock(&libs_lock);
+    if (!sym)
+        sym = dlsym(RTLD_DEFAULT, name);
+    sim_kernel_fn fn;
+    memcpy(&fn, &sym, sizeof(fn));
+    return fn;
+}
+
+/* ---------------------------------------------------------------- loading */
+
+static CUresult image_error(int err)
+{
+    switch (err) {
+    case -ENOEXEC: return CUDA_ERROR_NO_BINARY_FOR_GPU;
+    case -ENOTSUP: return CUDA_ERROR_NOT_SUPPORTED;
+    case -ENOMEM: return CUDA_ERROR_OUT_OF_MEMORY;
+    default: return CUDA_ERROR_INVALID_IMAGE;
+    }
+}
+
+static void module_free(struct CUmod_st *m)
+{
+    for (uint32_t i = 0; m->globals && i < m->ptx.nglobals; i++)
+        if (m->globals[i])
+            sim_free_device(m->globals[i], 0);
+    free(m->globals);
+    free(m->funcs);
+    sim_ptx_free(&m->ptx);
+    m->magic = 0;
+    free(m);
+}
+
+static CUresult load_globals(struct CUmod_st *m, int device)
+{
+    m->globals = calloc(m->ptx.nglobals ? m->ptx.nglobals : 1, sizeof(uint64_t));
+    if (!m->globals)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    for (uint32_t i = 0; i < m->ptx.nglobals; i++) {
+        const sim_ptx_global_t *g = &m->ptx.globals[i];
+        CUdeviceptr p;
+        CUresult r = sim_alloc_device(g->size ? g->size : 1, SIM_RANGE_GLOBAL, NULL, device, &p);
+        if (r != CUDA_SUCCESS)
+            return r;
+        m->globals[i] = p;
+        if (g->init)
+            memcpy((void *)(uintptr_t)p, g->init, g->size);
+        else
+            memset((void *)(uintptr_t)p, 0, g->size);
+    }
+    return CUDA_SUCCESS;
+}
+
+/* Parse an image and build the module (for `device`, or -1 for a library). */
+static CUresult module_build(const void *image, int device, struct CUmod_st **out)
+{
+    const char *ptx;
+    size_t len;
+    char err[256];
+
+    if (!image)
+        return CUDA_ERROR_INVALID_VALUE;
+    int e = sim_image_ptx(image, &ptx, &len, NULL);
+    if (e < 0)
+        return image_error(e);
+    struct CUmod_st *m = calloc(1, sizeof(*m));
+    if (!m)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    m->magic = SIM_MOD_MAGIC;
+    m->device = device;
+    e = sim_ptx_parse(ptx, len, &m->ptx, err, sizeof(err));
+    if (e < 0) {
+        SIM_WARN("cannot read PTX image: %s", err);
+        free(m);
+        return image_error(e);
+    }
+    m->funcs = calloc(m->ptx.nentries ? m->ptx.nentries : 1, sizeof(*m->funcs));
+    CUresult r = m->funcs ? load_globals(m, device < 0 ? 0 : device) : CUDA_ERROR_OUT_OF_MEMORY;
+    if (r != CUDA_SUCCESS) {
+        module_free(m);
+        return r;
+    }
+    for (uint32_t i = 0; i < m->ptx.nentries; i++) {
+        m->funcs[i].magic = SIM_FUNC_MAGIC;
+        m->funcs[i].mod = m;
+        m->funcs[i].entry = &m->ptx.entries[i];
+        m->funcs[i].fn = find_kernel(m->ptx.entries[i].name);
+    }
+    *out = m;
+    return CUDA_SUCCESS;
+}
+
+SIM_API CUresult CUDAAPI cuModuleLoadData(CUmodule *module, const void *image)
+{
+    CUcontext ctx;
+    CUresult r = sim_ctx_get(&ctx);
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (!module)
+        return CUDA_ERROR_INVALID_VALUE;
+    return module_build(image, ctx->device, module);
+}
+
+SIM_API CUresult CUDAAPI cuModuleLoadDataEx(CUmodule *module, const void *image,
+                                            unsigned int numOptions, CUjit_option *options,
+                                            void **optionValues)
+{
+    if (numOptions && (!options || !optionValues))
+        return CUDA_ERROR_INVALID_VALUE;
+    return cuModuleLoadData(module, image);
+}
+
+SIM_API CUresult CUDAAPI cuModuleLoadFatBinary(CUmodule *module, const void *fatCubin)
+{
+    return cuModuleLoadData(module, fatCubin);
+}
+
+/* Read a whole file, NUL-terminated. */
+static CUresult read_file(const char *path, char **out)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return CUDA_ERROR_FILE_NOT_FOUND;
+    size_t cap = 1 << 16, n = 0;
+    char *buf = malloc(cap + 1);
+    while (buf) {
+        n += fread(buf + n, 1, cap - n, f);
+        if (n < cap)
+            break;
+        char *nb = realloc(buf, cap * 2 + 1);
+        if (!nb) {
+            free(buf);
+            buf = NULL;
+            break;
+        }
+        buf = nb;
+        cap *= 2;
+    }
+    fclose(f);
+    if (!buf)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    buf[n] = 0;
+    *out = buf;
+    return CUDA_SUCCESS;
+}
+
+SIM_API CUresult CUDAAPI cuModuleLoad(CUmodule *module, const char *fname)
+{
+    char *data;
+    CUresult r = sim_ctx_get(NULL);
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (!module || !fname)
+        return CUDA_ERROR_INVALID_VALUE;
+    r = read_file(fname, &data);
+    if (r != CUDA_SUCCESS)
+        return r;
+    r = cuModuleLoadData(module, data);
+    free(data);     /* the parsed module keeps no pointer into the image */
+    return r;
+}
+
+static int module_valid(CUmodule m)
+{
+    return m && m->magic == SIM_MOD_MAGIC;
+}
+
+SIM_API CUresult CUDAAPI cuModuleUnload(CUmodule hmod)
+{
+    CUresult r = sim_check_init();
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (!module_valid(hmod) || hmod->device < 0)
+        return CUDA_ERROR_INVALID_HANDLE;
+    sim_wait_all();
+    module_free(hmod);
+    return CUDA_SUCCESS;
+}
+
+static int entry_index(CUmodule m, const char *name)
+{
+    for (uint32_t i = 0; i < m->ptx.nentries; i++)
+        if (strcmp(m->ptx.entries[i].name, name) == 0)
+            return (int)i;
+    return -1;
+}
+
+SIM_API CUresult CUDAAPI cuModuleGetFunction(CUfunction *hfunc, CUmodule hmod, const char *name)
+{
+    CUresult r = sim_ctx_get(NULL);
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (!hfunc || !name)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (!module_valid(hmod))
+        return CUDA_ERROR_INVALID_HANDLE;
+    int i = entry_index(hmod, name);
+    if (i < 0)
+        return CUDA_ERROR_NOT_FOUND;
+    if (!hmod->funcs[i].fn) {
+        SIM_WARN("kernel %s: no host function of that name in ELIXIR_SIM_KERNELS (\"%s\") "
+                 "or the process", name, sim_cfg.kernels);
+        return CUDA_ERROR_NOT_FOUND;
+    }
+    *hfunc = &hmod->funcs[i];
+    return CUDA_SUCCESS;
+}
+
+SIM_API CUresult CUDAAPI cuModuleGetFunctionCount(unsigned int *count, CUmodule mod)
+{
+    if (!count)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (!module_valid(mod))
+        return CUDA_ERROR_INVALID_HANDLE;
+    *count = mod->ptx.nentries;
+    return CUDA_SUCCESS;
+}
+
+SIM_API CUresult CUDAAPI cuModuleEnumerateFunctions(CUfunction *functions, unsigned int num,
+                                                    CUmodule mod)
+{
+    if (!functions)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (!module_valid(mod))
+        return CUDA_ERROR_INVALID_HANDLE;
+    for (unsigned i = 0; i < num && i < mod->ptx.nentries; i++)
+        functions[i] = &mod->funcs[i];
+    return CUDA_SUCCESS;
+}
+
+static CUresult get_global(CUmodule m, const char *name, CUdeviceptr *dptr, size_t *bytes)
+{
+    if (!name)
+        return CUDA_ERROR_INVALID_VALUE;
+    for (uint32_t i = 0; i < m->ptx.nglobals; i++)
+        if (strcmp(m->ptx.globals[i].name, name) == 0) {
+            if (dptr)
+                *dptr = m->globals[i];
+            if (bytes)
+                *bytes = m->ptx.globals[i].size;
+            return CUDA_SUCCESS;
+        }
+    return CUDA_ERROR_NOT_FOUND;
+}
+
+SIM_API CUresult CUDAAPI cuModuleGetGlobal_v2(CUdeviceptr *dptr, size_t *bytes, CUmodule hmod,
+                                              const char *name)
+{
+    CUresult r = sim_ctx_get(NULL);
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (!module_valid(hmod))
+        return CUDA_ERROR_INVALID_HANDLE;
+    return get_global(hmod, name, dptr, bytes);
+}
+
+SIM_API CUresult CUDAAPI cuModuleGetLoadingMode(CUmoduleLoadingMode *mode)
+{
+    if (!mode)
+        return CUDA_ERROR_INVALID_VALUE;
+    *mode = CU_MODULE_EAGER_LOADING;
+    return CUDA_SUCCESS;
+}
+
+/* ---------------------------------------------------------------- functions */
+
+CUresult sim_func_resolve(CUfunction f, struct CUfunc_st **out)
+{
+    if (!f)
+        return CUDA_ERROR_INVALID_HANDLE;
+    uint32_t magic;
+    memcpy(&magic, f, sizeof(magic));
+    if (magic == SIM_KERN_MAGIC)
+        f = ((struct CUkern_st *)(void *)f)->func;
+    else if (magic != SIM_FUNC_MAGIC)
+        return CUDA_ERROR_INVALID_HANDLE;
+    if (!f->fn)
+        return CUDA_ERROR_NOT_FOUND;
+    *out = f;
+    return CUDA_SUCCESS;
+}
+
+/* Like sim_func_resolve, but a function without a host kernel is still a valid handle. */
+static CUresult func_handle(CUfunction f, struct CUfunc_st **out)
+{
+    CUresult r = sim_func_resolve(f, out);
+    if (r == CUDA_ERROR_NOT_FOUND) {
+        uint32_t magic;
+        memcpy(&magic, f, sizeof(magic));
+        *out = magic == SIM_KERN_MAGIC ? ((struct CUkern_st *)(void *)f)->func : f;
+        r = CUDA_SUCCESS;
+    }
+    return r;
+}
+
+static CUresult param_info(CUfunction f, size_t index, size_t *offset, size_t *size)
+{
+    struct CUfunc_st *fn;
+    CUresult r = func_handle(f, &fn);
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (!offset && !size)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (index >= fn->entry->nparams)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (offset)
+        *offset = fn->entry->params[index].offset;
+    if (size)
+        *size = fn->entry->params[index].size;
+    return CUDA_SUCCESS;
+}
+
+SIM_API CUresult CUDAAPI cuFuncGetParamInfo(CUfunction func, size_t paramIndex,
+                                            size_t *paramOffset, size_t *paramSize)
+{
+    return param_info(func, paramIndex, paramOffset, paramSize);
+}
+
+SIM_API CUresult CUDAAPI cuKernelGetParamInfo(CUkernel kernel, size_t paramIndex,
+                                              size_t *paramOffset, size_t *paramSize)
+{
+    if (!kernel || kernel->magic != SIM_KERN_MAGIC)
+        return CUDA_ERROR_INVALID_HANDLE;
+    return param_info(kernel->func, paramIndex, paramOffset, paramSize);
+}
+
+SIM_API CUresult CUDAAPI cuFuncGetName(const char **name, CUfunction hfunc)
+{
+    struct CUfunc_st *fn;
+    if (!name)
+        return CUDA_ERROR_INVALID_VALUE;
+    CUresult r = func_handle(hfunc, &fn);
+    if (r == CUDA_SUCCESS)
+        *name = fn->entry->name;
+    return r;
+}
+
+SIM_API CUresult CUDAAPI cuKernelGetName(const char **name, CUkernel hfunc)
+{
+    if (!hfunc || hfunc->magic != SIM_KERN_MAGIC)
+        return CUDA_ERROR_INVALID_HANDLE;
+    return cuFuncGetName(name, hfunc->func);
+}
+
+SIM_API CUresult CUDAAPI cuFuncGetModule(CUmodule *hmod, CUfunction hfunc)
+{
+    struct CUfunc_st *fn;
+    if (!hmod)
+        return CUDA_ERROR_INVALID_VALUE;
+    CUresult r = func_handle(hfunc, &fn);
+    if (r == CUDA_SUCCESS)
+        *hmod = fn->mod;
+    return r;
+}
+
+static int func_attribute(CUfunction_attribute a, int *v)
+{
+    switch (a) {
+    case CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK: *v = 1024; return 0;
+    case CU_FUNC_ATTRIBUTE_NUM_REGS: *v = 32; return 0;
+    case CU_FUNC_ATTRIBUTE_PTX_VERSION: *v = 90; return 0;
+    case CU_FUNC_ATTRIBUTE_BINARY_VERSION: *v = 90; return 0;
+    case CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES: *v = 49152; return 0;
+    case CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT: *v = -1; return 0;
+    default:
+        if ((int)a < 0 || a >= CU_FUNC_ATTRIBUTE_MAX)
+            return -EINVAL;
+        *v = 0;
+        return 0;
+    }
+}
+
+SIM_API CUresult CUDAAPI cuFuncGetAttribute(int *pi, CUfunction_attribute attrib, CUfunction hfunc)
+{
+    struct CUfunc_st *fn;
+    if (!pi)
+        return CUDA_ERROR_INVALID_VALUE;
+    CUresult r = func_handle(hfunc, &fn);
+    if (r != CUDA_SUCCESS)
+        return r;
+    return func_attribute(attrib, pi) < 0 ? CUDA_ERROR_INVALID_VALUE : CUDA_SUCCESS;
+}
+
+SIM_API CUresult CUDAAPI cuFuncSetAttribute(CUfunction hfunc, CUfunction_attribute attrib,
+                                            int value)
+{
+    struct CUfunc_st *fn;
+    CUresult r = func_handle(hfunc, &fn);
+    if (r != CUDA_SUCCESS)
+        return r;
+    int cur;
+    return func_attribute(attrib, &cur) < 0 ? CUDA_ERROR_INVALID_VALUE : CUDA_SUCCESS;
+}
+
+SIM_API CUresult CUDAAPI cuFuncSetCacheConfig(CUfunction hfunc, CUfunc_cache config)
+{
+    struct CUfunc_st *fn;
+    return func_handle(hfunc, &fn);
+}
+
+/* ---------------------------------------------------------------- libraries */
+
+SIM_API CUresult CUDAAPI cuLibraryLoadData(CUlibrary *library, const void *code,
+                                           CUjit_option *jitOptions, void **jitOptionsValues,
+                                           unsigned int numJitOptions,
+                                           CUlibraryOption *libraryOptions,
+                                           void **libraryOptionValues,
+                                           unsigned int numLibraryOptions)
+{
+    struct CUmod_st *m;
+    CUresult r = sim_check_init();
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (!library)
+        return CUDA_ERROR_INVALID_VALUE;
+    r = module_build(code, -1, &m);
+    if (r != CUDA_SUCCESS)
+        return r;
+    CUlibrary lib = calloc(1, sizeof(*lib));
+    struct CUkern_st *k = calloc(m->ptx.nentries ? m->ptx.nentries : 1, sizeof(*k));
+    if (!lib || !k) {
+        free(lib);
+        free(k);
+        module_free(m);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    for (uint32_t i = 0; i < m->ptx.nentries; i++) {
+        k[i].magic = SIM_KERN_MAGIC;
+        k[i].func = &m->funcs[i];
+        m->funcs[i].kernel = &k[i];
+    }
+    lib->magic = SIM_LIB_MAGIC;
+    lib->mod = m;
+    lib->kernels = k;
+    *library = lib;
+    return CUDA_SUCCESS;
+}
+
+SIM_API CUresult CUDAAPI cuLibraryLoadFromFile(CUlibrary *library, const char *fileName,
+                                               CUjit_option *jitOptions, void **jitOptionsValues,
+                                               unsigned int numJitOptions,
+                                               CUlibraryOption *libraryOptions,
+                                               void **libraryOptionValues,
+                                               unsigned int numLibraryOptions)
+{
+    char *data;
+    if (!fileName)
+        return CUDA_ERROR_INVALID_VALUE;
+    CUresult r = read_file(fileName, &data);
+    if (r != CUDA_SUCCESS)
+        return r;
+    r = cuLibraryLoadData(library, data, NULL, NULL, 0, NULL, NULL, 0);
+    free(data);
+    return r;
+}
+
+static int lib_valid(CUlibrary l)
+{
+    return l && l->magic == SIM_LIB_MAGIC;
+}
+
+SIM_API CUresult CUDAAPI cuLibraryUnload(CUlibrary library)
+{
+    if (!lib_valid(library))
+        return CUDA_ERROR_INVALID_HANDLE;
+    sim_wait_all();
+    for (uint32_t i = 0; i < library->mod->ptx.nentries; i++)
+        library->kernels[i].magic = 0;
+    free(library->kernels);
+    module_free(library->mod);
+    library->magic = 0;
+    free(library);
+    return CUDA_SUCCESS;
+}
+
+SIM_API CUresult CUDAAPI cuLibraryGetKernel(CUkernel *pKernel, CUlibrary library,
+                                            const char *name)
+{
+    if (!pKernel || !name)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (!lib_valid(library))
+        return CUDA_ERROR_INVALID_HANDLE;
+    int i = entry_index(library->mod, name);
+    if (i < 0)
+        return CUDA_ERROR_NOT_FOUND;
+    *pKernel = &library->kernels[i];
+    return CUDA_SUCCESS;
+}
+
+SIM_API CUresult CUDAAPI cuLibraryGetKernelCount(unsigned int *count, CUlibrary lib)
+{
+    if (!count)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (!lib_valid(lib))
+        return CUDA_ERROR_INVALID_HANDLE;
+    *count = lib->mod->ptx.nentries;
+    return CUDA_SUCCESS;
+}
+
+SIM_API CUresult CUDAAPI cuLibraryEnumerateKernels(CUkernel *kernels, unsigned int numKernels,
+                                                   CUlibrary lib)
+{
+    if (!kernels)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (!lib_valid(lib))
+        return CUDA_ERROR_INVALID_HANDLE;
+    for (unsigned i = 0; i < numKernels && i < lib->mod->ptx.nentries; i++)
+        kernels[i] = &lib->kernels[i];
+    return CUDA_SUCCESS;
+}
+
+SIM_API CUresult CUDAAPI cuLibraryGetModule(CUmodule *pMod, CUlibrary library)
+{
+    if (!pMod)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (!lib_valid(library))
+        return CUDA_ERROR_INVALID_HANDLE;
+    *pMod = library->mod;
+    return CUDA_SUCCESS;
+}
+
+SIM_API CUresult CUDAAPI cuLibraryGetGlobal(CUdeviceptr *dptr, size_t *bytes, CUlibrary library,
+                                            const char *name)
+{
+    if (!lib_valid(library))
+        return CUDA_ERROR_INVALID_HANDLE;
+    return get_global(library->mod, name, dptr, bytes);
+}
+
+SIM_API CUresult CUDAAPI cuKernelGetFunction(CUfunction *pFunc, CUkernel kernel)
+{
+    CUresult r = sim_ctx_get(NULL);
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (!pFunc)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (!kernel || kernel->magic != SIM_KERN_MAGIC)
+        return CUDA_ERROR_INVALID_HANDLE;
+    *pFunc = kernel->func;
+    return CUDA_SUCCESS;
+}
+
+SIM_API CUresult CUDAAPI cuKernelGetAttribute(int *pi, CUfunction_attribute attrib,
+                                              CUkernel kernel, CUdevice dev)
+{
+    if (!kernel || kernel->magic != SIM_KERN_MAGIC)
+        return CUDA_ERROR_INVALID_HANDLE;
+    CUresult r = sim_device_get(dev, NULL);
+    if (r != CUDA_SUCCESS)
+        return r;
+    return cuFuncGetAttribute(pi, attrib, kernel->func);
+}
+
+SIM_API CUresult CUDAAPI cuKernelSetAttribute(CUfunction_attribute attrib, int val,
+                                              CUkernel kernel, CUdevice dev)
+{
+    if (!kernel || kernel->magic != SIM_KERN_MAGIC)
+        return CUDA_ERROR_INVALID_HANDLE;
+    return cuFuncSetAttribute(kernel->func, attrib, val);
+}

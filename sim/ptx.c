@@ -1,0 +1,1167 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * ptx.c - reading kernel images for the simulator: PTX declarations and fatbin containers.
+ *
+ * sim_ptx_parse reads the module-scope declarations of PTX text with a small tokenizer: every
+ * kernel entry (.entry) with the packed layout of its parameters, and every .global or .const
+ * variable with its size, alignment and initial bytes.  Instruction bodies, .func definitions,
+ * debug sections and the other directives are skipped as balanced token streams, so only the
+ * declaration grammar has to be understood.  The first error stops the parse and is reported
+ * as "line N: reason".
+ *
+ * sim_image_ptx finds the PTX text in an image handed to cuModuleLoadData: plain text, a fatbin
+ * container (magic 0xBA55ED50) or the registration wrapper that points to one (0x466243B1).
+ */
+#include "ptx.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MAX_DIMS    8                       /* array dimensions of one declaration */
+#define MAX_ALIGN   (1u << 20)
+#define MAX_OBJECT  ((uint64_t)1 << 40)     /* largest variable accepted, in bytes */
+#define MAX_PARAM   ((uint64_t)1 << 30)     /* largest single parameter, in bytes */
+
+/* ------------------------------------------------------------------ tokenizer */
+
+enum tok_kind { TK_EOF, TK_DIR, TK_ID, TK_NUM, TK_STR, TK_PUNCT };
+
+typedef struct tok {
+    enum tok_kind kind;
+    const char *s;          /* the token's text in the input, not NUL-terminated */
+    size_t n;
+    unsigned line;
+} tok_t;
+
+typedef struct parser {
+    const char *p, *end;    /* unread input */
+    unsigned line;          /* line of *p */
+    tok_t t;                /* the current token */
+    int rc;                 /* the first error; once set, the current token stays TK_EOF */
+    char *err;
+    size_t errlen;
+    sim_ptx_module_t *m;
+    uint32_t entries_cap, globals_cap;
+} parser_t;
+
+/* printf arguments for "%.*s" of the current token, shortened for messages */
+#define TOKARG(ps) ((ps)->t.n > 48 ? 48 : (int)(ps)->t.n), (ps)->t.s
+#define NAMEARG(tk) ((tk).n > 48 ? 48 : (int)(tk).n), (tk).s
+
+static void set_eof(parser_t *ps)
+{
+    ps->p = ps->end;
+    ps->t.kind = TK_EOF;
+    ps->t.s = "end of input";
+    ps->t.n = strlen(ps->t.s);
+    ps->t.line = ps->line;
+}
+
+/* Record the first error as -EINVAL with "line N: reason" and end the token stream. */
+static int fail(parser_t *ps, unsigned line, const char *fmt, ...)
+{
+    if (ps->rc == 0) {
+        ps->rc = -EINVAL;
+        if (ps->err && ps->errlen) {
+            int k = snprintf(ps->err, ps->errlen, "line %u: ", line);
+            va_list ap;
+
+            va_start(ap, fmt);
+            if (k >= 0 && (size_t)k < ps->errlen)
+                vsnprintf(ps->err + k, ps->errlen - (size_t)k, fmt, ap);
+            va_end(ap);
+        }
+    }
+    set_eof(ps);
+    return ps->rc;
+}
+
+static int nomem(parser_t *ps)
+{
+    if (ps->rc == 0) {
+        ps->rc = -ENOMEM;
+        if (ps->err && ps->errlen)
+            snprintf(ps->err, ps->errlen, "out of memory");
+    }
+    set_eof(ps);
+    return ps->rc;
+}
+
+static bool is_digit(int c) { return c >= '0' && c <= '9'; }
+static bool is_alpha(int c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
+static bool is_word(int c) { return is_alpha(c) || is_digit(c) || c == '_' || c == '$'; }
+
+static const char *scan_word(const char *p, const char *end)
+{
+    while (p < end && is_word((unsigned char)*p))
+        p++;
+    return p;
+}
+
+/* True when s starts a radix-prefixed literal (0x, 0b, 0f, 0d), whose digits may include e. */
+static bool radix_prefix(const char *s, size_t n)
+{
+    return n >= 2 && s[0] == '0' && s[1] != '\0' && strchr("xXbBfFdD", s[1]);
+}
+
+/* Scan a numeric token: letters, digits and '.', and a sign after a decimal exponent. */
+static const char *scan_number(const char *s, const char *end)
+{
+    bool decimal = !radix_prefix(s, (size_t)(end - s));
+    const char *p = s + 1;
+
+    while (p < end) {
+        if (is_word((unsigned char)*p) || *p == '.')
+            p++;
+        else if ((*p == '+' || *p == '-') && decimal && (p[-1] == 'e' || p[-1] == 'E'))
+            p++;
+        else
+            break;
+    }
+    return p;
+}
+
+/* Skip a block comment starting at ps->p.  Returns false on an unterminated comment. */
+static bool skip_comment(parser_t *ps)
+{
+    unsigned start = ps->line;
+
+    for (ps->p += 2; ps->p + 1 < ps->end; ps->p++) {
+        if (ps->p[0] == '*' && ps->p[1] == '/') {
+            ps->p += 2;
+            return true;
+        }
+        if (ps->p[0] == '\n')
+            ps->line++;
+    }
+    fail(ps, start, "unterminated /* comment");
+    return false;
+}
+
+/* Skip white space and comments.  Returns false after an error. */
+static bool skip_blank(parser_t *ps)
+{
+    while (ps->p < ps->end) {
+        char c = *ps->p;
+        bool two = ps->p + 1 < ps->end;
+
+        if (c == '\n') {
+            ps->line++;
+            ps->p++;
+        } else if (c == ' ' || c == '\t' || c == '\r' || c == '\f' || c == '\v') {
+            ps->p++;
+        } else if (c == '/' && two && ps->p[1] == '/') {
+            const char *nl = memchr(ps->p, '\n', (size_t)(ps->end - ps->p));
+            ps->p = nl ? nl : ps->end;
+        } else if (c == '/' && two && ps->p[1] == '*') {
+            if (!skip_comment(ps))
+                return false;
+        } else {
+            return true;
+        }
+    }
+    return true;
+}
+
+/* Scan a "string" token starting at ps->p; strings do not span lines. */
+static bool scan_string(parser_t *ps)
+{
+    const char *p = ps->p + 1;
+
+    while (p < ps->end && *p != '"' && *p != '\n')
+        p += (*p == '\\' && p + 1 < ps->end && p[1] != '\n') ? 2 : 1;
+    if (p >= ps->end || *p != '"') {
+        fail(ps, ps->line, "unterminated string");
+        return false;
+    }
+    ps->p = p + 1;
+    return true;
+}
+
+/* Scan the token that starts at s; false after an error. */
+static bool scan_token(parser_t *ps, const char *s)
+{
+    unsigned char c = (unsigned char)*s;
+
+    if (c == '.' && s + 1 < ps->end && (is_alpha((unsigned char)s[1]) || s[1] == '_')) {
+        ps->t.kind = TK_DIR;
+        ps->p = scan_word(s + 1, ps->end);
+    } else if (is_alpha(c) || c == '_' || c == '$' || c == '%') {
+        ps->t.kind = TK_ID;
+        ps->p = scan_word(s + 1, ps->end);
+    } else if (is_digit(c)) {
+        ps->t.kind = TK_NUM;
+        ps->p = scan_number(s, ps->end);
+    } else if (c == '"') {
+        ps->t.kind = TK_STR;
+        return scan_string(ps);
+    } else if (c > ' ' && c < 0x7f) {
+        ps->t.kind = TK_PUNCT;
+        ps->p = s + 1;
+    } else {
+        fail(ps, ps->line, "unexpected byte 0x%02x", c);
+        return false;
+    }
+    return true;
+}
+
+/* Load the next token into ps->t. */
+static void advance(parser_t *ps)
+{
+    const char *s;
+
+    if (ps->rc || !skip_blank(ps) || ps->p >= ps->end) {
+        set_eof(ps);
+        return;
+    }
+    s = ps->p;
+    ps->t.s = s;
+    ps->t.line = ps->line;
+    if (scan_token(ps, s))
+        ps->t.n = (size_t)(ps->p - s);
+}
+
+static bool tok_is(const parser_t *ps, const char *word)
+{
+    size_t n = strlen(word);
+    return ps->t.kind != TK_EOF && ps->t.n == n && memcmp(ps->t.s, word, n) == 0;
+}
+
+static bool punct(const parser_t *ps, char c)
+{
+    return ps->t.kind == TK_PUNCT && ps->t.s[0] == c;
+}
+
+static int expect(parser_t *ps, char c, const char *where)
+{
+    if (!punct(ps, c))
+        return fail(ps, ps->t.line, "expected '%c' %s, got '%.*s'", c, where, TOKARG(ps));
+    advance(ps);
+    return ps->rc;
+}
+
+/* ------------------------------------------------------------------ literals */
+
+static int digit_value(int c)
+{
+    if (is_digit(c))
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
+}
+
+/* Digits of s[0..n) in `base`; false on a bad digit or 64-bit overflow. */
+static bool digits(const char *s, size_t n, unsigned base, uint64_t *out)
+{
+    uint64_t v = 0;
+
+    if (n == 0)
+        return false;
+    for (size_t i = 0; i < n; i++) {
+        int d = digit_value((unsigned char)s[i]);
+        if (d < 0 || (unsigned)d >= base || v > (UINT64_MAX - (unsigned)d) / base)
+            return false;
+        v = v * base + (unsigned)d;
+    }
+    *out = v;
+    return true;
+}
+
+/* An integer literal: decimal, 0x hex, 0b binary or 0 octal, with an optional U suffix. */
+static bool int_literal(const char *s, size_t n, uint64_t *out)
+{
+    if (n > 1 && (s[n - 1] == 'U' || s[n - 1] == 'u'))
+        n--;
+    if (n > 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X'))
+        return digits(s + 2, n - 2, 16, out);
+    if (n > 2 && s[0] == '0' && (s[1] == 'b' || s[1] == 'B'))
+        return digits(s + 2, n - 2, 2, out);
+    if (n > 1 && s[0] == '0')
+        return digits(s + 1, n - 1, 8, out);
+    return digits(s, n, 10, out);
+}
+
+typedef struct literal {
+    bool is_float;
+    bool neg;           /* a nonzero integer written with a leading '-' */
+    uint64_t i;         /* integer value, two's complement */
+    float f;            /* the value rounded to float and to double */
+    double d;
+} literal_t;
+
+/* A floating-point literal: 0fXXXXXXXX (float bits), 0dXXXXXXXXXXXXXXXX (double bits), or a
+ * decimal number with a '.' or an exponent. */
+static bool float_literal(const char *s, size_t n, literal_t *lit)
+{
+    uint64_t bits;
+    char buf[80], *end;
+
+    if (n == 10 && s[0] == '0' && (s[1] == 'f' || s[1] == 'F') && digits(s + 2, 8, 16, &bits)) {
+        uint32_t b = (uint32_t)bits;
+        memcpy(&lit->f, &b, sizeof b);
+        lit->d = lit->f;
+        return true;
+    }
+    if (n == 18 && s[0] == '0' && (s[1] == 'd' || s[1] == 'D') && digits(s + 2, 16, 16, &bits)) {
+        memcpy(&lit->d, &bits, sizeof bits);
+        lit->f = (float)lit->d;
+        return true;
+    }
+    if (radix_prefix(s, n) || n >= sizeof buf ||
+        (!memchr(s, '.', n) && !memchr(s, 'e', n) && !memchr(s, 'E', n)))
+        return false;
+    memcpy(buf, s, n);
+    buf[n] = '\0';
+    lit->d = strtod(buf, &end);
+    lit->f = strtof(buf, NULL);
+    return end == buf + n;
+}
+
+/* Read an optionally negated numeric constant. */
+static int parse_literal(parser_t *ps, literal_t *lit)
+{
+    bool neg = false;
+
+    memset(lit, 0, sizeof *lit);
+    if (punct(ps, '-') || punct(ps, '+')) {
+        neg = punct(ps, '-');
+        advance(ps);
+    }
+    if (ps->t.kind != TK_NUM)
+        return fail(ps, ps->t.line, "unsupported initialiser '%.*s': only numeric constants "
+                    "are supported, not addresses or expressions", TOKARG(ps));
+    if (float_literal(ps->t.s, ps->t.n, lit))
+        lit->is_float = true;
+    else if (!int_literal(ps->t.s, ps->t.n, &lit->i))
+        return fail(ps, ps->t.line, "bad number '%.*s'", TOKARG(ps));
+    if (!lit->is_float) {
+        lit->d = (double)lit->i;
+        lit->f = (float)lit->i;
+    }
+    if (neg) {
+        lit->i = lit->i ? ~lit->i + 1 : 0;     /* two's complement, without wrapping */
+        lit->f = -lit->f;
+        lit->d = -lit->d;
+        lit->neg = !lit->is_float && lit->i != 0;
+    }
+    advance(ps);
+    return ps->rc;
+}
+
+/* ------------------------------------------------------------------ types and declarations */
+
+typedef struct ptype {
+    const char *name;
+    uint8_t size;
+    char cls;           /* 'u', 's', 'b' integer; 'f' float; 'h' half; 'p' predicate */
+} ptype_t;
+
+static const ptype_t ptypes[] = {
+    { ".u8", 1, 'u' },  { ".s8", 1, 's' },  { ".b8", 1, 'b' },
+    { ".u16", 2, 'u' }, { ".s16", 2, 's' }, { ".b16", 2, 'b' },
+    { ".f16", 2, 'h' }, { ".bf16", 2, 'h' },
+    { ".u32", 4, 'u' }, { ".s32", 4, 's' }, { ".b32", 4, 'b' }, { ".f32", 4, 'f' },
+    { ".f16x2", 4, 'h' }, { ".bf16x2", 4, 'h' },
+    { ".u64", 8, 'u' }, { ".s64", 8, 's' }, { ".b64", 8, 'b' }, { ".f64", 8, 'f' },
+    { ".b128", 16, 'b' }, { ".pred", 1, 'p' },
+};
+
+static const ptype_t *find_type(const parser_t *ps)
+{
+    for (size_t i = 0; i < sizeof ptypes / sizeof ptypes[0]; i++)
+        if (tok_is(ps, ptypes[i].name))
+            return &ptypes[i];
+    return NULL;
+}
+
+static uint32_t vec_length(const parser_t *ps)
+{
+    if (tok_is(ps, ".v2"))
+        return 2;
+    if (tok_is(ps, ".v4"))
+        return 4;
+    if (tok_is(ps, ".v8"))
+        return 8;
+    return 0;
+}
+
+/* One declared parameter or variable.  A vector type adds its length as the last dimension. */
+typedef struct decl {
+    const ptype_t *type;
+    uint32_t vec;               /* vector length, 1 for scalars */
+    uint32_t align;             /* explicit .align, 0 when absent */
+    tok_t name;
+    unsigned ndims;
+    uint64_t dims[MAX_DIMS + 1];/* 0 in dims[0]: size taken from the initialiser */
+    unsigned char *init;        /* initial bytes parsed so far, zero-filled to init_cap */
+    uint64_t init_cap;
+} decl_t;
+
+static int parse_align(parser_t *ps, uint32_t *align)
+{
+    uint64_t v = 0;
+
+    advance(ps);
+    if (ps->t.kind != TK_NUM || !int_literal(ps->t.s, ps->t.n, &v) || v == 0 ||
+        (v & (v - 1)) != 0 || v > MAX_ALIGN)
+        return fail(ps, ps->t.line, "bad alignment '%.*s' (a power of two is required)",
+                    TOKARG(ps));
+    *align = (uint32_t)v;
+    advance(ps);
+    return ps->rc;
+}
+
+/* Skip a balanced group that starts at the current token `open` and ends with `close`. */
+static int skip_group(parser_t *ps, char open, char close)
+{
+    unsigned line = ps->t.line;
+    size_t depth = 0;
+
+    if (!punct(ps, open))
+        return fail(ps, line, "expected '%c', got '%.*s'", open, TOKARG(ps));
+    do {
+        if (ps->t.kind == TK_EOF)
+            return ps->rc ? ps->rc : fail(ps, line, "unbalanced '%c': never closed", open);
+        if (punct(ps, open))
+            depth++;
+        else if (punct(ps, close))
+            depth--;
+        advance(ps);
+    } while (depth > 0);
+    return ps->rc;
+}
+
+static int parse_type(parser_t *ps, decl_t *dc, const char *what)
+{
+    const ptype_t *ty = find_type(ps);
+    uint32_t vec = vec_length(ps);
+
+    if (ty && ty->cls == 'p')
+        return fail(ps, ps->t.line, "a %s of type .pred is not allowed", what);
+    if (vec && dc->vec == 0)
+        dc->vec = vec;
+    else if (ty && !dc->type)
+        dc->type = ty;
+    else if (ty || vec)
+        return fail(ps, ps->t.line, "second type '%.*s' in a %s declaration", TOKARG(ps), what);
+    else
+        return fail(ps, ps->t.line, "unknown %s type '%.*s'", what, TOKARG(ps));
+    advance(ps);
+    return ps->rc;
+}
+
+static bool is_state_space(const parser_t *ps)
+{
+    return tok_is(ps, ".global") || tok_is(ps, ".shared") || tok_is(ps, ".const") ||
+           tok_is(ps, ".local");
+}
+
+static bool is_opaque(const parser_t *ps)
+{
+    return tok_is(ps, ".texref") || tok_is(ps, ".samplerref") || tok_is(ps, ".surfref");
+}
+
+/*
+ * Read the qualifiers of a declaration up to its name: .align N, .vN and the type; for a
+ * variable also .attribute(...); for a parameter also .ptr, whose state space and .align
+ * describe the pointee and leave the parameter's own layout alone.  Returns 0, 1 for an
+ * opaque variable type (.texref, .samplerref, .surfref), or a negative errno.
+ */
+static int parse_quals(parser_t *ps, decl_t *dc, bool param)
+{
+    const char *what = param ? "parameter" : "variable";
+    uint32_t pointee_align;
+    bool ptr = false;
+
+    while (ps->rc == 0 && ps->t.kind == TK_DIR) {
+        if (tok_is(ps, ".align")) {
+            parse_align(ps, ptr ? &pointee_align : &dc->align);
+        } else if (param && tok_is(ps, ".ptr") && !ptr) {
+            ptr = true;
+            advance(ps);
+        } else if (ptr && is_state_space(ps)) {
+            advance(ps);
+        } else if (!param && tok_is(ps, ".attribute")) {
+            advance(ps);
+            skip_group(ps, '(', ')');
+        } else if (!param && is_opaque(ps)) {
+            return 1;
+        } else {
+            parse_type(ps, dc, what);
+        }
+    }
+    if (ps->rc == 0 && !dc->type)
+        fail(ps, ps->t.line, "missing %s type before '%.*s'", what, TOKARG(ps));
+    if (dc->vec == 0)
+        dc->vec = 1;
+    return ps->rc;
+}
+
+/* Read `[N]` suffixes; `[]` is allowed for the first dimension when `allow_open` is true. */
+static int parse_dims(parser_t *ps, decl_t *dc, bool allow_open)
+{
+    while (ps->rc == 0 && punct(ps, '[')) {
+        uint64_t n = 0;
+
+        advance(ps);
+        if (dc->ndims == MAX_DIMS)
+            return fail(ps, ps->t.line, "too many array dimensions");
+        if (ps->t.kind == TK_NUM) {
+            if (!int_literal(ps->t.s, ps->t.n, &n) || n == 0)
+                return fail(ps, ps->t.line, "bad array size '%.*s'", TOKARG(ps));
+            advance(ps);
+        } else if (!allow_open || dc->ndims > 0) {
+            return fail(ps, ps->t.line, "missing array size for '%.*s'", NAMEARG(dc->name));
+        }
+        dc->dims[dc->ndims++] = n;
+        expect(ps, ']', "after array size");
+    }
+    if (dc->vec > 1)
+        dc->dims[dc->ndims++] = dc->vec;
+    return ps->rc;
+}
+
+/* Size in bytes of the declared object, counting an open dimension as 1. */
+static int object_size(parser_t *ps, const decl_t *dc, uint64_t limit, uint64_t *size)
+{
+    uint64_t s = dc->type->size;
+
+    for (unsigned i = 0; i < dc->ndims; i++) {
+        uint64_t n = dc->dims[i] ? dc->dims[i] : 1;
+        if (n > limit / s)
+            return fail(ps, dc->name.line, "'%.*s' is too large", NAMEARG(dc->name));
+        s *= n;
+    }
+    *size = s;
+    return 0;
+}
+
+/* ------------------------------------------------------------------ initialisers */
+
+static void put_le(unsigned char *dst, uint64_t v, unsigned n)
+{
+    for (unsigned k = 0; k < n; k++)
+        dst[k] = (unsigned char)(v >> (8 * k));
+}
+
+/* Write `lit` into dst as one scalar of type ty. */
+static int encode(parser_t *ps, const ptype_t *ty, const literal_t *lit, unsigned char *dst,
+                  unsigned line)
+{
+    uint32_t b32;
+    uint64_t b64;
+
+    if (ty->cls == 'f' || (lit->is_float && ty->cls == 'b' && (ty->size == 4 || ty->size == 8))) {
+        memcpy(&b32, &lit->f, sizeof b32);
+        memcpy(&b64, &lit->d, sizeof b64);
+        put_le(dst, ty->size == 4 ? b32 : b64, ty->size);
+        return 0;
+    }
+    if (lit->is_float)
+        return fail(ps, line, "floating-point initialiser for a %s variable is not supported",
+                    ty->name);
+    put_le(dst, lit->i, ty->size < 8 ? ty->size : 8);
+    if (ty->size == 16)
+        memset(dst + 8, lit->neg ? 0xff : 0, 8);
+    return 0;
+}
+
+/* Store one literal as scalar number `index` of the variable, growing the buffer. */
+static int store_value(parser_t *ps, decl_t *dc, uint64_t index)
+{
+    uint64_t sz = dc->type->size, end;
+    unsigned line = ps->t.line;
+    literal_t lit;
+
+    if (parse_literal(ps, &lit))
+        return ps->rc;
+    if (index >= MAX_OBJECT / sz)
+        return fail(ps, line, "initialiser of '%.*s' is too large", NAMEARG(dc->name));
+    end = (index + 1) * sz;
+    if (end > dc->init_cap) {
+        uint64_t cap = end > 2 * dc->init_cap ? end : 2 * dc->init_cap;
+        unsigned char *p = realloc(dc->init, (size_t)cap);
+        if (!p)
+            return nomem(ps);
+        memset(p + dc->init_cap, 0, (size_t)(cap - dc->init_cap));
+        dc->init = p;
+        dc->init_cap = cap;
+    }
+    return encode(ps, dc->type, &lit, dc->init + index * sz, line);
+}
+
+/* Parse `{ ... }` for dimension d, whose first scalar is number `base`. */
+static int parse_init_list(parser_t *ps, decl_t *dc, unsigned d, uint64_t base)
+{
+    uint64_t stride = 1, count = 0, limit;
+
+    for (unsigned i = d + 1; i < dc->ndims; i++)
+        stride *= dc->dims[i];
+    limit = dc->dims[d] ? dc->dims[d] : MAX_OBJECT / dc->type->size / stride;
+    advance(ps);
+    while (ps->rc == 0 && !punct(ps, '}')) {
+        if (count == limit)
+            return fail(ps, ps->t.line, "too many initialisers for '%.*s'", NAMEARG(dc->name));
+        if (punct(ps, '{') && d + 1 < dc->ndims)
+            parse_init_list(ps, dc, d + 1, base + count * stride);
+        else if (punct(ps, '{') || d + 1 < dc->ndims)
+            return fail(ps, ps->t.line, "initialiser braces of '%.*s' do not match its "
+                        "dimensions", NAMEARG(dc->name));
+        else
+            store_value(ps, dc, base + count);
+        count++;
+        if (ps->rc == 0 && !punct(ps, '}'))
+            expect(ps, ',', "or '}' in initialiser");
+    }
+    if (dc->dims[d] == 0)
+        dc->dims[d] = count;
+    if (ps->rc == 0 && count == 0 && d == 0)
+        return fail(ps, ps->t.line, "empty initialiser for '%.*s'", NAMEARG(dc->name));
+    return expect(ps, '}', "closing the initialiser");
+}
+
+static int parse_init(parser_t *ps, decl_t *dc)
+{
+    uint64_t size;
+
+    if (object_size(ps, dc, MAX_OBJECT, &size))
+        return ps->rc;
+    if (punct(ps, '{'))
+        return dc->ndims ? parse_init_list(ps, dc, 0, 0)
+                         : fail(ps, ps->t.line, "braces around the scalar initialiser of "
+                                "'%.*s'", NAMEARG(dc->name));
+    if (dc->ndims)
+        return fail(ps, ps->t.line, "array '%.*s' needs a braced initialiser",
+                    NAMEARG(dc->name));
+    return store_value(ps, dc, 0);
+}
+
+/* ------------------------------------------------------------------ module contents */
+
+/* Room for element n in an array of `cap` elements; NULL (array untouched) when out of memory. */
+static void *grow(void *arr, uint32_t *cap, uint32_t n, size_t elsize)
+{
+    uint32_t ncap;
+    void *p;
+
+    if (n < *cap)
+        return arr;
+    if (n == UINT32_MAX)
+        return NULL;
+    ncap = *cap >= UINT32_MAX / 2 ? UINT32_MAX : (*cap ? *cap * 2 : 8);
+    p = realloc(arr, (size_t)ncap * elsize);
+    if (p)
+        *cap = ncap;
+    return p;
+}
+
+static char *dup_name(const tok_t *t)
+{
+    char *s = malloc(t->n + 1);
+
+    if (s) {
+        memcpy(s, t->s, t->n);
+        s[t->n] = '\0';
+    }
+    return s;
+}
+
+/* Zero-fill the initial bytes up to the variable's full size. */
+static int pad_init(parser_t *ps, decl_t *dc, uint64_t size)
+{
+    unsigned char *p;
+
+    if (!dc->init || dc->init_cap >= size)
+        return 0;
+    p = realloc(dc->init, (size_t)size);
+    if (!p)
+        return nomem(ps);
+    memset(p + dc->init_cap, 0, (size_t)(size - dc->init_cap));
+    dc->init = p;
+    dc->init_cap = size;
+    return 0;
+}
+
+/* Append the variable dc to the module, taking its initialiser. */
+static int add_global(parser_t *ps, decl_t *dc)
+{
+    sim_ptx_module_t *m = ps->m;
+    sim_ptx_global_t *g;
+    uint64_t size;
+
+    if (dc->ndims && dc->dims[0] == 0)
+        return fail(ps, dc->name.line, "size of '%.*s' is missing", NAMEARG(dc->name));
+    if (object_size(ps, dc, MAX_OBJECT, &size) || pad_init(ps, dc, size))
+        return ps->rc;
+    g = grow(m->globals, &ps->globals_cap, m->nglobals, sizeof *g);
+    if (!g)
+        return nomem(ps);
+    m->globals = g;
+    g += m->nglobals;
+    g->name = dup_name(&dc->name);
+    if (!g->name)
+        return nomem(ps);
+    g->size = size;
+    g->align = dc->align ? dc->align : dc->type->size * dc->vec;
+    g->init = dc->init;
+    dc->init = NULL;
+    m->nglobals++;
+    return 0;
+}
+
+/* One declarator: NAME [dims] [= initialiser], added to the module. */
+static int parse_declarator(parser_t *ps, const decl_t *quals)
+{
+    decl_t dc = *quals;
+
+    if (ps->t.kind != TK_ID)
+        return fail(ps, ps->t.line, "missing variable name before '%.*s'", TOKARG(ps));
+    dc.name = ps->t;
+    advance(ps);
+    if (parse_dims(ps, &dc, true) == 0 && punct(ps, '=')) {
+        advance(ps);
+        parse_init(ps, &dc);
+    }
+    if (ps->rc == 0)
+        add_global(ps, &dc);
+    free(dc.init);
+    return ps->rc;
+}
+
+static int skip_statement(parser_t *ps);
+
+/* A .global or .const statement: qualifiers, then declarators separated by commas. */
+static int parse_variables(parser_t *ps, bool ext)
+{
+    decl_t quals;
+    int r;
+
+    memset(&quals, 0, sizeof quals);
+    advance(ps);
+    r = parse_quals(ps, &quals, false);
+    if (r < 0)
+        return r;
+    if (r == 1 || ext)
+        return skip_statement(ps);
+    while (parse_declarator(ps, &quals) == 0 && punct(ps, ','))
+        advance(ps);
+    return ps->rc ? ps->rc : expect(ps, ';', "after the variable declaration");
+}
+
+/* One `.param` declaration of an entry; fills size and align. */
+static int parse_param(parser_t *ps, sim_ptx_param_t *out)
+{
+    decl_t dc;
+    uint64_t size;
+
+    memset(&dc, 0, sizeof dc);
+    if (!tok_is(ps, ".param"))
+        return fail(ps, ps->t.line, "expected .param, got '%.*s'", TOKARG(ps));
+    advance(ps);
+    if (parse_quals(ps, &dc, true))
+        return ps->rc;
+    if (ps->t.kind != TK_ID)
+        return fail(ps, ps->t.line, "missing parameter name before '%.*s'", TOKARG(ps));
+    dc.name = ps->t;
+    advance(ps);
+    if (parse_dims(ps, &dc, false) || object_size(ps, &dc, MAX_PARAM, &size))
+        return ps->rc;
+    out->offset = 0;
+    out->size = (uint32_t)size;
+    out->align = dc.align ? dc.align : dc.type->size * dc.vec;
+    return 0;
+}
+
+/* Place the parameters: each at its alignment, the total rounded to the largest one. */
+static int layout(parser_t *ps, sim_ptx_entry_t *e, unsigned line)
+{
+    uint64_t off = 0;
+    uint32_t maxa = 1;
+
+    for (uint32_t i = 0; i < e->nparams; i++) {
+        sim_ptx_param_t *p = &e->params[i];
+        off = (off + p->align - 1) & ~(uint64_t)(p->align - 1);
+        p->offset = (uint32_t)off;
+        off += p->size;
+        if (off > UINT32_MAX / 2)
+            return fail(ps, line, "parameters of '%s' are too large", e->name);
+        if (p->align > maxa)
+            maxa = p->align;
+    }
+    e->args_size = e->nparams ? (uint32_t)((off + maxa - 1) & ~(uint64_t)(maxa - 1)) : 0;
+    return 0;
+}
+
+/* Parse one parameter onto the end of e->params (cap: its allocated length). */
+static int add_param(parser_t *ps, sim_ptx_entry_t *e, uint32_t *cap)
+{
+    sim_ptx_param_t *p = grow(e->params, cap, e->nparams, sizeof *p);
+
+    if (!p)
+        return nomem(ps);
+    e->params = p;
+    if (parse_param(ps, &e->params[e->nparams]) == 0)
+        e->nparams++;
+    return ps->rc;
+}
+
+static bool list_cut(const parser_t *ps)
+{
+    return ps->t.kind == TK_EOF || punct(ps, '{');
+}
+
+/* The parenthesised parameter list of an entry; the current token is '('. */
+static int parse_params(parser_t *ps, sim_ptx_entry_t *e)
+{
+    unsigned open_line = ps->t.line;
+    uint32_t cap = 0;
+    bool more;
+
+    advance(ps);
+    more = !punct(ps, ')');
+    while (more && !list_cut(ps) && add_param(ps, e, &cap) == 0) {
+        more = punct(ps, ',');
+        if (more)
+            advance(ps);
+    }
+    if (ps->rc == 0 && list_cut(ps))
+        return fail(ps, open_line, "unbalanced '(': the parameter list is never closed");
+    if (ps->rc == 0 && !punct(ps, ')'))
+        return fail(ps, ps->t.line, "expected ',' or ')' after a parameter, got '%.*s'",
+                    TOKARG(ps));
+    advance(ps);
+    return ps->rc ? ps->rc : layout(ps, e, open_line);
+}
+
+/* After the parameters: performance directives (.maxntid 256, 1, 1 ...) up to '{' or ';'. */
+static void skip_entry_attributes(parser_t *ps)
+{
+    while (ps->t.kind == TK_DIR || ps->t.kind == TK_NUM || punct(ps, ','))
+        advance(ps);
+}
+
+static void free_entry(sim_ptx_entry_t *e)
+{
+    free(e->name);
+    free(e->params);
+    memset(e, 0, sizeof *e);
+}
+
+static int add_entry(parser_t *ps, sim_ptx_entry_t *e)
+{
+    sim_ptx_module_t *m = ps->m;
+    sim_ptx_entry_t *arr = grow(m->entries, &ps->entries_cap, m->nentries, sizeof *arr);
+
+    if (!arr)
+        return nomem(ps);
+    m->entries = arr;
+    arr[m->nentries++] = *e;
+    memset(e, 0, sizeof *e);
+    return 0;
+}
+
+/* `.entry NAME [(params)] [attributes] { body }`; declarations ending in ';' are skipped. */
+static int parse_entry(parser_t *ps, bool ext)
+{
+    sim_ptx_entry_t e;
+
+    memset(&e, 0, sizeof e);
+    advance(ps);
+    if (ps->t.kind != TK_ID)
+        return fail(ps, ps->t.line, "missing kernel name after .entry, got '%.*s'", TOKARG(ps));
+    e.name = dup_name(&ps->t);
+    if (!e.name)
+        return nomem(ps);
+    advance(ps);
+    if (punct(ps, '('))
+        parse_params(ps, &e);
+    skip_entry_attributes(ps);
+    if (ps->rc == 0 && punct(ps, ';')) {
+        advance(ps);        /* a declaration: the kernel is defined elsewhere */
+    } else if (ps->rc == 0 && punct(ps, '{')) {
+        if (skip_group(ps, '{', '}') == 0 && !ext)
+            add_entry(ps, &e);
+    } else if (ps->rc == 0) {
+        fail(ps, ps->t.line, "expected '{' to open the body of '%s', got '%.*s'", e.name,
+             TOKARG(ps));
+    }
+    free_entry(&e);
+    return ps->rc;
+}
+
+/* ------------------------------------------------------------------ statements we skip */
+
+/* Skip a statement: up to a ';' or through a '{...}' block, outside parentheses. */
+static int skip_statement(parser_t *ps)
+{
+    unsigned line = ps->t.line;
+    int depth = 0;
+
+    for (;;) {
+        if (ps->t.kind == TK_EOF)
+            return ps->rc ? ps->rc : fail(ps, line, "statement never ends (missing ';' or "
+                                          "'{', or unbalanced '(')");
+        if (punct(ps, '}') || (punct(ps, ')') && depth == 0))
+            return fail(ps, ps->t.line, "unbalanced '%c'", ps->t.s[0]);
+        if (depth == 0 && punct(ps, '{'))
+            return skip_group(ps, '{', '}');
+        if (depth == 0 && punct(ps, ';'))
+            break;
+        depth += punct(ps, '(') - punct(ps, ')');
+        advance(ps);
+    }
+    advance(ps);
+    return ps->rc;
+}
+
+/* Directives that take the rest of their line: .version, .target, .file, ... */
+static int skip_line(parser_t *ps)
+{
+    unsigned line = ps->t.line;
+
+    do
+        advance(ps);
+    while (ps->t.kind != TK_EOF && ps->t.line == line);
+    return ps->rc;
+}
+
+/* `.section NAME { ... }`: DWARF data emitted for debug builds. */
+static int skip_section(parser_t *ps)
+{
+    advance(ps);
+    while (ps->t.kind == TK_DIR || ps->t.kind == TK_ID)
+        advance(ps);
+    if (!punct(ps, '{'))
+        return fail(ps, ps->t.line, "expected '{' after .section, got '%.*s'", TOKARG(ps));
+    return skip_group(ps, '{', '}');
+}
+
+static bool is_linkage(const parser_t *ps)
+{
+    return tok_is(ps, ".visible") || tok_is(ps, ".weak") || tok_is(ps, ".extern") ||
+           tok_is(ps, ".common");
+}
+
+static bool is_line_directive(const parser_t *ps)
+{
+    return tok_is(ps, ".version") || tok_is(ps, ".target") || tok_is(ps, ".address_size") ||
+           tok_is(ps, ".file") || tok_is(ps, ".loc");
+}
+
+/* One module-scope statement; always consumes at least one token or fails. */
+static int parse_statement(parser_t *ps)
+{
+    bool ext = false, linkage = false;
+
+    while (is_linkage(ps)) {
+        ext |= tok_is(ps, ".extern");
+        linkage = true;
+        advance(ps);
+    }
+    if (tok_is(ps, ".entry"))
+        return parse_entry(ps, ext);
+    if (tok_is(ps, ".global") || tok_is(ps, ".const"))
+        return parse_variables(ps, ext);
+    if (tok_is(ps, ".section"))
+        return skip_section(ps);
+    if (is_line_directive(ps))
+        return skip_line(ps);
+    if (ps->t.kind == TK_DIR)
+        return skip_statement(ps);
+    if (ps->t.kind == TK_EOF)
+        return linkage && !ps->rc ? fail(ps, ps->t.line, "declaration missing after linkage")
+                                  : ps->rc;
+    if (punct(ps, '}') || punct(ps, ')') || punct(ps, ']'))
+        return fail(ps, ps->t.line, "unbalanced '%c'", ps->t.s[0]);
+    return fail(ps, ps->t.line, "unexpected '%.*s' at module scope", TOKARG(ps));
+}
+
+int sim_ptx_parse(const char *text, size_t len, sim_ptx_module_t *out, char *err, size_t errlen)
+{
+    parser_t ps;
+
+    if (err && errlen)
+        err[0] = '\0';
+    if (!out)
+        return -EINVAL;
+    memset(out, 0, sizeof *out);
+    memset(&ps, 0, sizeof ps);
+    ps.err = err;
+    ps.errlen = errlen;
+    ps.m = out;
+    ps.line = 1;
+    if (!text)
+        return fail(&ps, 0, "no PTX text");
+    /* a NUL ends the text: callers may pass a length that counts it, or a padded payload */
+    ps.p = text;
+    ps.end = text + strnlen(text, len);
+    advance(&ps);
+    while (ps.rc == 0 && ps.t.kind != TK_EOF)
+        parse_statement(&ps);
+    if (ps.rc)
+        sim_ptx_free(out);
+    return ps.rc;
+}
+
+void sim_ptx_free(sim_ptx_module_t *m)
+{
+    if (!m)
+        return;
+    for (uint32_t i = 0; i < m->nentries; i++)
+        free_entry(&m->entries[i]);
+    for (uint32_t i = 0; i < m->nglobals; i++) {
+        free(m->globals[i].name);
+        free(m->globals[i].init);
+    }
+    free(m->entries);
+    free(m->globals);
+    memset(m, 0, sizeof *m);
+}
+
+/* ------------------------------------------------------------------ images */
+
+/*
+ * Fatbin layout (little-endian), as nvcc 13 writes it:
+ *   container header, 16 bytes: u32 magic 0xBA55ED50, u16 version 1, u16 header size (16),
+ *     u64 size of everything after the header;
+ *   entries back to back, each a header then its payload:
+ *     +0 u16 kind (1 PTX, 2 ELF), +4 u32 header size (64 or 80), +8 u64 payload size (padded
+ *     to 8), +16 u32 compressed size, +24 u16 minor, +26 u16 major, +28 u32 arch (90 = sm_90),
+ *     +40 u64 flags (0x1 64-bit, 0x10 Linux, 0x2000 LZ4-compressed, 0x8000 zstd-compressed),
+ *     +56 u64 uncompressed size (when compressed).
+ * An uncompressed PTX payload is text padded with NULs.
+ */
+#define FATBIN_MAGIC        0xBA55ED50u
+#define FATBIN_WRAPPER      0x466243B1u     /* __fatBinC_Wrapper_t, fatbinary_section.h */
+#define ELF_MAGIC           0x464C457Fu     /* "\177ELF" */
+#define FATBIN_ENTRY_MIN    64u
+#define FATBIN_KIND_PTX     1u
+#define FATBIN_COMPRESSED   (0x2000u | 0x8000u)
+
+static uint64_t le(const unsigned char *p, unsigned n)
+{
+    uint64_t v = 0;
+
+    for (unsigned k = n; k > 0; k--)
+        v = v << 8 | p[k - 1];
+    return v;
+}
+
+/* Compare byte by byte so that a short NUL-terminated text is never read past its end. */
+static bool has_magic(const unsigned char *p, uint32_t magic)
+{
+    for (unsigned i = 0; i < 4; i++)
+        if (p[i] != (unsigned char)(magic >> (8 * i)))
+            return false;
+    return true;
+}
+
+/* The wrapper {int magic; int version; const unsigned long long *data; void *...}. */
+static const unsigned char *unwrap(const unsigned char *w)
+{
+    const unsigned char *data;
+    uint64_t version = le(w + 4, 4);
+
+    if (version != 1 && version != 2)
+        return NULL;
+    memcpy(&data, w + 8, sizeof data);
+    return data && has_magic(data, FATBIN_MAGIC) ? data : NULL;
+}
+
+typedef struct fat_pick {
+    const unsigned char *text;
+    uint64_t size;
+    uint64_t rank;          /* arch, then PTX version: the highest wins */
+    bool compressed;        /* a PTX entry was skipped for being compressed */
+} fat_pick_t;
+
+static void consider_ptx(fat_pick_t *pick, const unsigned char *e, uint64_t hsize,
+                         uint64_t psize)
+{
+    uint64_t rank = le(e + 28, 4) << 32 | le(e + 26, 2) << 16 | le(e + 24, 2);
+
+    if (le(e + 40, 8) & FATBIN_COMPRESSED) {
+        pick->compressed = true;
+        return;
+    }
+    if (!pick->text || rank > pick->rank) {
+        pick->text = e + hsize;
+        pick->size = psize;
+        pick->rank = rank;
+    }
+}
+
+/* Find the best uncompressed PTX entry of the fatbin at fb. */
+static int fatbin_ptx(const unsigned char *fb, const char **ptx, size_t *len)
+{
+    uint64_t off = le(fb + 6, 2), end = off + le(fb + 8, 8);
+    fat_pick_t pick = { NULL, 0, 0, false };
+
+    if (le(fb + 4, 2) != 1 || off < 16 || end < off)
+        return -EINVAL;
+    while (end - off >= FATBIN_ENTRY_MIN) {
+        const unsigned char *e = fb + off;
+        uint64_t hsize = le(e + 4, 4), psize = le(e + 8, 8);
+
+        if (hsize < FATBIN_ENTRY_MIN || hsize > end - off || psize > end - off - hsize)
+            return -EINVAL;
+        if (le(e, 2) == FATBIN_KIND_PTX)
+            consider_ptx(&pick, e, hsize, psize);
+        off += hsize + psize;
+    }
+    if (!pick.text)
+        return pick.compressed ? -ENOTSUP : -ENOEXEC;
+    *ptx = (const char *)pick.text;
+    *len = strnlen(*ptx, (size_t)pick.size);
+    return 0;
+}
+
+/* PTX text starts, after white space and comments, with a directive such as .version. */
+static bool looks_like_ptx(const char *s)
+{
+    for (;;) {
+        s += strspn(s, " \t\r\n\f\v");
+        if (s[0] == '/' && s[1] == '/') {
+            s += strcspn(s, "\n");
+        } else if (s[0] == '/' && s[1] == '*') {
+            const char *close = strstr(s + 2, "*/");
+            if (!close)
+                return false;
+            s = close + 2;
+        } else {
+            return s[0] == '.' && is_alpha((unsigned char)s[1]);
+        }
+    }
+}
+
+int sim_image_ptx(const void *image, const char **ptx, size_t *len, int *kind)
+{
+    const unsigned char *p = image;
+    int k = 0, rc = -EINVAL;
+
+    if (!p || !ptx || !len) {
+        /* nothing to look at */
+    } else if (has_magic(p, FATBIN_WRAPPER) || has_magic(p, FATBIN_MAGIC)) {
+        p = has_magic(p, FATBIN_MAGIC) ? p : unwrap(p);
+        k = p ? SIM_IMAGE_FATBIN : 0;
+        rc = p ? fatbin_ptx(p, ptx, len) : -EINVAL;
+    } else if (has_magic(p, ELF_MAGIC)) {
+        k = SIM_IMAGE_ELF;
+        rc = -ENOEXEC;
+    } else if (looks_like_ptx((const char *)p)) {
+        k = SIM_IMAGE_PTX;
+        *ptx = (const char *)p;
+        *len = strlen(*ptx);
+        rc = 0;
+    }
+    if (kind)
+        *kind = k;
+    return rc;
+}

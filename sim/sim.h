@@ -1,0 +1,356 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * sim.h - internal interface of the simulated CUDA driver.
+ *
+ * The simulator is a libcuda.so.1 built from the real cuda.h.  Device memory is host memory in
+ * the same address space; work submitted to streams becomes operations (sim_op_t) in one global
+ * FIFO that a single executor thread runs in submission order, which is always an order that
+ * respects every stream, event and legacy-stream dependency.  While it runs them the executor
+ * keeps the virtual clock (per-device engines, per-stream completion times) and feeds the race
+ * checker with vector clocks.  Prototypes are grouped under the file that defines them.
+ */
+#ifndef SIM_SIM_H
+#define SIM_SIM_H
+
+/* Declare every ABI variant (legacy, _v2, _ptds/_ptsz) under its own name, as a driver must. */
+#define __CUDA_API_VERSION_INTERNAL 1
+#include <cuda.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stddef.h>
+
+#include "simcuda.h"
+#include "race.h"
+#include "ptx.h"
+
+#define SIM_API __attribute__((visibility("default")))
+#define SIM_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
+
+/* ------------------------------------------------------------------------- options.c */
+
+enum sim_engine { SIM_ENG_COMPUTE, SIM_ENG_H2D, SIM_ENG_D2H, SIM_ENG_PEER, SIM_ENG_COUNT };
+
+typedef struct sim_model {
+    const char *name;
+    int devices;
+    uint64_t memory;        /* bytes per device */
+    double hbm_gbps;        /* device memory bandwidth, GB/s */
+    double tflops;          /* fp32 rate, TFLOP/s */
+    double pcie_gbps;       /* pinned host <-> device, each direction */
+    double pageable_gbps;   /* pageable host <-> device (staged) */
+    double nvlink_gbps;     /* device <-> device; 0: peers go over PCIe */
+    double launch_us;       /* fixed device-side latency of a kernel */
+    double api_us;          /* host time charged per enqueued operation */
+    int sms;
+    const char *device_name;
+} sim_model_t;
+
+enum sim_racecheck { SIM_RACE_OFF, SIM_RACE_REPORT, SIM_RACE_FAIL };
+
+typedef struct sim_config {
+    sim_model_t model;
+    int racecheck;          /* enum sim_racecheck */
+    int stats;
+    int log_level;          /* 0 error, 1 warn, 2 info, 3 trace */
+    int lazy;               /* run queued work only when the host waits */
+    char kernels[4096];     /* ELIXIR_SIM_KERNELS */
+} sim_config_t;
+
+extern sim_config_t sim_cfg;
+
+void sim_config_load(void);
+int sim_parse_size(const char *s, uint64_t *out);
+const sim_model_t *sim_model_find(const char *name);
+
+/* ------------------------------------------------------------------------- log.c */
+
+void sim_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+#define SIM_ERR(...) sim_log(0, __VA_ARGS__)
+#define SIM_WARN(...) sim_log(1, __VA_ARGS__)
+#define SIM_INFO(...) do { if (sim_cfg.log_level >= 2) sim_log(2, __VA_ARGS__); } while (0)
+
+/* ------------------------------------------------------------------------- init.c */
+
+typedef struct sim_device {
+    int ordinal;
+    uint64_t total;
+    _Atomic uint64_t used;          /* bytes of device memory allocated, all kinds */
+    CUuuid uuid;
+    struct CUctx_st *primary;       /* created on first retain, kept for the process */
+    int primary_refs;
+    unsigned primary_flags;
+    double engine_free[SIM_ENG_COUNT];  /* virtual time an engine is next free (executor) */
+    struct CUmemPoolHandle_st *default_pool;
+    struct CUmemPoolHandle_st *current_pool;
+    char *arena;                    /* reserved VA for cuMemAlloc */
+    uint64_t arena_size;
+    uint64_t arena_next;            /* next-fit cursor, offset into arena */
+} sim_device_t;
+
+extern sim_device_t *sim_devs;
+extern int sim_ndevs;
+extern int sim_initialized;
+extern pthread_mutex_t sim_lock;    /* protects queues, streams, events, contexts */
+
+CUresult sim_check_init(void);
+CUresult sim_device_get(CUdevice dev, sim_device_t **out);
+int sim_reserve_charge(int device, uint64_t bytes);   /* 0 or -ENOMEM */
+void sim_reserve_uncharge(int device, uint64_t bytes);
+
+/* ------------------------------------------------------------------------- context.c */
+
+#define SIM_CTX_MAGIC 0x43545853u
+
+struct CUctx_st {
+    uint32_t magic;
+    int device;
+    unsigned flags;
+    int is_primary;
+    int destroyed;
+    _Atomic int sticky;             /* CUresult of a sticky fault, 0 while healthy */
+    struct CUstream_st *legacy;     /* the legacy default stream (NULL / CU_STREAM_LEGACY) */
+    struct CUstream_st *streams;    /* all streams of the context, list by ctx_next */
+    uint64_t id;
+    size_t limits[16];
+};
+
+CUcontext sim_ctx_current(void);
+CUresult sim_ctx_get(CUcontext *out);           /* current context, or the error to return */
+CUresult sim_ctx_check(CUcontext ctx);          /* valid and not in a sticky error */
+void sim_ctx_fault(CUcontext ctx, CUresult err);
+CUresult sim_ctx_create(int device, unsigned flags, int primary, CUcontext *out);
+
+/* ------------------------------------------------------------------------- mem.c */
+
+enum sim_range_kind {
+    SIM_RANGE_DEVICE = 1,   /* cuMemAlloc / cuMemAllocPitch */
+    SIM_RANGE_POOL,         /* cuMemAllocAsync / cuMemAllocFromPoolAsync */
+    SIM_RANGE_HOST,         /* cuMemHostAlloc / cuMemAllocHost */
+    SIM_RANGE_REGISTERED,   /* cuMemHostRegister */
+    SIM_RANGE_RESERVED,     /* cuMemAddressReserve (mappings inside) */
+    SIM_RANGE_GLOBAL,       /* a module's .global variable */
+};
+
+typedef struct sim_mapping sim_mapping_t;
+
+typedef struct sim_range {
+    uint64_t base, size;
+    int kind;
+    int device;             /* owning device (host kinds: -1 unless portable/known) */
+    CUcontext ctx;
+    unsigned flags;         /* host alloc / register flags */
+    uint64_t buffer_id;
+    struct CUmemPoolHandle_st *pool;
+    sim_mapping_t *maps;    /* RESERVED: sorted list of mappings */
+} sim_range_t;
+
+/* What an address is, as far as copies and launches are concerned. */
+typedef struct sim_ptr_info {
+    int kind;               /* enum sim_range_kind, 0 for unknown (pageable host) */
+    int device;
+    uint64_t base, size;    /* the allocation or mapping containing the address */
+    int mapped;             /* for RESERVED: 1 if inside a mapping */
+    unsigned access;        /* bitmask of devices allowed (RESERVED); all for others */
+    int host_location;      /* mapping backed by host memory */
+} sim_ptr_info_t;
+
+extern pthread_rwlock_t sim_reg_lock;              /* protects the range registry */
+sim_range_t *sim_range_lookup_locked(uint64_t addr);  /* valid while sim_reg_lock is held */
+int sim_range_add(const sim_range_t *r);            /* 0, -EEXIST, -ENOMEM */
+int sim_range_remove(uint64_t base, sim_range_t *out);
+int sim_range_find(uint64_t addr, sim_range_t *out); /* 0 or -ENOENT; copy of the record */
+int sim_ptr_info(uint64_t addr, sim_ptr_info_t *out); /* 0 or -ENOENT (pageable host) */
+uint64_t sim_next_buffer_id(void);
+void *sim_map_anon(void *addr, size_t size, int prot);  /* MAP_FIXED when addr != NULL */
+int sim_device_alloc(int device, uint64_t size, uint64_t *out); /* arena allocation */
+CUresult sim_alloc_device(uint64_t bytes, int kind, struct CUmemPoolHandle_st *pool, int device,
+                          CUdeviceptr *dptr);
+CUresult sim_free_device(uint64_t base, int want_kind);   /* no synchronisation */
+void sim_device_free(int device, uint64_t base, uint64_t size);
+
+/* ------------------------------------------------------------------------- vmm.c */
+
+struct sim_mapping {
+    sim_mapping_t *next;
+    uint64_t va, size;
+    struct sim_phys *phys;
+    unsigned access;        /* bit d: device d may read and write */
+};
+
+/* Look up the mapping of a reserved range that contains addr (caller holds the registry). */
+const sim_mapping_t *sim_vmm_lookup(const sim_range_t *r, uint64_t addr);
+int sim_vmm_phys_is_host(const struct sim_phys *p);
+
+/* ------------------------------------------------------------------------- stream.c */
+
+#define SIM_STREAM_MAGIC 0x4d525453u
+
+enum sim_stream_kind { SIM_STREAM_USER, SIM_STREAM_LEGACY, SIM_STREAM_PTDS };
+
+struct sim_graph_capture;
+
+struct CUstream_st {
+    uint32_t magic;
+    int kind;                       /* enum sim_stream_kind */
+    CUcontext ctx;
+    unsigned flags;                 /* CU_STREAM_DEFAULT / CU_STREAM_NON_BLOCKING */
+    int priority;
+    uint64_t id;
+    int refs;                       /* under sim_lock: handle + queued ops + events */
+    int destroyed;
+    uint64_t enq_seq;               /* last operation submitted (sim_lock) */
+    uint64_t done_seq;              /* last operation completed (sim_lock) */
+    double t_end;                   /* virtual completion time of the last op (executor) */
+    double t_done;                  /* t_end as of done_seq (sim_lock) */
+    uint32_t race_tid;
+    sim_vc_t *vc_done;              /* race clock as of done_seq (sim_lock) */
+    struct CUstream_st *ctx_next;
+    struct sim_graph_capture *capture;  /* non-NULL while capturing */
+};
+
+CUresult sim_stream_resolve(CUstream h, int ptds, CUstream *out);
+int sim_stream_blocking(const struct CUstream_st *s);
+void sim_stream_unref_locked(CUstream s);
+CUresult sim_ctx_wait_idle(CUcontext ctx);      /* host waits for all work of ctx */
+uint64_t sim_stream_tail(CUstream s);           /* position of the last submitted op */
+
+/* ------------------------------------------------------------------------- event.c */
+
+#define SIM_EVENT_MAGIC 0x544e5645u
+
+struct CUevent_st {
+    uint32_t magic;
+    CUcontext ctx;
+    unsigned flags;
+    CUstream stream;            /* stream of the last record (holds a ref), NULL if never */
+    uint64_t seq;               /* operation number of the last record within that stream */
+    double t;                   /* virtual time of the last executed record (executor) */
+    sim_vc_t *vc;               /* race clock of the last executed record (executor) */
+    int recorded;               /* a record has executed */
+    int refs;                   /* under sim_lock: handle + queued ops that name it */
+    int destroyed;
+};
+
+void sim_event_unref_locked(struct CUevent_st *e);
+
+/* ------------------------------------------------------------------------- exec.c */
+
+enum sim_op_kind {
+    SIM_OP_KERNEL = 1,
+    SIM_OP_COPY,
+    SIM_OP_MEMSET,
+    SIM_OP_HOSTFN,
+    SIM_OP_EVENT_RECORD,
+    SIM_OP_EVENT_WAIT,
+    SIM_OP_FREE,            /* stream-ordered free (cuMemFreeAsync) */
+    SIM_OP_NOP,
+};
+
+typedef struct sim_copy {
+    uint64_t dst, src;
+    size_t width, height, depth;        /* bytes per row, rows, slices */
+    size_t dpitch, spitch;              /* row pitches */
+    size_t dheight, sheight;            /* rows per slice (pitch of slices = pitch * height) */
+    int engine;                         /* enum sim_engine, or -1 for host-to-host */
+    double gbps;                        /* bandwidth for the virtual clock */
+    void *staging;                      /* owned copy of a pageable source, freed after */
+} sim_copy_t;
+
+typedef struct sim_memset {
+    uint64_t dst;
+    unsigned value;
+    unsigned elem;                      /* 1, 2 or 4 bytes */
+    size_t width, height, pitch;        /* elements per row, rows, row pitch in bytes */
+} sim_memset_t;
+
+struct CUfunc_st;
+
+typedef struct sim_kernel_op {
+    struct CUfunc_st *func;
+    sim_kernel_fn fn;
+    sim_launch_t launch;
+    void **params;          /* nparams pointers into args */
+    unsigned char *args;    /* packed private copy */
+    size_t args_size;
+} sim_kernel_op_t;
+
+typedef struct sim_op {
+    struct sim_op *next;
+    int kind;
+    CUstream stream;
+    uint64_t seq;           /* position in its stream */
+    uint64_t opno;          /* global number */
+    double t_submit;        /* host virtual time at submission */
+    uint64_t poison;        /* non-zero: a bad address found at submission; faults when run */
+    sim_vc_t *host_vc;      /* host clock at submission (race checking) */
+    union {
+        sim_kernel_op_t kernel;
+        sim_copy_t copy;
+        sim_memset_t memset;
+        struct { CUhostFn fn; void *data; CUstreamCallback cb; CUstream handle; } host;
+        struct CUevent_st *event;
+        struct { uint64_t base; int device; uint64_t size; } free;
+    } u;
+} sim_op_t;
+
+sim_op_t *sim_op_new(int kind);
+void sim_op_discard(sim_op_t *op);      /* free an op that was never submitted */
+/*
+ * Submit op on stream s (takes sim_lock) and take ownership of it; *seq, when not NULL,
+ * receives its position in the stream (0 when it went into a stream capture instead).
+ */
+CUresult sim_submit(CUstream s, sim_op_t *op, uint64_t *seq);
+/*
+ * Wait until stream s has completed operation seq; the host clock then moves to its end and,
+ * when `acquire` is set, the host happens after it.  Returns the context's sticky error.
+ */
+CUresult sim_wait_seq(CUstream s, uint64_t seq, int acquire);
+/* Wait until every operation submitted so far, on every stream, has completed. */
+void sim_wait_all(void);
+void sim_exec_acquire_all(void);
+int sim_seq_done(CUstream s, uint64_t seq);      /* poll; nudges a lazy executor */
+void sim_exec_start(void);
+int sim_on_executor(void);
+double sim_host_now(void);
+void sim_host_advance(double t);        /* host clock = max(host clock, t) */
+void sim_host_charge(double us);        /* host clock += us */
+void sim_host_acquire(const sim_vc_t *vc);  /* host now happens after vc */
+sim_vc_t *sim_host_vc(void);            /* reference to the host clock snapshot */
+uint32_t sim_race_new_thread(void);
+void sim_race_forget_range(uint64_t base, uint64_t size);
+void sim_exec_stats(void);
+
+/* ------------------------------------------------------------------------- fault.c */
+
+void sim_fault_install(void);
+/* Run fn(arg) with faults caught; returns 0, or -EFAULT with *addr set to the bad address. */
+int sim_guarded(void (*fn)(void *), void *arg, uint64_t *addr);
+
+/* ------------------------------------------------------------------------- copy.c */
+
+enum sim_where { SIM_WHERE_DEVICE, SIM_WHERE_PINNED, SIM_WHERE_PAGEABLE };
+
+/* Where an address lives, for a copy issued on `device`; *bad set when it is inaccessible. */
+int sim_where(uint64_t addr, int device, int *owner, uint64_t *bad);
+
+/* ------------------------------------------------------------------------- module.c */
+
+#define SIM_FUNC_MAGIC 0x434e5546u
+
+struct CUfunc_st {
+    uint32_t magic;
+    struct CUmod_st *mod;
+    const sim_ptx_entry_t *entry;
+    sim_kernel_fn fn;
+    struct CUkern_st *kernel;   /* set when reached through a library */
+};
+
+CUresult sim_func_resolve(CUfunction f, struct CUfunc_st **out);
+
+/* ------------------------------------------------------------------------- graph.c */
+
+/* If s is capturing, record op into the capture (taking ownership) and return 1. */
+int sim_capture_op(CUstream s, sim_op_t *op, CUresult *res);
+
+#endif /* SIM_SIM_H */
