@@ -106,7 +106,7 @@ $(RUNNER): tests/runner.c
 $(BUILD)/bench/%: bench/%.c $(SIM_LIB)
 	$(call msg,CC,$<)
 	$(Q)mkdir -p $(@D)
-	$(Q)$(CC) $(CFLAGS) -Itests/lib -o $@ $< -L$(BUILD)/sim -l:libcuda.so.1 $(LDFLAGS) -ldl -lm
+	$(Q)$(CC) $(CFLAGS) -Itests/lib -rdynamic -o $@ $< -L$(BUILD)/sim -l:libcuda.so.1 $(LDFLAGS) -ldl -lm
 
 # ---------------------------------------------------------------- top-level targets
 ALL := $(SIM_LIB) $(EXAMPLES) $(TOOLS) $(TESTS) $(RUNNER) $(BENCHES)

@@ -20,10 +20,20 @@
 
 #include "sim.h"
 
+/* A pause instruction while spinning: polite to the other hyperthread. */
+static inline void sched_yield_cpu(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+}
+
 static sim_op_t *q_head, *q_tail;
+static _Atomic int q_nonempty;          /* q_head != NULL, readable without the lock */
 static uint64_t q_submitted, q_done;    /* operation numbers, under sim_lock */
 static uint64_t flush_target;           /* lazy mode: run up to this op number */
 static int exec_sleeping;
+static int done_waiters;                /* host threads blocked on cv_done */
 static pthread_cond_t cv_work = PTHREAD_COND_INITIALIZER;
 static pthread_cond_t cv_done = PTHREAD_COND_INITIALIZER;
 static pthread_t exec_thread;
@@ -114,6 +124,21 @@ void sim_host_acquire(const sim_vc_t *vc)
     sim_vc_unref(old);
 }
 
+void sim_host_access(uint64_t addr, uint64_t len, int write, const char *what)
+{
+    static _Atomic uint64_t host_ops;
+    if (!race)
+        return;
+    sim_race_who_t who = { what, atomic_fetch_add(&host_ops, 1) + 1, 0 };
+    pthread_mutex_lock(&race_lock);
+    sim_race_tick(race, host_tid);
+    sim_race_access(race, host_tid, addr, len, write, &who);
+    sim_vc_t *old = host_snap;
+    host_snap = sim_race_release(race, host_tid);
+    pthread_mutex_unlock(&race_lock);
+    sim_vc_unref(old);
+}
+
 sim_vc_t *sim_host_vc(void)
 {
     if (!race)
@@ -160,12 +185,41 @@ SIM_API void sim_kernel_access(const void *ptr, size_t bytes, int mode)
 
 /* ---------------------------------------------------------------- operations */
 
+/*
+ * Operations are recycled through a free list: they are allocated by host threads and
+ * released by the executor, a pattern that costs malloc dearly.
+ */
+static sim_op_t *op_cache;
+static unsigned op_cache_n;
+
 sim_op_t *sim_op_new(int kind)
 {
-    sim_op_t *op = calloc(1, sizeof(*op));
+    pthread_mutex_lock(&sim_lock);
+    sim_op_t *op = op_cache;
+    if (op) {
+        op_cache = op->next;
+        op_cache_n--;
+    }
+    pthread_mutex_unlock(&sim_lock);
+    if (op)
+        memset(op, 0, sizeof(*op));
+    else
+        op = calloc(1, sizeof(*op));
     if (op)
         op->kind = kind;
     return op;
+}
+
+/* Return a finished op's memory to the cache.  Under sim_lock. */
+static void op_recycle_locked(sim_op_t *op)
+{
+    if (op_cache_n >= 4096) {
+        free(op);
+        return;
+    }
+    op->next = op_cache;
+    op_cache = op;
+    op_cache_n++;
 }
 
 static void op_free_payload(sim_op_t *op)
@@ -226,6 +280,7 @@ CUresult sim_submit(CUstream s, sim_op_t *op, uint64_t *seq)
     else
         q_head = op;
     q_tail = op;
+    atomic_store_explicit(&q_nonempty, 1, memory_order_release);
     if (exec_sleeping && !sim_cfg.lazy)
         pthread_cond_signal(&cv_work);
     pthread_mutex_unlock(&sim_lock);
@@ -553,14 +608,18 @@ static sim_op_t *next_op(void)
         return NULL;
     sim_op_t *op = q_head;
     q_head = op->next;
-    if (!q_head)
+    if (!q_head) {
         q_tail = NULL;
+        atomic_store_explicit(&q_nonempty, 0, memory_order_relaxed);
+    }
     return op;
 }
 
 static void complete(sim_op_t *op, double t_end, sim_vc_t *vc)
 {
     CUstream s = op->stream;
+    op_free_payload(op);
+    sim_vc_unref(op->host_vc);
     pthread_mutex_lock(&sim_lock);
     s->done_seq = op->seq;
     s->t_done = t_end;
@@ -580,9 +639,31 @@ static void complete(sim_op_t *op, double t_end, sim_vc_t *vc)
     if (op->kind == SIM_OP_EVENT_RECORD || op->kind == SIM_OP_EVENT_WAIT)
         sim_event_unref_locked(op->u.event);
     sim_stream_unref_locked(s);
-    pthread_cond_broadcast(&cv_done);
+    op_recycle_locked(op);
+    if (done_waiters)
+        pthread_cond_broadcast(&cv_done);
     pthread_mutex_unlock(&sim_lock);
     sim_vc_unref(old);
+}
+
+/*
+ * Before sleeping, watch the queue for a few microseconds with the lock released: a program
+ * that launches in a loop then never pays for waking the executor.  Under sim_lock; returns
+ * 1 when work arrived.
+ */
+static int spin_for_work(void)
+{
+    if (sim_cfg.lazy)
+        return 0;
+    pthread_mutex_unlock(&sim_lock);
+    int found = 0;
+    for (int i = 0; i < 2000 && !found; i++) {
+        found = atomic_load_explicit(&q_nonempty, memory_order_acquire);
+        if (!found)
+            sched_yield_cpu();
+    }
+    pthread_mutex_lock(&sim_lock);
+    return q_head != NULL;
 }
 
 static void *executor_main(void *unused)
@@ -591,6 +672,8 @@ static void *executor_main(void *unused)
     pthread_mutex_lock(&sim_lock);
     for (;;) {
         sim_op_t *op = next_op();
+        if (!op && spin_for_work())
+            continue;
         if (!op) {
             exec_sleeping = 1;
             pthread_cond_wait(&cv_work, &sim_lock);
@@ -603,15 +686,19 @@ static void *executor_main(void *unused)
         sim_vc_t *vc = NULL;
         double t_end = account(op, err, &vc);
         complete(op, t_end, vc);
-        op_free_payload(op);
-        sim_vc_unref(op->host_vc);
-        free(op);
         pthread_mutex_lock(&sim_lock);
     }
     return NULL;
 }
 
 /* ---------------------------------------------------------------- waiting */
+
+static void wait_done(void)
+{
+    done_waiters++;
+    pthread_cond_wait(&cv_done, &sim_lock);
+    done_waiters--;
+}
 
 /* Make the executor run at least up to op number `opno` (lazy mode). Under sim_lock. */
 static void flush_locked(uint64_t opno)
@@ -627,7 +714,7 @@ CUresult sim_wait_seq(CUstream s, uint64_t seq, int acquire)
     pthread_mutex_lock(&sim_lock);
     flush_locked(q_submitted);
     while (s->done_seq < seq)
-        pthread_cond_wait(&cv_done, &sim_lock);
+        wait_done();
     double t = s->t_done;
     sim_vc_t *vc = acquire ? sim_vc_ref(s->vc_done) : NULL;
     pthread_mutex_unlock(&sim_lock);
@@ -644,7 +731,7 @@ void sim_wait_all(void)
     uint64_t target = q_submitted;
     flush_locked(target);
     while (q_done < target)
-        pthread_cond_wait(&cv_done, &sim_lock);
+        wait_done();
     double t = exec_t_max;
     pthread_mutex_unlock(&sim_lock);
     sim_host_advance(t);

@@ -142,7 +142,8 @@ typedef struct sim_range {
     unsigned flags;         /* host alloc / register flags */
     uint64_t buffer_id;
     struct CUmemPoolHandle_st *pool;
-    sim_mapping_t *maps;    /* RESERVED: sorted list of mappings */
+    sim_mapping_t *maps;    /* RESERVED: its mappings, sorted by address */
+    size_t nmaps, capmaps;
 } sim_range_t;
 
 /* What an address is, as far as copies and launches are concerned. */
@@ -172,10 +173,10 @@ void sim_device_free(int device, uint64_t base, uint64_t size);
 /* ------------------------------------------------------------------------- vmm.c */
 
 struct sim_mapping {
-    sim_mapping_t *next;
     uint64_t va, size;
     struct sim_phys *phys;
-    unsigned access;        /* bit d: device d may read and write */
+    unsigned access;        /* bit d: device d may access (read, or read and write) */
+    unsigned writable;      /* bit d: device d may write */
 };
 
 /* Look up the mapping of a reserved range that contains addr (caller holds the registry). */
@@ -316,6 +317,8 @@ double sim_host_now(void);
 void sim_host_advance(double t);        /* host clock = max(host clock, t) */
 void sim_host_charge(double us);        /* host clock += us */
 void sim_host_acquire(const sim_vc_t *vc);  /* host now happens after vc */
+/* The host itself touches [addr, addr+len) now (unmapping counts as a write). */
+void sim_host_access(uint64_t addr, uint64_t len, int write, const char *what);
 sim_vc_t *sim_host_vc(void);            /* reference to the host clock snapshot */
 uint32_t sim_race_new_thread(void);
 void sim_race_forget_range(uint64_t base, uint64_t size);

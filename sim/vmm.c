@@ -1,20 +1,436 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * vmm.c - virtual memory management.
+ * vmm.c - virtual memory management: reserve, create, map, set access, unmap, release.
+ *
+ * Held to the documented rules, strictly: sizes and addresses are multiples of the 2 MiB
+ * granularity, cuMemMap maps at offset 0 onto an unmapped part of one reservation, cuMemUnmap
+ * takes whole mappings only, nothing is accessible before cuMemSetAccess.  Physical memory is
+ * a memfd (device-located ones are charged to the device's capacity) mapped with MAP_FIXED;
+ * reserved but unmapped address space is PROT_NONE, so a stray access faults.  An unmap is a
+ * host write in the race checker: unmapping while unsynchronised work may still use the range
+ * is reported like any other race.
  */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include "sim.h"
 
-struct sim_phys { int host; };
+#define GRANULARITY (2ull << 20)
+
+#define PHYS_MAGIC 0x53594850u
+
+struct sim_phys {
+    uint32_t magic;
+    int fd;
+    uint64_t size;
+    int refs;                   /* the handle plus each mapping; under sim_reg_lock */
+    CUmemAllocationProp prop;
+    uint64_t id;
+};
 
 const sim_mapping_t *sim_vmm_lookup(const sim_range_t *r, uint64_t addr)
 {
-    for (const sim_mapping_t *m = r->maps; m; m = m->next)
-        if (addr >= m->va && addr - m->va < m->size)
-            return m;
+    size_t lo = 0, hi = r->nmaps;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (r->maps[mid].va + r->maps[mid].size <= addr)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo < r->nmaps && r->maps[lo].va <= addr)
+        return &r->maps[lo];
     return NULL;
 }
 
 int sim_vmm_phys_is_host(const struct sim_phys *p)
 {
-    return p->host;
+    return p->prop.location.type != CU_MEM_LOCATION_TYPE_DEVICE;
+}
+
+static int aligned(uint64_t v)
+{
+    return v % GRANULARITY == 0;
+}
+
+/* ---------------------------------------------------------------- properties */
+
+static CUresult check_prop(const CUmemAllocationProp *prop)
+{
+    if (!prop || prop->type != CU_MEM_ALLOCATION_TYPE_PINNED)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (prop->requestedHandleTypes & ~(unsigned)CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR)
+        return CUDA_ERROR_NOT_SUPPORTED;
+    switch (prop->location.type) {
+    case CU_MEM_LOCATION_TYPE_DEVICE:
+        return sim_device_get(prop->location.id, NULL) == CUDA_SUCCESS ? CUDA_SUCCESS
+                                                                      : CUDA_ERROR_INVALID_DEVICE;
+    case CU_MEM_LOCATION_TYPE_HOST:
+    case CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT:
+        return CUDA_SUCCESS;
+    case CU_MEM_LOCATION_TYPE_HOST_NUMA:
+        return prop->location.id == 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+    default:
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+}
+
+SIM_API CUresult CUDAAPI cuMemGetAllocationGranularity(size_t *granularity,
+                                                       const CUmemAllocationProp *prop,
+                                                       CUmemAllocationGranularity_flags option)
+{
+    CUresult r = sim_check_init();
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (!granularity || (option != CU_MEM_ALLOC_GRANULARITY_MINIMUM &&
+                         option != CU_MEM_ALLOC_GRANULARITY_RECOMMENDED))
+        return CUDA_ERROR_INVALID_VALUE;
+    r = check_prop(prop);
+    if (r == CUDA_SUCCESS)
+        *granularity = GRANULARITY;
+    return r;
+}
+
+/* ---------------------------------------------------------------- reservations */
+
+SIM_API CUresult CUDAAPI cuMemAddressReserve(CUdeviceptr *ptr, size_t size, size_t alignment,
+                                             CUdeviceptr addr, unsigned long long flags)
+{
+    CUresult r = sim_check_init();
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (!ptr || size == 0 || !aligned(size) || flags != 0 ||
+        (alignment && ((alignment & (alignment - 1)) || !aligned(alignment))))
+        return CUDA_ERROR_INVALID_VALUE;
+    size_t align = alignment ? alignment : GRANULARITY;
+    if (size > SIZE_MAX - align)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    char *p = sim_map_anon(NULL, size + align, PROT_NONE);
+    if (!p)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    uint64_t base = ((uint64_t)(uintptr_t)p + align - 1) & ~(uint64_t)(align - 1);
+    if (base > (uint64_t)(uintptr_t)p)
+        munmap(p, base - (uint64_t)(uintptr_t)p);
+    uint64_t tail = (uint64_t)(uintptr_t)p + size + align - (base + size);
+    if (tail)
+        munmap((void *)(uintptr_t)(base + size), tail);
+    sim_range_t rg = { .base = base, .size = size, .kind = SIM_RANGE_RESERVED, .device = -1,
+                       .buffer_id = sim_next_buffer_id() };
+    if (sim_range_add(&rg) < 0) {
+        munmap((void *)(uintptr_t)base, size);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    *ptr = (CUdeviceptr)base;
+    return CUDA_SUCCESS;
+}
+
+SIM_API CUresult CUDAAPI cuMemAddressFree(CUdeviceptr ptr, size_t size)
+{
+    sim_range_t rg;
+    CUresult r = sim_check_init();
+    if (r != CUDA_SUCCESS)
+        return r;
+    pthread_rwlock_wrlock(&sim_reg_lock);
+    sim_range_t *p = sim_range_lookup_locked(ptr);
+    int ok = p && p->kind == SIM_RANGE_RESERVED && p->base == ptr && p->size == size &&
+             p->nmaps == 0;
+    pthread_rwlock_unlock(&sim_reg_lock);
+    if (!ok)
+        return CUDA_ERROR_INVALID_VALUE;
+    sim_range_remove(ptr, &rg);
+    free(rg.maps);
+    sim_race_forget_range(rg.base, rg.size);
+    munmap((void *)(uintptr_t)rg.base, rg.size);
+    return CUDA_SUCCESS;
+}
+
+/* ---------------------------------------------------------------- physical memory */
+
+SIM_API CUresult CUDAAPI cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size,
+                                     const CUmemAllocationProp *prop, unsigned long long flags)
+{
+    CUresult r = sim_check_init();
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (!handle || size == 0 || !aligned(size) || flags != 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    r = check_prop(prop);
+    if (r != CUDA_SUCCESS)
+        return r;
+    int on_device = prop->location.type == CU_MEM_LOCATION_TYPE_DEVICE;
+    if (on_device && sim_reserve_charge(prop->location.id, size) < 0)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    struct sim_phys *ph = calloc(1, sizeof(*ph));
+    int fd = memfd_create("elixir-sim-memory", MFD_CLOEXEC);
+    if (!ph || fd < 0 || ftruncate(fd, (off_t)size) < 0) {
+        if (fd >= 0)
+            close(fd);
+        free(ph);
+        if (on_device)
+            sim_reserve_uncharge(prop->location.id, size);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    ph->magic = PHYS_MAGIC;
+    ph->fd = fd;
+    ph->size = size;
+    ph->refs = 1;
+    ph->prop = *prop;
+    ph->id = sim_next_buffer_id();
+    *handle = (CUmemGenericAllocationHandle)(uintptr_t)ph;
+    return CUDA_SUCCESS;
+}
+
+/* Drop a reference (under sim_reg_lock); the last one frees the memory. */
+static void phys_unref(struct sim_phys *ph)
+{
+    if (--ph->refs > 0)
+        return;
+    close(ph->fd);
+    ph->magic = 0;
+    if (ph->prop.location.type == CU_MEM_LOCATION_TYPE_DEVICE)
+        sim_reserve_uncharge(ph->prop.location.id, ph->size);
+    free(ph);
+}
+
+/* The allocation behind a handle, or NULL for a value that is not a live handle. */
+static struct sim_phys *phys_of(CUmemGenericAllocationHandle h)
+{
+    struct sim_phys *ph = (struct sim_phys *)(uintptr_t)h;
+    return ph && ph->magic == PHYS_MAGIC ? ph : NULL;
+}
+
+SIM_API CUresult CUDAAPI cuMemRelease(CUmemGenericAllocationHandle handle)
+{
+    CUresult r = sim_check_init();
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (!phys_of(handle))
+        return CUDA_ERROR_INVALID_VALUE;
+    pthread_rwlock_wrlock(&sim_reg_lock);
+    phys_unref(phys_of(handle));
+    pthread_rwlock_unlock(&sim_reg_lock);
+    return CUDA_SUCCESS;
+}
+
+/* ---------------------------------------------------------------- map and unmap */
+
+static int insert_mapping(sim_range_t *rg, const sim_mapping_t *m)
+{
+    if (rg->nmaps == rg->capmaps) {
+        size_t cap = rg->capmaps ? rg->capmaps * 2 : 8;
+        sim_mapping_t *n = realloc(rg->maps, cap * sizeof(*n));
+        if (!n)
+            return -ENOMEM;
+        rg->maps = n;
+        rg->capmaps = cap;
+    }
+    size_t i = 0;
+    while (i < rg->nmaps && rg->maps[i].va < m->va)
+        i++;
+    memmove(&rg->maps[i + 1], &rg->maps[i], (rg->nmaps - i) * sizeof(*m));
+    rg->maps[i] = *m;
+    rg->nmaps++;
+    return 0;
+}
+
+/* Is [va, va+size) inside rg and free of mappings? */
+static int range_free(const sim_range_t *rg, uint64_t va, uint64_t size)
+{
+    if (va < rg->base || va + size > rg->base + rg->size)
+        return 0;
+    for (size_t i = 0; i < rg->nmaps; i++)
+        if (rg->maps[i].va < va + size && va < rg->maps[i].va + rg->maps[i].size)
+            return 0;
+    return 1;
+}
+
+SIM_API CUresult CUDAAPI cuMemMap(CUdeviceptr ptr, size_t size, size_t offset,
+                                  CUmemGenericAllocationHandle handle, unsigned long long flags)
+{
+    CUresult r = sim_check_init();
+    if (r != CUDA_SUCCESS)
+        return r;
+    struct sim_phys *ph = phys_of(handle);
+    if (!ph || offset != 0 || flags != 0 || size == 0 || !aligned(ptr) || !aligned(size) ||
+        size > ph->size)
+        return CUDA_ERROR_INVALID_VALUE;
+    pthread_rwlock_wrlock(&sim_reg_lock);
+    sim_range_t *rg = sim_range_lookup_locked(ptr);
+    if (!rg || rg->kind != SIM_RANGE_RESERVED || !range_free(rg, ptr, size)) {
+        r = CUDA_ERROR_INVALID_VALUE;
+    } else if (mmap((void *)(uintptr_t)ptr, size, PROT_NONE, MAP_SHARED | MAP_FIXED, ph->fd, 0) ==
+               MAP_FAILED) {
+        r = CUDA_ERROR_OUT_OF_MEMORY;
+    } else {
+        sim_mapping_t m = { .va = ptr, .size = size, .phys = ph };
+        if (insert_mapping(rg, &m) < 0) {
+            sim_map_anon((void *)(uintptr_t)ptr, size, PROT_NONE);
+            r = CUDA_ERROR_OUT_OF_MEMORY;
+        } else {
+            ph->refs++;
+        }
+    }
+    pthread_rwlock_unlock(&sim_reg_lock);
+    return r;
+}
+
+/* Index range [*first, *last] of mappings exactly covering [va, va+size); -1 if not. */
+static int whole_mappings(const sim_range_t *rg, uint64_t va, uint64_t size, size_t *first,
+                          size_t *last)
+{
+    size_t i = 0;
+    while (i < rg->nmaps && rg->maps[i].va < va)
+        i++;
+    if (i == rg->nmaps || rg->maps[i].va != va)
+        return -1;
+    *first = i;
+    uint64_t end = va;
+    for (; i < rg->nmaps && rg->maps[i].va == end && end < va + size; i++)
+        end += rg->maps[i].size;
+    if (end != va + size)
+        return -1;
+    *last = i - 1;
+    return 0;
+}
+
+SIM_API CUresult CUDAAPI cuMemUnmap(CUdeviceptr ptr, size_t size)
+{
+    size_t first, last;
+    CUresult r = sim_check_init();
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (size == 0 || !aligned(ptr) || !aligned(size))
+        return CUDA_ERROR_INVALID_VALUE;
+    pthread_rwlock_wrlock(&sim_reg_lock);
+    sim_range_t *rg = sim_range_lookup_locked(ptr);
+    if (!rg || rg->kind != SIM_RANGE_RESERVED || whole_mappings(rg, ptr, size, &first, &last)) {
+        pthread_rwlock_unlock(&sim_reg_lock);
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    sim_map_anon((void *)(uintptr_t)ptr, size, PROT_NONE);
+    for (size_t i = first; i <= last; i++)
+        phys_unref(rg->maps[i].phys);
+    memmove(&rg->maps[first], &rg->maps[last + 1],
+            (rg->nmaps - last - 1) * sizeof(sim_mapping_t));
+    rg->nmaps -= last - first + 1;
+    pthread_rwlock_unlock(&sim_reg_lock);
+    sim_host_access(ptr, size, 1, "cuMemUnmap");
+    return CUDA_SUCCESS;
+}
+
+/* ---------------------------------------------------------------- access */
+
+static CUresult check_desc(const CUmemAccessDesc *d)
+{
+    if (d->flags != CU_MEM_ACCESS_FLAGS_PROT_NONE && d->flags != CU_MEM_ACCESS_FLAGS_PROT_READ &&
+        d->flags != CU_MEM_ACCESS_FLAGS_PROT_READWRITE)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (d->location.type == CU_MEM_LOCATION_TYPE_DEVICE)
+        return sim_device_get(d->location.id, NULL) == CUDA_SUCCESS ? CUDA_SUCCESS
+                                                                   : CUDA_ERROR_INVALID_DEVICE;
+    if (d->location.type == CU_MEM_LOCATION_TYPE_HOST ||
+        d->location.type == CU_MEM_LOCATION_TYPE_HOST_NUMA)
+        return CUDA_SUCCESS;
+    return CUDA_ERROR_INVALID_VALUE;
+}
+
+static void apply_desc(sim_mapping_t *m, const CUmemAccessDesc *d)
+{
+    if (d->location.type != CU_MEM_LOCATION_TYPE_DEVICE)
+        return;     /* host access: the simulator's memory is always host-visible */
+    unsigned bit = 1u << d->location.id;
+    m->access &= ~bit;
+    m->writable &= ~bit;
+    if (d->flags & CU_MEM_ACCESS_FLAGS_PROT_READ)
+        m->access |= bit;
+    if (d->flags == CU_MEM_ACCESS_FLAGS_PROT_READWRITE)
+        m->writable |= bit;
+}
+
+SIM_API CUresult CUDAAPI cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUmemAccessDesc *desc,
+                                        size_t count)
+{
+    size_t first, last;
+    CUresult r = sim_check_init();
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (!desc || count == 0 || size == 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    for (size_t i = 0; i < count; i++)
+        if ((r = check_desc(&desc[i])) != CUDA_SUCCESS)
+            return r;
+    pthread_rwlock_wrlock(&sim_reg_lock);
+    sim_range_t *rg = sim_range_lookup_locked(ptr);
+    if (!rg || rg->kind != SIM_RANGE_RESERVED || whole_mappings(rg, ptr, size, &first, &last)) {
+        pthread_rwlock_unlock(&sim_reg_lock);
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    for (size_t i = first; i <= last; i++) {
+        sim_mapping_t *m = &rg->maps[i];
+        for (size_t j = 0; j < count; j++)
+            apply_desc(m, &desc[j]);
+        int prot = m->writable ? PROT_READ | PROT_WRITE : m->access ? PROT_READ : PROT_NONE;
+        mprotect((void *)(uintptr_t)m->va, m->size, prot);
+    }
+    pthread_rwlock_unlock(&sim_reg_lock);
+    return CUDA_SUCCESS;
+}
+
+SIM_API CUresult CUDAAPI cuMemGetAccess(unsigned long long *flags, const CUmemLocation *location,
+                                        CUdeviceptr ptr)
+{
+    CUresult r = sim_check_init();
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (!flags || !location || location->type != CU_MEM_LOCATION_TYPE_DEVICE ||
+        sim_device_get(location->id, NULL) != CUDA_SUCCESS)
+        return CUDA_ERROR_INVALID_VALUE;
+    pthread_rwlock_rdlock(&sim_reg_lock);
+    sim_range_t *rg = sim_range_lookup_locked(ptr);
+    const sim_mapping_t *m = rg && rg->kind == SIM_RANGE_RESERVED ? sim_vmm_lookup(rg, ptr) : NULL;
+    if (m) {
+        unsigned bit = 1u << location->id;
+        *flags = (m->writable & bit) ? CU_MEM_ACCESS_FLAGS_PROT_READWRITE
+                 : (m->access & bit) ? CU_MEM_ACCESS_FLAGS_PROT_READ
+                                     : CU_MEM_ACCESS_FLAGS_PROT_NONE;
+    }
+    pthread_rwlock_unlock(&sim_reg_lock);
+    return m ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+/* ---------------------------------------------------------------- handles */
+
+SIM_API CUresult CUDAAPI cuMemRetainAllocationHandle(CUmemGenericAllocationHandle *handle,
+                                                     void *addr)
+{
+    CUresult r = sim_check_init();
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (!handle)
+        return CUDA_ERROR_INVALID_VALUE;
+    pthread_rwlock_wrlock(&sim_reg_lock);
+    sim_range_t *rg = sim_range_lookup_locked((uint64_t)(uintptr_t)addr);
+    const sim_mapping_t *m =
+        rg && rg->kind == SIM_RANGE_RESERVED ? sim_vmm_lookup(rg, (uint64_t)(uintptr_t)addr) : NULL;
+    if (m) {
+        m->phys->refs++;
+        *handle = (CUmemGenericAllocationHandle)(uintptr_t)m->phys;
+    }
+    pthread_rwlock_unlock(&sim_reg_lock);
+    return m ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+SIM_API CUresult CUDAAPI cuMemGetAllocationPropertiesFromHandle(CUmemAllocationProp *prop,
+                                                                CUmemGenericAllocationHandle h)
+{
+    CUresult r = sim_check_init();
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (!prop || !phys_of(h))
+        return CUDA_ERROR_INVALID_VALUE;
+    *prop = phys_of(h)->prop;
+    return CUDA_SUCCESS;
 }
