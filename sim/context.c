@@ -366,6 +366,8 @@ SIM_API CUresult CUDAAPI cuCtxSynchronize(void)
         return CUDA_ERROR_INVALID_CONTEXT;
     if (sim_on_executor())
         return CUDA_ERROR_NOT_PERMITTED;
+    if ((r = sim_capture_ctx_sync(ctx)) != CUDA_SUCCESS)
+        return r;
     return sim_ctx_wait_idle(ctx);
 }
 
@@ -381,6 +383,8 @@ SIM_API CUresult CUDAAPI cuCtxSynchronize_v2(CUcontext ctx)
         return CUDA_ERROR_INVALID_CONTEXT;
     if (sim_on_executor())
         return CUDA_ERROR_NOT_PERMITTED;
+    if ((r = sim_capture_ctx_sync(ctx)) != CUDA_SUCCESS)
+        return r;
     return sim_ctx_wait_idle(ctx);
 }
 
@@ -394,15 +398,27 @@ SIM_API CUresult CUDAAPI cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev)
         return r;
     if (!pctx)
         return CUDA_ERROR_INVALID_VALUE;
-    pthread_mutex_lock(&sim_lock);
-    if (!d->primary)
-        r = sim_ctx_create(dev, d->primary_flags, 1, &d->primary);
-    if (r == CUDA_SUCCESS) {
-        d->primary_refs++;
-        *pctx = d->primary;
+    /* Created outside sim_lock: creation takes the race checker's lock, which is always
+     * taken before sim_lock, never after.  */
+    static pthread_mutex_t create_lock = PTHREAD_MUTEX_INITIALIZER;
+    pthread_mutex_lock(&create_lock);
+    if (!d->primary) {
+        CUcontext ctx;
+        r = sim_ctx_create(dev, d->primary_flags, 1, &ctx);
+        if (r == CUDA_SUCCESS) {
+            pthread_mutex_lock(&sim_lock);
+            d->primary = ctx;
+            pthread_mutex_unlock(&sim_lock);
+        }
     }
+    pthread_mutex_unlock(&create_lock);
+    if (r != CUDA_SUCCESS)
+        return r;
+    pthread_mutex_lock(&sim_lock);
+    d->primary_refs++;
+    *pctx = d->primary;
     pthread_mutex_unlock(&sim_lock);
-    return r;
+    return CUDA_SUCCESS;
 }
 
 SIM_API CUresult CUDAAPI cuDevicePrimaryCtxRelease_v2(CUdevice dev)

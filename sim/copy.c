@@ -109,6 +109,8 @@ static CUresult submit_copy(CUstream h, int ptds, int async, const sim_copy_t *i
     uint64_t bad = 0, fault_at;
     int src_dev, dst_dev;
     CUresult r = sim_stream_resolve(h, ptds, &s);
+    if (r == CUDA_SUCCESS && !async)
+        r = sim_capture_unsafe("synchronous copy");
     if (r != CUDA_SUCCESS)
         return r;
     if (in->width == 0 || in->height == 0 || in->depth == 0)
@@ -179,13 +181,34 @@ COPY1D_ASYNC(cuMemcpyDtoDAsync_v2, CUdeviceptr, CUdeviceptr, 0)
 COPY1D_ASYNC(cuMemcpyDtoDAsync_v2_ptsz, CUdeviceptr, CUdeviceptr, 1)
 
 /* Peer copies: the contexts only name the devices; addresses are unified. */
+/*
+ * cuMemcpyPeer and cuMemcpy3DPeer are serialised with all pending and future work of the
+ * current, source and destination contexts: the host waits for that work before submitting
+ * the copy and for the copy (on the current context) after it.
+ */
+static CUresult serialise(CUcontext a, CUcontext b)
+{
+    CUcontext cur = sim_ctx_current();
+    CUresult r = cur ? sim_ctx_wait_idle(cur) : CUDA_SUCCESS;
+    if (r == CUDA_SUCCESS && a && a != cur)
+        r = sim_ctx_wait_idle(a);
+    if (r == CUDA_SUCCESS && b && b != cur && b != a)
+        r = sim_ctx_wait_idle(b);
+    return r;
+}
+
 static CUresult peer(CUdeviceptr dst, CUcontext dctx, CUdeviceptr src, CUcontext sctx, size_t n,
                      CUstream h, int ptds, int async)
 {
     if (sim_ctx_check(dctx) != CUDA_SUCCESS || sim_ctx_check(sctx) != CUDA_SUCCESS)
         return CUDA_ERROR_INVALID_CONTEXT;
     sim_copy_t c = linear(dst, src, n);
-    return submit_copy(h, ptds, async, &c);
+    CUresult r = async ? CUDA_SUCCESS : serialise(dctx, sctx);
+    if (r == CUDA_SUCCESS)
+        r = submit_copy(h, ptds, async, &c);
+    if (r == CUDA_SUCCESS && !async)
+        r = serialise(dctx, sctx);
+    return r;
 }
 
 SIM_API CUresult CUDAAPI cuMemcpyPeer(CUdeviceptr d, CUcontext dc, CUdeviceptr s, CUcontext sc,
@@ -238,13 +261,14 @@ static CUresult side_addr(const side_t *s, uint64_t *out)
     return CUDA_SUCCESS;
 }
 
-static CUresult copy3d(const side_t *src, const side_t *dst, size_t width, size_t height,
-                       size_t depth, CUstream h, int ptds, int async)
+/* Validate a 3D copy between two sides and describe it in *c. */
+static CUresult describe3d(const side_t *src, const side_t *dst, size_t width, size_t height,
+                           size_t depth, sim_copy_t *c)
 {
-    sim_copy_t c = { .width = width, .height = height, .depth = depth };
-    CUresult r = side_addr(src, &c.src);
+    *c = (sim_copy_t){ .width = width, .height = height, .depth = depth };
+    CUresult r = side_addr(src, &c->src);
     if (r == CUDA_SUCCESS)
-        r = side_addr(dst, &c.dst);
+        r = side_addr(dst, &c->dst);
     if (r != CUDA_SUCCESS)
         return r;
     if ((height > 1 || depth > 1) &&
@@ -252,11 +276,19 @@ static CUresult copy3d(const side_t *src, const side_t *dst, size_t width, size_
         return CUDA_ERROR_INVALID_VALUE;
     if (depth > 1 && (src->height < src->y + height || dst->height < dst->y + height))
         return CUDA_ERROR_INVALID_VALUE;
-    c.spitch = src->pitch ? src->pitch : width;
-    c.dpitch = dst->pitch ? dst->pitch : width;
-    c.sheight = src->height ? src->height : height;
-    c.dheight = dst->height ? dst->height : height;
-    return submit_copy(h, ptds, async, &c);
+    c->spitch = src->pitch ? src->pitch : width;
+    c->dpitch = dst->pitch ? dst->pitch : width;
+    c->sheight = src->height ? src->height : height;
+    c->dheight = dst->height ? dst->height : height;
+    return CUDA_SUCCESS;
+}
+
+static CUresult copy3d(const side_t *src, const side_t *dst, size_t width, size_t height,
+                       size_t depth, CUstream h, int ptds, int async)
+{
+    sim_copy_t c;
+    CUresult r = describe3d(src, dst, width, height, depth, &c);
+    return r == CUDA_SUCCESS ? submit_copy(h, ptds, async, &c) : r;
 }
 
 static CUresult copy2d(const CUDA_MEMCPY2D *p, CUstream h, int ptds, int async)
@@ -289,7 +321,41 @@ static CUresult copy3d_peer(const CUDA_MEMCPY3D_PEER *p, CUstream h, int ptds, i
                  p->srcArray, p->srcPitch, p->srcHeight };
     side_t d = { p->dstXInBytes, p->dstY, p->dstZ, p->dstMemoryType, p->dstHost, p->dstDevice,
                  p->dstArray, p->dstPitch, p->dstHeight };
-    return copy3d(&s, &d, p->WidthInBytes, p->Height, p->Depth, h, ptds, async);
+    if (async)
+        return copy3d(&s, &d, p->WidthInBytes, p->Height, p->Depth, h, ptds, async);
+    if ((p->srcContext && sim_ctx_check(p->srcContext) != CUDA_SUCCESS) ||
+        (p->dstContext && sim_ctx_check(p->dstContext) != CUDA_SUCCESS))
+        return CUDA_ERROR_INVALID_CONTEXT;
+    CUresult r = serialise(p->dstContext, p->srcContext);
+    if (r == CUDA_SUCCESS)
+        r = copy3d(&s, &d, p->WidthInBytes, p->Height, p->Depth, h, ptds, async);
+    return r == CUDA_SUCCESS ? serialise(p->dstContext, p->srcContext) : r;
+}
+
+CUresult sim_copy_op_build(const CUDA_MEMCPY3D *p, int device, sim_op_t **out)
+{
+    sim_copy_t c;
+    uint64_t bad = 0;
+    int src_dev, dst_dev;
+    if (!p)
+        return CUDA_ERROR_INVALID_VALUE;
+    side_t s = { p->srcXInBytes, p->srcY, p->srcZ, p->srcMemoryType, p->srcHost, p->srcDevice,
+                 p->srcArray, p->srcPitch, p->srcHeight };
+    side_t d = { p->dstXInBytes, p->dstY, p->dstZ, p->dstMemoryType, p->dstHost, p->dstDevice,
+                 p->dstArray, p->dstPitch, p->dstHeight };
+    CUresult r = describe3d(&s, &d, p->WidthInBytes, p->Height, p->Depth, &c);
+    if (r != CUDA_SUCCESS)
+        return r;
+    int sw = sim_where(c.src, device, &src_dev, &bad);
+    int dw = sim_where(c.dst, device, &dst_dev, &bad);
+    sim_op_t *op = sim_op_new(SIM_OP_COPY);
+    if (!op)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    op->u.copy = c;
+    op->poison = bad;
+    plan(&op->u.copy, device, sw, dw, src_dev, dst_dev, 1);
+    *out = op;
+    return CUDA_SUCCESS;
 }
 
 SIM_API CUresult CUDAAPI cuMemcpy2D_v2(const CUDA_MEMCPY2D *p) { return copy2d(p, NULL, 0, 0); }
@@ -309,27 +375,51 @@ SIM_API CUresult CUDAAPI cuMemcpy3DPeerAsync_ptsz(const CUDA_MEMCPY3D_PEER *p, C
 
 /* ---------------------------------------------------------------- memsets */
 
-static CUresult submit_memset(CUstream h, int ptds, int async, uint64_t dst, unsigned value,
-                              unsigned elem, size_t width, size_t height, size_t pitch)
+/* Validate a memset on `device` and build its operation; *where says what dst is. */
+static CUresult memset_op(int device, uint64_t dst, unsigned value, unsigned elem, size_t width,
+                          size_t height, size_t pitch, int *where, sim_op_t **out)
 {
-    CUstream s;
     uint64_t bad = 0;
     int owner;
-    CUresult r = sim_stream_resolve(h, ptds, &s);
-    if (r != CUDA_SUCCESS)
-        return r;
     if (dst % elem || (height > 1 && (pitch % elem || pitch < width * elem)))
         return CUDA_ERROR_INVALID_VALUE;
-    if (width == 0 || height == 0)
-        return CUDA_SUCCESS;
-    int where = sim_where(dst, s->ctx->device, &owner, &bad);
-    if (where == SIM_WHERE_PAGEABLE)
+    *where = sim_where(dst, device, &owner, &bad);
+    if (*where == SIM_WHERE_PAGEABLE)
         return CUDA_ERROR_INVALID_VALUE;
     sim_op_t *op = sim_op_new(SIM_OP_MEMSET);
     if (!op)
         return CUDA_ERROR_OUT_OF_MEMORY;
     op->u.memset = (sim_memset_t){ dst, value, elem, width, height, height > 1 ? pitch : width * elem };
     op->poison = bad;
+    *out = op;
+    return CUDA_SUCCESS;
+}
+
+CUresult sim_memset_op_build(int device, uint64_t dst, unsigned value, unsigned elem,
+                             size_t width, size_t height, size_t pitch, sim_op_t **out)
+{
+    int where;
+    return memset_op(device, dst, value, elem, width, height, pitch, &where, out);
+}
+
+static CUresult submit_memset(CUstream h, int ptds, int async, uint64_t dst, unsigned value,
+                              unsigned elem, size_t width, size_t height, size_t pitch)
+{
+    CUstream s;
+    sim_op_t *op;
+    int where;
+    CUresult r = sim_stream_resolve(h, ptds, &s);
+    if (r == CUDA_SUCCESS && !async)
+        r = sim_capture_unsafe("synchronous memset");
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (dst % elem || (height > 1 && (pitch % elem || pitch < width * elem)))
+        return CUDA_ERROR_INVALID_VALUE;
+    if (width == 0 || height == 0)
+        return CUDA_SUCCESS;
+    r = memset_op(s->ctx->device, dst, value, elem, width, height, pitch, &where, &op);
+    if (r != CUDA_SUCCESS)
+        return r;
     uint64_t seq = 0;
     r = sim_submit(s, op, &seq);
     /* Synchronous memsets wait only when the target is pinned host memory. */

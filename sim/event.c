@@ -120,6 +120,18 @@ static void release_stream(CUstream s)
     pthread_mutex_unlock(&sim_lock);
 }
 
+/* The host has seen e's latest record complete: it is now after it (time and races). */
+static void host_after_record(CUevent e)
+{
+    pthread_mutex_lock(&sim_lock);
+    double t = e->t;
+    sim_vc_t *vc = sim_vc_ref(e->vc);
+    pthread_mutex_unlock(&sim_lock);
+    sim_host_advance(t);
+    sim_host_acquire(vc);
+    sim_vc_unref(vc);
+}
+
 SIM_API CUresult CUDAAPI cuEventQuery(CUevent e)
 {
     CUstream s;
@@ -129,12 +141,17 @@ SIM_API CUresult CUDAAPI cuEventQuery(CUevent e)
         return r;
     if (!valid(e))
         return CUDA_ERROR_INVALID_HANDLE;
+    if ((r = sim_capture_event_check(e, "cuEventQuery")) != CUDA_SUCCESS)
+        return r;
     latest(e, &s, &seq);
     if (!s)
         return CUDA_SUCCESS;
     int done = sim_seq_done(s, seq);
     release_stream(s);
-    return done ? sim_ctx_check(e->ctx) : CUDA_ERROR_NOT_READY;
+    if (!done)
+        return CUDA_ERROR_NOT_READY;
+    host_after_record(e);   /* CUDA_SUCCESS counts as cuEventSynchronize */
+    return sim_ctx_check(e->ctx);
 }
 
 SIM_API CUresult CUDAAPI cuEventSynchronize(CUevent e)
@@ -148,18 +165,14 @@ SIM_API CUresult CUDAAPI cuEventSynchronize(CUevent e)
         return CUDA_ERROR_INVALID_HANDLE;
     if (sim_on_executor())
         return CUDA_ERROR_NOT_PERMITTED;
+    if ((r = sim_capture_event_check(e, "cuEventSynchronize")) != CUDA_SUCCESS)
+        return r;
     latest(e, &s, &seq);
     if (!s)
         return CUDA_SUCCESS;
     r = sim_wait_seq(s, seq, 0);
     release_stream(s);
-    pthread_mutex_lock(&sim_lock);
-    double t = e->t;
-    sim_vc_t *vc = sim_vc_ref(e->vc);
-    pthread_mutex_unlock(&sim_lock);
-    sim_host_advance(t);
-    sim_host_acquire(vc);
-    sim_vc_unref(vc);
+    host_after_record(e);
     return r;
 }
 

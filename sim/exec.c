@@ -43,6 +43,7 @@ static double host_clock;               /* ns, under sim_lock */
 static double exec_t_max;               /* latest end of any executed op, under sim_lock */
 
 static sim_race_t *race;
+/* Lock order: race_lock, then sim_lock; never race_lock while holding sim_lock. */
 static pthread_mutex_t race_lock = PTHREAD_MUTEX_INITIALIZER;
 static uint32_t host_tid;
 static sim_vc_t *host_snap;
@@ -251,7 +252,7 @@ CUresult sim_submit(CUstream s, sim_op_t *op, uint64_t *seq)
     CUresult res;
     if (seq)
         *seq = 0;
-    if (s->capture && sim_capture_op(s, op, &res))
+    if (atomic_load_explicit(&sim_captures, memory_order_relaxed) && sim_capture_op(s, op, &res))
         return res;
     sim_vc_t *vc = sim_host_vc();
     pthread_mutex_lock(&sim_lock);

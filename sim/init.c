@@ -48,6 +48,19 @@ static CUresult setup_device(sim_device_t *d, int ordinal)
     return CUDA_SUCCESS;
 }
 
+/*
+ * A child forked after cuInit cannot use CUDA: the real driver answers every call, cuInit
+ * included, with CUDA_ERROR_NOT_INITIALIZED.  The executor thread does not exist in the child
+ * either, so the simulator does the same.
+ */
+static void after_fork_child(void)
+{
+    if (!sim_initialized)
+        return;
+    sim_initialized = 0;
+    init_result = CUDA_ERROR_NOT_INITIALIZED;
+}
+
 static void do_init(void)
 {
     sim_config_load();
@@ -64,6 +77,7 @@ static void do_init(void)
     }
     sim_fault_install();
     sim_exec_start();
+    pthread_atfork(NULL, NULL, after_fork_child);
     sim_initialized = 1;
     init_result = CUDA_SUCCESS;
     SIM_INFO("machine %s: %d device(s) of %llu MiB", sim_cfg.model.name, sim_ndevs,

@@ -42,26 +42,27 @@ static int parse_extra(void **extra, void **buf, size_t *size)
     return *buf && *size ? 0 : -1;
 }
 
-static CUresult pack_args(const launch_req_t *q, const sim_ptx_entry_t *e, sim_kernel_op_t *k)
+static CUresult pack_args(void **params, void **extra, const sim_ptx_entry_t *e,
+                          sim_kernel_op_t *k)
 {
     k->args_size = e->args_size;
     k->args = calloc(1, e->args_size ? e->args_size : 1);
     k->params = calloc(e->nparams ? e->nparams : 1, sizeof(void *));
     if (!k->args || !k->params)
         return CUDA_ERROR_OUT_OF_MEMORY;
-    if (q->extra) {
+    if (extra) {
         void *buf;
         size_t size;
-        if (q->params || parse_extra(q->extra, &buf, &size) < 0 || size < e->args_size)
+        if (params || parse_extra(extra, &buf, &size) < 0 || size < e->args_size)
             return CUDA_ERROR_INVALID_VALUE;
         memcpy(k->args, buf, e->args_size);
     } else if (e->nparams) {
-        if (!q->params)
+        if (!params)
             return CUDA_ERROR_INVALID_VALUE;
         for (uint32_t i = 0; i < e->nparams; i++) {
-            if (!q->params[i])
+            if (!params[i])
                 return CUDA_ERROR_INVALID_VALUE;
-            memcpy(k->args + e->params[i].offset, q->params[i], e->params[i].size);
+            memcpy(k->args + e->params[i].offset, params[i], e->params[i].size);
         }
     }
     for (uint32_t i = 0; i < e->nparams; i++)
@@ -69,18 +70,41 @@ static CUresult pack_args(const launch_req_t *q, const sim_ptx_entry_t *e, sim_k
     return CUDA_SUCCESS;
 }
 
-static CUresult check_dims(const launch_req_t *q)
+static CUresult check_dims(const unsigned grid[3], const unsigned block[3], unsigned shared)
 {
     static const unsigned gmax[3] = { 2147483647u, 65535u, 65535u };
     static const unsigned bmax[3] = { 1024u, 1024u, 64u };
     unsigned long long threads = 1;
     for (int i = 0; i < 3; i++) {
-        if (q->grid[i] == 0 || q->block[i] == 0 || q->grid[i] > gmax[i] || q->block[i] > bmax[i])
+        if (grid[i] == 0 || block[i] == 0 || grid[i] > gmax[i] || block[i] > bmax[i])
             return CUDA_ERROR_INVALID_VALUE;
-        threads *= q->block[i];
+        threads *= block[i];
     }
-    if (threads > 1024 || q->shared > MAX_SHARED)
+    if (threads > 1024 || shared > MAX_SHARED)
         return CUDA_ERROR_INVALID_VALUE;
+    return CUDA_SUCCESS;
+}
+
+CUresult sim_kernel_op_build(struct CUfunc_st *fn, const sim_launch_t *cfg, void **params,
+                             void **extra, sim_op_t **out)
+{
+    CUresult r = check_dims(cfg->grid, cfg->block, cfg->shared_bytes);
+    if (r != CUDA_SUCCESS)
+        return r;
+    sim_op_t *op = sim_op_new(SIM_OP_KERNEL);
+    if (!op)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    sim_kernel_op_t *k = &op->u.kernel;
+    r = pack_args(params, extra, fn->entry, k);
+    if (r != CUDA_SUCCESS) {
+        sim_op_discard(op);
+        return r;
+    }
+    k->func = fn;
+    k->fn = fn->fn;
+    k->launch = *cfg;
+    k->launch.name = fn->entry->name;
+    *out = op;
     return CUDA_SUCCESS;
 }
 
@@ -88,31 +112,17 @@ static CUresult launch(const launch_req_t *q)
 {
     struct CUfunc_st *fn;
     CUstream s;
+    sim_op_t *op;
     CUresult r = sim_func_resolve(q->f, &fn);
     if (r == CUDA_SUCCESS)
         r = sim_stream_resolve(q->stream, q->ptds, &s);
-    if (r == CUDA_SUCCESS)
-        r = check_dims(q);
     if (r != CUDA_SUCCESS)
         return r;
-    sim_op_t *op = sim_op_new(SIM_OP_KERNEL);
-    if (!op)
-        return CUDA_ERROR_OUT_OF_MEMORY;
-    sim_kernel_op_t *k = &op->u.kernel;
-    r = pack_args(q, fn->entry, k);
-    if (r != CUDA_SUCCESS) {
-        sim_op_discard(op);
-        return r;
-    }
-    k->func = fn;
-    k->fn = fn->fn;
-    memcpy(k->launch.grid, q->grid, sizeof(q->grid));
-    memcpy(k->launch.block, q->block, sizeof(q->block));
-    k->launch.shared_bytes = q->shared;
-    k->launch.device = s->ctx->device;
-    k->launch.stream = q->stream;
-    k->launch.name = fn->entry->name;
-    return sim_submit(s, op, NULL);
+    sim_launch_t cfg = { { q->grid[0], q->grid[1], q->grid[2] },
+                         { q->block[0], q->block[1], q->block[2] },
+                         q->shared, s->ctx->device, q->stream, NULL };
+    r = sim_kernel_op_build(fn, &cfg, q->params, q->extra, &op);
+    return r == CUDA_SUCCESS ? sim_submit(s, op, NULL) : r;
 }
 
 #define LAUNCH_ARGS                                                                           \

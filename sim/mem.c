@@ -85,12 +85,20 @@ int sim_range_add(const sim_range_t *r)
     return err;
 }
 
-int sim_range_remove(uint64_t base, sim_range_t *out)
+#define ANY_KIND (~0u)
+#define KIND(k) (1u << (k))
+
+/*
+ * Remove the range based exactly at `base` when its kind is in the mask `kinds`, copying the
+ * record to *out (may be NULL).  One critical section, so two threads freeing the same
+ * pointer cannot both succeed.  Returns 0 or -ENOENT.
+ */
+static int take_range(uint64_t base, unsigned kinds, sim_range_t *out)
 {
     int err = -ENOENT;
     pthread_rwlock_wrlock(&sim_reg_lock);
     size_t i = lower_bound(base);
-    if (i < nranges && ranges[i].base == base) {
+    if (i < nranges && ranges[i].base == base && (kinds & KIND(ranges[i].kind))) {
         if (out)
             *out = ranges[i];
         memmove(&ranges[i], &ranges[i + 1], (nranges - i - 1) * sizeof(*ranges));
@@ -101,6 +109,11 @@ int sim_range_remove(uint64_t base, sim_range_t *out)
     return err;
 }
 
+int sim_range_remove(uint64_t base, sim_range_t *out)
+{
+    return take_range(base, ANY_KIND, out);
+}
+
 int sim_range_find(uint64_t addr, sim_range_t *out)
 {
     pthread_rwlock_rdlock(&sim_reg_lock);
@@ -109,6 +122,13 @@ int sim_range_find(uint64_t addr, sim_range_t *out)
         *out = *r;
     pthread_rwlock_unlock(&sim_reg_lock);
     return r ? 0 : -ENOENT;
+}
+
+/* The device holding a VMM allocation, or -1 for host-located memory. */
+static int phys_device(const struct sim_phys *p)
+{
+    const CUmemAllocationProp *prop = sim_vmm_phys_prop(p);
+    return prop->location.type == CU_MEM_LOCATION_TYPE_DEVICE ? prop->location.id : -1;
 }
 
 int sim_ptr_info(uint64_t addr, sim_ptr_info_t *out)
@@ -130,6 +150,7 @@ int sim_ptr_info(uint64_t addr, sim_ptr_info_t *out)
             out->base = m ? m->va : r->base;
             out->size = m ? m->size : r->size;
             out->host_location = m ? sim_vmm_phys_is_host(m->phys) : 0;
+            out->device = m ? phys_device(m->phys) : -1;
         }
     }
     pthread_rwlock_unlock(&sim_reg_lock);
@@ -263,18 +284,23 @@ CUresult sim_alloc_device(uint64_t bytes, int kind, struct CUmemPoolHandle_st *p
     return CUDA_SUCCESS;
 }
 
-/* Release a device allocation whose base is `base`; no synchronisation here. */
+/*
+ * Release the device allocation based at `base`: of kind `want_kind`, or with want_kind 0 of
+ * any device-memory kind (cuMemAlloc, pool, module global).  No synchronisation here.
+ */
 CUresult sim_free_device(uint64_t base, int want_kind)
 {
     sim_range_t r;
-    if (sim_range_find(base, &r) < 0 || r.base != base ||
-        (r.kind != SIM_RANGE_DEVICE && r.kind != SIM_RANGE_POOL) ||
-        (want_kind && r.kind != want_kind))
+    unsigned kinds = want_kind ? KIND(want_kind)
+                               : KIND(SIM_RANGE_DEVICE) | KIND(SIM_RANGE_POOL) |
+                                     KIND(SIM_RANGE_GLOBAL);
+    if (take_range(base, kinds, &r) < 0)
         return CUDA_ERROR_INVALID_VALUE;
-    sim_range_remove(base, NULL);
     sim_race_forget_range(r.base, r.size);
     sim_device_free(r.device, r.base, r.size);
     sim_reserve_uncharge(r.device, r.size);
+    if (r.kind == SIM_RANGE_POOL)
+        sim_pool_note_free(r.pool, r.size);
     return CUDA_SUCCESS;
 }
 
@@ -315,11 +341,21 @@ SIM_API CUresult CUDAAPI cuMemFree_v2(CUdeviceptr dptr)
         return r;
     if (dptr == 0)
         return CUDA_SUCCESS;
+    sim_range_t rg;
+    if (sim_range_find(dptr, &rg) < 0 || rg.base != dptr ||
+        (rg.kind != SIM_RANGE_DEVICE && rg.kind != SIM_RANGE_POOL))
+        return CUDA_ERROR_INVALID_VALUE;
     if (sim_on_executor())
         return CUDA_ERROR_NOT_PERMITTED;
-    /* Like the real driver, freeing waits for work that may still use the memory. */
-    sim_wait_all();
-    return sim_free_device((uint64_t)dptr, 0);
+    if (rg.kind == SIM_RANGE_POOL) {
+        /* Documented: no implicit synchronisation for stream-ordered allocations; the caller
+         * must have ordered every use before the free, which the race checker verifies. */
+        sim_host_access(rg.base, rg.size, 1, "cuMemFree");
+    } else {
+        /* Like the real driver, freeing waits for work that may still use the memory. */
+        sim_wait_all();
+    }
+    return sim_free_device((uint64_t)dptr, rg.kind);
 }
 
 SIM_API CUresult CUDAAPI cuMemGetInfo_v2(size_t *free_bytes, size_t *total)
@@ -398,7 +434,8 @@ SIM_API CUresult CUDAAPI cuMemFreeHost(void *p)
     if (sim_on_executor())
         return CUDA_ERROR_NOT_PERMITTED;
     sim_wait_all();
-    sim_range_remove(rg.base, NULL);
+    if (take_range(rg.base, KIND(SIM_RANGE_HOST), &rg) < 0)
+        return CUDA_ERROR_INVALID_VALUE;
     sim_race_forget_range(rg.base, rg.size);
     munmap(p, rg.size);
     return CUDA_SUCCESS;
@@ -410,10 +447,11 @@ SIM_API CUresult CUDAAPI cuMemHostGetFlags(unsigned int *pFlags, void *p)
     CUresult r = sim_ctx_get(NULL);
     if (r != CUDA_SUCCESS)
         return r;
-    if (!pFlags || sim_range_find((uint64_t)(uintptr_t)p, &rg) < 0 ||
-        (rg.kind != SIM_RANGE_HOST && rg.kind != SIM_RANGE_REGISTERED))
+    /* Documented to fail for anything but cuMemAllocHost / cuMemHostAlloc memory. */
+    if (!pFlags || sim_range_find((uint64_t)(uintptr_t)p, &rg) < 0 || rg.kind != SIM_RANGE_HOST)
         return CUDA_ERROR_INVALID_VALUE;
-    *pFlags = rg.flags | (rg.kind == SIM_RANGE_HOST ? CU_MEMHOSTALLOC_DEVICEMAP : 0);
+    /* With unified addressing every pinned allocation is mapped, whatever the flags said. */
+    *pFlags = rg.flags | CU_MEMHOSTALLOC_DEVICEMAP;
     return CUDA_SUCCESS;
 }
 
@@ -451,7 +489,8 @@ SIM_API CUresult CUDAAPI cuMemHostUnregister(void *p)
         rg.base != (uint64_t)(uintptr_t)p)
         return CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED;
     sim_wait_all();
-    sim_range_remove(rg.base, NULL);
+    if (take_range(rg.base, KIND(SIM_RANGE_REGISTERED), &rg) < 0)
+        return CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED;
     sim_race_forget_range(rg.base, rg.size);
     return CUDA_SUCCESS;
 }
@@ -512,51 +551,127 @@ static void put(void *data, CUpointer_attribute a, uint64_t v)
     }
 }
 
-/* Value of attribute a for a known range rg containing ptr; -EINVAL if not applicable. */
-static int attr_value(const sim_range_t *rg, const sim_ptr_info_t *in, CUpointer_attribute a,
-                      CUdeviceptr ptr, uint64_t *v)
-{
-    int host = rg->kind == SIM_RANGE_HOST || rg->kind == SIM_RANGE_REGISTERED;
-    CUcontext cur = sim_ctx_current();
+/* What the attribute queries need to know about one address, taken under the registry lock. */
+typedef struct ptr_desc {
+    sim_range_t rg;             /* the allocation, registration or reservation */
+    int mapped;                 /* 0 only for a reserved address with nothing mapped there */
+    int host;                   /* backed by host memory */
+    int device;                 /* device holding the memory (-1: host-located VMM memory) */
+    uint64_t map_base, map_size;    /* the mapping (VMM), else the allocation */
+    uint64_t block_id;          /* the physical allocation's id */
+    unsigned handle_types;      /* VMM: handle types the allocation was created with */
+    unsigned access, writable;  /* per-device bit masks */
+} ptr_desc_t;
 
+static void describe_mapping(ptr_desc_t *d, const sim_mapping_t *m)
+{
+    const CUmemAllocationProp *prop = sim_vmm_phys_prop(m->phys);
+    d->mapped = 1;
+    d->host = sim_vmm_phys_is_host(m->phys);
+    d->device = phys_device(m->phys);
+    d->map_base = m->va;
+    d->map_size = m->size;
+    d->block_id = sim_vmm_phys_id(m->phys);
+    d->handle_types = prop->requestedHandleTypes;
+    d->access = m->access;
+    d->writable = m->writable;
+}
+
+/* Describe the address ptr; -ENOENT when the simulator never handed it out. */
+static int describe(uint64_t ptr, ptr_desc_t *d)
+{
+    memset(d, 0, sizeof(*d));
+    pthread_rwlock_rdlock(&sim_reg_lock);
+    const sim_range_t *r = sim_range_lookup_locked(ptr);
+    if (r) {
+        d->rg = *r;
+        d->rg.maps = NULL;
+        d->mapped = 1;
+        d->host = r->kind == SIM_RANGE_HOST || r->kind == SIM_RANGE_REGISTERED;
+        d->device = r->device;
+        d->map_base = r->base;
+        d->map_size = r->size;
+        d->block_id = r->buffer_id;
+        d->access = ~0u;
+        d->writable = r->kind == SIM_RANGE_REGISTERED && (r->flags & CU_MEMHOSTREGISTER_READ_ONLY)
+                      ? 0 : ~0u;
+        if (r->kind == SIM_RANGE_RESERVED) {
+            const sim_mapping_t *m = sim_vmm_lookup(r, ptr);
+            d->mapped = 0;
+            d->access = d->writable = 0;
+            if (m)
+                describe_mapping(d, m);
+        }
+    }
+    pthread_rwlock_unlock(&sim_reg_lock);
+    return r ? 0 : -ENOENT;
+}
+
+/* CU_POINTER_ATTRIBUTE_ACCESS_FLAGS: what the current context's device may do. */
+static uint64_t access_flags(const ptr_desc_t *d)
+{
+    CUcontext cur = sim_ctx_current();
+    int dev = cur ? cur->device : 0;
+    if ((d->writable >> dev) & 1)
+        return CU_POINTER_ATTRIBUTE_ACCESS_FLAG_READWRITE;
+    return (d->access >> dev) & 1 ? CU_POINTER_ATTRIBUTE_ACCESS_FLAG_READ
+                                  : CU_POINTER_ATTRIBUTE_ACCESS_FLAG_NONE;
+}
+
+/* Host memory is attributed to the device it was allocated against; host-located VMM memory,
+ * which was allocated against none, to the current context's device. */
+static int device_ordinal(const ptr_desc_t *d)
+{
+    CUcontext cur = sim_ctx_current();
+    return d->device >= 0 ? d->device : cur ? cur->device : 0;
+}
+
+/* Attributes that identify the address itself, also for a reserved but unmapped address. */
+static int range_value(const ptr_desc_t *d, CUpointer_attribute a, uint64_t *v)
+{
+    switch (a) {
+    /* The mappable range (the reservation for VMM); the mapping has its own attributes. */
+    case CU_POINTER_ATTRIBUTE_RANGE_START_ADDR: *v = d->rg.base; return 0;
+    case CU_POINTER_ATTRIBUTE_RANGE_SIZE: *v = d->rg.size; return 0;
+    case CU_POINTER_ATTRIBUTE_MAPPED: *v = (uint64_t)d->mapped; return 0;
+    default: return -EINVAL;
+    }
+}
+
+/* Value of attribute a for a described address ptr; -EINVAL if not applicable. */
+static int attr_value(const ptr_desc_t *d, CUpointer_attribute a, CUdeviceptr ptr, uint64_t *v)
+{
+    int kind = d->rg.kind;
+
+    if (range_value(d, a, v) == 0)
+        return 0;
+    if (!d->mapped)
+        return -EINVAL;
     switch (a) {
     case CU_POINTER_ATTRIBUTE_CONTEXT:
-        *v = rg->kind == SIM_RANGE_RESERVED || rg->kind == SIM_RANGE_POOL ? 0
-                                                                          : (uintptr_t)rg->ctx;
+        *v = kind == SIM_RANGE_RESERVED || kind == SIM_RANGE_POOL ? 0 : (uintptr_t)d->rg.ctx;
         return 0;
     case CU_POINTER_ATTRIBUTE_MEMORY_TYPE:
-        *v = host ? CU_MEMORYTYPE_HOST : CU_MEMORYTYPE_DEVICE;
+        *v = d->host ? CU_MEMORYTYPE_HOST : CU_MEMORYTYPE_DEVICE;
         return 0;
     case CU_POINTER_ATTRIBUTE_DEVICE_POINTER: *v = ptr; return 0;
     case CU_POINTER_ATTRIBUTE_HOST_POINTER:
-        if (!host)
+        if (!d->host)
             return -EINVAL;
         *v = ptr;
         return 0;
     case CU_POINTER_ATTRIBUTE_SYNC_MEMOPS: *v = 0; return 0;
-    case CU_POINTER_ATTRIBUTE_BUFFER_ID: *v = rg->buffer_id; return 0;
+    case CU_POINTER_ATTRIBUTE_BUFFER_ID: *v = d->rg.buffer_id; return 0;
     case CU_POINTER_ATTRIBUTE_IS_MANAGED: *v = 0; return 0;
-    case CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL:
-        *v = (uint64_t)(host ? (cur ? cur->device : 0) : in->device);
-        return 0;
-    case CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE: *v = rg->kind == SIM_RANGE_DEVICE; return 0;
-    case CU_POINTER_ATTRIBUTE_RANGE_START_ADDR: *v = in->base; return 0;
-    case CU_POINTER_ATTRIBUTE_RANGE_SIZE: *v = in->size; return 0;
-    case CU_POINTER_ATTRIBUTE_MAPPED: *v = (uint64_t)in->mapped; return 0;
-    case CU_POINTER_ATTRIBUTE_ALLOWED_HANDLE_TYPES:
-        *v = rg->kind == SIM_RANGE_RESERVED ? CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR : 0;
-        return 0;
+    case CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL: *v = (uint64_t)(int64_t)device_ordinal(d); return 0;
+    case CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE: *v = kind == SIM_RANGE_DEVICE; return 0;
+    case CU_POINTER_ATTRIBUTE_ALLOWED_HANDLE_TYPES: *v = d->handle_types; return 0;
     case CU_POINTER_ATTRIBUTE_IS_GPU_DIRECT_RDMA_CAPABLE: *v = 0; return 0;
-    case CU_POINTER_ATTRIBUTE_ACCESS_FLAGS: {
-        int dev = cur ? cur->device : 0;
-        *v = (in->access >> dev) & 1 ? CU_POINTER_ATTRIBUTE_ACCESS_FLAG_READWRITE
-                                     : CU_POINTER_ATTRIBUTE_ACCESS_FLAG_NONE;
-        return 0;
-    }
-    case CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE: *v = (uintptr_t)rg->pool; return 0;
-    case CU_POINTER_ATTRIBUTE_MAPPING_SIZE: *v = in->size; return 0;
-    case CU_POINTER_ATTRIBUTE_MAPPING_BASE_ADDR: *v = in->base; return 0;
-    case CU_POINTER_ATTRIBUTE_MEMORY_BLOCK_ID: *v = rg->buffer_id; return 0;
+    case CU_POINTER_ATTRIBUTE_ACCESS_FLAGS: *v = access_flags(d); return 0;
+    case CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE: *v = (uintptr_t)d->rg.pool; return 0;
+    case CU_POINTER_ATTRIBUTE_MAPPING_SIZE: *v = d->map_size; return 0;
+    case CU_POINTER_ATTRIBUTE_MAPPING_BASE_ADDR: *v = d->map_base; return 0;
+    case CU_POINTER_ATTRIBUTE_MEMORY_BLOCK_ID: *v = d->block_id; return 0;
     case CU_POINTER_ATTRIBUTE_IS_HW_DECOMPRESS_CAPABLE: *v = 0; return 0;
     default: return -EINVAL;
     }
@@ -564,13 +679,10 @@ static int attr_value(const sim_range_t *rg, const sim_ptr_info_t *in, CUpointer
 
 static int lookup_attr(CUpointer_attribute a, CUdeviceptr ptr, uint64_t *v)
 {
-    sim_range_t rg;
-    sim_ptr_info_t info;
-    if (sim_range_find(ptr, &rg) < 0 || sim_ptr_info(ptr, &info) < 0)
+    ptr_desc_t d;
+    if (describe(ptr, &d) < 0)
         return -ENOENT;
-    if (rg.kind == SIM_RANGE_RESERVED && !info.mapped)
-        return -ENOENT;
-    return attr_value(&rg, &info, a, ptr, v);
+    return attr_value(&d, a, ptr, v);
 }
 
 SIM_API CUresult CUDAAPI cuPointerGetAttribute(void *data, CUpointer_attribute attribute,
@@ -582,10 +694,7 @@ SIM_API CUresult CUDAAPI cuPointerGetAttribute(void *data, CUpointer_attribute a
         return r;
     if (!data || attr_size(attribute) == 0)
         return CUDA_ERROR_INVALID_VALUE;
-    int err = lookup_attr(attribute, ptr, &v);
-    if (err == -ENOENT && attribute == CU_POINTER_ATTRIBUTE_MEMORY_TYPE)
-        return CUDA_ERROR_INVALID_VALUE;
-    if (err)
+    if (lookup_attr(attribute, ptr, &v) < 0)
         return CUDA_ERROR_INVALID_VALUE;
     put(data, attribute, v);
     return CUDA_SUCCESS;
@@ -601,11 +710,15 @@ SIM_API CUresult CUDAAPI cuPointerGetAttributes(unsigned int numAttributes,
         return r;
     if (numAttributes == 0 || !attributes || !data)
         return CUDA_ERROR_INVALID_VALUE;
-    for (unsigned i = 0; i < numAttributes; i++) {
-        uint64_t v = 0;
+    for (unsigned i = 0; i < numAttributes; i++)
         if (attr_size(attributes[i]) == 0 || !data[i])
             return CUDA_ERROR_INVALID_VALUE;
-        if (lookup_attr(attributes[i], ptr, &v) < 0)
+    ptr_desc_t d;
+    int known = describe(ptr, &d) == 0;
+    for (unsigned i = 0; i < numAttributes; i++) {
+        uint64_t v = 0;
+        /* The real driver reports device ordinal -2 for an address it does not know. */
+        if (!known || attr_value(&d, attributes[i], ptr, &v) < 0)
             v = attributes[i] == CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL ? (uint64_t)-2 : 0;
         put(data[i], attributes[i], v);
     }

@@ -5,7 +5,8 @@
  * An allocation is made at once from the device (and counted in its pool); the free is an
  * operation on the stream, so the memory goes away only when the stream reaches it, and a
  * later use of the pointer in any stream faults.  Pools keep usage statistics and attributes
- * but cache nothing: released memory goes straight back to the device.
+ * but cache nothing: released memory goes straight back to the device, and leaves the pool's
+ * statistics when it does (sim_pool_note_free, called by mem.c).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -56,6 +57,16 @@ static CUmemoryPool default_pool(int device)
 static int pool_valid(CUmemoryPool p)
 {
     return p && p->magic == POOL_MAGIC;
+}
+
+/* `size` bytes of pool memory went back to the device (the pool may have been destroyed). */
+void sim_pool_note_free(struct CUmemPoolHandle_st *pool, uint64_t size)
+{
+    if (!pool)
+        return;
+    pthread_mutex_lock(&pool_lock);
+    pool->used -= size < pool->used ? size : pool->used;
+    pthread_mutex_unlock(&pool_lock);
 }
 
 SIM_API CUresult CUDAAPI cuDeviceGetDefaultMemPool(CUmemoryPool *pool_out, CUdevice dev)
@@ -138,8 +149,9 @@ SIM_API CUresult CUDAAPI cuMemPoolSetAttribute(CUmemoryPool pool, CUmemPool_attr
         pool->reuse[attr - 1] = *(int *)value != 0;
     else if (attr == CU_MEMPOOL_ATTR_RELEASE_THRESHOLD)
         pool->threshold = *(cuuint64_t *)value;
-    else if (attr == CU_MEMPOOL_ATTR_USED_MEM_HIGH || attr == CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH)
-        pool->used_high = pool->used;   /* only resetting to the current value is allowed */
+    else if ((attr == CU_MEMPOOL_ATTR_USED_MEM_HIGH || attr == CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH) &&
+             *(cuuint64_t *)value == 0)
+        pool->used_high = pool->used;   /* "can only be reset to zero": it restarts from now */
     else
         r = CUDA_ERROR_INVALID_VALUE;
     pthread_mutex_unlock(&pool_lock);
@@ -188,9 +200,11 @@ static CUresult alloc_async(CUdeviceptr *dptr, size_t size, CUmemoryPool pool, C
     if (!pool_valid(pool))
         return CUDA_ERROR_INVALID_VALUE;
     r = sim_alloc_device(size, SIM_RANGE_POOL, pool, pool->device, dptr);
-    if (r == CUDA_SUCCESS) {
+    sim_range_t rg;
+    if (r == CUDA_SUCCESS && sim_range_find(*dptr, &rg) == 0) {
+        /* Count what the device gave (whole pages), which is what the free gives back. */
         pthread_mutex_lock(&pool_lock);
-        pool->used += size;
+        pool->used += rg.size;
         if (pool->used > pool->used_high)
             pool->used_high = pool->used;
         pthread_mutex_unlock(&pool_lock);
@@ -237,10 +251,6 @@ static CUresult free_async(CUdeviceptr dptr, CUstream h, int ptds)
     op->u.free.base = rg.base;
     op->u.free.size = rg.size;
     op->u.free.device = rg.device;
-    pthread_mutex_lock(&pool_lock);
-    if (pool_valid(rg.pool))
-        rg.pool->used -= rg.size < rg.pool->used ? rg.size : rg.pool->used;
-    pthread_mutex_unlock(&pool_lock);
     return sim_submit(s, op, NULL);
 }
 

@@ -182,6 +182,12 @@ struct sim_mapping {
 /* Look up the mapping of a reserved range that contains addr (caller holds the registry). */
 const sim_mapping_t *sim_vmm_lookup(const sim_range_t *r, uint64_t addr);
 int sim_vmm_phys_is_host(const struct sim_phys *p);
+const CUmemAllocationProp *sim_vmm_phys_prop(const struct sim_phys *p);
+uint64_t sim_vmm_phys_id(const struct sim_phys *p);
+
+/* ------------------------------------------------------------------------- pool.c */
+
+void sim_pool_note_free(struct CUmemPoolHandle_st *pool, uint64_t size);
 
 /* ------------------------------------------------------------------------- stream.c */
 
@@ -336,6 +342,24 @@ enum sim_where { SIM_WHERE_DEVICE, SIM_WHERE_PINNED, SIM_WHERE_PAGEABLE };
 
 /* Where an address lives, for a copy issued on `device`; *bad set when it is inaccessible. */
 int sim_where(uint64_t addr, int device, int *owner, uint64_t *bad);
+/*
+ * Build, without submitting, the operation of an asynchronous copy (a graph memcpy node) or a
+ * memset on `device`, validated as the stream forms validate them.  Nothing is staged: the
+ * operation reads its source when it runs.
+ */
+CUresult sim_copy_op_build(const CUDA_MEMCPY3D *p, int device, sim_op_t **out);
+CUresult sim_memset_op_build(int device, uint64_t dst, unsigned value, unsigned elem,
+                             size_t width, size_t height, size_t pitch, sim_op_t **out);
+
+/* ------------------------------------------------------------------------- launch.c */
+
+/*
+ * Build, without submitting, a kernel operation of fn with the grid, block, shared bytes,
+ * device and stream of cfg: dimensions checked, arguments packed into a private copy from
+ * `params` or `extra` (exactly one of the two forms).
+ */
+CUresult sim_kernel_op_build(struct CUfunc_st *fn, const sim_launch_t *cfg, void **params,
+                             void **extra, sim_op_t **out);
 
 /* ------------------------------------------------------------------------- module.c */
 
@@ -353,7 +377,29 @@ CUresult sim_func_resolve(CUfunction f, struct CUfunc_st **out);
 
 /* ------------------------------------------------------------------------- graph.c */
 
-/* If s is capturing, record op into the capture (taking ownership) and return 1. */
+/* Number of capture sequences in progress; sim_submit consults the capture only when > 0. */
+extern _Atomic int sim_captures;
+/*
+ * Called by sim_submit while captures are in progress.  Returns 1 when the capture took op
+ * (ownership included) with *res the call's result: op became a graph node or changed the
+ * capture's dependencies (s capturing, or s joining a capture by waiting on a captured
+ * event), or op was refused and the capture invalidated (legacy stream used while a blocking
+ * stream of its context captures).  Returns 0 when op is ordinary work.
+ */
 int sim_capture_op(CUstream s, sim_op_t *op, CUresult *res);
+/* cuStreamQuery/Synchronize on s: refused (and the capture invalidated) while s captures. */
+CUresult sim_capture_sync_check(CUstream s);
+/* cuCtxSynchronize: refused while any stream of ctx captures, else sim_capture_unsafe. */
+CUresult sim_capture_ctx_sync(CUcontext ctx);
+/* cuEventQuery/Synchronize: CUDA_ERROR_CAPTURED_EVENT for an event recorded in a capture. */
+CUresult sim_capture_event_check(CUevent e, const char *what);
+/*
+ * A potentially unsafe call (synchronous, allocating) by this thread: refused with
+ * CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, invalidating the captures that forbid it, when the
+ * thread's capture interaction mode says so (cuThreadExchangeStreamCaptureMode).
+ */
+CUresult sim_capture_unsafe(const char *what);
+/* Stream-ordered work that cannot be captured (cuMemAllocAsync): refused if s captures. */
+CUresult sim_capture_refuse(CUstream s, const char *what);
 
 #endif /* SIM_SIM_H */

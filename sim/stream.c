@@ -275,16 +275,30 @@ static CUresult get_device(CUstream h, CUdevice *dev, int ptds)
 SIM_API CUresult CUDAAPI cuStreamGetDevice(CUstream h, CUdevice *d) { return get_device(h, d, 0); }
 SIM_API CUresult CUDAAPI cuStreamGetDevice_ptsz(CUstream h, CUdevice *d) { return get_device(h, d, 1); }
 
+/* The host has seen s complete: it is now after that work, in virtual time and for the race
+ * checker (the driver documents a successful query as equivalent to a synchronisation). */
+static void host_after_done(CUstream s)
+{
+    pthread_mutex_lock(&sim_lock);
+    double t = s->t_done;
+    sim_vc_t *vc = sim_vc_ref(s->vc_done);
+    pthread_mutex_unlock(&sim_lock);
+    sim_host_advance(t);
+    sim_host_acquire(vc);
+    sim_vc_unref(vc);
+}
+
 static CUresult query(CUstream h, int ptds)
 {
     CUstream s;
     CUresult r = sim_stream_resolve(h, ptds, &s);
     if (r != CUDA_SUCCESS)
         return r;
-    if (s->capture)
-        return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+    if ((r = sim_capture_sync_check(s)) != CUDA_SUCCESS)
+        return r;
     if (!sim_seq_done(s, sim_stream_tail(s)))
         return CUDA_ERROR_NOT_READY;
+    host_after_done(s);
     return sim_ctx_check(s->ctx);
 }
 
@@ -297,8 +311,8 @@ static CUresult synchronize(CUstream h, int ptds)
     CUresult r = sim_stream_resolve(h, ptds, &s);
     if (r != CUDA_SUCCESS)
         return r;
-    if (s->capture)
-        return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+    if ((r = sim_capture_sync_check(s)) != CUDA_SUCCESS)
+        return r;
     if (sim_on_executor())
         return CUDA_ERROR_NOT_PERMITTED;
     return sim_wait_seq(s, sim_stream_tail(s), 1);

@@ -2,13 +2,14 @@
 /*
  * vmm.c - virtual memory management: reserve, create, map, set access, unmap, release.
  *
- * Held to the documented rules, strictly: sizes and addresses are multiples of the 2 MiB
- * granularity, cuMemMap maps at offset 0 onto an unmapped part of one reservation, cuMemUnmap
- * takes whole mappings only, nothing is accessible before cuMemSetAccess.  Physical memory is
- * a memfd (device-located ones are charged to the device's capacity) mapped with MAP_FIXED;
- * reserved but unmapped address space is PROT_NONE, so a stray access faults.  An unmap is a
- * host write in the race checker: unmapping while unsynchronised work may still use the range
- * is reported like any other race.
+ * Held to the documented rules, strictly: allocation sizes and mapped addresses and sizes are
+ * multiples of the 2 MiB granularity (a reservation's size need only be whole host pages, as
+ * documented; it is always granularity-aligned), cuMemMap maps at offset 0 onto an unmapped
+ * part of one reservation, cuMemUnmap takes whole mappings only, nothing is accessible before
+ * cuMemSetAccess.  Physical memory is a memfd (device-located ones are charged to the device's
+ * capacity) mapped with MAP_FIXED; reserved but unmapped address space is PROT_NONE, so a
+ * stray access faults.  An unmap is a host write in the race checker: unmapping while
+ * unsynchronised work may still use the range is reported like any other race.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -51,6 +52,16 @@ int sim_vmm_phys_is_host(const struct sim_phys *p)
     return p->prop.location.type != CU_MEM_LOCATION_TYPE_DEVICE;
 }
 
+const CUmemAllocationProp *sim_vmm_phys_prop(const struct sim_phys *p)
+{
+    return &p->prop;
+}
+
+uint64_t sim_vmm_phys_id(const struct sim_phys *p)
+{
+    return p->id;
+}
+
 static int aligned(uint64_t v)
 {
     return v % GRANULARITY == 0;
@@ -58,19 +69,23 @@ static int aligned(uint64_t v)
 
 /* ---------------------------------------------------------------- properties */
 
+/*
+ * Validate allocation properties for cuMemCreate and cuMemGetAllocationGranularity.  HOST
+ * allocations are not IPC capable, so they may request no handle type; HOST_NUMA_CURRENT is
+ * not a valid location for cuMemCreate; the simulated host has one NUMA node, id 0.
+ */
 static CUresult check_prop(const CUmemAllocationProp *prop)
 {
     if (!prop || prop->type != CU_MEM_ALLOCATION_TYPE_PINNED)
         return CUDA_ERROR_INVALID_VALUE;
+    if (prop->location.type == CU_MEM_LOCATION_TYPE_HOST)
+        return prop->requestedHandleTypes ? CUDA_ERROR_INVALID_VALUE : CUDA_SUCCESS;
     if (prop->requestedHandleTypes & ~(unsigned)CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR)
         return CUDA_ERROR_NOT_SUPPORTED;
     switch (prop->location.type) {
     case CU_MEM_LOCATION_TYPE_DEVICE:
         return sim_device_get(prop->location.id, NULL) == CUDA_SUCCESS ? CUDA_SUCCESS
                                                                       : CUDA_ERROR_INVALID_DEVICE;
-    case CU_MEM_LOCATION_TYPE_HOST:
-    case CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT:
-        return CUDA_SUCCESS;
     case CU_MEM_LOCATION_TYPE_HOST_NUMA:
         return prop->location.id == 0 ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
     default:
@@ -102,10 +117,13 @@ SIM_API CUresult CUDAAPI cuMemAddressReserve(CUdeviceptr *ptr, size_t size, size
     CUresult r = sim_check_init();
     if (r != CUDA_SUCCESS)
         return r;
-    if (!ptr || size == 0 || !aligned(size) || flags != 0 ||
-        (alignment && ((alignment & (alignment - 1)) || !aligned(alignment))))
+    /* Documented: size and address hint multiples of the host page size, the alignment a
+     * power of two (or 0).  Reservations are always at least granularity-aligned. */
+    uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
+    if (!ptr || size == 0 || size % page || addr % page || flags != 0 ||
+        (alignment & (alignment - 1)))
         return CUDA_ERROR_INVALID_VALUE;
-    size_t align = alignment ? alignment : GRANULARITY;
+    size_t align = alignment > GRANULARITY ? alignment : GRANULARITY;
     if (size > SIZE_MAX - align)
         return CUDA_ERROR_OUT_OF_MEMORY;
     char *p = sim_map_anon(NULL, size + align, PROT_NONE);
@@ -350,6 +368,20 @@ static void apply_desc(sim_mapping_t *m, const CUmemAccessDesc *d)
         m->writable |= bit;
 }
 
+/* HOST_NUMA access may be granted only to memory that was itself created HOST_NUMA. */
+static int numa_access_ok(const sim_range_t *rg, size_t first, size_t last,
+                          const CUmemAccessDesc *desc, size_t count)
+{
+    for (size_t j = 0; j < count; j++) {
+        if (desc[j].location.type != CU_MEM_LOCATION_TYPE_HOST_NUMA)
+            continue;
+        for (size_t i = first; i <= last; i++)
+            if (rg->maps[i].phys->prop.location.type != CU_MEM_LOCATION_TYPE_HOST_NUMA)
+                return 0;
+    }
+    return 1;
+}
+
 SIM_API CUresult CUDAAPI cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUmemAccessDesc *desc,
                                         size_t count)
 {
@@ -364,7 +396,8 @@ SIM_API CUresult CUDAAPI cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUme
             return r;
     pthread_rwlock_wrlock(&sim_reg_lock);
     sim_range_t *rg = sim_range_lookup_locked(ptr);
-    if (!rg || rg->kind != SIM_RANGE_RESERVED || whole_mappings(rg, ptr, size, &first, &last)) {
+    if (!rg || rg->kind != SIM_RANGE_RESERVED || whole_mappings(rg, ptr, size, &first, &last) ||
+        !numa_access_ok(rg, first, last, desc, count)) {
         pthread_rwlock_unlock(&sim_reg_lock);
         return CUDA_ERROR_INVALID_VALUE;
     }
