@@ -22,6 +22,7 @@
 
 struct CUmod_st {
     uint32_t magic;
+    struct CUmod_st *next;          /* every live module, as the driver keeps them */
     sim_ptx_module_t ptx;
     struct CUfunc_st *funcs;        /* one per entry */
     uint64_t *globals;              /* device address of each global */
@@ -91,8 +92,31 @@ static CUresult image_error(int err)
     }
 }
 
+static struct CUmod_st *modules;
+static pthread_mutex_t modules_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void module_link(struct CUmod_st *m)
+{
+    pthread_mutex_lock(&modules_lock);
+    m->next = modules;
+    modules = m;
+    pthread_mutex_unlock(&modules_lock);
+}
+
+static void module_unlink(struct CUmod_st *m)
+{
+    pthread_mutex_lock(&modules_lock);
+    for (struct CUmod_st **p = &modules; *p; p = &(*p)->next)
+        if (*p == m) {
+            *p = m->next;
+            break;
+        }
+    pthread_mutex_unlock(&modules_lock);
+}
+
 static void module_free(struct CUmod_st *m)
 {
+    module_unlink(m);
     for (uint32_t i = 0; m->globals && i < m->ptx.nglobals; i++)
         if (m->globals[i])
             sim_free_device(m->globals[i], 0);
@@ -158,6 +182,7 @@ static CUresult module_build(const void *image, int device, struct CUmod_st **ou
         m->funcs[i].entry = &m->ptx.entries[i];
         m->funcs[i].fn = find_kernel(m->ptx.entries[i].name);
     }
+    module_link(m);
     *out = m;
     return CUDA_SUCCESS;
 }
