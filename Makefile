@@ -35,19 +35,25 @@ SIM_SRCS  := $(wildcard sim/*.c)
 SIM_OBJS  := $(SIM_SRCS:%.c=$(BUILD)/obj/%.o) $(BUILD)/obj/gen/sim_exports.o
 SIM_LIB   := $(BUILD)/sim/libcuda.so.1
 
-$(BUILD)/gen/sim_exports.c: sim/gen_exports.py $(CUDA_HOME)/include/cuda.h $(CUDA_HOME)/include/cudaTypedefs.h
+# Debian packages and CUDA headers: checked once per build tree (installs them as root).
+DEPS_OK := $(BUILD)/.deps-ok
+$(DEPS_OK): .ci/deps.sh
+	$(Q)CUDA_HOME=$(CUDA_HOME) sh .ci/deps.sh
+	$(Q)mkdir -p $(@D) && touch $@
+
+$(BUILD)/gen/sim_exports.c: sim/gen_exports.py $(CUDA_HOME)/include/cuda.h $(CUDA_HOME)/include/cudaTypedefs.h | $(DEPS_OK)
 	$(call msg,GEN,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(PYTHON) sim/gen_exports.py --cuda-include $(CUDA_HOME)/include --cc "$(CC)" -o $@
 
-$(BUILD)/gen/sim_errors.h: sim/gen_errors.awk $(CUDA_HOME)/include/cuda.h
+$(BUILD)/gen/sim_errors.h: sim/gen_errors.awk $(CUDA_HOME)/include/cuda.h | $(DEPS_OK)
 	$(call msg,GEN,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)awk -f sim/gen_errors.awk $(CUDA_HOME)/include/cuda.h > $@.tmp && mv $@.tmp $@
 
 $(SIM_SRCS:%.c=$(BUILD)/obj/%.o): $(BUILD)/gen/sim_errors.h
 
-$(BUILD)/obj/%.o: %.c
+$(BUILD)/obj/%.o: %.c | $(DEPS_OK)
 	$(call msg,CC,$<)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(CFLAGS) -Isim -I$(BUILD)/gen -c -o $@ $<
@@ -68,11 +74,12 @@ $(SIM_LIB): $(SIM_OBJS) sim/libcuda.map
 # examples/examples.mk adds its targets to EXAMPLES (kernels for the simulator, PTX) and `demo`.
 EXAMPLES :=
 -include examples/examples.mk
+-include shim/shim.mk
 
 # ---------------------------------------------------------------- command-line tools
 TOOL_SRCS := $(wildcard tools/*.c)
 TOOLS     := $(TOOL_SRCS:tools/%.c=$(BUILD)/bin/%)
-$(BUILD)/bin/%: tools/%.c
+$(BUILD)/bin/%: tools/%.c | $(DEPS_OK)
 	$(call msg,CC,$<)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(CFLAGS) -o $@ $< $(LDFLAGS)
@@ -98,7 +105,7 @@ $(BUILD)/tests/%: tests/%.c tests/lib/simtest.h $(TEST_LIB_OBJS) $(SIM_LIB)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(CFLAGS) -Itests/lib -rdynamic -o $@ $< $(TEST_LIB_OBJS) -L$(BUILD)/sim -l:libcuda.so.1 $(LDFLAGS) -ldl -lm
 
-$(RUNNER): tests/runner.c
+$(RUNNER): tests/runner.c | $(DEPS_OK)
 	$(call msg,CC,$<)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(CFLAGS) -o $@ $< $(LDFLAGS)
@@ -123,7 +130,7 @@ bench: all
 	$(Q)for b in $(BENCHES); do LD_LIBRARY_PATH=$(BUILD)/sim $$b || exit 1; done
 
 deps:
-	$(Q)sh .ci/deps.sh
+	$(Q)CUDA_HOME=$(CUDA_HOME) sh .ci/deps.sh
 
 clean:
 	rm -rf $(BUILD)

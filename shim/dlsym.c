@@ -1,0 +1,184 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * dlsym.c - the dlsym override: dlopen("libcuda.so.1") + dlsym(handle, "cuMemAlloc_v2")
+ * must land in our wrapper, as linked calls do.
+ *
+ * Every dlsym in the process comes here, often before anything is initialised (sanitizer
+ * runtimes and other interposers look up their "next" functions while the process loads),
+ * so the common path does nothing but forward: a name that is not hooked goes to the C
+ * library's dlsym by a tail jump, with the caller's own return address, because glibc
+ * resolves RTLD_NEXT (and the caller's namespace) from that address.  A C call from here
+ * would make RTLD_NEXT mean "next after libelixir.so" and send another interposer's lookup
+ * back to itself.  On x86-64 the entry is a few instructions of assembly around
+ * shim_dlsym_route(), so the jump is guaranteed.  Elsewhere a C entry forwards; it is a tail
+ * call only where the compiler makes it one (it does at -O2), and otherwise RTLD_NEXT lookups
+ * of names we do not hook are resolved relative to libelixir.so.  The fast path is not
+ * instrumented by sanitizers: their runtimes call dlsym before they are ready.
+ *
+ * A hooked name is looked up with the real dlsym, then:
+ *   - not found: NULL, as without us (for RTLD_NEXT, our wrapper: we are next for callers
+ *     loaded before us);
+ *   - found in libelixir.so (RTLD_DEFAULT finds our export first): our wrapper;
+ *   - found in the driver: our wrapper of that variant (through the cuGetProcAddress map once
+ *     the shim has started; before that, when the defining object is a CUDA driver and the
+ *     symbol found is `name` itself);
+ *   - found anywhere else: unchanged.
+ * With ELIXIR_DISABLE the driver's own function is returned where one exists.
+ *
+ * Nothing here takes a lock of ours or starts the shim (the wrappers start it when called),
+ * so a library probing symbols from its constructor, under the loader's lock, cannot
+ * deadlock against a thread that is starting the shim; the fast path does not allocate or
+ * touch stdio.  A thread-local guard sends any dlsym made while we are inside the real one
+ * straight through.
+ */
+#include <dlfcn.h>
+#include <string.h>
+
+#include "shim.h"
+
+typedef void *(*dlsym_fn_t)(void *, const char *);
+
+static _Atomic(dlsym_fn_t) real_dlsym;
+static SHIM_TLS int in_dlsym;
+
+/* The C library's dlsym: GLIBC_2.34 where libdl was merged into libc, else the first
+ * version of the architecture. */
+SHIM_NO_SANITIZE dlsym_fn_t shim_real_dlsym(void)
+{
+    static const char *const versions[] = { "GLIBC_2.34", "GLIBC_2.2.5", "GLIBC_2.17" };
+    dlsym_fn_t fn = atomic_load_explicit(&real_dlsym, memory_order_acquire);
+
+    for (size_t i = 0; !fn && i < SHIM_ARRAY_LEN(versions); i++)
+        fn = (dlsym_fn_t)dlvsym(RTLD_NEXT, "dlsym", versions[i]);
+    if (fn)
+        atomic_store_explicit(&real_dlsym, fn, memory_order_release);
+    return fn;
+}
+
+/* Resolve the C library's dlsym while the process is still single-threaded. */
+__attribute__((constructor)) static void dlsym_load(void)
+{
+    shim_real_dlsym();
+}
+
+/* Is `sym` the definition of `name` in a CUDA driver (an object that exports cuInit)? */
+static int driver_symbol(dlsym_fn_t rdlsym, void *sym, const char *name)
+{
+    Dl_info info, init_info;
+    void *obj, *init;
+    int yes;
+
+    if (!dladdr(sym, &info) || !info.dli_fname || !info.dli_sname || info.dli_saddr != sym ||
+        strcmp(info.dli_sname, name) != 0)
+        return 0;
+    obj = dlopen(info.dli_fname, RTLD_LAZY | RTLD_NOLOAD);     /* loaded: no constructor runs */
+    if (!obj)
+        return 0;
+    init = rdlsym(obj, "cuInit");
+    yes = init && dladdr(init, &init_info) && init_info.dli_fbase == info.dli_fbase;
+    dlclose(obj);
+    return yes;
+}
+
+/*
+ * Our wrapper for `sym`, found as hook h's name: exact through the cuGetProcAddress map once
+ * the shim has started (unchanged when it has no driver or is disabled); before that, when
+ * `sym` is a driver's own definition of that name.
+ */
+static void *wrap_found(dlsym_fn_t rdlsym, void *sym, int h)
+{
+    const shim_driver_t *d = atomic_load_explicit(&shim_drv, memory_order_acquire);
+    int hook;
+
+    if (d) {
+        hook = d->nmap ? shim_proc_find(d, sym) : -1;
+        return hook >= 0 ? shim_hook_wrappers[hook] : sym;
+    }
+    return driver_symbol(rdlsym, sym, shim_hook_names[h]) ? shim_hook_wrappers[h] : sym;
+}
+
+/* dlsym(handle, name) for a hooked name (see the file comment). */
+static void *hooked_lookup(dlsym_fn_t rdlsym, void *handle, const char *name, int h)
+{
+    void *sym = rdlsym(handle, name);
+
+    if (shim_disabled()) {
+        void *next = sym && shim_is_own(sym) ? rdlsym(RTLD_NEXT, name) : NULL;
+        return next ? next : sym;
+    }
+    if (!sym)
+        return handle == RTLD_NEXT ? shim_hook_wrappers[h] : NULL;
+    if (shim_is_own(sym))
+        return sym;
+    return wrap_found(rdlsym, sym, h);
+}
+
+/*
+ * Called by the dlsym entry with the caller's arguments.  Returns the function the entry
+ * must tail-jump to (the real dlsym), or NULL when *out holds the answer.
+ */
+__attribute__((used)) SHIM_NO_SANITIZE void *shim_dlsym_route(void *handle, const char *name,
+                                                               void **out)
+{
+    dlsym_fn_t rdlsym = shim_real_dlsym();
+    int h;
+
+    *out = NULL;
+    if (!rdlsym)
+        return NULL;
+    if (name[0] != 'c' || name[1] != 'u' || in_dlsym || (h = shim_hook_find(name)) < 0)
+        return (void *)rdlsym;
+    in_dlsym = 1;
+    *out = hooked_lookup(rdlsym, handle, name, h);
+    in_dlsym = 0;
+    return NULL;
+}
+
+#if defined(__x86_64__)
+/*
+ * dlsym(handle, name): keep the arguments, ask shim_dlsym_route, then either jump to the real
+ * dlsym with the arguments and return address untouched or return its answer.  The 24 bytes
+ * hold *out and keep the stack 16-byte aligned at the call.
+ */
+__asm__(".pushsection .text\n"
+        ".globl dlsym\n"
+        ".type dlsym, @function\n"
+        ".p2align 4\n"
+        "dlsym:\n"
+        "  .cfi_startproc\n"
+#if defined(__CET__)
+        "  endbr64\n"
+#endif
+        "  pushq %rdi\n"
+        "  .cfi_adjust_cfa_offset 8\n"
+        "  pushq %rsi\n"
+        "  .cfi_adjust_cfa_offset 8\n"
+        "  subq $24, %rsp\n"
+        "  .cfi_adjust_cfa_offset 24\n"
+        "  movq %rsp, %rdx\n"
+        "  call shim_dlsym_route\n"
+        "  movq (%rsp), %rcx\n"
+        "  addq $24, %rsp\n"
+        "  .cfi_adjust_cfa_offset -24\n"
+        "  popq %rsi\n"
+        "  .cfi_adjust_cfa_offset -8\n"
+        "  popq %rdi\n"
+        "  .cfi_adjust_cfa_offset -8\n"
+        "  testq %rax, %rax\n"
+        "  jz 1f\n"
+        "  jmp *%rax\n"
+        "1:\n"
+        "  movq %rcx, %rax\n"
+        "  ret\n"
+        "  .cfi_endproc\n"
+        ".size dlsym, .-dlsym\n"
+        ".popsection\n");
+#else
+SHIM_EXPORT void *dlsym(void *restrict handle, const char *restrict name)
+{
+    void *out;
+    dlsym_fn_t next = (dlsym_fn_t)shim_dlsym_route(handle, name, &out);
+
+    return next ? next(handle, name) : out;
+}
+#endif

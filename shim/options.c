@@ -1,0 +1,312 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * options.c - the ELIXIR_* options of libelixir.so.
+ *
+ * One table (SHIM_OPTIONS in shim.h) gives every option its name, type, default and
+ * description; the environment variable is "ELIXIR_" + name.  Values are read from
+ * `environ` directly (no getenv, no allocation), once per process, when the shim starts.
+ * A bad value is reported once, naming the variable and the accepted form, and the default
+ * is kept.  ELIXIR_VERBOSE=1 prints every option with its value and where it came from.
+ * Each type has one parser and one sentence saying what it accepts; defaults are written as
+ * text in the table and parsed by the same parser.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+
+#include "shim.h"
+
+extern char **environ;
+
+typedef enum opt_type {
+    OPT_TYPE_BOOL,
+    OPT_TYPE_LEVEL,
+    OPT_TYPE_SUBSYS,
+    OPT_TYPE_PATH,
+    OPT_TYPE_MEMORY,
+    OPT_TYPE_MEMINFO,
+} opt_type_t;
+
+typedef struct opt_desc {
+    const char *name;           /* after "ELIXIR_" */
+    opt_type_t type;
+    const char *def;            /* the default, as text */
+    const char *desc;
+} opt_desc_t;
+
+typedef struct opt_value {
+    long num;                   /* BOOL, LEVEL, SUBSYS, MEMINFO */
+    shim_mem_t mem;             /* MEMORY */
+    char text[PATH_MAX];        /* the value as given (PATH: the value itself) */
+    int from_env;               /* set by the environment (else the default) */
+    int bad;                    /* the environment held a value that did not parse */
+} opt_value_t;
+
+typedef int (*opt_parse_t)(const char *s, opt_value_t *v);
+
+static const opt_desc_t options[SHIM_NOPTS] = {
+#define X(name, type, def, desc) [SHIM_OPT_##name] = { #name, OPT_TYPE_##type, def, desc },
+    SHIM_OPTIONS(X)
+#undef X
+};
+
+static opt_value_t values[SHIM_NOPTS];
+static char bad_text[SHIM_NOPTS][64];   /* what a bad value was, for the report */
+
+static const char *const level_names[] = { "error", "warn", "info", "trace" };
+static const char *const meminfo_names[] = { "virtual", "physical" };
+
+/* Index of s in names (case-insensitive), or -EINVAL. */
+static int parse_name(const char *s, const char *const *names, int n)
+{
+    for (int i = 0; i < n; i++)
+        if (strcasecmp(s, names[i]) == 0)
+            return i;
+    return -EINVAL;
+}
+
+/* 1, 0, or -EINVAL. */
+static int bool_value(const char *s)
+{
+    static const char *const yes[] = { "1", "yes", "true", "on" };
+    static const char *const no[] = { "0", "no", "false", "off" };
+
+    if (parse_name(s, yes, 4) >= 0)
+        return 1;
+    return parse_name(s, no, 4) >= 0 ? 0 : -EINVAL;
+}
+
+static int parse_bool(const char *s, opt_value_t *v)
+{
+    int b = bool_value(s);
+
+    if (b < 0)
+        return b;
+    v->num = b;
+    return 0;
+}
+
+static int parse_level(const char *s, opt_value_t *v)
+{
+    int i = parse_name(s, level_names, (int)SHIM_ARRAY_LEN(level_names));
+
+    if (i < 0)
+        return i;
+    v->num = i;
+    return 0;
+}
+
+static int parse_meminfo(const char *s, opt_value_t *v)
+{
+    int i = parse_name(s, meminfo_names, (int)SHIM_ARRAY_LEN(meminfo_names));
+
+    if (i < 0)
+        return i;
+    v->num = i;
+    return 0;
+}
+
+/* The subsystem bit of the `len` characters at s ("ALL" is every bit), or 0. */
+static unsigned subsys_bit(const char *s, size_t len)
+{
+    if (len == 3 && strncasecmp(s, "ALL", 3) == 0)
+        return SHIM_SUB_ALL;
+    for (int i = 0; i < SHIM_NSUBSYS; i++)
+        if (strlen(shim_subsys_names[i]) == len && strncasecmp(s, shim_subsys_names[i], len) == 0)
+            return 1u << i;
+    return 0;
+}
+
+/* "INIT,ALLOC" selects those subsystems; "^INIT" selects all but those. */
+static int parse_subsys(const char *s, opt_value_t *v)
+{
+    int invert = *s == '^';
+    unsigned mask = 0;
+
+    s += invert;
+    while (*s) {
+        size_t len = strcspn(s, ",");
+        unsigned bit = subsys_bit(s, len);
+
+        if (!bit)
+            return -EINVAL;
+        mask |= bit;
+        s += len + (s[len] == ',');
+    }
+    if (!mask)
+        return -EINVAL;
+    v->num = invert ? (long)(SHIM_SUB_ALL & ~mask) : (long)mask;
+    return 0;
+}
+
+static int parse_path(const char *s, opt_value_t *v)
+{
+    return strlen(s) < sizeof(v->text) ? 0 : -EINVAL;
+}
+
+static int parse_memory(const char *s, opt_value_t *v)
+{
+    return shim_parse_mem(s, &v->mem);
+}
+
+static const struct {
+    opt_parse_t parse;
+    const char *accepted;
+} types[] = {
+    [OPT_TYPE_BOOL] = { parse_bool, "1 or 0 (yes/no, true/false and on/off also work)" },
+    [OPT_TYPE_LEVEL] = { parse_level, "error, warn, info or trace" },
+    [OPT_TYPE_SUBSYS] = { parse_subsys, "a comma-separated list of INIT, ALLOC, LAUNCH, COPY, "
+                                        "RES and ALL, with a leading ^ to exclude them" },
+    [OPT_TYPE_PATH] = { parse_path, "a file name shorter than PATH_MAX" },
+    [OPT_TYPE_MEMORY] = { parse_memory, "auto, a size in bytes with an optional K, M, G or T "
+                                        "suffix (24G), or a percentage above 0 and at most "
+                                        "100 (80%)" },
+    [OPT_TYPE_MEMINFO] = { parse_meminfo, "virtual or physical" },
+};
+
+/* Parse decimal digits with an optional fraction ("12", "12.5"); returns the end or NULL. */
+static const char *parse_decimal(const char *s, double *out)
+{
+    double v = 0, scale = 1;
+    const char *p = s;
+
+    for (; *p >= '0' && *p <= '9'; p++)
+        v = v * 10 + (*p - '0');
+    if (*p == '.')
+        for (p++; *p >= '0' && *p <= '9'; p++)
+            v += (*p - '0') * (scale /= 10);
+    if (p == s || (p == s + 1 && *s == '.'))
+        return NULL;
+    *out = v;
+    return p;
+}
+
+/* Bytes of a size with an optional K/M/G/T (+ "B" or "iB") suffix; 0 or -EINVAL. */
+static int parse_size(const char *s, uint64_t *out)
+{
+    static const char suffixes[] = "KMGT";
+    uint64_t v = 0;
+    unsigned shift = 0;
+    const char *p = s, *unit;
+
+    for (; *p >= '0' && *p <= '9'; p++) {
+        if (v > (UINT64_MAX - 9) / 10)
+            return -EINVAL;
+        v = v * 10 + (uint64_t)(*p - '0');
+    }
+    if (p == s)
+        return -EINVAL;
+    if (*p && (unit = strchr(suffixes, *p >= 'a' ? *p - 'a' + 'A' : *p)) != NULL) {
+        shift = 10 * (unsigned)(unit - suffixes + 1);
+        p++;
+        if (*p == 'i' && p[1] == 'B')
+            p++;
+        p += *p == 'B';
+    }
+    if (*p || v == 0 || v > (UINT64_MAX >> shift))
+        return -EINVAL;
+    *out = v << shift;
+    return 0;
+}
+
+int shim_parse_mem(const char *s, shim_mem_t *out)
+{
+    size_t len = strlen(s);
+    double pct;
+
+    if (strcasecmp(s, "auto") == 0) {
+        *out = (shim_mem_t){ .kind = SHIM_MEM_AUTO };
+        return 0;
+    }
+    if (len > 1 && s[len - 1] == '%') {
+        const char *end = parse_decimal(s, &pct);
+
+        if (!end || end != s + len - 1 || !(pct > 0 && pct <= 100))
+            return -EINVAL;
+        *out = (shim_mem_t){ .kind = SHIM_MEM_PERCENT, .percent = pct };
+        return 0;
+    }
+    out->kind = SHIM_MEM_BYTES;
+    out->percent = 0;
+    return parse_size(s, &out->bytes);
+}
+
+/* The value of ELIXIR_<name> in the environment, or NULL. */
+static const char *env_value(const char *name)
+{
+    size_t n = strlen(name);
+
+    for (char **e = environ; e && *e; e++)
+        if (strncmp(*e, "ELIXIR_", 7) == 0 && strncmp(*e + 7, name, n) == 0 && (*e)[7 + n] == '=')
+            return *e + 8 + n;
+    return NULL;
+}
+
+/* Parse s as option o into v (text included); 0 or -EINVAL. */
+static int parse_option(shim_opt_t o, const char *s, opt_value_t *v)
+{
+    if (strlen(s) >= sizeof(v->text) || types[options[o].type].parse(s, v) < 0)
+        return -EINVAL;
+    snprintf(v->text, sizeof(v->text), "%s", s);
+    return 0;
+}
+
+void shim_options_load(void)
+{
+    for (int o = 0; o < SHIM_NOPTS; o++) {
+        const char *env = env_value(options[o].name);
+        opt_value_t *v = &values[o];
+
+        *v = (opt_value_t){ 0 };
+        parse_option(o, options[o].def, v);     /* a default always parses */
+        if (!env)
+            continue;
+        opt_value_t parsed = *v;
+        if (parse_option(o, env, &parsed) == 0) {
+            *v = parsed;
+            v->from_env = 1;
+        } else {
+            v->bad = 1;
+            snprintf(bad_text[o], sizeof(bad_text[o]), "%s", env);
+        }
+    }
+}
+
+void shim_options_report(void)
+{
+    for (int o = 0; o < SHIM_NOPTS; o++)
+        if (values[o].bad)
+            SHIM_WARN(INIT, "ELIXIR_%s=\"%s\" is not valid: expected %s; using the default, %s",
+                      options[o].name, bad_text[o], types[options[o].type].accepted,
+                      options[o].def[0] ? options[o].def : "(none)");
+    if (!values[SHIM_OPT_VERBOSE].num)
+        return;
+    for (int o = 0; o < SHIM_NOPTS; o++)
+        shim_log_plain("option ELIXIR_%s=%s (%s): %s", options[o].name, values[o].text,
+                       values[o].from_env ? "set" : "default", options[o].desc);
+}
+
+long shim_opt_int(shim_opt_t o)
+{
+    return values[o].num;
+}
+
+const char *shim_opt_str(shim_opt_t o)
+{
+    return values[o].text;
+}
+
+shim_mem_t shim_opt_mem(shim_opt_t o)
+{
+    return values[o].mem;
+}
+
+int shim_opt_peek_bool(shim_opt_t o)
+{
+    const char *env = env_value(options[o].name);
+    int b = env ? bool_value(env) : -EINVAL;
+
+    return b >= 0 ? b : bool_value(options[o].def) > 0;
+}

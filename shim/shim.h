@@ -1,0 +1,323 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * shim.h - libelixir.so's internal header.
+ *
+ * What the shim's files share, grouped under the file that defines it: the hook enum and the
+ * typed declarations generated from hooks.h, start-up and the real driver (init.c), the
+ * wrappers' entry macro, the operation descriptors the copy and launch wrappers fill in
+ * (the interface residency and tracing will consume), options, log and statistics.
+ *
+ * How a wrapper reads (see wrap_*.c):
+ *
+ *     SHIM_EXPORT CUresult CUDAAPI cuMemFree_v2(CUdeviceptr dptr)
+ *     {
+ *         SHIM_ENTER(cuMemFree_v2, real);      // lazy start-up, call counted, real pointer
+ *         ...                                  // where arena/residency/tracing plug in
+ *         return real(dptr);                   // the driver's result, unchanged
+ *     }
+ */
+#ifndef SHIM_H
+#define SHIM_H
+
+/* Use the driver's exported names literally (cuMemAlloc_v2, cuMemcpy_ptds, the legacy
+ * cuCtxDestroy): without this cuda.h renames them to the current default variants. */
+#define __CUDA_API_VERSION_INTERNAL 1
+#include <cuda.h>
+#include <cudaTypedefs.h>
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "hooks.h"
+
+#define SHIM_EXPORT __attribute__((visibility("default")))
+#define SHIM_LIKELY(x) __builtin_expect(!!(x), 1)
+#define SHIM_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
+/* Code that may run before a sanitizer runtime has started (the dlsym fast path: sanitizer
+ * runtimes look up their interceptors' targets with dlsym while they initialise). */
+#define SHIM_NO_SANITIZE __attribute__((no_sanitize("address", "undefined", "thread")))
+/* Thread-local state that must not allocate on first use (static TLS block). */
+#define SHIM_TLS __thread __attribute__((tls_model("initial-exec")))
+
+/* ------------------------------------------------------------ generated from hooks.h */
+
+typedef enum shim_hook {
+#define X(sym, base, ver, pt) SHIM_HOOK_##sym,
+    SHIM_HOOKS(X)
+#undef X
+    SHIM_NHOOKS
+} shim_hook_t;
+
+typedef enum shim_call {
+#define X(sym, base, ver, pt) SHIM_CALL_##sym,
+    SHIM_DRIVER_CALLS(X)
+#undef X
+    SHIM_NCALLS
+} shim_call_t;
+
+/* shim_pfn_<symbol>_t: the variant's prototype, from cudaTypedefs.h. */
+#define X(sym, base, ver, pt) typedef PFN_##base##_v##ver##pt shim_pfn_##sym##_t;
+SHIM_HOOKS(X)
+SHIM_DRIVER_CALLS(X)
+#undef X
+
+/* Every wrapper declared with the driver's prototype and exported: a wrapper whose
+ * parameters differ from the PFN typedef does not compile. */
+#define X(sym, base, ver, pt) SHIM_EXPORT __typeof__(*(shim_pfn_##sym##_t)0) sym;
+SHIM_HOOKS(X)
+#undef X
+
+/* ------------------------------------------------------------ hooks.c */
+
+extern const char *const shim_hook_names[SHIM_NHOOKS];
+extern const char *const shim_call_names[SHIM_NCALLS];
+extern void *const shim_hook_wrappers[SHIM_NHOOKS];   /* our wrapper of each hook */
+
+/* The hook exported as `name`, or -1.  Allocation-free, uninstrumented: safe before
+ * start-up and before a sanitizer runtime has started. */
+int shim_hook_find(const char *name);
+
+/* ------------------------------------------------------------ init.c */
+
+typedef struct shim_proc_entry {
+    const void *real;       /* the driver's function */
+    unsigned hook;          /* our wrapper of it: shim_hook_wrappers[hook] */
+} shim_proc_entry_t;
+
+/* The real driver, resolved once and never changed after it is published. */
+typedef struct shim_driver {
+    int ok;                         /* 0: no driver could be opened; every wrapper fails */
+    void *handle;                   /* libcuda.so.1 */
+    void *fn[SHIM_NHOOKS];          /* the driver's hooked entry points, NULL where missing */
+    void *call[SHIM_NCALLS];        /* functions the shim calls itself */
+    unsigned nmap;                  /* entries of map; 0 with ELIXIR_DISABLE */
+    shim_proc_entry_t map[SHIM_NHOOKS]; /* real -> hook, sorted by real (procaddr.c) */
+} shim_driver_t;
+
+extern shim_driver_t *_Atomic shim_drv;
+
+/* Start the shim (options, log, driver) once; returns the driver, or NULL when called
+ * again from inside start-up on the same thread. */
+const shim_driver_t *shim_init(void);
+void *shim_enter_slow(shim_hook_t h);
+/* The result of a hooked call whose driver function is missing (logged once per hook). */
+CUresult shim_missing(shim_hook_t h);
+/* ELIXIR_DISABLE, readable at any time, before start-up included (no allocation). */
+int shim_disabled(void);
+/* Does `addr` lie inside libelixir.so? */
+int shim_is_own(const void *addr);
+
+extern _Atomic unsigned long long shim_stat_calls[SHIM_NHOOKS];
+
+/* Count a call of hook h and return its real function (NULL when the driver has none). */
+static inline void *shim_enter(shim_hook_t h)
+{
+    shim_driver_t *d = atomic_load_explicit(&shim_drv, memory_order_acquire);
+
+    atomic_fetch_add_explicit(&shim_stat_calls[h], 1, memory_order_relaxed);
+    return SHIM_LIKELY(d) ? d->fn[h] : shim_enter_slow(h);
+}
+
+/* First statement of every wrapper: declares `var`, the driver's `sym`, starting the shim on
+ * first use; returns from the wrapper when the driver has no such function. */
+#define SHIM_ENTER(sym, var)                                                                   \
+    shim_pfn_##sym##_t var = (shim_pfn_##sym##_t)shim_enter(SHIM_HOOK_##sym);               \
+    if (!var)                                                                                  \
+        return shim_missing(SHIM_HOOK_##sym)
+
+/* The driver's function c of SHIM_DRIVER_CALLS, for the shim's own use; NULL when missing
+ * or before start-up. */
+static inline void *shim_driver_fn(shim_call_t c)
+{
+    const shim_driver_t *d = atomic_load_explicit(&shim_drv, memory_order_acquire);
+
+    return d ? d->call[c] : NULL;
+}
+
+#define SHIM_DRIVER_CALL(sym) ((shim_pfn_##sym##_t)shim_driver_fn(SHIM_CALL_##sym))
+
+/* ------------------------------------------------------------ dlsym.c */
+
+/* The C library's dlsym, found with dlvsym; NULL if it cannot be found. */
+void *(*shim_real_dlsym(void))(void *, const char *);
+
+/* ------------------------------------------------------------ procaddr.c */
+
+/* Fill d->map from d->fn (every hooked name resolved in the real driver). */
+void shim_proc_map_build(shim_driver_t *d);
+/* The wrapper hook of a driver function pointer, or -1 when we do not hook it. */
+int shim_proc_find(const shim_driver_t *d, const void *real);
+
+/* ------------------------------------------------------------ wrap_copy.c, wrap_launch.c */
+
+/* Statistics kinds; X(ENUM, name). */
+#define SHIM_COPY_KINDS(X)                                                                     \
+    X(UNIFIED, "unified") X(HTOD, "htod") X(DTOH, "dtoh") X(DTOD, "dtod") X(PEER, "peer")     \
+    X(ARRAY, "array") X(2D, "2d") X(3D, "3d") X(3D_PEER, "3d-peer") X(BATCH, "batch")          \
+    X(MEMSET, "memset")
+
+#define SHIM_LAUNCH_KINDS(X)                                                                   \
+    X(KERNEL, "kernel") X(KERNEL_EX, "kernel-ex") X(COOPERATIVE, "cooperative")               \
+    X(MULTI_DEVICE, "multi-device") X(LEGACY, "legacy") X(GRAPH, "graph")
+
+typedef enum shim_copy_kind {
+#define X(e, name) SHIM_COPY_##e,
+    SHIM_COPY_KINDS(X)
+#undef X
+    SHIM_NCOPY_KINDS
+} shim_copy_kind_t;
+
+typedef enum shim_launch_kind {
+#define X(e, name) SHIM_LAUNCH_##e,
+    SHIM_LAUNCH_KINDS(X)
+#undef X
+    SHIM_NLAUNCH_KINDS
+} shim_launch_kind_t;
+
+/*
+ * One copy or memset as the wrapper saw it: what residency must make accessible before the
+ * driver is called and what the tracer records after.  Linear operands are in dst/src with
+ * `bytes`; structured ones (2D, 3D, batches) point at the application's descriptor.
+ */
+typedef struct shim_copy {
+    shim_hook_t hook;
+    shim_copy_kind_t kind;
+    CUdeviceptr dst, src;       /* device (or unified) operands; 0 where host or array */
+    size_t bytes;               /* bytes written at dst */
+    CUstream stream;            /* the stream; 0 for synchronous calls */
+    const void *desc;           /* CUDA_MEMCPY2D, _3D, _3D_PEER, or CUDA_MEMCPY3D_BATCH_OP[] */
+    const CUdeviceptr *dsts, *srcs; /* cuMemcpyBatchAsync: count destinations and sources */
+    const size_t *sizes;        /* cuMemcpyBatchAsync: count sizes */
+    size_t count;               /* entries of a batch */
+} shim_copy_t;
+
+/* One kernel launch or graph launch, for residency and the tracer. */
+typedef struct shim_launch {
+    shim_hook_t hook;
+    shim_launch_kind_t kind;
+    CUfunction f;               /* kernel (or CUkernel cast to CUfunction); NULL for graphs */
+    void **params;              /* kernelParams */
+    void **extra;               /* extra (CU_LAUNCH_PARAM_BUFFER_POINTER form) */
+    CUstream stream;
+    const void *desc;           /* CUlaunchConfig, CUDA_LAUNCH_PARAMS[], or the CUgraphExec */
+} shim_launch_t;
+
+/* ------------------------------------------------------------ options.c */
+
+/* X(NAME, TYPE, default, description): the environment variable is ELIXIR_<NAME>. */
+#define SHIM_OPTIONS(X)                                                                        \
+    X(DISABLE, BOOL, "0",                                                                      \
+      "1: pure pass-through; dlsym and cuGetProcAddress hand out the driver's own pointers")   \
+    X(VERBOSE, BOOL, "0", "1: print every option at start-up")                                 \
+    X(LOG, LEVEL, "warn", "log level: error, warn, info or trace")                             \
+    X(LOG_SUBSYS, SUBSYS, "ALL",                                                               \
+      "subsystems logged at info and trace: INIT,ALLOC,LAUNCH,COPY,RES or ALL; ^ excludes")    \
+    X(LOG_FILE, PATH, "",                                                                      \
+      "log to this file instead of stderr; %p is the process id, %h the host name")            \
+    X(STATS, BOOL, "0", "1: print allocation, launch and copy statistics at exit")             \
+    X(GPU_MEMORY, MEMORY, "auto",                                                              \
+      "GPU memory budget: a size (K/M/G/T) or N% of the device; auto: free memory less a "     \
+      "reserve for the driver and libraries")                                                  \
+    X(HOST_MEMORY, MEMORY, "auto",                                                             \
+      "pinned host memory budget: a size (K/M/G/T) or N% of physical memory")                  \
+    X(MEMINFO, MEMINFO, "virtual",                                                             \
+      "what cuMemGetInfo reports: virtual (all budgets together) or physical (the device)")
+
+typedef enum shim_opt {
+#define X(name, type, def, desc) SHIM_OPT_##name,
+    SHIM_OPTIONS(X)
+#undef X
+    SHIM_NOPTS
+} shim_opt_t;
+
+typedef enum shim_mem_kind { SHIM_MEM_AUTO, SHIM_MEM_BYTES, SHIM_MEM_PERCENT } shim_mem_kind_t;
+
+typedef struct shim_mem {
+    shim_mem_kind_t kind;
+    uint64_t bytes;             /* SHIM_MEM_BYTES */
+    double percent;             /* SHIM_MEM_PERCENT: (0, 100] */
+} shim_mem_t;
+
+enum { SHIM_MEMINFO_VIRTUAL, SHIM_MEMINFO_PHYSICAL };
+
+/* Read every ELIXIR_* option from the environment; once per process, before the log. */
+void shim_options_load(void);
+/* Report bad values (once each) and, with ELIXIR_VERBOSE=1, every option; after the log. */
+void shim_options_report(void);
+/* Values: BOOL, LEVEL, SUBSYS (bit mask) and MEMINFO options are integers. */
+long shim_opt_int(shim_opt_t o);
+const char *shim_opt_str(shim_opt_t o);
+shim_mem_t shim_opt_mem(shim_opt_t o);
+/* The BOOL option o parsed straight from `environ` without reporting anything: usable
+ * before start-up; a bad value reads as the default. */
+int shim_opt_peek_bool(shim_opt_t o);
+/* Parse "auto", a size ("512M", K/M/G/T powers of 1024) or a percentage in (0, 100]
+ * ("80%", "12.5%"); 0 or -EINVAL. */
+int shim_parse_mem(const char *s, shim_mem_t *out);
+
+/* ------------------------------------------------------------ log.c */
+
+enum { SHIM_LOG_ERROR, SHIM_LOG_WARN, SHIM_LOG_INFO, SHIM_LOG_TRACE };
+
+#define SHIM_SUBSYSTEMS(X) X(INIT) X(ALLOC) X(LAUNCH) X(COPY) X(RES)
+
+enum {
+#define X(name) SHIM_SUB_BIT_##name,
+    SHIM_SUBSYSTEMS(X)
+#undef X
+    SHIM_NSUBSYS
+};
+enum {
+#define X(name) SHIM_SUB_##name = 1u << SHIM_SUB_BIT_##name,
+    SHIM_SUBSYSTEMS(X)
+#undef X
+};
+#define SHIM_SUB_ALL ((1u << SHIM_NSUBSYS) - 1)
+
+extern const char *const shim_subsys_names[SHIM_NSUBSYS];
+extern _Atomic int shim_log_level;
+extern _Atomic unsigned shim_log_mask;
+
+/* Errors and warnings always pass the subsystem filter; info and trace must match it. */
+static inline int shim_log_on(int level, unsigned sub)
+{
+    if (level > atomic_load_explicit(&shim_log_level, memory_order_relaxed))
+        return 0;
+    return level <= SHIM_LOG_WARN ||
+           (atomic_load_explicit(&shim_log_mask, memory_order_relaxed) & sub) != 0;
+}
+
+void shim_log_write(int level, unsigned sub, const char *file, int line, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+/* A line with only the "elixir:" prefix, whatever the level (option listing, statistics). */
+void shim_log_plain(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Apply ELIXIR_LOG, ELIXIR_LOG_SUBSYS and ELIXIR_LOG_FILE (after shim_options_load). */
+void shim_log_configure(void);
+/* In a forked child: reopen a log file whose name holds the process id. */
+void shim_log_after_fork(void);
+
+/* Nothing is formatted unless the level and subsystem are enabled; usable as one statement. */
+#define SHIM_LOG(level, sub, ...)                                                              \
+    do {                                                                                       \
+        if (shim_log_on(level, SHIM_SUB_##sub))                                               \
+            shim_log_write(level, SHIM_SUB_##sub, __FILE__, __LINE__, __VA_ARGS__);          \
+    } while (0)
+#define SHIM_ERROR(sub, ...) SHIM_LOG(SHIM_LOG_ERROR, sub, __VA_ARGS__)
+#define SHIM_WARN(sub, ...) SHIM_LOG(SHIM_LOG_WARN, sub, __VA_ARGS__)
+#define SHIM_INFO(sub, ...) SHIM_LOG(SHIM_LOG_INFO, sub, __VA_ARGS__)
+#define SHIM_TRACE(sub, ...) SHIM_LOG(SHIM_LOG_TRACE, sub, __VA_ARGS__)
+
+/* ------------------------------------------------------------ stats.c */
+
+void shim_stat_alloc(uint64_t bytes);
+void shim_stat_free(uint64_t bytes);
+void shim_stat_copy(shim_copy_kind_t kind, uint64_t bytes);
+void shim_stat_launch(shim_launch_kind_t kind);
+/* Is ELIXIR_STATS on (worth extra work such as finding the size of a freed block)? */
+int shim_stats_enabled(void);
+/* Forget everything counted (a forked child starts from zero). */
+void shim_stats_reset(void);
+/* Print the statistics once, if ELIXIR_STATS asked for them. */
+void shim_stats_print(void);
+
+#endif /* SHIM_H */

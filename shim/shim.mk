@@ -1,0 +1,30 @@
+# SPDX-License-Identifier: MIT
+# shim/shim.mk - included by the Makefile: builds $(BUILD)/libelixir.so from shim/*.c.
+#
+# The library exports exactly the names listed in shim/hooks.h (plus dlsym and the test-only
+# elixir_shim_calls): the version script is generated from that list by the preprocessor.
+# It is linked with -Bsymbolic so that its own references to the wrappers it exports (the
+# cuGetProcAddress map) bind to its own definitions, and never against libcuda: the real
+# driver is found with dlopen at run time.  Test programs named shim_* or conc_shim_* are
+# preloaded with it, so they are rebuilt when it changes.
+
+SHIM_SRCS := $(wildcard shim/*.c)
+SHIM_OBJS := $(SHIM_SRCS:%.c=$(BUILD)/obj/%.o)
+SHIM_LIB  := $(BUILD)/libelixir.so
+SHIM_MAP  := $(BUILD)/gen/libelixir.map
+
+$(SHIM_MAP): shim/libelixir.map.in shim/hooks.h
+	$(call msg,GEN,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) -E -P -x c -Ishim -o $@.tmp $< && mv $@.tmp $@
+
+$(SHIM_LIB): $(SHIM_OBJS) $(SHIM_MAP)
+	$(call msg,LD,$@)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) -shared -Wl,-soname,libelixir.so -Wl,-Bsymbolic -Wl,--version-script=$(SHIM_MAP) \
+	    -Wl,-z,defs -o $@ $(SHIM_OBJS) $(LDFLAGS) -ldl
+
+SHIM_TESTS := $(patsubst tests/%.c,$(BUILD)/tests/%,$(wildcard tests/shim_*.c tests/conc_shim_*.c))
+
+all: $(SHIM_LIB)
+$(SHIM_TESTS): $(SHIM_LIB)

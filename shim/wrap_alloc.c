@@ -1,0 +1,211 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * wrap_alloc.c - wrappers of allocation, free, memory information and pointer queries, and
+ * of the application's own virtual memory management and IPC.
+ *
+ * For now each forwards to the driver and counts what it saw.  The comment before each
+ * driver call names the arena or residency function that takes its place: the arena serves
+ * cuMemAlloc* from its reserved range instead of the driver, frees return ranges to it,
+ * cuMemGetInfo reports the virtual capacity, pointer queries answer for our ranges, and
+ * the application's own cuMemCreate/cuMemMap memory is accounted against the budget and
+ * left resident, as is memory exported through IPC.
+ */
+#include "shim.h"
+
+/* The size of the block at dptr as the driver rounded it, for statistics only: 0 unless
+ * ELIXIR_STATS is on (the query is an extra driver call). */
+static size_t block_size(CUdeviceptr dptr)
+{
+    shim_pfn_cuMemGetAddressRange_v2_t range;
+    CUdeviceptr base;
+    size_t size = 0;
+
+    if (!dptr || !shim_stats_enabled())
+        return 0;
+    range = SHIM_DRIVER_CALL(cuMemGetAddressRange_v2);
+    if (!range || range(&base, &size, dptr) != CUDA_SUCCESS)
+        return 0;
+    return size;
+}
+
+/* After an allocation call: count it (the driver's size where known) and trace it. */
+static CUresult alloc_done(shim_hook_t h, CUresult r, const CUdeviceptr *dptr, size_t bytes)
+{
+    size_t size = r == CUDA_SUCCESS ? block_size(*dptr) : 0;
+
+    if (r == CUDA_SUCCESS)
+        shim_stat_alloc(size ? size : bytes);
+    /* trc_alloc(h, *dptr, bytes, r) records the event here */
+    SHIM_TRACE(ALLOC, "%s(%zu bytes) = %d, 0x%llx", shim_hook_names[h], bytes, (int)r,
+               r == CUDA_SUCCESS ? (unsigned long long)*dptr : 0ull);
+    return r;
+}
+
+/* After a free call: count it and trace it; returns r. */
+static CUresult free_done(shim_hook_t h, CUresult r, CUdeviceptr dptr, size_t bytes)
+{
+    if (r == CUDA_SUCCESS && dptr)
+        shim_stat_free(bytes);
+    /* trc_free(h, dptr, r) records the event here */
+    SHIM_TRACE(ALLOC, "%s(0x%llx) = %d", shim_hook_names[h], (unsigned long long)dptr, (int)r);
+    return r;
+}
+
+SHIM_EXPORT CUresult CUDAAPI cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize)
+{
+    SHIM_ENTER(cuMemAlloc_v2, real);
+    /* arena_alloc(dptr, bytesize, NULL) serves this from the arena instead of the driver */
+    return alloc_done(SHIM_HOOK_cuMemAlloc_v2, real(dptr, bytesize), dptr, bytesize);
+}
+
+SHIM_EXPORT CUresult CUDAAPI cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pPitch,
+                                                size_t WidthInBytes, size_t Height,
+                                                unsigned int ElementSizeBytes)
+{
+    SHIM_ENTER(cuMemAllocPitch_v2, real);
+    /* arena_alloc_pitch(dptr, pPitch, WidthInBytes, Height, ElementSizeBytes) serves this */
+    CUresult r = real(dptr, pPitch, WidthInBytes, Height, ElementSizeBytes);
+
+    return alloc_done(SHIM_HOOK_cuMemAllocPitch_v2, r, dptr,
+                      r == CUDA_SUCCESS ? *pPitch * Height : 0);
+}
+
+SHIM_EXPORT CUresult CUDAAPI cuMemAllocAsync(CUdeviceptr *dptr, size_t bytesize, CUstream hStream)
+{
+    SHIM_ENTER(cuMemAllocAsync, real);
+    /* arena_alloc(dptr, bytesize, hStream) serves this, ordered on hStream */
+    return alloc_done(SHIM_HOOK_cuMemAllocAsync, real(dptr, bytesize, hStream), dptr, bytesize);
+}
+
+SHIM_EXPORT CUresult CUDAAPI cuMemAllocAsync_ptsz(CUdeviceptr *dptr, size_t bytesize,
+                                                  CUstream hStream)
+{
+    SHIM_ENTER(cuMemAllocAsync_ptsz, real);
+    /* arena_alloc(dptr, bytesize, hStream) serves this, ordered on hStream */
+    return alloc_done(SHIM_HOOK_cuMemAllocAsync_ptsz, real(dptr, bytesize, hStream), dptr,
+                      bytesize);
+}
+
+SHIM_EXPORT CUresult CUDAAPI cuMemAllocFromPoolAsync(CUdeviceptr *dptr, size_t bytesize,
+                                                     CUmemoryPool pool, CUstream hStream)
+{
+    SHIM_ENTER(cuMemAllocFromPoolAsync, real);
+    /* arena_alloc_pool(dptr, bytesize, pool, hStream) serves this, ordered on hStream */
+    return alloc_done(SHIM_HOOK_cuMemAllocFromPoolAsync, real(dptr, bytesize, pool, hStream),
+                      dptr, bytesize);
+}
+
+SHIM_EXPORT CUresult CUDAAPI cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t bytesize,
+                                                          CUmemoryPool pool, CUstream hStream)
+{
+    SHIM_ENTER(cuMemAllocFromPoolAsync_ptsz, real);
+    /* arena_alloc_pool(dptr, bytesize, pool, hStream) serves this, ordered on hStream */
+    return alloc_done(SHIM_HOOK_cuMemAllocFromPoolAsync_ptsz,
+                      real(dptr, bytesize, pool, hStream), dptr, bytesize);
+}
+
+SHIM_EXPORT CUresult CUDAAPI cuMemFree_v2(CUdeviceptr dptr)
+{
+    SHIM_ENTER(cuMemFree_v2, real);
+    size_t bytes = block_size(dptr);
+
+    /* arena_free(dptr, NULL) returns an arena range here instead of calling the driver */
+    return free_done(SHIM_HOOK_cuMemFree_v2, real(dptr), dptr, bytes);
+}
+
+SHIM_EXPORT CUresult CUDAAPI cuMemFreeAsync(CUdeviceptr dptr, CUstream hStream)
+{
+    SHIM_ENTER(cuMemFreeAsync, real);
+    size_t bytes = block_size(dptr);
+
+    /* arena_free(dptr, hStream) returns the range once hStream's work before it is done */
+    return free_done(SHIM_HOOK_cuMemFreeAsync, real(dptr, hStream), dptr, bytes);
+}
+
+SHIM_EXPORT CUresult CUDAAPI cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream hStream)
+{
+    SHIM_ENTER(cuMemFreeAsync_ptsz, real);
+    size_t bytes = block_size(dptr);
+
+    /* arena_free(dptr, hStream) returns the range once hStream's work before it is done */
+    return free_done(SHIM_HOOK_cuMemFreeAsync_ptsz, real(dptr, hStream), dptr, bytes);
+}
+
+SHIM_EXPORT CUresult CUDAAPI cuMemGetInfo_v2(size_t *free, size_t *total)
+{
+    SHIM_ENTER(cuMemGetInfo_v2, real);
+    /* res_meminfo(free, total) reports the virtual capacity unless ELIXIR_MEMINFO=physical */
+    return real(free, total);
+}
+
+SHIM_EXPORT CUresult CUDAAPI cuPointerGetAttribute(void *data, CUpointer_attribute attribute,
+                                                   CUdeviceptr ptr)
+{
+    SHIM_ENTER(cuPointerGetAttribute, real);
+    /* arena_pointer_attribute(data, attribute, ptr) answers for arena ranges (device memory) */
+    return real(data, attribute, ptr);
+}
+
+SHIM_EXPORT CUresult CUDAAPI cuPointerGetAttributes(unsigned int numAttributes,
+                                                    CUpointer_attribute *attributes, void **data,
+                                                    CUdeviceptr ptr)
+{
+    SHIM_ENTER(cuPointerGetAttributes, real);
+    /* arena_pointer_attributes(numAttributes, attributes, data, ptr) answers for arena ranges */
+    return real(numAttributes, attributes, data, ptr);
+}
+
+SHIM_EXPORT CUresult CUDAAPI cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size,
+                                         const CUmemAllocationProp *prop,
+                                         unsigned long long flags)
+{
+    SHIM_ENTER(cuMemCreate, real);
+    /* arena_account_create(handle, size, prop) charges the budget; the memory stays resident */
+    return real(handle, size, prop, flags);
+}
+
+SHIM_EXPORT CUresult CUDAAPI cuMemRelease(CUmemGenericAllocationHandle handle)
+{
+    SHIM_ENTER(cuMemRelease, real);
+    /* arena_account_release(handle) gives the budget back */
+    return real(handle);
+}
+
+SHIM_EXPORT CUresult CUDAAPI cuMemMap(CUdeviceptr ptr, size_t size, size_t offset,
+                                      CUmemGenericAllocationHandle handle,
+                                      unsigned long long flags)
+{
+    SHIM_ENTER(cuMemMap, real);
+    /* arena_account_map(ptr, size, handle) records the application's own mapping */
+    return real(ptr, size, offset, handle, flags);
+}
+
+SHIM_EXPORT CUresult CUDAAPI cuMemUnmap(CUdeviceptr ptr, size_t size)
+{
+    SHIM_ENTER(cuMemUnmap, real);
+    /* arena_account_unmap(ptr, size) forgets the application's own mapping */
+    return real(ptr, size);
+}
+
+SHIM_EXPORT CUresult CUDAAPI cuIpcGetMemHandle(CUipcMemHandle *pHandle, CUdeviceptr dptr)
+{
+    SHIM_ENTER(cuIpcGetMemHandle, real);
+    /* res_pin(dptr): memory another process may map stays resident from now on */
+    return real(pHandle, dptr);
+}
+
+SHIM_EXPORT CUresult CUDAAPI cuIpcOpenMemHandle(CUdeviceptr *pdptr, CUipcMemHandle handle,
+                                                unsigned int Flags)
+{
+    SHIM_ENTER(cuIpcOpenMemHandle, real);
+    /* arena_account_ipc(pdptr): another process's memory, never moved by this one */
+    return real(pdptr, handle, Flags);
+}
+
+SHIM_EXPORT CUresult CUDAAPI cuIpcOpenMemHandle_v2(CUdeviceptr *pdptr, CUipcMemHandle handle,
+                                                   unsigned int Flags)
+{
+    SHIM_ENTER(cuIpcOpenMemHandle_v2, real);
+    /* arena_account_ipc(pdptr): another process's memory, never moved by this one */
+    return real(pdptr, handle, Flags);
+}

@@ -1,0 +1,151 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * wrap_launch.c - wrappers of every launch form, of graph launches and of stream capture.
+ *
+ * Each launch wrapper describes the launch in a shim_launch_t (kernel, arguments, stream,
+ * config) and calls launch_begin before the driver and launch_end after it.  launch_begin is
+ * where residency makes every allocation the launch may touch accessible (invariant 1),
+ * launch_end where the tracer records it; the _ptsz variants differ only in the driver
+ * function called, so the two share the descriptor and both plug points.
+ */
+#include "shim.h"
+
+/* Before the driver enqueues the launch. */
+static inline void launch_begin(const shim_launch_t *l)
+{
+    /* res_prepare_launch(l) maps what l's arguments (or graph) reach before it is enqueued */
+    (void)l;
+}
+
+/* After the driver returned r for the launch; returns r unchanged. */
+static inline CUresult launch_end(const shim_launch_t *l, CUresult r)
+{
+    if (r == CUDA_SUCCESS)
+        shim_stat_launch(l->kind);
+    /* trc_launch(l, r) records the launch and its stream here */
+    SHIM_TRACE(LAUNCH, "%s(%p, stream %p) = %d", shim_hook_names[l->hook], (void *)l->f,
+               (void *)l->stream, (int)r);
+    return r;
+}
+
+/* Defines wrapper `sym`: enter, describe the launch (the trailing initialisers), forward. */
+#define LAUNCH_WRAPPER(sym, params, args, ...)                                                 \
+    SHIM_EXPORT CUresult CUDAAPI sym params                                                   \
+    {                                                                                          \
+        SHIM_ENTER(sym, real);                                                                 \
+        shim_launch_t l = { .hook = SHIM_HOOK_##sym, __VA_ARGS__ };                            \
+        launch_begin(&l);                                                                      \
+        return launch_end(&l, real args);                                                      \
+    }
+
+#define KERNEL_PARAMS                                                                          \
+    (CUfunction f, unsigned int gridDimX, unsigned int gridDimY, unsigned int gridDimZ,        \
+     unsigned int blockDimX, unsigned int blockDimY, unsigned int blockDimZ,                   \
+     unsigned int sharedMemBytes, CUstream hStream, void **kernelParams, void **extra)
+#define KERNEL_ARGS                                                                            \
+    (f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes,        \
+     hStream, kernelParams, extra)
+
+LAUNCH_WRAPPER(cuLaunchKernel, KERNEL_PARAMS, KERNEL_ARGS, .kind = SHIM_LAUNCH_KERNEL, .f = f,
+               .params = kernelParams, .extra = extra, .stream = hStream)
+LAUNCH_WRAPPER(cuLaunchKernel_ptsz, KERNEL_PARAMS, KERNEL_ARGS, .kind = SHIM_LAUNCH_KERNEL,
+               .f = f, .params = kernelParams, .extra = extra, .stream = hStream)
+
+#define KERNEL_EX_PARAMS                                                                       \
+    (const CUlaunchConfig *config, CUfunction f, void **kernelParams, void **extra)
+#define KERNEL_EX_ARGS (config, f, kernelParams, extra)
+
+LAUNCH_WRAPPER(cuLaunchKernelEx, KERNEL_EX_PARAMS, KERNEL_EX_ARGS, .kind = SHIM_LAUNCH_KERNEL_EX,
+               .f = f, .params = kernelParams, .extra = extra,
+               .stream = config ? config->hStream : NULL, .desc = config)
+LAUNCH_WRAPPER(cuLaunchKernelEx_ptsz, KERNEL_EX_PARAMS, KERNEL_EX_ARGS,
+               .kind = SHIM_LAUNCH_KERNEL_EX, .f = f, .params = kernelParams, .extra = extra,
+               .stream = config ? config->hStream : NULL, .desc = config)
+
+#define COOPERATIVE_PARAMS                                                                     \
+    (CUfunction f, unsigned int gridDimX, unsigned int gridDimY, unsigned int gridDimZ,        \
+     unsigned int blockDimX, unsigned int blockDimY, unsigned int blockDimZ,                   \
+     unsigned int sharedMemBytes, CUstream hStream, void **kernelParams)
+#define COOPERATIVE_ARGS                                                                       \
+    (f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes,        \
+     hStream, kernelParams)
+
+LAUNCH_WRAPPER(cuLaunchCooperativeKernel, COOPERATIVE_PARAMS, COOPERATIVE_ARGS,
+               .kind = SHIM_LAUNCH_COOPERATIVE, .f = f, .params = kernelParams,
+               .stream = hStream)
+LAUNCH_WRAPPER(cuLaunchCooperativeKernel_ptsz, COOPERATIVE_PARAMS, COOPERATIVE_ARGS,
+               .kind = SHIM_LAUNCH_COOPERATIVE, .f = f, .params = kernelParams,
+               .stream = hStream)
+
+LAUNCH_WRAPPER(cuLaunchCooperativeKernelMultiDevice,
+               (CUDA_LAUNCH_PARAMS *launchParamsList, unsigned int numDevices, unsigned int flags),
+               (launchParamsList, numDevices, flags), .kind = SHIM_LAUNCH_MULTI_DEVICE,
+               .desc = launchParamsList)
+
+/* The pre-4.0 forms take their arguments from cuParamSet*; residency cannot see them, so
+ * what they touch relies on invariant 2 (every page stays mapped). */
+LAUNCH_WRAPPER(cuLaunch, (CUfunction f), (f), .kind = SHIM_LAUNCH_LEGACY, .f = f)
+LAUNCH_WRAPPER(cuLaunchGrid, (CUfunction f, int grid_width, int grid_height),
+               (f, grid_width, grid_height), .kind = SHIM_LAUNCH_LEGACY, .f = f)
+LAUNCH_WRAPPER(cuLaunchGridAsync, (CUfunction f, int grid_width, int grid_height, CUstream hStream),
+               (f, grid_width, grid_height, hStream), .kind = SHIM_LAUNCH_LEGACY, .f = f,
+               .stream = hStream)
+
+LAUNCH_WRAPPER(cuGraphLaunch, (CUgraphExec hGraphExec, CUstream hStream), (hGraphExec, hStream),
+               .kind = SHIM_LAUNCH_GRAPH, .stream = hStream, .desc = hGraphExec)
+LAUNCH_WRAPPER(cuGraphLaunch_ptsz, (CUgraphExec hGraphExec, CUstream hStream),
+               (hGraphExec, hStream), .kind = SHIM_LAUNCH_GRAPH, .stream = hStream,
+               .desc = hGraphExec)
+
+/*
+ * Stream capture: work captured into a graph runs later, whenever the graph is launched,
+ * without passing through the launch wrappers, so everything it uses is pinned resident.
+ */
+SHIM_EXPORT CUresult CUDAAPI cuStreamBeginCapture(CUstream hStream)
+{
+    SHIM_ENTER(cuStreamBeginCapture, real);
+    /* res_capture_begin(hStream): allocations used while capturing stay resident */
+    return real(hStream);
+}
+
+SHIM_EXPORT CUresult CUDAAPI cuStreamBeginCapture_ptsz(CUstream hStream)
+{
+    SHIM_ENTER(cuStreamBeginCapture_ptsz, real);
+    /* res_capture_begin(hStream): allocations used while capturing stay resident */
+    return real(hStream);
+}
+
+SHIM_EXPORT CUresult CUDAAPI cuStreamBeginCapture_v2(CUstream hStream, CUstreamCaptureMode mode)
+{
+    SHIM_ENTER(cuStreamBeginCapture_v2, real);
+    /* res_capture_begin(hStream): allocations used while capturing stay resident */
+    return real(hStream, mode);
+}
+
+SHIM_EXPORT CUresult CUDAAPI cuStreamBeginCapture_v2_ptsz(CUstream hStream,
+                                                          CUstreamCaptureMode mode)
+{
+    SHIM_ENTER(cuStreamBeginCapture_v2_ptsz, real);
+    /* res_capture_begin(hStream): allocations used while capturing stay resident */
+    return real(hStream, mode);
+}
+
+SHIM_EXPORT CUresult CUDAAPI cuStreamBeginCaptureToGraph(CUstream hStream, CUgraph hGraph,
+                                                         const CUgraphNode *dependencies,
+                                                         const CUgraphEdgeData *dependencyData,
+                                                         size_t numDependencies,
+                                                         CUstreamCaptureMode mode)
+{
+    SHIM_ENTER(cuStreamBeginCaptureToGraph, real);
+    /* res_capture_begin(hStream): allocations used while capturing stay resident */
+    return real(hStream, hGraph, dependencies, dependencyData, numDependencies, mode);
+}
+
+SHIM_EXPORT CUresult CUDAAPI cuStreamBeginCaptureToGraph_ptsz(
+    CUstream hStream, CUgraph hGraph, const CUgraphNode *dependencies,
+    const CUgraphEdgeData *dependencyData, size_t numDependencies, CUstreamCaptureMode mode)
+{
+    SHIM_ENTER(cuStreamBeginCaptureToGraph_ptsz, real);
+    /* res_capture_begin(hStream): allocations used while capturing stay resident */
+    return real(hStream, hGraph, dependencies, dependencyData, numDependencies, mode);
+}

@@ -1,0 +1,37 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+# shim_exports.sh - libelixir.so exports exactly the names of shim/hooks.h, plus dlsym and the
+# test-only elixir_shim_calls; every hooked name is a name the driver exports (the
+# simulator's list, generated from cuda.h); the library does not link against libcuda.
+set -u
+build=${BUILD:-build}
+lib=$build/libelixir.so
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+if [ ! -f "$lib" ]; then
+    echo "FAIL: $lib is missing"
+    exit 1
+fi
+printf '#include "hooks.h"\n#define X(sym, base, ver, pt) sym\nSHIM_HOOKS(X)\n' |
+    ${CC:-cc} -E -P -x c -Ishim - | tr ' ' '\n' | grep . | sort >"$tmp/hooks"
+{ cat "$tmp/hooks"; echo dlsym; echo elixir_shim_calls; } | sort >"$tmp/want"
+nm -D --defined-only "$lib" | awk '{ print $3 }' | sed 's/@.*//' | sort >"$tmp/got"
+if ! cmp -s "$tmp/want" "$tmp/got"; then
+    echo "FAIL: exported names differ from shim/hooks.h (< expected, > exported):"
+    diff "$tmp/want" "$tmp/got"
+    exit 1
+fi
+if [ -f "$build/gen/exports.txt" ]; then
+    sort "$build/gen/exports.txt" >"$tmp/driver"
+    missing=$(comm -23 "$tmp/hooks" "$tmp/driver")
+    if [ -n "$missing" ]; then
+        echo "FAIL: hooked names the driver does not export: $missing"
+        exit 1
+    fi
+fi
+if readelf -d "$lib" | grep NEEDED | grep -q libcuda; then
+    echo "FAIL: $lib is linked against libcuda"
+    exit 1
+fi
+echo "shim_exports: $(wc -l <"$tmp/hooks") hooked names exported"

@@ -1,0 +1,198 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * shim_test.h - helpers for the tests of libelixir.so (tests/shim_*.c, conc_shim_*.c).
+ *
+ * A shim test runs as an ordinary simulator test (linked with -lcuda against the simulated
+ * libcuda.so.1) and re-executes itself with LD_PRELOAD set to $BUILD/libelixir.so, or runs
+ * itself as a child with and without the shim and compares what the two printed.  When the
+ * test program carries a sanitizer runtime, that runtime goes first in LD_PRELOAD, as the
+ * sanitizers require.  The shim's test-only elixir_shim_calls(name) tells how many times a
+ * wrapper was entered.
+ */
+#ifndef SHIM_TEST_H
+#define SHIM_TEST_H
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "simchild.h"
+
+/* Absolute path of the shim under test ($BUILD/libelixir.so); exits 1 when missing. */
+static inline const char *sh_lib(void)
+{
+    static char path[PATH_MAX];
+    const char *build = getenv("BUILD");
+    char rel[PATH_MAX];
+
+    if (path[0])
+        return path;
+    snprintf(rel, sizeof(rel), "%s/libelixir.so", build && *build ? build : "build");
+    if (!realpath(rel, path)) {
+        fprintf(stderr, "cannot find %s: %s\n", rel, strerror(errno));
+        exit(1);
+    }
+    return path;
+}
+
+/* The shared object that defines `sym` in this process, or NULL. */
+static inline const char *sh_object_of(const char *sym)
+{
+    Dl_info info;
+    void *p = dlsym(RTLD_DEFAULT, sym);
+
+    return p && dladdr(p, &info) && info.dli_fname ? info.dli_fname : NULL;
+}
+
+/* "LD_PRELOAD=..." for a child: a loaded sanitizer runtime first, then the shim. */
+static inline const char *sh_preload_entry(void)
+{
+    static char entry[2 * PATH_MAX + 16];
+    const char *rt = sh_object_of("__asan_init");
+
+    if (!rt)
+        rt = sh_object_of("__tsan_init");
+    if (rt && strstr(rt, ".so"))
+        snprintf(entry, sizeof(entry), "LD_PRELOAD=%s:%s", rt, sh_lib());
+    else
+        snprintf(entry, sizeof(entry), "LD_PRELOAD=%s", sh_lib());
+    return entry;
+}
+
+/* Unless this process runs with the shim preloaded, execute it again that way. */
+static inline void sh_reexec_preloaded(char **argv)
+{
+    const char *env[] = { sh_preload_entry(), NULL };
+
+    st_reexec(argv, env);
+}
+
+/* elixir_shim_calls(name) of the preloaded shim; -2 when the shim is not loaded. */
+static inline long long sh_calls(const char *name)
+{
+    long long (*calls)(const char *);
+
+    *(void **)&calls = dlsym(RTLD_DEFAULT, "elixir_shim_calls");
+    return calls ? calls(name) : -2;
+}
+
+/* Is p inside libelixir.so? */
+static inline int sh_in_shim(const void *p)
+{
+    Dl_info info;
+    const char *name;
+
+    if (!p || !dladdr(p, &info) || !info.dli_fname)
+        return 0;
+    name = strrchr(info.dli_fname, '/');
+    return strcmp(name ? name + 1 : info.dli_fname, "libelixir.so") == 0;
+}
+
+/* The exported name at exactly p, or "?". */
+static inline const char *sh_name(const void *p)
+{
+    Dl_info info;
+
+    if (!p || !dladdr(p, &info) || !info.dli_sname || info.dli_saddr != p)
+        return "?";
+    return info.dli_sname;
+}
+
+/* Everything readable from fd (rewound first), NUL-terminated, malloc'd. */
+static inline char *sh_slurp(int fd)
+{
+    size_t cap = 4096, n = 0;
+    char *buf = malloc(cap);
+    ssize_t got;
+
+    lseek(fd, 0, SEEK_SET);
+    while (buf && (got = read(fd, buf + n, cap - n - 1)) > 0) {
+        n += (size_t)got;
+        if (n + 1 == cap) {
+            char *nb = realloc(buf, cap * 2);
+            if (!nb)
+                free(buf);
+            buf = nb;
+            cap *= 2;
+        }
+    }
+    if (!buf) {
+        fprintf(stderr, "out of memory\n");
+        exit(1);
+    }
+    buf[n] = '\0';
+    return buf;
+}
+
+typedef struct sh_run {
+    int status;         /* exit status, or 128 + signal */
+    char *out, *err;    /* what the child wrote (malloc'd) */
+} sh_run_t;
+
+/*
+ * Run this program again as `self mode`, with the shim preloaded or not, with the
+ * "NAME=VALUE" entries of env (NULL-terminated, may be NULL) added, and capture its output.
+ */
+static inline sh_run_t sh_run(const char *mode, int preload, const char *const *env)
+{
+    char out_name[] = "/tmp/shim-test-out-XXXXXX", err_name[] = "/tmp/shim-test-err-XXXXXX";
+    int out = mkstemp(out_name), err = mkstemp(err_name), st;
+    const char *pre = sh_preload_entry();
+    sh_run_t r;
+    pid_t pid;
+
+    if (out < 0 || err < 0) {
+        fprintf(stderr, "mkstemp: %s\n", strerror(errno));
+        exit(1);
+    }
+    unlink(out_name);
+    unlink(err_name);
+    fflush(NULL);
+    pid = fork();
+    if (pid == 0) {
+        if (preload)
+            setenv("LD_PRELOAD", pre + strlen("LD_PRELOAD="), 1);
+        else
+            unsetenv("LD_PRELOAD");
+        for (size_t i = 0; env && env[i]; i++)
+            putenv((char *)env[i]);
+        dup2(out, 1);
+        dup2(err, 2);
+        execl("/proc/self/exe", "self", mode, (char *)NULL);
+        _exit(127);
+    }
+    if (pid < 0 || waitpid(pid, &st, 0) != pid) {
+        fprintf(stderr, "cannot run a child: %s\n", strerror(errno));
+        exit(1);
+    }
+    r.status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+    r.out = sh_slurp(out);
+    r.err = sh_slurp(err);
+    close(out);
+    close(err);
+    return r;
+}
+
+static inline void sh_run_free(sh_run_t *r)
+{
+    free(r->out);
+    free(r->err);
+}
+
+/* How many times needle occurs in hay. */
+static inline int sh_count(const char *hay, const char *needle)
+{
+    int n = 0;
+
+    for (const char *p = hay; (p = strstr(p, needle)) != NULL; p += strlen(needle))
+        n++;
+    return n;
+}
+
+#endif /* SHIM_TEST_H */
