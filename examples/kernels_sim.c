@@ -21,7 +21,7 @@
 
 #define KERNEL __attribute__((visibility("default")))
 
-enum { RD = SIM_ACCESS_READ, WR = SIM_ACCESS_WRITE };
+enum { RD = SIM_ACCESS_READ, WR = SIM_ACCESS_WRITE, RW = SIM_ACCESS_READWRITE };
 
 /* ---------------------------------------------------------------- arguments */
 
@@ -398,31 +398,35 @@ KERNEL void train_matmul_bwd_x(const sim_launch_t *launch, void **params)
             dx[(size_t)i * k + q] = dot1(dy + (size_t)i * m, w + (size_t)q * m, m);
 }
 
-/* dw[q, j0:j0+mb] for q in [q0, q0+qb): sum over rows i, in increasing i, of x[i, q] * dy[i, j]. */
-static void dw_tile(float *restrict dw, const float *restrict x, const float *restrict dy,
-                    int n, int k, int m, int qb, int mb)
+/* Output columns per tile of train_matmul_bwd_w (a multiple of the vector width). */
+#define WB 64
+
+/* dw[q, j0:j0+WB] = sum over rows i, in increasing i, of x[i, q] * dy[i, j0:j0+WB]. */
+static void dw_row_full(float *restrict dw, const float *restrict x, const float *restrict dy,
+                        int n, int k, int m)
 {
-    float acc[4][LANES];
-    if (qb == 4 && mb == LANES) {
-        for (int q = 0; q < 4; q++)
-            for (int j = 0; j < LANES; j++)
-                acc[q][j] = x[q] * dy[j];
-        for (int i = 1; i < n; i++)
-            for (int q = 0; q < 4; q++) {
-                float xv = x[(size_t)i * k + q];
-                for (int j = 0; j < LANES; j++)
-                    acc[q][j] += xv * dy[(size_t)i * m + j];
-            }
-    } else {
-        for (int q = 0; q < qb; q++)
-            for (int j = 0; j < mb; j++) {
-                acc[q][j] = x[q] * dy[j];
-                for (int i = 1; i < n; i++)
-                    acc[q][j] += x[(size_t)i * k + q] * dy[(size_t)i * m + j];
-            }
+    float acc[WB];
+    for (int j = 0; j < WB; j++)
+        acc[j] = x[0] * dy[j];
+    for (int i = 1; i < n; i++) {
+        float xv = x[(size_t)i * k];
+        const float *dr = dy + (size_t)i * m;
+        for (int j = 0; j < WB; j++)
+            acc[j] += xv * dr[j];
     }
-    for (int q = 0; q < qb; q++)
-        memcpy(dw + (size_t)q * m, acc[q], (size_t)mb * sizeof(float));
+    memcpy(dw, acc, sizeof(acc));
+}
+
+/* The same for mb < WB columns, in the same order. */
+static void dw_row_part(float *restrict dw, const float *restrict x, const float *restrict dy,
+                        int n, int k, int m, int mb)
+{
+    for (int j = 0; j < mb; j++) {
+        float acc = x[0] * dy[j];
+        for (int i = 1; i < n; i++)
+            acc += x[(size_t)i * k] * dy[(size_t)i * m + j];
+        dw[j] = acc;
+    }
 }
 
 /* dw = x^T @ dy: x: n x k, dy: n x m, dw: k x m (written, not accumulated). */
@@ -440,13 +444,14 @@ KERNEL void train_matmul_bwd_w(const sim_launch_t *launch, void **params)
         memset(dw, 0, (size_t)k * m * sizeof(float));
         return;
     }
-    for (int q0 = 0; q0 < k; q0 += 4) {
-        int qb = k - q0 < 4 ? k - q0 : 4;
-        for (int j0 = 0; j0 < m; j0 += LANES) {
-            int mb = m - j0 < LANES ? m - j0 : LANES;
-            dw_tile(dw + (size_t)q0 * m + j0, x + q0, dy + j0, n, k, m, qb, mb);
+    for (int q = 0; q < k; q++)
+        for (int j0 = 0; j0 < m; j0 += WB) {
+            float *out = dw + (size_t)q * m + j0;
+            if (m - j0 >= WB)
+                dw_row_full(out, x + q, dy + j0, n, k, m);
+            else
+                dw_row_part(out, x + q, dy + j0, n, k, m, m - j0);
         }
-    }
 }
 
 /* db[j] = sum over rows i, in increasing i, of dy[i, j]. */
@@ -742,9 +747,9 @@ KERNEL void train_adam(const sim_launch_t *launch, void **params)
     float eps = arg_f32(params, 8), c1 = arg_f32(params, 9), c2 = arg_f32(params, 10);
 
     touch(g, n, RD);
-    touch(p, n, RD | WR);
-    touch(m, n, RD | WR);
-    touch(v, n, RD | WR);
+    touch(p, n, RW);
+    touch(m, n, RW);
+    touch(v, n, RW);
     sim_kernel_cost(12.0 * (double)n, 28.0 * (double)n);
     for (uint64_t i = 0; i < n; i++) {
         float gi = g[i];
