@@ -37,6 +37,7 @@
     X(cuMemFreeAsync, cuMemFreeAsync, 11020, )                                                  \
     X(cuMemFreeAsync_ptsz, cuMemFreeAsync, 11020, _ptsz)                                        \
     X(cuMemGetInfo_v2, cuMemGetInfo, 3020, )                                                    \
+    X(cuMemGetAddressRange_v2, cuMemGetAddressRange, 3020, )                                    \
     X(cuPointerGetAttribute, cuPointerGetAttribute, 4000, )                                     \
     X(cuPointerGetAttributes, cuPointerGetAttributes, 7000, )
 
@@ -192,6 +193,34 @@
 
 /* Driver functions the shim itself calls (never intercepted). */
 #define SHIM_DRIVER_CALLS(X)                                                                    \
-    X(cuMemGetAddressRange_v2, cuMemGetAddressRange, 3020, )
+    X(cuMemGetAddressRange_v2, cuMemGetAddressRange, 3020, )                                    \
+    X(cuCtxGetCurrent, cuCtxGetCurrent, 4000, )                                                 \
+    X(cuCtxGetDevice, cuCtxGetDevice, 2000, )                                                   \
+    X(cuCtxPushCurrent_v2, cuCtxPushCurrent, 4000, )                                            \
+    X(cuCtxPopCurrent_v2, cuCtxPopCurrent, 4000, )                                              \
+    X(cuDeviceGetAttribute, cuDeviceGetAttribute, 2000, )                                       \
+    X(cuMemAddressReserve, cuMemAddressReserve, 10020, )                                        \
+    X(cuMemAddressFree, cuMemAddressFree, 10020, )                                              \
+    X(cuMemGetAllocationGranularity, cuMemGetAllocationGranularity, 10020, )                    \
+    X(cuMemSetAccess, cuMemSetAccess, 10020, )                                                  \
+    X(cuStreamCreate, cuStreamCreate, 2000, )                                                   \
+    X(cuStreamSynchronize, cuStreamSynchronize, 2000, )                                         \
+    X(cuStreamWaitEvent, cuStreamWaitEvent, 3020, )                                             \
+    X(cuStreamIsCapturing, cuStreamIsCapturing, 10000, )                                        \
+    X(cuStreamIsCapturing_ptsz, cuStreamIsCapturing, 10000, _ptsz)                              \
+    X(cuEventCreate, cuEventCreate, 2000, )                                                     \
+    X(cuEventRecord, cuEventRecord, 2000, )                                                     \
+    X(cuEventRecord_ptsz, cuEventRecord, 7000, _ptsz)                                           \
+    X(cuEventQuery, cuEventQuery, 2000, )                                                       \
+    X(cuEventSynchronize, cuEventSynchronize, 2000, )                                           \
+    X(cuEventDestroy_v2, cuEventDestroy, 4000, )                                                \
+    X(cuFuncGetParamInfo, cuFuncGetParamInfo, 12040, )                                          \
+    X(cuMemcpyDtoDAsync_v2, cuMemcpyDtoDAsync, 3020, )                                          \
+    X(cuMemCreate, cuMemCreate, 10020, )                                                        \
+    X(cuMemMap, cuMemMap, 10020, )                                                              \
+    X(cuMemUnmap, cuMemUnmap, 10020, )                                                          \
+    X(cuMemRelease, cuMemRelease, 10020, )                                                      \
+    X(cuMemGetInfo_v2, cuMemGetInfo, 3020, )                                                    \
+    X(cuPointerGetAttribute, cuPointerGetAttribute, 4000, )
 
 #endif /* SHIM_HOOKS_H */

@@ -54,6 +54,7 @@ static void fork_child(void)
     pthread_mutex_unlock(&cfg_lock);
     in_init = 0;
     shim_stats_reset();
+    res_after_fork();
     shim_log_after_fork();
 }
 

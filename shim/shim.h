@@ -189,6 +189,7 @@ typedef struct shim_copy {
     const CUdeviceptr *dsts, *srcs; /* cuMemcpyBatchAsync: count destinations and sources */
     const size_t *sizes;        /* cuMemcpyBatchAsync: count sizes */
     size_t count;               /* entries of a batch */
+    void *res;                  /* residency's state between copy_begin and copy_end */
 } shim_copy_t;
 
 /* One kernel launch or graph launch, for residency and the tracer. */
@@ -200,7 +201,30 @@ typedef struct shim_launch {
     void **extra;               /* extra (CU_LAUNCH_PARAM_BUFFER_POINTER form) */
     CUstream stream;
     const void *desc;           /* CUlaunchConfig, CUDA_LAUNCH_PARAMS[], or the CUgraphExec */
+    void *res;                  /* residency's state between launch_begin and launch_end */
 } shim_launch_t;
+
+/* ------------------------------------------------------------ res.c */
+
+/*
+ * Residency.  Each res_* entry point that can serve a call returns 1 and stores the call's
+ * result in *r; it returns 0 when the call is not the shim's to serve (shim disabled, no
+ * context, memory outside every arena), and the wrapper passes it to the driver.
+ */
+int res_alloc(CUdeviceptr *dptr, size_t bytes, CUresult *r);
+int res_free(CUdeviceptr dptr, CUresult *r);
+int res_owns(CUdeviceptr p);
+int res_meminfo(size_t *free_b, size_t *total, CUresult *r);
+int res_pointer_attribute(void *data, CUpointer_attribute a, CUdeviceptr p, CUresult *r);
+int res_address_range(CUdeviceptr *base, size_t *size, CUdeviceptr p, CUresult *r);
+/* Around the driver call of a launch or copy: make what it reaches resident (begin), and
+ * record its use (end).  begin holds the device's residency lock until end. */
+void res_launch_begin(shim_launch_t *l);
+void res_launch_end(shim_launch_t *l, CUresult r);
+void res_copy_begin(shim_copy_t *c);
+void res_copy_end(shim_copy_t *c, CUresult r);
+void res_stats_print(void);
+void res_after_fork(void);
 
 /* ------------------------------------------------------------ options.c */
 

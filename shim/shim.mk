@@ -28,3 +28,10 @@ SHIM_TESTS := $(patsubst tests/%.c,$(BUILD)/tests/%,$(wildcard tests/shim_*.c te
 
 all: $(SHIM_LIB)
 $(SHIM_TESTS): $(SHIM_LIB)
+
+# tests/unit_arena tests the arena on its own, linked with shim/arena.c's object and nothing
+# else; an explicit rule, so it wins over the generic unit_% rule (simulator objects).
+$(BUILD)/tests/unit_arena: tests/unit_arena.c $(BUILD)/obj/shim/arena.o
+	$(call msg,CC,$<)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(CFLAGS) -o $@ $< $(BUILD)/obj/shim/arena.o $(LDFLAGS)

@@ -134,4 +134,5 @@ void shim_stats_print(void)
         if (atomic_load(&shim_stat_calls[i]))
             shim_log_plain("  call %-34s %10llu", shim_hook_names[i],
                            (unsigned long long)atomic_load(&shim_stat_calls[i]));
+    res_stats_print();
 }

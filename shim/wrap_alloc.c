@@ -22,6 +22,10 @@ static size_t block_size(CUdeviceptr dptr)
 
     if (!dptr || !shim_stats_enabled())
         return 0;
+    if (res_owns(dptr)) {
+        CUresult r;
+        return res_address_range(&base, &size, dptr, &r) && r == CUDA_SUCCESS ? size : 0;
+    }
     range = SHIM_DRIVER_CALL(cuMemGetAddressRange_v2);
     if (!range || range(&base, &size, dptr) != CUDA_SUCCESS)
         return 0;
@@ -54,8 +58,11 @@ static CUresult free_done(shim_hook_t h, CUresult r, CUdeviceptr dptr, size_t by
 SHIM_EXPORT CUresult CUDAAPI cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize)
 {
     SHIM_ENTER(cuMemAlloc_v2, real);
-    /* arena_alloc(dptr, bytesize, NULL) serves this from the arena instead of the driver */
-    return alloc_done(SHIM_HOOK_cuMemAlloc_v2, real(dptr, bytesize), dptr, bytesize);
+    CUresult r;
+
+    if (!res_alloc(dptr, bytesize, &r))
+        r = real(dptr, bytesize);
+    return alloc_done(SHIM_HOOK_cuMemAlloc_v2, r, dptr, bytesize);
 }
 
 SHIM_EXPORT CUresult CUDAAPI cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pPitch,
@@ -63,8 +70,16 @@ SHIM_EXPORT CUresult CUDAAPI cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pPitc
                                                 unsigned int ElementSizeBytes)
 {
     SHIM_ENTER(cuMemAllocPitch_v2, real);
-    /* arena_alloc_pitch(dptr, pPitch, WidthInBytes, Height, ElementSizeBytes) serves this */
-    CUresult r = real(dptr, pPitch, WidthInBytes, Height, ElementSizeBytes);
+    CUresult r;
+    /* Rows aligned to 512 bytes, the pitch alignment the driver itself uses. */
+    size_t pitch = (WidthInBytes + 511) & ~(size_t)511;
+
+    if (!pPitch || WidthInBytes == 0 || Height == 0 || pitch < WidthInBytes ||
+        (ElementSizeBytes != 4 && ElementSizeBytes != 8 && ElementSizeBytes != 16) ||
+        Height > SIZE_MAX / pitch || !res_alloc(dptr, pitch * Height, &r))
+        r = real(dptr, pPitch, WidthInBytes, Height, ElementSizeBytes);
+    else if (r == CUDA_SUCCESS)
+        *pPitch = pitch;
 
     return alloc_done(SHIM_HOOK_cuMemAllocPitch_v2, r, dptr,
                       r == CUDA_SUCCESS ? *pPitch * Height : 0);
@@ -73,7 +88,12 @@ SHIM_EXPORT CUresult CUDAAPI cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pPitc
 SHIM_EXPORT CUresult CUDAAPI cuMemAllocAsync(CUdeviceptr *dptr, size_t bytesize, CUstream hStream)
 {
     SHIM_ENTER(cuMemAllocAsync, real);
-    /* arena_alloc(dptr, bytesize, hStream) serves this, ordered on hStream */
+    CUresult r;
+
+    /* Served at once from the arena: available before hStream reaches it, which is more
+     * than stream order promises. */
+    if (res_alloc(dptr, bytesize, &r))
+        return alloc_done(SHIM_HOOK_cuMemAllocAsync, r, dptr, bytesize);
     return alloc_done(SHIM_HOOK_cuMemAllocAsync, real(dptr, bytesize, hStream), dptr, bytesize);
 }
 
@@ -81,7 +101,12 @@ SHIM_EXPORT CUresult CUDAAPI cuMemAllocAsync_ptsz(CUdeviceptr *dptr, size_t byte
                                                   CUstream hStream)
 {
     SHIM_ENTER(cuMemAllocAsync_ptsz, real);
-    /* arena_alloc(dptr, bytesize, hStream) serves this, ordered on hStream */
+    CUresult r;
+
+    /* Served at once from the arena: available before hStream reaches it, which is more
+     * than stream order promises. */
+    if (res_alloc(dptr, bytesize, &r))
+        return alloc_done(SHIM_HOOK_cuMemAllocAsync_ptsz, r, dptr, bytesize);
     return alloc_done(SHIM_HOOK_cuMemAllocAsync_ptsz, real(dptr, bytesize, hStream), dptr,
                       bytesize);
 }
@@ -108,41 +133,66 @@ SHIM_EXPORT CUresult CUDAAPI cuMemFree_v2(CUdeviceptr dptr)
 {
     SHIM_ENTER(cuMemFree_v2, real);
     size_t bytes = block_size(dptr);
+    CUresult r;
 
-    /* arena_free(dptr, NULL) returns an arena range here instead of calling the driver */
-    return free_done(SHIM_HOOK_cuMemFree_v2, real(dptr), dptr, bytes);
+    if (!res_free(dptr, &r))
+        r = real(dptr);
+    return free_done(SHIM_HOOK_cuMemFree_v2, r, dptr, bytes);
 }
 
 SHIM_EXPORT CUresult CUDAAPI cuMemFreeAsync(CUdeviceptr dptr, CUstream hStream)
 {
     SHIM_ENTER(cuMemFreeAsync, real);
     size_t bytes = block_size(dptr);
+    CUresult r;
 
-    /* arena_free(dptr, hStream) returns the range once hStream's work before it is done */
-    return free_done(SHIM_HOOK_cuMemFreeAsync, real(dptr, hStream), dptr, bytes);
+    /* Arena memory: the host waits for the range's last uses, then frees it (stronger than
+     * stream order, the same result). */
+    if (!res_free(dptr, &r))
+        r = real(dptr, hStream);
+    return free_done(SHIM_HOOK_cuMemFreeAsync, r, dptr, bytes);
 }
 
 SHIM_EXPORT CUresult CUDAAPI cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream hStream)
 {
     SHIM_ENTER(cuMemFreeAsync_ptsz, real);
     size_t bytes = block_size(dptr);
+    CUresult r;
 
-    /* arena_free(dptr, hStream) returns the range once hStream's work before it is done */
-    return free_done(SHIM_HOOK_cuMemFreeAsync_ptsz, real(dptr, hStream), dptr, bytes);
+    /* Arena memory: the host waits for the range's last uses, then frees it (stronger than
+     * stream order, the same result). */
+    if (!res_free(dptr, &r))
+        r = real(dptr, hStream);
+    return free_done(SHIM_HOOK_cuMemFreeAsync_ptsz, r, dptr, bytes);
 }
 
 SHIM_EXPORT CUresult CUDAAPI cuMemGetInfo_v2(size_t *free, size_t *total)
 {
     SHIM_ENTER(cuMemGetInfo_v2, real);
-    /* res_meminfo(free, total) reports the virtual capacity unless ELIXIR_MEMINFO=physical */
-    return real(free, total);
+    CUresult r;
+
+    /* The virtual capacity (every budget) unless ELIXIR_MEMINFO=physical. */
+    return res_meminfo(free, total, &r) ? r : real(free, total);
+}
+
+SHIM_EXPORT CUresult CUDAAPI cuMemGetAddressRange_v2(CUdeviceptr *pbase, size_t *psize,
+                                                     CUdeviceptr dptr)
+{
+    SHIM_ENTER(cuMemGetAddressRange_v2, real);
+    CUresult r;
+
+    /* Arena memory: the application's allocation, not the arena's reservation. */
+    return res_address_range(pbase, psize, dptr, &r) ? r : real(pbase, psize, dptr);
 }
 
 SHIM_EXPORT CUresult CUDAAPI cuPointerGetAttribute(void *data, CUpointer_attribute attribute,
                                                    CUdeviceptr ptr)
 {
     SHIM_ENTER(cuPointerGetAttribute, real);
-    /* arena_pointer_attribute(data, attribute, ptr) answers for arena ranges (device memory) */
+    CUresult r;
+
+    if (data && res_pointer_attribute(data, attribute, ptr, &r))
+        return r;
     return real(data, attribute, ptr);
 }
 
@@ -151,8 +201,15 @@ SHIM_EXPORT CUresult CUDAAPI cuPointerGetAttributes(unsigned int numAttributes,
                                                     CUdeviceptr ptr)
 {
     SHIM_ENTER(cuPointerGetAttributes, real);
-    /* arena_pointer_attributes(numAttributes, attributes, data, ptr) answers for arena ranges */
-    return real(numAttributes, attributes, data, ptr);
+    CUresult r = CUDA_SUCCESS;
+
+    if (!res_owns(ptr) || !attributes || !data)
+        return real(numAttributes, attributes, data, ptr);
+    /* Arena memory: ours where we answer, the driver's (for the mapping) for the rest. */
+    for (unsigned i = 0; i < numAttributes && r == CUDA_SUCCESS; i++)
+        if (!data[i] || !res_pointer_attribute(data[i], attributes[i], ptr, &r))
+            r = real(1, &attributes[i], &data[i], ptr);
+    return r;
 }
 
 SHIM_EXPORT CUresult CUDAAPI cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size,

@@ -12,15 +12,15 @@
 #include "shim.h"
 
 /* Before the driver enqueues the copy or memset. */
-static inline void copy_begin(const shim_copy_t *c)
+static inline void copy_begin(shim_copy_t *c)
 {
-    /* res_prepare_copy(c) makes every allocation the copy reads or writes accessible */
-    (void)c;
+    res_copy_begin(c);
 }
 
 /* After the driver returned r; returns r unchanged. */
-static inline CUresult copy_end(const shim_copy_t *c, CUresult r)
+static inline CUresult copy_end(shim_copy_t *c, CUresult r)
 {
+    res_copy_end(c, r);
     if (r == CUDA_SUCCESS)
         shim_stat_copy(c->kind, c->bytes);
     /* trc_copy(c, r) records the copy and its stream here */

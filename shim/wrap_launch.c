@@ -11,15 +11,15 @@
 #include "shim.h"
 
 /* Before the driver enqueues the launch. */
-static inline void launch_begin(const shim_launch_t *l)
+static inline void launch_begin(shim_launch_t *l)
 {
-    /* res_prepare_launch(l) maps what l's arguments (or graph) reach before it is enqueued */
-    (void)l;
+    res_launch_begin(l);
 }
 
 /* After the driver returned r for the launch; returns r unchanged. */
-static inline CUresult launch_end(const shim_launch_t *l, CUresult r)
+static inline CUresult launch_end(shim_launch_t *l, CUresult r)
 {
+    res_launch_end(l, r);
     if (r == CUDA_SUCCESS)
         shim_stat_launch(l->kind);
     /* trc_launch(l, r) records the launch and its stream here */

@@ -279,7 +279,8 @@ SIM_API CUresult CUDAAPI cuMemMap(CUdeviceptr ptr, size_t size, size_t offset,
     sim_range_t *rg = sim_range_lookup_locked(ptr);
     if (!rg || rg->kind != SIM_RANGE_RESERVED || !range_free(rg, ptr, size)) {
         r = CUDA_ERROR_INVALID_VALUE;
-    } else if (mmap((void *)(uintptr_t)ptr, size, PROT_NONE, MAP_SHARED | MAP_FIXED, ph->fd, 0) ==
+    } else if (mmap((void *)(uintptr_t)ptr, size, PROT_NONE,
+                    MAP_SHARED | MAP_FIXED | MAP_POPULATE, ph->fd, 0) ==
                MAP_FAILED) {
         r = CUDA_ERROR_OUT_OF_MEMORY;
     } else {

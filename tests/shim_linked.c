@@ -108,7 +108,8 @@ static void compute(CUfunction f)
     print_device("a after memset", a, sizeof(host));
     print_device("b after copy", b, pitch * 8);
     CALL("cuMemGetInfo_v2", cuMemGetInfo(&free_b, &total_b));
-    printf("%-28s %zu %zu\n", "free total", free_b, total_b);
+    /* The figures differ by design (the shim reports its virtual capacity): shim_meminfo. */
+    printf("%-28s %d\n", "free <= total", free_b <= total_b);
     CALL("cuMemFree_v2", cuMemFree(bogus));
     CALL("cuMemFree_v2", cuMemFree(b));
     CALL("cuMemFree_v2", cuMemFree(b));
