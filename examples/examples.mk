@@ -29,13 +29,21 @@ examples/kernels.ptx: examples/kernels.cu
 endif
 
 # `make demo`: the demo preset on the GPU when an NVIDIA driver is loaded, else on the simulator
-# with a device large enough to hold it (DEMO_SIM_ARGS).
+# with a device large enough to hold it (DEMO_SIM_ARGS).  `make demo ELIXIR=1` runs it under
+# libelixir.so instead, on the simulator's default 1 GiB device (or the GPU), over four times
+# smaller than the job.
 DEMO_ARGS     ?= --preset demo
+ifeq ($(ELIXIR),1)
+DEMO_SIM_ARGS ?=
+DEMO_ENV      := LD_PRELOAD=$(abspath $(BUILD))/libelixir.so ELIXIR_STATS=1
+else
 DEMO_SIM_ARGS ?= --memory 6G
+DEMO_ENV      :=
+endif
 .PHONY: demo
-demo: $(SIM_LIB) $(EXAMPLES) $(BUILD)/bin/elixir-sim
+demo: $(SIM_LIB) $(EXAMPLES) $(BUILD)/bin/elixir-sim $(if $(filter 1,$(ELIXIR)),$(BUILD)/libelixir.so)
 	$(Q)if [ -e /proc/driver/nvidia/version ]; then \
-	    $(PYTHON) examples/train.py $(DEMO_ARGS); \
+	    $(DEMO_ENV) $(PYTHON) examples/train.py $(DEMO_ARGS); \
 	else \
-	    $(BUILD)/bin/elixir-sim $(DEMO_SIM_ARGS) -- $(PYTHON) examples/train.py $(DEMO_ARGS); \
+	    $(DEMO_ENV) $(BUILD)/bin/elixir-sim $(DEMO_SIM_ARGS) -- $(PYTHON) examples/train.py $(DEMO_ARGS); \
 	fi
