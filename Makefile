@@ -128,6 +128,7 @@ test: all
 
 bench: all
 	$(Q)for b in $(BENCHES); do LD_LIBRARY_PATH=$(BUILD)/sim $$b || exit 1; done
+	$(Q)for s in bench/*.sh; do BUILD=$(BUILD) PYTHON=$(PYTHON) bash $$s || exit 1; done
 
 deps:
 	$(Q)CUDA_HOME=$(CUDA_HOME) sh .ci/deps.sh

@@ -15,9 +15,11 @@
  * The reactive engine: before a launch, the chunks its pointer arguments reach are brought
  * into GPU memory, evicting the least recently used chunks that the launch does not need.
  * After a launch or copy, an event recorded on its stream becomes the last use of each chunk
- * it touched; a chunk is only remapped or released after the host has waited for its last use
+ * it touched (joined, on the shim's join stream, with earlier uses on other streams that may
+ * still run); a chunk is only remapped or released after the host has waited for its last use
  * (invariant 4).  A launch whose pointers cannot all be seen, and any graph launch, becomes a
- * fence: every chunk waits for it.
+ * fence: every chunk waits for it.  Work captured into a graph is not run when it is
+ * captured: nothing is brought in or recorded for it then.
  *
  * One mutex per device guards this state.  It is held across the driver calls of a migration
  * (including the host waits on last uses), which DESIGN.md invariant 7 forbids: see
@@ -41,6 +43,9 @@ enum { TIER_NONE, TIER_GPU, TIER_HOST };
 typedef struct use_event {
     CUevent ev;
     int refs;                       /* chunks (and the fence) naming it as their last use */
+    CUstream stream;                /* where it was recorded */
+    int ptds;                       /* recorded with the per-thread default stream ABI */
+    uint32_t joined;                /* serial of the operation that last joined it */
     struct use_event *next_free;
 } use_event_t;
 
@@ -62,6 +67,7 @@ typedef struct res_dev {
     chunk_t *chunks;
     CUdeviceptr staging;            /* one chunk of address space for migrations */
     CUstream stream;                /* the shim's own copy stream */
+    CUstream join;                  /* where last uses on different streams are joined */
     uint64_t gpu_budget, host_budget, gpu_used, host_used, gpu_peak, host_peak;
     int host_mappable;              /* VMM host-located memory supported */
     use_event_t *fence;             /* a use of unknown memory: every chunk waits for it */
@@ -189,6 +195,7 @@ static use_event_t *event_get(res_dev_t *d)
         }
     }
     e->refs = 0;
+    e->joined = 0;
     return e;
 }
 
@@ -206,6 +213,14 @@ static void set_last(res_dev_t *d, chunk_t *c, use_event_t *e)
     event_put(d, c->last);
     c->last = e;
     c->lru = ++d->clock;
+}
+
+/* Were a and b recorded on one stream, so that b's completion implies a's?  The per-thread
+ * default stream is a different stream in each thread: never assumed the same. */
+static int same_stream(const use_event_t *a, const use_event_t *b)
+{
+    int per_thread = (a->ptds && !a->stream) || a->stream == CU_STREAM_PER_THREAD;
+    return a->stream == b->stream && a->ptds == b->ptds && !per_thread;
 }
 
 /* The host waits until nothing in flight can use chunk c (its last use and the fence). */
@@ -381,7 +396,8 @@ static int setup(res_dev_t *d, int device, CUcontext ctx)
         return -1;
     arena_set_release(d->arena, release_chunk);
     d->chunks = calloc(arena_chunk_count(d->arena), sizeof(chunk_t));
-    if (!d->chunks || DRV(cuStreamCreate)(&d->stream, CU_STREAM_NON_BLOCKING) != CUDA_SUCCESS)
+    if (!d->chunks || DRV(cuStreamCreate)(&d->stream, CU_STREAM_NON_BLOCKING) != CUDA_SUCCESS ||
+        DRV(cuStreamCreate)(&d->join, CU_STREAM_NON_BLOCKING) != CUDA_SUCCESS)
         return -1;
     SHIM_INFO(RES, "device %d: GPU budget %llu MiB, host budget %llu MiB, chunk %llu KiB%s",
               device, (unsigned long long)(d->gpu_budget >> 20),
@@ -428,6 +444,22 @@ static res_dev_t *owner(CUdeviceptr p)
 
 /* ---------------------------------------------------------------- allocation */
 
+/*
+ * Can a request of whole chunks never fit in every budget together, even once the empty slab
+ * chunks are released?  Such a request fails at once, before anything is evicted (or host
+ * memory created) for it.  A small request may fit in a slab: never judged here.
+ */
+static int beyond_capacity(res_dev_t *d, size_t bytes)
+{
+    arena_stats_t st;
+    if (arena_small_class(d->arena, bytes))
+        return 0;
+    arena_stats(d->arena, &st);
+    uint64_t cap = d->gpu_budget + (d->host_mappable ? d->host_budget : 0);
+    uint64_t held = st.chunk_bytes - (uint64_t)st.cached_chunks * d->chunk;
+    return bytes > cap || round_up(bytes, d->chunk) > (cap > held ? cap - held : 0);
+}
+
 int res_alloc(CUdeviceptr *dptr, size_t bytes, CUresult *r)
 {
     res_dev_t *d = current_dev();
@@ -439,9 +471,12 @@ int res_alloc(CUdeviceptr *dptr, size_t bytes, CUresult *r)
         return 1;
     }
     pthread_mutex_lock(&d->lock);
-    int err = arena_alloc(d->arena, bytes, back_chunk, d, &info);
-    if (err && arena_trim(d->arena, release_chunk, d) > 0)
+    int err = -ENOMEM;
+    if (!beyond_capacity(d, bytes)) {
         err = arena_alloc(d->arena, bytes, back_chunk, d, &info);
+        if (err && arena_trim(d->arena, release_chunk, d) > 0)
+            err = arena_alloc(d->arena, bytes, back_chunk, d, &info);
+    }
     pthread_mutex_unlock(&d->lock);
     *r = err ? CUDA_ERROR_OUT_OF_MEMORY : CUDA_SUCCESS;
     if (!err)
@@ -452,8 +487,10 @@ int res_alloc(CUdeviceptr *dptr, size_t bytes, CUresult *r)
 int res_free(CUdeviceptr dptr, CUresult *r)
 {
     res_dev_t *d = owner(dptr);
+    CUcontext cur = NULL;
     arena_info_t info;
-    if (!d)
+    /* With no context current the driver's answer (CUDA_ERROR_INVALID_CONTEXT) is the one. */
+    if (!d || DRV(cuCtxGetCurrent)(&cur) != CUDA_SUCCESS || !cur)
         return 0;
     pthread_mutex_lock(&d->lock);
     /* Like the driver's cuMemFree, wait for work that may still use the memory: a sub-chunk
@@ -511,7 +548,8 @@ int res_address_range(CUdeviceptr *base, size_t *size, CUdeviceptr p, CUresult *
     return 1;
 }
 
-/* Pointer attributes of arena memory: device memory of the arena's device. */
+/* Pointer attributes of arena memory: device memory of the arena's device.  When *r is an
+ * error, *data holds the value cuPointerGetAttributes lists for the attribute. */
 int res_pointer_attribute(void *data, CUpointer_attribute a, CUdeviceptr p, CUresult *r)
 {
     res_dev_t *d = owner(p);
@@ -526,6 +564,11 @@ int res_pointer_attribute(void *data, CUpointer_attribute a, CUdeviceptr p, CUre
     case CU_POINTER_ATTRIBUTE_CONTEXT: *(CUcontext *)data = d->ctx; break;
     case CU_POINTER_ATTRIBUTE_MEMORY_TYPE: *(unsigned *)data = CU_MEMORYTYPE_DEVICE; break;
     case CU_POINTER_ATTRIBUTE_DEVICE_POINTER: *(CUdeviceptr *)data = p; break;
+    case CU_POINTER_ATTRIBUTE_HOST_POINTER:
+        /* Device memory has no host pointer, wherever its chunk lies at the moment. */
+        *(void **)data = NULL;
+        *r = CUDA_ERROR_INVALID_VALUE;
+        break;
     case CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL: *(int *)data = d->device; break;
     case CU_POINTER_ATTRIBUTE_IS_MANAGED: *(int *)data = 0; break;
     case CU_POINTER_ATTRIBUTE_MAPPED: *(int *)data = found; break;
@@ -547,6 +590,7 @@ typedef struct collect {
     uint32_t *ids;
     size_t n, cap;
     int unknown;            /* some argument could not be inspected */
+    int capturing;          /* the stream captures: the work is not run now */
 } collect_t;
 
 static void collect_chunk(collect_t *k, uint32_t ci)
@@ -637,41 +681,104 @@ static int hook_per_thread(shim_hook_t h)
     return len > 5 && (strcmp(n + len - 5, "_ptsz") == 0 || strcmp(n + len - 5, "_ptds") == 0);
 }
 
-/* Record the operation's last use on its stream (skipped while the stream is capturing). */
-static use_event_t *record_use(res_dev_t *d, CUstream s, int ptds)
+/*
+ * Does stream s capture (or refuse the question)?  Captured work runs only when its graph is
+ * launched, so nothing is made resident for it and no use is recorded now; a migration would
+ * also make host waits (cuEventQuery, cuEventSynchronize), potentially unsafe calls that
+ * invalidate a global-mode capture of this thread.
+ */
+static int capturing(CUstream s, int ptds)
 {
     CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_NONE;
     CUresult r = ptds ? DRV(cuStreamIsCapturing_ptsz)(s, &st) : DRV(cuStreamIsCapturing)(s, &st);
-    if (r != CUDA_SUCCESS || st != CU_STREAM_CAPTURE_STATUS_NONE)
-        return NULL;
+    return r != CUDA_SUCCESS || st != CU_STREAM_CAPTURE_STATUS_NONE;
+}
+
+/* Record the operation's last use on its stream (which is not capturing). */
+static use_event_t *record_use(res_dev_t *d, CUstream s, int ptds)
+{
     use_event_t *e = event_get(d);
     if (!e)
         return NULL;
-    r = ptds ? DRV(cuEventRecord_ptsz)(e->ev, s) : DRV(cuEventRecord)(e->ev, s);
+    CUresult r = ptds ? DRV(cuEventRecord_ptsz)(e->ev, s) : DRV(cuEventRecord)(e->ev, s);
     if (r != CUDA_SUCCESS) {
         e->refs = 1;
         event_put(d, e);
         return NULL;
     }
+    e->stream = s;
+    e->ptds = ptds;
+    return e;
+}
+
+/* Return an event that nothing names as its last use to the free list. */
+static void drop_unused(res_dev_t *d, use_event_t *e)
+{
+    if (e && e->refs == 0) {
+        e->refs = 1;
+        event_put(d, e);
+    }
+}
+
+/* Make the join stream wait for o, unless o is done (once per operation k); if the join
+ * stream cannot wait, the host does.  Returns 1 when the join stream waits for o. */
+static int join_one(res_dev_t *d, collect_t *k, use_event_t *o, use_event_t *e)
+{
+    if (!o || o == e || o->joined == k->serial || same_stream(o, e))
+        return 0;
+    o->joined = k->serial;
+    if (DRV(cuEventQuery)(o->ev) == CUDA_SUCCESS)
+        return 0;                       /* done: e alone covers what is left */
+    if (DRV(cuStreamWaitEvent)(d->join, o->ev, 0) == CUDA_SUCCESS)
+        return 1;
+    DRV(cuEventSynchronize)(o->ev);
+    return 0;
+}
+
+/*
+ * A chunk has one last use, but work on several streams may use it at once (slots of one
+ * chunk, or one allocation, used from different streams).  The operation's new last use e
+ * must therefore also cover the previous last uses recorded on other streams (and the old
+ * fence when the operation becomes the fence): they are joined with e on the join stream,
+ * and the event recorded there replaces them.  Returns e when there is nothing to join.
+ */
+static use_event_t *join_uses(res_dev_t *d, collect_t *k, use_event_t *e)
+{
+    int n = 0;
+    for (size_t i = 0; i < k->n; i++)
+        n += join_one(d, k, d->chunks[k->ids[i]].last, e);
+    if (k->unknown)
+        n += join_one(d, k, d->fence, e);
+    if (n == 0)
+        return e;
+    use_event_t *j = event_get(d);
+    if (j && DRV(cuStreamWaitEvent)(d->join, e->ev, 0) == CUDA_SUCCESS &&
+        DRV(cuEventRecord)(j->ev, d->join) == CUDA_SUCCESS) {
+        j->stream = d->join;
+        j->ptds = 0;
+        return j;
+    }
+    drop_unused(d, j);
+    DRV(cuStreamSynchronize)(d->join);  /* no join event: wait here for what it covers */
     return e;
 }
 
 /* After the operation was enqueued: its chunks' last use is now. */
 static void finish(res_dev_t *d, collect_t *k, CUstream s, int ptds)
 {
-    use_event_t *e = record_use(d, s, ptds);
+    use_event_t *e = k->capturing ? NULL : record_use(d, s, ptds);
     if (e) {
+        use_event_t *j = join_uses(d, k, e);
         for (size_t i = 0; i < k->n; i++)
-            set_last(d, &d->chunks[k->ids[i]], e);
+            set_last(d, &d->chunks[k->ids[i]], j);
         if (k->unknown) {
-            e->refs++;
+            j->refs++;
             event_put(d, d->fence);
-            d->fence = e;
+            d->fence = j;
         }
-        if (e->refs == 0) {
-            e->refs = 1;
-            event_put(d, e);
-        }
+        drop_unused(d, e);
+        if (j != e)
+            drop_unused(d, j);
     }
     free(k->ids);
 }
@@ -698,7 +805,9 @@ void res_launch_begin(shim_launch_t *l)
     k->d = d;
     k->serial = ++d->serial ? d->serial : ++d->serial;
     collect_launch(k, l);
-    bring_in(d, k);
+    k->capturing = capturing(l->stream, hook_per_thread(l->hook));
+    if (!k->capturing)
+        bring_in(d, k);
     l->res = k;             /* the lock stays held until res_launch_end */
 }
 
@@ -733,6 +842,7 @@ void res_copy_begin(shim_copy_t *c)
     collect_ptr(k, c->src);
     if (c->desc || c->count)
         k->unknown = 1;     /* structured and batched copies: operands not decoded */
+    k->capturing = capturing(c->stream, hook_per_thread(c->hook));
     c->res = k;
 }
 

@@ -205,10 +205,13 @@ SHIM_EXPORT CUresult CUDAAPI cuPointerGetAttributes(unsigned int numAttributes,
 
     if (!res_owns(ptr) || !attributes || !data)
         return real(numAttributes, attributes, data, ptr);
-    /* Arena memory: ours where we answer, the driver's (for the mapping) for the rest. */
+    /* Arena memory: ours where we answer, the driver's (for the mapping) for the rest.  A
+     * host pointer is listed as NULL: the list form reports no error for it. */
     for (unsigned i = 0; i < numAttributes && r == CUDA_SUCCESS; i++)
         if (!data[i] || !res_pointer_attribute(data[i], attributes[i], ptr, &r))
             r = real(1, &attributes[i], &data[i], ptr);
+        else if (attributes[i] == CU_POINTER_ATTRIBUTE_HOST_POINTER)
+            r = CUDA_SUCCESS;
     return r;
 }
 

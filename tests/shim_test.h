@@ -195,4 +195,117 @@ static inline int sh_count(const char *hay, const char *needle)
     return n;
 }
 
+/* ------------------------------------------------------------ residency tests */
+
+/* The number that follows the first `key` in text (statistics such as "migrations to host "
+ * in what ELIXIR_STATS=1 prints), or -1 when key is absent. */
+static inline long long sh_stat(const char *text, const char *key)
+{
+    const char *at = strstr(text, key);
+
+    return at ? strtoll(at + strlen(key), NULL, 10) : -1;
+}
+
+/* sh_run(mode, 1, env), which must exit 0; otherwise print its output and exit 1. */
+static inline sh_run_t sh_run_ok(const char *mode, const char *const *env)
+{
+    sh_run_t r = sh_run(mode, 1, env);
+
+    if (r.status != 0) {
+        fprintf(stderr, "the %s scenario under the shim exited %d\nstdout:\n%s\nstderr:\n%s\n",
+                mode, r.status, r.out, r.err);
+        exit(1);
+    }
+    return r;
+}
+
+/*
+ * Kernels of the residency tests, for programs that define SH_RES_KERNELS before including
+ * this header (once per program: the simulator finds them in the executable).  Each declares
+ * exactly what it touches, so that kernels using neighbouring bytes of one chunk are not
+ * taken for a race.  sh_pattern(seed, i) is the value sh_fill writes into word i.
+ */
+#ifdef SH_RES_KERNELS
+#include <stdint.h>
+
+#include "simtest.h"
+
+#define SH_MIB (1ull << 20)
+
+static const char sh_res_ptx[] =
+    ".version 8.0\n.target sm_90\n.address_size 64\n"
+    ".visible .entry sh_fill(.param .u64 p, .param .u64 n, .param .u32 seed)\n{\n ret;\n}\n"
+    ".visible .entry sh_verify(.param .u64 p, .param .u64 n, .param .u32 seed,"
+    " .param .u64 bad)\n{\n ret;\n}\n"
+    ".visible .entry sh_add(.param .u64 p, .param .u64 n, .param .u32 v)\n{\n ret;\n}\n";
+
+static inline uint32_t sh_pattern(uint32_t seed, uint64_t i)
+{
+    return (uint32_t)(i * 2654435761u) ^ (seed * 0x9e3779b9u + 1u);
+}
+
+/* sh_fill(p, n, seed): word i of p becomes sh_pattern(seed, i), for i < n. */
+SIM_KERNEL void sh_fill(const sim_launch_t *l, void **params)
+{
+    uint32_t *p = *(uint32_t **)params[0];
+    uint64_t n = *(uint64_t *)params[1];
+    uint32_t seed = *(uint32_t *)params[2];
+
+    sim_kernel_access(p, n * 4, SIM_ACCESS_WRITE);
+    for (uint64_t i = 0; i < n; i++)
+        p[i] = sh_pattern(seed, i);
+}
+
+/* sh_verify(p, n, seed, bad): *bad (a 32-bit word) becomes the number of words of p that
+ * differ from sh_pattern(seed, i). */
+SIM_KERNEL void sh_verify(const sim_launch_t *l, void **params)
+{
+    const uint32_t *p = *(const uint32_t **)params[0];
+    uint64_t n = *(uint64_t *)params[1];
+    uint32_t seed = *(uint32_t *)params[2], wrong = 0;
+    uint32_t *bad = *(uint32_t **)params[3];
+
+    sim_kernel_access(p, n * 4, SIM_ACCESS_READ);
+    sim_kernel_access(bad, 4, SIM_ACCESS_WRITE);
+    for (uint64_t i = 0; i < n; i++)
+        wrong += p[i] != sh_pattern(seed, i);
+    *bad = wrong;
+}
+
+/* sh_add(p, n, v): adds v to each of the n words at p. */
+SIM_KERNEL void sh_add(const sim_launch_t *l, void **params)
+{
+    uint32_t *p = *(uint32_t **)params[0];
+    uint64_t n = *(uint64_t *)params[1];
+    uint32_t v = *(uint32_t *)params[2];
+
+    sim_kernel_access(p, n * 4, SIM_ACCESS_READWRITE);
+    for (uint64_t i = 0; i < n; i++)
+        p[i] += v;
+}
+
+/* One block of one thread: the host kernels loop over the data themselves. */
+static inline CUresult sh_launch(CUfunction f, CUstream s, void **args)
+{
+    return cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, s, args, NULL);
+}
+
+static inline CUresult sh_fill_async(CUfunction fill, CUdeviceptr p, uint64_t words,
+                                     uint32_t seed, CUstream s)
+{
+    void *args[] = { &p, &words, &seed };
+
+    return sh_launch(fill, s, args);
+}
+
+/* The first of n host words that differs from sh_pattern(seed, i): exit 1 naming `what`. */
+static inline void sh_expect_pattern(const uint32_t *host, uint64_t n, uint32_t seed,
+                                     const char *what)
+{
+    for (uint64_t i = 0; i < n; i++)
+        EXPECT(host[i] == sh_pattern(seed, i), "%s: word %llu is 0x%08x, expected 0x%08x",
+               what, (unsigned long long)i, host[i], sh_pattern(seed, i));
+}
+#endif /* SH_RES_KERNELS */
+
 #endif /* SHIM_TEST_H */
