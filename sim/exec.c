@@ -13,6 +13,7 @@
  * host thread waits, which makes such bugs deterministic.
  */
 #include <errno.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,13 +21,7 @@
 
 #include "sim.h"
 
-/* A pause instruction while spinning: polite to the other hyperthread. */
-static inline void sched_yield_cpu(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-    __builtin_ia32_pause();
-#endif
-}
+
 
 static sim_op_t *q_head, *q_tail;
 static _Atomic int q_nonempty;          /* q_head != NULL, readable without the lock */
@@ -193,19 +188,49 @@ SIM_API void sim_kernel_access(const void *ptr, size_t bytes, int mode)
 static sim_op_t *op_cache;
 static unsigned op_cache_n;
 
-sim_op_t *sim_op_new(int kind)
+/* Each submitting thread takes cached ops in bulk, so that allocating one costs no lock;
+ * a thread's leftovers go back to the shared cache when it exits. */
+static _Thread_local sim_op_t *my_ops;
+static pthread_key_t my_ops_key;
+static pthread_once_t my_ops_once = PTHREAD_ONCE_INIT;
+
+static void my_ops_return(void *unused)
 {
     pthread_mutex_lock(&sim_lock);
-    sim_op_t *op = op_cache;
-    if (op) {
-        op_cache = op->next;
-        op_cache_n--;
+    while (my_ops) {
+        sim_op_t *op = my_ops;
+        my_ops = op->next;
+        op->next = op_cache;
+        op_cache = op;
+        op_cache_n++;
     }
     pthread_mutex_unlock(&sim_lock);
-    if (op)
+}
+
+static void my_ops_key_create(void)
+{
+    pthread_key_create(&my_ops_key, my_ops_return);
+}
+
+sim_op_t *sim_op_new(int kind)
+{
+    if (!my_ops) {
+        pthread_once(&my_ops_once, my_ops_key_create);
+        pthread_mutex_lock(&sim_lock);
+        my_ops = op_cache;
+        op_cache = NULL;
+        op_cache_n = 0;
+        pthread_mutex_unlock(&sim_lock);
+        if (my_ops)
+            pthread_setspecific(my_ops_key, &my_ops);
+    }
+    sim_op_t *op = my_ops;
+    if (op) {
+        my_ops = op->next;
         memset(op, 0, sizeof(*op));
-    else
+    } else {
         op = calloc(1, sizeof(*op));
+    }
     if (op)
         op->kind = kind;
     return op;
@@ -438,13 +463,13 @@ static double order_legacy(CUstream s, double t0)
             if (sim_stream_blocking(x)) {
                 t0 = dmax(t0, x->t_end);
                 if (race)
-                    sim_race_acquire(race, s->race_tid, x->vc_done);
+                    sim_race_acquire(race, s->race_tid, x->vc_exec);
             }
         pthread_mutex_unlock(&sim_lock);
     } else if (sim_stream_blocking(s)) {
         t0 = dmax(t0, ctx->legacy->t_end);
         if (race)
-            sim_race_acquire(race, s->race_tid, ctx->legacy->vc_done);
+            sim_race_acquire(race, s->race_tid, ctx->legacy->vc_exec);
     }
     return t0;
 }
@@ -546,6 +571,18 @@ static void race_op(const sim_op_t *op, uint32_t tid)
     }
 }
 
+/* A record executed: later waits (even in the same batch) see its time and clock. */
+static void event_recorded(struct CUevent_st *e, double t, sim_vc_t *vc)
+{
+    pthread_mutex_lock(&sim_lock);
+    sim_vc_t *prev = e->vc;
+    e->t = t;
+    e->vc = sim_vc_ref(vc);
+    e->recorded = 1;
+    pthread_mutex_unlock(&sim_lock);
+    sim_vc_unref(prev);
+}
+
 /*
  * Charge op to the virtual clock and the race checker.  Returns its end time and, with the
  * race checker on, the stream's clock after it (*vc, one reference).
@@ -581,7 +618,11 @@ static double account(sim_op_t *op, int err, sim_vc_t **vc)
         *vc = sim_race_release(race, s->race_tid);
         sim_race_acquire(race, sink_tid, *vc);
         pthread_mutex_unlock(&race_lock);
+        sim_vc_unref(s->vc_exec);
+        s->vc_exec = sim_vc_ref(*vc);
     }
+    if (op->kind == SIM_OP_EVENT_RECORD)
+        event_recorded(op->u.event, end, *vc);
     if (op->kind == SIM_OP_FREE)
         sim_free_device(op->u.free.base, SIM_RANGE_POOL);
     s->t_end = end;
@@ -616,12 +657,10 @@ static sim_op_t *next_op(void)
     return op;
 }
 
-static void complete(sim_op_t *op, double t_end, sim_vc_t *vc)
+/* Publish that op is done (under sim_lock); returns the stream clock it replaced. */
+static sim_vc_t *complete_locked(sim_op_t *op, double t_end, sim_vc_t *vc)
 {
     CUstream s = op->stream;
-    op_free_payload(op);
-    sim_vc_unref(op->host_vc);
-    pthread_mutex_lock(&sim_lock);
     s->done_seq = op->seq;
     s->t_done = t_end;
     sim_vc_t *old = s->vc_done;
@@ -629,22 +668,11 @@ static void complete(sim_op_t *op, double t_end, sim_vc_t *vc)
     q_done = op->opno;
     if (t_end > exec_t_max)
         exec_t_max = t_end;
-    if (op->kind == SIM_OP_EVENT_RECORD) {
-        struct CUevent_st *e = op->u.event;
-        sim_vc_t *prev = e->vc;
-        e->t = t_end;
-        e->vc = sim_vc_ref(vc);
-        e->recorded = 1;
-        sim_vc_unref(prev);
-    }
     if (op->kind == SIM_OP_EVENT_RECORD || op->kind == SIM_OP_EVENT_WAIT)
         sim_event_unref_locked(op->u.event);
     sim_stream_unref_locked(s);
     op_recycle_locked(op);
-    if (done_waiters)
-        pthread_cond_broadcast(&cv_done);
-    pthread_mutex_unlock(&sim_lock);
-    sim_vc_unref(old);
+    return old;
 }
 
 /*
@@ -658,35 +686,82 @@ static int spin_for_work(void)
         return 0;
     pthread_mutex_unlock(&sim_lock);
     int found = 0;
-    for (int i = 0; i < 2000 && !found; i++) {
+    for (int i = 0; i < 64 && !found; i++) {
         found = atomic_load_explicit(&q_nonempty, memory_order_acquire);
         if (!found)
-            sched_yield_cpu();
+            sched_yield();      /* lets a submitter sharing this CPU run */
     }
     pthread_mutex_lock(&sim_lock);
     return q_head != NULL;
 }
 
+/* Operations run per batch: one lock round trip to take them and one to publish them. */
+#define BATCH 32
+
+typedef struct done_rec {
+    sim_op_t *op;
+    double t_end;
+    sim_vc_t *vc;
+} done_rec_t;
+
+/* Take up to BATCH ops; a host function always runs alone, after what preceded it is
+ * published, so it can never wait for work that is done but not yet visible.  Under sim_lock. */
+static int take_batch(done_rec_t *b)
+{
+    int n = 0;
+    while (n < BATCH && q_head) {
+        if (q_head->kind == SIM_OP_HOSTFN && n > 0)
+            break;
+        sim_op_t *op = next_op();
+        if (!op)
+            break;
+        b[n++].op = op;
+        if (op->kind == SIM_OP_HOSTFN)
+            break;
+    }
+    return n;
+}
+
+static void run_batch(done_rec_t *b, int n)
+{
+    for (int i = 0; i < n; i++) {
+        sim_op_t *op = b[i].op;
+        stats.ops[op->kind]++;
+        int err = execute(op);
+        b[i].vc = NULL;
+        b[i].t_end = account(op, err, &b[i].vc);
+        op_free_payload(op);
+        sim_vc_unref(op->host_vc);
+    }
+}
+
 static void *executor_main(void *unused)
 {
+    done_rec_t batch[BATCH];
+    sim_vc_t *old[BATCH];
+
     on_executor = 1;
     pthread_mutex_lock(&sim_lock);
     for (;;) {
-        sim_op_t *op = next_op();
-        if (!op && spin_for_work())
+        int n = take_batch(batch);
+        if (!n && spin_for_work())
             continue;
-        if (!op) {
+        if (!n) {
             exec_sleeping = 1;
             pthread_cond_wait(&cv_work, &sim_lock);
             exec_sleeping = 0;
             continue;
         }
         pthread_mutex_unlock(&sim_lock);
-        stats.ops[op->kind]++;
-        int err = execute(op);
-        sim_vc_t *vc = NULL;
-        double t_end = account(op, err, &vc);
-        complete(op, t_end, vc);
+        run_batch(batch, n);
+        pthread_mutex_lock(&sim_lock);
+        for (int i = 0; i < n; i++)
+            old[i] = complete_locked(batch[i].op, batch[i].t_end, batch[i].vc);
+        if (done_waiters)
+            pthread_cond_broadcast(&cv_done);
+        pthread_mutex_unlock(&sim_lock);
+        for (int i = 0; i < n; i++)
+            sim_vc_unref(old[i]);
         pthread_mutex_lock(&sim_lock);
     }
     return NULL;

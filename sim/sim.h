@@ -212,6 +212,7 @@ struct CUstream_st {
     double t_done;                  /* t_end as of done_seq (sim_lock) */
     uint32_t race_tid;
     sim_vc_t *vc_done;              /* race clock as of done_seq (sim_lock) */
+    sim_vc_t *vc_exec;              /* race clock after its last executed op (executor) */
     struct CUstream_st *ctx_next;
     struct sim_graph_capture *capture;  /* non-NULL while capturing */
 };

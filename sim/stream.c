@@ -57,6 +57,7 @@ void sim_stream_unref_locked(CUstream s)
             break;
         }
     sim_vc_unref(s->vc_done);
+    sim_vc_unref(s->vc_exec);
     s->magic = 0;
     free(s);
 }
