@@ -75,6 +75,7 @@ $(SIM_LIB): $(SIM_OBJS) sim/libcuda.map
 EXAMPLES :=
 -include examples/examples.mk
 -include shim/shim.mk
+-include tracer/tracer.mk
 
 # ---------------------------------------------------------------- command-line tools
 TOOL_SRCS := $(wildcard tools/*.c)

@@ -6,9 +6,10 @@ set -eu
 
 CUDA_HOME=${CUDA_HOME:-/usr/local/cuda}
 missing=""
-need() { # need COMMAND-OR-FILE PACKAGE
+need() { # need COMMAND | /FILE | dpkg:PACKAGE, and the package that provides it
     case "$1" in
     /*) [ -e "$1" ] || missing="$missing $2" ;;
+    dpkg:*) dpkg -s "${1#dpkg:}" >/dev/null 2>&1 || missing="$missing $2" ;;
     *) command -v "$1" >/dev/null 2>&1 || missing="$missing $2" ;;
     esac
 }
@@ -17,8 +18,10 @@ need make make
 need python3 python3
 need awk mawk
 need bash bash
-need /usr/include/liburing.h liburing-dev
-need /usr/include/libunwind.h libunwind-dev
+need dpkg:liburing-dev liburing-dev
+need dpkg:libunwind-dev libunwind-dev
+need clang clang                                    # the trace reader's fuzz target (libFuzzer)
+need /usr/lib/llvm-14/lib/clang/14.0.6/lib/linux/libclang_rt.fuzzer-x86_64.a libclang-rt-14-dev
 
 if [ -n "$missing" ]; then
     if [ "$(id -u)" = 0 ]; then

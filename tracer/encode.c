@@ -1,0 +1,299 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * encode.c - one record into a caller-provided buffer (tracer/FORMAT.md is the reference).
+ *
+ * A record is type (varint), payload length (varint), payload.  The payload is built after
+ * room for the longest length prefix and moved down once its length is known.  Event payloads
+ * start with the time as a zigzag delta from the previous event of the same stream (trc_enc_t);
+ * allocation and launch ids and allocation addresses are deltas too, which is what keeps a
+ * typical event near 16 bytes.  The context changes only when the record was written whole.
+ */
+#include "trace.h"
+#include "wire.h"
+
+#include <errno.h>
+
+#define LEN_ROOM 3 /* varint bytes for lengths up to TRC_MAX_RECORD */
+
+/* ------------------------------------------------------------------ shared field groups */
+
+static void put_time(wbuf_t *b, trc_enc_t *e, uint64_t t)
+{
+    put_s(b, (int64_t)(t - e->time));
+    e->time = t;
+}
+
+/* Start/end on the device: a flag, then start relative to the event time, then duration. */
+static int put_span(wbuf_t *b, uint64_t time, const trc_span_t *s)
+{
+    put_u(b, s->has_times ? 1 : 0);
+    if (!s->has_times)
+        return 0;
+    if (s->end < s->start)
+        return -EINVAL;
+    put_s(b, (int64_t)(s->start - time));
+    put_u(b, s->end - s->start);
+    return 0;
+}
+
+/* ------------------------------------------------------------------ event payloads */
+
+static int put_process(wbuf_t *b, const trc_process_t *p)
+{
+    put_u(b, p->pid);
+    put_u(b, p->ppid);
+    put_u(b, p->exe_id);
+    put_u(b, p->cmdline_id);
+    put_u(b, p->host_id);
+    return 0;
+}
+
+static int put_device(wbuf_t *b, const trc_device_t *d)
+{
+    put_s(b, d->device);
+    put_u(b, d->name_id);
+    put_u(b, d->total_mem);
+    put_u(b, d->cc_major);
+    put_u(b, d->cc_minor);
+    put_u(b, d->sm_count);
+    return 0;
+}
+
+static int put_options(wbuf_t *b, const trc_options_t *o)
+{
+    put_u(b, o->count);
+    for (uint32_t i = 0; i < o->count; i++) {
+        put_u(b, o->opts[i].name_id);
+        put_u(b, o->opts[i].value_id);
+    }
+    return 0;
+}
+
+/* The next allocation usually starts where this one ends: the address delta is from there. */
+static int put_alloc(wbuf_t *b, trc_enc_t *e, const trc_alloc_t *a)
+{
+    put_s(b, (int64_t)(a->id - e->alloc));
+    put_s(b, a->device);
+    put_s(b, (int64_t)(a->addr - e->addr));
+    put_u(b, a->size);
+    put_u(b, a->stack_id);
+    e->alloc = a->id;
+    e->addr = a->addr + a->size;
+    return 0;
+}
+
+static int put_launch(wbuf_t *b, trc_enc_t *e, uint64_t time, const trc_launch_t *l)
+{
+    put_s(b, (int64_t)(l->id - e->launch));
+    put_u(b, l->func_id);
+    put_u(b, l->stream);
+    put_s(b, l->device);
+    if (put_span(b, time, &l->span) < 0)
+        return -EINVAL;
+    put_u(b, l->nallocs);
+    uint64_t prev = e->alloc;
+    for (uint32_t i = 0; i < l->nallocs; i++) {
+        put_s(b, (int64_t)(l->allocs[i] - prev));
+        prev = l->allocs[i];
+    }
+    e->launch = l->id;
+    return 0;
+}
+
+static int put_copy(wbuf_t *b, uint64_t time, const trc_copy_t *c)
+{
+    put_u(b, c->kind);
+    put_u(b, c->src);
+    put_u(b, c->dst);
+    put_u(b, c->bytes);
+    put_u(b, c->stream);
+    put_s(b, c->device);
+    return put_span(b, time, &c->span);
+}
+
+static int put_memset(wbuf_t *b, uint64_t time, const trc_memset_t *m)
+{
+    put_u(b, m->dst);
+    put_u(b, m->bytes);
+    put_u(b, m->value);
+    put_u(b, m->elem_size);
+    put_u(b, m->stream);
+    put_s(b, m->device);
+    return put_span(b, time, &m->span);
+}
+
+static int put_nccl(wbuf_t *b, uint64_t time, const trc_nccl_t *n)
+{
+    put_u(b, n->op_id);
+    put_u(b, n->send);
+    put_u(b, n->recv);
+    put_u(b, n->bytes);
+    put_u(b, n->comm);
+    put_s(b, n->peer);
+    put_u(b, n->stream);
+    put_s(b, n->device);
+    return put_span(b, time, &n->span);
+}
+
+static int put_migration(wbuf_t *b, uint64_t time, const trc_migration_t *m)
+{
+    if (m->end < m->start)
+        return -EINVAL;
+    put_u(b, m->chunk);
+    put_u(b, m->from);
+    put_u(b, m->to);
+    put_u(b, m->bytes);
+    put_s(b, m->device);
+    put_s(b, (int64_t)(m->start - time));
+    put_u(b, m->end - m->start);
+    return 0;
+}
+
+static int put_eviction(wbuf_t *b, trc_enc_t *e, const trc_eviction_t *v)
+{
+    put_u(b, v->chunk);
+    put_s(b, (int64_t)(v->alloc - e->alloc));
+    put_u(b, v->from);
+    put_u(b, v->to);
+    put_u(b, v->bytes);
+    put_u(b, v->reason);
+    return 0;
+}
+
+/* Payload of an event record (time first); -EINVAL for an unknown type or a bad value. */
+static int put_event(wbuf_t *b, trc_enc_t *e, const trc_event_t *ev)
+{
+    uint64_t t = ev->time;
+    switch (ev->type) {
+    case TRC_REC_TIME_BASE: put_u(b, t); e->time = t; return 0;
+    case TRC_REC_END: put_u(b, ev->u.end_count); return 0;
+    default: break;
+    }
+    if (ev->type < TRC_EV_PROCESS || ev->type > TRC_EV_ITERATION)
+        return -EINVAL;
+    put_time(b, e, t);
+    switch (ev->type) {
+    case TRC_EV_PROCESS: return put_process(b, &ev->u.process);
+    case TRC_EV_DEVICE: return put_device(b, &ev->u.device);
+    case TRC_EV_OPTIONS: return put_options(b, &ev->u.options);
+    case TRC_EV_ALLOC: return put_alloc(b, e, &ev->u.alloc);
+    case TRC_EV_FREE: put_s(b, (int64_t)(ev->u.free.id - e->alloc)); return 0;
+    case TRC_EV_LAUNCH: return put_launch(b, e, t, &ev->u.launch);
+    case TRC_EV_COPY: return put_copy(b, t, &ev->u.copy);
+    case TRC_EV_MEMSET: return put_memset(b, t, &ev->u.memset);
+    case TRC_EV_NCCL: return put_nccl(b, t, &ev->u.nccl);
+    case TRC_EV_MIGRATION: return put_migration(b, t, &ev->u.migration);
+    case TRC_EV_EVICTION: return put_eviction(b, e, &ev->u.eviction);
+    default: put_u(b, ev->u.iteration.index); return 0;
+    }
+}
+
+/* ------------------------------------------------------------------ framing */
+
+/* Frames the payload built at buf + 1 + LEN_ROOM: writes type and length before it. */
+static long frame(uint8_t *buf, uint32_t type, const wbuf_t *b)
+{
+    uint8_t *payload = buf + 1 + LEN_ROOM;
+    size_t len = (size_t)(b->p - payload);
+    if (len > TRC_MAX_RECORD)
+        return -EINVAL;
+    uint8_t hdr[1 + LEN_ROOM];
+    wbuf_t h = { hdr, hdr + sizeof(hdr), 0 };
+    put_u(&h, type);
+    put_u(&h, len);
+    size_t hl = (size_t)(h.p - hdr);
+    memcpy(buf, hdr, hl);
+    memmove(buf + hl, payload, len);
+    return (long)(hl + len);
+}
+
+/* Starts a payload cursor, or reports -ENOSPC when not even the framing fits. */
+static int begin(wbuf_t *b, void *buf, size_t cap)
+{
+    if (cap < 1 + LEN_ROOM)
+        return -ENOSPC;
+    b->p = (uint8_t *)buf + 1 + LEN_ROOM;
+    b->end = (uint8_t *)buf + cap;
+    b->full = 0;
+    return 0;
+}
+
+long trc_encode_event(trc_enc_t *e, void *buf, size_t cap, const trc_event_t *ev)
+{
+    wbuf_t b;
+    trc_enc_t next = *e;
+    if (begin(&b, buf, cap) < 0)
+        return -ENOSPC;
+    int rc = put_event(&b, &next, ev);
+    if (rc < 0)
+        return rc;
+    if (b.full)
+        return -ENOSPC;
+    long n = frame(buf, ev->type, &b);
+    if (n > 0)
+        *e = next;
+    return n;
+}
+
+long trc_encode_string(trc_enc_t *e, void *buf, size_t cap, uint32_t id, const char *s,
+                       size_t len)
+{
+    wbuf_t b;
+    (void)e;
+    if (len > TRC_MAX_STRING || memchr(s, 0, len))
+        return -EINVAL;
+    if (begin(&b, buf, cap) < 0)
+        return -ENOSPC;
+    put_u(&b, id);
+    put_u(&b, len);
+    put_bytes(&b, s, len);
+    return b.full ? -ENOSPC : frame(buf, TRC_REC_STRING, &b);
+}
+
+long trc_encode_stack(trc_enc_t *e, void *buf, size_t cap, uint32_t id,
+                      const trc_frame_t *frames, uint32_t depth)
+{
+    wbuf_t b;
+    (void)e;
+    if (depth > TRC_MAX_DEPTH)
+        return -EINVAL;
+    if (begin(&b, buf, cap) < 0)
+        return -ENOSPC;
+    put_u(&b, id);
+    put_u(&b, depth);
+    for (uint32_t i = 0; i < depth; i++) {
+        put_u(&b, frames[i].module_id);
+        put_u(&b, frames[i].offset);
+    }
+    return b.full ? -ENOSPC : frame(buf, TRC_REC_STACK, &b);
+}
+
+/* Header: magic, major, minor (u16), header length, flags, pid (u32), creation time (u64). */
+int trc_encode_header(void *buf, size_t cap, uint32_t flags, uint32_t pid, uint64_t created_ns)
+{
+    uint8_t *p = buf;
+    if (cap < TRC_HEADER_LEN)
+        return -ENOSPC;
+    memcpy(p, TRC_MAGIC, 8);
+    le_put(p + 8, TRC_VERSION_MAJOR, 2);
+    le_put(p + 10, TRC_VERSION_MINOR, 2);
+    le_put(p + 12, TRC_HEADER_LEN, 4);
+    le_put(p + 16, flags, 4);
+    le_put(p + 20, pid, 4);
+    le_put(p + 24, created_ns, 8);
+    return TRC_HEADER_LEN;
+}
+
+const char *trc_type_name(uint32_t type)
+{
+    static const char *const names[] = {
+        [TRC_REC_STRING] = "string", [TRC_REC_STACK] = "stack",
+        [TRC_REC_TIME_BASE] = "time-base", [TRC_REC_END] = "end",
+        [TRC_EV_PROCESS] = "process", [TRC_EV_DEVICE] = "device",
+        [TRC_EV_OPTIONS] = "options", [TRC_EV_ALLOC] = "alloc", [TRC_EV_FREE] = "free",
+        [TRC_EV_LAUNCH] = "launch", [TRC_EV_COPY] = "copy", [TRC_EV_MEMSET] = "memset",
+        [TRC_EV_NCCL] = "nccl", [TRC_EV_MIGRATION] = "migration",
+        [TRC_EV_EVICTION] = "eviction", [TRC_EV_ITERATION] = "iteration",
+    };
+    return type < sizeof(names) / sizeof(names[0]) ? names[type] : NULL;
+}
