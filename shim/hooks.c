@@ -17,6 +17,14 @@ const char *const shim_call_names[SHIM_NCALLS] = {
 #undef X
 };
 
+/* 1 for the _ptsz/_ptds variants (pt column of hooks.h): their NULL stream is the calling
+ * thread's per-thread default stream. */
+const unsigned char shim_hook_per_thread[SHIM_NHOOKS] = {
+#define X(sym, base, ver, pt) [SHIM_HOOK_##sym] = sizeof(#pt) > 1,
+    SHIM_HOOKS(X)
+#undef X
+};
+
 /* libelixir.so is linked with -Bsymbolic, so these are our definitions whatever else the
  * process exports under the same names. */
 void *const shim_hook_wrappers[SHIM_NHOOKS] = {

@@ -51,7 +51,8 @@
     X(cuIpcOpenMemHandle, cuIpcOpenMemHandle, 4010, )                                           \
     X(cuIpcOpenMemHandle_v2, cuIpcOpenMemHandle, 11000, )
 
-/* Context, stream and primary-context teardown, in both ABIs. */
+/* Context, stream and primary-context teardown, in both ABIs, and module and library unloads
+ * (which may free a kernel handle that residency caches the parameter layout of). */
 #define SHIM_HOOKS_TEARDOWN(X)                                                                  \
     X(cuCtxDestroy, cuCtxDestroy, 2000, )                                                       \
     X(cuCtxDestroy_v2, cuCtxDestroy, 4000, )                                                    \
@@ -60,7 +61,9 @@
     X(cuDevicePrimaryCtxRelease, cuDevicePrimaryCtxRelease, 7000, )                             \
     X(cuDevicePrimaryCtxRelease_v2, cuDevicePrimaryCtxRelease, 11000, )                         \
     X(cuDevicePrimaryCtxReset, cuDevicePrimaryCtxReset, 7000, )                                 \
-    X(cuDevicePrimaryCtxReset_v2, cuDevicePrimaryCtxReset, 11000, )
+    X(cuDevicePrimaryCtxReset_v2, cuDevicePrimaryCtxReset, 11000, )                            \
+    X(cuModuleUnload, cuModuleUnload, 2000, )                                                   \
+    X(cuLibraryUnload, cuLibraryUnload, 12000, )
 
 /* Every launch form, CUDA graphs and stream capture. */
 #define SHIM_HOOKS_LAUNCH(X)                                                                    \
@@ -81,7 +84,9 @@
     X(cuStreamBeginCapture_v2, cuStreamBeginCapture, 10010, )                                   \
     X(cuStreamBeginCapture_v2_ptsz, cuStreamBeginCapture, 10010, _ptsz)                         \
     X(cuStreamBeginCaptureToGraph, cuStreamBeginCaptureToGraph, 12030, )                        \
-    X(cuStreamBeginCaptureToGraph_ptsz, cuStreamBeginCaptureToGraph, 12030, _ptsz)
+    X(cuStreamBeginCaptureToGraph_ptsz, cuStreamBeginCaptureToGraph, 12030, _ptsz)             \
+    X(cuStreamEndCapture, cuStreamEndCapture, 10000, )                                          \
+    X(cuStreamEndCapture_ptsz, cuStreamEndCapture, 10000, _ptsz)
 
 /* Linear copies: unified, peer and explicit directions, synchronous and asynchronous. */
 #define SHIM_HOOKS_COPY(X)                                                                      \
@@ -221,6 +226,8 @@
     X(cuMemUnmap, cuMemUnmap, 10020, )                                                          \
     X(cuMemRelease, cuMemRelease, 10020, )                                                      \
     X(cuMemGetInfo_v2, cuMemGetInfo, 3020, )                                                    \
-    X(cuPointerGetAttribute, cuPointerGetAttribute, 4000, )
+    X(cuPointerGetAttribute, cuPointerGetAttribute, 4000, )                                     \
+    X(cuThreadExchangeStreamCaptureMode, cuThreadExchangeStreamCaptureMode, 10010, )            \
+    X(cuCtxSynchronize, cuCtxSynchronize, 2000, )
 
 #endif /* SHIM_HOOKS_H */

@@ -72,6 +72,7 @@ SHIM_HOOKS(X)
 extern const char *const shim_hook_names[SHIM_NHOOKS];
 extern const char *const shim_call_names[SHIM_NCALLS];
 extern void *const shim_hook_wrappers[SHIM_NHOOKS];   /* our wrapper of each hook */
+extern const unsigned char shim_hook_per_thread[SHIM_NHOOKS]; /* _ptsz/_ptds variants */
 
 /* The hook exported as `name`, or -1.  Allocation-free, uninstrumented: safe before
  * start-up and before a sanitizer runtime has started. */
@@ -223,6 +224,17 @@ void res_launch_begin(shim_launch_t *l);
 void res_launch_end(shim_launch_t *l, CUresult r);
 void res_copy_begin(shim_copy_t *c);
 void res_copy_end(shim_copy_t *c, CUresult r);
+/* Before the driver destroys stream s, or a context (or resets a primary context): uses
+ * recorded lazily on their streams get their event while the streams exist. */
+void res_stream_destroy(CUstream s);
+void res_ctx_destroy(void);
+/* After a module or library unload, a context destroyed or reset: cached kernel parameter
+ * layouts and context -> device pairs may be stale. */
+void res_code_unload(void);
+/* Around a stream capture: begin before the driver begins one, end once the driver reports
+ * that one ended (or failed to begin). */
+void res_capture_begin(void);
+void res_capture_end(void);
 void res_stats_print(void);
 void res_after_fork(void);
 

@@ -99,53 +99,47 @@ LAUNCH_WRAPPER(cuGraphLaunch_ptsz, (CUgraphExec hGraphExec, CUstream hStream),
 
 /*
  * Stream capture: work captured into a graph runs later, whenever the graph is launched,
- * without passing through the launch wrappers, so everything it uses is pinned resident.
+ * without passing through the launch wrappers.  Residency is told when a capture may begin
+ * and when one ended (res_capture_begin/_end): while one may be open it records uses with
+ * events at once and relaxes the calling thread's capture mode around its own waits.
  */
-SHIM_EXPORT CUresult CUDAAPI cuStreamBeginCapture(CUstream hStream)
-{
-    SHIM_ENTER(cuStreamBeginCapture, real);
-    /* res_capture_begin(hStream): allocations used while capturing stay resident */
-    return real(hStream);
-}
+#define CAPTURE_BEGIN_WRAPPER(sym, params, args)                                               \
+    SHIM_EXPORT CUresult CUDAAPI sym params                                                   \
+    {                                                                                          \
+        SHIM_ENTER(sym, real);                                                                 \
+        res_capture_begin();                                                                   \
+        CUresult r = real args;                                                                \
+        if (r != CUDA_SUCCESS)                                                                 \
+            res_capture_end();                                                                 \
+        return r;                                                                              \
+    }
 
-SHIM_EXPORT CUresult CUDAAPI cuStreamBeginCapture_ptsz(CUstream hStream)
-{
-    SHIM_ENTER(cuStreamBeginCapture_ptsz, real);
-    /* res_capture_begin(hStream): allocations used while capturing stay resident */
-    return real(hStream);
-}
+CAPTURE_BEGIN_WRAPPER(cuStreamBeginCapture, (CUstream hStream), (hStream))
+CAPTURE_BEGIN_WRAPPER(cuStreamBeginCapture_ptsz, (CUstream hStream), (hStream))
+CAPTURE_BEGIN_WRAPPER(cuStreamBeginCapture_v2, (CUstream hStream, CUstreamCaptureMode mode),
+                      (hStream, mode))
+CAPTURE_BEGIN_WRAPPER(cuStreamBeginCapture_v2_ptsz,
+                      (CUstream hStream, CUstreamCaptureMode mode), (hStream, mode))
 
-SHIM_EXPORT CUresult CUDAAPI cuStreamBeginCapture_v2(CUstream hStream, CUstreamCaptureMode mode)
-{
-    SHIM_ENTER(cuStreamBeginCapture_v2, real);
-    /* res_capture_begin(hStream): allocations used while capturing stay resident */
-    return real(hStream, mode);
-}
+#define TO_GRAPH_PARAMS                                                                        \
+    (CUstream hStream, CUgraph hGraph, const CUgraphNode *dependencies,                        \
+     const CUgraphEdgeData *dependencyData, size_t numDependencies, CUstreamCaptureMode mode)
+#define TO_GRAPH_ARGS (hStream, hGraph, dependencies, dependencyData, numDependencies, mode)
 
-SHIM_EXPORT CUresult CUDAAPI cuStreamBeginCapture_v2_ptsz(CUstream hStream,
-                                                          CUstreamCaptureMode mode)
-{
-    SHIM_ENTER(cuStreamBeginCapture_v2_ptsz, real);
-    /* res_capture_begin(hStream): allocations used while capturing stay resident */
-    return real(hStream, mode);
-}
+CAPTURE_BEGIN_WRAPPER(cuStreamBeginCaptureToGraph, TO_GRAPH_PARAMS, TO_GRAPH_ARGS)
+CAPTURE_BEGIN_WRAPPER(cuStreamBeginCaptureToGraph_ptsz, TO_GRAPH_PARAMS, TO_GRAPH_ARGS)
 
-SHIM_EXPORT CUresult CUDAAPI cuStreamBeginCaptureToGraph(CUstream hStream, CUgraph hGraph,
-                                                         const CUgraphNode *dependencies,
-                                                         const CUgraphEdgeData *dependencyData,
-                                                         size_t numDependencies,
-                                                         CUstreamCaptureMode mode)
-{
-    SHIM_ENTER(cuStreamBeginCaptureToGraph, real);
-    /* res_capture_begin(hStream): allocations used while capturing stay resident */
-    return real(hStream, hGraph, dependencies, dependencyData, numDependencies, mode);
-}
+/* A capture ends when cuStreamEndCapture returns the graph or reports it invalidated; other
+ * errors (wrong stream, wrong thread, no capture) leave any capture open. */
+#define CAPTURE_END_WRAPPER(sym)                                                               \
+    SHIM_EXPORT CUresult CUDAAPI sym(CUstream hStream, CUgraph *phGraph)                       \
+    {                                                                                          \
+        SHIM_ENTER(sym, real);                                                                 \
+        CUresult r = real(hStream, phGraph);                                                   \
+        if (r == CUDA_SUCCESS || r == CUDA_ERROR_STREAM_CAPTURE_INVALIDATED)                   \
+            res_capture_end();                                                                 \
+        return r;                                                                              \
+    }
 
-SHIM_EXPORT CUresult CUDAAPI cuStreamBeginCaptureToGraph_ptsz(
-    CUstream hStream, CUgraph hGraph, const CUgraphNode *dependencies,
-    const CUgraphEdgeData *dependencyData, size_t numDependencies, CUstreamCaptureMode mode)
-{
-    SHIM_ENTER(cuStreamBeginCaptureToGraph_ptsz, real);
-    /* res_capture_begin(hStream): allocations used while capturing stay resident */
-    return real(hStream, hGraph, dependencies, dependencyData, numDependencies, mode);
-}
+CAPTURE_END_WRAPPER(cuStreamEndCapture)
+CAPTURE_END_WRAPPER(cuStreamEndCapture_ptsz)
