@@ -21,6 +21,14 @@
 
 #include "sim.h"
 
+/* A pause while spinning: polite to a hyperthread sibling. */
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+}
+
 
 
 static sim_op_t *q_head, *q_tail;
@@ -686,10 +694,12 @@ static int spin_for_work(void)
         return 0;
     pthread_mutex_unlock(&sim_lock);
     int found = 0;
-    for (int i = 0; i < 64 && !found; i++) {
+    for (int i = 0; i < 4096 && !found; i++) {
         found = atomic_load_explicit(&q_nonempty, memory_order_acquire);
-        if (!found)
+        if (!found && (i & 63) == 63)
             sched_yield();      /* lets a submitter sharing this CPU run */
+        else if (!found)
+            cpu_relax();
     }
     pthread_mutex_lock(&sim_lock);
     return q_head != NULL;
