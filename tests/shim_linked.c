@@ -196,17 +196,6 @@ static void scenario(void)
     check_calls();
 }
 
-/* Compare the transcripts line by line; print the first difference. */
-static void compare(const char *plain, const char *shim)
-{
-    int line = 1;
-
-    for (; *plain && *plain == *shim; plain++, shim++)
-        line += *plain == '\n';
-    EXPECT(*plain == *shim, "transcripts differ at line %d:\n  without the shim: %.80s\n"
-           "  with the shim:    %.80s", line, plain, shim);
-}
-
 int main(int argc, char **argv)
 {
     static const char *const stats[] = { "ELIXIR_STATS=1", NULL };
@@ -222,7 +211,7 @@ int main(int argc, char **argv)
            plain.err);
     EXPECT(shim.status == 0, "the scenario with the shim exited %d:\n%s", shim.status, shim.err);
     EXPECT(sh_count(plain.out, "\n") > 40, "a short transcript:\n%s", plain.out);
-    compare(plain.out, shim.out);
+    sh_compare(plain.out, shim.out);
     EXPECT(strstr(shim.err, "elixir:   launch kernel") && strstr(shim.err, "copy dtoh") &&
                strstr(shim.err, "launch graph") && strstr(shim.err, "call cuMemAlloc_v2"),
            "statistics at exit:\n%s", shim.err);

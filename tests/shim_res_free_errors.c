@@ -96,17 +96,6 @@ static void scenario(void)
     CHECK_CU(cuStreamDestroy(s));
 }
 
-/* Compare the transcripts line by line; print the first difference. */
-static void compare(const char *plain, const char *shim)
-{
-    int line = 1;
-
-    for (; *plain && *plain == *shim; plain++, shim++)
-        line += *plain == '\n';
-    EXPECT(*plain == *shim, "transcripts differ at line %d:\n  without the shim: %.80s\n"
-           "  with the shim:    %.80s", line, plain, shim);
-}
-
 int main(int argc, char **argv)
 {
     static const char *const env[] = { "ELIXIR_GPU_MEMORY=4M", "ELIXIR_STATS=1", NULL };
@@ -121,7 +110,7 @@ int main(int argc, char **argv)
            plain.err);
     shim = sh_run_ok("scenario", env);
     EXPECT(sh_stat(shim.err, "migrations to host ") > 0, "nothing was paged out:\n%s", shim.err);
-    compare(plain.out, shim.out);
+    sh_compare(plain.out, shim.out);
     printf("%s", shim.out);
     sh_run_free(&plain);
     sh_run_free(&shim);

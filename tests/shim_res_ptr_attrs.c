@@ -119,17 +119,6 @@ static void scenario(void)
     CHECK_CU(cuMemFree(big));
 }
 
-/* Compare the transcripts line by line; print the first difference. */
-static void compare(const char *plain, const char *shim)
-{
-    int line = 1;
-
-    for (; *plain && *plain == *shim; plain++, shim++)
-        line += *plain == '\n';
-    EXPECT(*plain == *shim, "transcripts differ at line %d:\n  without the shim: %.90s\n"
-           "  with the shim:    %.90s", line, plain, shim);
-}
-
 int main(int argc, char **argv)
 {
     static const char *const env[] = { "ELIXIR_GPU_MEMORY=6M", "ELIXIR_STATS=1", NULL };
@@ -145,7 +134,7 @@ int main(int argc, char **argv)
     shim = sh_run_ok("scenario", env);
     EXPECT(sh_stat(shim.err, "migrations to host ") == 3 && sh_stat(shim.err, "to GPU ") == 0,
            "expected the three earlier chunks paged out and none back:\n%s", shim.err);
-    compare(plain.out, shim.out);
+    sh_compare(plain.out, shim.out);
     printf("%s", shim.out);
     sh_run_free(&plain);
     sh_run_free(&shim);

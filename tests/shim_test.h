@@ -195,6 +195,21 @@ static inline int sh_count(const char *hay, const char *needle)
     return n;
 }
 
+/* Transcripts of one scenario without and with the shim must be equal; on the first
+ * difference, print both from there and exit 1. */
+static inline void sh_compare(const char *plain, const char *shim)
+{
+    int line = 1;
+
+    for (; *plain && *plain == *shim; plain++, shim++)
+        line += *plain == '\n';
+    if (*plain != *shim) {
+        fprintf(stderr, "transcripts differ at line %d:\n  without the shim: %.90s\n"
+                "  with the shim:    %.90s\n", line, plain, shim);
+        exit(1);
+    }
+}
+
 /* ------------------------------------------------------------ residency tests */
 
 /* The number that follows the first `key` in text (statistics such as "migrations to host "
