@@ -22,7 +22,7 @@
 
 #define TRC_MAGIC         "ELXTRACE"
 #define TRC_VERSION_MAJOR 1
-#define TRC_VERSION_MINOR 0
+#define TRC_VERSION_MINOR 1
 #define TRC_HEADER_LEN    32          /* of this version; a reader skips a longer header */
 #define TRC_MAX_RECORD    (1u << 20)  /* largest record payload a reader accepts */
 #define TRC_MAX_DEPTH     256         /* deepest call stack */
@@ -49,6 +49,7 @@ typedef enum trc_type {
     TRC_EV_MIGRATION = 25,
     TRC_EV_EVICTION = 26,
     TRC_EV_ITERATION = 27,
+    TRC_EV_TIMING = 28,               /* 1.1: device times of an earlier launch, copy or memset */
 } trc_type_t;
 
 typedef enum trc_tier { TRC_TIER_GPU, TRC_TIER_PEER, TRC_TIER_HOST, TRC_TIER_NVME } trc_tier_t;
@@ -131,6 +132,7 @@ typedef struct trc_launch {
 } trc_launch_t;
 
 typedef struct trc_copy {
+    uint64_t id;                       /* 1.1: operation id (shares the launch id counter); 0 none */
     uint32_t kind;                     /* trc_copy_kind_t */
     uint64_t src, dst, bytes, stream;
     int32_t device;
@@ -138,6 +140,7 @@ typedef struct trc_copy {
 } trc_copy_t;
 
 typedef struct trc_memset {
+    uint64_t id;                       /* 1.1: operation id (shares the launch id counter); 0 none */
     uint64_t dst, bytes, stream;
     uint32_t value, elem_size;
     int32_t device;
@@ -166,9 +169,28 @@ typedef struct trc_eviction {
     uint32_t reason;                   /* recorder-defined reason code */
 } trc_eviction_t;
 
+/* Reason codes of EVICTION records written by the shim (readers pass unknown ones through). */
+enum {
+    TRC_EVICT_FOR_LAUNCH = 1,          /* room for the chunks a launch needs */
+    TRC_EVICT_FOR_COPY = 2,            /* room for a copy's or memset's operands */
+    TRC_EVICT_FOR_ALLOC = 3,           /* room for a new allocation */
+    TRC_EVICT_PLAN = 4,                /* the planned policy's schedule */
+};
+
 typedef struct trc_iteration {
     uint64_t index;
 } trc_iteration_t;
+
+/* Where a TIMING record's times come from. */
+typedef enum trc_timing_source { TRC_TIMING_CUPTI = 0, TRC_TIMING_EVENTS = 1 } trc_timing_source_t;
+
+/* 1.1: the device start and end of operation `op` (the id of an earlier LAUNCH, COPY or
+ * MEMSET record), learnt after the fact from CUPTI activity or from CUDA events. */
+typedef struct trc_timing {
+    uint64_t op;
+    uint32_t source;                   /* trc_timing_source_t */
+    uint64_t start, end;               /* end >= start */
+} trc_timing_t;
 
 /* One record as returned by the reader (and accepted by trc_encode_event). */
 typedef struct trc_event {
@@ -188,6 +210,7 @@ typedef struct trc_event {
         trc_migration_t migration;
         trc_eviction_t eviction;
         trc_iteration_t iteration;
+        trc_timing_t timing;
         uint64_t end_count;            /* TRC_REC_END: events the writer emitted */
     } u;
 } trc_event_t;
@@ -233,6 +256,7 @@ int trc_emit_nccl(trc_writer_t *w, uint64_t time, const trc_nccl_t *n);
 int trc_emit_migration(trc_writer_t *w, uint64_t time, const trc_migration_t *m);
 int trc_emit_eviction(trc_writer_t *w, uint64_t time, const trc_eviction_t *e);
 int trc_emit_iteration(trc_writer_t *w, uint64_t time, const trc_iteration_t *i);
+int trc_emit_timing(trc_writer_t *w, uint64_t time, const trc_timing_t *t);
 int trc_emit_event(trc_writer_t *w, const trc_event_t *ev);
 /* Writes the buffered records to the file. */
 int trc_writer_flush(trc_writer_t *w);

@@ -1,0 +1,42 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * cupti.h - device timings from CUPTI's activity API, loaded with dlopen.
+ *
+ * trc_cupti_open loads libcupti (never linked), subscribes (failing when another tool already
+ * did: a profiler is running), and registers activity buffers.  While enabled, kernel, memcpy
+ * and memset activity is collected with external correlation: the caller pushes its own
+ * operation id around each launch, copy or memset (trc_cupti_push / trc_cupti_pop), and every
+ * completed activity record is reported to the sink as (op id, start, end) on CUPTI's clock.
+ * The sink is called from CUPTI's buffer-completion callback: it must not call CUDA (DESIGN.md,
+ * invariant 7) and must be thread-safe.
+ */
+#ifndef ELIXIR_TRACE_CUPTI_H
+#define ELIXIR_TRACE_CUPTI_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct trc_cupti trc_cupti_t;
+
+/* kind: 0 kernel, 1 memcpy, 2 memset. */
+typedef void (*trc_cupti_sink_t)(void *ctx, uint64_t op, int kind, uint64_t start, uint64_t end);
+
+/* lib: a path or soname to dlopen; NULL tries "libcupti.so" then "libcupti.so.13".
+ * -ENOENT: no library (or a symbol is missing); -EBUSY: another subscriber; -EIO: other CUPTI
+ * error.  why (when not NULL) receives one line saying what happened. */
+int trc_cupti_open(const char *lib, trc_cupti_sink_t sink, void *ctx, trc_cupti_t **c,
+                   char *why, size_t why_len);
+/* Turns kernel, memcpy, memset and external-correlation activity on (1) or off (0). Turning
+ * it off flushes what was collected. */
+int trc_cupti_enable(trc_cupti_t *c, int on);
+/* External correlation of the calling thread's next CUDA call(s). */
+void trc_cupti_push(trc_cupti_t *c, uint64_t op);
+void trc_cupti_pop(trc_cupti_t *c);
+/* CUPTI's clock, ns (cuptiGetTimestamp). */
+uint64_t trc_cupti_now(trc_cupti_t *c);
+/* Delivers every completed record to the sink (cuptiActivityFlushAll). */
+int trc_cupti_flush(trc_cupti_t *c);
+/* Disables, flushes, unsubscribes; the library stays loaded. */
+void trc_cupti_close(trc_cupti_t *c);
+
+#endif
