@@ -50,9 +50,11 @@ typedef enum trc_type {
     TRC_EV_EVICTION = 26,
     TRC_EV_ITERATION = 27,
     TRC_EV_TIMING = 28,               /* 1.1: device times of an earlier launch, copy or memset */
+    TRC_EV_MEMORY = 29,               /* 1.1: bytes resident per tier on one device */
 } trc_type_t;
 
 typedef enum trc_tier { TRC_TIER_GPU, TRC_TIER_PEER, TRC_TIER_HOST, TRC_TIER_NVME } trc_tier_t;
+#define TRC_TIERS 4
 
 typedef enum trc_copy_kind {
     TRC_COPY_UNKNOWN, TRC_COPY_HTOD, TRC_COPY_DTOH, TRC_COPY_DTOD, TRC_COPY_HTOH, TRC_COPY_PEER
@@ -161,6 +163,7 @@ typedef struct trc_migration {
     uint32_t from, to;                 /* trc_tier_t */
     int32_t device;
     uint64_t start, end;               /* end >= start */
+    uint64_t cause;                    /* 1.1: id of the launch/copy/memset that needed it; 0 */
 } trc_migration_t;
 
 typedef struct trc_eviction {
@@ -192,6 +195,13 @@ typedef struct trc_timing {
     uint64_t start, end;               /* end >= start */
 } trc_timing_t;
 
+/* 1.1: bytes of one device's managed memory resident in each tier (indexed by trc_tier_t),
+ * written by the shim after every change (allocation, free, migration). */
+typedef struct trc_memory {
+    int32_t device;
+    uint64_t bytes[TRC_TIERS];
+} trc_memory_t;
+
 /* One record as returned by the reader (and accepted by trc_encode_event). */
 typedef struct trc_event {
     trc_type_t type;
@@ -211,6 +221,7 @@ typedef struct trc_event {
         trc_eviction_t eviction;
         trc_iteration_t iteration;
         trc_timing_t timing;
+        trc_memory_t memory;
         uint64_t end_count;            /* TRC_REC_END: events the writer emitted */
     } u;
 } trc_event_t;
@@ -257,6 +268,7 @@ int trc_emit_migration(trc_writer_t *w, uint64_t time, const trc_migration_t *m)
 int trc_emit_eviction(trc_writer_t *w, uint64_t time, const trc_eviction_t *e);
 int trc_emit_iteration(trc_writer_t *w, uint64_t time, const trc_iteration_t *i);
 int trc_emit_timing(trc_writer_t *w, uint64_t time, const trc_timing_t *t);
+int trc_emit_memory(trc_writer_t *w, uint64_t time, const trc_memory_t *m);
 int trc_emit_event(trc_writer_t *w, const trc_event_t *ev);
 /* Writes the buffered records to the file. */
 int trc_writer_flush(trc_writer_t *w);

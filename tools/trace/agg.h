@@ -1,0 +1,46 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * agg.h - figures computed from a loaded trace, shared by the commands and the exporters.
+ *
+ * Every function reads the model only; arrays returned are malloc'd and owned by the caller.
+ */
+#ifndef ELIXIR_TRACE_AGG_H
+#define ELIXIR_TRACE_AGG_H
+
+#include "model.h"
+
+/* Launches of one kernel name, on all devices. */
+typedef struct tm_kernel_stat {
+    const char *name;
+    uint64_t launches;
+    uint64_t timed;                    /* launches with device times */
+    uint64_t total_ns, min_ns, max_ns; /* over the timed ones */
+} tm_kernel_stat_t;
+
+/* All kernels, sorted by total_ns (then launches) descending.  0 or -ENOMEM. */
+int tm_kernel_stats(const tm_trace_t *t, tm_kernel_stat_t **out, size_t *n);
+
+/* Migrations by direction, and how much of their time overlapped kernels on their device. */
+typedef struct tm_migration_totals {
+    uint64_t count[TRC_TIERS][TRC_TIERS];  /* [from][to] */
+    uint64_t bytes[TRC_TIERS][TRC_TIERS];
+    uint64_t busy_ns;                  /* union of migration intervals, all devices */
+    uint64_t hidden_ns;                /* the part of busy_ns during which a kernel ran */
+} tm_migration_totals_t;
+
+int tm_migration_totals(const tm_trace_t *t, tm_migration_totals_t *out);
+
+/* One iteration: from its mark to the next (the last one to the trace's end). */
+typedef struct tm_iter_stat {
+    uint64_t index, start, end;
+    uint64_t launches, migrations, migrated_bytes;
+} tm_iter_stat_t;
+
+int tm_iteration_stats(const tm_trace_t *t, tm_iter_stat_t **out, size_t *n);
+
+/* A call site as text: "symbol+0xoff (module)" frames joined by " < ", innermost first, at
+ * most `frames` frames (0: all), symbolised from the modules' ELF symbol tables when they can
+ * be read, "module+0xoff" otherwise.  Writes at most len bytes (NUL-terminated). */
+void tm_stack_text(const trc_stack_t *s, unsigned frames, char *buf, size_t len);
+
+#endif
