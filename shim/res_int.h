@@ -1,0 +1,173 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * res_int.h - what the residency files share: the per-device state (chunks, streams, last
+ * uses, budgets), the operation being collected, and the functions one file offers the
+ * others.  res.c sets devices up and serves allocations; res_move.c owns physical memory,
+ * migrations and eviction; res_use.c last uses, events and application streams;
+ * res_launch.c what launches and copies reach.  Nothing outside these files includes it.
+ */
+#ifndef ELIXIR_RES_INT_H
+#define ELIXIR_RES_INT_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "arena.h"
+#include "shim.h"
+
+#define MAX_DEVICES 16
+#define RESERVE_MIN (64ull << 20)
+#define SPARES 8            /* physical chunks kept per tier for the next migration */
+#define MAX_STREAMS 64      /* application streams whose uses are recorded lazily, per device */
+#define KCACHE 256          /* kernels whose parameter layout is cached, per device */
+#define KPROBE 8            /* slots of the layout cache tried per kernel */
+#define INLINE_IDS 32       /* chunks an operation collects without allocating */
+
+enum { TIER_NONE, TIER_GPU, TIER_HOST };
+
+typedef struct use_event {
+    CUevent ev;
+    int refs;                       /* uses, stream slots and joins naming it */
+    uint32_t joined;                /* serial of the operation that last joined it */
+    struct use_event *next_free;
+} use_event_t;
+
+/*
+ * The last use of a chunk (or of unknown memory: the fence), recorded without an event: the
+ * operation counter (tick) of the stream slot where it was enqueued.  An event is recorded on
+ * that stream only when something must wait for the use (cover()).  `prior` covers earlier
+ * uses on other streams that may still run; the per-thread default stream, which no other
+ * thread can record on later, only ever appears there.
+ */
+typedef struct use {
+    uint16_t slot;                  /* 1 + stream slot of the last use; 0: none */
+    uint64_t tick;                  /* the slot's tick at that use */
+    use_event_t *prior;             /* earlier uses elsewhere, or NULL */
+} use_t;
+
+/* An application stream whose uses are recorded lazily. */
+typedef struct strm {
+    CUstream s;                     /* the handle (the legacy stream of the arena's context) */
+    int live;                       /* 1: in use; -1: destroyed (ev covers all it ran); 0: free */
+    uint64_t tick;                  /* operations recorded on it */
+    uint64_t covered;               /* ticks up to this one complete before ev (NULL: done) */
+    use_event_t *ev;
+} strm_t;
+
+/* A kernel's parameter sizes, read once with cuFuncGetParamInfo (see kparams()). */
+typedef struct kparams {
+    CUfunction f;
+    unsigned gen;                   /* code_gen when read */
+    unsigned n;                     /* parameters; 0: unknown, the arguments are opaque */
+    uint32_t *sizes;
+} kparams_t;
+
+typedef struct chunk {
+    uint8_t tier;
+    uint32_t seen;                  /* serial of the last launch that collected it */
+    CUmemGenericAllocationHandle phys;
+    use_t use;                      /* last use */
+    uint64_t lru;                   /* stamp of the last use */
+    /* The chunks of the allocation that owns this one: [span_first, +span_n); a slab chunk
+     * (shared by small allocations) spans only itself.  Set by res_alloc; see collect_ptr. */
+    uint32_t span_first, span_n;
+} chunk_t;
+
+typedef struct res_dev {
+    int ready;                      /* 1: set up; -1: set-up failed, pass everything through */
+    int device;
+    CUcontext ctx;
+    pthread_mutex_t lock;
+    arena_t *arena;
+    uint64_t base, size, chunk;
+    int chunk_shift;                /* log2(chunk) when a power of two, else -1 */
+    chunk_t *chunks;
+    CUdeviceptr staging;            /* one chunk of address space for migrations */
+    CUstream stream;                /* the shim's own copy stream */
+    CUstream join;                  /* where last uses on different streams are joined */
+    uint64_t gpu_budget, host_budget, gpu_used, host_used, gpu_peak, host_peak;
+    int host_mappable;              /* VMM host allocations supported */
+    use_t fence;                    /* a use of unknown memory: every chunk waits for it */
+    strm_t streams[MAX_STREAMS];
+    unsigned nstreams, last_slot;
+    kparams_t kcache[KCACHE];
+    CUmemGenericAllocationHandle spare[2][SPARES];  /* unmapped physical chunks, per tier */
+    int nspare[2];
+    use_event_t *free_events;
+    uint64_t clock;                 /* LRU stamps */
+    uint32_t serial;
+    uint64_t migrations_out, migrations_in, bytes_out, bytes_in, evictions_forced;
+    double blocked_s, blocked_free_s;   /* host waits of migrations, of frees and releases */
+} res_dev_t;
+
+
+extern res_dev_t res_devs[MAX_DEVICES];
+/* Stream captures that may be open (begun through the shim, not seen to end).  While any is,
+ * every use is recorded with an event at once, so that no stream has uses left to cover that
+ * could be capturing by the time they are covered (an event recorded then would be captured). */
+extern _Atomic int res_captures;
+/* Bumped whenever code or contexts go away (module or library unload, context destroyed or
+ * reset): cached kernel layouts and the per-thread context -> device cache are then stale. */
+extern _Atomic unsigned res_code_gen;
+
+#define DRV(sym) SHIM_DRIVER_CALL(sym)
+
+/*
+ * The shim's own event queries and host waits are potentially unsafe calls: in a thread whose
+ * capture mode is GLOBAL they would invalidate a global-mode capture that any thread has open.
+ * While a capture may be open the calling thread is switched to RELAXED mode around them (and
+ * back), as the CUDA documentation advises allocators to do.
+ */
+typedef struct relax {
+    int on;
+    CUstreamCaptureMode mode;
+} relax_t;
+
+static inline relax_t relax_begin(void)
+{
+    relax_t r = { 0, CU_STREAM_CAPTURE_MODE_RELAXED };
+    if (__builtin_expect(atomic_load_explicit(&res_captures, memory_order_acquire) > 0, 0) &&
+        DRV(cuThreadExchangeStreamCaptureMode) &&
+        DRV(cuThreadExchangeStreamCaptureMode)(&r.mode) == CUDA_SUCCESS)
+        r.on = 1;
+    return r;
+}
+
+static inline void relax_end(relax_t r)
+{
+    if (r.on)
+        DRV(cuThreadExchangeStreamCaptureMode)(&r.mode);
+}
+
+/* What one launch or copy reaches; one per thread, reused (no allocation per operation). */
+typedef struct collect {
+    res_dev_t *d;
+    CUcontext ctx;                  /* the current context */
+    uint32_t serial;
+    uint32_t *ids;                  /* inline_ids, or a heap array beyond INLINE_IDS */
+    size_t n, cap;
+    int unknown;                    /* some argument could not be inspected */
+    int capturing;                  /* the stream captures: the work is not run now */
+    int busy;                       /* this thread's collect is in use */
+    uint32_t inline_ids[INLINE_IDS];
+} collect_t;
+
+/* ---------------------------------------------------------------- res.c */
+res_dev_t *res_active_dev(CUcontext *ctx);
+
+/* ---------------------------------------------------------------- res_move.c */
+double res_now_s(void);
+CUmemAllocationProp res_prop_for(int tier, int device);
+int res_has_room(const res_dev_t *d, int tier);
+void res_phys_put(res_dev_t *d, int tier, CUmemGenericAllocationHandle h);
+CUresult res_map_new(res_dev_t *d, int tier, CUdeviceptr va, CUmemGenericAllocationHandle *h);
+CUresult res_migrate(res_dev_t *d, uint32_t ci, int tier);
+int res_make_room(res_dev_t *d, uint32_t serial);
+
+/* ---------------------------------------------------------------- res_use.c */
+void res_use_clear(res_dev_t *d, use_t *u);
+void res_wait_idle(res_dev_t *d, chunk_t *c, double *blocked);
+void res_finish(res_dev_t *d, collect_t *k, CUstream s, int ptds);
+
+#endif

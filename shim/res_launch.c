@@ -1,0 +1,282 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * res_launch.c - what a launch or copy reaches, and making it resident before it is enqueued.
+ *
+ * Pointers are found in every 8-byte word of every kernel parameter (sizes from
+ * cuFuncGetParamInfo, cached per function) or of the `extra` buffer, and in copy operands;
+ * each names the chunks of its allocation.  Chunks on the host are brought into GPU memory,
+ * evicting others, before the driver enqueues the operation; afterwards the operation becomes
+ * their last use (res_use.c).  The device's lock is held from begin to end.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "res_int.h"
+
+/* ---------------------------------------------------------------- launches and copies */
+
+
+static SHIM_TLS collect_t thread_collect;
+
+/* Start collecting an operation on d: the thread's collect (a heap one if it is in use),
+ * with d's lock taken; NULL when out of memory. */
+static collect_t *collect_open(res_dev_t *d, CUcontext ctx)
+{
+    collect_t *k = &thread_collect;
+    if (k->busy && !(k = calloc(1, sizeof(*k))))
+        return NULL;
+    k->busy = 1;
+    k->d = d;
+    k->ctx = ctx;
+    k->ids = k->inline_ids;
+    k->n = 0;
+    k->cap = INLINE_IDS;
+    k->unknown = k->capturing = 0;
+    pthread_mutex_lock(&d->lock);
+    k->serial = ++d->serial ? d->serial : ++d->serial;
+    return k;
+}
+
+/* Release d's lock and the collect. */
+static void collect_close(collect_t *k)
+{
+    pthread_mutex_unlock(&k->d->lock);
+    if (k->ids != k->inline_ids)
+        free(k->ids);
+    k->ids = NULL;
+    k->busy = 0;
+    if (k != &thread_collect)
+        free(k);
+}
+
+/* Room for twice as many chunk ids; 0, or -1 (the operation then counts as unknown). */
+static int collect_grow(collect_t *k)
+{
+    size_t cap = k->cap * 2;
+    uint32_t *ids = malloc(cap * sizeof(*ids));
+    if (!ids) {
+        k->unknown = 1;
+        return -1;
+    }
+    memcpy(ids, k->ids, k->n * sizeof(*ids));
+    if (k->ids != k->inline_ids)
+        free(k->ids);
+    k->ids = ids;
+    k->cap = cap;
+    return 0;
+}
+
+static inline void collect_chunk(collect_t *k, uint32_t ci)
+{
+    chunk_t *c = &k->d->chunks[ci];
+    if (c->seen == k->serial)
+        return;
+    c->seen = k->serial;
+    if (k->n < k->cap || collect_grow(k) == 0)
+        k->ids[k->n++] = ci;
+}
+
+/*
+ * Every chunk of the allocation containing p, when p lies in a chunk in use.  Read from the
+ * chunk's span stamp, not arena_lookup: a value that points into a chunk in use but into no
+ * allocation (the slack of a slot, a freed slot, a word that only looks like a pointer)
+ * collects the chunk too, which costs residency and a recorded use, never correctness.
+ */
+static inline void collect_ptr(collect_t *k, uint64_t p)
+{
+    res_dev_t *d = k->d;
+    uint64_t off = p - d->base;
+    if (off >= d->size)
+        return;
+    uint32_t ci = (uint32_t)(d->chunk_shift >= 0 ? off >> d->chunk_shift : off / d->chunk);
+    const chunk_t *c = &d->chunks[ci];
+    if (c->tier == TIER_NONE || c->seen == k->serial)
+        return;
+    if (c->span_n <= 1) {
+        collect_chunk(k, ci);
+        return;
+    }
+    for (uint32_t i = 0, first = c->span_first, n = c->span_n; i < n; i++)
+        collect_chunk(k, first + i);
+}
+
+/* Scan every 8-byte word of a parameter value for arena pointers. */
+static void collect_words(collect_t *k, const void *buf, size_t size)
+{
+    for (size_t off = 0; off + 8 <= size; off += 8) {
+        uint64_t v;
+        memcpy(&v, (const char *)buf + off, 8);
+        collect_ptr(k, v);
+    }
+}
+
+/* Read f's parameter sizes from the driver into kp (n = 0 when it has none to give). */
+static void kparams_read(CUfunction f, kparams_t *kp)
+{
+    size_t off, size, cap = 0;
+    kp->n = 0;
+    for (unsigned i = 0; DRV(cuFuncGetParamInfo)(f, i, &off, &size) == CUDA_SUCCESS; i++) {
+        if (i == cap) {
+            cap = cap ? cap * 2 : 8;
+            uint32_t *sizes = realloc(kp->sizes, cap * sizeof(*sizes));
+            if (!sizes) {
+                kp->n = 0;          /* read as opaque: the launch becomes a fence */
+                return;
+            }
+            kp->sizes = sizes;
+        }
+        kp->sizes[i] = (uint32_t)size;
+        kp->n = i + 1;
+    }
+}
+
+/*
+ * The parameter layout of kernel f, read once and cached on d, keyed by the handle and
+ * res_code_gen: a module or library unload and a context teardown bump res_code_gen, so a handle
+ * that new code reuses is read again.  When the probed slots are all taken by live kernels
+ * the layout is read into *tmp (whose sizes the caller frees).
+ */
+static const kparams_t *kparams(res_dev_t *d, CUfunction f, kparams_t *tmp)
+{
+    unsigned gen = atomic_load_explicit(&res_code_gen, memory_order_acquire);
+    unsigned h = (unsigned)(((uint64_t)(uintptr_t)f * 0x9E3779B97F4A7C15ull) >> 40);
+    kparams_t *kp = tmp;
+
+    for (unsigned p = 0; p < KPROBE; p++) {
+        kparams_t *e = &d->kcache[(h + p) % KCACHE];
+        if (e->f == f && e->gen == gen)
+            return e;
+        if (kp == tmp && (!e->f || e->gen != gen))
+            kp = e;
+    }
+    if (kp == tmp)
+        tmp->sizes = NULL;
+    kp->f = f;
+    kp->gen = gen;
+    kparams_read(f, kp);
+    return kp;
+}
+
+static void collect_params(collect_t *k, const shim_launch_t *l)
+{
+    kparams_t tmp;
+    const kparams_t *kp = kparams(k->d, l->f, &tmp);
+
+    if (kp->n == 0)
+        k->unknown = 1;             /* no parameter information: the arguments are opaque */
+    for (unsigned i = 0; i < kp->n; i++)
+        collect_words(k, l->params[i], kp->sizes[i]);
+    if (kp == &tmp)
+        free(tmp.sizes);
+}
+
+static void collect_launch(collect_t *k, const shim_launch_t *l)
+{
+    if (!l->f) {
+        k->unknown = 1;                 /* a graph: its nodes are not inspected */
+        return;
+    }
+    if (l->extra) {
+        for (size_t i = 0; l->extra[i] != CU_LAUNCH_PARAM_END && i < 64; i += 2)
+            if (l->extra[i] == CU_LAUNCH_PARAM_BUFFER_POINTER) {
+                size_t size = 0;
+                for (size_t j = 0; l->extra[j] != CU_LAUNCH_PARAM_END && j < 64; j += 2)
+                    if (l->extra[j] == CU_LAUNCH_PARAM_BUFFER_SIZE)
+                        size = *(size_t *)l->extra[j + 1];
+                collect_words(k, l->extra[i + 1], size);
+            }
+        return;
+    }
+    if (l->params)
+        collect_params(k, l);
+}
+
+/* Bring the collected chunks into GPU memory, as far as the budget allows. */
+static void bring_in(res_dev_t *d, collect_t *k)
+{
+    for (size_t i = 0; i < k->n; i++) {
+        chunk_t *c = &d->chunks[k->ids[i]];
+        if (c->tier != TIER_HOST)
+            continue;
+        if (res_make_room(d, k->serial) < 0)
+            break;                      /* still mapped in host memory: slower, still right */
+        res_migrate(d, k->ids[i], TIER_GPU);
+    }
+}
+
+/*
+ * Does stream s capture (or refuse the question)?  Captured work runs only when its graph is
+ * launched, so nothing is made resident for it and no use is recorded now.  No capture can be
+ * open while none was begun through the shim: then the driver is not asked.
+ */
+static int capturing(CUstream s, int ptds)
+{
+    if (atomic_load_explicit(&res_captures, memory_order_acquire) == 0)
+        return 0;
+    CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_NONE;
+    CUresult r = ptds ? DRV(cuStreamIsCapturing_ptsz)(s, &st) : DRV(cuStreamIsCapturing)(s, &st);
+    return r != CUDA_SUCCESS || st != CU_STREAM_CAPTURE_STATUS_NONE;
+}
+
+
+void res_launch_begin(shim_launch_t *l)
+{
+    CUcontext ctx = NULL;
+    res_dev_t *d = res_active_dev(&ctx);
+    collect_t *k;
+    l->res = NULL;
+    if (!d || !(k = collect_open(d, ctx)))
+        return;
+    relax_t rx = relax_begin();
+    collect_launch(k, l);
+    k->capturing = capturing(l->stream, shim_hook_per_thread[l->hook]);
+    if (!k->capturing)
+        bring_in(d, k);
+    relax_end(rx);
+    l->res = k;             /* the lock stays held until res_launch_end */
+}
+
+/* The end of an operation k on stream s: record its use if the driver took it. */
+static void op_end(collect_t *k, CUresult r, CUstream s, shim_hook_t h)
+{
+    if (r == CUDA_SUCCESS && !k->capturing) {
+        relax_t rx = relax_begin();
+        res_finish(k->d, k, s, shim_hook_per_thread[h]);
+        relax_end(rx);
+    }
+    collect_close(k);
+}
+
+void res_launch_end(shim_launch_t *l, CUresult r)
+{
+    if (l->res)
+        op_end(l->res, r, l->stream, l->hook);
+    l->res = NULL;
+}
+
+void res_copy_begin(shim_copy_t *c)
+{
+    CUcontext ctx = NULL;
+    res_dev_t *d = res_active_dev(&ctx);
+    collect_t *k;
+    c->res = NULL;
+    if (!d || !(k = collect_open(d, ctx)))
+        return;
+    collect_ptr(k, c->dst);
+    collect_ptr(k, c->src);
+    if (c->desc || c->count)
+        k->unknown = 1;     /* structured and batched copies: operands not decoded */
+    k->capturing = capturing(c->stream, shim_hook_per_thread[c->hook]);
+    c->res = k;
+}
+
+void res_copy_end(shim_copy_t *c, CUresult r)
+{
+    if (c->res)
+        op_end(c->res, r, c->stream, c->hook);
+    c->res = NULL;
+}
+

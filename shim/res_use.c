@@ -1,0 +1,352 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * res_use.c - last uses of chunks, the events that cover them, and application streams.
+ *
+ * After a launch or copy, the operation becomes the last use of each chunk it touched.  That
+ * use costs no driver call: it is the stream's operation count (tick), and an event is
+ * recorded on the stream only when a migration, release or free must wait for the use
+ * (stream order then puts the event after it; cover()).  Earlier uses on other streams that
+ * may still run are joined, on the shim's join stream, into one event the chunk also keeps.
+ * The per-thread default stream, which no other thread can record on later, and every stream
+ * while a capture may be open, record an event at once instead.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "res_int.h"
+
+/* ---------------------------------------------------------------- last-use events */
+
+static use_event_t *event_get(res_dev_t *d)
+{
+    use_event_t *e = d->free_events;
+    if (e) {
+        d->free_events = e->next_free;
+    } else {
+        e = calloc(1, sizeof(*e));
+        if (!e || DRV(cuEventCreate)(&e->ev, CU_EVENT_DISABLE_TIMING) != CUDA_SUCCESS) {
+            free(e);
+            return NULL;
+        }
+    }
+    e->refs = 1;
+    e->joined = 0;
+    return e;
+}
+
+/* Drop one reference to e; the last one returns it to the free list. */
+static void event_put(res_dev_t *d, use_event_t *e)
+{
+    if (e && --e->refs <= 0) {
+        e->next_free = d->free_events;
+        d->free_events = e;
+    }
+}
+
+static use_event_t *event_ref(use_event_t *e)
+{
+    if (e)
+        e->refs++;
+    return e;
+}
+
+
+/* The host waits for e unless it is done; the time blocked is added to *blocked. */
+static void wait_event(use_event_t *e, double *blocked)
+{
+    if (!e || DRV(cuEventQuery)(e->ev) == CUDA_SUCCESS)
+        return;
+    double t0 = res_now_s();
+    DRV(cuEventSynchronize)(e->ev);
+    *blocked += res_now_s() - t0;
+}
+
+/* An event recorded now on st's stream; NULL when none could be, after the host waited for
+ * the stream (or the context) instead. */
+static use_event_t *record_slot(res_dev_t *d, const strm_t *st)
+{
+    /* The legacy stream is the current context's: make it the arena's for the record. */
+    int legacy = !st->s || st->s == CU_STREAM_LEGACY;
+    CUcontext popped;
+    if (legacy && DRV(cuCtxPushCurrent_v2)(d->ctx) != CUDA_SUCCESS)
+        legacy = 0;
+    use_event_t *e = event_get(d);
+    if (!e || DRV(cuEventRecord)(e->ev, st->s) != CUDA_SUCCESS) {
+        event_put(d, e);
+        if (DRV(cuStreamSynchronize)(st->s) != CUDA_SUCCESS)
+            DRV(cuCtxSynchronize)();
+        e = NULL;
+    }
+    if (legacy)
+        DRV(cuCtxPopCurrent_v2)(&popped);
+    return e;
+}
+
+/*
+ * An event that completes after every operation up to `tick` on stream slot i: the slot's
+ * cached event when it covers that far, else one recorded now (stream order puts it after
+ * them), which then covers everything enqueued so far.  NULL when there is nothing to wait
+ * for.  A slot is never capturing here: while res_captures may be open nothing is left to cover.
+ */
+static use_event_t *cover(res_dev_t *d, unsigned i, uint64_t tick)
+{
+    strm_t *st = &d->streams[i];
+    if (tick <= st->covered)
+        return st->ev;
+    use_event_t *e = record_slot(d, st);
+    event_put(d, st->ev);
+    st->ev = e;
+    st->covered = st->tick;
+    return e;
+}
+
+/* Forget a use (after it is known to be done, or when its chunk is released). */
+void res_use_clear(res_dev_t *d, use_t *u)
+{
+    event_put(d, u->prior);
+    memset(u, 0, sizeof(*u));
+}
+
+/* The host waits until use u is done; then it is forgotten. */
+static void wait_use(res_dev_t *d, use_t *u, double *blocked)
+{
+    if (u->slot)
+        wait_event(cover(d, u->slot - 1u, u->tick), blocked);
+    wait_event(u->prior, blocked);
+    res_use_clear(d, u);
+}
+
+/* The host waits until nothing in flight can use chunk c (its last use and the fence). */
+void res_wait_idle(res_dev_t *d, chunk_t *c, double *blocked)
+{
+    wait_use(d, &c->use, blocked);
+    wait_use(d, &d->fence, blocked);
+}
+
+/* ---------------------------------------------------------------- application streams */
+
+/* Take a slot for stream s: a new one, or one of a destroyed stream whose work is done
+ * (its ticks stay monotonic, so older uses of the slot read as covered); -1 when none. */
+static int stream_take(res_dev_t *d, CUstream s)
+{
+    unsigned i = d->nstreams;
+    if (i == MAX_STREAMS)
+        for (i = 0; i < MAX_STREAMS; i++)
+            if (d->streams[i].live < 0 &&
+                (!d->streams[i].ev || DRV(cuEventQuery)(d->streams[i].ev->ev) == CUDA_SUCCESS))
+                break;
+    if (i == MAX_STREAMS)
+        return -1;
+    if (i == d->nstreams)
+        d->nstreams++;
+    strm_t *st = &d->streams[i];
+    event_put(d, st->ev);
+    st->ev = NULL;
+    st->covered = st->tick;
+    st->s = s;
+    st->live = 1;
+    return (int)i;
+}
+
+/*
+ * The slot recording uses of stream s lazily, or -1 when s is recorded with an event at once:
+ * the per-thread default stream (per_thread: the call's ABI makes NULL mean it), which another
+ * thread cannot record on later; the legacy stream of a context other than the arena's; a
+ * full table.
+ */
+static int stream_slot(res_dev_t *d, CUstream s, int per_thread, CUcontext ctx)
+{
+    if (s == CU_STREAM_PER_THREAD || (per_thread && !s))
+        return -1;
+    if ((!s || s == CU_STREAM_LEGACY) && ctx != d->ctx)
+        return -1;
+    strm_t *last = &d->streams[d->last_slot];
+    if (last->live > 0 && last->s == s)
+        return (int)d->last_slot;
+    for (unsigned i = 0; i < d->nstreams; i++)
+        if (d->streams[i].live > 0 && d->streams[i].s == s) {
+            d->last_slot = i;
+            return (int)i;
+        }
+    int i = stream_take(d, s);
+    if (i >= 0)
+        d->last_slot = (unsigned)i;
+    return i;
+}
+
+/* Record an event for every use still uncovered on the device's streams (stream s only,
+ * unless s is NULL and all is set), and mark s destroyed. */
+static void cover_streams(res_dev_t *d, CUstream s, int all)
+{
+    for (unsigned i = 0; i < d->nstreams; i++) {
+        strm_t *st = &d->streams[i];
+        if (st->live <= 0 || (!all && st->s != s))
+            continue;
+        if (st->tick > st->covered)
+            cover(d, i, st->tick);
+        if (!all)
+            st->live = -1;
+    }
+}
+
+/* cover_streams() on every device set up. */
+static void cover_all(CUstream s, int all)
+{
+    for (int i = 0; i < MAX_DEVICES; i++) {
+        res_dev_t *d = &res_devs[i];
+        if (atomic_load_explicit((_Atomic int *)&d->ready, memory_order_acquire) <= 0)
+            continue;
+        pthread_mutex_lock(&d->lock);
+        cover_streams(d, s, all);
+        pthread_mutex_unlock(&d->lock);
+    }
+}
+
+void res_stream_destroy(CUstream s)
+{
+    if (s && s != CU_STREAM_LEGACY && s != CU_STREAM_PER_THREAD)
+        cover_all(s, 0);
+}
+
+/* A context is about to be destroyed or reset: the driver waits for its work, but the uses
+ * recorded on its streams are covered first all the same (conservative: a destroyed stream's
+ * handle may come back for a new stream).  Which streams are the context's is not known, so
+ * every stream's uses are covered. */
+void res_ctx_destroy(void)
+{
+    cover_all(NULL, 1);
+}
+
+/* After code or a context went away: cached kernel layouts and devices are forgotten. */
+void res_code_unload(void)
+{
+    atomic_fetch_add_explicit(&res_code_gen, 1, memory_order_acq_rel);
+}
+
+/* Before a capture begins: from now on uses are recorded at once, and what is left to
+ * cover is covered while no stream of ours can be capturing it. */
+void res_capture_begin(void)
+{
+    atomic_fetch_add_explicit(&res_captures, 1, memory_order_acq_rel);
+    cover_all(NULL, 1);
+}
+
+void res_capture_end(void)
+{
+    atomic_fetch_sub_explicit(&res_captures, 1, memory_order_acq_rel);
+}
+
+/* An event recorded now on the operation's stream (which is not capturing), or NULL. */
+static use_event_t *record_now(res_dev_t *d, CUstream s, int ptds)
+{
+    use_event_t *e = event_get(d);
+    if (e && (ptds ? DRV(cuEventRecord_ptsz)(e->ev, s) : DRV(cuEventRecord)(e->ev, s)) ==
+                 CUDA_SUCCESS)
+        return e;
+    event_put(d, e);
+    return NULL;
+}
+
+/* Make the join stream wait for o, unless o is done (once per operation k); if the join
+ * stream cannot wait, the host does.  Returns 1 when the join stream waits for o. */
+static int join_one(res_dev_t *d, collect_t *k, use_event_t *o, use_event_t *e)
+{
+    if (!o || o == e || o->joined == k->serial)
+        return 0;
+    o->joined = k->serial;
+    if (DRV(cuEventQuery)(o->ev) == CUDA_SUCCESS)
+        return 0;                       /* done: nothing left of it to cover */
+    if (DRV(cuStreamWaitEvent)(d->join, o->ev, 0) == CUDA_SUCCESS)
+        return 1;
+    DRV(cuEventSynchronize)(o->ev);
+    return 0;
+}
+
+/* Does the operation's new use (lazy on stream slot `slot`, or an event when slot < 0)
+ * replace what u holds, so that the two must be joined?  A lazy use on u's own stream
+ * covers u's use by stream order. */
+static int join_needed(const use_t *u, int slot)
+{
+    return slot < 0 ? u->slot || u->prior : u->slot && u->slot != slot + 1;
+}
+
+/* Join on the join stream what u holds (see join_needed); returns the waits enqueued. */
+static int join_use(res_dev_t *d, collect_t *k, use_t *u, use_event_t *e)
+{
+    int n = 0;
+    if (u->slot)
+        n += join_one(d, k, cover(d, u->slot - 1u, u->tick), e);
+    return n + join_one(d, k, u->prior, e);
+}
+
+/* An event on the join stream after the joined uses and e (when not NULL), as a new
+ * reference; when that fails the host waits for the join stream and e is returned. */
+static use_event_t *join_record(res_dev_t *d, use_event_t *e)
+{
+    use_event_t *j = event_get(d);
+    if (j && (!e || DRV(cuStreamWaitEvent)(d->join, e->ev, 0) == CUDA_SUCCESS) &&
+        DRV(cuEventRecord)(j->ev, d->join) == CUDA_SUCCESS)
+        return j;
+    event_put(d, j);
+    DRV(cuStreamSynchronize)(d->join);  /* no join event: wait here for what it covers */
+    return event_ref(e);
+}
+
+/* After the operation: u's last use is the operation's (see res_finish); j covers what u held
+ * when the two had to be joined (join_needed, evaluated before any use changes). */
+static inline void use_set(res_dev_t *d, use_t *u, int slot, uint64_t tick, use_event_t *j)
+{
+    if (slot < 0 || join_needed(u, slot)) {
+        event_put(d, u->prior);
+        u->prior = event_ref(j);
+    }
+    u->slot = (uint16_t)(slot + 1);
+    u->tick = tick;
+}
+
+/* Join what the operation's uses hold where its new use replaces it (see join_needed);
+ * returns the waits enqueued on the join stream. */
+static int join_op(res_dev_t *d, collect_t *k, int slot, use_event_t *e)
+{
+    int n = 0;
+    for (size_t i = 0; i < k->n; i++) {
+        use_t *u = &d->chunks[k->ids[i]].use;
+        if (join_needed(u, slot))
+            n += join_use(d, k, u, e);
+    }
+    if (k->unknown && join_needed(&d->fence, slot))
+        n += join_use(d, k, &d->fence, e);
+    return n;
+}
+
+/*
+ * After the operation was enqueued on stream s: its chunks' (and, when it reached unknown
+ * memory, the fence's) last use is now.  On a stream with a slot that is a tick, no event;
+ * otherwise an event recorded at once.  A chunk used on several streams keeps its earlier
+ * uses elsewhere in `prior`, joined on the join stream into one event, so that a migration
+ * waits for all of them.
+ */
+void res_finish(res_dev_t *d, collect_t *k, CUstream s, int ptds)
+{
+    int lazy = atomic_load_explicit(&res_captures, memory_order_acquire) == 0;
+    int slot = lazy ? stream_slot(d, s, ptds, k->ctx) : -1;
+    use_event_t *e = slot < 0 ? record_now(d, s, ptds) : NULL;
+    if (slot < 0 && !e)
+        return;
+    int n = join_op(d, k, slot, e);
+    use_event_t *j = n ? join_record(d, e) : event_ref(e);
+    uint64_t tick = slot >= 0 ? ++d->streams[slot].tick : 0;
+    for (size_t i = 0; i < k->n; i++) {
+        chunk_t *c = &d->chunks[k->ids[i]];
+        use_set(d, &c->use, slot, tick, j);
+        c->lru = ++d->clock;
+    }
+    if (k->unknown)
+        use_set(d, &d->fence, slot, tick, j);
+    event_put(d, j);
+    event_put(d, e);
+}
+
