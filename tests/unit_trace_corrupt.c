@@ -4,7 +4,9 @@
  * magic, a newer major version (and a newer minor one with a longer header and extra fields,
  * which must read), bad header and record lengths, huge counts (launch allocations, options,
  * stack frames, string lengths), overlong varints, out-of-range and undefined ids, bad span
- * flags, time overflows; unknown record types of every kind skipped; and 20000 traces with
+ * flags, time overflows; the 1.1 additions (TIMING, MEMORY with fewer or more tiers than this
+ * reader knows, trailing ids that a 1.0 record lacks, TIME_BASE resetting every delta base);
+ * unknown record types of every kind skipped; and 20000 traces with
  * random bytes flipped, each read to the end without a crash and with a sane outcome.  Every
  * error must carry "offset N: reason" and the right errno.
  */
@@ -259,6 +261,136 @@ static void test_values(void)
     expect("overlong varint (payload)", &b, -EBADMSG, 0, "overlong varint");
 }
 
+/* ------------------------------------------------------------------ format 1.1 */
+
+/* Reads the last event of b (which must read cleanly) into *last; returns the status. */
+static int read_last(const bb_t *b, trc_event_t *last)
+{
+    trc_reader_t *r;
+    trc_event_t ev;
+    int rc = trc_reader_open_mem(b->d, b->n, &r);
+    memset(last, 0xa5, sizeof(*last));
+    while (rc >= 0 && (rc = trc_reader_next(r, &ev)) == 1)
+        *last = ev;
+    trc_reader_close(r);
+    return rc;
+}
+
+#define CHECK_FIELD(name, expected, got)                                                      \
+    do {                                                                                      \
+        if ((uint64_t)(expected) != (uint64_t)(got)) {                                        \
+            printf("FAIL %s: expected %" PRIu64 ", got %" PRIu64 "\n", name,                   \
+                   (uint64_t)(expected), (uint64_t)(got));                                    \
+            failures++;                                                                       \
+        }                                                                                     \
+    } while (0)
+
+/* 1.0 payloads end before the 1.1 trailing fields: they read as 0. */
+static void test_v10_records(void)
+{
+    bb_t b = { .n = 0 }, p = { .n = 0 };
+    trc_event_t ev;
+    header(&b, TRC_MAGIC, 1, 0, 32);
+    s(&p, 10), u(&p, 1), u(&p, 0x1000), u(&p, 0x2000), u(&p, 64), u(&p, 1), s(&p, 0), u(&p, 0);
+    rec(&b, TRC_EV_COPY, &p);
+    CHECK_FIELD("1.0 copy reads", 0, read_last(&b, &ev));
+    CHECK_FIELD("1.0 copy: id 0", 0, ev.u.copy.id);
+    CHECK_FIELD("1.0 copy: bytes", 64, ev.u.copy.bytes);
+    b.n = 32, p.n = 0;
+    s(&p, 10), u(&p, 0x1000), u(&p, 64), u(&p, 7), u(&p, 1), u(&p, 0), s(&p, 0), u(&p, 0);
+    rec(&b, TRC_EV_MEMSET, &p);
+    CHECK_FIELD("1.0 memset reads", 0, read_last(&b, &ev));
+    CHECK_FIELD("1.0 memset: id 0", 0, ev.u.memset.id);
+    CHECK_FIELD("1.0 memset: value", 7, ev.u.memset.value);
+    b.n = 32, p.n = 0;
+    s(&p, 10), u(&p, 3), u(&p, 0), u(&p, 2), u(&p, 4096), s(&p, 0), s(&p, -5), u(&p, 20);
+    rec(&b, TRC_EV_MIGRATION, &p);
+    CHECK_FIELD("1.0 migration reads", 0, read_last(&b, &ev));
+    CHECK_FIELD("1.0 migration: cause 0", 0, ev.u.migration.cause);
+    CHECK_FIELD("1.0 migration: end", 25, ev.u.migration.end);
+    u(&p, 77);
+    b.n = 32;
+    rec(&b, TRC_EV_MIGRATION, &p);
+    CHECK_FIELD("1.1 migration: cause", 77, read_last(&b, &ev) == 0 ? ev.u.migration.cause : 0);
+    p.n--;
+    raw(&p, "\x80", 1); /* the cause cut inside its varint: corrupt, not absent */
+    b.n = 32;
+    rec(&b, TRC_EV_MIGRATION, &p);
+    expect("cause cut inside its varint", &b, -EBADMSG, 0, "fields run past its length");
+}
+
+static void test_v11_records(void)
+{
+    bb_t b = { .n = 0 }, p = { .n = 0 };
+    trc_event_t ev;
+    header(&b, TRC_MAGIC, 1, 1, 32);
+    s(&p, 1000), s(&p, -1), u(&p, 2);
+    for (int i = 0; i < 2; i++)
+        u(&p, 100u + (unsigned)i);
+    rec(&b, TRC_EV_MEMORY, &p);
+    CHECK_FIELD("memory with 2 tiers reads", 0, read_last(&b, &ev));
+    CHECK_FIELD("memory: device", (uint64_t)-1, (uint64_t)(int64_t)ev.u.memory.device);
+    CHECK_FIELD("memory: tier 1", 101, ev.u.memory.bytes[1]);
+    CHECK_FIELD("memory: missing tier 3 is 0", 0, ev.u.memory.bytes[3]);
+    b.n = 32, p.n = 0;
+    s(&p, 1000), s(&p, 2), u(&p, 6);
+    for (int i = 0; i < 6; i++)
+        u(&p, 1ull << (40 + i));
+    u(&p, 12345); /* and a field after the list, from a later version */
+    rec(&b, TRC_EV_MEMORY, &p);
+    CHECK_FIELD("memory with 6 tiers reads", 0, read_last(&b, &ev));
+    CHECK_FIELD("memory: tier 3 of 6", 1ull << 43, ev.u.memory.bytes[3]);
+    b.n = 32, p.n = 0;
+    s(&p, 1000), s(&p, 0), u(&p, 1ull << 40), u(&p, 1);
+    rec(&b, TRC_EV_MEMORY, &p);
+    expect("huge tier count", &b, -EBADMSG, 0, "tier count 1099511627776");
+    b.n = 32, p.n = 0;
+    s(&p, 1000), u(&p, 42), u(&p, 1), s(&p, -300), u(&p, 200);
+    rec(&b, TRC_EV_TIMING, &p);
+    CHECK_FIELD("timing reads", 0, read_last(&b, &ev));
+    CHECK_FIELD("timing: op", 42, ev.u.timing.op);
+    CHECK_FIELD("timing: source", TRC_TIMING_EVENTS, ev.u.timing.source);
+    CHECK_FIELD("timing: start", 700, ev.u.timing.start);
+    CHECK_FIELD("timing: end", 900, ev.u.timing.end);
+    b.n = 32, p.n = 0;
+    s(&p, 1000), u(&p, 42), u(&p, 1ull << 33), s(&p, 0), u(&p, 0);
+    rec(&b, TRC_EV_TIMING, &p);
+    expect("timing source out of range", &b, -EBADMSG, 0, "timing source 8589934592 out of range");
+    b.n = 32, p.n = 0;
+    s(&p, 1000), u(&p, 42), u(&p, 0), s(&p, 0), u(&p, UINT64_MAX);
+    rec(&b, TRC_EV_TIMING, &p);
+    expect("timing end overflows", &b, -EBADMSG, 0, "end time overflows");
+}
+
+/* TIME_BASE resets the alloc, launch and addr bases too (1.1). */
+static void test_time_base(void)
+{
+    bb_t b = { .n = 0 }, p = { .n = 0 };
+    trc_event_t ev;
+    header(&b, TRC_MAGIC, 1, 1, 32);
+    s(&p, 10), s(&p, 1000), s(&p, 0), s(&p, 0x7f0000000000ll), u(&p, 4096), u(&p, 0);
+    rec(&b, TRC_EV_ALLOC, &p);
+    p.n = 0;
+    u(&p, 5000);
+    rec(&b, TRC_REC_TIME_BASE, &p);
+    p.n = 0;
+    s(&p, 1), s(&p, 5);
+    rec(&b, TRC_EV_FREE, &p);
+    CHECK_FIELD("free after TIME_BASE reads", 0, read_last(&b, &ev));
+    CHECK_FIELD("free id from a zero base", 5, ev.u.free.id);
+    CHECK_FIELD("time from TIME_BASE", 5001, ev.time);
+    p.n = 0;
+    s(&p, 1), s(&p, 7), s(&p, 0), s(&p, 0x1000), u(&p, 16), u(&p, 0);
+    rec(&b, TRC_EV_ALLOC, &p);
+    CHECK_FIELD("alloc after TIME_BASE reads", 0, read_last(&b, &ev));
+    CHECK_FIELD("alloc id from a zero base", 7, ev.u.alloc.id);
+    CHECK_FIELD("alloc addr from a zero base", 0x1000, ev.u.alloc.addr);
+    p.n = 0;
+    launch_rec(&b, 0, 0, 0, 0);
+    CHECK_FIELD("launch after TIME_BASE reads", 0, read_last(&b, &ev));
+    CHECK_FIELD("launch id from a zero base", 1, ev.u.launch.id);
+}
+
 /* ------------------------------------------------------------------ unknown records */
 
 static void test_unknown(void)
@@ -302,19 +434,23 @@ static void base_trace(bb_t *b)
     b->n += (size_t)trc_encode_string(&e, b->d + b->n, sizeof(b->d) - b->n, 1, "libcuda.so", 10);
     b->n += (size_t)trc_encode_string(&e, b->d + b->n, sizeof(b->d) - b->n, 2, "gemm", 4);
     b->n += (size_t)trc_encode_stack(&e, b->d + b->n, sizeof(b->d) - b->n, 1, fr, 2);
-    for (int i = 0; i < 36; i++) {
-        trc_event_t ev = { .type = (trc_type_t)(TRC_EV_PROCESS + i % 12), .time = 1000u * i };
+    for (int i = 0; i < 42; i++) {
+        trc_event_t ev = { .type = (trc_type_t)(TRC_EV_PROCESS + i % 14), .time = 1000u * i };
         if (ev.type == TRC_EV_LAUNCH)
             ev.u.launch = (trc_launch_t){ .id = (uint64_t)i, .func_id = 2, .nallocs = 3,
                                           .allocs = ids, .span = { 1, 1000u * i, 1000u * i + 50 } };
         if (ev.type == TRC_EV_COPY)
-            ev.u.copy = (trc_copy_t){ 1, 0x1000, 0x7f000000, 4096, 1, 0, { 1, ev.time, ev.time } };
+            ev.u.copy = (trc_copy_t){ 1, 0x1000, 0x7f000000, 4096, 1, 0, { 1, ev.time, ev.time }, 7 };
+        if (ev.type == TRC_EV_TIMING)
+            ev.u.timing = (trc_timing_t){ 7, 0, ev.time - 100, ev.time + 100 };
+        if (ev.type == TRC_EV_MEMORY)
+            ev.u.memory = (trc_memory_t){ 0, { 1ull << 34, 0, 1 << 21, 1 } };
         if (ev.type == TRC_EV_OPTIONS)
             ev.u.options = (trc_options_t){ 1, opts };
         if (ev.type == TRC_EV_ALLOC)
             ev.u.alloc = (trc_alloc_t){ 9, 0, 0x7f000000, 1 << 20, 1, NULL };
         if (ev.type == TRC_EV_MIGRATION)
-            ev.u.migration = (trc_migration_t){ 1, 2, 0, 2, 0, ev.time, ev.time + 10 };
+            ev.u.migration = (trc_migration_t){ 1, 2, 0, 2, 0, ev.time, ev.time + 10, 7 };
         long n = trc_encode_event(&e, b->d + b->n, sizeof(b->d) - b->n, &ev);
         if (n < 0) {
             printf("FAIL: encode %d: %ld\n", i, n);
@@ -330,7 +466,7 @@ static void test_flips(void)
     int outcome[5] = { 0 }, events;
     char msg[300];
     base_trace(&base);
-    expect("encoder-built trace", &base, 0, 36, NULL);
+    expect("encoder-built trace", &base, 0, 42, NULL);
     for (int it = 0; it < 20000; it++) {
         b = base;
         for (int k = 1 + (int)rnd(4); k > 0; k--)
@@ -356,6 +492,9 @@ int main(void)
     test_headers();
     test_lengths();
     test_values();
+    test_v10_records();
+    test_v11_records();
+    test_time_base();
     test_unknown();
     test_flips();
     if (failures)

@@ -4,7 +4,9 @@
  * through the typed emitters (with interned strings and stacks, spans known and unknown,
  * extreme values) is read back and compared field by field, strings and stacks resolved; the
  * file is 0600, "%p" names it after the pid and an existing file is never overwritten; the
- * encoder reports -ENOSPC without side effects and honours TIME_BASE records; and a realistic
+ * encoder reports -ENOSPC without side effects and honours TIME_BASE records (which reset every
+ * delta base, so a block encoded on its own and handed to trc_writer_append decodes in the
+ * middle of a file, and the writer's own next event resynchronises); and a realistic
  * training-like mix of 200k events is written and its average size per event (tables
  * included) printed and checked against the 32-byte budget.
  * With ELIXIR_TRACE_SEED_DIR set, the traces are also copied there (the fuzzer's seeds).
@@ -127,6 +129,7 @@ static void same_event(const trc_event_t *e, const trc_event_t *g)
     const trc_nccl_t *ne = &e->u.nccl, *ng = &g->u.nccl;
     const trc_migration_t *ge = &e->u.migration, *gg = &g->u.migration;
     const trc_eviction_t *ve = &e->u.eviction, *vg = &g->u.eviction;
+    const trc_timing_t *te = &e->u.timing, *tg = &g->u.timing;
     switch (e->type) {
     case TRC_EV_PROCESS:
         CHECK("pid", pe->pid, pg->pid);
@@ -179,6 +182,7 @@ static void same_event(const trc_event_t *e, const trc_event_t *g)
         CHECK("copy.stream", ce->stream, cg->stream);
         CHECK("copy.device", ce->device, cg->device);
         same_span(&ce->span, &cg->span);
+        CHECK("copy.id", ce->id, cg->id);
         break;
     case TRC_EV_MEMSET:
         CHECK("memset.dst", me->dst, mg->dst);
@@ -188,6 +192,7 @@ static void same_event(const trc_event_t *e, const trc_event_t *g)
         CHECK("memset.stream", me->stream, mg->stream);
         CHECK("memset.device", me->device, mg->device);
         same_span(&me->span, &mg->span);
+        CHECK("memset.id", me->id, mg->id);
         break;
     case TRC_EV_NCCL:
         CHECK_STR("nccl.op", names[ne->op_id], ng->op);
@@ -208,6 +213,7 @@ static void same_event(const trc_event_t *e, const trc_event_t *g)
         CHECK("migration.device", ge->device, gg->device);
         CHECK("migration.start", ge->start, gg->start);
         CHECK("migration.end", ge->end, gg->end);
+        CHECK("migration.cause", ge->cause, gg->cause);
         break;
     case TRC_EV_EVICTION:
         CHECK("eviction.chunk", ve->chunk, vg->chunk);
@@ -216,6 +222,17 @@ static void same_event(const trc_event_t *e, const trc_event_t *g)
         CHECK("eviction.to", ve->to, vg->to);
         CHECK("eviction.bytes", ve->bytes, vg->bytes);
         CHECK("eviction.reason", ve->reason, vg->reason);
+        break;
+    case TRC_EV_TIMING:
+        CHECK("timing.op", te->op, tg->op);
+        CHECK("timing.source", te->source, tg->source);
+        CHECK("timing.start", te->start, tg->start);
+        CHECK("timing.end", te->end, tg->end);
+        break;
+    case TRC_EV_MEMORY:
+        CHECK("memory.device", e->u.memory.device, g->u.memory.device);
+        for (int i = 0; i < TRC_TIERS; i++)
+            CHECK("memory.bytes[i]", e->u.memory.bytes[i], g->u.memory.bytes[i]);
         break;
     default: CHECK("iteration.index", e->u.iteration.index, g->u.iteration.index); break;
     }
@@ -279,20 +296,38 @@ static void write_all_types(trc_writer_t *w)
     emit(w, &ev);
     ev = (trc_event_t){ .type = TRC_EV_COPY, .time = 4000 };
     ev.u.copy = (trc_copy_t){ TRC_COPY_HTOD, 0x55550000, 0x7f0000000000ull, 4096, 1, 0,
-                              { 1, 4100, 4200 } };
+                              { 1, 4100, 4200 }, 3 };
     emit(w, &ev);
-    ev.u.copy = (trc_copy_t){ TRC_COPY_PEER, 1, 2, 3, 4, 1, { 0, 0, 0 } };
+    ev.u.copy = (trc_copy_t){ TRC_COPY_PEER, 1, 2, 3, 4, 1, { 0, 0, 0 }, 0 };
+    emit(w, &ev);
+    ev.u.copy = (trc_copy_t){ TRC_COPY_DTOH, 1, 2, 3, 4, 1, { 0, 0, 0 }, UINT64_MAX };
     emit(w, &ev);
     ev = (trc_event_t){ .type = TRC_EV_MEMSET, .time = 4300 };
     ev.u.memset = (trc_memset_t){ 0x7f0000001000ull, 1 << 20, 0xdeadbeef, 4, 1, 0,
-                                  { 1, 4300, 4400 } };
+                                  { 1, 4300, 4400 }, 4 };
     emit(w, &ev);
+    ev = (trc_event_t){ .type = TRC_EV_TIMING, .time = 4500 };
+    ev.u.timing = (trc_timing_t){ 3, TRC_TIMING_CUPTI, 4100, 4200 };
+    emit(w, &ev);
+    ev.u.timing = (trc_timing_t){ UINT64_MAX, TRC_TIMING_EVENTS, 0, UINT64_MAX };
+    emit(w, &ev);
+    ev = (trc_event_t){ .type = TRC_EV_MEMORY, .time = 4600 };
+    ev.u.memory = (trc_memory_t){ 0, { 1 << 30, 0, 2 << 20, UINT64_MAX } };
+    emit(w, &ev);
+    ev.u.memory = (trc_memory_t){ -1, { 0, 0, 0, 0 } };
+    emit(w, &ev);
+    ev.time = 4601;
+    ev.u.memory = (trc_memory_t){ 1, { 5, 6, 7, 8 } };
+    CHECK("trc_emit_memory", 0, trc_emit_memory(w, ev.time, &ev.u.memory));
+    expect[nexpect++] = ev;
     ev = (trc_event_t){ .type = TRC_EV_NCCL, .time = 5000 };
     ev.u.nccl = (trc_nccl_t){ sid(w, "allReduce"), 0x7f0000000000ull, 0x7f0000000000ull,
                               1 << 24, 0xabcdef, 3, -1, 0, { 1, 5001, 9000 }, NULL };
     emit(w, &ev);
     ev = (trc_event_t){ .type = TRC_EV_MIGRATION, .time = 6000 };
-    ev.u.migration = (trc_migration_t){ 17, 2 << 20, TRC_TIER_GPU, TRC_TIER_HOST, 0, 5990, 7000 };
+    ev.u.migration = (trc_migration_t){ 17, 2 << 20, TRC_TIER_GPU, TRC_TIER_HOST, 0, 5990, 7000, 1 };
+    emit(w, &ev);
+    ev.u.migration = (trc_migration_t){ 18, 2 << 20, TRC_TIER_HOST, TRC_TIER_GPU, 0, 6000, 6000, 0 };
     emit(w, &ev);
     ev = (trc_event_t){ .type = TRC_EV_EVICTION, .time = 5990 };
     ev.u.eviction = (trc_eviction_t){ 17, 7, 2 << 20, TRC_TIER_GPU, TRC_TIER_NVME, 3 };
@@ -329,7 +364,9 @@ static void read_back(const char *path)
     CHECK("events read", nexpect, n);
     CHECK("complete", 1, trc_reader_complete(r));
     CHECK_STR("error when none", "", trc_reader_error(r));
-    CHECK_STR("string look-up", "allReduce", trc_reader_string(r, expect[nexpect - 5].u.nccl.op_id));
+    for (int i = 0; i < nexpect; i++)
+        if (expect[i].type == TRC_EV_NCCL)
+            CHECK_STR("string look-up", "allReduce", trc_reader_string(r, expect[i].u.nccl.op_id));
     CHECK("stack look-up", 3, trc_reader_stack(r, stack_a) ? trc_reader_stack(r, stack_a)->depth : 0);
     CHECK("undefined string", 0, trc_reader_string(r, 200) != NULL);
     trc_reader_close(r);
@@ -354,6 +391,8 @@ static void test_all_types(void)
     CHECK("unknown event type", -EINVAL, trc_emit_event(w, &(trc_event_t){ .type = 99 }));
     trc_launch_t bad = { .span = { 1, 10, 5 } };
     CHECK("span end before start", -EINVAL, trc_emit_launch(w, 0, &bad));
+    trc_timing_t bad_timing = { 1, 0, 10, 5 };
+    CHECK("timing end before start", -EINVAL, trc_emit_timing(w, 0, &bad_timing));
     write_all_types(w);
     CHECK("flush", 0, trc_writer_flush(w));
     CHECK("flushed bytes on disk", trc_writer_bytes(w), stat(path, &st) == 0 ? st.st_size : 0);
@@ -406,13 +445,114 @@ static void test_encoder(void)
     trc_reader_close(r);
 }
 
+/* Records whose length takes 1, 2 and 3 bytes (options lists of 2-byte entries): exact
+ * capacities fit, one byte less does not, and they read back. */
+static void test_lengths(void)
+{
+    static trc_option_t opts[12000];
+    static uint8_t buf[40000];
+    static const uint32_t counts[] = { 1, 70, 9000, 12000 };
+    /* string id 0 ("no string") needs no table record */
+    for (int k = 0; k < 4; k++) {
+        trc_enc_t e = { 0 };
+        trc_event_t ev = { .type = TRC_EV_OPTIONS, .time = 9, .u.options = { counts[k], opts } };
+        size_t len = (size_t)trc_encode_header(buf, sizeof(buf), 0, 1, 2);
+        long n = trc_encode_event(&e, buf + len, sizeof(buf) - len, &ev);
+        CHECK("options record encodes", 1, n > 0);
+        if (n <= 0)
+            continue;
+        trc_enc_t e2 = { 0 };
+        CHECK("one byte short: -ENOSPC", -ENOSPC, trc_encode_event(&e2, buf + len, (size_t)n - 1, &ev));
+        CHECK("exact capacity fits", n, trc_encode_event(&e2, buf + len, (size_t)n, &ev));
+        trc_reader_t *r;
+        trc_event_t got;
+        CHECK("open", 0, trc_reader_open_mem(buf, len + (size_t)n, &r));
+        CHECK("read", 1, trc_reader_next(r, &got));
+        CHECK("option count", counts[k], got.u.options.count);
+        CHECK("end", 0, trc_reader_next(r, &got));
+        trc_reader_close(r);
+    }
+}
+
+/* ------------------------------------------------------------------ blocks encoded apart */
+
+/* Encodes ev into the block at *len with ctx, or fails the test. */
+static void put_ev(uint8_t *buf, size_t *len, trc_enc_t *ctx, const trc_event_t *ev)
+{
+    long n = trc_encode_event(ctx, buf + *len, 512 - *len, ev);
+    CHECK("encode into block", 1, n > 0);
+    if (n > 0)
+        *len += (size_t)n;
+    if (ev->type != TRC_REC_TIME_BASE)
+        expect[nexpect++] = *ev;
+}
+
+/* A per-thread buffer in miniature: TIME_BASE, then records relative to zeroed bases, handed to
+ * trc_writer_append between events the writer encoded itself (with other bases). */
+static void test_append(void)
+{
+    static const uint64_t ids_block[] = { 5, 6 }, ids_after[] = { 100, 101 };
+    char path[128];
+    uint8_t block[512];
+    size_t len = 0;
+    trc_enc_t ctx = { .time = 123, .alloc = 77, .launch = 88, .addr = 99 }; /* reset below */
+    trc_writer_t *w;
+    snprintf(path, sizeof(path), "%s/append.trace", dir);
+    CHECK("open", 0, trc_writer_open(path, 0, &w));
+    nexpect = 0;
+    trc_event_t ev = { .type = TRC_EV_ALLOC, .time = 5000000 };
+    ev.u.alloc = (trc_alloc_t){ 100, 0, 0x7f0000000000ull, 4096, 0, NULL };
+    emit(w, &ev);
+    ev = (trc_event_t){ .type = TRC_EV_LAUNCH, .time = 5000100 };
+    ev.u.launch = (trc_launch_t){ .id = 50, .nallocs = 1, .allocs = ids_after };
+    emit(w, &ev);
+
+    put_ev(block, &len, &ctx, &(trc_event_t){ .type = TRC_REC_TIME_BASE, .time = 7000 });
+    CHECK("TIME_BASE resets every base", 0, ctx.alloc | ctx.launch | ctx.addr);
+    ev = (trc_event_t){ .type = TRC_EV_ALLOC, .time = 7001 };
+    ev.u.alloc = (trc_alloc_t){ 5, 1, 0x1000, 64, 0, NULL };
+    put_ev(block, &len, &ctx, &ev);
+    ev = (trc_event_t){ .type = TRC_EV_LAUNCH, .time = 7002 };
+    ev.u.launch = (trc_launch_t){ .id = 9, .device = 1, .nallocs = 2, .allocs = ids_block };
+    put_ev(block, &len, &ctx, &ev);
+    ev = (trc_event_t){ .type = TRC_EV_EVICTION, .time = 7003 };
+    ev.u.eviction = (trc_eviction_t){ 1, 6, 64, TRC_TIER_GPU, TRC_TIER_HOST, 1 };
+    put_ev(block, &len, &ctx, &ev);
+    ev = (trc_event_t){ .type = TRC_EV_FREE, .time = 7004, .u.free = { 5 } };
+    put_ev(block, &len, &ctx, &ev);
+    CHECK("a block must start with TIME_BASE", -EINVAL,
+          trc_writer_append(w, block + 2, len - 2, 3));
+    CHECK("trc_writer_append", 0, trc_writer_append(w, block, len, 4));
+    CHECK("events after append", 6, trc_writer_events(w));
+
+    ev = (trc_event_t){ .type = TRC_EV_ALLOC, .time = 5000200 }; /* writer's bases are stale */
+    ev.u.alloc = (trc_alloc_t){ 101, 0, 0x7f0000001000ull, 4096, 0, NULL };
+    emit(w, &ev);
+    ev = (trc_event_t){ .type = TRC_EV_LAUNCH, .time = 5000300 };
+    ev.u.launch = (trc_launch_t){ .id = 51, .nallocs = 2, .allocs = ids_after };
+    emit(w, &ev);
+    CHECK("close", 0, trc_writer_close(w));
+
+    trc_reader_t *r;
+    trc_event_t got;
+    int rc = trc_reader_open_file(path, &r), n = 0;
+    while (rc >= 0 && (rc = trc_reader_next(r, &got)) == 1)
+        if (n < nexpect)
+            same_event(&expect[n++], &got);
+    CHECK("append: end", 0, rc);
+    CHECK("append: events", nexpect, n);
+    CHECK("append: complete", 1, trc_reader_complete(r));
+    trc_reader_close(r);
+}
+
 /* ------------------------------------------------------------------ a realistic mix */
 
 /* A training-like job: set-up (process, device, options, weights and allocator segments with
  * call sites), then iterations of kernel launches touching 1-4 allocations, a few copies,
- * memsets and all-reduces, migrations with their eviction decisions, some alloc/free churn. */
+ * memsets and all-reduces, migrations with their eviction decisions, some alloc/free churn,
+ * memory-per-tier updates and device timings learnt after the fact. */
 typedef struct mix {
-    uint64_t rng, time, next_alloc, next_launch, addr, i;
+    uint64_t rng, time, next_alloc, next_launch, addr, i, host;
     uint64_t ids[4];
     uint32_t funcs[64], stacks[16], nccl_op;
     trc_option_t opts[4];
@@ -454,30 +594,43 @@ static void mix_event(mix_t *m, trc_event_t *ev)
     } else if (r < 16) {
         ev->type = TRC_EV_FREE;
         ev->u.free.id = 300 + rnd(m, m->next_alloc - 300);
-    } else if (r < 926) {
+    } else if (r < 886) {
         mix_launch(m, ev);
-    } else if (r < 946) {
+    } else if (r < 906) {
         ev->type = TRC_EV_COPY;
         ev->u.copy = (trc_copy_t){ TRC_COPY_HTOD, 0x55d0c0000000ull + rnd(m, 1 << 30),
                                    m->addr - rnd(m, 1 << 30), 1 + rnd(m, 1 << 26), 1, 0,
-                                   { 1, m->time + 500, m->time + 500 + rnd(m, 100000) } };
-    } else if (r < 956) {
+                                   { 1, m->time + 500, m->time + 500 + rnd(m, 100000) },
+                                   m->next_launch++ };
+    } else if (r < 916) {
         ev->type = TRC_EV_MEMSET;
         ev->u.memset = (trc_memset_t){ m->addr - rnd(m, 1 << 30), 1 + rnd(m, 1 << 24), 0, 1,
-                                       0, 0, { 1, m->time + 800, m->time + 900 } };
-    } else if (r < 958) {
+                                       0, 0, { 1, m->time + 800, m->time + 900 },
+                                       m->next_launch++ };
+    } else if (r < 918) {
         ev->type = TRC_EV_NCCL;
         ev->u.nccl = (trc_nccl_t){ m->nccl_op, m->addr - (1 << 28), m->addr - (1 << 28),
                                    1 << 28, 0x5a5a, -1, 2, 0, { 1, m->time, m->time + 900000 }, NULL };
-    } else if (r < 979) {
+    } else if (r < 939) {
         ev->type = TRC_EV_MIGRATION;
         uint64_t start = m->time + rnd(m, 50000);
         ev->u.migration = (trc_migration_t){ rnd(m, 40000), 2 << 20, TRC_TIER_GPU,
-                                             TRC_TIER_HOST, 0, start, start + 80000 };
-    } else if (r < 999) {
+                                             TRC_TIER_HOST, 0, start, start + 80000,
+                                             m->next_launch - 1 };
+        m->host += 2 << 20;
+    } else if (r < 959) {
         ev->type = TRC_EV_EVICTION;
         ev->u.eviction = (trc_eviction_t){ rnd(m, 40000), 1 + rnd(m, m->next_alloc - 1),
                                            2 << 20, TRC_TIER_GPU, TRC_TIER_HOST, 1 };
+    } else if (r < 989) {
+        ev->type = TRC_EV_MEMORY;
+        uint64_t total = m->addr - 0x7f4000000000ull;
+        ev->u.memory = (trc_memory_t){ 0, { total - m->host, 0, m->host, 0 } };
+    } else if (r < 999) {
+        ev->type = TRC_EV_TIMING;
+        uint64_t start = m->time - 50000 - rnd(m, 200000);
+        ev->u.timing = (trc_timing_t){ m->next_launch - 1 - rnd(m, 8), TRC_TIMING_CUPTI, start,
+                                       start + rnd(m, 300000) };
     } else {
         ev->type = TRC_EV_ITERATION;
         ev->u.iteration.index = i;
@@ -614,6 +767,9 @@ static void write_seeds(const char *seeds)
     snprintf(from, sizeof(from), "%s/all-%d-100%%.trace", dir, (int)getpid());
     snprintf(to, sizeof(to), "%s/all-types.trace", seeds);
     copy_file(from, to);
+    snprintf(from, sizeof(from), "%s/append.trace", dir); /* blocks behind TIME_BASE records */
+    snprintf(to, sizeof(to), "%s/time-base-blocks.trace", seeds);
+    copy_file(from, to);
     snprintf(to, sizeof(to), "%s/mix-small.trace", seeds);
     unlink(to);
     write_mix(to, 400, &m0, sizes);
@@ -636,6 +792,8 @@ int main(void)
     }
     test_all_types();
     test_encoder();
+    test_lengths();
+    test_append();
     const char *seeds = getenv("ELIXIR_TRACE_SEED_DIR");
     if (seeds)
         write_seeds(seeds);

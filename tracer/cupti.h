@@ -18,16 +18,20 @@
 
 typedef struct trc_cupti trc_cupti_t;
 
-/* kind: 0 kernel, 1 memcpy, 2 memset. */
+/* kind: 0 kernel, 1 memcpy, 2 memset.  Called once per piece of device work done under a
+ * pushed id (every kernel of a graph launched under one id reports that id); work without an
+ * id, or whose times CUPTI could not collect, is not reported.  An activity whose external
+ * correlation record never comes (or the reverse) is forgotten after some thousands more. */
 typedef void (*trc_cupti_sink_t)(void *ctx, uint64_t op, int kind, uint64_t start, uint64_t end);
 
 /* lib: a path or soname to dlopen; NULL tries "libcupti.so" then "libcupti.so.13".
  * -ENOENT: no library (or a symbol is missing); -EBUSY: another subscriber; -EIO: other CUPTI
- * error.  why (when not NULL) receives one line saying what happened. */
+ * error; -EINVAL: no sink.  why (when not NULL) receives one line saying what happened (on
+ * success: the library's path).  One client at a time per process (CUPTI's own rule). */
 int trc_cupti_open(const char *lib, trc_cupti_sink_t sink, void *ctx, trc_cupti_t **c,
                    char *why, size_t why_len);
 /* Turns kernel, memcpy, memset and external-correlation activity on (1) or off (0). Turning
- * it off flushes what was collected. */
+ * it off flushes what was collected.  -EIO when CUPTI refuses a kind (none is left on). */
 int trc_cupti_enable(trc_cupti_t *c, int on);
 /* External correlation of the calling thread's next CUDA call(s). */
 void trc_cupti_push(trc_cupti_t *c, uint64_t op);

@@ -2,8 +2,9 @@
 /*
  * encode.c - one record into a caller-provided buffer (tracer/FORMAT.md is the reference).
  *
- * A record is type (varint), payload length (varint), payload.  The payload is built after
- * room for the longest length prefix and moved down once its length is known.  Event payloads
+ * A record is type (varint), payload length (varint), payload.  Every type is below 128 (one
+ * byte); the payload is built after room for a one-byte length, and moved up in the rare
+ * case that it is 128 bytes or longer.  Event payloads
  * start with the time as a zigzag delta from the previous event of the same stream (trc_enc_t);
  * allocation and launch ids and allocation addresses are deltas too, which is what keeps a
  * typical event near 16 bytes.  The context changes only when the record was written whole.
@@ -12,8 +13,6 @@
 #include "wire.h"
 
 #include <errno.h>
-
-#define LEN_ROOM 3 /* varint bytes for lengths up to TRC_MAX_RECORD */
 
 /* ------------------------------------------------------------------ shared field groups */
 
@@ -108,7 +107,10 @@ static int put_copy(wbuf_t *b, uint64_t time, const trc_copy_t *c)
     put_u(b, c->bytes);
     put_u(b, c->stream);
     put_s(b, c->device);
-    return put_span(b, time, &c->span);
+    if (put_span(b, time, &c->span) < 0)
+        return -EINVAL;
+    put_u(b, c->id);
+    return 0;
 }
 
 static int put_memset(wbuf_t *b, uint64_t time, const trc_memset_t *m)
@@ -119,7 +121,10 @@ static int put_memset(wbuf_t *b, uint64_t time, const trc_memset_t *m)
     put_u(b, m->elem_size);
     put_u(b, m->stream);
     put_s(b, m->device);
-    return put_span(b, time, &m->span);
+    if (put_span(b, time, &m->span) < 0)
+        return -EINVAL;
+    put_u(b, m->id);
+    return 0;
 }
 
 static int put_nccl(wbuf_t *b, uint64_t time, const trc_nccl_t *n)
@@ -146,6 +151,7 @@ static int put_migration(wbuf_t *b, uint64_t time, const trc_migration_t *m)
     put_s(b, m->device);
     put_s(b, (int64_t)(m->start - time));
     put_u(b, m->end - m->start);
+    put_u(b, m->cause);
     return 0;
 }
 
@@ -160,16 +166,44 @@ static int put_eviction(wbuf_t *b, trc_enc_t *e, const trc_eviction_t *v)
     return 0;
 }
 
+static int put_timing(wbuf_t *b, uint64_t time, const trc_timing_t *t)
+{
+    if (t->end < t->start)
+        return -EINVAL;
+    put_u(b, t->op);
+    put_u(b, t->source);
+    put_s(b, (int64_t)(t->start - time));
+    put_u(b, t->end - t->start);
+    return 0;
+}
+
+static int put_memory(wbuf_t *b, const trc_memory_t *m)
+{
+    put_s(b, m->device);
+    put_u(b, TRC_TIERS);
+    for (int i = 0; i < TRC_TIERS; i++)
+        put_u(b, m->bytes[i]);
+    return 0;
+}
+
+/* TIME_BASE: an absolute time, and every delta base back to 0, so that the records after it
+ * decode without anything before them (one thread's buffer). */
+static void put_time_base(wbuf_t *b, trc_enc_t *e, uint64_t t)
+{
+    put_u(b, t);
+    *e = (trc_enc_t){ .time = t };
+}
+
 /* Payload of an event record (time first); -EINVAL for an unknown type or a bad value. */
 static int put_event(wbuf_t *b, trc_enc_t *e, const trc_event_t *ev)
 {
     uint64_t t = ev->time;
     switch (ev->type) {
-    case TRC_REC_TIME_BASE: put_u(b, t); e->time = t; return 0;
+    case TRC_REC_TIME_BASE: put_time_base(b, e, t); return 0;
     case TRC_REC_END: put_u(b, ev->u.end_count); return 0;
     default: break;
     }
-    if (ev->type < TRC_EV_PROCESS || ev->type > TRC_EV_ITERATION)
+    if (ev->type < TRC_EV_PROCESS || ev->type > TRC_EV_MEMORY)
         return -EINVAL;
     put_time(b, e, t);
     switch (ev->type) {
@@ -184,35 +218,40 @@ static int put_event(wbuf_t *b, trc_enc_t *e, const trc_event_t *ev)
     case TRC_EV_NCCL: return put_nccl(b, t, &ev->u.nccl);
     case TRC_EV_MIGRATION: return put_migration(b, t, &ev->u.migration);
     case TRC_EV_EVICTION: return put_eviction(b, e, &ev->u.eviction);
+    case TRC_EV_TIMING: return put_timing(b, t, &ev->u.timing);
+    case TRC_EV_MEMORY: return put_memory(b, &ev->u.memory);
     default: put_u(b, ev->u.iteration.index); return 0;
     }
 }
 
 /* ------------------------------------------------------------------ framing */
 
-/* Frames the payload built at buf + 1 + LEN_ROOM: writes type and length before it. */
+/* Frames the payload built at buf + 2: the type and the length before it, the payload moved
+ * up by the length's extra bytes when it needs more than one. */
 static long frame(uint8_t *buf, uint32_t type, const wbuf_t *b)
 {
-    uint8_t *payload = buf + 1 + LEN_ROOM;
+    uint8_t *payload = buf + 2;
     size_t len = (size_t)(b->p - payload);
     if (len > TRC_MAX_RECORD)
         return -EINVAL;
-    uint8_t hdr[1 + LEN_ROOM];
-    wbuf_t h = { hdr, hdr + sizeof(hdr), 0 };
-    put_u(&h, type);
+    size_t extra = len < (1u << 7) ? 0 : len < (1u << 14) ? 1 : 2;
+    if (extra) {
+        if ((size_t)(b->end - b->p) < extra)
+            return -ENOSPC;
+        memmove(payload + extra, payload, len);
+    }
+    buf[0] = (uint8_t)type;
+    wbuf_t h = { buf + 1, payload + extra, 0 };
     put_u(&h, len);
-    size_t hl = (size_t)(h.p - hdr);
-    memcpy(buf, hdr, hl);
-    memmove(buf + hl, payload, len);
-    return (long)(hl + len);
+    return (long)(2 + extra + len);
 }
 
 /* Starts a payload cursor, or reports -ENOSPC when not even the framing fits. */
 static int begin(wbuf_t *b, void *buf, size_t cap)
 {
-    if (cap < 1 + LEN_ROOM)
+    if (cap < 2)
         return -ENOSPC;
-    b->p = (uint8_t *)buf + 1 + LEN_ROOM;
+    b->p = (uint8_t *)buf + 2;
     b->end = (uint8_t *)buf + cap;
     b->full = 0;
     return 0;
@@ -294,6 +333,7 @@ const char *trc_type_name(uint32_t type)
         [TRC_EV_LAUNCH] = "launch", [TRC_EV_COPY] = "copy", [TRC_EV_MEMSET] = "memset",
         [TRC_EV_NCCL] = "nccl", [TRC_EV_MIGRATION] = "migration",
         [TRC_EV_EVICTION] = "eviction", [TRC_EV_ITERATION] = "iteration",
+        [TRC_EV_TIMING] = "timing", [TRC_EV_MEMORY] = "memory",
     };
     return type < sizeof(names) / sizeof(names[0]) ? names[type] : NULL;
 }

@@ -161,19 +161,31 @@ static void *scratch(cur_t *c, size_t bytes)
     return p;
 }
 
+/* A trailing field added by a later minor version: 0 when the payload ends before it (a
+ * record written by an older writer). */
+static uint64_t opt_u64(cur_t *c)
+{
+    return c->b.p == c->b.end ? 0 : get_u(&c->b);
+}
+
+/* start:s duration:u, start relative to the event time; end must not overflow. */
+static void times(cur_t *c, uint64_t time, uint64_t *start, uint64_t *end)
+{
+    *start = time + (uint64_t)get_s(&c->b);
+    uint64_t dur = u64(c);
+    *end = *start + dur;
+    if (*end < *start)
+        bad(c, "end time overflows");
+}
+
 static void span(cur_t *c, uint64_t time, trc_span_t *s)
 {
     uint64_t flags = u64(c);
     if (flags > 1)
         bad(c, "unknown span flags 0x%" PRIx64, flags);
     s->has_times = (int)(flags & 1);
-    if (!s->has_times)
-        return;
-    s->start = time + (uint64_t)get_s(&c->b);
-    uint64_t dur = u64(c);
-    s->end = s->start + dur;
-    if (s->end < s->start)
-        bad(c, "end time overflows");
+    if (s->has_times)
+        times(c, time, &s->start, &s->end);
 }
 
 /* ------------------------------------------------------------------ tables */
@@ -323,6 +335,7 @@ static void ev_copy(cur_t *c, uint64_t time, trc_copy_t *p)
     p->stream = u64(c);
     p->device = i32(c, "device");
     span(c, time, &p->span);
+    p->id = opt_u64(c);
 }
 
 static void ev_memset(cur_t *c, uint64_t time, trc_memset_t *m)
@@ -334,6 +347,7 @@ static void ev_memset(cur_t *c, uint64_t time, trc_memset_t *m)
     m->stream = u64(c);
     m->device = i32(c, "device");
     span(c, time, &m->span);
+    m->id = opt_u64(c);
 }
 
 static void ev_nccl(cur_t *c, uint64_t time, trc_nccl_t *n)
@@ -356,11 +370,8 @@ static void ev_migration(cur_t *c, uint64_t time, trc_migration_t *m)
     m->to = u32(c, "tier");
     m->bytes = u64(c);
     m->device = i32(c, "device");
-    m->start = time + (uint64_t)get_s(&c->b);
-    uint64_t dur = u64(c);
-    m->end = m->start + dur;
-    if (m->end < m->start)
-        bad(c, "end time overflows");
+    times(c, time, &m->start, &m->end);
+    m->cause = opt_u64(c);
 }
 
 static void ev_eviction(cur_t *c, trc_eviction_t *v)
@@ -371,6 +382,26 @@ static void ev_eviction(cur_t *c, trc_eviction_t *v)
     v->to = u32(c, "tier");
     v->bytes = u64(c);
     v->reason = u32(c, "reason");
+}
+
+static void ev_timing(cur_t *c, uint64_t time, trc_timing_t *t)
+{
+    t->op = u64(c);
+    t->source = u32(c, "timing source");
+    times(c, time, &t->start, &t->end);
+}
+
+/* The first TRC_TIERS values are kept; a later version's extra tiers are read and dropped,
+ * missing ones stay 0. */
+static void ev_memory(cur_t *c, trc_memory_t *m)
+{
+    m->device = i32(c, "device");
+    uint32_t n = count(c, "tier", 1);
+    for (uint32_t i = 0; i < n; i++) {
+        uint64_t v = u64(c);
+        if (i < TRC_TIERS)
+            m->bytes[i] = v;
+    }
 }
 
 /* Decodes an event payload (its time first) into ev. */
@@ -390,6 +421,8 @@ static void event(cur_t *c, trc_event_t *ev)
     case TRC_EV_NCCL: ev_nccl(c, t, &ev->u.nccl); break;
     case TRC_EV_MIGRATION: ev_migration(c, t, &ev->u.migration); break;
     case TRC_EV_EVICTION: ev_eviction(c, &ev->u.eviction); break;
+    case TRC_EV_TIMING: ev_timing(c, t, &ev->u.timing); break;
+    case TRC_EV_MEMORY: ev_memory(c, &ev->u.memory); break;
     default: ev->u.iteration.index = u64(c); break;
     }
 }
@@ -402,14 +435,14 @@ static int record(trc_reader_t *r, uint64_t type, const uint8_t *p, size_t len, 
                   trc_event_t *ev)
 {
     cur_t c = { .b = { p, p + len, 0, 0 }, .r = r };
-    int is_event = type >= TRC_EV_PROCESS && type <= TRC_EV_ITERATION;
+    int is_event = type >= TRC_EV_PROCESS && type <= TRC_EV_MEMORY;
     memset(ev, 0, sizeof(*ev));
     ev->type = (trc_type_t)type;
     ev->offset = off;
     switch (type) {
     case TRC_REC_STRING: def_string(&c); break;
     case TRC_REC_STACK: def_stack(&c); break;
-    case TRC_REC_TIME_BASE: r->ctx.time = u64(&c); break;
+    case TRC_REC_TIME_BASE: r->ctx = (trc_enc_t){ .time = u64(&c) }; break;
     case TRC_REC_END: r->complete = 1; (void)u64(&c); break;
     default:
         if (!is_event)

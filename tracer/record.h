@@ -25,36 +25,43 @@ typedef struct trc_rec trc_rec_t;
 
 typedef struct trc_rec_config {
     uint32_t flags;                    /* TRC_FLAG_* for the header */
-    size_t buffer_bytes;               /* per-thread buffer; 0: 64 KiB */
+    size_t buffer_bytes;               /* per-thread buffer, 256 B to 4 MiB; 0: 64 KiB */
     uint32_t flush_ms;                 /* hand over a buffer at least this often; 0: 200 ms */
     uint64_t (*clock)(void);           /* event times in ns; NULL: CLOCK_MONOTONIC */
 } trc_rec_config_t;
 
 /* Creates the file as trc_writer_open does (%p = pid, 0600, never overwrites: -EEXIST) and
- * starts the writer thread. */
+ * starts the writer thread.  -EINVAL for a buffer size out of range. */
 int trc_rec_open(const char *path, const trc_rec_config_t *cfg, trc_rec_t **rec);
 /* The recorder's clock (cfg->clock or CLOCK_MONOTONIC), in ns. */
 uint64_t trc_rec_now(const trc_rec_t *rec);
-/* Appends one event to the calling thread's buffer.  ev->time is used as given. */
+/* Appends one event to the calling thread's buffer.  ev->time is used as given.  No lock is
+ * taken, except when a full buffer is handed over (then it waits while more than 64 MiB is
+ * queued for the file).  -EINVAL for a table or control type or a value the format cannot
+ * hold; after a write error, that error; after trc_rec_abandon, -ECANCELED. */
 int trc_rec_event(trc_rec_t *rec, const trc_event_t *ev);
 /* Interns a string: its id (> 0).  Hot callers should cache the id. */
 long trc_rec_string(trc_rec_t *rec, const char *s);
-/* Captures the caller's stack (skipping `skip` innermost frames, at most `depth` frames,
- * depth <= TRC_MAX_DEPTH) and interns it: its id (> 0), or 0 when nothing was captured. */
+/* Captures the caller's stack (skipping `skip` innermost frames, 0 to 64; at most `depth`
+ * frames, capped at TRC_MAX_DEPTH) and interns it: its id (> 0), or 0 when nothing was
+ * captured.  A return address in no loaded object (JIT code) is recorded as module 0 with
+ * the absolute address as its offset. */
 long trc_rec_stack(trc_rec_t *rec, int skip, int depth);
 /* Hands the calling thread's buffer to the writer now. */
 void trc_rec_flush_thread(trc_rec_t *rec);
 /* Writes every thread's pending events (buffers of exited threads included) and waits until
  * they are on the file.  Threads still appending keep their current buffer. */
 int trc_rec_flush(trc_rec_t *rec);
-/* Events recorded, bytes written so far. */
+/* Events recorded (accepted by trc_rec_event), bytes written to the file so far. */
 uint64_t trc_rec_events(const trc_rec_t *rec);
 uint64_t trc_rec_bytes(const trc_rec_t *rec);
 /* Flushes everything, writes END, stops the writer and frees; the first error seen, if any.
  * No thread may append after this begins. */
 int trc_rec_close(trc_rec_t *rec);
 /* In a forked child: forgets the parent's recorder without touching its file or threads
- * (frees nothing that another thread may hold); the child records nothing more. */
+ * (frees nothing that another thread may hold, takes no lock); the child records nothing more:
+ * every later call returns -ECANCELED or does nothing.  The child keeps the descriptor
+ * (close-on-exec) and the memory. */
 void trc_rec_abandon(trc_rec_t *rec);
 
 #endif

@@ -134,19 +134,19 @@ typedef struct trc_launch {
 } trc_launch_t;
 
 typedef struct trc_copy {
-    uint64_t id;                       /* 1.1: operation id (shares the launch id counter); 0 none */
     uint32_t kind;                     /* trc_copy_kind_t */
     uint64_t src, dst, bytes, stream;
     int32_t device;
     trc_span_t span;
+    uint64_t id;                       /* 1.1: operation id (shares the launch id counter); 0 none */
 } trc_copy_t;
 
 typedef struct trc_memset {
-    uint64_t id;                       /* 1.1: operation id (shares the launch id counter); 0 none */
     uint64_t dst, bytes, stream;
     uint32_t value, elem_size;
     int32_t device;
     trc_span_t span;
+    uint64_t id;                       /* 1.1: operation id (shares the launch id counter); 0 none */
 } trc_memset_t;
 
 typedef struct trc_nccl {
@@ -228,7 +228,8 @@ typedef struct trc_event {
 
 /* ------------------------------------------------------------------ encode.c */
 
-/* Delta state of one record stream: start zeroed; a TIME_BASE record resets the time. */
+/* Delta state of one record stream: start zeroed; a TIME_BASE record sets the time and resets
+ * the other bases to 0 (1.1), so a block that starts with one decodes on its own. */
 typedef struct trc_enc {
     uint64_t time, alloc, launch, addr;
 } trc_enc_t;
@@ -272,6 +273,10 @@ int trc_emit_memory(trc_writer_t *w, uint64_t time, const trc_memory_t *m);
 int trc_emit_event(trc_writer_t *w, const trc_event_t *ev);
 /* Writes the buffered records to the file. */
 int trc_writer_flush(trc_writer_t *w);
+/* Writes records encoded elsewhere (trc_encode_* with a delta state of their own: the block
+ * must start with a TIME_BASE record, else -EINVAL) after the buffered ones, at once; events
+ * is the number of events in the block.  A failed write is sticky like any other. */
+int trc_writer_append(trc_writer_t *w, const void *records, size_t len, uint64_t events);
 /* Bytes written to the file so far plus those buffered; events emitted. */
 uint64_t trc_writer_bytes(const trc_writer_t *w);
 uint64_t trc_writer_events(const trc_writer_t *w);

@@ -7,7 +7,8 @@
  * Strings and call stacks are interned in one kind of table keyed by bytes (a string's bytes,
  * or a stack's packed (module id, offset) pairs); the first use of a value emits its table
  * record, so a definition always precedes every reference in the file.  Not thread-safe: the
- * per-thread buffers of the recorder encode with trc_encode_* and hand whole buffers over.
+ * per-thread buffers of the recorder (record.c) encode with trc_encode_* and hand whole
+ * buffers over to trc_writer_append.
  * The first error (a failed write) is sticky: every later call returns it.
  */
 #include "trace.h"
@@ -36,6 +37,7 @@ typedef struct intern {
 
 struct trc_writer {
     int fd, error;
+    int resync;                        /* records appended raw: next event needs a TIME_BASE */
     uint8_t *buf;
     size_t len, cap;
     uint64_t written, events;
@@ -315,11 +317,40 @@ int trc_emit_event(trc_writer_t *w, const trc_event_t *ev)
 {
     if (ev->type == TRC_REC_STRING || ev->type == TRC_REC_STACK || ev->type == TRC_REC_END)
         return -EINVAL;
+    if (w->resync && ev->type != TRC_REC_TIME_BASE) {
+        trc_event_t base = { .type = TRC_REC_TIME_BASE, .time = ev->time };
+        what_t b = { .ev = &base };
+        int rc = append(w, &b);
+        if (rc < 0)
+            return rc;
+    }
+    w->resync = 0;
     what_t x = { .ev = ev };
     int rc = append(w, &x);
     if (rc == 0 && ev->type != TRC_REC_TIME_BASE)
         w->events++;
     return rc;
+}
+
+/* The block was encoded with a delta state of its own: it must reset the reader's with a
+ * TIME_BASE first, and the writer's next event must do the same (resync). */
+int trc_writer_append(trc_writer_t *w, const void *records, size_t len, uint64_t events)
+{
+    if (w->error)
+        return w->error;
+    if (len == 0)
+        return 0;
+    if (*(const uint8_t *)records != TRC_REC_TIME_BASE)
+        return -EINVAL;
+    int rc = trc_writer_flush(w);
+    if (rc == 0 && (rc = write_all(w->fd, records, len)) < 0)
+        w->error = rc;
+    if (rc < 0)
+        return rc;
+    w->written += len;
+    w->events += events;
+    w->resync = 1;
+    return 0;
 }
 
 #define EMIT(name, TYPE, type_t, field)                                                       \
@@ -341,3 +372,5 @@ EMIT(nccl, TRC_EV_NCCL, trc_nccl_t, nccl)
 EMIT(migration, TRC_EV_MIGRATION, trc_migration_t, migration)
 EMIT(eviction, TRC_EV_EVICTION, trc_eviction_t, eviction)
 EMIT(iteration, TRC_EV_ITERATION, trc_iteration_t, iteration)
+EMIT(timing, TRC_EV_TIMING, trc_timing_t, timing)
+EMIT(memory, TRC_EV_MEMORY, trc_memory_t, memory)

@@ -41,6 +41,11 @@ static size_t visit(const trc_event_t *ev)
             n += ev->u.launch.allocs[i];
         break;
     case TRC_EV_NCCL: n += touch(ev->u.nccl.op); break;
+    case TRC_EV_TIMING: n += ev->u.timing.end - ev->u.timing.start; break;
+    case TRC_EV_MEMORY:
+        for (int i = 0; i < TRC_TIERS; i++)
+            n += ev->u.memory.bytes[i];
+        break;
     default: break;
     }
     return n;
