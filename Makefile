@@ -76,6 +76,8 @@ EXAMPLES :=
 -include examples/examples.mk
 -include shim/shim.mk
 -include tracer/tracer.mk
+-include sim/cupti/cupti.mk
+-include tools/trace/trace.mk
 
 # ---------------------------------------------------------------- command-line tools
 TOOL_SRCS := $(wildcard tools/*.c)

@@ -122,6 +122,9 @@ static CUresult submit_copy(CUstream h, int ptds, int async, const sim_copy_t *i
     if (!op)
         return CUDA_ERROR_OUT_OF_MEMORY;
     op->u.copy = *in;
+    op->u.copy.src_where = (signed char)sw;
+    op->u.copy.dst_where = (signed char)dw;
+    op->u.copy.async = (unsigned char)async;
     op->poison = bad;
     int wait = plan(&op->u.copy, device, sw, dw, src_dev, dst_dev, async);
     if (sw == SIM_WHERE_PAGEABLE && dw == SIM_WHERE_DEVICE && !bad) {
@@ -352,6 +355,9 @@ CUresult sim_copy_op_build(const CUDA_MEMCPY3D *p, int device, sim_op_t **out)
     if (!op)
         return CUDA_ERROR_OUT_OF_MEMORY;
     op->u.copy = c;
+    op->u.copy.src_where = (signed char)sw;
+    op->u.copy.dst_where = (signed char)dw;
+    op->u.copy.async = 1;
     op->poison = bad;
     plan(&op->u.copy, device, sw, dw, src_dev, dst_dev, 1);
     *out = op;
@@ -389,7 +395,8 @@ static CUresult memset_op(int device, uint64_t dst, unsigned value, unsigned ele
     sim_op_t *op = sim_op_new(SIM_OP_MEMSET);
     if (!op)
         return CUDA_ERROR_OUT_OF_MEMORY;
-    op->u.memset = (sim_memset_t){ dst, value, elem, width, height, height > 1 ? pitch : width * elem };
+    op->u.memset = (sim_memset_t){ dst, value, elem, width, height,
+                                   height > 1 ? pitch : width * elem, (signed char)*where, 1 };
     op->poison = bad;
     *out = op;
     return CUDA_SUCCESS;
@@ -420,6 +427,7 @@ static CUresult submit_memset(CUstream h, int ptds, int async, uint64_t dst, uns
     r = memset_op(s->ctx->device, dst, value, elem, width, height, pitch, &where, &op);
     if (r != CUDA_SUCCESS)
         return r;
+    op->u.memset.async = (unsigned char)async;
     uint64_t seq = 0;
     r = sim_submit(s, op, &seq);
     /* Synchronous memsets wait only when the target is pinned host memory. */

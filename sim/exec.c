@@ -11,6 +11,10 @@
  * Work is asynchronous: the submitting thread returns at once, so a program that forgets to
  * synchronise can read stale data.  With ELIXIR_SIM_EXEC=lazy the executor runs only while a
  * host thread waits, which makes such bugs deterministic.
+ *
+ * A profiling library may attach an activity observer (simcuda.h): sim_submit lets it tag
+ * kernels, copies and memsets on the submitting thread, and the executor reports each tagged
+ * operation's virtual start and end once it has run, before anyone can see it complete.
  */
 #include <errno.h>
 #include <sched.h>
@@ -187,6 +191,129 @@ SIM_API void sim_kernel_access(const void *ptr, size_t bytes, int mode)
     cur.acc[cur.nacc++] = (access_rec_t){ (uint64_t)(uintptr_t)ptr, bytes, mode };
 }
 
+/* ---------------------------------------------------------------- activity observer */
+
+/* The observer attached by a profiling library; NULL unless one is. */
+static _Atomic(const sim_activity_ops_t *) act_ops;
+
+/* The API call this thread is in (sim_activity_call_begin), for one correlation id. */
+static _Thread_local struct {
+    int depth;
+    uint32_t corr;
+} act_call;
+
+SIM_API int sim_activity_attach(const sim_activity_ops_t *ops)
+{
+    const sim_activity_ops_t *none = NULL;
+    if (!ops || !ops->on_submit || !ops->on_complete)
+        return -EINVAL;
+    if (atomic_compare_exchange_strong(&act_ops, &none, ops) || none == ops)
+        return 0;
+    return -EBUSY;
+}
+
+SIM_API void sim_activity_detach(const sim_activity_ops_t *ops)
+{
+    const sim_activity_ops_t *mine = ops;
+    atomic_compare_exchange_strong(&act_ops, &mine, NULL);
+}
+
+SIM_API uint64_t sim_activity_clock(void)
+{
+    return (uint64_t)sim_host_now();
+}
+
+void sim_activity_call_begin(void)
+{
+    if (act_call.depth++ == 0)
+        act_call.corr = 0;
+}
+
+void sim_activity_call_end(void)
+{
+    act_call.depth--;
+}
+
+static int activity_kind(int op_kind)
+{
+    switch (op_kind) {
+    case SIM_OP_KERNEL: return SIM_ACTIVITY_KERNEL;
+    case SIM_OP_COPY: return SIM_ACTIVITY_MEMCPY;
+    case SIM_OP_MEMSET: return SIM_ACTIVITY_MEMSET;
+    default: return 0;
+    }
+}
+
+/* On the submitting thread: let the observer tag a kernel, copy or memset. */
+static void activity_submit(const sim_activity_ops_t *a, sim_op_t *op)
+{
+    int kind = activity_kind(op->kind);
+    if (!kind)
+        return;
+    uint32_t corr = act_call.depth ? act_call.corr : 0;
+    if (a->on_submit(a->ctx, kind, &corr)) {
+        op->act = a;
+        op->act_corr = corr;
+    }
+    if (act_call.depth)
+        act_call.corr = corr;
+}
+
+static int memory_kind(int where)
+{
+    return where == SIM_WHERE_DEVICE ? SIM_MEMORY_DEVICE
+           : where == SIM_WHERE_PINNED ? SIM_MEMORY_PINNED : SIM_MEMORY_PAGEABLE;
+}
+
+static int copy_kind(const sim_copy_t *c)
+{
+    switch (c->engine) {
+    case SIM_ENG_H2D: return SIM_COPY_HTOD;
+    case SIM_ENG_D2H: return SIM_COPY_DTOH;
+    case SIM_ENG_PEER: return SIM_COPY_PTOP;
+    case SIM_ENG_COMPUTE: return SIM_COPY_DTOD;
+    default: return SIM_COPY_HTOH;
+    }
+}
+
+/* What the observer learns of a kernel, copy or memset beyond its times and stream. */
+static void activity_detail(const sim_op_t *op, sim_activity_t *a)
+{
+    if (op->kind == SIM_OP_KERNEL) {
+        const sim_launch_t *l = &op->u.kernel.launch;
+        a->name = l->name;
+        memcpy(a->grid, l->grid, sizeof(a->grid));
+        memcpy(a->block, l->block, sizeof(a->block));
+        a->shared_bytes = l->shared_bytes;
+    } else if (op->kind == SIM_OP_COPY) {
+        const sim_copy_t *c = &op->u.copy;
+        a->async = c->async;
+        a->bytes = (uint64_t)c->width * c->height * c->depth;
+        a->copy_kind = copy_kind(c);
+        a->src_memory = memory_kind(c->src_where);
+        a->dst_memory = memory_kind(c->dst_where);
+    } else {
+        const sim_memset_t *m = &op->u.memset;
+        a->async = m->async;
+        a->bytes = (uint64_t)m->width * m->elem * m->height;
+        a->dst_memory = memory_kind(m->where);
+        a->value = m->value;
+        a->elem_size = m->elem;
+    }
+}
+
+/* On the executor: tell the observer that a tagged op ran from start to end (ns). */
+static void activity_complete(const sim_op_t *op, double start, double end)
+{
+    CUstream s = op->stream;
+    sim_activity_t a = { .kind = activity_kind(op->kind), .correlation = op->act_corr,
+                         .start = (uint64_t)start, .end = (uint64_t)end,
+                         .device = s->ctx->device, .context_id = s->ctx->id,
+                         .stream_id = s->kind == SIM_STREAM_LEGACY ? 0 : s->id };
+    activity_detail(op, &a);
+    op->act->on_complete(op->act->ctx, &a);
+}
+
 /* ---------------------------------------------------------------- operations */
 
 /*
@@ -287,6 +414,9 @@ CUresult sim_submit(CUstream s, sim_op_t *op, uint64_t *seq)
         *seq = 0;
     if (atomic_load_explicit(&sim_captures, memory_order_relaxed) && sim_capture_op(s, op, &res))
         return res;
+    const sim_activity_ops_t *act = atomic_load_explicit(&act_ops, memory_order_acquire);
+    if (__builtin_expect(act != NULL, 0))
+        activity_submit(act, op);
     sim_vc_t *vc = sim_host_vc();
     pthread_mutex_lock(&sim_lock);
     op->stream = s;
@@ -592,10 +722,10 @@ static void event_recorded(struct CUevent_st *e, double t, sim_vc_t *vc)
 }
 
 /*
- * Charge op to the virtual clock and the race checker.  Returns its end time and, with the
- * race checker on, the stream's clock after it (*vc, one reference).
+ * Charge op to the virtual clock and the race checker.  Returns its end time, its start in
+ * *t_start and, with the race checker on, the stream's clock after it (*vc, one reference).
  */
-static double account(sim_op_t *op, int err, sim_vc_t **vc)
+static double account(sim_op_t *op, int err, sim_vc_t **vc, double *t_start)
 {
     CUstream s = op->stream;
     sim_device_t *d = &sim_devs[s->ctx->device];
@@ -612,10 +742,10 @@ static double account(sim_op_t *op, int err, sim_vc_t **vc)
         if (race)
             sim_race_acquire(race, s->race_tid, op->u.event->vc);
     }
-    double end = t0, dur = err ? 0 : duration(op, &bytes);
+    double start = t0, end = t0, dur = err ? 0 : duration(op, &bytes);
     int eng = engine_of(op);
     if (eng >= 0 && !err) {
-        double start = dmax(t0, d->engine_free[eng]);
+        start = dmax(t0, d->engine_free[eng]);
         end = start + dur;
         d->engine_free[eng] = end;
         stats.bytes[eng] += bytes;
@@ -634,6 +764,7 @@ static double account(sim_op_t *op, int err, sim_vc_t **vc)
     if (op->kind == SIM_OP_FREE)
         sim_free_device(op->u.free.base, SIM_RANGE_POOL);
     s->t_end = end;
+    *t_start = start;
     return end;
 }
 
@@ -738,8 +869,11 @@ static void run_batch(done_rec_t *b, int n)
         sim_op_t *op = b[i].op;
         stats.ops[op->kind]++;
         int err = execute(op);
+        double start;
         b[i].vc = NULL;
-        b[i].t_end = account(op, err, &b[i].vc);
+        b[i].t_end = account(op, err, &b[i].vc, &start);
+        if (__builtin_expect(op->act != NULL, 0) && !err)
+            activity_complete(op, start, b[i].t_end);
         op_free_payload(op);
         sim_vc_unref(op->host_vc);
     }

@@ -1904,10 +1904,12 @@ static sim_op_t **launch_ops(CUgraphExec x)
     return ops;
 }
 
-/* Submit ops[0..n) on s (taking them all); stops at the first error. */
+/* Submit ops[0..n) on s (taking them all); stops at the first error.  They are one API call
+ * for an activity observer: every node shares the launch's correlation id. */
 static CUresult submit_all(CUstream s, CUstream h, sim_op_t **ops, size_t n)
 {
     CUresult r = CUDA_SUCCESS;
+    sim_activity_call_begin();
     for (size_t i = 0; i < n; i++) {
         if (r != CUDA_SUCCESS) {
             sim_op_discard(ops[i]);
@@ -1918,6 +1920,7 @@ static CUresult submit_all(CUstream s, CUstream h, sim_op_t **ops, size_t n)
         recheck_poison(ops[i], s->ctx->device);
         r = sim_submit(s, ops[i], NULL);
     }
+    sim_activity_call_end();
     return r;
 }
 

@@ -4,7 +4,8 @@
  *
  * cuInit reads the options, builds the devices of the machine model (each with a reserved
  * virtual-address arena for cuMemAlloc), installs the fault handler and starts the executor.
- * Device attributes describe an H100-class part, with the VMM features Elixir relies on.
+ * Device attributes describe an H100-class part, with the VMM features Elixir relies on;
+ * ELIXIR_SIM_HOST_VMM=0 models a device that cannot map host memory through VMM.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -318,8 +319,8 @@ static int attribute_value(CUdevice_attribute a, int dev)
     case CU_DEVICE_ATTRIBUTE_CAN_USE_STREAM_WAIT_VALUE_NOR: return 1;
     case CU_DEVICE_ATTRIBUTE_NUMA_ID: return -1;
     case CU_DEVICE_ATTRIBUTE_HOST_NUMA_ID: return 0;
-    case CU_DEVICE_ATTRIBUTE_HOST_NUMA_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED: return 1;
-    case CU_DEVICE_ATTRIBUTE_HOST_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED: return 1;
+    case CU_DEVICE_ATTRIBUTE_HOST_NUMA_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED: return sim_cfg.host_vmm;
+    case CU_DEVICE_ATTRIBUTE_HOST_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED: return sim_cfg.host_vmm;
     case CU_DEVICE_ATTRIBUTE_MULTI_GPU_BOARD_GROUP_ID: return dev;
     default: return 0;
     }

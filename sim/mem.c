@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * mem.c - the address registry, device allocations (cuMemAlloc), pinned and registered host
- * memory, and pointer queries.
+ * memory, pointer queries and IPC handles of device memory.
  *
  * Device memory is host memory in the same address space (unified addressing).  Each device
  * has a reserved arena of address space four times its capacity; cuMemAlloc takes page-granular
@@ -356,6 +356,40 @@ SIM_API CUresult CUDAAPI cuMemFree_v2(CUdeviceptr dptr)
         sim_wait_all();
     }
     return sim_free_device((uint64_t)dptr, rg.kind);
+}
+
+/* ---------------------------------------------------------------- IPC */
+
+/* What a simulated CUipcMemHandle holds: the allocation it names. */
+typedef struct ipc_handle {
+    uint32_t magic;
+    int32_t device;
+    uint64_t buffer_id, base, size;
+} ipc_handle_t;
+
+#define IPC_MAGIC 0x43504953u
+
+/*
+ * cuIpcGetMemHandle exports the base of a cuMemAlloc allocation, the only memory legacy IPC
+ * takes (CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE is 1 for it alone): a pointer inside
+ * an allocation, stream-ordered (pool) memory, VMM mappings and host memory are
+ * CUDA_ERROR_INVALID_VALUE, the driver's answer for them.  The handle names the allocation;
+ * opening one in another process (cuIpcOpenMemHandle) is not simulated.
+ */
+SIM_API CUresult CUDAAPI cuIpcGetMemHandle(CUipcMemHandle *pHandle, CUdeviceptr dptr)
+{
+    sim_range_t rg;
+    CUresult r = sim_ctx_get(NULL);
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (!pHandle || sim_range_find(dptr, &rg) < 0 || rg.kind != SIM_RANGE_DEVICE ||
+        rg.base != dptr)
+        return CUDA_ERROR_INVALID_VALUE;
+    ipc_handle_t h = { .magic = IPC_MAGIC, .device = rg.device, .buffer_id = rg.buffer_id,
+                       .base = rg.base, .size = rg.size };
+    memset(pHandle, 0, sizeof(*pHandle));
+    memcpy(pHandle->reserved, &h, sizeof(h));
+    return CUDA_SUCCESS;
 }
 
 SIM_API CUresult CUDAAPI cuMemGetInfo_v2(size_t *free_bytes, size_t *total)

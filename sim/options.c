@@ -96,6 +96,8 @@ static const option_t options[] = {
     { "LOG", OPT_CHOICE, "warn", "error warn info trace", "log level" },
     { "EXEC", OPT_CHOICE, "async", "async lazy",
       "async: a thread runs queued work at once; lazy: only when the host waits" },
+    { "HOST_VMM", OPT_CHOICE, "1", "0 1",
+      "1: cuMemCreate takes HOST and HOST_NUMA locations; 0: a device without host VMM" },
     { "KERNELS", OPT_STRING, "", NULL, "colon-separated shared objects holding host kernels" },
     { "VERBOSE", OPT_CHOICE, "0", "0 1", "print every option at start-up" },
 };
@@ -181,6 +183,8 @@ static int apply(const option_t *o, const char *v)
             sim_cfg.log_level = i;
         else if (strcmp(o->name, "EXEC") == 0)
             sim_cfg.lazy = i;
+        else if (strcmp(o->name, "HOST_VMM") == 0)
+            sim_cfg.host_vmm = i;
         return 0;
     }
     case OPT_STRING:

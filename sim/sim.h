@@ -54,6 +54,7 @@ typedef struct sim_config {
     int stats;
     int log_level;          /* 0 error, 1 warn, 2 info, 3 trace */
     int lazy;               /* run queued work only when the host waits */
+    int host_vmm;           /* HOST/HOST_NUMA locations for cuMemCreate (ELIXIR_SIM_HOST_VMM) */
     char kernels[4096];     /* ELIXIR_SIM_KERNELS */
 } sim_config_t;
 
@@ -263,6 +264,8 @@ typedef struct sim_copy {
     int engine;                         /* enum sim_engine, or -1 for host-to-host */
     double gbps;                        /* bandwidth for the virtual clock */
     void *staging;                      /* owned copy of a pageable source, freed after */
+    signed char src_where, dst_where;   /* enum sim_where of each side (activity reports) */
+    unsigned char async;                /* submitted by an asynchronous entry point */
 } sim_copy_t;
 
 typedef struct sim_memset {
@@ -270,6 +273,8 @@ typedef struct sim_memset {
     unsigned value;
     unsigned elem;                      /* 1, 2 or 4 bytes */
     size_t width, height, pitch;        /* elements per row, rows, row pitch in bytes */
+    signed char where;                  /* enum sim_where of dst (activity reports) */
+    unsigned char async;                /* submitted by an asynchronous entry point */
 } sim_memset_t;
 
 struct CUfunc_st;
@@ -286,6 +291,8 @@ typedef struct sim_kernel_op {
 typedef struct sim_op {
     struct sim_op *next;
     int kind;
+    uint32_t act_corr;      /* correlation id given by the activity observer */
+    const sim_activity_ops_t *act;  /* non-NULL: report completion to this observer */
     CUstream stream;
     uint64_t seq;           /* position in its stream */
     uint64_t opno;          /* global number */
@@ -330,6 +337,10 @@ sim_vc_t *sim_host_vc(void);            /* reference to the host clock snapshot 
 uint32_t sim_race_new_thread(void);
 void sim_race_forget_range(uint64_t base, uint64_t size);
 void sim_exec_stats(void);
+/* Operations submitted between begin and end by this thread belong to one API call (a graph
+ * launch): the activity observer gives them one correlation id.  Calls nest. */
+void sim_activity_call_begin(void);
+void sim_activity_call_end(void);
 
 /* ------------------------------------------------------------------------- fault.c */
 

@@ -69,15 +69,28 @@ static int aligned(uint64_t v)
 
 /* ---------------------------------------------------------------- properties */
 
+/* A HOST or HOST_NUMA location, which only a device with host VMM support takes. */
+static int host_location(const CUmemAllocationProp *prop)
+{
+    return prop->location.type == CU_MEM_LOCATION_TYPE_HOST ||
+           prop->location.type == CU_MEM_LOCATION_TYPE_HOST_NUMA;
+}
+
 /*
  * Validate allocation properties for cuMemCreate and cuMemGetAllocationGranularity.  HOST
  * allocations are not IPC capable, so they may request no handle type; HOST_NUMA_CURRENT is
- * not a valid location for cuMemCreate; the simulated host has one NUMA node, id 0.
+ * not a valid location for cuMemCreate; the simulated host has one NUMA node, id 0.  With
+ * ELIXIR_SIM_HOST_VMM=0 the devices report no host VMM support
+ * (CU_DEVICE_ATTRIBUTE_HOST_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED and its HOST_NUMA sibling
+ * are 0) and host locations are CUDA_ERROR_NOT_SUPPORTED, the driver's answer for an
+ * operation the device does not support.
  */
 static CUresult check_prop(const CUmemAllocationProp *prop)
 {
     if (!prop || prop->type != CU_MEM_ALLOCATION_TYPE_PINNED)
         return CUDA_ERROR_INVALID_VALUE;
+    if (host_location(prop) && !sim_cfg.host_vmm)
+        return CUDA_ERROR_NOT_SUPPORTED;
     if (prop->location.type == CU_MEM_LOCATION_TYPE_HOST)
         return prop->requestedHandleTypes ? CUDA_ERROR_INVALID_VALUE : CUDA_SUCCESS;
     if (prop->requestedHandleTypes & ~(unsigned)CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR)

@@ -11,6 +11,10 @@
  * realistic duration, and what it touches (sim_kernel_access) so that the race checker sees
  * exact byte ranges.  A kernel that reports no access is assumed to read and write the whole
  * allocation behind every pointer-valued argument.
+ *
+ * A profiling library (the libcupti.so stand-in, sim/cupti/) observes work through the
+ * activity interface at the end of this file: it tags each kernel, copy and memset on the
+ * thread that submits it and hears of its virtual start and end when the executor completes it.
  */
 #ifndef SIMCUDA_H
 #define SIMCUDA_H
@@ -53,6 +57,78 @@ void sim_kernel_cost(double flops, double bytes);
  * the call does nothing.
  */
 void sim_kernel_access(const void *ptr, size_t bytes, int mode);
+
+/* ------------------------------------------------------------------------- activity */
+
+enum sim_activity_kind {
+    SIM_ACTIVITY_KERNEL = 1,
+    SIM_ACTIVITY_MEMCPY = 2,
+    SIM_ACTIVITY_MEMSET = 3,
+};
+
+/* Where one side of a copy or memset lives. */
+enum sim_memory_kind {
+    SIM_MEMORY_PAGEABLE = 1,
+    SIM_MEMORY_PINNED = 2,
+    SIM_MEMORY_DEVICE = 3,
+};
+
+enum sim_copy_kind {
+    SIM_COPY_HTOD = 1,
+    SIM_COPY_DTOH = 2,
+    SIM_COPY_DTOD = 3,      /* within one device */
+    SIM_COPY_PTOP = 4,      /* between two devices */
+    SIM_COPY_HTOH = 5,
+};
+
+/* One completed operation, as the executor saw it.  Times are virtual nanoseconds on the
+ * clock of sim_activity_clock; ids are those cuCtxGetId and cuStreamGetId report. */
+typedef struct sim_activity {
+    int kind;                   /* enum sim_activity_kind */
+    uint32_t correlation;       /* the call's id, as on_submit set it */
+    uint64_t start, end;
+    int device;                 /* ordinal of the device of its stream */
+    uint64_t context_id;
+    uint64_t stream_id;         /* 0: the legacy default stream */
+    int async;                  /* copy, memset: submitted by an asynchronous entry point */
+    uint64_t bytes;             /* copy: bytes moved; memset: bytes written */
+    const char *name;           /* kernel: the .entry name, valid during on_complete only */
+    unsigned grid[3], block[3];
+    unsigned shared_bytes;      /* kernel: dynamic shared memory */
+    int copy_kind;              /* copy: enum sim_copy_kind */
+    int src_memory, dst_memory; /* copy: both sides; memset: dst_memory (enum sim_memory_kind) */
+    unsigned value;             /* memset: the value as passed (1, 2 or 4 bytes wide) */
+    unsigned elem_size;         /* memset: 1, 2 or 4 */
+} sim_activity_t;
+
+typedef struct sim_activity_ops {
+    void *ctx;
+    /*
+     * On the submitting thread, for each kernel, copy or memset an API call submits (graph
+     * launches included), before it is queued; no simulator lock is held.  *correlation is 0
+     * for the first operation of a call and, for later ones, what an earlier one of the same
+     * call left there: the observer sets it to the call's id.  Returns non-zero to hear of
+     * this operation's completion.
+     */
+    int (*on_submit)(void *ctx, int kind, uint32_t *correlation);
+    /*
+     * On the executor thread, once the operation has run and before any host wait can see it
+     * done; no simulator lock is held, but the executor waits: never call CUDA from here.
+     * Operations that faulted are not reported.
+     */
+    void (*on_complete)(void *ctx, const sim_activity_t *activity);
+} sim_activity_ops_t;
+
+/*
+ * Attach the one observer: 0, -EBUSY when another is attached, -EINVAL when a callback is
+ * missing.  ops and its code must stay valid for the life of the process: operations tagged
+ * before sim_activity_detach are still reported through it.  Detaching someone else's ops
+ * does nothing.  With nothing attached, the cost is one predictable branch per operation.
+ */
+int sim_activity_attach(const sim_activity_ops_t *ops);
+void sim_activity_detach(const sim_activity_ops_t *ops);
+/* The host's virtual clock in nanoseconds: the time base of every activity's start and end. */
+uint64_t sim_activity_clock(void);
 
 #ifdef __cplusplus
 }

@@ -1,0 +1,285 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * buffer.c - activity buffers: records queued by any thread, delivered into the client's
+ * buffers by one delivery thread or by cuptiActivityFlushAll, and read back with
+ * cuptiActivityGetNextRecord.
+ *
+ * Two locks, taken in this order: `deliver` (owns the client's current buffer and the
+ * callbacks; held across the client's callbacks) and `pend.lock` (the queue; held only to
+ * append or to take the queue whole).  The simulator's executor appends its records under
+ * pend.lock alone, so a slow or blocking client callback never stalls the simulator, and no
+ * client callback ever runs on the executor or under a simulator lock (DESIGN.md, invariant 7).
+ *
+ * As CUPTI documents: a buffer is requested when a record needs one, completed when the next
+ * record does not fit or it holds maxNumRecords records, and on cuptiActivityFlushAll however
+ * full it is.  Records are complete when queued, so a forced flush and a default one deliver
+ * the same records: every one queued before the call.  Records sit at 8-byte aligned
+ * addresses; validSize counts from the start of the buffer.  A record that finds no buffer
+ * (the request callback gave none, or one too small) is dropped and counted.
+ */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cupti_sim.h"
+
+#define ALIGN 8u
+
+static pthread_mutex_t deliver = PTHREAD_MUTEX_INITIALIZER;
+static CUpti_BuffersCallbackRequestFunc cb_request;    /* under deliver */
+static CUpti_BuffersCallbackCompleteFunc cb_complete;  /* under deliver */
+static _Atomic int registered;
+static _Atomic size_t dropped;
+
+/* The client's buffer being filled; under deliver. */
+typedef struct client_buf {
+    uint8_t *buf;
+    size_t size, pos;       /* pos: next record's offset (aligned), also the valid size */
+    size_t max, n;          /* maxNumRecords (0: no limit) and records written */
+} client_buf_t;
+
+static client_buf_t cur;
+
+/* Records waiting for delivery, back to back. */
+static struct {
+    pthread_mutex_t lock;
+    pthread_cond_t cv;
+    uint8_t *buf;
+    size_t len, cap, n;
+    size_t room, room_recs; /* what the current buffer can still take (set by deliverers) */
+    int wake;               /* the delivery thread has work */
+} pend = { PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, NULL, 0, 0, 0, 0, 0, 0 };
+
+static pthread_once_t worker_once = PTHREAD_ONCE_INIT;
+
+size_t sim_cupti_record_size(CUpti_ActivityKind kind)
+{
+    switch (kind) {
+    case CUPTI_ACTIVITY_KIND_KERNEL:
+    case CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL: return sizeof(CUpti_ActivityKernel10);
+    case CUPTI_ACTIVITY_KIND_MEMCPY: return sizeof(CUpti_ActivityMemcpy6);
+    case CUPTI_ACTIVITY_KIND_MEMSET: return sizeof(CUpti_ActivityMemset4);
+    case CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION: return sizeof(CUpti_ActivityExternalCorrelation);
+    default: return 0;
+    }
+}
+
+static size_t align_up(size_t x)
+{
+    return (x + ALIGN - 1) & ~(size_t)(ALIGN - 1);
+}
+
+/* Offset of the first record in a buffer: its first 8-byte aligned address. */
+static size_t first_offset(const uint8_t *buf)
+{
+    return align_up((uintptr_t)buf) - (uintptr_t)buf;
+}
+
+/* ---------------------------------------------------------------- the queue */
+
+/* The delivery thread has work when the queue no longer fits the current buffer.
+ * Under pend.lock. */
+static void maybe_wake_locked(void)
+{
+    if (!pend.wake && pend.n && (pend.len > pend.room || pend.n >= pend.room_recs)) {
+        pend.wake = 1;
+        pthread_cond_signal(&pend.cv);
+    }
+}
+
+void sim_cupti_emit(const void *record, size_t size)
+{
+    if (!atomic_load_explicit(&registered, memory_order_acquire)) {
+        atomic_fetch_add(&dropped, 1);
+        return;
+    }
+    pthread_mutex_lock(&pend.lock);
+    if (pend.len + size > pend.cap) {
+        size_t cap = pend.cap ? pend.cap : 64 * 1024;
+        while (cap < pend.len + size)
+            cap *= 2;
+        uint8_t *b = realloc(pend.buf, cap);
+        if (!b) {
+            pthread_mutex_unlock(&pend.lock);
+            atomic_fetch_add(&dropped, 1);
+            return;
+        }
+        pend.buf = b;
+        pend.cap = cap;
+    }
+    memcpy(pend.buf + pend.len, record, size);
+    pend.len += size;
+    pend.n++;
+    maybe_wake_locked();
+    pthread_mutex_unlock(&pend.lock);
+}
+
+/* ---------------------------------------------------------------- delivery (under deliver) */
+
+static void complete_current(void)
+{
+    if (!cur.buf)
+        return;
+    uint8_t *buf = cur.buf;
+    cur.buf = NULL;
+    cb_complete(NULL, 0, buf, cur.size, cur.pos);
+}
+
+/* Ask the client for a buffer; 0, or -1 when it declined. */
+static int request_buffer(void)
+{
+    uint8_t *buf = NULL;
+    size_t size = 0, max = 0;
+    cb_request(&buf, &size, &max);
+    if (!buf)
+        return -1;
+    cur = (client_buf_t){ buf, size, 0, max, 0 };
+    cur.pos = first_offset(buf);
+    return 0;
+}
+
+static int fits(size_t size)
+{
+    return cur.pos <= cur.size && size <= cur.size - cur.pos && (!cur.max || cur.n < cur.max);
+}
+
+static void place(const uint8_t *rec, size_t size)
+{
+    if (cur.buf && !fits(size))
+        complete_current();
+    if (!cur.buf && request_buffer() < 0) {
+        atomic_fetch_add(&dropped, 1);
+        return;
+    }
+    if (!fits(size)) {                  /* a fresh buffer too small for this record */
+        atomic_fetch_add(&dropped, 1);
+        return;
+    }
+    memcpy(cur.buf + cur.pos, rec, size);
+    cur.pos += align_up(size);
+    cur.n++;
+    if (cur.max && cur.n >= cur.max)
+        complete_current();
+}
+
+/*
+ * Move every queued record into client buffers; with `flush`, complete the current buffer
+ * too.  The queue is taken whole and replaced by the previous batch's storage.
+ */
+static void deliver_all(int flush)
+{
+    static uint8_t *spare;
+    static size_t spare_cap;
+
+    pthread_mutex_lock(&deliver);
+    pthread_mutex_lock(&pend.lock);
+    uint8_t *batch = pend.buf;
+    size_t len = pend.len, cap = pend.cap;
+    pend.buf = spare, pend.cap = spare_cap, pend.len = 0, pend.n = 0;
+    pthread_mutex_unlock(&pend.lock);
+
+    for (size_t off = 0; off < len;) {
+        size_t size = sim_cupti_record_size(((const CUpti_Activity *)(batch + off))->kind);
+        if (!size)
+            break;                      /* cannot happen: only known kinds are queued */
+        place(batch + off, size);
+        off += size;
+    }
+    if (flush)
+        complete_current();
+    spare = batch, spare_cap = cap;
+
+    pthread_mutex_lock(&pend.lock);
+    pend.room = cur.buf && cur.pos <= cur.size ? cur.size - cur.pos : 0;
+    pend.room_recs = cur.buf && cur.max ? cur.max - cur.n : cur.buf ? SIZE_MAX : 0;
+    maybe_wake_locked();
+    pthread_mutex_unlock(&pend.lock);
+    pthread_mutex_unlock(&deliver);
+}
+
+static void *worker_main(void *unused)
+{
+    pthread_mutex_lock(&pend.lock);
+    for (;;) {
+        while (!pend.wake)
+            pthread_cond_wait(&pend.cv, &pend.lock);
+        pend.wake = 0;
+        pthread_mutex_unlock(&pend.lock);
+        deliver_all(0);
+        pthread_mutex_lock(&pend.lock);
+    }
+    return NULL;
+}
+
+static void start_worker(void)
+{
+    pthread_t t;
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+    pthread_create(&t, &attr, worker_main, NULL);
+    pthread_attr_destroy(&attr);
+}
+
+/* ---------------------------------------------------------------- the public calls */
+
+CUPTI_EXPORT CUptiResult CUPTIAPI
+cuptiActivityRegisterCallbacks(CUpti_BuffersCallbackRequestFunc funcBufferRequested,
+                               CUpti_BuffersCallbackCompleteFunc funcBufferCompleted)
+{
+    if (!funcBufferRequested || !funcBufferCompleted)
+        return CUPTI_ERROR_INVALID_PARAMETER;
+    pthread_mutex_lock(&deliver);
+    cb_request = funcBufferRequested;
+    cb_complete = funcBufferCompleted;
+    pthread_mutex_unlock(&deliver);
+    pthread_once(&worker_once, start_worker);
+    atomic_store_explicit(&registered, 1, memory_order_release);
+    return CUPTI_SUCCESS;
+}
+
+CUPTI_EXPORT CUptiResult CUPTIAPI cuptiActivityFlushAll(uint32_t flag)
+{
+    if (!atomic_load_explicit(&registered, memory_order_acquire))
+        return CUPTI_ERROR_INVALID_OPERATION;
+    deliver_all(1);
+    return CUPTI_SUCCESS;
+}
+
+CUPTI_EXPORT CUptiResult CUPTIAPI cuptiActivityGetNextRecord(uint8_t *buffer,
+                                                             size_t validBufferSizeBytes,
+                                                             CUpti_Activity **record)
+{
+    if (!buffer || !record)
+        return CUPTI_ERROR_INVALID_PARAMETER;
+    size_t off = first_offset(buffer);
+    if (*record) {
+        const uint8_t *prev = (const uint8_t *)*record;
+        size_t size = sim_cupti_record_size((*record)->kind);
+        if (!size || prev < buffer)
+            return CUPTI_ERROR_INVALID_KIND;
+        off = (size_t)(prev - buffer) + size;
+        off += first_offset(buffer + off);     /* the next 8-byte aligned address */
+    }
+    if (off >= validBufferSizeBytes)
+        return CUPTI_ERROR_MAX_LIMIT_REACHED;
+    CUpti_Activity *next = (CUpti_Activity *)(buffer + off);
+    size_t left = validBufferSizeBytes - off;
+    if (left < sizeof(*next) || !sim_cupti_record_size(next->kind) ||
+        sim_cupti_record_size(next->kind) > left)
+        return CUPTI_ERROR_INVALID_KIND;
+    *record = next;
+    return CUPTI_SUCCESS;
+}
+
+CUPTI_EXPORT CUptiResult CUPTIAPI cuptiActivityGetNumDroppedRecords(CUcontext context,
+                                                                    uint32_t streamId,
+                                                                    size_t *n)
+{
+    if (!n)
+        return CUPTI_ERROR_INVALID_PARAMETER;
+    *n = atomic_exchange(&dropped, 0);
+    return CUPTI_SUCCESS;
+}
