@@ -26,6 +26,9 @@ typedef struct tm_migration_totals {
     uint64_t bytes[TRC_TIERS][TRC_TIERS];
     uint64_t busy_ns;                  /* union of migration intervals, all devices */
     uint64_t hidden_ns;                /* the part of busy_ns during which a kernel ran */
+    /* Both are taken per device and summed: the union of one device's migration intervals,
+     * and the part of it during which a launch with known device times ran on that same
+     * device (so hidden_ns <= busy_ns). */
 } tm_migration_totals_t;
 
 int tm_migration_totals(const tm_trace_t *t, tm_migration_totals_t *out);
@@ -37,6 +40,17 @@ typedef struct tm_iter_stat {
 } tm_iter_stat_t;
 
 int tm_iteration_stats(const tm_trace_t *t, tm_iter_stat_t **out, size_t *n);
+
+/* Iteration times over the iterations closed by a next mark: all but the last when there
+ * are two marks or more (the last one runs to the end of the trace, teardown included), the
+ * only one otherwise.  All 0 when there is no mark.  0 or -ENOMEM. */
+typedef struct tm_iter_times {
+    uint64_t marks;                    /* iteration marks in the trace */
+    uint64_t measured;                 /* iterations the times are taken over */
+    uint64_t mean_ns, min_ns, max_ns;
+} tm_iter_times_t;
+
+int tm_iteration_times(const tm_trace_t *t, tm_iter_times_t *out);
 
 /* A call site as text: "symbol+0xoff (module)" frames joined by " < ", innermost first, at
  * most `frames` frames (0: all), symbolised from the modules' ELF symbol tables when they can

@@ -18,6 +18,7 @@
 #include "../../tracer/trace.h"
 
 #define TM_LIVE UINT64_MAX             /* t_free of an allocation never freed */
+#define TM_TIMING_SPAN UINT32_MAX      /* timing_source: times from the operation's own record */
 
 typedef struct tm_alloc {
     uint64_t id, addr, size;
@@ -38,7 +39,8 @@ typedef struct tm_op {
     uint64_t bytes;                    /* copies, memsets, collectives */
     int has_times;                     /* device start/end known (span or TIMING) */
     uint64_t start, end;
-    uint32_t timing_source;            /* trc_timing_source_t when known from TIMING */
+    uint32_t timing_source;            /* trc_timing_source_t when known from TIMING, else
+                                        * TM_TIMING_SPAN */
     uint32_t nallocs;
     const uint64_t *allocs;            /* allocation ids a launch may touch */
 } tm_op_t;
@@ -91,7 +93,9 @@ typedef struct tm_trace {
     tm_eviction_t *evictions;   size_t nevictions;
     tm_iteration_t *iterations; size_t niterations;
     tm_memory_t *memory;        size_t nmemory;
-    uint64_t t_first, t_last;          /* earliest and latest time of any event */
+    uint64_t t_first, t_last;          /* earliest and latest time of any event; t_last
+                                        * also covers the end of device work (operations'
+                                        * and migrations' end times) */
     uint64_t events;                   /* events read */
     void *priv;                        /* the reader, indexes, owned copies */
 } tm_trace_t;

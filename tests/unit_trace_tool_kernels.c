@@ -1,0 +1,121 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * unit_trace_tool_kernels.c - `elixir-trace kernels`: every sort key (total, count, mean,
+ * max, name, ties by name), the filters --device and --name alone and together, --top, the
+ * JSON document parsed back with python3 (a kernel name with quotes, a backslash, a tab and
+ * bytes that are not UTF-8 included), and the table.  Device times come from the launch
+ * records' spans and from TIMING records, one written after its launch and one before it
+ * (buffers of different threads may land in either order); a TIMING for an unknown id is
+ * ignored.  Collectives and copies are not kernels.
+ */
+#include "unit_trace_tool.h"
+
+static const char *trace;
+static trc_writer_t *w;
+
+static void launch(uint64_t id, const char *name, int32_t dev, uint64_t dur)
+{
+    uint64_t t = 1000 + id * 10;
+    trc_launch_t l = { .id = id, .func_id = tt_str(w, name), .device = dev,
+                       .span = { dur > 0, t + 1, t + 1 + dur } };
+    TT_EMIT(trc_emit_launch(w, t, &l));
+}
+
+static void timing(uint64_t time, uint64_t op, uint64_t start, uint64_t end)
+{
+    trc_timing_t tm = { .op = op, .source = TRC_TIMING_EVENTS, .start = start, .end = end };
+    TT_EMIT(trc_emit_timing(w, time, &tm));
+}
+
+static void make_trace(void)
+{
+    trace = tt_path("kernels.trace");
+    w = tt_writer(trace);
+    timing(900, 99, 5000, 5900);       /* before its launch: lazy, 900 ns */
+    launch(1, "gemm_fp16", 0, 300);
+    launch(2, "gemm_fp16", 0, 500);
+    launch(3, "gemm_fp32", 1, 700);
+    for (uint64_t i = 0; i < 5; i++)
+        launch(4 + i, "relu", 0, 10 * (i + 1));
+    launch(10, "softmax", 0, 0);       /* untimed */
+    launch(11, "softmax", 1, 100);
+    launch(12, "weird \"k\"\\\t\xff\xc3", 1, 0);
+    trc_nccl_t n = { .op_id = tt_str(w, "allReduce"), .bytes = 1 << 20, .peer = -1,
+                     .span = { 1, 2000, 9000 } };
+    TT_EMIT(trc_emit_nccl(w, 1500, &n));
+    trc_copy_t c = { .kind = TRC_COPY_HTOD, .bytes = 4096, .span = { 1, 2000, 9000 }, .id = 13 };
+    TT_EMIT(trc_emit_copy(w, 1510, &c));
+    launch(99, "lazy", 0, 0);
+    timing(1600, 12345, 1, 2);         /* no such operation */
+    tt_close(w);
+}
+
+/* The kernel names listed by `kernels trace --json args...`. */
+#define NAMES(want, ...)                                                                      \
+    do {                                                                                      \
+        tt_result_t r_ = tt_run("kernels", trace, "--json", __VA_ARGS__, NULL);               \
+        TT_CHECK("exit status", 0, r_.status);                                                \
+        TT_JSON(r_.out, "' '.join(k['name'] for k in d['kernels'] if k['name'] != "           \
+                        "'weird \"k\"\\\\\\t\\ufffd\\ufffd')", want);                          \
+        tt_free(&r_);                                                                         \
+    } while (0)
+
+static void sorting(void)
+{
+    NAMES("lazy gemm_fp16 gemm_fp32 relu softmax", "--top", "0");
+    NAMES("lazy gemm_fp16 gemm_fp32 relu softmax", "--sort", "total");
+    NAMES("relu gemm_fp16 softmax gemm_fp32 lazy", "--sort", "count");
+    NAMES("lazy gemm_fp32 gemm_fp16 softmax relu", "--sort", "mean");
+    NAMES("lazy gemm_fp32 gemm_fp16 softmax relu", "--sort=max");
+    NAMES("gemm_fp16 gemm_fp32 lazy relu softmax", "--sort", "name");
+}
+
+static void filters(void)
+{
+    NAMES("lazy gemm_fp16 relu softmax", "--device", "0");
+    NAMES("gemm_fp32 softmax", "--device", "1");
+    NAMES("", "--device", "2");
+    NAMES("gemm_fp16 gemm_fp32", "--name", "gemm");
+    NAMES("gemm_fp32", "--name=gemm", "--device", "1");
+    NAMES("relu", "--name", "el", "--sort", "name");
+    NAMES("lazy gemm_fp16", "--top", "2");
+}
+
+static void json_fields(void)
+{
+    tt_result_t r = tt_run("kernels", trace, "--json", "--sort", "name", "--top", "0", NULL);
+    TT_JSON(r.out, "d['matched']", "6");
+    TT_JSON(r.out, "[(k['launches'], k['timed'], k['total_ns'], k['mean_ns'], k['min_ns'], "
+                   "k['max_ns']) for k in d['kernels'][:4]]",
+            "[(2, 2, 800, 400, 300, 500), (1, 1, 700, 700, 700, 700), "
+            "(1, 1, 900, 900, 900, 900), (5, 5, 150, 30, 10, 50)]");
+    TT_JSON(r.out, "d['kernels'][4]['launches'], d['kernels'][4]['total_ns']", "(2, 100)");
+    TT_JSON(r.out, "d['kernels'][5]['name'] == 'weird \"k\"\\\\\\t\\ufffd\\ufffd'", "True");
+    TT_JSON(r.out, "d['kernels'][5]['mean_ns'], d['kernels'][5]['timed']", "(None, 0)");
+    tt_free(&r);
+}
+
+static void table(void)
+{
+    tt_result_t r = tt_run("kernels", trace, "--device", "0", NULL);
+    TT_CHECK("exit status", 0, r.status);
+    TT_LINE(r.out, "4 kernels match; 4 shown, by total");
+    TT_LINE(r.out, "800 ns", "  2 ", "400 ns", "300 ns", "500 ns", "gemm_fp16");
+    TT_LINE(r.out, "900 ns", "  1 ", "lazy");
+    TT_LINE(r.out, "-", "  1 ", "softmax");
+    TT_HASNT(r.out, "allReduce");
+    TT_HASNT(r.out, "gemm_fp32");
+    tt_free(&r);
+}
+
+int main(void)
+{
+    tt_tool();
+    tt_init();
+    make_trace();
+    sorting();
+    filters();
+    json_fields();
+    table();
+    return tt_done();
+}

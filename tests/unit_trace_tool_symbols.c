@@ -1,0 +1,266 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * unit_trace_tool_symbols.c - call sites are symbolised from the modules' ELF files.
+ *
+ * Frames of this very executable, computed the way a recorder does (dladdr: the module and
+ * the offset from its load base): a return address inside trace_tool_caller() and the
+ * first byte of trace_tool_other() must come out as those names with the right offsets,
+ * in the table and in the JSON; a function of the C library (a shared object, stripped of
+ * .symtab: .dynsym) is named too, and so is a function of a fixed-address executable built
+ * here (cc -no-pie) from either kind of offset (virtual address, or from dladdr's base).
+ * Frames of a missing module, of a garbage file, of this
+ * executable cut short and of 40 copies of it with random bytes in the ELF header, the
+ * program and section headers and the symbol table fall back to module+0xoffset (or to
+ * some symbol) without crashing (the sanitizer build checks the reads).
+ */
+#include "unit_trace_tool.h"
+
+#include <dlfcn.h>
+#include <elf.h>
+
+static char self[PATH_MAX];
+static const char *trace;
+
+/* ------------------------------------------------------------------ frames of this program */
+
+__attribute__((noinline)) static void *return_address(void)
+{
+    void *ra = __builtin_return_address(0);
+    __asm__ volatile("" ::: "memory");
+    return ra;
+}
+
+/* Non-static, never inlined: the names the tool must find. */
+__attribute__((noinline)) void *trace_tool_caller(void);
+__attribute__((noinline)) int trace_tool_other(int x);
+
+void *trace_tool_caller(void)
+{
+    void *ra = return_address();
+    __asm__ volatile("" ::: "memory");
+    return ra;
+}
+
+int trace_tool_other(int x)
+{
+    return x * 3 + 1;
+}
+
+/* The module path and offset of addr, as a recorder computes them. */
+static uint64_t offset_of(const void *addr, char *module, size_t len)
+{
+    Dl_info info;
+    if (!dladdr(addr, &info) || !info.dli_fbase) {
+        printf("FAIL: dladdr(%p) found nothing\n", addr);
+        exit(1);
+    }
+    /* The main program may be reported by the name it was started with. */
+    if (info.dli_fname && info.dli_fname[0] == '/' && strcmp(info.dli_fname, self) != 0 &&
+        access(info.dli_fname, R_OK) == 0)
+        snprintf(module, len, "%s", info.dli_fname);
+    else
+        snprintf(module, len, "%s", self);
+    return (uint64_t)((uintptr_t)addr - (uintptr_t)info.dli_fbase);
+}
+
+/* ------------------------------------------------------------------ damaged copies */
+
+static unsigned char *self_bytes;
+static size_t self_len;
+
+static void read_self(void)
+{
+    FILE *f = fopen(self, "rb");
+    if (!f || fseek(f, 0, SEEK_END) != 0)
+        exit(1);
+    self_len = (size_t)ftell(f);
+    rewind(f);
+    self_bytes = malloc(self_len);
+    if (!self_bytes || fread(self_bytes, 1, self_len, f) != self_len)
+        exit(1);
+    fclose(f);
+}
+
+static const char *write_copy(const char *name, const unsigned char *p, size_t n)
+{
+    const char *path = tt_path(name);
+    FILE *f = fopen(path, "wb");
+    if (!f || fwrite(p, 1, n, f) != n || fclose(f) != 0)
+        exit(1);
+    return path;
+}
+
+/* Flips `count` random bytes in [lo, hi) of buf (clamped to n). */
+static void scramble(unsigned char *buf, size_t n, size_t lo, size_t hi, int count)
+{
+    if (hi > n)
+        hi = n;
+    for (int i = 0; i < count && lo < hi; i++)
+        buf[lo + (size_t)rand() % (hi - lo)] = (unsigned char)rand();
+}
+
+/* A copy of this program with random bytes in one of its ELF structures. */
+static const char *damaged_copy(int k)
+{
+    const Elf64_Ehdr *e = (const Elf64_Ehdr *)self_bytes;
+    unsigned char *buf = malloc(self_len);
+    char name[32];
+    memcpy(buf, self_bytes, self_len);
+    size_t sh = (size_t)e->e_shoff, shlen = (size_t)e->e_shnum * sizeof(Elf64_Shdr);
+    size_t ph = (size_t)e->e_phoff, phlen = (size_t)e->e_phnum * sizeof(Elf64_Phdr);
+    switch (k % 4) {
+    case 0: scramble(buf, self_len, 0, sizeof(*e), 4); break;
+    case 1: scramble(buf, self_len, ph, ph + phlen, 8); break;
+    case 2: scramble(buf, self_len, sh, sh + shlen, 24); break;
+    default:
+        for (size_t i = 0; sh + shlen <= self_len && i < e->e_shnum; i++) {
+            const Elf64_Shdr *s = (const Elf64_Shdr *)(self_bytes + sh) + i;
+            if (s->sh_type == SHT_SYMTAB)
+                scramble(buf, self_len, s->sh_offset, s->sh_offset + s->sh_size, 200);
+        }
+    }
+    snprintf(name, sizeof(name), "damaged%d", k);
+    const char *p = write_copy(name, buf, self_len);
+    free(buf);
+    return p;
+}
+
+/* ------------------------------------------------------------------ the trace */
+
+typedef struct expect {
+    char module[PATH_MAX];
+    uint64_t caller_off, caller_sym_off, other_off, libc_off;
+    char libc[PATH_MAX];
+} expect_t;
+
+static void make_trace(expect_t *x)
+{
+    void *ra = trace_tool_caller();
+    x->caller_off = offset_of(ra, x->module, sizeof(x->module));
+    x->caller_sym_off = (uint64_t)((uintptr_t)ra - (uintptr_t)trace_tool_caller);
+    x->other_off = offset_of((void *)trace_tool_other, x->module, sizeof(x->module));
+    x->libc_off = offset_of((void *)fopen, x->libc, sizeof(x->libc));
+    trace = tt_path("symbols.trace");
+    trc_writer_t *w = tt_writer(trace);
+    uint32_t me = tt_str(w, x->module), libc = tt_str(w, x->libc);
+    trc_frame_t f[3] = { { me, x->caller_off, NULL }, { me, x->other_off, NULL },
+                         { libc, x->libc_off, NULL } };
+    static const char junk[72] = "\x7f" "ELF\2\1\1 garbage: an ELF ident, then nothing";
+    const char *bad[4] = { "/nonexistent/libgone.so",
+                           write_copy("garbage.so", (const unsigned char *)junk, sizeof(junk)),
+                           write_copy("head.so", self_bytes, 200),
+                           write_copy("half.so", self_bytes, self_len / 2) };
+    uint64_t id = 1;
+    TT_EMIT(trc_emit_alloc(w, 10, &(trc_alloc_t){ id++, 0, 0x1000, 1 << 20,
+                                                  (uint32_t)trc_writer_stack(w, f, 3), NULL }));
+    for (int i = 0; i < 4 + 40; i++) {
+        const char *m = i < 4 ? bad[i] : damaged_copy(i - 4);
+        trc_frame_t g = { tt_str(w, m), x->caller_off, NULL };
+        TT_EMIT(trc_emit_alloc(w, 20 + (uint64_t)i, &(trc_alloc_t){
+            id++, 0, 0x100000 * id, 4096, (uint32_t)trc_writer_stack(w, &g, 1), NULL }));
+    }
+    tt_close(w);
+}
+
+/* ------------------------------------------------------------------ checks */
+
+static const char *base(const char *p)
+{
+    const char *s = strrchr(p, '/');
+    return s ? s + 1 : p;
+}
+
+static void check_table(const expect_t *x)
+{
+    char caller[PATH_MAX + 64], other[PATH_MAX + 64], fallback[128];
+    snprintf(caller, sizeof(caller), "trace_tool_caller+0x%" PRIx64 " (%s)", x->caller_sym_off,
+             base(x->module));
+    snprintf(other, sizeof(other), " < trace_tool_other+0x0 (%s) < ", base(x->module));
+    tt_result_t r = tt_run("allocs", trace, "--top", "0", "--stack-depth", "0", NULL);
+    TT_CHECK("exit status", 0, r.status);
+    TT_LINE(r.out, "1.00 MiB", caller, other, "fopen");
+    for (int i = 0; i < 4; i++) {
+        const char *names[4] = { "libgone.so", "garbage.so", "head.so", "half.so" };
+        snprintf(fallback, sizeof(fallback), "  %s+0x%" PRIx64, names[i], x->caller_off);
+        TT_LINE(r.out, "4.00 KiB", fallback);
+    }
+    TT_CHECK("stderr bytes", 0, strlen(r.err));
+    tt_free(&r);
+}
+
+static void check_json(const expect_t *x)
+{
+    char want[256];
+    tt_result_t r = tt_run("allocs", trace, "--json", "--top", "1", "--stack-depth", "0", NULL);
+    snprintf(want, sizeof(want), "('trace_tool_caller', %" PRIu64 ", %" PRIu64 ")",
+             x->caller_sym_off, x->caller_off);
+    TT_JSON(r.out, "(lambda f: (f['symbol'], f['symbol_offset'], f['offset']))"
+                   "(d['allocations'][0]['stack'][0])", want);
+    TT_JSON(r.out, "(lambda f: (f['symbol'], f['symbol_offset']))"
+                   "(d['allocations'][0]['stack'][1])", "('trace_tool_other', 0)");
+    TT_JSON(r.out, "(lambda f: ('fopen' in f['symbol'], f['symbol_offset']))"
+                   "(d['allocations'][0]['stack'][2])", "(True, 0)");
+    tt_free(&r);
+}
+
+/* A fixed-address executable (cc -no-pie), built here when a compiler is at hand: its
+ * function is found both from the recorder's offset (the virtual address: load bias 0) and
+ * from dladdr's (from the start of the lowest segment, 0x400000 typically). */
+static void fixed_address(void)
+{
+    static const char src[] =
+        "#include <dlfcn.h>\n#include <stdio.h>\n"
+        "__attribute__((noinline)) void fixed_address_function(void) { __asm__ volatile(\"\"); }\n"
+        "int main(void) { Dl_info i; void *p = (void *)fixed_address_function;\n"
+        "  if (!dladdr(p, &i)) return 1; fixed_address_function();\n"
+        "  printf(\"%lx %lx\\n\", (unsigned long)((char *)p - (char *)i.dli_fbase),\n"
+        "         (unsigned long)p); return 0; }\n";
+    const char *c = write_copy("fixed.c", (const unsigned char *)src, sizeof(src) - 1);
+    const char *exe = tt_path("fixed"), *tr = tt_path("fixed.trace");
+    char *cc[] = { "cc", "-D_GNU_SOURCE", "-O1", "-no-pie", "-fno-pie", "-o", (char *)exe,
+                   (char *)c, "-ldl", NULL };
+    tt_result_t r = tt_exec(cc);
+    if (r.status != 0) {
+        printf("note: no C compiler for a fixed-address executable (%s); part skipped\n",
+               r.err);
+        tt_free(&r);
+        return;
+    }
+    tt_free(&r);
+    char *run[] = { (char *)exe, NULL };
+    r = tt_exec(run);
+    unsigned long rel = 0, abs = 0;
+    TT_CHECK("the fixed-address program prints its offsets", 2,
+             sscanf(r.out, "%lx %lx", &rel, &abs));
+    TT_CHECK("it is loaded at a fixed address", 1, abs > rel);
+    tt_free(&r);
+    trc_writer_t *w = tt_writer(tr);
+    uint32_t m = tt_str(w, exe);
+    trc_frame_t f[2] = { { m, abs, NULL }, { m, rel, NULL } };
+    TT_EMIT(trc_emit_alloc(w, 1, &(trc_alloc_t){ 1, 0, 0x1000, 4096,
+                                                 (uint32_t)trc_writer_stack(w, f, 2), NULL }));
+    tt_close(w);
+    r = tt_run("allocs", tr, "--stack-depth", "0", NULL);
+    TT_LINE(r.out, "fixed_address_function+0x0 (fixed) < fixed_address_function+0x0 (fixed)");
+    tt_free(&r);
+}
+
+int main(void)
+{
+    expect_t x;
+    tt_tool();
+    tt_init();
+    if (!realpath("/proc/self/exe", self)) {
+        printf("FAIL: realpath(/proc/self/exe)\n");
+        return 1;
+    }
+    srand(12345);
+    read_self();
+    make_trace(&x);
+    TT_CHECK("trace_tool_other works", 7, trace_tool_other(2));
+    check_table(&x);
+    check_json(&x);
+    fixed_address();
+    free(self_bytes);
+    return tt_done();
+}

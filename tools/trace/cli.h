@@ -1,0 +1,79 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * cli.h - elixir-trace's command-line layer: the command table, option parsing, value
+ * parsing, text and JSON formatting, and the commands themselves.  The commands only read
+ * the model (model.h) and the shared figures (agg.h); this layer turns them into text.
+ *
+ * Exit status: 0 success, 1 the output could not be produced (an output file that exists,
+ * an I/O or exporter error), 2 a usage error or a trace that cannot be read.
+ */
+#ifndef ELIXIR_TRACE_CLI_H
+#define ELIXIR_TRACE_CLI_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "agg.h"
+#include "model.h"
+
+#define CLI_EXIT_FAIL  1
+#define CLI_EXIT_USAGE 2
+
+/* One option of a command; `value` is filled by the parser. */
+typedef struct cli_opt {
+    const char *name;                  /* "--top" */
+    const char *arg;                   /* "N"; NULL for a flag */
+    const char *help;
+    const char *value;                 /* parsed: the argument, "" for a flag; NULL: absent */
+} cli_opt_t;
+
+typedef struct cli_cmd cli_cmd_t;
+struct cli_cmd {
+    const char *name;
+    const char *args;                  /* positional arguments for the usage line */
+    int npos;                          /* how many positional arguments it takes */
+    const char *summary;               /* one line for `elixir-trace --help` */
+    const char *details;               /* paragraph(s) for `elixir-trace CMD --help` */
+    cli_opt_t *opts;                   /* ends with a NULL name */
+    int (*run)(const cli_cmd_t *c, char **pos);
+};
+
+/* ------------------------------------------------------------------ main.c */
+
+/* Prints "elixir-trace CMD: <message>" and a hint to stderr, exits 2. */
+__attribute__((format(printf, 2, 3), noreturn)) void cli_usage(const cli_cmd_t *c,
+                                                               const char *fmt, ...);
+/* The value of an option of c (NULL when absent). */
+const char *cli_get(const cli_cmd_t *c, const char *name);
+/* Loads a trace for command c: prints the warning of a partial or unclosed trace; on an
+ * error prints it and exits 2.  --partial is read from c's options. */
+void cli_load(const cli_cmd_t *c, const char *path, tm_trace_t *t);
+
+/* ------------------------------------------------------------------ fmt.c */
+
+/* Option values: each exits 2 through cli_usage with the accepted values when bad. */
+uint64_t cli_count(const cli_cmd_t *c, const char *opt, const char *s);
+uint64_t cli_size(const cli_cmd_t *c, const char *opt, const char *s);
+int32_t cli_device(const cli_cmd_t *c, const char *opt, const char *s);
+
+/* Text of a byte count ("1.50 GiB"), a duration ("2.35 ms"), a device ("0", "host"). */
+const char *fmt_bytes(uint64_t v, char buf[32]);
+const char *fmt_ns(uint64_t v, char buf[32]);
+const char *fmt_device(int32_t d, char buf[32]);
+/* Writes s as a JSON string (quotes, escapes; bytes that are not UTF-8 become U+FFFD). */
+void json_str(FILE *f, const char *s);
+/* A JSON number for a double, or null when it is not finite. */
+void json_num(FILE *f, double v);
+
+/* ------------------------------------------------------------------ commands */
+
+extern const cli_cmd_t cmd_summary, cmd_allocs, cmd_kernels, cmd_diff, cmd_timeline,
+    cmd_plot, cmd_report;
+
+/* cmd_tables.c, shared with summary: allocations sorted by size (largest first), kernels as
+ * tm_kernel_stats sorts them; each prints at most `top` rows (0: all). */
+void print_alloc_table(const tm_trace_t *t, const tm_alloc_t **v, size_t n, size_t top,
+                       unsigned depth);
+void print_kernel_table(const tm_kernel_stat_t *k, size_t n, size_t top);
+
+#endif

@@ -1,0 +1,270 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * cmd_summary.c - `elixir-trace summary`: one page about a trace: the process, its devices
+ * and options, the time span and iterations, peak memory per tier, the top kernels and
+ * allocations, migration totals with the share hidden behind kernels, and evictions.
+ */
+#include "cli.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define DEFAULT_TOP   10
+#define DEFAULT_DEPTH 3
+
+static void print_header(const tm_trace_t *t)
+{
+    char when[64] = "?";
+    time_t secs = (time_t)(t->header.created_ns / 1000000000u);
+    struct tm tmv;
+    if (gmtime_r(&secs, &tmv))
+        strftime(when, sizeof(when), "%Y-%m-%d %H:%M:%S UTC", &tmv);
+    printf("trace       %s\n", t->path);
+    printf("  format %u.%u, %" PRIu64 " events, %s\n", t->header.major, t->header.minor,
+           t->events, t->partial ? "partial (damaged; read up to the damage)"
+                      : t->complete ? "complete" : "not closed (no END record)");
+    printf("  created %s; %s clock\n", when,
+           t->header.flags & TRC_FLAG_VIRTUAL_TIME ? "simulator's virtual" : "monotonic");
+    if (!t->has_process) {
+        printf("process     (no PROCESS record; pid %u from the header)\n", t->header.pid);
+        return;
+    }
+    printf("process     pid %u (parent %u) on %s\n", t->process.pid, t->process.ppid,
+           t->process.host[0] ? t->process.host : "?");
+    printf("  exe       %s\n", t->process.exe);
+    printf("  cmdline   %s\n", t->process.cmdline);
+}
+
+static int by_ordinal(const void *a, const void *b)
+{
+    const tm_device_t *x = *(const tm_device_t *const *)a, *y = *(const tm_device_t *const *)b;
+    return x->device < y->device ? -1 : x->device > y->device;
+}
+
+/* The devices in ordinal order (n of them); NULL when there are none or no memory. */
+static const tm_device_t **sorted_devices(const tm_trace_t *t)
+{
+    const tm_device_t **v = malloc((t->ndevices ? t->ndevices : 1) * sizeof(*v));
+    for (size_t i = 0; v && i < t->ndevices; i++)
+        v[i] = &t->devices[i];
+    if (v)
+        qsort(v, t->ndevices, sizeof(*v), by_ordinal);
+    return v;
+}
+
+static void print_devices(const tm_trace_t *t, const tm_device_t **dv)
+{
+    char b[2][32];
+    printf("devices     %zu\n", t->ndevices);
+    for (size_t i = 0; dv && i < t->ndevices; i++) {
+        const tm_device_t *d = dv[i];
+        if (!d->name[0] && !d->total_mem && !d->sm_count)
+            printf("  %-3s (no DEVICE record)\n", fmt_device(d->device, b[0]));
+        else
+            printf("  %-3s %s, sm_%u%u, %u SMs, %s\n", fmt_device(d->device, b[0]), d->name,
+                   d->cc_major, d->cc_minor, d->sm_count, fmt_bytes(d->total_mem, b[1]));
+    }
+    printf("options     %zu\n", t->noptions);
+    for (size_t i = 0; i < t->noptions; i++)
+        printf("  %s=%s\n", t->options[i].name, t->options[i].value);
+}
+
+/* One row per iteration: index, start (from the first event), time, launches, migrations. */
+static void iteration_table(const tm_trace_t *t)
+{
+    char b[3][32];
+    tm_iter_stat_t *it;
+    size_t n;
+    if (tm_iteration_stats(t, &it, &n) < 0)
+        return;
+    printf("  %8s  %11s  %11s  %8s  %10s  %12s\n", "index", "start", "time", "launches",
+           "migrations", "migrated");
+    for (size_t i = 0; i < n; i++)
+        printf("  %8" PRIu64 "  %11s  %11s  %8" PRIu64 "  %10" PRIu64 "  %12s%s\n",
+               it[i].index, fmt_ns(it[i].start - t->t_first, b[0]),
+               fmt_ns(it[i].end - it[i].start, b[1]), it[i].launches, it[i].migrations,
+               fmt_bytes(it[i].migrated_bytes, b[2]), i + 1 == n ? "  (to the end)" : "");
+    free(it);
+}
+
+static void print_iterations(const tm_trace_t *t, int each)
+{
+    char b[3][32];
+    tm_iter_times_t x;
+    printf("time span   %s\n", fmt_ns(t->t_last - t->t_first, b[0]));
+    if (tm_iteration_times(t, &x) < 0 || x.marks == 0) {
+        printf("iterations  none marked\n");
+        return;
+    }
+    printf("iterations  %" PRIu64 " marked; over %" PRIu64 "%s: mean %s, min %s, max %s\n",
+           x.marks, x.measured, x.marks > 1 ? " between marks" : " (to the end)",
+           fmt_ns(x.mean_ns, b[0]), fmt_ns(x.min_ns, b[1]), fmt_ns(x.max_ns, b[2]));
+    if (each)
+        iteration_table(t);
+}
+
+static void print_peaks(const tm_trace_t *t, const tm_device_t **dv)
+{
+    char b[32];
+    if (t->nmemory == 0) {
+        printf("peak memory unknown (no MEMORY records)\n");
+        return;
+    }
+    printf("peak memory per tier\n  %-6s", "device");
+    for (uint32_t k = 0; k < TRC_TIERS; k++)
+        printf("  %12s", tm_tier_name(k));
+    printf("\n");
+    for (size_t i = 0; dv && i < t->ndevices; i++) {
+        printf("  %-6s", fmt_device(dv[i]->device, b));
+        for (uint32_t k = 0; k < TRC_TIERS; k++)
+            printf("  %12s", fmt_bytes(dv[i]->peak[k], b));
+        printf("\n");
+    }
+}
+
+static void print_kernels(const tm_trace_t *t, size_t top)
+{
+    tm_kernel_stat_t *k;
+    size_t n;
+    if (tm_kernel_stats(t, &k, &n) < 0)
+        return;
+    printf("top kernels by device time (%zu of %zu)\n", top && top < n ? top : n, n);
+    if (n)
+        print_kernel_table(k, n, top);
+    free(k);
+}
+
+static int by_size_desc(const void *a, const void *b)
+{
+    const tm_alloc_t *x = *(const tm_alloc_t *const *)a, *y = *(const tm_alloc_t *const *)b;
+    if (x->size != y->size)
+        return x->size > y->size ? -1 : 1;
+    return x->id < y->id ? -1 : x->id > y->id;
+}
+
+static void print_allocs(const tm_trace_t *t, size_t top, unsigned depth)
+{
+    const tm_alloc_t **v = malloc((t->nallocs ? t->nallocs : 1) * sizeof(*v));
+    if (!v)
+        return;
+    for (size_t i = 0; i < t->nallocs; i++)
+        v[i] = &t->allocs[i];
+    qsort(v, t->nallocs, sizeof(*v), by_size_desc);
+    printf("top allocations by size (%zu of %zu)\n",
+           top && top < t->nallocs ? top : t->nallocs, t->nallocs);
+    if (t->nallocs)
+        print_alloc_table(t, v, t->nallocs, top, depth);
+    free(v);
+}
+
+static void print_migrations(const tm_trace_t *t)
+{
+    char b[2][32];
+    tm_migration_totals_t m;
+    if (tm_migration_totals(t, &m) < 0)
+        return;
+    printf("migrations  %zu\n", t->nmigrations);
+    for (uint32_t f = 0; f < TRC_TIERS; f++)
+        for (uint32_t to = 0; to < TRC_TIERS; to++)
+            if (m.count[f][to])
+                printf("  %-4s -> %-4s  %8" PRIu64 "  %12s\n", tm_tier_name(f), tm_tier_name(to),
+                       m.count[f][to], fmt_bytes(m.bytes[f][to], b[0]));
+    if (!t->nmigrations)
+        return;
+    printf("  busy %s, hidden behind kernels %s", fmt_ns(m.busy_ns, b[0]),
+           fmt_ns(m.hidden_ns, b[1]));
+    if (m.busy_ns)
+        printf(" (%.1f%%)\n", 100.0 * (double)m.hidden_ns / (double)m.busy_ns);
+    else
+        printf(" (-)\n");
+}
+
+static const char *reason_name(uint32_t r, char buf[32])
+{
+    static const char *const names[] = { [TRC_EVICT_FOR_LAUNCH] = "for-launch",
+                                         [TRC_EVICT_FOR_COPY] = "for-copy",
+                                         [TRC_EVICT_FOR_ALLOC] = "for-alloc",
+                                         [TRC_EVICT_PLAN] = "plan" };
+    if (r < sizeof(names) / sizeof(names[0]) && names[r])
+        return names[r];
+    snprintf(buf, 32, "reason-%" PRIu32, r);
+    return buf;
+}
+
+/* Evictions by reason: the known reasons in code order, then the others as met. */
+static void print_evictions(const tm_trace_t *t)
+{
+    uint32_t reasons[64];
+    uint64_t counts[64] = { 0 }, bytes[64] = { 0 };
+    size_t nr = 0;
+    char b[2][32];
+    for (uint32_t r = TRC_EVICT_FOR_LAUNCH; r <= TRC_EVICT_PLAN; r++)
+        reasons[nr++] = r;
+    for (size_t i = 0; i < t->nevictions; i++) {
+        size_t k = 0;
+        while (k < nr && reasons[k] != t->evictions[i].e.reason)
+            k++;
+        if (k == nr && nr == 64)
+            k = nr - 1;                /* reasons beyond the table share its last row */
+        else if (k == nr)
+            reasons[nr++] = t->evictions[i].e.reason;
+        counts[k]++;
+        bytes[k] += t->evictions[i].e.bytes;
+    }
+    printf("evictions   %zu\n", t->nevictions);
+    for (size_t k = 0; k < nr; k++)
+        if (counts[k])
+            printf("  %-12s  %8" PRIu64 "  %12s\n", reason_name(reasons[k], b[0]), counts[k],
+                   fmt_bytes(bytes[k], b[1]));
+}
+
+static cli_opt_t summary_opts[] = {
+    { "--top", "N", "kernels and allocations to list (default 10; 0: all)", NULL },
+    { "--stack-depth", "N", "call-site frames per allocation (default 3; 0: all)", NULL },
+    { "--iterations", NULL, "also list every iteration: start, time, launches, migrations",
+      NULL },
+    { "--partial", NULL, "read a damaged trace up to its last whole record", NULL },
+    { NULL, NULL, NULL, NULL },
+};
+
+static int run_summary(const cli_cmd_t *c, char **pos)
+{
+    const char *top_s = cli_get(c, "--top"), *depth_s = cli_get(c, "--stack-depth");
+    size_t top = top_s ? cli_count(c, "--top", top_s) : DEFAULT_TOP;
+    unsigned depth = depth_s ? (unsigned)cli_count(c, "--stack-depth", depth_s) : DEFAULT_DEPTH;
+    tm_trace_t t;
+    cli_load(c, pos[0], &t);
+    const tm_device_t **dv = sorted_devices(&t);
+    print_header(&t);
+    print_devices(&t, dv);
+    print_iterations(&t, cli_get(c, "--iterations") != NULL);
+    print_peaks(&t, dv);
+    print_kernels(&t, top);
+    print_allocs(&t, top, depth);
+    print_migrations(&t);
+    print_evictions(&t);
+    free(dv);
+    tm_free(&t);
+    return 0;
+}
+
+const cli_cmd_t cmd_summary = {
+    .name = "summary",
+    .args = "FILE",
+    .npos = 1,
+    .summary = "one page: process, devices, iterations, peaks, top kernels and allocations, "
+               "migrations",
+    .details = "Prints the process, devices and option snapshot, the time span, the\n"
+               "iterations (an iteration runs from its mark to the next: mean, min and\n"
+               "max time over those followed by a mark, so that the last one, which runs\n"
+               "to the trace's end, counts only when it is alone; --iterations lists\n"
+               "each), the peak\n"
+               "bytes per tier and device (from the MEMORY records), the top kernels by\n"
+               "device time, the largest allocations with their call sites, migrations per\n"
+               "direction with how much of their time was hidden behind kernels running on\n"
+               "the same device, and evictions by reason.",
+    .opts = summary_opts,
+    .run = run_summary,
+};

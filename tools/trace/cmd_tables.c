@@ -1,0 +1,393 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * cmd_tables.c - `elixir-trace allocs` and `elixir-trace kernels`: the allocations and the
+ * kernels of a trace as sortable, filterable tables, or as one JSON document.
+ */
+#include "cli.h"
+#include "symbols.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define DEFAULT_TOP   20
+#define DEFAULT_DEPTH 3
+
+/* ------------------------------------------------------------------ allocations */
+
+static uint64_t trace_end;             /* for the comparators: end of a live allocation */
+
+static uint64_t lifetime(const tm_alloc_t *a)
+{
+    uint64_t end = a->t_free == TM_LIVE ? trace_end : a->t_free;
+    return end > a->t_alloc ? end - a->t_alloc : 0;
+}
+
+static int cmp_u64(uint64_t x, uint64_t y)
+{
+    return x < y ? -1 : x > y;
+}
+
+#define ALLOCS(a, b)                                                                          \
+    const tm_alloc_t *x = *(const tm_alloc_t *const *)(a), *y = *(const tm_alloc_t *const *)(b)
+
+static int by_size(const void *a, const void *b)
+{
+    ALLOCS(a, b);
+    int c = cmp_u64(y->size, x->size);
+    return c ? c : cmp_u64(x->id, y->id);
+}
+
+static int by_time(const void *a, const void *b)
+{
+    ALLOCS(a, b);
+    int c = cmp_u64(x->t_alloc, y->t_alloc);
+    return c ? c : cmp_u64(x->id, y->id);
+}
+
+static int by_lifetime(const void *a, const void *b)
+{
+    ALLOCS(a, b);
+    int c = cmp_u64(lifetime(y), lifetime(x));
+    return c ? c : cmp_u64(x->id, y->id);
+}
+
+static int by_device(const void *a, const void *b)
+{
+    ALLOCS(a, b);
+    if (x->device != y->device)
+        return x->device < y->device ? -1 : 1;
+    return by_size(a, b);
+}
+
+void print_alloc_table(const tm_trace_t *t, const tm_alloc_t **v, size_t n, size_t top,
+                       unsigned depth)
+{
+    char dev[32], size[32], at[32], life[32], site[4096];
+    trace_end = t->t_last;
+    printf("  %8s  %6s  %10s  %11s  %15s  %s\n", "id", "device", "size", "allocated",
+           "lifetime", "call site");
+    for (size_t i = 0; i < n && (!top || i < top); i++) {
+        const tm_alloc_t *a = v[i];
+        tm_stack_text(a->stack, depth, site, sizeof(site));
+        fmt_ns(lifetime(a), life);
+        printf("  %8" PRIu64 "  %6s  %10s  %11s  %5s%10s  %s\n", a->id,
+               fmt_device(a->device, dev), fmt_bytes(a->size, size),
+               fmt_ns(a->t_alloc - t->t_first, at), a->t_free == TM_LIVE ? "live" : "", life,
+               a->stack ? site : "-");
+    }
+}
+
+static void json_stack(const trc_stack_t *s, unsigned depth)
+{
+    uint32_t n = s ? s->depth : 0;
+    if (depth && depth < n)
+        n = depth;
+    printf("[");
+    for (uint32_t i = 0; i < n; i++) {
+        const trc_frame_t *f = &s->frames[i];
+        char name[256];
+        uint64_t off;
+        printf("%s{\"module\": ", i ? ", " : "");
+        json_str(stdout, f->module);
+        printf(", \"offset\": %" PRIu64, f->offset);
+        if (tsym_lookup(f->module, f->offset, name, sizeof(name), &off) == 0) {
+            printf(", \"symbol\": ");
+            json_str(stdout, name);
+            printf(", \"symbol_offset\": %" PRIu64, off);
+        }
+        printf("}");
+    }
+    printf("]");
+}
+
+static void json_alloc(const tm_trace_t *t, const tm_alloc_t *a, unsigned depth)
+{
+    char site[4096];
+    printf("{\"id\": %" PRIu64 ", \"device\": %" PRId32 ", \"addr\": %" PRIu64
+           ", \"size\": %" PRIu64 ", \"t_alloc\": %" PRIu64 ", \"t_free\": ", a->id, a->device,
+           a->addr, a->size, a->t_alloc);
+    if (a->t_free == TM_LIVE)
+        printf("null");
+    else
+        printf("%" PRIu64, a->t_free);
+    printf(", \"live\": %s, \"lifetime_ns\": %" PRIu64 ", \"call_site\": ",
+           a->t_free == TM_LIVE ? "true" : "false", lifetime(a));
+    tm_stack_text(a->stack, depth, site, sizeof(site));
+    json_str(stdout, site);
+    printf(", \"stack\": ");
+    json_stack(a->stack, depth);
+    printf("}");
+}
+
+static void json_allocs(const tm_trace_t *t, const char *key, const tm_alloc_t **v, size_t n,
+                        size_t shown, unsigned depth)
+{
+    printf("{\"trace\": ");
+    json_str(stdout, t->path);
+    printf(", \"sort\": ");
+    json_str(stdout, key);
+    printf(", \"matched\": %zu, \"allocations\": [", n);
+    for (size_t i = 0; i < shown; i++) {
+        printf("%s\n  ", i ? "," : "");
+        json_alloc(t, v[i], depth);
+    }
+    printf("\n]}\n");
+}
+
+static cli_opt_t alloc_opts[] = {
+    { "--top", "N", "show the first N rows (default 20; 0: all)", NULL },
+    { "--sort", "KEY", "size (largest first, the default), time (oldest first), lifetime "
+                       "(longest first; a live one counts to the trace's end), device", NULL },
+    { "--device", "N", "only allocations of device N ('host': pinned host memory)", NULL },
+    { "--min-size", "SIZE", "only allocations of at least SIZE bytes (K, M, G, T suffixes)",
+      NULL },
+    { "--live", NULL, "only allocations never freed", NULL },
+    { "--stack-depth", "N", "call-site frames to show (default 3; 0: all)", NULL },
+    { "--json", NULL, "print one JSON document instead of a table", NULL },
+    { "--partial", NULL, "read a damaged trace up to its last whole record", NULL },
+    { NULL, NULL, NULL, NULL },
+};
+
+typedef int (*cmp_fn)(const void *, const void *);
+
+static cmp_fn alloc_order(const cli_cmd_t *c, const char *key)
+{
+    static const struct { const char *name; cmp_fn fn; } keys[] = {
+        { "size", by_size }, { "time", by_time }, { "lifetime", by_lifetime },
+        { "device", by_device },
+    };
+    for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
+        if (strcmp(key, keys[i].name) == 0)
+            return keys[i].fn;
+    cli_usage(c, "--sort: unknown key '%s' (accepted: size, time, lifetime, device)", key);
+}
+
+typedef struct alloc_filter {
+    int by_device, live;
+    int32_t device;
+    uint64_t min_size;
+} alloc_filter_t;
+
+static alloc_filter_t alloc_filter(const cli_cmd_t *c)
+{
+    const char *dev = cli_get(c, "--device"), *min = cli_get(c, "--min-size");
+    return (alloc_filter_t){ .by_device = dev != NULL,
+                             .device = dev ? cli_device(c, "--device", dev) : 0,
+                             .min_size = min ? cli_size(c, "--min-size", min) : 0,
+                             .live = cli_get(c, "--live") != NULL };
+}
+
+/* The allocations that pass the filters, in *n; NULL when out of memory. */
+static const tm_alloc_t **filter_allocs(const alloc_filter_t *f, const tm_trace_t *t,
+                                        size_t *n)
+{
+    const tm_alloc_t **v = malloc((t->nallocs ? t->nallocs : 1) * sizeof(*v));
+    *n = 0;
+    for (size_t i = 0; v && i < t->nallocs; i++) {
+        const tm_alloc_t *a = &t->allocs[i];
+        if ((!f->by_device || a->device == f->device) && a->size >= f->min_size &&
+            (!f->live || a->t_free == TM_LIVE))
+            v[(*n)++] = a;
+    }
+    return v;
+}
+
+static int run_allocs(const cli_cmd_t *c, char **pos)
+{
+    const char *top_s = cli_get(c, "--top"), *depth_s = cli_get(c, "--stack-depth");
+    const char *key = cli_get(c, "--sort") ? cli_get(c, "--sort") : "size";
+    size_t top = top_s ? cli_count(c, "--top", top_s) : DEFAULT_TOP, n;
+    unsigned depth = depth_s ? (unsigned)cli_count(c, "--stack-depth", depth_s) : DEFAULT_DEPTH;
+    cmp_fn order = alloc_order(c, key);
+    alloc_filter_t f = alloc_filter(c);
+    tm_trace_t t;
+    cli_load(c, pos[0], &t);
+    const tm_alloc_t **v = filter_allocs(&f, &t, &n);
+    if (!v) {
+        fprintf(stderr, "elixir-trace allocs: out of memory\n");
+        tm_free(&t);
+        return CLI_EXIT_FAIL;
+    }
+    trace_end = t.t_last;
+    qsort(v, n, sizeof(*v), order);
+    size_t shown = top && top < n ? top : n;
+    if (cli_get(c, "--json")) {
+        json_allocs(&t, key, v, n, shown, depth);
+    } else {
+        printf("%zu of %zu allocations match; %zu shown, by %s\n", n, t.nallocs, shown, key);
+        print_alloc_table(&t, v, n, top, depth);
+    }
+    free(v);
+    tm_free(&t);
+    return 0;
+}
+
+const cli_cmd_t cmd_allocs = {
+    .name = "allocs",
+    .args = "FILE",
+    .npos = 1,
+    .summary = "allocations: size, device, lifetime, call site (sortable, filterable)",
+    .details = "Lists the allocations of the trace with their size, device, time of\n"
+               "allocation (from the trace's first event), lifetime and call site.\n"
+               "Call sites are symbolised from the modules' ELF symbol tables when the\n"
+               "files are readable on this machine, else shown as module+0xoffset.\n"
+               "In JSON, device -1 is pinned host memory and times are in ns.",
+    .opts = alloc_opts,
+    .run = run_allocs,
+};
+
+/* ------------------------------------------------------------------ kernels */
+
+static int k_cmp_name(const void *a, const void *b)
+{
+    const tm_kernel_stat_t *x = a, *y = b;
+    return strcmp(x->name, y->name);
+}
+
+static uint64_t mean_ns(const tm_kernel_stat_t *k)
+{
+    return k->timed ? k->total_ns / k->timed : 0;
+}
+
+#define KERNEL_ORDER(fname, expr)                                                             \
+    static int fname(const void *a, const void *b)                                            \
+    {                                                                                         \
+        const tm_kernel_stat_t *x = a, *y = b;                                                \
+        uint64_t vx = expr(x), vy = expr(y);                                                  \
+        return vx != vy ? (vx > vy ? -1 : 1) : k_cmp_name(a, b);                              \
+    }
+#define K_TOTAL(k) ((k)->total_ns)
+#define K_COUNT(k) ((k)->launches)
+#define K_MAX(k)   ((k)->max_ns)
+KERNEL_ORDER(k_by_total, K_TOTAL)
+KERNEL_ORDER(k_by_count, K_COUNT)
+KERNEL_ORDER(k_by_mean, mean_ns)
+KERNEL_ORDER(k_by_max, K_MAX)
+
+void print_kernel_table(const tm_kernel_stat_t *k, size_t n, size_t top)
+{
+    char b[4][32];
+    printf("  %10s  %8s  %10s  %10s  %10s  %s\n", "total", "launches", "mean", "min", "max",
+           "name");
+    for (size_t i = 0; i < n && (!top || i < top); i++) {
+        if (!k[i].timed)
+            printf("  %10s  %8" PRIu64 "  %10s  %10s  %10s  %s\n", "-", k[i].launches, "-",
+                   "-", "-", k[i].name);
+        else
+            printf("  %10s  %8" PRIu64 "  %10s  %10s  %10s  %s\n", fmt_ns(k[i].total_ns, b[0]),
+                   k[i].launches, fmt_ns(mean_ns(&k[i]), b[1]), fmt_ns(k[i].min_ns, b[2]),
+                   fmt_ns(k[i].max_ns, b[3]), k[i].name);
+    }
+}
+
+static cli_opt_t kernel_opts[] = {
+    { "--top", "N", "show the first N rows (default 20; 0: all)", NULL },
+    { "--sort", "KEY", "total (device time, the default), count, mean, max (largest first), "
+                       "name (alphabetical)", NULL },
+    { "--device", "N", "only launches on device N", NULL },
+    { "--name", "SUBSTR", "only kernels whose name contains SUBSTR", NULL },
+    { "--json", NULL, "print one JSON document instead of a table", NULL },
+    { "--partial", NULL, "read a damaged trace up to its last whole record", NULL },
+    { NULL, NULL, NULL, NULL },
+};
+
+static cmp_fn kernel_order(const cli_cmd_t *c, const char *key)
+{
+    static const struct { const char *name; cmp_fn fn; } keys[] = {
+        { "total", k_by_total }, { "count", k_by_count }, { "mean", k_by_mean },
+        { "max", k_by_max }, { "name", k_cmp_name },
+    };
+    for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
+        if (strcmp(key, keys[i].name) == 0)
+            return keys[i].fn;
+    cli_usage(c, "--sort: unknown key '%s' (accepted: total, count, mean, max, name)", key);
+}
+
+/* Kernel statistics over the launches that pass the filters (a view of the trace whose
+ * operations are those launches). */
+static int filtered_stats(const cli_cmd_t *c, const tm_trace_t *t, tm_kernel_stat_t **k,
+                          size_t *n)
+{
+    const char *dev = cli_get(c, "--device"), *name = cli_get(c, "--name");
+    int32_t device = dev ? cli_device(c, "--device", dev) : 0;
+    tm_trace_t view = *t;
+    tm_op_t *ops = malloc((t->nops ? t->nops : 1) * sizeof(*ops));
+    if (!ops)
+        return -1;
+    view.ops = ops;
+    view.nops = 0;
+    for (size_t i = 0; i < t->nops; i++) {
+        const tm_op_t *o = &t->ops[i];
+        if (o->type == TRC_EV_LAUNCH && (!dev || o->device == device) &&
+            (!name || strstr(o->name, name)))
+            ops[view.nops++] = *o;
+    }
+    int rc = tm_kernel_stats(&view, k, n);
+    free(ops);
+    return rc;
+}
+
+static void json_kernels(const tm_trace_t *t, const char *key, const tm_kernel_stat_t *k,
+                         size_t n, size_t shown)
+{
+    printf("{\"trace\": ");
+    json_str(stdout, t->path);
+    printf(", \"sort\": ");
+    json_str(stdout, key);
+    printf(", \"matched\": %zu, \"kernels\": [", n);
+    for (size_t i = 0; i < shown; i++) {
+        printf("%s\n  {\"name\": ", i ? "," : "");
+        json_str(stdout, k[i].name);
+        printf(", \"launches\": %" PRIu64 ", \"timed\": %" PRIu64 ", \"total_ns\": %" PRIu64,
+               k[i].launches, k[i].timed, k[i].total_ns);
+        if (k[i].timed)
+            printf(", \"mean_ns\": %" PRIu64 ", \"min_ns\": %" PRIu64 ", \"max_ns\": %" PRIu64
+                   "}", mean_ns(&k[i]), k[i].min_ns, k[i].max_ns);
+        else
+            printf(", \"mean_ns\": null, \"min_ns\": null, \"max_ns\": null}");
+    }
+    printf("\n]}\n");
+}
+
+static int run_kernels(const cli_cmd_t *c, char **pos)
+{
+    const char *top_s = cli_get(c, "--top");
+    const char *key = cli_get(c, "--sort") ? cli_get(c, "--sort") : "total";
+    size_t top = top_s ? cli_count(c, "--top", top_s) : DEFAULT_TOP, n;
+    cmp_fn order = kernel_order(c, key);
+    tm_kernel_stat_t *k;
+    tm_trace_t t;
+    if (cli_get(c, "--device"))
+        (void)cli_device(c, "--device", cli_get(c, "--device"));
+    cli_load(c, pos[0], &t);
+    if (filtered_stats(c, &t, &k, &n) < 0) {
+        fprintf(stderr, "elixir-trace kernels: out of memory\n");
+        tm_free(&t);
+        return CLI_EXIT_FAIL;
+    }
+    qsort(k, n, sizeof(*k), order);
+    size_t shown = top && top < n ? top : n;
+    if (cli_get(c, "--json")) {
+        json_kernels(&t, key, k, n, shown);
+    } else {
+        printf("%zu kernels match; %zu shown, by %s\n", n, shown, key);
+        print_kernel_table(k, n, top);
+    }
+    free(k);
+    tm_free(&t);
+    return 0;
+}
+
+const cli_cmd_t cmd_kernels = {
+    .name = "kernels",
+    .args = "FILE",
+    .npos = 1,
+    .summary = "kernels: launches and device time per kernel (sortable, filterable)",
+    .details = "Lists the kernels of the trace, one row per name: launches, and over the\n"
+               "launches with known device times (from CUPTI or CUDA events) the total,\n"
+               "mean, min and max time.  Kernels without any timed launch show '-' and\n"
+               "sort as 0.  In JSON, times are in ns.",
+    .opts = kernel_opts,
+    .run = run_kernels,
+};

@@ -1,0 +1,208 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * main.c - elixir-trace: reads the traces libelixir.so writes and answers questions about
+ * them.
+ *
+ *   elixir-trace COMMAND [ARGS] [OPTIONS]      (elixir-trace --help lists the commands)
+ *
+ * This file holds the command table, the option parser shared by every command (options may
+ * come before, between or after the positional arguments, as `--name value` or
+ * `--name=value`; `--` ends them), the help texts built from the option tables, and the
+ * trace loading every command does the same way.  The commands live in cmd_*.c.
+ */
+#include "cli.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define PROG "elixir-trace"
+
+static const cli_cmd_t *const commands[] = {
+    &cmd_summary, &cmd_allocs, &cmd_kernels, &cmd_diff, &cmd_timeline, &cmd_plot, &cmd_report,
+};
+#define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))
+
+/* ------------------------------------------------------------------ help */
+
+static void usage_line(FILE *f, const cli_cmd_t *c)
+{
+    fprintf(f, "usage: " PROG " %s %s [OPTIONS]\n", c->name, c->args);
+}
+
+/* One option's help: its name in a column, the text wrapped at 80 columns beside it. */
+static void option_help(const char *lhs, const char *text)
+{
+    const int indent = 21, width = 80 - indent;
+    printf("  %-18s ", lhs);
+    while (strlen(text) > (size_t)width) {
+        int cut = width;
+        while (cut > 0 && text[cut] != ' ')
+            cut--;
+        if (cut == 0)
+            break;
+        printf("%.*s\n%*s", cut, text, indent, "");
+        text += cut + 1;
+    }
+    printf("%s\n", text);
+}
+
+static void command_help(const cli_cmd_t *c)
+{
+    usage_line(stdout, c);
+    printf("\n%s\n\noptions:\n", c->details);
+    for (const cli_opt_t *o = c->opts; o->name; o++) {
+        char lhs[64];
+        snprintf(lhs, sizeof(lhs), "%s%s%s", o->name, o->arg ? " " : "", o->arg ? o->arg : "");
+        option_help(lhs, o->help);
+    }
+    option_help("--help", "print this help");
+}
+
+static void main_help(FILE *f)
+{
+    fprintf(f, "usage: " PROG " COMMAND [ARGS] [OPTIONS]\n\n"
+               "Reads a trace file written by libelixir.so (ELIXIR_TRACE=path).\n\ncommands:\n");
+    for (size_t i = 0; i < NCOMMANDS; i++)
+        fprintf(f, "  %-9s %s\n", commands[i]->name, commands[i]->summary);
+    fprintf(f, "\n'" PROG " COMMAND --help' describes a command and its options.\n"
+               "Exit status: 0 success, 1 the output could not be written, 2 a usage error\n"
+               "or a trace that cannot be read.\n");
+}
+
+/* ------------------------------------------------------------------ errors */
+
+void cli_usage(const cli_cmd_t *c, const char *fmt, ...)
+{
+    va_list ap;
+    fprintf(stderr, PROG " %s: ", c->name);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "\n");
+    usage_line(stderr, c);
+    fprintf(stderr, "Try '" PROG " %s --help' for more.\n", c->name);
+    exit(CLI_EXIT_USAGE);
+}
+
+/* "--a, --b, ..." of c's options, for error messages. */
+static const char *option_names(const cli_cmd_t *c)
+{
+    static char buf[512];
+    size_t at = 0;
+    buf[0] = 0;
+    for (const cli_opt_t *o = c->opts; o->name && at < sizeof(buf); o++) {
+        int k = snprintf(buf + at, sizeof(buf) - at, "%s, ", o->name);
+        at += k > 0 ? (size_t)k : 0;
+    }
+    snprintf(buf + (at < sizeof(buf) ? at : sizeof(buf) - 1),
+             sizeof(buf) - (at < sizeof(buf) ? at : sizeof(buf) - 1), "--help");
+    return buf;
+}
+
+/* ------------------------------------------------------------------ options */
+
+static cli_opt_t *find_opt(const cli_cmd_t *c, const char *name, size_t len)
+{
+    for (cli_opt_t *o = c->opts; o->name; o++)
+        if (strlen(o->name) == len && strncmp(o->name, name, len) == 0)
+            return o;
+    return NULL;
+}
+
+const char *cli_get(const cli_cmd_t *c, const char *name)
+{
+    cli_opt_t *o = find_opt(c, name, strlen(name));
+    return o ? o->value : NULL;
+}
+
+/* One option at argv[*i] (which starts with '-'); advances *i past its value. */
+static void parse_opt(const cli_cmd_t *c, int argc, char **argv, int *i)
+{
+    const char *a = argv[*i], *eq = strchr(a, '=');
+    size_t len = eq ? (size_t)(eq - a) : strlen(a);
+    if ((len == 6 && strncmp(a, "--help", 6) == 0) || strcmp(a, "-h") == 0) {
+        command_help(c);
+        exit(0);
+    }
+    cli_opt_t *o = find_opt(c, a, len);
+    if (!o)
+        cli_usage(c, "unknown option '%.*s' (options: %s)", (int)len, a, option_names(c));
+    if (!o->arg && eq)
+        cli_usage(c, "%s takes no value (got '%s')", o->name, eq + 1);
+    if (!o->arg) {
+        o->value = "";
+        return;
+    }
+    if (!eq && *i + 1 >= argc)
+        cli_usage(c, "%s needs a value (%s)", o->name, o->arg);
+    o->value = eq ? eq + 1 : argv[++*i];
+}
+
+/* Fills c's option values and pos[] with exactly c->npos positional arguments. */
+static void parse(const cli_cmd_t *c, int argc, char **argv, char **pos)
+{
+    int n = 0, dashdash = 0;
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i];
+        if (!dashdash && strcmp(a, "--") == 0) {
+            dashdash = 1;
+        } else if (!dashdash && a[0] == '-' && a[1]) {
+            parse_opt(c, argc, argv, &i);
+        } else {
+            if (n == c->npos)
+                cli_usage(c, "unexpected argument '%s' (takes %s)", a, c->args);
+            pos[n++] = argv[i];
+        }
+    }
+    if (n < c->npos)
+        cli_usage(c, "missing argument%s (takes %s)", c->npos - n > 1 ? "s" : "", c->args);
+}
+
+/* ------------------------------------------------------------------ loading */
+
+void cli_load(const cli_cmd_t *c, const char *path, tm_trace_t *t)
+{
+    char err[1024];
+    int partial = cli_get(c, "--partial") != NULL;
+    if (tm_load(path, partial, t, err, sizeof(err)) < 0) {
+        fprintf(stderr, PROG ": %s\n", err);
+        exit(CLI_EXIT_USAGE);
+    }
+    if (t->warning[0])
+        fprintf(stderr, PROG ": warning: %s\n", t->warning);
+}
+
+/* ------------------------------------------------------------------ main */
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        main_help(stderr);
+        return CLI_EXIT_USAGE;
+    }
+    if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
+        strcmp(argv[1], "help") == 0) {
+        main_help(stdout);
+        return 0;
+    }
+    for (size_t i = 0; i < NCOMMANDS; i++) {
+        const cli_cmd_t *c = commands[i];
+        char *pos[4] = { 0 };
+        if (strcmp(argv[1], c->name) != 0)
+            continue;
+        parse(c, argc - 2, argv + 2, pos);
+        int rc = c->run(c, pos);
+        if (fflush(stdout) != 0 || ferror(stdout)) {
+            fprintf(stderr, PROG " %s: standard output: %s\n", c->name, strerror(errno));
+            return rc ? rc : CLI_EXIT_FAIL;
+        }
+        return rc;
+    }
+    fprintf(stderr, PROG ": unknown command '%s' (commands:", argv[1]);
+    for (size_t i = 0; i < NCOMMANDS; i++)
+        fprintf(stderr, "%s %s", i ? "," : "", commands[i]->name);
+    fprintf(stderr, ")\nTry '" PROG " --help' for more.\n");
+    return CLI_EXIT_USAGE;
+}

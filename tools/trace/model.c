@@ -1,0 +1,498 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * model.c - loads a whole trace into the arrays of model.h.
+ *
+ * The tracer's reader does the decoding and all the checking; this file only keeps what it
+ * returns.  Events go into growing arrays in file order.  The reader stays open until
+ * tm_free, so the strings and call stacks it interned (stable pointers) are used as they are;
+ * what it hands out only until the next record (launch allocation ids, option pairs) is
+ * copied.  Allocations and operations are indexed by id in open-addressed maps.  Two things
+ * are resolved after the last record, because the records that complete them may come later
+ * in the file: TIMING records are matched to their operation by id, and the launches' lists
+ * of allocation ids get their final addresses in the shared id pool.
+ */
+#include "model.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Map from a 64-bit id to an array index; slot value 0 means empty, else index + 1. */
+typedef struct idmap {
+    uint64_t *keys;
+    size_t *vals;
+    size_t cap, n;
+} idmap_t;
+
+typedef struct priv {
+    trc_reader_t *r;
+    char *path;
+    idmap_t alloc_ix, op_ix;
+    uint64_t *ids;                     /* launch allocation ids, all launches in order */
+    size_t nids, cap_ids;
+    trc_timing_t *timings;             /* matched to operations after the load */
+    size_t ntimings, cap_timings;
+    size_t cap_devices, cap_options, cap_allocs, cap_ops, cap_migrations, cap_evictions,
+        cap_iterations, cap_memory;
+} priv_t;
+
+/* ------------------------------------------------------------------ id maps */
+
+static uint64_t mix(uint64_t k)
+{
+    k ^= k >> 33;
+    k *= 0xff51afd7ed558ccdull;
+    k ^= k >> 33;
+    return k;
+}
+
+static size_t *slot(const idmap_t *m, uint64_t key)
+{
+    for (size_t i = mix(key) & (m->cap - 1);; i = (i + 1) & (m->cap - 1))
+        if (!m->vals[i] || m->keys[i] == key)
+            return &m->vals[i];
+}
+
+static int idmap_grow(idmap_t *m)
+{
+    idmap_t n = { 0, 0, m->cap ? m->cap * 2 : 256, m->n };
+    n.keys = malloc(n.cap * sizeof(uint64_t));
+    n.vals = calloc(n.cap, sizeof(size_t));
+    if (!n.keys || !n.vals) {
+        free(n.keys);
+        free(n.vals);
+        return -ENOMEM;
+    }
+    for (size_t i = 0; i < m->cap; i++)
+        if (m->vals[i]) {
+            size_t *s = slot(&n, m->keys[i]);
+            *s = m->vals[i];
+            n.keys[s - n.vals] = m->keys[i];
+        }
+    free(m->keys);
+    free(m->vals);
+    *m = n;
+    return 0;
+}
+
+/* Maps key to index (a later one replaces an earlier one).  0 or -ENOMEM. */
+static int idmap_put(idmap_t *m, uint64_t key, size_t index)
+{
+    if ((m->n + 1) * 2 > m->cap && idmap_grow(m) < 0)
+        return -ENOMEM;
+    size_t *s = slot(m, key);
+    if (!*s)
+        m->n++;
+    *s = index + 1;
+    m->keys[s - m->vals] = key;
+    return 0;
+}
+
+/* The index of key, or SIZE_MAX when absent. */
+static size_t idmap_get(const idmap_t *m, uint64_t key)
+{
+    if (!m->cap)
+        return SIZE_MAX;
+    size_t v = *slot(m, key);
+    return v ? v - 1 : SIZE_MAX;
+}
+
+static void idmap_free(idmap_t *m)
+{
+    free(m->keys);
+    free(m->vals);
+}
+
+/* ------------------------------------------------------------------ arrays */
+
+/* Appends one zeroed element to *arr (n elements, room for *cap): its address, or NULL. */
+static void *push(void *arr, size_t *n, size_t *cap, size_t elem)
+{
+    char **a = arr;
+    if (*n == *cap) {
+        size_t nc = *cap ? *cap * 2 : 64;
+        char *p = realloc(*a, nc * elem);
+        if (!p)
+            return NULL;
+        *a = p;
+        *cap = nc;
+    }
+    char *e = *a + (*n)++ * elem;
+    memset(e, 0, elem);
+    return e;
+}
+
+#define PUSH(t, p, field) push(&(t)->field, &(t)->n##field, &(p)->cap_##field, sizeof(*(t)->field))
+
+/* ------------------------------------------------------------------ events */
+
+static tm_device_t *device_slot(tm_trace_t *t, priv_t *p, int32_t device)
+{
+    for (size_t i = 0; i < t->ndevices; i++)
+        if (t->devices[i].device == device)
+            return &t->devices[i];
+    tm_device_t *d = PUSH(t, p, devices);
+    if (d) {
+        d->device = device;
+        d->name = "";
+    }
+    return d;
+}
+
+static int add_device(tm_trace_t *t, priv_t *p, const trc_device_t *e)
+{
+    tm_device_t *d = device_slot(t, p, e->device);
+    if (!d)
+        return -ENOMEM;
+    d->name = e->name;
+    d->total_mem = e->total_mem;
+    d->cc_major = e->cc_major;
+    d->cc_minor = e->cc_minor;
+    d->sm_count = e->sm_count;
+    return 0;
+}
+
+/* A later snapshot's value of an option replaces an earlier one; new names are appended. */
+static int add_options(tm_trace_t *t, priv_t *p, const trc_options_t *o)
+{
+    for (uint32_t i = 0; i < o->count; i++) {
+        tm_option_t *opt = NULL;
+        for (size_t k = 0; k < t->noptions && !opt; k++)
+            if (strcmp(t->options[k].name, o->opts[i].name) == 0)
+                opt = &t->options[k];
+        if (!opt && !(opt = PUSH(t, p, options)))
+            return -ENOMEM;
+        opt->name = o->opts[i].name;
+        opt->value = o->opts[i].value;
+    }
+    return 0;
+}
+
+static int add_alloc(tm_trace_t *t, priv_t *p, uint64_t time, const trc_alloc_t *e)
+{
+    tm_alloc_t *a = PUSH(t, p, allocs);
+    if (!a)
+        return -ENOMEM;
+    *a = (tm_alloc_t){ .id = e->id, .addr = e->addr, .size = e->size, .device = e->device,
+                       .t_alloc = time, .t_free = TM_LIVE, .stack = e->stack };
+    return idmap_put(&p->alloc_ix, e->id, t->nallocs - 1);
+}
+
+/* A free of an unknown id (its allocation was before the trace began) is ignored. */
+static void add_free(tm_trace_t *t, priv_t *p, uint64_t time, uint64_t id)
+{
+    size_t i = idmap_get(&p->alloc_ix, id);
+    if (i != SIZE_MAX && t->allocs[i].t_free == TM_LIVE)
+        t->allocs[i].t_free = time;
+}
+
+/* Appends an operation of the given type, id and span (the rest is filled by the caller). */
+static tm_op_t *new_op(tm_trace_t *t, priv_t *p, const trc_event_t *ev, uint64_t id,
+                       const trc_span_t *s)
+{
+    tm_op_t *o = PUSH(t, p, ops);
+    if (!o)
+        return NULL;
+    o->type = ev->type;
+    o->id = id;
+    o->time = ev->time;
+    o->name = "";
+    o->has_times = s->has_times;
+    o->start = s->has_times ? s->start : 0;
+    o->end = s->has_times ? s->end : 0;
+    o->timing_source = TM_TIMING_SPAN;
+    if (id && idmap_put(&p->op_ix, id, t->nops - 1) < 0)
+        return NULL;
+    return o;
+}
+
+/* A launch's allocation ids go to the shared pool; pointers are set once it stops moving. */
+static int add_launch(tm_trace_t *t, priv_t *p, const trc_event_t *ev)
+{
+    const trc_launch_t *l = &ev->u.launch;
+    tm_op_t *o = new_op(t, p, ev, l->id, &l->span);
+    if (!o)
+        return -ENOMEM;
+    o->device = l->device;
+    o->stream = l->stream;
+    o->name = l->func;
+    if (!l->nallocs)
+        return 0;
+    if (p->nids + l->nallocs > p->cap_ids) {
+        size_t nc = (p->nids + l->nallocs) * 2;
+        uint64_t *np = realloc(p->ids, nc * sizeof(uint64_t));
+        if (!np)
+            return -ENOMEM;
+        p->ids = np;
+        p->cap_ids = nc;
+    }
+    memcpy(p->ids + p->nids, l->allocs, l->nallocs * sizeof(uint64_t));
+    p->nids += l->nallocs;
+    o->nallocs = l->nallocs;
+    return 0;
+}
+
+static int add_op(tm_trace_t *t, priv_t *p, const trc_event_t *ev)
+{
+    const trc_copy_t *c = &ev->u.copy;
+    const trc_memset_t *m = &ev->u.memset;
+    const trc_nccl_t *n = &ev->u.nccl;
+    tm_op_t *o;
+    switch (ev->type) {
+    case TRC_EV_COPY:
+        if (!(o = new_op(t, p, ev, c->id, &c->span)))
+            return -ENOMEM;
+        o->device = c->device;
+        o->stream = c->stream;
+        o->copy_kind = c->kind;
+        o->bytes = c->bytes;
+        return 0;
+    case TRC_EV_MEMSET:
+        if (!(o = new_op(t, p, ev, m->id, &m->span)))
+            return -ENOMEM;
+        o->device = m->device;
+        o->stream = m->stream;
+        o->bytes = m->bytes;
+        return 0;
+    default:
+        if (!(o = new_op(t, p, ev, 0, &n->span)))
+            return -ENOMEM;
+        o->device = n->device;
+        o->stream = n->stream;
+        o->bytes = n->bytes;
+        o->name = n->op;
+        return 0;
+    }
+}
+
+static int add_memory(tm_trace_t *t, priv_t *p, uint64_t time, const trc_memory_t *e)
+{
+    tm_memory_t *m = PUSH(t, p, memory);
+    tm_device_t *d = device_slot(t, p, e->device);
+    if (!m || !d)
+        return -ENOMEM;
+    m->time = time;
+    m->device = e->device;
+    for (int k = 0; k < TRC_TIERS; k++) {
+        m->bytes[k] = e->bytes[k];
+        if (e->bytes[k] > d->peak[k])
+            d->peak[k] = e->bytes[k];
+    }
+    return 0;
+}
+
+static int add_small(tm_trace_t *t, priv_t *p, const trc_event_t *ev)
+{
+    switch (ev->type) {
+    case TRC_EV_MIGRATION: {
+        tm_migration_t *m = PUSH(t, p, migrations);
+        return m ? (*m = (tm_migration_t){ ev->time, ev->u.migration }, 0) : -ENOMEM;
+    }
+    case TRC_EV_EVICTION: {
+        tm_eviction_t *e = PUSH(t, p, evictions);
+        return e ? (*e = (tm_eviction_t){ ev->time, ev->u.eviction }, 0) : -ENOMEM;
+    }
+    case TRC_EV_ITERATION: {
+        tm_iteration_t *i = PUSH(t, p, iterations);
+        return i ? (*i = (tm_iteration_t){ ev->time, ev->u.iteration.index }, 0) : -ENOMEM;
+    }
+    default: {
+        trc_timing_t *tm = push(&p->timings, &p->ntimings, &p->cap_timings, sizeof(*tm));
+        return tm ? (*tm = ev->u.timing, 0) : -ENOMEM;
+    }
+    }
+}
+
+static void widen(tm_trace_t *t, uint64_t time)
+{
+    if (t->events == 0 || time < t->t_first)
+        t->t_first = time;
+    if (t->events == 0 || time > t->t_last)
+        t->t_last = time;
+}
+
+/* Keeps one event.  0 or -ENOMEM. */
+static int add_event(tm_trace_t *t, priv_t *p, const trc_event_t *ev)
+{
+    widen(t, ev->time);
+    t->events++;
+    switch (ev->type) {
+    case TRC_EV_PROCESS:
+        if (!t->has_process)
+            t->process = ev->u.process;
+        t->has_process = 1;
+        return 0;
+    case TRC_EV_DEVICE: return add_device(t, p, &ev->u.device);
+    case TRC_EV_OPTIONS: return add_options(t, p, &ev->u.options);
+    case TRC_EV_ALLOC: return add_alloc(t, p, ev->time, &ev->u.alloc);
+    case TRC_EV_FREE: add_free(t, p, ev->time, ev->u.free.id); return 0;
+    case TRC_EV_LAUNCH: return add_launch(t, p, ev);
+    case TRC_EV_COPY: case TRC_EV_MEMSET: case TRC_EV_NCCL: return add_op(t, p, ev);
+    case TRC_EV_MEMORY: return add_memory(t, p, ev->time, &ev->u.memory);
+    case TRC_EV_MIGRATION: case TRC_EV_EVICTION: case TRC_EV_ITERATION: case TRC_EV_TIMING:
+        return add_small(t, p, ev);
+    default: return 0;                 /* an event type this tool does not use */
+    }
+}
+
+/* ------------------------------------------------------------------ after the last record */
+
+/* Gives each launch its slice of the id pool, applies TIMING records to their operations
+ * (a TIMING for an unknown id is dropped) and stretches the time span to the latest end. */
+static void resolve(tm_trace_t *t, priv_t *p)
+{
+    size_t at = 0;
+    for (size_t i = 0; i < t->nops; i++) {
+        t->ops[i].allocs = t->ops[i].nallocs ? p->ids + at : NULL;
+        at += t->ops[i].nallocs;
+    }
+    for (size_t i = 0; i < p->ntimings; i++) {
+        const trc_timing_t *tm = &p->timings[i];
+        size_t k = idmap_get(&p->op_ix, tm->op);
+        if (k == SIZE_MAX || tm->end < tm->start)
+            continue;
+        tm_op_t *o = &t->ops[k];
+        o->has_times = 1;
+        o->start = tm->start;
+        o->end = tm->end;
+        o->timing_source = tm->source;
+    }
+    for (size_t i = 0; i < t->nops; i++)
+        if (t->ops[i].has_times && t->ops[i].end > t->t_last)
+            t->t_last = t->ops[i].end;
+    for (size_t i = 0; i < t->nmigrations; i++)
+        if (t->migrations[i].m.end > t->t_last)
+            t->t_last = t->migrations[i].m.end;
+}
+
+/* ------------------------------------------------------------------ load and free */
+
+/* Whether a reader error leaves a usable prefix (truncation, corruption) rather than nothing
+ * (a missing or foreign file, an unsupported version, no memory). */
+static int recoverable(int rc)
+{
+    return rc == -ENODATA || rc == -EBADMSG;
+}
+
+static int open_reader(const char *path, priv_t *p, tm_trace_t *t, char *err, size_t len)
+{
+    int rc = trc_reader_open_file(path, &p->r);
+    if (rc == 0) {
+        t->header = *trc_reader_header(p->r);
+        return 0;
+    }
+    if (rc == -ENOEXEC || rc == -EPROTONOSUPPORT || recoverable(rc))
+        snprintf(err, len, "%s: %s", path, trc_reader_error(p->r));
+    else
+        snprintf(err, len, "%s: %s", path, strerror(-rc));
+    return rc;
+}
+
+/* Reads every event; on a reader error keeps what was read when `partial` allows it. */
+static int read_all(tm_trace_t *t, priv_t *p, int partial, char *err, size_t len)
+{
+    trc_event_t ev;
+    int rc;
+    while ((rc = trc_reader_next(p->r, &ev)) == 1)
+        if (add_event(t, p, &ev) < 0) {
+            snprintf(err, len, "%s: out of memory", p->path);
+            return -ENOMEM;
+        }
+    if (rc == 0)
+        return 0;
+    if (!partial || !recoverable(rc)) {
+        snprintf(err, len, "%s: %s", p->path, trc_reader_error(p->r));
+        return rc;
+    }
+    t->partial = 1;
+    snprintf(t->warning, sizeof(t->warning), "%s: %s; loaded the %" PRIu64
+             " events before it", p->path, trc_reader_error(p->r), t->events);
+    return 0;
+}
+
+int tm_load(const char *path, int partial, tm_trace_t *t, char *err, size_t err_len)
+{
+    memset(t, 0, sizeof(*t));
+    priv_t *p = calloc(1, sizeof(*p));
+    if (!p || !(p->path = strdup(path))) {
+        free(p);
+        snprintf(err, err_len, "%s: out of memory", path);
+        return -ENOMEM;
+    }
+    t->priv = p;
+    t->path = p->path;
+    int rc = open_reader(path, p, t, err, err_len);
+    if (rc == 0)
+        rc = read_all(t, p, partial, err, err_len);
+    if (rc < 0) {
+        tm_free(t);
+        return rc;
+    }
+    resolve(t, p);
+    t->complete = trc_reader_complete(p->r);
+    if (!t->complete && !t->partial)
+        snprintf(t->warning, sizeof(t->warning), "%s: no END record (the recorder did not "
+                 "close the trace: crashed or killed?); read %" PRIu64 " events", path,
+                 t->events);
+    return 0;
+}
+
+void tm_free(tm_trace_t *t)
+{
+    priv_t *p = t->priv;
+    if (p) {
+        trc_reader_close(p->r);
+        idmap_free(&p->alloc_ix);
+        idmap_free(&p->op_ix);
+        free(p->ids);
+        free(p->timings);
+        free(p->path);
+        free(p);
+    }
+    free(t->devices);
+    free(t->options);
+    free(t->allocs);
+    free(t->ops);
+    free(t->migrations);
+    free(t->evictions);
+    free(t->iterations);
+    free(t->memory);
+    memset(t, 0, sizeof(*t));
+}
+
+/* ------------------------------------------------------------------ look-ups and names */
+
+const tm_alloc_t *tm_alloc_by_id(const tm_trace_t *t, uint64_t id)
+{
+    const priv_t *p = t->priv;
+    size_t i = p ? idmap_get(&p->alloc_ix, id) : SIZE_MAX;
+    return i == SIZE_MAX ? NULL : &t->allocs[i];
+}
+
+const tm_op_t *tm_op_by_id(const tm_trace_t *t, uint64_t id)
+{
+    const priv_t *p = t->priv;
+    size_t i = p && id ? idmap_get(&p->op_ix, id) : SIZE_MAX;
+    return i == SIZE_MAX ? NULL : &t->ops[i];
+}
+
+const tm_device_t *tm_device(const tm_trace_t *t, int32_t device)
+{
+    for (size_t i = 0; i < t->ndevices; i++)
+        if (t->devices[i].device == device)
+            return &t->devices[i];
+    return NULL;
+}
+
+const char *tm_tier_name(uint32_t tier)
+{
+    static const char *const names[TRC_TIERS] = { "gpu", "peer", "host", "nvme" };
+    return tier < TRC_TIERS ? names[tier] : "unknown";
+}
+
+const char *tm_copy_kind_name(uint32_t kind)
+{
+    static const char *const names[] = { "unknown", "HtoD", "DtoH", "DtoD", "HtoH", "peer" };
+    return kind < sizeof(names) / sizeof(names[0]) ? names[kind] : "unknown";
+}

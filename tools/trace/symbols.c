@@ -1,0 +1,345 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * symbols.c - function names for (module, offset) frames, from the modules' ELF files.
+ *
+ * A module is read once: its ELF header, program headers (the PT_LOAD segments give the load
+ * base and the address ranges) and section headers, then its function symbols from .symtab,
+ * or from .dynsym when the file is stripped, sorted by address.  The file is not trusted:
+ * every offset, size, count and index is checked against the file's size and the format
+ * before anything is read or allocated, names are bounded by their string table, and any
+ * failure leaves the module unresolvable (cached as such) instead of crashing.  At most
+ * CACHE_MAX modules and CACHE_BYTES of their tables are kept, the least recently used going
+ * first.
+ */
+#include "symbols.h"
+
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define CACHE_MAX   64
+#define CACHE_BYTES (1ull << 30)       /* symbol and string tables kept, all modules */
+#define MAX_SEGS    64                 /* PT_LOAD segments kept */
+#define MAX_TABLE   (512ull << 20)     /* largest symbol or string table read, bytes */
+#define PAGE        4096u
+
+typedef struct sym {
+    uint64_t value, size;
+    uint32_t name;                     /* offset in the module's string table */
+} sym_t;
+
+typedef struct seg {
+    uint64_t start, end;               /* an executable PT_LOAD segment's addresses */
+} seg_t;
+
+typedef struct module {
+    char *path;
+    int err;                           /* 0, or why it cannot be used */
+    uint64_t base;                     /* lowest PT_LOAD address, rounded down to the page */
+    seg_t segs[MAX_SEGS];
+    size_t nsegs;
+    sym_t *syms;
+    size_t nsyms;
+    char *strtab;                      /* NUL-terminated at its end, whatever the file says */
+    uint64_t bytes;                    /* of syms and strtab */
+    uint64_t used;                     /* tick of the last use */
+} module_t;
+
+static module_t *cache[CACHE_MAX];
+static uint64_t ticks, cached_bytes;
+
+/* ------------------------------------------------------------------ reading the file */
+
+typedef struct elf_file {
+    int fd;
+    uint64_t size;
+} elf_file_t;
+
+/* The len bytes at off, malloc'd (NULL when they are not all inside the file). */
+static void *read_at(const elf_file_t *f, uint64_t off, uint64_t len)
+{
+    if (off > f->size || len > f->size - off || len > MAX_TABLE)
+        return NULL;
+    char *buf = malloc(len ? len : 1);
+    for (uint64_t got = 0; buf && got < len;) {
+        ssize_t k = pread(f->fd, buf + got, len - got, (off_t)(off + got));
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k <= 0) {
+            free(buf);
+            return NULL;
+        }
+        got += (uint64_t)k;
+    }
+    return buf;
+}
+
+static int check_ident(const Elf64_Ehdr *e)
+{
+    if (memcmp(e->e_ident, ELFMAG, SELFMAG) != 0)
+        return -ENOEXEC;
+    if (e->e_ident[EI_CLASS] != ELFCLASS64 || e->e_ident[EI_DATA] != ELFDATA2LSB ||
+        __BYTE_ORDER__ != __ORDER_LITTLE_ENDIAN__)
+        return -ENOTSUP;
+    if (e->e_type != ET_EXEC && e->e_type != ET_DYN)
+        return -ENOEXEC;
+    return 0;
+}
+
+/* The PT_LOAD segments and the load base. */
+static int read_segments(module_t *m, const elf_file_t *f, const Elf64_Ehdr *e)
+{
+    if (e->e_phentsize != sizeof(Elf64_Phdr) || e->e_phnum == 0 || e->e_phnum == PN_XNUM)
+        return -ENOEXEC;
+    Elf64_Phdr *ph = read_at(f, e->e_phoff, (uint64_t)e->e_phnum * sizeof(Elf64_Phdr));
+    if (!ph)
+        return -ENOEXEC;
+    uint64_t low = UINT64_MAX;
+    for (unsigned i = 0; i < e->e_phnum; i++) {
+        if (ph[i].p_type != PT_LOAD || ph[i].p_memsz > UINT64_MAX - ph[i].p_vaddr)
+            continue;
+        if (ph[i].p_vaddr < low)
+            low = ph[i].p_vaddr;
+        if ((ph[i].p_flags & PF_X) && m->nsegs < MAX_SEGS)
+            m->segs[m->nsegs++] = (seg_t){ ph[i].p_vaddr, ph[i].p_vaddr + ph[i].p_memsz };
+    }
+    free(ph);
+    if (low == UINT64_MAX)
+        return -ENOEXEC;
+    m->base = low & ~(uint64_t)(PAGE - 1);
+    return 0;
+}
+
+/* The section headers, checked: *n of them. */
+static Elf64_Shdr *read_sections(const elf_file_t *f, const Elf64_Ehdr *e, unsigned *n)
+{
+    if (e->e_shentsize != sizeof(Elf64_Shdr) || e->e_shnum == 0)
+        return NULL;
+    *n = e->e_shnum;
+    return read_at(f, e->e_shoff, (uint64_t)e->e_shnum * sizeof(Elf64_Shdr));
+}
+
+/* The index of the symbol table to use (.symtab, else .dynsym), or -1. */
+static int pick_symtab(const Elf64_Shdr *sh, unsigned n)
+{
+    int dyn = -1;
+    for (unsigned i = 0; i < n; i++) {
+        if (sh[i].sh_entsize != sizeof(Elf64_Sym) || sh[i].sh_size < sizeof(Elf64_Sym) ||
+            sh[i].sh_link >= n || sh[sh[i].sh_link].sh_type != SHT_STRTAB)
+            continue;
+        if (sh[i].sh_type == SHT_SYMTAB)
+            return (int)i;
+        if (sh[i].sh_type == SHT_DYNSYM && dyn < 0)
+            dyn = (int)i;
+    }
+    return dyn;
+}
+
+static int by_address(const void *a, const void *b)
+{
+    const sym_t *x = a, *y = b;
+    if (x->value != y->value)
+        return x->value < y->value ? -1 : 1;
+    return x->size > y->size ? -1 : x->size < y->size;
+}
+
+/* Keeps the defined functions of syms (count entries) whose names lie in the table. */
+static int keep_functions(module_t *m, const Elf64_Sym *syms, size_t count, uint64_t strsz)
+{
+    m->syms = malloc((count ? count : 1) * sizeof(sym_t));
+    if (!m->syms)
+        return -ENOMEM;
+    for (size_t i = 0; i < count; i++) {
+        unsigned type = ELF64_ST_TYPE(syms[i].st_info);
+        if ((type != STT_FUNC && type != STT_GNU_IFUNC) || syms[i].st_shndx == SHN_UNDEF ||
+            syms[i].st_value == 0 || syms[i].st_name == 0 || syms[i].st_name >= strsz)
+            continue;
+        m->syms[m->nsyms++] = (sym_t){ syms[i].st_value, syms[i].st_size, syms[i].st_name };
+    }
+    qsort(m->syms, m->nsyms, sizeof(sym_t), by_address);
+    return 0;
+}
+
+static int read_symbols(module_t *m, const elf_file_t *f, const Elf64_Ehdr *e)
+{
+    unsigned n = 0;
+    Elf64_Shdr *sh = read_sections(f, e, &n);
+    int i = sh ? pick_symtab(sh, n) : -1, rc = -ENOENT;
+    if (i >= 0) {
+        const Elf64_Shdr *st = &sh[i], *ss = &sh[st->sh_link];
+        Elf64_Sym *syms = read_at(f, st->sh_offset, st->sh_size);
+        char *str = ss->sh_size < MAX_TABLE ? read_at(f, ss->sh_offset, ss->sh_size) : NULL;
+        char *owned = str ? realloc(str, ss->sh_size + 1) : NULL;
+        if (syms && owned) {
+            owned[ss->sh_size] = 0;
+            m->strtab = owned;
+            rc = keep_functions(m, syms, st->sh_size / sizeof(Elf64_Sym), ss->sh_size);
+            m->bytes = ss->sh_size + m->nsyms * sizeof(sym_t);
+        } else {
+            free(owned ? owned : str);
+            rc = -ENOEXEC;
+        }
+        free(syms);
+    }
+    free(sh);
+    return rc;
+}
+
+/* Reads the module's file into m; m->err says why it cannot be used. */
+static void load(module_t *m)
+{
+    Elf64_Ehdr e;
+    struct stat st;
+    elf_file_t f = { open(m->path, O_RDONLY | O_CLOEXEC), 0 };
+    if (f.fd < 0) {
+        m->err = -errno;
+        return;
+    }
+    m->err = -ENOEXEC;
+    if (fstat(f.fd, &st) == 0 && S_ISREG(st.st_mode)) {
+        f.size = (uint64_t)st.st_size;
+        void *hdr = read_at(&f, 0, sizeof(e));
+        if (hdr) {
+            memcpy(&e, hdr, sizeof(e));
+            free(hdr);
+            m->err = check_ident(&e);
+            if (!m->err)
+                m->err = read_segments(m, &f, &e);
+            if (!m->err)
+                m->err = read_symbols(m, &f, &e);
+        }
+    }
+    close(f.fd);
+}
+
+/* ------------------------------------------------------------------ the cache */
+
+static void drop(module_t *m)
+{
+    if (!m)
+        return;
+    cached_bytes -= m->bytes;
+    free(m->path);
+    free(m->syms);
+    free(m->strtab);
+    free(m);
+}
+
+void tsym_clear(void)
+{
+    for (int i = 0; i < CACHE_MAX; i++) {
+        drop(cache[i]);
+        cache[i] = NULL;
+    }
+}
+
+/* The slot of the least recently used module other than `keep` (or an empty slot first,
+ * when `empty` allows), or -1. */
+static int victim(const module_t *keep, int empty)
+{
+    int v = -1;
+    for (int i = 0; i < CACHE_MAX; i++) {
+        if (!cache[i] && empty)
+            return i;
+        if (cache[i] && cache[i] != keep && (v < 0 || cache[i]->used < cache[v]->used))
+            v = i;
+    }
+    return v;
+}
+
+/* The cached module of path, loaded on first use; older modules go when the cache is over
+ * its count or its bytes. */
+static module_t *module_of(const char *path)
+{
+    for (int i = 0; i < CACHE_MAX; i++)
+        if (cache[i] && strcmp(cache[i]->path, path) == 0) {
+            cache[i]->used = ++ticks;
+            return cache[i];
+        }
+    module_t *m = calloc(1, sizeof(*m));
+    if (!m || !(m->path = strdup(path))) {
+        free(m);
+        return NULL;
+    }
+    load(m);
+    m->used = ++ticks;
+    cached_bytes += m->bytes;
+    int v = victim(m, 1);
+    drop(cache[v]);
+    cache[v] = m;
+    while (cached_bytes > CACHE_BYTES && (v = victim(m, 0)) >= 0) {
+        drop(cache[v]);
+        cache[v] = NULL;
+    }
+    return m;
+}
+
+/* ------------------------------------------------------------------ look-up */
+
+static int in_segments(const module_t *m, uint64_t addr)
+{
+    for (size_t i = 0; i < m->nsegs; i++)
+        if (addr >= m->segs[i].start && addr < m->segs[i].end)
+            return 1;
+    return 0;
+}
+
+/* Index of the last symbol starting at or before addr, or SIZE_MAX. */
+static size_t last_at_or_before(const module_t *m, uint64_t addr)
+{
+    size_t lo = 0, hi = m->nsyms;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (m->syms[mid].value <= addr)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo ? lo - 1 : SIZE_MAX;
+}
+
+/* The symbol for the address: one starting exactly there, else one holding addr - 1 (or a
+ * sizeless one just before it).  NULL when none. */
+static const sym_t *find(const module_t *m, uint64_t addr)
+{
+    size_t i = last_at_or_before(m, addr);
+    if (i == SIZE_MAX || addr == 0)
+        return NULL;
+    while (i > 0 && m->syms[i - 1].value == m->syms[i].value)
+        i--;                           /* the first (largest) of those at the same address */
+    if (m->syms[i].value == addr)
+        return &m->syms[i];
+    i = last_at_or_before(m, addr - 1);
+    for (size_t k = 0; i != SIZE_MAX && k < 64 && k <= i; k++) {
+        const sym_t *s = &m->syms[i - k];
+        if (addr - 1 - s->value < s->size)
+            return s;
+        if (k == 0 && s->size == 0)
+            return s;
+    }
+    return NULL;
+}
+
+int tsym_lookup(const char *module, uint64_t offset, char *name, size_t len,
+                uint64_t *sym_off)
+{
+    if (!module || !module[0])
+        return -ENOENT;
+    module_t *m = module_of(module);
+    if (!m)
+        return -ENOMEM;
+    if (m->err)
+        return m->err;
+    uint64_t addr = in_segments(m, offset) ? offset : offset + m->base;
+    const sym_t *s = in_segments(m, addr) || in_segments(m, addr - 1) ? find(m, addr) : NULL;
+    if (!s)
+        return -ENOENT;
+    snprintf(name, len, "%s", m->strtab + s->name);
+    *sym_off = addr - s->value;
+    return 0;
+}

@@ -1,0 +1,38 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * symbols.h - symbol names for call-site frames, read from the modules' ELF files.
+ *
+ * A frame is (module path, offset from the module's load base), as the recorder writes it.
+ * The module's ELF file is read at most once (a bounded cache of the most recently used
+ * modules, failures included), and nothing in it is trusted: a missing, truncated or garbage
+ * file only means the frame stays unresolved.
+ */
+#ifndef ELIXIR_TRACE_SYMBOLS_H
+#define ELIXIR_TRACE_SYMBOLS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* The function holding `offset` of `module`: 0 with its name in name (len bytes, cut when
+ * longer) and the offset from the symbol's start in *sym_off; -ENOENT when no symbol holds
+ * it, or another negative errno when the module cannot be read as a 64-bit little-endian
+ * ELF file.
+ *
+ * Two load bases are in use, and both are understood.  The recorder (tracer/stack.c) takes
+ * the load bias of dl_iterate_phdr, so its offset is the ELF virtual address itself; dladdr's
+ * dli_fbase is the start of the lowest PT_LOAD segment rounded down to the page, so an offset
+ * from it is the virtual address minus that start.  The two agree for every object whose
+ * lowest segment starts at 0 (position-independent executables and shared objects as linked
+ * today); otherwise (a fixed-address executable, a prelinked library) the offset is read as
+ * a virtual address when it falls inside an executable segment, and as relative to the
+ * lowest segment when it does not.  Offsets are return addresses, so the function is the
+ * one holding offset - 1 (a call as a function's last instruction returns past its end),
+ * unless a function starts exactly at the offset.
+ */
+int tsym_lookup(const char *module, uint64_t offset, char *name, size_t len,
+                uint64_t *sym_off);
+
+/* Forgets every cached module. */
+void tsym_clear(void);
+
+#endif

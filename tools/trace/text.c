@@ -1,0 +1,151 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * text.c - XML and JSON strings, byte counts, durations and error messages for elixir-trace's
+ * commands and exporters (text.h).
+ */
+#include "text.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdarg.h>
+
+/* ------------------------------------------------------------------ characters */
+
+/* Length of the well-formed UTF-8 sequence at s (1 to 4), or 0 when it is not one: a stray
+ * continuation byte, a truncated sequence, an overlong form, a surrogate, beyond U+10FFFF. */
+static int utf8_len(const unsigned char *s)
+{
+    unsigned c = s[0];
+    if (c < 0x80)
+        return 1;
+    int n = c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : c >= 0xc2 ? 2 : 0;
+    if (!n || c > 0xf4)
+        return 0;
+    for (int i = 1; i < n; i++)
+        if ((s[i] & 0xc0) != 0x80)
+            return 0;
+    if ((c == 0xe0 && s[1] < 0xa0) || (c == 0xed && s[1] >= 0xa0) ||
+        (c == 0xf0 && s[1] < 0x90) || (c == 0xf4 && s[1] >= 0x90))
+        return 0;
+    return n;
+}
+
+/* Length of the UTF-8 sequence at s (1 to 4) when it encodes a character XML 1.0 allows,
+ * else 0: control characters other than tab, newline and CR, U+FFFE and U+FFFF are not. */
+static int xml_char_len(const unsigned char *s)
+{
+    if (s[0] < 0x80)
+        return s[0] >= 0x20 || s[0] == '\t' || s[0] == '\n' || s[0] == '\r';
+    if (s[0] == 0xef && s[1] == 0xbf && s[2] >= 0xbe)
+        return 0;
+    return utf8_len(s);
+}
+
+/* ------------------------------------------------------------------ XML and JSON */
+
+void text_xml(FILE *f, const char *str)
+{
+    const unsigned char *s = (const unsigned char *)(str ? str : "");
+    while (*s) {
+        int n = xml_char_len(s);
+        switch (n ? *s : 0) {
+        case 0: fputs("\xef\xbf\xbd", f); n = 1; break;
+        case '&': fputs("&amp;", f); break;
+        case '<': fputs("&lt;", f); break;
+        case '>': fputs("&gt;", f); break;
+        case '"': fputs("&quot;", f); break;
+        case '\'': fputs("&#39;", f); break;
+        case '\t': case '\n': case '\r': fprintf(f, "&#%d;", *s); break;
+        default: fwrite(s, 1, (size_t)n, f); break;
+        }
+        s += n;
+    }
+}
+
+void text_json(FILE *f, const char *str)
+{
+    const unsigned char *s = (const unsigned char *)(str ? str : "");
+    fputc('"', f);
+    while (*s) {
+        int n = utf8_len(s);
+        switch (n ? *s : 0) {
+        case 0: fputs("\\ufffd", f); n = 1; break;
+        case '"': fputs("\\\"", f); break;
+        case '\\': fputs("\\\\", f); break;
+        case '\n': fputs("\\n", f); break;
+        case '\r': fputs("\\r", f); break;
+        case '\t': fputs("\\t", f); break;
+        default:
+            if (*s < 0x20)
+                fprintf(f, "\\u%04x", *s);
+            else
+                fwrite(s, 1, (size_t)n, f);
+            break;
+        }
+        s += n;
+    }
+    fputc('"', f);
+}
+
+void text_json_num(FILE *f, double v)
+{
+    if (isfinite(v))
+        fprintf(f, "%.6g", v);
+    else
+        fputs("null", f);
+}
+
+/* ------------------------------------------------------------------ figures */
+
+const char *text_bytes(uint64_t v, char buf[32])
+{
+    static const char *const units[] = { "KiB", "MiB", "GiB", "TiB", "PiB", "EiB" };
+    if (v < 1024) {
+        snprintf(buf, 32, "%" PRIu64 " B", v);
+        return buf;
+    }
+    double x = (double)v / 1024;
+    int u = 0;
+    while (x >= 1024 && u < 5) {
+        x /= 1024;
+        u++;
+    }
+    snprintf(buf, 32, "%.2f %s", x, units[u]);
+    return buf;
+}
+
+/* A duration with `us` as the name of microseconds. */
+static const char *duration(uint64_t v, const char *us, char buf[32])
+{
+    if (v < 1000)
+        snprintf(buf, 32, "%" PRIu64 " ns", v);
+    else if (v < 1000000)
+        snprintf(buf, 32, "%.2f %s", (double)v / 1e3, us);
+    else if (v < 1000000000)
+        snprintf(buf, 32, "%.2f ms", (double)v / 1e6);
+    else
+        snprintf(buf, 32, "%.3f s", (double)v / 1e9);
+    return buf;
+}
+
+const char *text_ns(uint64_t v, char buf[32])
+{
+    return duration(v, "us", buf);
+}
+
+const char *text_ns_utf8(uint64_t v, char buf[32])
+{
+    return duration(v, "\xc2\xb5s", buf);
+}
+
+/* ------------------------------------------------------------------ errors */
+
+int text_fail(char *err, size_t len, int rc, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    if (err && len)
+        vsnprintf(err, len, fmt, ap);
+    va_end(ap);
+    return rc;
+}
