@@ -8,41 +8,26 @@
  * buffers handed over by the key destructor during sweeps).  The trace must then hold every
  * event exactly once, each thread's in order, with one id per distinct string and stack.
  */
-#include "../tracer/record.h"
+#include "unit_trace_util.h"
 
 #include <errno.h>
-#include <inttypes.h>
 #include <pthread.h>
 #include <stdatomic.h>
-#include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #define WAVES 3
 #define PER_WAVE 4
 #define EVENTS 4000
 #define NAMES 16
 
-static int failures;
 static trc_rec_t *rec;
 static uint32_t ids[WAVES * PER_WAVE][NAMES], stacks[WAVES * PER_WAVE];
 static atomic_int errors;
 
-#define CHECK(what, expected, got)                                                            \
-    do {                                                                                      \
-        int64_t e_ = (int64_t)(expected), g_ = (int64_t)(got);                                \
-        if (e_ != g_) {                                                                       \
-            printf("FAIL %s:%d: %s: expected %" PRId64 ", got %" PRId64 "\n", __func__,       \
-                   __LINE__, what, e_, g_);                                                   \
-            failures++;                                                                       \
-        }                                                                                     \
-    } while (0)
-
 static void record(int thread, uint64_t seq)
 {
     static const uint64_t allocs[2] = { 1, 2 };
-    trc_event_t ev = { .time = (uint64_t)(thread + 1) << 40 | seq };
+    trc_event_t ev = { .time = TU_TAG(thread + 1, seq) };
     if (seq % 5 == 0) {
         ev.type = TRC_EV_ALLOC;
         ev.u.alloc = (trc_alloc_t){ ev.time, 0, 0x7f0000000000ull, 4096, stacks[thread], NULL };
@@ -100,8 +85,8 @@ static void check(const char *path)
     uint64_t next[WAVES * PER_WAVE] = { 0 }, n = 0, bad = 0;
     int rc = trc_reader_open_file(path, &r);
     while (rc >= 0 && (rc = trc_reader_next(r, &ev)) == 1) {
-        int t = (int)(ev.time >> 40) - 1;
-        uint64_t seq = ev.time & ((1ull << 40) - 1);
+        int t = TU_THREAD(ev.time) - 1;
+        uint64_t seq = TU_SEQ(ev.time);
         n++;
         if (t < 0 || t >= WAVES * PER_WAVE || seq != next[t]++) {
             bad++;
@@ -114,9 +99,7 @@ static void check(const char *path)
         if (ev.type == TRC_EV_ALLOC && (!ev.u.alloc.stack || ev.u.alloc.stack->depth == 0))
             bad++;
     }
-    CHECK("reads cleanly", 0, rc);
-    if (rc < 0)
-        printf("  %s\n", trc_reader_error(r));
+    tu_read_clean("reads cleanly", r, rc);
     CHECK("complete", 1, trc_reader_complete(r));
     CHECK("events", WAVES * PER_WAVE * EVENTS, n);
     CHECK("out of order or wrong", 0, bad);
@@ -127,8 +110,7 @@ int main(void)
 {
     char path[64];
     trc_rec_config_t cfg = { .buffer_bytes = 512, .flush_ms = 1 };
-    snprintf(path, sizeof(path), "/tmp/conc_trace_record.%d.trace", (int)getpid());
-    unlink(path);
+    tu_scratch(path, sizeof(path), "conc_trace_record");
     CHECK("open", 0, trc_rec_open(path, &cfg, &rec));
     run();
     CHECK("recording errors", 0, atomic_load(&errors));
@@ -141,9 +123,5 @@ int main(void)
     }
     check(path);
     unlink(path);
-    if (failures)
-        printf("%d failure(s)\n", failures);
-    else
-        printf("conc_trace_record: all passed\n");
-    return failures ? 1 : 0;
+    return tu_done("conc_trace_record");
 }

@@ -17,10 +17,9 @@
  * Events are tagged by their time (thread << 40 | sequence) and compared by encoding the
  * expected and the read event with fresh delta states: equal bytes, equal fields.
  */
-#include "../tracer/record.h"
+#include "unit_trace_util.h"
 
 #include <errno.h>
-#include <inttypes.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -32,19 +31,6 @@
 #include <time.h>
 #include <unistd.h>
 
-static int failures;
-
-#define CHECK(what, expected, got)                                                            \
-    do {                                                                                      \
-        int64_t e_ = (int64_t)(expected), g_ = (int64_t)(got);                                \
-        if (e_ != g_) {                                                                       \
-            printf("FAIL %s:%d: %s: expected %" PRId64 ", got %" PRId64 "\n", __func__,       \
-                   __LINE__, what, e_, g_);                                                   \
-            if (++failures > 30)                                                              \
-                exit(1);                                                                      \
-        }                                                                                     \
-    } while (0)
-
 static char dir[] = "/tmp/unit_trace_record.XXXXXX";
 
 static void path_of(char *buf, size_t cap, const char *name)
@@ -55,7 +41,6 @@ static void path_of(char *buf, size_t cap, const char *name)
 /* ------------------------------------------------------------------ generated events */
 
 #define NSHARED 50
-#define TAG(thread, seq) ((uint64_t)(thread) << 40 | (uint64_t)(seq))
 
 /* What one thread interned: the ids its events use. */
 typedef struct names {
@@ -68,7 +53,7 @@ typedef struct names {
 /* The seq-th event of a thread, of type seq % 14, every field derived from (thread, seq). */
 static void gen(int thread, uint64_t seq, names_t *n, trc_event_t *ev)
 {
-    uint64_t t = TAG(thread, seq), k = seq % NSHARED;
+    uint64_t t = TU_TAG(thread, seq), k = seq % NSHARED;
     memset(ev, 0, sizeof(*ev));
     ev->type = (trc_type_t)(TRC_EV_PROCESS + seq % 14);
     ev->time = t;
@@ -141,8 +126,8 @@ static void read_back(const char *path, names_t *names, readback_t *rb)
     memset(rb, 0, sizeof(*rb));
     rb->rc = trc_reader_open_file(path, &r);
     while (rb->rc >= 0 && (rb->rc = trc_reader_next(r, &ev)) == 1) {
-        int thread = (int)(ev.time >> 40);
-        uint64_t seq = ev.time & ((1ull << 40) - 1);
+        int thread = TU_THREAD(ev.time);
+        uint64_t seq = TU_SEQ(ev.time);
         rb->events++;
         if (thread > 255 || seq != rb->next[thread]) {
             if (rb->bad++ < 5)
@@ -168,6 +153,18 @@ static void read_back(const char *path, names_t *names, readback_t *rb)
 
 static names_t names[256];
 
+/* Closes rec and reads path back into rb, whose status must be 0 (`what` names the case). */
+static void close_and_read(trc_rec_t *rec, const char *path, const char *what, readback_t *rb)
+{
+    char msg[96];
+    CHECK("close", 0, trc_rec_close(rec));
+    read_back(path, names, rb);
+    snprintf(msg, sizeof(msg), "%s: status", what);
+    CHECK(msg, 0, rb->rc);
+    if (rb->rc < 0)
+        printf("  %s\n", rb->error);
+}
+
 static void test_types(void)
 {
     char path[128];
@@ -189,10 +186,8 @@ static void test_types(void)
     CHECK("timing end before start", -EINVAL,
           trc_rec_event(rec, &(trc_event_t){ .type = TRC_EV_TIMING, .u.timing = bad }));
     CHECK("events counted", 28, trc_rec_events(rec));
-    CHECK("close", 0, trc_rec_close(rec));
     readback_t rb;
-    read_back(path, names, &rb);
-    CHECK("types: status", 0, rb.rc);
+    close_and_read(rec, path, "types", &rb);
     CHECK("types: events", 28, rb.events);
     CHECK("types: mismatches", 0, rb.bad);
     CHECK("types: complete", 1, rb.complete);
@@ -249,18 +244,14 @@ static void test_threads(void)
     CHECK("open", 0, trc_rec_open(path, &cfg, &rec));
     run_workers(rec, 0, NTHREADS, PER_THREAD);
     CHECK("events counted", NTHREADS * PER_THREAD, trc_rec_events(rec));
-    CHECK("close", 0, trc_rec_close(rec));
+    readback_t rb;
+    close_and_read(rec, path, "threads", &rb);
     for (int t = 1; t < NTHREADS; t++) {
         for (int k = 0; k < NSHARED; k++)
             CHECK("one id per string across threads", names[0].shared[k], names[t].shared[k]);
         CHECK("one id per stack across threads", names[0].stack, names[t].stack);
         CHECK("own strings differ", 1, names[t].own[0] != names[0].own[0]);
     }
-    readback_t rb;
-    read_back(path, names, &rb);
-    CHECK("threads: status", 0, rb.rc);
-    if (rb.rc < 0)
-        printf("  %s\n", rb.error);
     CHECK("threads: complete", 1, rb.complete);
     CHECK("threads: mismatches", 0, rb.bad);
     CHECK("threads: events", NTHREADS * PER_THREAD, rb.events);
@@ -359,6 +350,24 @@ static void run_quiet(const char *how)
 
 /* ------------------------------------------------------------------ crashes and forks */
 
+/* Runs child(path), which never returns, in a child process: its wait status. */
+static int in_child(void (*child)(const char *path), const char *path)
+{
+    int status = 0;
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid == 0)
+        child(path);
+    waitpid(pid, &status, 0);
+    return status;
+}
+
+/* A wait status as a shell shows it: the exit status, or 128 + the signal. */
+static int exit_code(int status)
+{
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
 /* In a child: two threads record, flush, record 5 more each (left in their buffers), SIGKILL. */
 static void killed_child(const char *path)
 {
@@ -381,13 +390,8 @@ static void killed_child(const char *path)
 static void test_sigkill(void)
 {
     char path[128];
-    int status = 0;
     path_of(path, sizeof(path), "killed");
-    fflush(stdout);
-    pid_t pid = fork();
-    if (pid == 0)
-        killed_child(path);
-    waitpid(pid, &status, 0);
+    int status = in_child(killed_child, path);
     CHECK("child killed by SIGKILL", SIGKILL, WIFSIGNALED(status) ? WTERMSIG(status) : -status);
     trc_reader_t *r;
     trc_event_t ev;
@@ -396,13 +400,11 @@ static void test_sigkill(void)
     int rc;
     while ((rc = trc_reader_next(r, &ev)) == 1) {
         n++;
-        int t = (int)(ev.time >> 40) - 30;
+        int t = TU_THREAD(ev.time) - 30;
         if (t == 0 || t == 1)
-            CHECK("killed: in order", threads[t]++, ev.time & ((1ull << 40) - 1));
+            CHECK("killed: in order", threads[t]++, TU_SEQ(ev.time));
     }
-    CHECK("killed: reads cleanly", 0, rc);
-    if (rc < 0)
-        printf("  %s\n", trc_reader_error(r));
+    tu_read_clean("killed: reads cleanly", r, rc);
     CHECK("killed: not complete", 0, trc_reader_complete(r));
     CHECK("killed: the flushed events, no more", 6000, n);
     CHECK("killed: thread 30", 3000, threads[0]);
@@ -459,12 +461,9 @@ static void test_fork(void)
     pthread_create(&th, NULL, fork_thread, &f);
     pthread_join(th, NULL);
     waitpid(f.child, &status, 0);
-    CHECK("child: abandoned recorder refuses, thread exits", 0,
-          WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
-    CHECK("close", 0, trc_rec_close(rec));
+    CHECK("child: abandoned recorder refuses, thread exits", 0, exit_code(status));
     readback_t rb;
-    read_back(path, names, &rb);
-    CHECK("fork: status", 0, rb.rc);
+    close_and_read(rec, path, "fork", &rb);
     CHECK("fork: the parent's events only", 20, rb.events);
     CHECK("fork: in order", 20, rb.next[40]);
 }
@@ -498,7 +497,6 @@ static void test_errors(void)
 {
     char path[128], pattern[128];
     trc_rec_t *rec, *rec2;
-    int status = -1;
     snprintf(pattern, sizeof(pattern), "%s/pid-%%p.trace", dir);
     snprintf(path, sizeof(path), "%s/pid-%d.trace", dir, (int)getpid());
     CHECK("open with %p", 0, trc_rec_open(pattern, NULL, &rec));
@@ -512,13 +510,8 @@ static void test_errors(void)
     CHECK("missing directory", -ENOENT, trc_rec_open("/nonexistent-dir/x.trace", NULL, &rec2));
 
     path_of(path, sizeof(path), "write-error");
-    fflush(stdout);
-    pid_t pid = fork();
-    if (pid == 0)
-        write_error_child(path);
-    waitpid(pid, &status, 0);
     CHECK("write error disables recording, returned by flush and close", 0,
-          WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
+          exit_code(in_child(write_error_child, path)));
 }
 
 /* A record larger than a buffer gets a buffer of its own. */
@@ -568,9 +561,5 @@ int main(void)
     snprintf(cmd, sizeof(cmd), "rm -rf '%s'", dir);
     if (system(cmd) != 0)
         printf("warning: could not remove %s\n", dir);
-    if (failures)
-        printf("%d failure(s)\n", failures);
-    else
-        printf("unit_trace_record: all passed\n");
-    return failures ? 1 : 0;
+    return tu_done("unit_trace_record");
 }

@@ -8,28 +8,12 @@
  * libgcc_s, loaded with dlopen after the module map was first built, through
  * _Unwind_Backtrace's callback).  Stacks are checked in the trace file as read back.
  */
-#include "../tracer/record.h"
+#include "unit_trace_util.h"
 
 #include <dlfcn.h>
 #include <errno.h>
-#include <inttypes.h>
 #include <link.h>
-#include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
-
-static int failures;
-
-#define CHECK(what, expected, got)                                                            \
-    do {                                                                                      \
-        int64_t e_ = (int64_t)(expected), g_ = (int64_t)(got);                                \
-        if (e_ != g_) {                                                                       \
-            printf("FAIL %s:%d: %s: expected %" PRId64 ", got %" PRId64 "\n", __func__,       \
-                   __LINE__, what, e_, g_);                                                   \
-            failures++;                                                                       \
-        }                                                                                     \
-    } while (0)
 
 static trc_rec_t *rec;
 static volatile int sink; /* keeps the calls below from being tail calls */
@@ -162,8 +146,7 @@ int main(void)
     ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
     exe[n > 0 ? n : 0] = 0;
     dl_iterate_phdr(first_object, NULL);
-    snprintf(path, sizeof(path), "/tmp/unit_trace_stack.%d.trace", (int)getpid());
-    unlink(path);
+    tu_scratch(path, sizeof(path), "unit_trace_stack");
     CHECK("open", 0, trc_rec_open(path, NULL, &rec));
     long ids[2], other, skipped, two, capped;
     static volatile int loops = 2; /* a loop the compiler cannot unroll into two call sites */
@@ -192,9 +175,7 @@ int main(void)
     int rc = trc_reader_open_file(path, &r);
     while (rc >= 0 && (rc = trc_reader_next(r, &ev)) == 1)
         ;
-    CHECK("trace reads", 0, rc);
-    if (rc < 0)
-        printf("  %s\n", trc_reader_error(r));
+    tu_read_clean("trace reads", r, rc);
     check_chain(r, ids[0], 3, 5, 8, exe);
     check_chain(r, skipped, 2, 4, 8, exe);
     check_chain(r, two, 3, 2, 2, exe);
@@ -207,9 +188,5 @@ int main(void)
               has_module(r, gcc_id, "libgcc_s"));
     trc_reader_close(r);
     unlink(path);
-    if (failures)
-        printf("%d failure(s)\n", failures);
-    else
-        printf("unit_trace_stack: all passed\n");
-    return failures ? 1 : 0;
+    return tu_done("unit_trace_stack");
 }

@@ -3,9 +3,10 @@
  * unit_trace_tool.h - helpers for the tests of elixir-trace (tests/unit_trace_tool_*.c).
  *
  * Each test writes traces with the tracer's writer into a scratch directory (removed at
- * exit), runs $BUILD/bin/elixir-trace on them (the test skips with 77 when the tool is not
- * built) and checks its exit status, standard output and standard error.  JSON output is
- * checked with python3's json module, which also answers questions about it.
+ * exit, kept when a check failed), runs $BUILD/bin/elixir-trace on them (the test skips with
+ * 77 when the tool is not built) and checks its exit status, standard output and standard
+ * error.  JSON output is checked with python3's json module, which also answers questions
+ * about it; the exporters' tests hand whole files to Python scripts of their own (tt_py).
  */
 #ifndef UNIT_TRACE_TOOL_H
 #define UNIT_TRACE_TOOL_H
@@ -25,17 +26,27 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#define KiB ((uint64_t)1 << 10)
+#define MiB ((uint64_t)1 << 20)
+#define GiB ((uint64_t)1 << 30)
+
 static int tt_failures;
 static const char *tt_shown;           /* the output last printed in full with a failure */
 static char tt_dir[] = "/tmp/unit_trace_tool.XXXXXX";
+
+/* Counts a failure (its message already printed); gives up after 30. */
+static inline void tt_failed(void)
+{
+    if (++tt_failures > 30)
+        exit(1);
+}
 
 #define TT_FAIL(...)                                                                          \
     do {                                                                                      \
         printf("FAIL %s:%d: ", __func__, __LINE__);                                           \
         printf(__VA_ARGS__);                                                                  \
         printf("\n");                                                                         \
-        if (++tt_failures > 30)                                                               \
-            exit(1);                                                                          \
+        tt_failed();                                                                          \
     } while (0)
 
 #define TT_CHECK(what, expected, got)                                                         \
@@ -63,18 +74,37 @@ static inline int tt_rm_entry(const char *p, const struct stat *s, int flag, str
 static char *tt_paths[1024];            /* what tt_path handed out, freed at exit */
 static int tt_npaths;
 
-/* Removes this test's own scratch directory (made by mkdtemp) and what it holds. */
+/* Removes this test's own scratch directory (made by mkdtemp) and what it holds, unless a
+ * check failed: then it stays for a look at the traces and outputs. */
 static inline void tt_rm_dir(void)
 {
-    nftw(tt_dir, tt_rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+    if (tt_failures)
+        printf("outputs kept in %s\n", tt_dir);
+    else
+        nftw(tt_dir, tt_rm_entry, 16, FTW_DEPTH | FTW_PHYS);
     for (int i = 0; i < tt_npaths; i++)
         free(tt_paths[i]);
     free((char *)tt_shown);
 }
 
-/* Creates the scratch directory; call first. */
+/* The tool under test, $BUILD/bin/elixir-trace; exits 77 (skip) when it is not built. */
+static inline const char *tt_tool(void)
+{
+    static char path[PATH_MAX];
+    const char *build = getenv("BUILD");
+    if (!path[0])
+        snprintf(path, sizeof(path), "%s/bin/elixir-trace", build && *build ? build : "build");
+    if (access(path, X_OK) != 0) {
+        printf("SKIP: %s is not built\n", path);
+        exit(77);
+    }
+    return path;
+}
+
+/* Checks that the tool is built (else skips) and creates the scratch directory; call first. */
 static inline void tt_init(void)
 {
+    tt_tool();
     if (!mkdtemp(tt_dir)) {
         printf("FAIL: mkdtemp: %s\n", strerror(errno));
         exit(1);
@@ -92,36 +122,30 @@ static inline const char *tt_path(const char *name)
     return tt_paths[tt_npaths++] = p;
 }
 
-/* The tool under test, $BUILD/bin/elixir-trace; exits 77 (skip) when it is not built. */
-static inline const char *tt_tool(void)
+/* The bytes of the file at path, malloc'd and NUL-terminated, their count in *len (when len
+ * is not NULL); "" when the file cannot be read. */
+static inline char *tt_slurp_len(const char *path, size_t *len)
 {
-    static char path[PATH_MAX];
-    const char *build = getenv("BUILD");
-    if (!path[0])
-        snprintf(path, sizeof(path), "%s/bin/elixir-trace", build && *build ? build : "build");
-    if (access(path, X_OK) != 0) {
-        printf("SKIP: %s is not built\n", path);
-        exit(77);
-    }
-    return path;
+    FILE *f = fopen(path, "rb");
+    char *buf = NULL;
+    size_t cap = 0, n = 0, k;
+    do {
+        if (n + 1 >= cap && !(buf = realloc(buf, cap = cap ? cap * 2 : 4096)))
+            exit(1);
+        k = f ? fread(buf + n, 1, cap - n - 1, f) : 0;
+        n += k;
+    } while (k > 0);
+    if (f)
+        fclose(f);
+    buf[n] = 0;
+    if (len)
+        *len = n;
+    return buf;
 }
 
 static inline char *tt_slurp(const char *path)
 {
-    FILE *f = fopen(path, "rb");
-    char *buf = NULL;
-    size_t cap = 0, n = 0;
-    for (int c; f && (c = fgetc(f)) != EOF;) {
-        if (n + 1 >= cap && !(buf = realloc(buf, cap = cap ? cap * 2 : 4096)))
-            exit(1);
-        buf[n++] = (char)c;
-    }
-    if (f)
-        fclose(f);
-    if (!buf && !(buf = malloc(1)))
-        exit(1);
-    buf[n] = 0;
-    return buf;
+    return tt_slurp_len(path, NULL);
 }
 
 typedef struct tt_result {
@@ -159,19 +183,28 @@ static inline tt_result_t tt_exec(char *const argv[])
     return r;
 }
 
-/* Runs elixir-trace with the given arguments (NULL-terminated). */
-static inline tt_result_t tt_run(const char *arg, ...)
+/* Runs the command pre (NULL-terminated) with the arguments from arg on (NULL-terminated). */
+static inline tt_result_t tt_execv(const char *const pre[], const char *arg, va_list ap)
 {
     char *argv[64];
     int n = 0;
-    va_list ap;
-    argv[n++] = (char *)tt_tool();
-    va_start(ap, arg);
+    for (; pre[n]; n++)
+        argv[n] = (char *)pre[n];
     for (const char *a = arg; a && n < 63; a = va_arg(ap, const char *))
         argv[n++] = (char *)a;
-    va_end(ap);
     argv[n] = NULL;
     return tt_exec(argv);
+}
+
+/* Runs elixir-trace with the given arguments (NULL-terminated). */
+static inline tt_result_t tt_run(const char *arg, ...)
+{
+    const char *pre[] = { tt_tool(), NULL };
+    va_list ap;
+    va_start(ap, arg);
+    tt_result_t r = tt_execv(pre, arg, ap);
+    va_end(ap);
+    return r;
 }
 
 static inline void tt_free(tt_result_t *r)
@@ -200,8 +233,7 @@ static inline void tt_expect_has(const char *fn, int line, const char *text, con
     printf("FAIL %s:%d: expected output %s \"%s\"", fn, line, want ? "containing" : "without",
            s);
     tt_show(text);
-    if (++tt_failures > 30)
-        exit(1);
+    tt_failed();
 }
 
 static inline void tt_expect_line(const char *fn, int line, const char *text, ...)
@@ -226,8 +258,7 @@ static inline void tt_expect_line(const char *fn, int line, const char *text, ..
         printf(" \"%s\"", s);
     va_end(ap);
     tt_show(text);
-    if (++tt_failures > 30)
-        exit(1);
+    tt_failed();
 }
 
 /* The python3 interpreter itself (not a wrapper script in front of it), found once. */
@@ -282,12 +313,85 @@ static inline char *tt_json(const char *json, const char *expr)
         free(g_);                                                                             \
     } while (0)
 
+/* Runs elixir-trace with the given arguments and checks that it exits with status `want`;
+ * on another, a failure showing its standard error.  Whether it did. */
+#define TT_RUN(want, ...) tt_run_expect(__func__, __LINE__, (want), __VA_ARGS__, (char *)NULL)
+
+static inline int tt_run_expect(const char *fn, int line, int want, const char *arg, ...)
+{
+    const char *pre[] = { tt_tool(), NULL };
+    va_list ap;
+    va_start(ap, arg);
+    tt_result_t r = tt_execv(pre, arg, ap);
+    va_end(ap);
+    int ok = r.status == want;
+    if (!ok) {
+        printf("FAIL %s:%d: elixir-trace %s ...: expected exit status %d, got %d; stderr:\n%s",
+               fn, line, arg, want, r.status, r.err);
+        tt_failed();
+    }
+    tt_free(&r);
+    return ok;
+}
+
+/* Skips the test (77) unless python3 runs and can import `module`. */
+static inline void tt_need_python(const char *module)
+{
+    char code[128];
+    snprintf(code, sizeof(code), "import %s", module);
+    char *argv[] = { tt_python(), "-c", code, NULL };
+    tt_result_t r = tt_exec(argv);
+    int status = r.status;
+    tt_free(&r);
+    if (status != 0) {
+        printf("SKIP: python3 cannot import %s\n", module);
+        exit(77);
+    }
+}
+
+/* Runs a Python program (python3 -c script) with the given arguments (NULL-terminated):
+ * its exit status, and what it printed shown when that is not 0. */
+static inline int tt_py(const char *script, const char *arg, ...)
+{
+    const char *pre[] = { tt_python(), "-c", script, NULL };
+    va_list ap;
+    va_start(ap, arg);
+    tt_result_t r = tt_execv(pre, arg, ap);
+    va_end(ap);
+    int status = r.status;
+    if (status != 0)
+        printf("python3 (exit status %d):\n%s%s", status, r.out, r.err);
+    tt_free(&r);
+    return status;
+}
+
+/* Writes len bytes to a new file `name` in the scratch directory: its path. */
+static inline const char *tt_write_file(const char *name, const void *data, size_t len)
+{
+    const char *p = tt_path(name);
+    FILE *f = fopen(p, "wb");
+    if (!f || fwrite(data, 1, len, f) != len || fclose(f) != 0)
+        exit(1);
+    return p;
+}
+
+/* Runs elixir-trace with the given arguments, which must exit 0 with JSON on which the Python
+ * expression expr prints want. */
+#define TT_RUN_JSON(expr, want, ...)                                                          \
+    do {                                                                                      \
+        tt_result_t r_ = tt_run(__VA_ARGS__, NULL);                                           \
+        TT_CHECK("exit status", 0, r_.status);                                                \
+        TT_JSON(r_.out, (expr), (want));                                                      \
+        tt_free(&r_);                                                                         \
+    } while (0)
+
 /* ------------------------------------------------------------------ writing traces */
 
-static inline trc_writer_t *tt_writer(const char *path)
+/* A new trace at path, with the header flags given (TRC_FLAG_VIRTUAL_TIME or 0). */
+static inline trc_writer_t *tt_writer(const char *path, uint32_t flags)
 {
     trc_writer_t *w;
-    int rc = trc_writer_open(path, 0, &w);
+    int rc = trc_writer_open(path, flags, &w);
     if (rc < 0) {
         printf("FAIL: cannot create %s: %s\n", path, strerror(-rc));
         exit(1);
@@ -312,6 +416,14 @@ static inline uint32_t tt_str(trc_writer_t *w, const char *s)
             exit(1);                                                                          \
         }                                                                                     \
     } while (0)
+
+/* A MEMORY record of device dev: bytes on the GPU, in pinned host memory and on NVMe. */
+static inline void tt_memory(trc_writer_t *w, uint64_t time, int32_t dev, uint64_t gpu,
+                             uint64_t host, uint64_t nvme)
+{
+    trc_memory_t m = { .device = dev, .bytes = { gpu, 0, host, nvme } };
+    TT_EMIT(trc_emit_memory(w, time, &m));
+}
 
 static inline void tt_close(trc_writer_t *w)
 {

@@ -8,8 +8,6 @@
  */
 #include "unit_trace_tool.h"
 
-#define KiB (1ull << 10)
-#define MiB (1ull << 20)
 
 static const char *trace;
 
@@ -27,7 +25,7 @@ static void make_trace(void)
         { -1, 2 * MiB, 400, 5000 }, { 1, 512 * KiB, 500, 0 }, { 0, 64 * KiB, 600, 700 },
     };
     trace = tt_path("allocs.trace");
-    trc_writer_t *w = tt_writer(trace);
+    trc_writer_t *w = tt_writer(trace, 0);
     uint32_t deep = tt_str(w, "/nonexistent/libdeep.so");
     uint32_t weird = tt_str(w, "/weird/\"q\\b\x01\xff.so");
     trc_frame_t f[5];
@@ -49,12 +47,8 @@ static void make_trace(void)
 
 /* The ids listed by `allocs trace --json args...`, as Python prints the list. */
 #define IDS(want, ...)                                                                        \
-    do {                                                                                      \
-        tt_result_t r_ = tt_run("allocs", trace, "--json", __VA_ARGS__, NULL);                \
-        TT_CHECK("exit status", 0, r_.status);                                                \
-        TT_JSON(r_.out, "[a['id'] for a in d['allocations']]", want);                          \
-        tt_free(&r_);                                                                         \
-    } while (0)
+    TT_RUN_JSON("[a['id'] for a in d['allocations']]", want, "allocs", trace, "--json",       \
+                __VA_ARGS__)
 
 static void sorting(void)
 {
@@ -125,7 +119,6 @@ static void table(void)
 
 int main(void)
 {
-    tt_tool();
     tt_init();
     make_trace();
     sorting();

@@ -8,7 +8,6 @@
  */
 #include "unit_trace_tool.h"
 
-#define MiB (1ull << 20)
 
 typedef struct run {
     uint64_t gpu0, host0, nvme0, gpu1;        /* peaks; gpu1 = 0: no device 1 */
@@ -19,7 +18,7 @@ typedef struct run {
 
 static void make_trace(const char *path, const run_t *r, int with_memory)
 {
-    trc_writer_t *w = tt_writer(path);
+    trc_writer_t *w = tt_writer(path, 0);
     uint32_t k = tt_str(w, "step_kernel");
     if (with_memory) {
         TT_EMIT(trc_emit_memory(w, 900, &(trc_memory_t){ 0, { r->gpu0, 0, r->host0, r->nvme0 } }));
@@ -100,7 +99,6 @@ static void missing(const char *a, const char *c)
 
 int main(void)
 {
-    tt_tool();
     tt_init();
     const char *a = tt_path("a.trace"), *b = tt_path("b.trace"), *c = tt_path("c.trace");
     run_t ra = { 4 * MiB, MiB, 0, 0, { 1000, 2000, 3000 }, 4000, 2, 100 };

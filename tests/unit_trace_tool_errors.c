@@ -15,20 +15,17 @@ static size_t nbytes, mid_offset;
 static void make_good(void)
 {
     good = tt_path("good.trace");
-    trc_writer_t *w = tt_writer(good);
+    trc_writer_t *w = tt_writer(good, 0);
     uint32_t k = tt_str(w, "kernel_a");
     for (uint64_t i = 1; i <= 20; i++) {
         trc_alloc_t a = { i, 0, 0x1000 * i, 4096, 0, NULL };
-        trc_launch_t l = { .id = i, .func_id = k, .device = 0, .span = { 1, i * 100, i * 100 + 50 } };
+        trc_launch_t l = { .id = i, .func_id = k, .device = 0,
+                           .span = { 1, i * 100, i * 100 + 50 } };
         TT_EMIT(trc_emit_alloc(w, i * 100, &a));
         TT_EMIT(trc_emit_launch(w, i * 100 + 1, &l));
     }
     tt_close(w);
-    FILE *f = fopen(good, "rb");
-    bytes = malloc(1 << 16);
-    nbytes = f ? fread(bytes, 1, 1 << 16, f) : 0;
-    if (f)
-        fclose(f);
+    bytes = (unsigned char *)tt_slurp_len(good, &nbytes);
     /* The offset of the 30th event (a launch, several bytes of payload). */
     trc_reader_t *r;
     trc_event_t ev;
@@ -40,15 +37,6 @@ static void make_good(void)
     mid_offset = (size_t)ev.offset;
     TT_CHECK("a launch in the middle", TRC_EV_LAUNCH, ev.type);
     trc_reader_close(r);
-}
-
-static const char *write_file(const char *name, const void *data, size_t len)
-{
-    const char *p = tt_path(name);
-    FILE *f = fopen(p, "wb");
-    if (!f || fwrite(data, 1, len, f) != len || fclose(f) != 0)
-        exit(1);
-    return p;
 }
 
 /* `summary path` exits 2 and stderr holds "path: " then each of the needles. */
@@ -66,29 +54,29 @@ static void expect_refused(const char *path, const char *n1, const char *n2)
 static void files(void)
 {
     expect_refused(tt_path("no-such.trace"), "No such file or directory", NULL);
-    expect_refused(write_file("empty.trace", "", 0), "offset 0: empty file", NULL);
-    expect_refused(write_file("foreign.trace", "#!/bin/sh\necho hello\n", 21),
+    expect_refused(tt_write_file("empty.trace", "", 0), "offset 0: empty file", NULL);
+    expect_refused(tt_write_file("foreign.trace", "#!/bin/sh\necho hello\n", 21),
                    "offset 0: not an Elixir trace", NULL);
-    expect_refused(write_file("short.trace", bytes, 12), "offset 12", "ends inside the header");
+    expect_refused(tt_write_file("short.trace", bytes, 12), "offset 12", "ends inside the header");
     /* Cuts: inside the first record's header, inside a launch record in the middle (its
      * type and length read, its payload cut), one byte short of the END record. */
     char off[2][64];
     snprintf(off[0], sizeof(off[0]), "offset %zu: record length", mid_offset);
     snprintf(off[1], sizeof(off[1]), "offset %zu: record length", nbytes - 3);
-    expect_refused(write_file("cut0.trace", bytes, 33), "offset 32",
+    expect_refused(tt_write_file("cut0.trace", bytes, 33), "offset 32",
                    "file ends inside a record header");
-    expect_refused(write_file("cut1.trace", bytes, mid_offset + 2), off[0],
+    expect_refused(tt_write_file("cut1.trace", bytes, mid_offset + 2), off[0],
                    "beyond end of file");
-    expect_refused(write_file("cut2.trace", bytes, nbytes - 1), off[1], "beyond end of file");
+    expect_refused(tt_write_file("cut2.trace", bytes, nbytes - 1), off[1], "beyond end of file");
     unsigned char v2[64];
     memcpy(v2, bytes, 64);
     v2[8] = 2;                         /* major version 2 */
-    expect_refused(write_file("v2.trace", v2, 64), "offset 8",
+    expect_refused(tt_write_file("v2.trace", v2, 64), "offset 8",
                    "trace format version 2.1, this reader reads 1.x");
     unsigned char *bad = malloc(nbytes);
     memcpy(bad, bytes, nbytes);
     memset(bad + 33, 0xff, 11);        /* the first record's length: an overlong varint */
-    expect_refused(write_file("corrupt.trace", bad, nbytes), "offset 32",
+    expect_refused(tt_write_file("corrupt.trace", bad, nbytes), "offset 32",
                    "overlong varint in record header");
     free(bad);
 }
@@ -142,7 +130,6 @@ static void no_command(void)
 
 int main(void)
 {
-    tt_tool();
     tt_init();
     make_good();
     tt_result_t r = tt_run("summary", good, NULL);

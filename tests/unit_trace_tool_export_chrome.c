@@ -16,86 +16,22 @@
  * A trace with nothing but a process record must give valid JSON too.
  * Skips (77) when $BUILD/bin/elixir-trace (BUILD default "build") or python3 is missing.
  */
-#include "../tracer/trace.h"
-
-#include <errno.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <sys/stat.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
-#define MiB (1ull << 20)
+#include "unit_trace_tool.h"
 
 static const char exe[] = "/opt/tr<ain>&\"x\n.py";
 static const char k1[] = "void k<float>(int&, \"x\")\n";
 static const char dev0_name[] = "NVIDIA H100 & <co>";
 
-static char dir[] = "/tmp/unit_trace_chrome.XXXXXX";
-static int failures;
-
-#define CHECK(what, cond)                                                                     \
-    do {                                                                                      \
-        if (!(cond)) {                                                                        \
-            printf("FAIL %s:%d: %s\n", __func__, __LINE__, what);                             \
-            failures++;                                                                       \
-        }                                                                                     \
-    } while (0)
-
-/* ------------------------------------------------------------------ running programs */
-
-/* Runs argv and returns its exit status (-1 when it could not run or died by a signal). */
-static int run(char *const argv[])
-{
-    fflush(stdout);
-    pid_t pid = fork();
-    if (pid == 0) {
-        execvp(argv[0], argv);
-        printf("cannot run %s: %s\n", argv[0], strerror(errno));
-        _exit(127);
-    }
-    int st;
-    if (pid < 0 || waitpid(pid, &st, 0) < 0)
-        return -1;
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
-
-static char tool[4096];
-
-static void find_tool(void)
-{
-    const char *build = getenv("BUILD");
-    snprintf(tool, sizeof(tool), "%s/bin/elixir-trace", build && build[0] ? build : "build");
-    if (access(tool, X_OK) != 0) {
-        printf("SKIP: %s not built\n", tool);
-        exit(77);
-    }
-    if (run((char *[]){ "python3", "-c", "import json", NULL }) != 0) {
-        printf("SKIP: python3 cannot run\n");
-        exit(77);
-    }
-}
-
 /* ------------------------------------------------------------------ the trace */
-
-static uint32_t sid(trc_writer_t *w, const char *s)
-{
-    long id = trc_writer_string(w, s);
-    if (id <= 0) {
-        printf("FAIL: trc_writer_string: %ld\n", id);
-        exit(1);
-    }
-    return (uint32_t)id;
-}
 
 static void head(trc_writer_t *w)
 {
-    trc_process_t p = { .pid = 42, .ppid = 1, .exe_id = sid(w, exe),
-                        .cmdline_id = sid(w, "python3 train.py"), .host_id = sid(w, "node1") };
-    trc_device_t d0 = { .device = 0, .name_id = sid(w, dev0_name), .total_mem = 80ull << 30,
+    trc_process_t p = { .pid = 42, .ppid = 1, .exe_id = tt_str(w, exe),
+                        .cmdline_id = tt_str(w, "python3 train.py"),
+                        .host_id = tt_str(w, "node1") };
+    trc_device_t d0 = { .device = 0, .name_id = tt_str(w, dev0_name), .total_mem = 80ull << 30,
                         .cc_major = 9, .sm_count = 132 };
-    trc_device_t d1 = { .device = 1, .name_id = sid(w, "GPU B"), .total_mem = 80ull << 30 };
+    trc_device_t d1 = { .device = 1, .name_id = tt_str(w, "GPU B"), .total_mem = 80ull << 30 };
     trc_emit_process(w, 1000, &p);
     trc_emit_device(w, 1001, &d0);
     trc_emit_device(w, 1001, &d1);
@@ -104,8 +40,8 @@ static void head(trc_writer_t *w)
 
 static void ops(trc_writer_t *w)
 {
-    uint32_t gemm = sid(w, "gemm"), bad = sid(w, "bad\xff\xfe name");
-    trc_launch_t l = { .id = 1, .func_id = sid(w, k1), .stream = 0, .device = 0,
+    uint32_t gemm = tt_str(w, "gemm"), bad = tt_str(w, "bad\xff\xfe name");
+    trc_launch_t l = { .id = 1, .func_id = tt_str(w, k1), .stream = 0, .device = 0,
                        .span = { 1, 3100, 5100 } };
     trc_emit_launch(w, 3000, &l);
     l = (trc_launch_t){ .id = 2, .func_id = gemm, .stream = 3, .device = 0 };
@@ -123,7 +59,7 @@ static void ops(trc_writer_t *w)
     trc_memset_t m = { .bytes = MiB, .stream = 0, .device = 0, .span = { 1, 5200, 5300 },
                        .id = 7 };
     trc_emit_memset(w, 5150, &m);
-    trc_nccl_t n = { .op_id = sid(w, "allReduce"), .bytes = MiB, .peer = -1, .stream = 1,
+    trc_nccl_t n = { .op_id = tt_str(w, "allReduce"), .bytes = MiB, .peer = -1, .stream = 1,
                      .device = 1, .span = { 1, 4600, 4900 } };
     trc_emit_nccl(w, 4550, &n);
     trc_emit_timing(w, 7100, &(trc_timing_t){ .op = 2, .source = TRC_TIMING_CUPTI,
@@ -138,38 +74,24 @@ static void migrate(trc_writer_t *w, int32_t dev, uint32_t from, uint32_t to, ui
     trc_emit_migration(w, end, &m);
 }
 
-static void memory(trc_writer_t *w, uint64_t time, int32_t dev, uint64_t gpu, uint64_t host,
-                   uint64_t nvme)
-{
-    trc_memory_t m = { .device = dev, .bytes = { gpu, 0, host, nvme } };
-    trc_emit_memory(w, time, &m);
-}
-
 static void write_trace(const char *path)
 {
-    trc_writer_t *w;
-    if (trc_writer_open(path, TRC_FLAG_VIRTUAL_TIME, &w) < 0) {
-        printf("FAIL: cannot create %s\n", path);
-        exit(1);
-    }
+    trc_writer_t *w = tt_writer(path, TRC_FLAG_VIRTUAL_TIME);
     head(w);
-    memory(w, 2000, 0, MiB, 0, 0);
-    memory(w, 2100, 1, 4 * MiB, 0, 0);
+    tt_memory(w, 2000, 0, MiB, 0, 0);
+    tt_memory(w, 2100, 1, 4 * MiB, 0, 0);
     migrate(w, 0, TRC_TIER_HOST, TRC_TIER_GPU, 2000, 2100, 3);   /* untimed launch */
     migrate(w, 0, TRC_TIER_GPU, TRC_TIER_HOST, 2950, 3050, 1);   /* before launch 1 */
-    memory(w, 3050, 0, MiB, 2 * MiB, 0);
+    tt_memory(w, 3050, 0, MiB, 2 * MiB, 0);
     migrate(w, 1, TRC_TIER_HOST, TRC_TIER_GPU, 3500, 3600, 4);
     ops(w);
     trc_emit_iteration(w, 5000, &(trc_iteration_t){ 1 });
     migrate(w, 0, TRC_TIER_HOST, TRC_TIER_GPU, 5500, 5900, 2);   /* before TIMING's 6000 */
     migrate(w, 0, TRC_TIER_GPU, TRC_TIER_NVME, 8000, 8100, 0);   /* no cause */
     migrate(w, 0, TRC_TIER_GPU, TRC_TIER_HOST, 8200, 8300, 999); /* unknown cause */
-    memory(w, 8100, 0, MiB, 2 * MiB, 2 * MiB);
+    tt_memory(w, 8100, 0, MiB, 2 * MiB, 2 * MiB);
     trc_emit_iteration(w, 9000, &(trc_iteration_t){ 2 });
-    if (trc_writer_close(w) < 0) {
-        printf("FAIL: trc_writer_close\n");
-        exit(1);
-    }
+    tt_close(w);
 }
 
 /* ------------------------------------------------------------------ the checks */
@@ -262,48 +184,29 @@ static const char empty_py[] =
 
 static void test_full(void)
 {
-    char trace[256], out[256];
-    snprintf(trace, sizeof(trace), "%s/full.trace", dir);
-    snprintf(out, sizeof(out), "%s/full.json", dir);
+    const char *trace = tt_path("full.trace"), *out = tt_path("full.json");
     write_trace(trace);
-    int rc = run((char *[]){ tool, "timeline", trace, "--chrome", out, NULL });
-    CHECK("timeline exits 0", rc == 0);
-    if (rc == 0)
-        CHECK("timeline JSON as expected",
-              run((char *[]){ "python3", "-c", (char *)check_py, out, (char *)exe, (char *)k1,
-                              (char *)dev0_name, NULL }) == 0);
+    if (TT_RUN(0, "timeline", trace, "--chrome", out))
+        TT_CHECK("timeline JSON as expected (python3's exit status)", 0,
+                 tt_py(check_py, out, exe, k1, dev0_name, NULL));
 }
 
 static void test_empty(void)
 {
-    char trace[256], out[256];
-    trc_writer_t *w;
-    snprintf(trace, sizeof(trace), "%s/empty.trace", dir);
-    snprintf(out, sizeof(out), "%s/empty.json", dir);
-    if (trc_writer_open(trace, 0, &w) < 0)
-        exit(1);
-    trc_emit_process(w, 5, &(trc_process_t){ .pid = 1, .exe_id = sid(w, "x") });
-    trc_writer_close(w);
-    int rc = run((char *[]){ tool, "timeline", trace, "--chrome", out, NULL });
-    CHECK("timeline of an empty trace exits 0", rc == 0);
-    if (rc == 0)
-        CHECK("empty timeline is valid JSON",
-              run((char *[]){ "python3", "-c", (char *)empty_py, out, NULL }) == 0);
+    const char *trace = tt_path("empty.trace"), *out = tt_path("empty.json");
+    trc_writer_t *w = tt_writer(trace, 0);
+    trc_emit_process(w, 5, &(trc_process_t){ .pid = 1, .exe_id = tt_str(w, "x") });
+    tt_close(w);
+    if (TT_RUN(0, "timeline", trace, "--chrome", out))
+        TT_CHECK("empty timeline is valid JSON (python3's exit status)", 0,
+                 tt_py(empty_py, out, NULL));
 }
 
 int main(void)
 {
-    find_tool();
-    if (!mkdtemp(dir)) {
-        printf("FAIL: mkdtemp: %s\n", strerror(errno));
-        return 1;
-    }
+    tt_init();
+    tt_need_python("json");
     test_full();
     test_empty();
-    if (!failures)
-        run((char *[]){ "rm", "-rf", dir, NULL });
-    else
-        printf("outputs kept in %s\n", dir);
-    printf("%s\n", failures ? "FAIL" : "PASS");
-    return failures ? 1 : 0;
+    return tt_done();
 }

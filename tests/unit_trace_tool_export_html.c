@@ -16,17 +16,7 @@
  * -1 among them) a plot of all devices and one per GPU.  Skips (77) when $BUILD/bin/elixir-trace (BUILD default
  * "build") or python3 is missing.
  */
-#include "../tracer/trace.h"
-
-#include <errno.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
-#define MiB ((uint64_t)1 << 20)
-#define GiB ((uint64_t)1 << 30)
+#include "unit_trace_tool.h"
 
 static const char exe[] = "/bin/<script>x</script>&\"y\"";
 static const char cmdline[] = "run 'a' & <b>\nnext";
@@ -34,86 +24,29 @@ static const char kernel[] = "<script>alert(1)</script>";
 static const char module[] = "/lib/libx<y>&.so";
 static const char option_value[] = "<24G>&\"";
 
-static char dir[] = "/tmp/unit_trace_html.XXXXXX";
-static int failures;
-
-#define CHECK(what, cond)                                                                     \
-    do {                                                                                      \
-        if (!(cond)) {                                                                        \
-            printf("FAIL %s:%d: %s\n", __func__, __LINE__, what);                             \
-            failures++;                                                                       \
-        }                                                                                     \
-    } while (0)
-
-/* Runs argv and returns its exit status (-1 when it could not run or died by a signal). */
-static int run(char *const argv[])
-{
-    fflush(stdout);
-    pid_t pid = fork();
-    if (pid == 0) {
-        execvp(argv[0], argv);
-        printf("cannot run %s: %s\n", argv[0], strerror(errno));
-        _exit(127);
-    }
-    int st;
-    if (pid < 0 || waitpid(pid, &st, 0) < 0)
-        return -1;
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
-
-static char tool[4096];
-
-static void find_tool(void)
-{
-    const char *build = getenv("BUILD");
-    snprintf(tool, sizeof(tool), "%s/bin/elixir-trace", build && build[0] ? build : "build");
-    if (access(tool, X_OK) != 0) {
-        printf("SKIP: %s not built\n", tool);
-        exit(77);
-    }
-    if (run((char *[]){ "python3", "-c", "import xml.etree.ElementTree", NULL }) != 0) {
-        printf("SKIP: python3 cannot run\n");
-        exit(77);
-    }
-}
-
 /* ------------------------------------------------------------------ the trace */
-
-static uint32_t sid(trc_writer_t *w, const char *s)
-{
-    long id = trc_writer_string(w, s);
-    if (id <= 0) {
-        printf("FAIL: trc_writer_string: %ld\n", id);
-        exit(1);
-    }
-    return (uint32_t)id;
-}
 
 static trc_writer_t *open_trace(const char *path)
 {
-    trc_writer_t *w;
-    if (trc_writer_open(path, TRC_FLAG_VIRTUAL_TIME, &w) < 0) {
-        printf("FAIL: cannot create %s\n", path);
-        exit(1);
-    }
-    trc_process_t p = { .pid = 7, .ppid = 1, .exe_id = sid(w, exe),
-                        .cmdline_id = sid(w, cmdline), .host_id = sid(w, "host'1") };
+    trc_writer_t *w = tt_writer(path, TRC_FLAG_VIRTUAL_TIME);
+    trc_process_t p = { .pid = 7, .ppid = 1, .exe_id = tt_str(w, exe),
+                        .cmdline_id = tt_str(w, cmdline), .host_id = tt_str(w, "host'1") };
     trc_emit_process(w, 1000, &p);
     return w;
 }
 
 static void setup(trc_writer_t *w)
 {
-    trc_device_t d = { .device = 0, .name_id = sid(w, "H100 <&>"), .total_mem = 80 * GiB,
+    trc_device_t d = { .device = 0, .name_id = tt_str(w, "H100 <&>"), .total_mem = 80 * GiB,
                        .cc_major = 9, .sm_count = 132 };
     trc_emit_device(w, 1000, &d);
     static trc_option_t opt;
-    opt = (trc_option_t){ .name_id = sid(w, "ELIXIR_GPU_MEMORY"),
-                          .value_id = sid(w, option_value) };
+    opt = (trc_option_t){ .name_id = tt_str(w, "ELIXIR_GPU_MEMORY"),
+                          .value_id = tt_str(w, option_value) };
     trc_emit_options(w, 1000, &(trc_options_t){ 1, &opt });
-    trc_frame_t fa[2] = { { .module_id = sid(w, module), .offset = 0x1234 },
-                          { .module_id = sid(w, "/usr/lib/libc10.so"), .offset = 0x99 } };
-    trc_frame_t fb[1] = { { .module_id = sid(w, "/usr/lib/libtorch.so"), .offset = 0x42 } };
+    trc_frame_t fa[2] = { { .module_id = tt_str(w, module), .offset = 0x1234 },
+                          { .module_id = tt_str(w, "/usr/lib/libc10.so"), .offset = 0x99 } };
+    trc_frame_t fb[1] = { { .module_id = tt_str(w, "/usr/lib/libtorch.so"), .offset = 0x42 } };
     uint32_t sa = (uint32_t)trc_writer_stack(w, fa, 2), sb = (uint32_t)trc_writer_stack(w, fb, 1);
     trc_alloc_t a = { .id = 1, .device = 0, .addr = 1 << 30, .size = 64 * MiB, .stack_id = sa };
     trc_emit_alloc(w, 1100, &a);
@@ -129,7 +62,7 @@ static void setup(trc_writer_t *w)
  * 5100 (none): 500 of 1100 ns hidden. */
 static void work(trc_writer_t *w)
 {
-    uint32_t k = sid(w, kernel), g = sid(w, "gemm&co");
+    uint32_t k = tt_str(w, kernel), g = tt_str(w, "gemm&co");
     static const uint64_t touches[] = { 1, 2 };
     trc_launch_t l = { .id = 1, .func_id = k, .device = 0, .span = { 1, 1500, 3000 },
                        .nallocs = 2, .allocs = touches };
@@ -150,19 +83,8 @@ static void work(trc_writer_t *w)
     trc_emit_launch(w, 5900, &l);
     l = (trc_launch_t){ .id = 5, .func_id = k, .device = 0, .span = { 1, 7000, 7400 } };
     trc_emit_launch(w, 6900, &l);
-    trc_memory_t mem = { .device = 0, .bytes = { GiB, 0, 64 * MiB, 0 } };
-    trc_emit_memory(w, 1200, &mem);
-    mem.bytes[0] = GiB + 64 * MiB;
-    mem.bytes[2] = 0;
-    trc_emit_memory(w, 5100, &mem);
-}
-
-static void close_trace(trc_writer_t *w)
-{
-    if (trc_writer_close(w) < 0) {
-        printf("FAIL: trc_writer_close\n");
-        exit(1);
-    }
+    tt_memory(w, 1200, 0, GiB, 64 * MiB, 0);
+    tt_memory(w, 5100, 0, GiB + 64 * MiB, 0, 0);
 }
 
 /* ------------------------------------------------------------------ the checks */
@@ -232,10 +154,8 @@ static const char check_py[] =
 static void multi(trc_writer_t *w)
 {
     setup(w);
-    for (int32_t d = -1; d <= 1; d++) {
-        trc_memory_t m = { .device = d, .bytes = { GiB, 0, 0, 0 } };
-        trc_emit_memory(w, 2000 + (uint64_t)(d + 1) * 1000, &m);
-    }
+    for (int32_t d = -1; d <= 1; d++)
+        tt_memory(w, 2000 + (uint64_t)(d + 1) * 1000, d, GiB, 0, 0);
 }
 
 static void full(trc_writer_t *w)
@@ -246,36 +166,26 @@ static void full(trc_writer_t *w)
 
 static void report(const char *name, void (*fill)(trc_writer_t *w))
 {
-    char trace[256], out[256];
-    snprintf(trace, sizeof(trace), "%s/%s.trace", dir, name);
-    snprintf(out, sizeof(out), "%s/%s.html", dir, name);
+    char file[64];
+    snprintf(file, sizeof(file), "%s.trace", name);
+    const char *trace = tt_path(file);
+    snprintf(file, sizeof(file), "%s.html", name);
+    const char *out = tt_path(file);
     trc_writer_t *w = open_trace(trace);
     if (fill)
         fill(w);
-    close_trace(w);
-    int rc = run((char *[]){ tool, "report", trace, out, NULL });
-    CHECK("report exits 0", rc == 0);
-    if (rc == 0)
-        CHECK("report as expected",
-              run((char *[]){ "python3", "-c", (char *)check_py, out, (char *)name,
-                              (char *)exe, (char *)cmdline, (char *)kernel, (char *)module,
-                              (char *)option_value, NULL }) == 0);
+    tt_close(w);
+    if (TT_RUN(0, "report", trace, out))
+        TT_CHECK("report as expected (python3's exit status)", 0,
+                 tt_py(check_py, out, name, exe, cmdline, kernel, module, option_value, NULL));
 }
 
 int main(void)
 {
-    find_tool();
-    if (!mkdtemp(dir)) {
-        printf("FAIL: mkdtemp: %s\n", strerror(errno));
-        return 1;
-    }
+    tt_init();
+    tt_need_python("xml.etree.ElementTree");
     report("full", full);
     report("empty", NULL);
     report("multi", multi);
-    if (!failures)
-        run((char *[]){ "rm", "-rf", dir, NULL });
-    else
-        printf("outputs kept in %s\n", dir);
-    printf("%s\n", failures ? "FAIL" : "PASS");
-    return failures ? 1 : 0;
+    return tt_done();
 }

@@ -18,75 +18,11 @@
  * read back unchanged.  Skips (77) when $BUILD/bin/elixir-trace (BUILD default "build") or
  * python3 is missing.
  */
-#include "../tracer/trace.h"
-
-#include <errno.h>
-#include <inttypes.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <sys/stat.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
-#define MiB ((uint64_t)1 << 20)
-#define GiB ((uint64_t)1 << 30)
+#include "unit_trace_tool.h"
 
 static const char exe[] = "/x/<plot>&\"\n'.py";
 static const char exe_base[] = "<plot>&\"\n'.py";
 static const char dev_name[] = "dev & <1>";
-
-static char dir[] = "/tmp/unit_trace_svg.XXXXXX";
-static int failures;
-
-#define CHECK(what, cond)                                                                     \
-    do {                                                                                      \
-        if (!(cond)) {                                                                        \
-            printf("FAIL %s:%d: %s\n", __func__, __LINE__, what);                             \
-            failures++;                                                                       \
-        }                                                                                     \
-    } while (0)
-
-/* ------------------------------------------------------------------ running programs */
-
-/* Runs argv (stderr to errfile when given): its exit status, -1 when it did not exit. */
-static int run_err(char *const argv[], const char *errfile)
-{
-    fflush(stdout);
-    pid_t pid = fork();
-    if (pid == 0) {
-        if (errfile && !freopen(errfile, "w", stderr))
-            _exit(126);
-        execvp(argv[0], argv);
-        printf("cannot run %s: %s\n", argv[0], strerror(errno));
-        _exit(127);
-    }
-    int st;
-    if (pid < 0 || waitpid(pid, &st, 0) < 0)
-        return -1;
-    return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-}
-
-static int run(char *const argv[])
-{
-    return run_err(argv, NULL);
-}
-
-static char tool[4096];
-
-static void find_tool(void)
-{
-    const char *build = getenv("BUILD");
-    snprintf(tool, sizeof(tool), "%s/bin/elixir-trace", build && build[0] ? build : "build");
-    if (access(tool, X_OK) != 0) {
-        printf("SKIP: %s not built\n", tool);
-        exit(77);
-    }
-    if (run((char *[]){ "python3", "-c", "import xml.etree.ElementTree", NULL }) != 0) {
-        printf("SKIP: python3 cannot run\n");
-        exit(77);
-    }
-}
 
 /* ------------------------------------------------------------------ measuring the SVG */
 
@@ -150,7 +86,7 @@ static const char check_py[] =
     "sys.exit(1 if fails else 0)\n";
 
 /* Appends a JSON string to buf. */
-static void json_str(char *buf, size_t len, const char *s)
+static void append_json_str(char *buf, size_t len, const char *s)
 {
     size_t at = strlen(buf);
     at += (size_t)snprintf(buf + at, len - at, "\"");
@@ -161,55 +97,25 @@ static void json_str(char *buf, size_t len, const char *s)
     snprintf(buf + at, len - at, "\"");
 }
 
+/* Measures the picture svg against the expectations (JSON): python3's exit status. */
 static int measure(const char *svg, const char *expect)
 {
-    return run((char *[]){ "python3", "-c", (char *)check_py, (char *)svg, (char *)expect,
-                           NULL });
+    return tt_py(check_py, svg, expect, NULL);
 }
 
 /* ------------------------------------------------------------------ traces */
 
-static uint32_t sid(trc_writer_t *w, const char *s)
-{
-    long id = trc_writer_string(w, s);
-    if (id <= 0) {
-        printf("FAIL: trc_writer_string: %ld\n", id);
-        exit(1);
-    }
-    return (uint32_t)id;
-}
-
 static trc_writer_t *open_trace(const char *path, int devices)
 {
-    trc_writer_t *w;
-    if (trc_writer_open(path, TRC_FLAG_VIRTUAL_TIME, &w) < 0) {
-        printf("FAIL: cannot create %s\n", path);
-        exit(1);
-    }
-    trc_process_t p = { .pid = 7, .exe_id = sid(w, exe), .cmdline_id = sid(w, "x") };
+    trc_writer_t *w = tt_writer(path, TRC_FLAG_VIRTUAL_TIME);
+    trc_process_t p = { .pid = 7, .exe_id = tt_str(w, exe), .cmdline_id = tt_str(w, "x") };
     trc_emit_process(w, 1000, &p);
     for (int d = 0; d < devices; d++) {
-        trc_device_t dev = { .device = d, .name_id = sid(w, d ? dev_name : "dev0"),
+        trc_device_t dev = { .device = d, .name_id = tt_str(w, d ? dev_name : "dev0"),
                              .total_mem = 16 * GiB };
         trc_emit_device(w, 1000, &dev);
     }
     return w;
-}
-
-static void close_trace(trc_writer_t *w)
-{
-    if (trc_writer_close(w) < 0) {
-        printf("FAIL: trc_writer_close\n");
-        exit(1);
-    }
-}
-
-static void memory(trc_writer_t *w, uint64_t time, int32_t dev, uint64_t gpu, uint64_t host,
-                   uint64_t nvme)
-{
-    trc_memory_t m = { .device = dev, .bytes = { gpu, 0, host, nvme } };
-    if (trc_emit_memory(w, time, &m) < 0)
-        exit(1);
 }
 
 static void migrate(trc_writer_t *w, uint64_t time, uint32_t from, uint32_t to)
@@ -235,20 +141,17 @@ static void write_long(const char *path)
             migrate(w, t, i % 10000 == 2500 ? TRC_TIER_GPU : TRC_TIER_HOST,
                     i % 10000 == 2500 ? TRC_TIER_HOST : TRC_TIER_GPU);
         uint64_t gpu = i == SPIKE ? 8 * GiB : GiB + (i % 7) * MiB;
-        memory(w, t, 0, gpu, 512 * MiB, i >= 10 ? 256 * MiB : 0);
+        tt_memory(w, t, 0, gpu, 512 * MiB, i >= 10 ? 256 * MiB : 0);
     }
-    close_trace(w);
+    tt_close(w);
 }
 
 static void test_long(void)
 {
-    char trace[256], out[256], expect[1024];
-    snprintf(trace, sizeof(trace), "%s/long.trace", dir);
-    snprintf(out, sizeof(out), "%s/long.svg", dir);
+    const char *trace = tt_path("long.trace"), *out = tt_path("long.svg");
+    char expect[1024];
     write_long(trace);
-    int rc = run((char *[]){ tool, "plot", trace, out, "--size", "800x300", NULL });
-    CHECK("plot exits 0", rc == 0);
-    if (rc)
+    if (!TT_RUN(0, "plot", trace, out, "--size", "800x300"))
         return;
     /* Plot area 800 - 72 - 18 = 710 columns: at most 2 commands per column and boundary. */
     uint64_t spike = 8 * GiB + 512 * MiB + 256 * MiB, spike_ns = (uint64_t)SPIKE * 1000;
@@ -260,83 +163,74 @@ static void test_long(void)
              "]}, \"title\": [", 4 * 710 + 8, spike, spike_ns, 8 * GiB, spike_ns);
     char title[128];
     snprintf(title, sizeof(title), "Memory per tier: %s, all devices", exe_base);
-    json_str(expect, sizeof(expect), title);
+    append_json_str(expect, sizeof(expect), title);
     strcat(expect, "]}");
-    CHECK("long series: spike kept, path downsampled", measure(out, expect) == 0);
+    TT_CHECK("long series: spike kept, path downsampled", 0, measure(out, expect));
 }
 
 /* Device 0: GPU 1 GiB from 2 us; device 1: GPU 2 GiB from 3 us, HOST 1 GiB from 4 us;
  * the trace ends at 10 us. */
 static void test_devices(void)
 {
-    char trace[256], out[256], out1[256], expect[1024], title[128];
-    snprintf(trace, sizeof(trace), "%s/two.trace", dir);
-    snprintf(out, sizeof(out), "%s/two.svg", dir);
-    snprintf(out1, sizeof(out1), "%s/two-1.svg", dir);
+    const char *trace = tt_path("two.trace"), *out = tt_path("two.svg");
+    const char *out1 = tt_path("two-1.svg");
+    char expect[1024], title[128];
     trc_writer_t *w = open_trace(trace, 2);
-    memory(w, 2000, 0, GiB, 0, 0);
-    memory(w, 3000, 1, 2 * GiB, 0, 0);
-    memory(w, 4000, 1, 2 * GiB, GiB, 0);
+    tt_memory(w, 2000, 0, GiB, 0, 0);
+    tt_memory(w, 3000, 1, 2 * GiB, 0, 0);
+    tt_memory(w, 4000, 1, 2 * GiB, GiB, 0);
     trc_emit_iteration(w, 10000, &(trc_iteration_t){ 9 });
-    close_trace(w);
-    CHECK("plot of two devices exits 0", run((char *[]){ tool, "plot", trace, out, NULL }) == 0);
+    tt_close(w);
+    TT_RUN(0, "plot", trace, out);
     snprintf(expect, sizeof(expect), "{\"size\": [\"960\", \"420\"], \"tiers\": [\"gpu\", "
              "\"host\"], \"iterations\": [9], \"migrations\": [], \"top\": {\"gpu\": [%" PRIu64
              "], \"host\": [%" PRIu64 "]}}", 3 * GiB, 4 * GiB);
-    CHECK("two devices summed", measure(out, expect) == 0);
-    CHECK("plot --device 1 exits 0",
-          run((char *[]){ tool, "plot", trace, out1, "--device", "1", NULL }) == 0);
+    TT_CHECK("two devices summed", 0, measure(out, expect));
+    TT_RUN(0, "plot", trace, out1, "--device", "1");
     snprintf(expect, sizeof(expect), "{\"tiers\": [\"gpu\", \"host\"], \"top\": {\"gpu\": [%"
              PRIu64 "], \"host\": [%" PRIu64 "]}, \"title\": [", 2 * GiB, 3 * GiB);
     snprintf(title, sizeof(title), "Memory per tier: %s, device 1 (%s)", exe_base, dev_name);
-    json_str(expect, sizeof(expect), title);
+    append_json_str(expect, sizeof(expect), title);
     strcat(expect, "]}");
-    CHECK("device 1 alone", measure(out1, expect) == 0);
+    TT_CHECK("device 1 alone", 0, measure(out1, expect));
 }
 
 static void test_empty(void)
 {
-    char trace[256], out[256];
-    snprintf(trace, sizeof(trace), "%s/empty.trace", dir);
-    snprintf(out, sizeof(out), "%s/empty.svg", dir);
+    const char *trace = tt_path("empty.trace"), *out = tt_path("empty.svg");
     trc_writer_t *w = open_trace(trace, 1);
     trc_emit_iteration(w, 5000, &(trc_iteration_t){ 0 });
-    close_trace(w);
-    CHECK("plot without samples exits 0", run((char *[]){ tool, "plot", trace, out, NULL }) == 0);
-    CHECK("plot without samples says so",
-          measure(out, "{\"tiers\": [], \"empty\": [\"no memory samples in this trace\"]}") == 0);
+    tt_close(w);
+    TT_RUN(0, "plot", trace, out);
+    TT_CHECK("plot without samples says so", 0,
+             measure(out, "{\"tiers\": [], \"empty\": [\"no memory samples in this trace\"]}"));
 }
 
+/* A device that is not in the trace is the exporter's error (1), a size out of range a
+ * usage error (2) naming the accepted range; neither leaves an output file. */
 static void test_bad_options(void)
 {
-    char trace[256], out[256], errfile[256];
+    const char *trace = tt_path("two.trace"), *out = tt_path("bad.svg"); /* from test_devices */
     struct stat st;
-    snprintf(trace, sizeof(trace), "%s/two.trace", dir); /* from test_devices */
-    snprintf(out, sizeof(out), "%s/bad.svg", dir);
-    snprintf(errfile, sizeof(errfile), "%s/bad.err", dir);
-    CHECK("unknown device fails",
-          run_err((char *[]){ tool, "plot", trace, out, "--device", "7", NULL }, errfile) > 0);
-    CHECK("no output for an unknown device", stat(out, &st) != 0);
-    CHECK("size too small fails",
-          run_err((char *[]){ tool, "plot", trace, out, "--size", "100x100", NULL }, errfile) > 0);
-    CHECK("no output for a bad size", stat(out, &st) != 0);
+    tt_result_t r = tt_run("plot", trace, out, "--device", "7", NULL);
+    TT_CHECK("unknown device: exit status", 1, r.status);
+    TT_LINE(r.err, "device 7 is not in this trace (devices: 0, 1)");
+    TT_CHECK("no output for an unknown device", -1, stat(out, &st));
+    tt_free(&r);
+    r = tt_run("plot", trace, out, "--size", "100x100", NULL);
+    TT_CHECK("size too small: exit status", 2, r.status);
+    TT_LINE(r.err, "width 320 to 16384, height 200 to 16384");
+    TT_CHECK("no output for a bad size", -1, stat(out, &st));
+    tt_free(&r);
 }
 
 int main(void)
 {
-    find_tool();
-    if (!mkdtemp(dir)) {
-        printf("FAIL: mkdtemp: %s\n", strerror(errno));
-        return 1;
-    }
+    tt_init();
+    tt_need_python("xml.etree.ElementTree");
     test_long();
     test_devices();
     test_empty();
     test_bad_options();
-    if (!failures)
-        run((char *[]){ "rm", "-rf", dir, NULL });
-    else
-        printf("outputs kept in %s\n", dir);
-    printf("%s\n", failures ? "FAIL" : "PASS");
-    return failures ? 1 : 0;
+    return tt_done();
 }

@@ -46,7 +46,6 @@ static void check_command(const cmd_t *c, tt_result_t *r)
 
 int main(void)
 {
-    tt_tool();
     tt_init();
     tt_result_t r = tt_run("--help", NULL);
     TT_CHECK("--help exit status", 0, r.status);

@@ -30,7 +30,7 @@ static void timing(uint64_t time, uint64_t op, uint64_t start, uint64_t end)
 static void make_trace(void)
 {
     trace = tt_path("kernels.trace");
-    w = tt_writer(trace);
+    w = tt_writer(trace, 0);
     timing(900, 99, 5000, 5900);       /* before its launch: lazy, 900 ns */
     launch(1, "gemm_fp16", 0, 300);
     launch(2, "gemm_fp16", 0, 500);
@@ -52,13 +52,9 @@ static void make_trace(void)
 
 /* The kernel names listed by `kernels trace --json args...`. */
 #define NAMES(want, ...)                                                                      \
-    do {                                                                                      \
-        tt_result_t r_ = tt_run("kernels", trace, "--json", __VA_ARGS__, NULL);               \
-        TT_CHECK("exit status", 0, r_.status);                                                \
-        TT_JSON(r_.out, "' '.join(k['name'] for k in d['kernels'] if k['name'] != "           \
-                        "'weird \"k\"\\\\\\t\\ufffd\\ufffd')", want);                          \
-        tt_free(&r_);                                                                         \
-    } while (0)
+    TT_RUN_JSON("' '.join(k['name'] for k in d['kernels'] if k['name'] != "                   \
+                "'weird \"k\"\\\\\\t\\ufffd\\ufffd')",                                        \
+                want, "kernels", trace, "--json", __VA_ARGS__)
 
 static void sorting(void)
 {
@@ -110,7 +106,6 @@ static void table(void)
 
 int main(void)
 {
-    tt_tool();
     tt_init();
     make_trace();
     sorting();

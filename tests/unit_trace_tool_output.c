@@ -19,7 +19,7 @@ static const char *trace;
 static void make_trace(void)
 {
     trace = tt_path("run.trace");
-    trc_writer_t *w = tt_writer(trace);
+    trc_writer_t *w = tt_writer(trace, 0);
     uint32_t k = tt_str(w, "step");
     TT_EMIT(trc_emit_device(w, 0, &(trc_device_t){ 0, tt_str(w, "Sim"), 1ull << 30, 9, 0, 1,
                                                    NULL }));
@@ -162,7 +162,6 @@ static void special_targets(void)
 
 int main(void)
 {
-    tt_tool();
     tt_init();
     umask(022);
     make_trace();

@@ -10,34 +10,22 @@
  */
 #include "unit_trace_tool.h"
 
-static unsigned char data[1 << 16];
+static unsigned char *data;
 static size_t len;
 
 /* Writes 40 launches; keeps a copy of the bytes before END in `data` (len bytes). */
 static const char *make_trace(void)
 {
     const char *path = tt_path("whole.trace");
-    trc_writer_t *w = tt_writer(path);
+    trc_writer_t *w = tt_writer(path, 0);
     uint32_t k = tt_str(w, "step");
     for (uint64_t i = 1; i <= 40; i++) {
         trc_launch_t l = { .id = i, .func_id = k, .span = { 1, i * 100, i * 100 + 10 } };
         TT_EMIT(trc_emit_launch(w, i * 100, &l));
     }
     TT_EMIT(trc_writer_flush(w));
-    FILE *f = fopen(path, "rb");
-    len = f ? fread(data, 1, sizeof(data), f) : 0;
-    if (f)
-        fclose(f);
+    data = (unsigned char *)tt_slurp_len(path, &len);
     tt_close(w);
-    return path;
-}
-
-static const char *write_file(const char *name, const void *p, size_t n)
-{
-    const char *path = tt_path(name);
-    FILE *f = fopen(path, "wb");
-    if (!f || fwrite(p, 1, n, f) != n || fclose(f) != 0)
-        exit(1);
     return path;
 }
 
@@ -64,7 +52,7 @@ static int lines(const char *s)
 
 static void no_end(void)
 {
-    const char *p = write_file("noend.trace", data, len);
+    const char *p = tt_write_file("noend.trace", data, len);
     tt_result_t r = tt_run("summary", p, NULL);
     TT_CHECK("exit status without END", 0, r.status);
     TT_CHECK("warning lines", 1, lines(r.err));
@@ -79,7 +67,7 @@ static void damaged(const char *name, const void *bytes, size_t n, size_t off, i
                     const char *reason)
 {
     char where[64], want[16];
-    const char *p = write_file(name, bytes, n);
+    const char *p = tt_write_file(name, bytes, n);
     snprintf(where, sizeof(where), "offset %zu: ", off);
     snprintf(want, sizeof(want), "[%d]", before);
     tt_result_t r = tt_run("kernels", p, "--json", NULL);
@@ -99,7 +87,6 @@ static void damaged(const char *name, const void *bytes, size_t n, size_t off, i
 
 int main(void)
 {
-    tt_tool();
     tt_init();
     const char *whole = make_trace();
     tt_result_t r = tt_run("summary", whole, "--partial", NULL);
@@ -109,11 +96,14 @@ int main(void)
     no_end();
     size_t at = record_offset(25);     /* the 25th launch's record */
     damaged("cut.trace", data, at + 3, at, 24, "beyond end of file");
-    static unsigned char bad[sizeof(data)];
+    unsigned char *bad = malloc(len);
+    if (!bad)
+        exit(1);
     memcpy(bad, data, len);
     memset(bad + at + 1, 0xff, 11);    /* its length: an overlong varint */
     damaged("corrupt.trace", bad, len, at, 24, "overlong varint");
-    r = tt_run("summary", write_file("foreign.trace", "GIF89a....", 10), "--partial", NULL);
+    free(bad);
+    r = tt_run("summary", tt_write_file("foreign.trace", "GIF89a....", 10), "--partial", NULL);
     TT_CHECK("exit status of a foreign file with --partial", 2, r.status);
     TT_LINE(r.err, "not an Elixir trace");
     tt_free(&r);

@@ -11,7 +11,6 @@
  */
 #include "unit_trace_tool.h"
 
-#define MiB (1ull << 20)
 
 static trc_writer_t *w;
 
@@ -60,12 +59,6 @@ static void migration(uint64_t time, uint32_t from, uint32_t to, uint64_t bytes,
     TT_EMIT(trc_emit_migration(w, time, &m));
 }
 
-static void memory(uint64_t time, int32_t dev, uint64_t gpu, uint64_t host, uint64_t nvme)
-{
-    trc_memory_t m = { dev, { gpu, 0, host, nvme } };
-    TT_EMIT(trc_emit_memory(w, time, &m));
-}
-
 static void eviction(uint64_t time, uint32_t reason)
 {
     trc_eviction_t e = { .chunk = 1, .alloc = 3, .bytes = MiB, .from = TRC_TIER_GPU,
@@ -107,13 +100,13 @@ static void work(void)
 
 static void make_trace(const char *path)
 {
-    w = tt_writer(path);
+    w = tt_writer(path, 0);
     header_events();
-    memory(1500, 0, MiB, 0, 0);
+    tt_memory(w, 1500, 0, MiB, 0, 0);
     allocations();
-    memory(3000, 0, 6 * MiB, 2 * MiB, 0);
-    memory(3500, 1, 512 << 10, 0, 1ull << 30);
-    memory(5000, 0, 4 * MiB, 3 * MiB, 0);
+    tt_memory(w, 3000, 0, 6 * MiB, 2 * MiB, 0);
+    tt_memory(w, 3500, 1, 512 << 10, 0, 1ull << 30);
+    tt_memory(w, 5000, 0, 4 * MiB, 3 * MiB, 0);
     work();
     eviction(6200, TRC_EVICT_FOR_LAUNCH);
     eviction(6300, TRC_EVICT_FOR_LAUNCH);
@@ -203,7 +196,6 @@ static void check_iterations(const char *path)
 
 int main(void)
 {
-    tt_tool();
     tt_init();
     const char *path = tt_path("summary.trace");
     make_trace(path);

@@ -70,24 +70,11 @@ static size_t self_len;
 
 static void read_self(void)
 {
-    FILE *f = fopen(self, "rb");
-    if (!f || fseek(f, 0, SEEK_END) != 0)
+    self_bytes = (unsigned char *)tt_slurp_len(self, &self_len);
+    if (!self_len) {
+        printf("FAIL: cannot read %s\n", self);
         exit(1);
-    self_len = (size_t)ftell(f);
-    rewind(f);
-    self_bytes = malloc(self_len);
-    if (!self_bytes || fread(self_bytes, 1, self_len, f) != self_len)
-        exit(1);
-    fclose(f);
-}
-
-static const char *write_copy(const char *name, const unsigned char *p, size_t n)
-{
-    const char *path = tt_path(name);
-    FILE *f = fopen(path, "wb");
-    if (!f || fwrite(p, 1, n, f) != n || fclose(f) != 0)
-        exit(1);
-    return path;
+    }
 }
 
 /* Flips `count` random bytes in [lo, hi) of buf (clamped to n). */
@@ -120,7 +107,7 @@ static const char *damaged_copy(int k)
         }
     }
     snprintf(name, sizeof(name), "damaged%d", k);
-    const char *p = write_copy(name, buf, self_len);
+    const char *p = tt_write_file(name, buf, self_len);
     free(buf);
     return p;
 }
@@ -141,15 +128,15 @@ static void make_trace(expect_t *x)
     x->other_off = offset_of((void *)trace_tool_other, x->module, sizeof(x->module));
     x->libc_off = offset_of((void *)fopen, x->libc, sizeof(x->libc));
     trace = tt_path("symbols.trace");
-    trc_writer_t *w = tt_writer(trace);
+    trc_writer_t *w = tt_writer(trace, 0);
     uint32_t me = tt_str(w, x->module), libc = tt_str(w, x->libc);
     trc_frame_t f[3] = { { me, x->caller_off, NULL }, { me, x->other_off, NULL },
                          { libc, x->libc_off, NULL } };
     static const char junk[72] = "\x7f" "ELF\2\1\1 garbage: an ELF ident, then nothing";
     const char *bad[4] = { "/nonexistent/libgone.so",
-                           write_copy("garbage.so", (const unsigned char *)junk, sizeof(junk)),
-                           write_copy("head.so", self_bytes, 200),
-                           write_copy("half.so", self_bytes, self_len / 2) };
+                           tt_write_file("garbage.so", (const unsigned char *)junk, sizeof(junk)),
+                           tt_write_file("head.so", self_bytes, 200),
+                           tt_write_file("half.so", self_bytes, self_len / 2) };
     uint64_t id = 1;
     TT_EMIT(trc_emit_alloc(w, 10, &(trc_alloc_t){ id++, 0, 0x1000, 1 << 20,
                                                   (uint32_t)trc_writer_stack(w, f, 3), NULL }));
@@ -215,7 +202,7 @@ static void fixed_address(void)
         "  if (!dladdr(p, &i)) return 1; fixed_address_function();\n"
         "  printf(\"%lx %lx\\n\", (unsigned long)((char *)p - (char *)i.dli_fbase),\n"
         "         (unsigned long)p); return 0; }\n";
-    const char *c = write_copy("fixed.c", (const unsigned char *)src, sizeof(src) - 1);
+    const char *c = tt_write_file("fixed.c", (const unsigned char *)src, sizeof(src) - 1);
     const char *exe = tt_path("fixed"), *tr = tt_path("fixed.trace");
     char *cc[] = { "cc", "-D_GNU_SOURCE", "-O1", "-no-pie", "-fno-pie", "-o", (char *)exe,
                    (char *)c, "-ldl", NULL };
@@ -234,7 +221,7 @@ static void fixed_address(void)
              sscanf(r.out, "%lx %lx", &rel, &abs));
     TT_CHECK("it is loaded at a fixed address", 1, abs > rel);
     tt_free(&r);
-    trc_writer_t *w = tt_writer(tr);
+    trc_writer_t *w = tt_writer(tr, 0);
     uint32_t m = tt_str(w, exe);
     trc_frame_t f[2] = { { m, abs, NULL }, { m, rel, NULL } };
     TT_EMIT(trc_emit_alloc(w, 1, &(trc_alloc_t){ 1, 0, 0x1000, 4096,
@@ -248,7 +235,6 @@ static void fixed_address(void)
 int main(void)
 {
     expect_t x;
-    tt_tool();
     tt_init();
     if (!realpath("/proc/self/exe", self)) {
         printf("FAIL: realpath(/proc/self/exe)\n");

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * agg.c - the figures of agg.h: per-kernel statistics, migration totals with the share
- * hidden behind kernels, per-iteration figures, and call sites as text.
+ * agg.c - the figures of agg.h: allocations by size, per-kernel statistics, migration totals
+ * with the share hidden behind kernels, per-iteration figures, and call sites as text.
  *
  * Everything here reads the model and allocates its result; nothing is cached between calls
  * except the modules' symbol tables (symbols.c).
@@ -13,6 +13,27 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* ------------------------------------------------------------------ allocations */
+
+int tm_alloc_cmp_size(const void *a, const void *b)
+{
+    const tm_alloc_t *x = *(const tm_alloc_t *const *)a, *y = *(const tm_alloc_t *const *)b;
+    if (x->size != y->size)
+        return x->size > y->size ? -1 : 1;
+    return x->id < y->id ? -1 : x->id > y->id;
+}
+
+const tm_alloc_t **tm_allocs_by_size(const tm_trace_t *t)
+{
+    const tm_alloc_t **v = malloc((t->nallocs ? t->nallocs : 1) * sizeof(*v));
+    if (!v)
+        return NULL;
+    for (size_t i = 0; i < t->nallocs; i++)
+        v[i] = &t->allocs[i];
+    qsort(v, t->nallocs, sizeof(*v), tm_alloc_cmp_size);
+    return v;
+}
 
 /* ------------------------------------------------------------------ kernels */
 

@@ -52,6 +52,12 @@ typedef struct tm_iter_times {
 
 int tm_iteration_times(const tm_trace_t *t, tm_iter_times_t *out);
 
+/* The allocations, largest first (equal sizes by id): a malloc'd array of t->nallocs
+ * pointers into t, NULL when out of memory. */
+const tm_alloc_t **tm_allocs_by_size(const tm_trace_t *t);
+/* That order as a qsort comparator over `const tm_alloc_t *` elements. */
+int tm_alloc_cmp_size(const void *a, const void *b);
+
 /* A call site as text: "symbol+0xoff (module)" frames joined by " < ", innermost first, at
  * most `frames` frames (0: all), symbolised from the modules' ELF symbol tables when they can
  * be read, "module+0xoff" otherwise.  Writes at most len bytes (NUL-terminated). */

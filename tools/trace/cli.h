@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * cli.h - elixir-trace's command-line layer: the command table, option parsing, value
- * parsing, text and JSON formatting, and the commands themselves.  The commands only read
- * the model (model.h) and the shared figures (agg.h); this layer turns them into text.
+ * parsing, and the commands themselves.  The commands only read the model (model.h) and the
+ * shared figures (agg.h); this layer turns them into text (text.h).
  *
  * Exit status: 0 success, 1 the output could not be produced (an output file that exists,
  * an I/O or exporter error), 2 a usage error or a trace that cannot be read.
@@ -15,6 +15,7 @@
 
 #include "agg.h"
 #include "model.h"
+#include "text.h"
 
 #define CLI_EXIT_FAIL  1
 #define CLI_EXIT_USAGE 2
@@ -38,13 +39,22 @@ struct cli_cmd {
     int (*run)(const cli_cmd_t *c, char **pos);
 };
 
+/* Every command that reads a trace takes --partial (cli_load reads it); every table ends
+ * with CLI_OPT_END. */
+#define CLI_OPT_PARTIAL                                                                       \
+    { "--partial", NULL, "read a damaged trace up to its last whole record", NULL }
+#define CLI_OPT_END     { NULL, NULL, NULL, NULL }
+
 /* ------------------------------------------------------------------ main.c */
 
 /* Prints "elixir-trace CMD: <message>" and a hint to stderr, exits 2. */
 __attribute__((format(printf, 2, 3), noreturn)) void cli_usage(const cli_cmd_t *c,
                                                                const char *fmt, ...);
-/* The value of an option of c (NULL when absent). */
+/* Prints "elixir-trace CMD: <message>" to stderr and returns CLI_EXIT_FAIL (1). */
+__attribute__((format(printf, 2, 3))) int cli_fail(const cli_cmd_t *c, const char *fmt, ...);
+/* The value of an option of c (NULL when absent); cli_get_or: dflt when absent. */
 const char *cli_get(const cli_cmd_t *c, const char *name);
+const char *cli_get_or(const cli_cmd_t *c, const char *name, const char *dflt);
 /* Loads a trace for command c: prints the warning of a partial or unclosed trace; on an
  * error prints it and exits 2.  --partial is read from c's options. */
 void cli_load(const cli_cmd_t *c, const char *path, tm_trace_t *t);
@@ -53,17 +63,13 @@ void cli_load(const cli_cmd_t *c, const char *path, tm_trace_t *t);
 
 /* Option values: each exits 2 through cli_usage with the accepted values when bad. */
 uint64_t cli_count(const cli_cmd_t *c, const char *opt, const char *s);
+/* The count given to option opt of c, or dflt when it is absent. */
+uint64_t cli_count_opt(const cli_cmd_t *c, const char *opt, uint64_t dflt);
 uint64_t cli_size(const cli_cmd_t *c, const char *opt, const char *s);
 int32_t cli_device(const cli_cmd_t *c, const char *opt, const char *s);
 
-/* Text of a byte count ("1.50 GiB"), a duration ("2.35 ms"), a device ("0", "host"). */
-const char *fmt_bytes(uint64_t v, char buf[32]);
-const char *fmt_ns(uint64_t v, char buf[32]);
+/* Text of a device ("0", "host"). */
 const char *fmt_device(int32_t d, char buf[32]);
-/* Writes s as a JSON string (quotes, escapes; bytes that are not UTF-8 become U+FFFD). */
-void json_str(FILE *f, const char *s);
-/* A JSON number for a double, or null when it is not finite. */
-void json_num(FILE *f, double v);
 
 /* ------------------------------------------------------------------ commands */
 

@@ -142,9 +142,9 @@ static const char *value_text(const figure_t *x, int col, char buf[32])
     if (!x->known[col])
         return "-";
     if (x->unit == U_BYTES)
-        return fmt_bytes(x->v[col], buf);
+        return text_bytes(x->v[col], buf);
     if (x->unit == U_NS)
-        return fmt_ns(x->v[col], buf);
+        return text_ns(x->v[col], buf);
     snprintf(buf, 32, "%" PRIu64, x->v[col]);
     return buf;
 }
@@ -197,7 +197,7 @@ static void json_figure(const figure_t *x)
     int both = x->known[0] && x->known[1] && x->v[0] > 0;
     double r = both ? (double)x->v[1] / (double)x->v[0] : 0;
     printf("{\"figure\": ");
-    json_str(stdout, x->name);
+    text_json(stdout, x->name);
     if (x->tier >= 0)
         printf(", \"device\": %" PRId32 ", \"tier\": \"%s\"", x->device,
                tm_tier_name((uint32_t)x->tier));
@@ -206,18 +206,18 @@ static void json_figure(const figure_t *x)
     printf(", \"b\": ");
     json_value(x, 1);
     printf(", \"ratio\": ");
-    both ? json_num(stdout, r) : (void)printf("null");
+    both ? text_json_num(stdout, r) : (void)printf("null");
     printf(", \"change_pct\": ");
-    both ? json_num(stdout, (r - 1) * 100) : (void)printf("null");
+    both ? text_json_num(stdout, (r - 1) * 100) : (void)printf("null");
     printf("}");
 }
 
 static void print_json(const char *pa, const char *pb, const figure_t *f, size_t n)
 {
     printf("{\"a\": ");
-    json_str(stdout, pa);
+    text_json(stdout, pa);
     printf(", \"b\": ");
-    json_str(stdout, pb);
+    text_json(stdout, pb);
     printf(", \"figures\": [");
     for (size_t i = 0; i < n; i++) {
         printf("%s\n  ", i ? "," : "");
@@ -231,7 +231,7 @@ static void print_json(const char *pa, const char *pb, const figure_t *f, size_t
 static cli_opt_t diff_opts[] = {
     { "--json", NULL, "print one JSON document instead of a table", NULL },
     { "--partial", NULL, "read damaged traces up to their last whole record", NULL },
-    { NULL, NULL, NULL, NULL },
+    CLI_OPT_END,
 };
 
 static int run_diff(const cli_cmd_t *c, char **pos)
@@ -251,12 +251,10 @@ static int run_diff(const cli_cmd_t *c, char **pos)
             print_json(a.path, b.path, f, n);
         else
             print_table(a.path, b.path, f, n);
-    } else {
-        fprintf(stderr, "elixir-trace diff: out of memory\n");
     }
     tm_free(&a);
     tm_free(&b);
-    return rc ? CLI_EXIT_FAIL : 0;
+    return rc ? cli_fail(c, "out of memory") : 0;
 }
 
 const cli_cmd_t cmd_diff = {

@@ -49,18 +49,18 @@ static int classify(const cli_cmd_t *c, const char *out, int force, char *target
     if (lstat(out, &lst) != 0) {
         if (errno == ENOENT)
             return OUT_NEW;
-        fprintf(stderr, "elixir-trace %s: %s: %s\n", c->name, out, strerror(errno));
+        cli_fail(c, "%s: %s", out, strerror(errno));
         return -1;
     }
     int followed = stat(out, &st) == 0;
     if (followed && S_ISDIR(st.st_mode)) {
-        fprintf(stderr, "elixir-trace %s: %s is a directory\n", c->name, out);
+        cli_fail(c, "%s is a directory", out);
         return -1;
     }
     if (followed && !S_ISREG(st.st_mode))
         return OUT_DIRECT;
     if (!force) {
-        fprintf(stderr, "elixir-trace %s: %s exists (--force replaces it)\n", c->name, out);
+        cli_fail(c, "%s exists (--force replaces it)", out);
         return -1;
     }
     if (followed && S_ISLNK(lst.st_mode) && !realpath(out, target))
@@ -179,10 +179,8 @@ static int export_to(const cli_cmd_t *c, const char *trace, const char *out, exp
         rc = write_file(target, kind == OUT_REPLACE, fn, &t, arg, err, sizeof(err));
     else
         rc = write_stream(out, (out_kind_t)kind, fn, &t, arg, err, sizeof(err));
-    if (rc < 0)
-        fprintf(stderr, "elixir-trace %s: %s: %s\n", c->name, out, err[0] ? err : strerror(-rc));
     tm_free(&t);
-    return rc < 0 ? CLI_EXIT_FAIL : 0;
+    return rc < 0 ? cli_fail(c, "%s: %s", out, err[0] ? err : strerror(-rc)) : 0;
 }
 
 /* ------------------------------------------------------------------ the exporters */
@@ -209,8 +207,8 @@ static int do_html(const tm_trace_t *t, const void *arg, FILE *out, char *err, s
 static cli_opt_t timeline_opts[] = {
     { "--chrome", "OUT.json", "write Chrome trace events to OUT.json ('-': stdout)", NULL },
     { "--force", NULL, "replace OUT.json if it exists", NULL },
-    { "--partial", NULL, "read a damaged trace up to its last whole record", NULL },
-    { NULL, NULL, NULL, NULL },
+    CLI_OPT_PARTIAL,
+    CLI_OPT_END,
 };
 
 static int run_timeline(const cli_cmd_t *c, char **pos)
@@ -243,21 +241,22 @@ static cli_opt_t plot_opts[] = {
     { "--device", "N", "plot device N only (default: all devices summed)", NULL },
     { "--size", "WxH", "picture size in pixels (default 960x420)", NULL },
     { "--force", NULL, "replace OUT.svg if it exists", NULL },
-    { "--partial", NULL, "read a damaged trace up to its last whole record", NULL },
-    { NULL, NULL, NULL, NULL },
+    CLI_OPT_PARTIAL,
+    CLI_OPT_END,
 };
 
-/* "WxH" within the sizes tx_svg draws: width 320 to 16384, height 200 to 16384 pixels. */
+/* "WxH" within the sizes tx_svg draws (TX_PLOT_MIN_W ... in export.h). */
 static void parse_size(const cli_cmd_t *c, const char *s, tx_plot_opts_t *o)
 {
     char *x = NULL, *end = NULL;
     unsigned long w = strtoul(s, &x, 10), h = 0;
     if (x != s && (*x == 'x' || *x == 'X') && x[1] >= '0' && x[1] <= '9')
         h = strtoul(x + 1, &end, 10);
-    if (s[0] < '0' || s[0] > '9' || !end || *end || w < 320 || h < 200 || w > 16384 ||
-        h > 16384)
-        cli_usage(c, "--size: '%s' is not a picture size (accepted: WxH, width 320 to 16384, "
-                  "height 200 to 16384, e.g. 1280x540)", s);
+    if (s[0] < '0' || s[0] > '9' || !end || *end || w < TX_PLOT_MIN_W || w > TX_PLOT_MAX_W ||
+        h < TX_PLOT_MIN_H || h > TX_PLOT_MAX_H)
+        cli_usage(c, "--size: '%s' is not a picture size (accepted: WxH, width %u to %u, "
+                  "height %u to %u, e.g. 1280x540)", s, TX_PLOT_MIN_W, TX_PLOT_MAX_W,
+                  TX_PLOT_MIN_H, TX_PLOT_MAX_H);
     o->width = (unsigned)w;
     o->height = (unsigned)h;
 }
@@ -291,8 +290,8 @@ const cli_cmd_t cmd_plot = {
 
 static cli_opt_t report_opts[] = {
     { "--force", NULL, "replace OUT.html if it exists", NULL },
-    { "--partial", NULL, "read a damaged trace up to its last whole record", NULL },
-    { NULL, NULL, NULL, NULL },
+    CLI_OPT_PARTIAL,
+    CLI_OPT_END,
 };
 
 static int run_report(const cli_cmd_t *c, char **pos)

@@ -64,7 +64,7 @@ static void print_devices(const tm_trace_t *t, const tm_device_t **dv)
             printf("  %-3s (no DEVICE record)\n", fmt_device(d->device, b[0]));
         else
             printf("  %-3s %s, sm_%u%u, %u SMs, %s\n", fmt_device(d->device, b[0]), d->name,
-                   d->cc_major, d->cc_minor, d->sm_count, fmt_bytes(d->total_mem, b[1]));
+                   d->cc_major, d->cc_minor, d->sm_count, text_bytes(d->total_mem, b[1]));
     }
     printf("options     %zu\n", t->noptions);
     for (size_t i = 0; i < t->noptions; i++)
@@ -83,9 +83,9 @@ static void iteration_table(const tm_trace_t *t)
            "migrations", "migrated");
     for (size_t i = 0; i < n; i++)
         printf("  %8" PRIu64 "  %11s  %11s  %8" PRIu64 "  %10" PRIu64 "  %12s%s\n",
-               it[i].index, fmt_ns(it[i].start - t->t_first, b[0]),
-               fmt_ns(it[i].end - it[i].start, b[1]), it[i].launches, it[i].migrations,
-               fmt_bytes(it[i].migrated_bytes, b[2]), i + 1 == n ? "  (to the end)" : "");
+               it[i].index, text_ns(it[i].start - t->t_first, b[0]),
+               text_ns(it[i].end - it[i].start, b[1]), it[i].launches, it[i].migrations,
+               text_bytes(it[i].migrated_bytes, b[2]), i + 1 == n ? "  (to the end)" : "");
     free(it);
 }
 
@@ -93,14 +93,14 @@ static void print_iterations(const tm_trace_t *t, int each)
 {
     char b[3][32];
     tm_iter_times_t x;
-    printf("time span   %s\n", fmt_ns(t->t_last - t->t_first, b[0]));
+    printf("time span   %s\n", text_ns(t->t_last - t->t_first, b[0]));
     if (tm_iteration_times(t, &x) < 0 || x.marks == 0) {
         printf("iterations  none marked\n");
         return;
     }
     printf("iterations  %" PRIu64 " marked; over %" PRIu64 "%s: mean %s, min %s, max %s\n",
            x.marks, x.measured, x.marks > 1 ? " between marks" : " (to the end)",
-           fmt_ns(x.mean_ns, b[0]), fmt_ns(x.min_ns, b[1]), fmt_ns(x.max_ns, b[2]));
+           text_ns(x.mean_ns, b[0]), text_ns(x.min_ns, b[1]), text_ns(x.max_ns, b[2]));
     if (each)
         iteration_table(t);
 }
@@ -119,7 +119,7 @@ static void print_peaks(const tm_trace_t *t, const tm_device_t **dv)
     for (size_t i = 0; dv && i < t->ndevices; i++) {
         printf("  %-6s", fmt_device(dv[i]->device, b));
         for (uint32_t k = 0; k < TRC_TIERS; k++)
-            printf("  %12s", fmt_bytes(dv[i]->peak[k], b));
+            printf("  %12s", text_bytes(dv[i]->peak[k], b));
         printf("\n");
     }
 }
@@ -136,22 +136,11 @@ static void print_kernels(const tm_trace_t *t, size_t top)
     free(k);
 }
 
-static int by_size_desc(const void *a, const void *b)
-{
-    const tm_alloc_t *x = *(const tm_alloc_t *const *)a, *y = *(const tm_alloc_t *const *)b;
-    if (x->size != y->size)
-        return x->size > y->size ? -1 : 1;
-    return x->id < y->id ? -1 : x->id > y->id;
-}
-
 static void print_allocs(const tm_trace_t *t, size_t top, unsigned depth)
 {
-    const tm_alloc_t **v = malloc((t->nallocs ? t->nallocs : 1) * sizeof(*v));
+    const tm_alloc_t **v = tm_allocs_by_size(t);
     if (!v)
         return;
-    for (size_t i = 0; i < t->nallocs; i++)
-        v[i] = &t->allocs[i];
-    qsort(v, t->nallocs, sizeof(*v), by_size_desc);
     printf("top allocations by size (%zu of %zu)\n",
            top && top < t->nallocs ? top : t->nallocs, t->nallocs);
     if (t->nallocs)
@@ -170,11 +159,11 @@ static void print_migrations(const tm_trace_t *t)
         for (uint32_t to = 0; to < TRC_TIERS; to++)
             if (m.count[f][to])
                 printf("  %-4s -> %-4s  %8" PRIu64 "  %12s\n", tm_tier_name(f), tm_tier_name(to),
-                       m.count[f][to], fmt_bytes(m.bytes[f][to], b[0]));
+                       m.count[f][to], text_bytes(m.bytes[f][to], b[0]));
     if (!t->nmigrations)
         return;
-    printf("  busy %s, hidden behind kernels %s", fmt_ns(m.busy_ns, b[0]),
-           fmt_ns(m.hidden_ns, b[1]));
+    printf("  busy %s, hidden behind kernels %s", text_ns(m.busy_ns, b[0]),
+           text_ns(m.hidden_ns, b[1]));
     if (m.busy_ns)
         printf(" (%.1f%%)\n", 100.0 * (double)m.hidden_ns / (double)m.busy_ns);
     else
@@ -217,7 +206,7 @@ static void print_evictions(const tm_trace_t *t)
     for (size_t k = 0; k < nr; k++)
         if (counts[k])
             printf("  %-12s  %8" PRIu64 "  %12s\n", reason_name(reasons[k], b[0]), counts[k],
-                   fmt_bytes(bytes[k], b[1]));
+                   text_bytes(bytes[k], b[1]));
 }
 
 static cli_opt_t summary_opts[] = {
@@ -225,15 +214,14 @@ static cli_opt_t summary_opts[] = {
     { "--stack-depth", "N", "call-site frames per allocation (default 3; 0: all)", NULL },
     { "--iterations", NULL, "also list every iteration: start, time, launches, migrations",
       NULL },
-    { "--partial", NULL, "read a damaged trace up to its last whole record", NULL },
-    { NULL, NULL, NULL, NULL },
+    CLI_OPT_PARTIAL,
+    CLI_OPT_END,
 };
 
 static int run_summary(const cli_cmd_t *c, char **pos)
 {
-    const char *top_s = cli_get(c, "--top"), *depth_s = cli_get(c, "--stack-depth");
-    size_t top = top_s ? cli_count(c, "--top", top_s) : DEFAULT_TOP;
-    unsigned depth = depth_s ? (unsigned)cli_count(c, "--stack-depth", depth_s) : DEFAULT_DEPTH;
+    size_t top = cli_count_opt(c, "--top", DEFAULT_TOP);
+    unsigned depth = (unsigned)cli_count_opt(c, "--stack-depth", DEFAULT_DEPTH);
     tm_trace_t t;
     cli_load(c, pos[0], &t);
     const tm_device_t **dv = sorted_devices(&t);

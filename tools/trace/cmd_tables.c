@@ -13,6 +13,49 @@
 #define DEFAULT_TOP   20
 #define DEFAULT_DEPTH 3
 
+/* ------------------------------------------------------------------ both tables */
+
+typedef int (*cmp_fn)(const void *, const void *);
+
+typedef struct sort_key {
+    const char *name;
+    cmp_fn fn;
+} sort_key_t;
+
+/* The comparator of --sort KEY among the n keys; a usage error naming them when unknown. */
+static cmp_fn sort_order(const cli_cmd_t *c, const char *key, const sort_key_t *keys, size_t n)
+{
+    char names[256] = "";
+    size_t at = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (strcmp(key, keys[i].name) == 0)
+            return keys[i].fn;
+        if (at < sizeof(names))
+            at += (size_t)snprintf(names + at, sizeof(names) - at, "%s%s", i ? ", " : "",
+                                   keys[i].name);
+    }
+    cli_usage(c, "--sort: unknown key '%s' (accepted: %s)", key, names);
+}
+
+/* --device N as a filter: 1 with *dev set when given, else 0. */
+static int device_filter(const cli_cmd_t *c, int32_t *dev)
+{
+    const char *s = cli_get(c, "--device");
+    *dev = s ? cli_device(c, "--device", s) : 0;
+    return s != NULL;
+}
+
+/* Opens the JSON document of allocs and kernels: the trace, the sort key, how many rows
+ * matched, and the array `list` (closed by "\n]}\n"). */
+static void json_open(const tm_trace_t *t, const char *key, size_t matched, const char *list)
+{
+    printf("{\"trace\": ");
+    text_json(stdout, t->path);
+    printf(", \"sort\": ");
+    text_json(stdout, key);
+    printf(", \"matched\": %zu, \"%s\": [", matched, list);
+}
+
 /* ------------------------------------------------------------------ allocations */
 
 static uint64_t trace_end;             /* for the comparators: end of a live allocation */
@@ -30,13 +73,6 @@ static int cmp_u64(uint64_t x, uint64_t y)
 
 #define ALLOCS(a, b)                                                                          \
     const tm_alloc_t *x = *(const tm_alloc_t *const *)(a), *y = *(const tm_alloc_t *const *)(b)
-
-static int by_size(const void *a, const void *b)
-{
-    ALLOCS(a, b);
-    int c = cmp_u64(y->size, x->size);
-    return c ? c : cmp_u64(x->id, y->id);
-}
 
 static int by_time(const void *a, const void *b)
 {
@@ -57,7 +93,7 @@ static int by_device(const void *a, const void *b)
     ALLOCS(a, b);
     if (x->device != y->device)
         return x->device < y->device ? -1 : 1;
-    return by_size(a, b);
+    return tm_alloc_cmp_size(a, b);
 }
 
 void print_alloc_table(const tm_trace_t *t, const tm_alloc_t **v, size_t n, size_t top,
@@ -70,10 +106,10 @@ void print_alloc_table(const tm_trace_t *t, const tm_alloc_t **v, size_t n, size
     for (size_t i = 0; i < n && (!top || i < top); i++) {
         const tm_alloc_t *a = v[i];
         tm_stack_text(a->stack, depth, site, sizeof(site));
-        fmt_ns(lifetime(a), life);
+        text_ns(lifetime(a), life);
         printf("  %8" PRIu64 "  %6s  %10s  %11s  %5s%10s  %s\n", a->id,
-               fmt_device(a->device, dev), fmt_bytes(a->size, size),
-               fmt_ns(a->t_alloc - t->t_first, at), a->t_free == TM_LIVE ? "live" : "", life,
+               fmt_device(a->device, dev), text_bytes(a->size, size),
+               text_ns(a->t_alloc - t->t_first, at), a->t_free == TM_LIVE ? "live" : "", life,
                a->stack ? site : "-");
     }
 }
@@ -89,11 +125,11 @@ static void json_stack(const trc_stack_t *s, unsigned depth)
         char name[256];
         uint64_t off;
         printf("%s{\"module\": ", i ? ", " : "");
-        json_str(stdout, f->module);
+        text_json(stdout, f->module);
         printf(", \"offset\": %" PRIu64, f->offset);
         if (tsym_lookup(f->module, f->offset, name, sizeof(name), &off) == 0) {
             printf(", \"symbol\": ");
-            json_str(stdout, name);
+            text_json(stdout, name);
             printf(", \"symbol_offset\": %" PRIu64, off);
         }
         printf("}");
@@ -114,7 +150,7 @@ static void json_alloc(const tm_trace_t *t, const tm_alloc_t *a, unsigned depth)
     printf(", \"live\": %s, \"lifetime_ns\": %" PRIu64 ", \"call_site\": ",
            a->t_free == TM_LIVE ? "true" : "false", lifetime(a));
     tm_stack_text(a->stack, depth, site, sizeof(site));
-    json_str(stdout, site);
+    text_json(stdout, site);
     printf(", \"stack\": ");
     json_stack(a->stack, depth);
     printf("}");
@@ -123,11 +159,7 @@ static void json_alloc(const tm_trace_t *t, const tm_alloc_t *a, unsigned depth)
 static void json_allocs(const tm_trace_t *t, const char *key, const tm_alloc_t **v, size_t n,
                         size_t shown, unsigned depth)
 {
-    printf("{\"trace\": ");
-    json_str(stdout, t->path);
-    printf(", \"sort\": ");
-    json_str(stdout, key);
-    printf(", \"matched\": %zu, \"allocations\": [", n);
+    json_open(t, key, n, "allocations");
     for (size_t i = 0; i < shown; i++) {
         printf("%s\n  ", i ? "," : "");
         json_alloc(t, v[i], depth);
@@ -145,23 +177,14 @@ static cli_opt_t alloc_opts[] = {
     { "--live", NULL, "only allocations never freed", NULL },
     { "--stack-depth", "N", "call-site frames to show (default 3; 0: all)", NULL },
     { "--json", NULL, "print one JSON document instead of a table", NULL },
-    { "--partial", NULL, "read a damaged trace up to its last whole record", NULL },
-    { NULL, NULL, NULL, NULL },
+    CLI_OPT_PARTIAL,
+    CLI_OPT_END,
 };
 
-typedef int (*cmp_fn)(const void *, const void *);
-
-static cmp_fn alloc_order(const cli_cmd_t *c, const char *key)
-{
-    static const struct { const char *name; cmp_fn fn; } keys[] = {
-        { "size", by_size }, { "time", by_time }, { "lifetime", by_lifetime },
-        { "device", by_device },
-    };
-    for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
-        if (strcmp(key, keys[i].name) == 0)
-            return keys[i].fn;
-    cli_usage(c, "--sort: unknown key '%s' (accepted: size, time, lifetime, device)", key);
-}
+static const sort_key_t alloc_keys[] = {
+    { "size", tm_alloc_cmp_size }, { "time", by_time }, { "lifetime", by_lifetime },
+    { "device", by_device },
+};
 
 typedef struct alloc_filter {
     int by_device, live;
@@ -171,11 +194,11 @@ typedef struct alloc_filter {
 
 static alloc_filter_t alloc_filter(const cli_cmd_t *c)
 {
-    const char *dev = cli_get(c, "--device"), *min = cli_get(c, "--min-size");
-    return (alloc_filter_t){ .by_device = dev != NULL,
-                             .device = dev ? cli_device(c, "--device", dev) : 0,
-                             .min_size = min ? cli_size(c, "--min-size", min) : 0,
-                             .live = cli_get(c, "--live") != NULL };
+    const char *min = cli_get(c, "--min-size");
+    alloc_filter_t f = { .min_size = min ? cli_size(c, "--min-size", min) : 0,
+                         .live = cli_get(c, "--live") != NULL };
+    f.by_device = device_filter(c, &f.device);
+    return f;
 }
 
 /* The allocations that pass the filters, in *n; NULL when out of memory. */
@@ -195,19 +218,17 @@ static const tm_alloc_t **filter_allocs(const alloc_filter_t *f, const tm_trace_
 
 static int run_allocs(const cli_cmd_t *c, char **pos)
 {
-    const char *top_s = cli_get(c, "--top"), *depth_s = cli_get(c, "--stack-depth");
-    const char *key = cli_get(c, "--sort") ? cli_get(c, "--sort") : "size";
-    size_t top = top_s ? cli_count(c, "--top", top_s) : DEFAULT_TOP, n;
-    unsigned depth = depth_s ? (unsigned)cli_count(c, "--stack-depth", depth_s) : DEFAULT_DEPTH;
-    cmp_fn order = alloc_order(c, key);
+    const char *key = cli_get_or(c, "--sort", "size");
+    size_t top = cli_count_opt(c, "--top", DEFAULT_TOP), n;
+    unsigned depth = (unsigned)cli_count_opt(c, "--stack-depth", DEFAULT_DEPTH);
+    cmp_fn order = sort_order(c, key, alloc_keys, sizeof(alloc_keys) / sizeof(alloc_keys[0]));
     alloc_filter_t f = alloc_filter(c);
     tm_trace_t t;
     cli_load(c, pos[0], &t);
     const tm_alloc_t **v = filter_allocs(&f, &t, &n);
     if (!v) {
-        fprintf(stderr, "elixir-trace allocs: out of memory\n");
         tm_free(&t);
-        return CLI_EXIT_FAIL;
+        return cli_fail(c, "out of memory");
     }
     trace_end = t.t_last;
     qsort(v, n, sizeof(*v), order);
@@ -275,9 +296,9 @@ void print_kernel_table(const tm_kernel_stat_t *k, size_t n, size_t top)
             printf("  %10s  %8" PRIu64 "  %10s  %10s  %10s  %s\n", "-", k[i].launches, "-",
                    "-", "-", k[i].name);
         else
-            printf("  %10s  %8" PRIu64 "  %10s  %10s  %10s  %s\n", fmt_ns(k[i].total_ns, b[0]),
-                   k[i].launches, fmt_ns(mean_ns(&k[i]), b[1]), fmt_ns(k[i].min_ns, b[2]),
-                   fmt_ns(k[i].max_ns, b[3]), k[i].name);
+            printf("  %10s  %8" PRIu64 "  %10s  %10s  %10s  %s\n", text_ns(k[i].total_ns, b[0]),
+                   k[i].launches, text_ns(mean_ns(&k[i]), b[1]), text_ns(k[i].min_ns, b[2]),
+                   text_ns(k[i].max_ns, b[3]), k[i].name);
     }
 }
 
@@ -288,29 +309,21 @@ static cli_opt_t kernel_opts[] = {
     { "--device", "N", "only launches on device N", NULL },
     { "--name", "SUBSTR", "only kernels whose name contains SUBSTR", NULL },
     { "--json", NULL, "print one JSON document instead of a table", NULL },
-    { "--partial", NULL, "read a damaged trace up to its last whole record", NULL },
-    { NULL, NULL, NULL, NULL },
+    CLI_OPT_PARTIAL,
+    CLI_OPT_END,
 };
 
-static cmp_fn kernel_order(const cli_cmd_t *c, const char *key)
-{
-    static const struct { const char *name; cmp_fn fn; } keys[] = {
-        { "total", k_by_total }, { "count", k_by_count }, { "mean", k_by_mean },
-        { "max", k_by_max }, { "name", k_cmp_name },
-    };
-    for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
-        if (strcmp(key, keys[i].name) == 0)
-            return keys[i].fn;
-    cli_usage(c, "--sort: unknown key '%s' (accepted: total, count, mean, max, name)", key);
-}
+static const sort_key_t kernel_keys[] = {
+    { "total", k_by_total }, { "count", k_by_count }, { "mean", k_by_mean },
+    { "max", k_by_max }, { "name", k_cmp_name },
+};
 
 /* Kernel statistics over the launches that pass the filters (a view of the trace whose
- * operations are those launches). */
-static int filtered_stats(const cli_cmd_t *c, const tm_trace_t *t, tm_kernel_stat_t **k,
-                          size_t *n)
+ * operations are those launches): launches on `device` when by_device, whose name holds
+ * `name` when not NULL. */
+static int filtered_stats(const tm_trace_t *t, int by_device, int32_t device, const char *name,
+                          tm_kernel_stat_t **k, size_t *n)
 {
-    const char *dev = cli_get(c, "--device"), *name = cli_get(c, "--name");
-    int32_t device = dev ? cli_device(c, "--device", dev) : 0;
     tm_trace_t view = *t;
     tm_op_t *ops = malloc((t->nops ? t->nops : 1) * sizeof(*ops));
     if (!ops)
@@ -319,7 +332,7 @@ static int filtered_stats(const cli_cmd_t *c, const tm_trace_t *t, tm_kernel_sta
     view.nops = 0;
     for (size_t i = 0; i < t->nops; i++) {
         const tm_op_t *o = &t->ops[i];
-        if (o->type == TRC_EV_LAUNCH && (!dev || o->device == device) &&
+        if (o->type == TRC_EV_LAUNCH && (!by_device || o->device == device) &&
             (!name || strstr(o->name, name)))
             ops[view.nops++] = *o;
     }
@@ -331,14 +344,10 @@ static int filtered_stats(const cli_cmd_t *c, const tm_trace_t *t, tm_kernel_sta
 static void json_kernels(const tm_trace_t *t, const char *key, const tm_kernel_stat_t *k,
                          size_t n, size_t shown)
 {
-    printf("{\"trace\": ");
-    json_str(stdout, t->path);
-    printf(", \"sort\": ");
-    json_str(stdout, key);
-    printf(", \"matched\": %zu, \"kernels\": [", n);
+    json_open(t, key, n, "kernels");
     for (size_t i = 0; i < shown; i++) {
         printf("%s\n  {\"name\": ", i ? "," : "");
-        json_str(stdout, k[i].name);
+        text_json(stdout, k[i].name);
         printf(", \"launches\": %" PRIu64 ", \"timed\": %" PRIu64 ", \"total_ns\": %" PRIu64,
                k[i].launches, k[i].timed, k[i].total_ns);
         if (k[i].timed)
@@ -352,19 +361,17 @@ static void json_kernels(const tm_trace_t *t, const char *key, const tm_kernel_s
 
 static int run_kernels(const cli_cmd_t *c, char **pos)
 {
-    const char *top_s = cli_get(c, "--top");
-    const char *key = cli_get(c, "--sort") ? cli_get(c, "--sort") : "total";
-    size_t top = top_s ? cli_count(c, "--top", top_s) : DEFAULT_TOP, n;
-    cmp_fn order = kernel_order(c, key);
+    const char *key = cli_get_or(c, "--sort", "total");
+    size_t top = cli_count_opt(c, "--top", DEFAULT_TOP), n;
+    cmp_fn order = sort_order(c, key, kernel_keys, sizeof(kernel_keys) / sizeof(kernel_keys[0]));
+    int32_t device;
+    int by_device = device_filter(c, &device);
     tm_kernel_stat_t *k;
     tm_trace_t t;
-    if (cli_get(c, "--device"))
-        (void)cli_device(c, "--device", cli_get(c, "--device"));
     cli_load(c, pos[0], &t);
-    if (filtered_stats(c, &t, &k, &n) < 0) {
-        fprintf(stderr, "elixir-trace kernels: out of memory\n");
+    if (filtered_stats(&t, by_device, device, cli_get(c, "--name"), &k, &n) < 0) {
         tm_free(&t);
-        return CLI_EXIT_FAIL;
+        return cli_fail(c, "out of memory");
     }
     qsort(k, n, sizeof(*k), order);
     size_t shown = top && top < n ? top : n;

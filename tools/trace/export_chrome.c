@@ -19,10 +19,10 @@
  * bytes that are not UTF-8 become U+FFFD.
  */
 #include "export.h"
+#include "text.h"
 
 #include <errno.h>
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -44,64 +44,7 @@ typedef struct cx {
     int first;                         /* no event written yet */
 } cx_t;
 
-static int fail(char *err, size_t len, int rc, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-
-static int fail(char *err, size_t len, int rc, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    if (err && len)
-        vsnprintf(err, len, fmt, ap);
-    va_end(ap);
-    return rc;
-}
-
 /* ------------------------------------------------------------------ JSON text */
-
-/* Length of the valid UTF-8 sequence at s (1-4), or 0 when the bytes there are not one. */
-static int utf8_len(const unsigned char *s)
-{
-    unsigned c = s[0];
-    if (c < 0x80)
-        return 1;
-    int n = c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : c >= 0xc2 ? 2 : 0;
-    if (!n || c > 0xf4)
-        return 0;
-    for (int i = 1; i < n; i++)
-        if ((s[i] & 0xc0) != 0x80)
-            return 0;
-    if ((c == 0xe0 && s[1] < 0xa0) || (c == 0xed && s[1] >= 0xa0) ||
-        (c == 0xf0 && s[1] < 0x90) || (c == 0xf4 && s[1] >= 0x90))
-        return 0;
-    return n;
-}
-
-/* Writes s as a JSON string, quotes included. */
-static void json_str(FILE *f, const char *str)
-{
-    const unsigned char *s = (const unsigned char *)(str ? str : "");
-    fputc('"', f);
-    while (*s) {
-        int n = utf8_len(s);
-        switch (n ? *s : 0) {
-        case 0: fputs("\\ufffd", f); n = 1; break;
-        case '"': fputs("\\\"", f); break;
-        case '\\': fputs("\\\\", f); break;
-        case '\n': fputs("\\n", f); break;
-        case '\r': fputs("\\r", f); break;
-        case '\t': fputs("\\t", f); break;
-        default:
-            if (*s < 0x20)
-                fprintf(f, "\\u%04x", *s);
-            else
-                fwrite(s, 1, (size_t)n, f);
-            break;
-        }
-        s += n;
-    }
-    fputc('"', f);
-}
 
 /* Writes ns as microseconds with three exact decimals. */
 static void json_us(FILE *f, uint64_t ns)
@@ -126,7 +69,7 @@ static void field_ts(cx_t *c, const char *name, uint64_t time)
 static void field_str(cx_t *c, const char *name, const char *s)
 {
     fprintf(c->f, ",\"%s\":", name);
-    json_str(c->f, s);
+    text_json(c->f, s);
 }
 
 /* ------------------------------------------------------------------ processes and threads */
@@ -229,7 +172,7 @@ static void metadata(cx_t *c, size_t pid, size_t tid, const char *what, const ch
 {
     begin(c, "M", pid, tid);
     fprintf(c->f, ",\"name\":\"%s\",\"args\":{\"name\":", what);
-    json_str(c->f, name);
+    text_json(c->f, name);
     fputs("}}", c->f);
 }
 
@@ -429,7 +372,7 @@ static void write_header(cx_t *c)
 {
     const tm_trace_t *t = c->t;
     fputs("{\"displayTimeUnit\":\"ns\",\"otherData\":{\"trace\":", c->f);
-    json_str(c->f, t->path);
+    text_json(c->f, t->path);
     fprintf(c->f, ",\"format\":\"%u.%u\"", t->header.major, t->header.minor);
     if (t->has_process) {
         fprintf(c->f, ",\"pid\":%" PRIu32, t->process.pid);
@@ -470,9 +413,5 @@ int tx_chrome(const tm_trace_t *t, FILE *out, char *err, size_t err_len)
     free(c.streams);
     free(c.dirs);
     free(c.tiers);
-    if (rc < 0)
-        return fail(err, err_len, rc, "timeline: out of memory");
-    if (fflush(out) != 0 || ferror(out))
-        return fail(err, err_len, -EIO, "timeline: write error");
-    return 0;
+    return text_finish(out, rc, "timeline", err, err_len);
 }

@@ -210,7 +210,8 @@ static void iteration_summary(FILE *f, const tm_iter_stat_t *it, size_t n)
         sum += d;
     }
     fprintf(f, "<p>%zu iterations; duration min %s, mean %s, max %s (the last one runs to the "
-            "end of the trace)</p>\n", n, text_ns_utf8(lo, a), text_ns_utf8(sum / n, b), text_ns_utf8(hi, c));
+            "end of the trace)</p>\n", n, text_ns_utf8(lo, a), text_ns_utf8(sum / n, b),
+            text_ns_utf8(hi, c));
 }
 
 static void iteration_rows(FILE *f, const tm_trace_t *t, const tm_iter_stat_t *it, size_t n)
@@ -327,14 +328,6 @@ static int kernels(FILE *f, const tm_trace_t *t)
     return 0;
 }
 
-static int by_size(const void *a, const void *b)
-{
-    const tm_alloc_t *x = *(const tm_alloc_t *const *)a, *y = *(const tm_alloc_t *const *)b;
-    if (x->size != y->size)
-        return x->size > y->size ? -1 : 1;
-    return x->id < y->id ? -1 : x->id > y->id;
-}
-
 static void alloc_row(FILE *f, const tm_trace_t *t, const tm_alloc_t *a)
 {
     char b[32], site[1024];
@@ -354,12 +347,9 @@ static void alloc_row(FILE *f, const tm_trace_t *t, const tm_alloc_t *a)
 
 static int allocations(FILE *f, const tm_trace_t *t)
 {
-    const tm_alloc_t **v = malloc((t->nallocs ? t->nallocs : 1) * sizeof(*v));
+    const tm_alloc_t **v = tm_allocs_by_size(t);
     if (!v)
         return -ENOMEM;
-    for (size_t i = 0; i < t->nallocs; i++)
-        v[i] = &t->allocs[i];
-    qsort(v, t->nallocs, sizeof(*v), by_size);
     fputs("<h2>Largest allocations</h2>\n", f);
     if (!t->nallocs)
         fputs("<p class=\"note\">no allocations in this trace</p>\n", f);
@@ -402,10 +392,10 @@ int tx_html(const tm_trace_t *t, FILE *out, char *err, size_t err_len)
     devices(out, t);
     if (iterations(out, t) < 0 || migrations(out, t) < 0 || kernels(out, t) < 0 ||
         allocations(out, t) < 0)
-        return text_fail(err, err_len, -ENOMEM, "report: out of memory");
-    options(out, t);
-    fputs("</body>\n</html>\n", out);
-    if (fflush(out) != 0 || ferror(out))
-        return text_fail(err, err_len, -EIO, "report: write error");
-    return 0;
+        rc = -ENOMEM;
+    if (rc == 0) {
+        options(out, t);
+        fputs("</body>\n</html>\n", out);
+    }
+    return text_finish(out, rc, "report", err, err_len);
 }

@@ -588,9 +588,5 @@ int tx_svg(const tm_trace_t *t, const tx_plot_opts_t *o, FILE *out, char *err, s
     free(p.samples);
     free(p.slot);
     free(p.cur);
-    if (rc < 0)
-        return text_fail(err, err_len, rc, "plot: out of memory");
-    if (fflush(out) != 0 || ferror(out))
-        return text_fail(err, err_len, -EIO, "plot: write error");
-    return 0;
+    return text_finish(out, rc, "plot", err, err_len);
 }

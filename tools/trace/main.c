@@ -73,17 +73,32 @@ static void main_help(FILE *f)
 
 /* ------------------------------------------------------------------ errors */
 
+/* "elixir-trace CMD: <message>" on a line of stderr. */
+static void message(const cli_cmd_t *c, const char *fmt, va_list ap)
+{
+    fprintf(stderr, PROG " %s: ", c->name);
+    vfprintf(stderr, fmt, ap);
+    fprintf(stderr, "\n");
+}
+
 void cli_usage(const cli_cmd_t *c, const char *fmt, ...)
 {
     va_list ap;
-    fprintf(stderr, PROG " %s: ", c->name);
     va_start(ap, fmt);
-    vfprintf(stderr, fmt, ap);
+    message(c, fmt, ap);
     va_end(ap);
-    fprintf(stderr, "\n");
     usage_line(stderr, c);
     fprintf(stderr, "Try '" PROG " %s --help' for more.\n", c->name);
     exit(CLI_EXIT_USAGE);
+}
+
+int cli_fail(const cli_cmd_t *c, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    message(c, fmt, ap);
+    va_end(ap);
+    return CLI_EXIT_FAIL;
 }
 
 /* "--a, --b, ..." of c's options, for error messages. */
@@ -115,6 +130,12 @@ const char *cli_get(const cli_cmd_t *c, const char *name)
 {
     cli_opt_t *o = find_opt(c, name, strlen(name));
     return o ? o->value : NULL;
+}
+
+const char *cli_get_or(const cli_cmd_t *c, const char *name, const char *dflt)
+{
+    const char *v = cli_get(c, name);
+    return v ? v : dflt;
 }
 
 /* One option at argv[*i] (which starts with '-'); advances *i past its value. */

@@ -187,14 +187,17 @@ static void add_free(tm_trace_t *t, priv_t *p, uint64_t time, uint64_t id)
         t->allocs[i].t_free = time;
 }
 
-/* Appends an operation of the given type, id and span (the rest is filled by the caller). */
+/* Appends an operation of ev's type with the given id, span, device and stream (the rest is
+ * filled by the caller); NULL when out of memory. */
 static tm_op_t *new_op(tm_trace_t *t, priv_t *p, const trc_event_t *ev, uint64_t id,
-                       const trc_span_t *s)
+                       const trc_span_t *s, int32_t device, uint64_t stream)
 {
     tm_op_t *o = PUSH(t, p, ops);
     if (!o)
         return NULL;
     o->type = ev->type;
+    o->device = device;
+    o->stream = stream;
     o->id = id;
     o->time = ev->time;
     o->name = "";
@@ -211,11 +214,9 @@ static tm_op_t *new_op(tm_trace_t *t, priv_t *p, const trc_event_t *ev, uint64_t
 static int add_launch(tm_trace_t *t, priv_t *p, const trc_event_t *ev)
 {
     const trc_launch_t *l = &ev->u.launch;
-    tm_op_t *o = new_op(t, p, ev, l->id, &l->span);
+    tm_op_t *o = new_op(t, p, ev, l->id, &l->span, l->device, l->stream);
     if (!o)
         return -ENOMEM;
-    o->device = l->device;
-    o->stream = l->stream;
     o->name = l->func;
     if (!l->nallocs)
         return 0;
@@ -241,29 +242,23 @@ static int add_op(tm_trace_t *t, priv_t *p, const trc_event_t *ev)
     tm_op_t *o;
     switch (ev->type) {
     case TRC_EV_COPY:
-        if (!(o = new_op(t, p, ev, c->id, &c->span)))
-            return -ENOMEM;
-        o->device = c->device;
-        o->stream = c->stream;
-        o->copy_kind = c->kind;
-        o->bytes = c->bytes;
-        return 0;
+        if ((o = new_op(t, p, ev, c->id, &c->span, c->device, c->stream))) {
+            o->copy_kind = c->kind;
+            o->bytes = c->bytes;
+        }
+        break;
     case TRC_EV_MEMSET:
-        if (!(o = new_op(t, p, ev, m->id, &m->span)))
-            return -ENOMEM;
-        o->device = m->device;
-        o->stream = m->stream;
-        o->bytes = m->bytes;
-        return 0;
+        if ((o = new_op(t, p, ev, m->id, &m->span, m->device, m->stream)))
+            o->bytes = m->bytes;
+        break;
     default:
-        if (!(o = new_op(t, p, ev, 0, &n->span)))
-            return -ENOMEM;
-        o->device = n->device;
-        o->stream = n->stream;
-        o->bytes = n->bytes;
-        o->name = n->op;
-        return 0;
+        if ((o = new_op(t, p, ev, 0, &n->span, n->device, n->stream))) {
+            o->bytes = n->bytes;
+            o->name = n->op;
+        }
+        break;
     }
+    return o ? 0 : -ENOMEM;
 }
 
 static int add_memory(tm_trace_t *t, priv_t *p, uint64_t time, const trc_memory_t *e)

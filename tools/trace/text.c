@@ -5,6 +5,7 @@
  */
 #include "text.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdarg.h>
@@ -43,47 +44,65 @@ static int xml_char_len(const unsigned char *s)
 
 /* ------------------------------------------------------------------ XML and JSON */
 
-void text_xml(FILE *f, const char *str)
+/* The escape of a character whose first byte is c, in buf or a constant; NULL: as it is. */
+typedef const char *escape_t(unsigned c, char buf[8]);
+
+static const char *xml_escape(unsigned c, char buf[8])
 {
-    const unsigned char *s = (const unsigned char *)(str ? str : "");
-    while (*s) {
-        int n = xml_char_len(s);
-        switch (n ? *s : 0) {
-        case 0: fputs("\xef\xbf\xbd", f); n = 1; break;
-        case '&': fputs("&amp;", f); break;
-        case '<': fputs("&lt;", f); break;
-        case '>': fputs("&gt;", f); break;
-        case '"': fputs("&quot;", f); break;
-        case '\'': fputs("&#39;", f); break;
-        case '\t': case '\n': case '\r': fprintf(f, "&#%d;", *s); break;
-        default: fwrite(s, 1, (size_t)n, f); break;
-        }
-        s += n;
+    switch (c) {
+    case '&': return "&amp;";
+    case '<': return "&lt;";
+    case '>': return "&gt;";
+    case '"': return "&quot;";
+    case '\'': return "&#39;";
+    case '\t': case '\n': case '\r': snprintf(buf, 8, "&#%u;", c); return buf;
+    default: return NULL;
     }
 }
 
-void text_json(FILE *f, const char *str)
+static const char *json_escape(unsigned c, char buf[8])
+{
+    switch (c) {
+    case '"': return "\\\"";
+    case '\\': return "\\\\";
+    case '\n': return "\\n";
+    case '\r': return "\\r";
+    case '\t': return "\\t";
+    default:
+        if (c >= 0x20)
+            return NULL;
+        snprintf(buf, 8, "\\u%04x", c);
+        return buf;
+    }
+}
+
+/* Writes s character by character: len(s) says how long the character at s is (0: a byte
+ * that starts no character allowed, written as `bad`), esc how to escape it. */
+static void escape(FILE *f, const char *str, int (*len)(const unsigned char *), escape_t *esc,
+                   const char *bad)
 {
     const unsigned char *s = (const unsigned char *)(str ? str : "");
-    fputc('"', f);
+    char buf[8];
     while (*s) {
-        int n = utf8_len(s);
-        switch (n ? *s : 0) {
-        case 0: fputs("\\ufffd", f); n = 1; break;
-        case '"': fputs("\\\"", f); break;
-        case '\\': fputs("\\\\", f); break;
-        case '\n': fputs("\\n", f); break;
-        case '\r': fputs("\\r", f); break;
-        case '\t': fputs("\\t", f); break;
-        default:
-            if (*s < 0x20)
-                fprintf(f, "\\u%04x", *s);
-            else
-                fwrite(s, 1, (size_t)n, f);
-            break;
-        }
-        s += n;
+        int n = len(s);
+        const char *e = n ? esc(*s, buf) : bad;
+        if (e)
+            fputs(e, f);
+        else
+            fwrite(s, 1, (size_t)n, f);
+        s += n ? n : 1;
     }
+}
+
+void text_xml(FILE *f, const char *s)
+{
+    escape(f, s, xml_char_len, xml_escape, "\xef\xbf\xbd");
+}
+
+void text_json(FILE *f, const char *s)
+{
+    fputc('"', f);
+    escape(f, s, utf8_len, json_escape, "\\ufffd");
     fputc('"', f);
 }
 
@@ -148,4 +167,13 @@ int text_fail(char *err, size_t len, int rc, const char *fmt, ...)
         vsnprintf(err, len, fmt, ap);
     va_end(ap);
     return rc;
+}
+
+int text_finish(FILE *out, int rc, const char *what, char *err, size_t len)
+{
+    if (rc < 0)
+        return text_fail(err, len, rc, "%s: out of memory", what);
+    if (fflush(out) != 0 || ferror(out))
+        return text_fail(err, len, -EIO, "%s: write error", what);
+    return 0;
 }

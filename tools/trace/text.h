@@ -40,4 +40,8 @@ const char *text_ns_utf8(uint64_t v, char buf[32]);
 int text_fail(char *err, size_t len, int rc, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 
+/* The end of an exporter named `what`: rc < 0 (out of memory) gives "WHAT: out of memory"
+ * and rc; then out is flushed, and a write error gives "WHAT: write error" and -EIO; else 0. */
+int text_finish(FILE *out, int rc, const char *what, char *err, size_t len);
+
 #endif
