@@ -25,7 +25,8 @@
 #ifndef SHIM_HOOKS_H
 #define SHIM_HOOKS_H
 
-/* Allocation, free and memory information: arena_*() take these over. */
+/* Allocation, free, the application's pools and memory information: residency takes these
+ * over (res.c). */
 #define SHIM_HOOKS_ALLOC(X)                                                                     \
     X(cuMemAlloc_v2, cuMemAlloc, 3020, )                                                        \
     X(cuMemAllocPitch_v2, cuMemAllocPitch, 3020, )                                              \
@@ -36,15 +37,18 @@
     X(cuMemFree_v2, cuMemFree, 3020, )                                                          \
     X(cuMemFreeAsync, cuMemFreeAsync, 11020, )                                                  \
     X(cuMemFreeAsync_ptsz, cuMemFreeAsync, 11020, _ptsz)                                        \
+    X(cuMemPoolDestroy, cuMemPoolDestroy, 11020, )                                              \
+    X(cuMemPoolTrimTo, cuMemPoolTrimTo, 11020, )                                                \
     X(cuMemGetInfo_v2, cuMemGetInfo, 3020, )                                                    \
     X(cuMemGetAddressRange_v2, cuMemGetAddressRange, 3020, )                                    \
     X(cuPointerGetAttribute, cuPointerGetAttribute, 4000, )                                     \
     X(cuPointerGetAttributes, cuPointerGetAttributes, 7000, )
 
-/* The application's own virtual memory management and IPC: accounted and pinned. */
+/* The application's own virtual memory management and IPC: charged to the budget, pinned. */
 #define SHIM_HOOKS_VMM(X)                                                                       \
     X(cuMemCreate, cuMemCreate, 10020, )                                                        \
     X(cuMemRelease, cuMemRelease, 10020, )                                                      \
+    X(cuMemRetainAllocationHandle, cuMemRetainAllocationHandle, 11000, )                        \
     X(cuMemMap, cuMemMap, 10020, )                                                              \
     X(cuMemUnmap, cuMemUnmap, 10020, )                                                          \
     X(cuIpcGetMemHandle, cuIpcGetMemHandle, 4010, )                                             \
@@ -221,6 +225,11 @@
     X(cuEventDestroy_v2, cuEventDestroy, 4000, )                                                \
     X(cuFuncGetParamInfo, cuFuncGetParamInfo, 12040, )                                          \
     X(cuMemcpyDtoDAsync_v2, cuMemcpyDtoDAsync, 3020, )                                          \
+    X(cuMemcpyHtoDAsync_v2, cuMemcpyHtoDAsync, 3020, )                                          \
+    X(cuMemcpyDtoHAsync_v2, cuMemcpyDtoHAsync, 3020, )                                          \
+    X(cuMemHostAlloc, cuMemHostAlloc, 2020, )                                                   \
+    X(cuMemFreeHost, cuMemFreeHost, 2000, )                                                     \
+    X(cuMemPoolGetAttribute, cuMemPoolGetAttribute, 11020, )                                    \
     X(cuMemCreate, cuMemCreate, 10020, )                                                        \
     X(cuMemMap, cuMemMap, 10020, )                                                              \
     X(cuMemUnmap, cuMemUnmap, 10020, )                                                          \

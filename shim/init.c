@@ -19,8 +19,16 @@
  * back into a hooked name) does not wait for itself: it finds the next definition of its
  * symbol after this library and calls that.
  *
+ * Between the two steps the trace is started (shim_trace_start: once per process, nothing
+ * unless ELIXIR_TRACE is set), before the driver is published so that every operation of
+ * every thread is recorded; its own calls into hooked names, and CUPTI's, take the step-2
+ * path above.  It registers an atexit handler: at exit the trace is closed first (atexit
+ * handlers run before the destructors of shared objects, so libcuda and libcupti are still
+ * there), then shim_unload prints the statistics.
+ *
  * Fork: the child keeps the published driver (the same mappings), unlocks cfg_lock, starts
- * its statistics from zero and reopens a per-process log file.
+ * its statistics from zero, reopens a per-process log file, and records no trace (the
+ * parent's stays the parent's).
  */
 #include <dlfcn.h>
 #include <pthread.h>
@@ -56,6 +64,7 @@ static void fork_child(void)
     shim_stats_reset();
     res_after_fork();
     shim_log_after_fork();
+    shim_trace_after_fork();
 }
 
 static void register_atfork(void)
@@ -183,7 +192,10 @@ const shim_driver_t *shim_init(void)
         return NULL;
     in_init = 1;
     configure();
-    d = publish(open_driver());
+    shim_driver_t *mine = open_driver();
+    if (mine)
+        shim_trace_start(mine);
+    d = publish(mine);
     in_init = 0;
     if (d->ok)
         SHIM_INFO(INIT, "started: %d entry points hooked, %u in the cuGetProcAddress map%s",

@@ -27,6 +27,10 @@ typedef enum opt_type {
     OPT_TYPE_PATH,
     OPT_TYPE_MEMORY,
     OPT_TYPE_MEMINFO,
+    OPT_TYPE_TRACE_LEVEL,
+    OPT_TYPE_DEPTH,
+    OPT_TYPE_COUNT,
+    OPT_TYPE_CUPTI,
 } opt_type_t;
 
 typedef struct opt_desc {
@@ -37,7 +41,8 @@ typedef struct opt_desc {
 } opt_desc_t;
 
 typedef struct opt_value {
-    long num;                   /* BOOL, LEVEL, SUBSYS, MEMINFO */
+    long num;                   /* BOOL, LEVEL, SUBSYS, MEMINFO, TRACE_LEVEL, DEPTH, COUNT,
+                                 * CUPTI */
     shim_mem_t mem;             /* MEMORY */
     char text[PATH_MAX];        /* the value as given (PATH: the value itself) */
     int from_env;               /* set by the environment (else the default) */
@@ -57,6 +62,7 @@ static char bad_text[SHIM_NOPTS][64];   /* what a bad value was, for the report 
 
 static const char *const level_names[] = { "error", "warn", "info", "trace" };
 static const char *const meminfo_names[] = { "virtual", "physical" };
+static const char *const trace_level_names[] = { "summary", "allocs", "all" };
 
 /* Index of s in names (case-insensitive), or -EINVAL. */
 static int parse_name(const char *s, const char *const *names, int n)
@@ -105,6 +111,58 @@ static int parse_meminfo(const char *s, opt_value_t *v)
     if (i < 0)
         return i;
     v->num = i;
+    return 0;
+}
+
+static int parse_trace_level(const char *s, opt_value_t *v)
+{
+    int i = parse_name(s, trace_level_names, (int)SHIM_ARRAY_LEN(trace_level_names));
+
+    if (i < 0)
+        return i;
+    v->num = i;
+    return 0;
+}
+
+/* A decimal integer from 0 to max, digits only; 0 or -EINVAL. */
+static int parse_bounded(const char *s, long max, opt_value_t *v)
+{
+    long n = 0;
+    const char *p = s;
+
+    for (; *p >= '0' && *p <= '9'; p++)
+        if ((n = n * 10 + (*p - '0')) > max)
+            return -EINVAL;
+    if (p == s || *p)
+        return -EINVAL;
+    v->num = n;
+    return 0;
+}
+
+#define DEPTH_MAX 256           /* TRC_MAX_DEPTH */
+#define COUNT_MAX 1000000000L
+
+static int parse_depth(const char *s, opt_value_t *v)
+{
+    return parse_bounded(s, DEPTH_MAX, v);
+}
+
+static int parse_count(const char *s, opt_value_t *v)
+{
+    return parse_bounded(s, COUNT_MAX, v);
+}
+
+/* "auto", "off", or the path of a library (anything else that is not empty). */
+static int parse_cupti(const char *s, opt_value_t *v)
+{
+    if (strcasecmp(s, "auto") == 0)
+        v->num = SHIM_CUPTI_AUTO;
+    else if (strcasecmp(s, "off") == 0)
+        v->num = SHIM_CUPTI_OFF;
+    else if (*s && strlen(s) < sizeof(v->text))
+        v->num = SHIM_CUPTI_PATH;
+    else
+        return -EINVAL;
     return 0;
 }
 
@@ -164,6 +222,10 @@ static const struct {
                                         "suffix (24G), or a percentage above 0 and at most "
                                         "100 (80%)" },
     [OPT_TYPE_MEMINFO] = { parse_meminfo, "virtual or physical" },
+    [OPT_TYPE_TRACE_LEVEL] = { parse_trace_level, "summary, allocs or all" },
+    [OPT_TYPE_DEPTH] = { parse_depth, "a whole number from 0 to 256" },
+    [OPT_TYPE_COUNT] = { parse_count, "a whole number from 0 to 1000000000" },
+    [OPT_TYPE_CUPTI] = { parse_cupti, "auto, off, or the path of a libcupti shared library" },
 };
 
 /* Parse decimal digits with an optional fraction ("12", "12.5"); returns the end or NULL. */
@@ -296,6 +358,11 @@ long shim_opt_int(shim_opt_t o)
 const char *shim_opt_str(shim_opt_t o)
 {
     return values[o].text;
+}
+
+const char *shim_opt_name(shim_opt_t o)
+{
+    return options[o].name;
 }
 
 shim_mem_t shim_opt_mem(shim_opt_t o)

@@ -1,16 +1,19 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * res.c - residency: the arena of each device, its budgets, and the entry points that serve
- * allocations, frees, cuMemGetInfo and pointer attributes of arena memory.
+ * allocations, frees, cuMemGetInfo, pointer attributes and IPC of arena memory, and that
+ * charge the application's own device memory (cuMemCreate, its pools) to the budget.
  *
  * Every application allocation lives in one arena per device, a range reserved with
  * cuMemAddressReserve and divided into chunks of the allocation granularity (arena.c lays the
- * allocations out).  Each chunk in use is backed by exactly one physical allocation, mapped
- * at the chunk's address: device memory while the GPU budget allows, otherwise host memory
- * created with cuMemCreate(CU_MEM_LOCATION_TYPE_HOST), mapped at the same address, so every
- * page stays reachable from the device and a pointer never changes (DESIGN.md invariants 2
- * and 3).  res_move.c moves chunks between the two, res_use.c tracks their last uses, and
- * res_launch.c makes what a launch or copy reaches resident before it is enqueued.
+ * allocations out).  Each chunk in use is backed by exactly one physical allocation: device
+ * memory while the GPU budget allows, otherwise host memory.  Where the device maps host
+ * memory through VMM (cuMemCreate with a HOST location), that memory is mapped at the same
+ * address, so every page stays reachable from the device and a pointer never changes
+ * (DESIGN.md invariants 2 and 3); where it does not, the chunk's contents go to plain pinned
+ * host memory and its address is unmapped until an operation needs it again.  res_move.c
+ * moves chunks, res_use.c tracks their last uses, and res_launch.c makes what a launch or
+ * copy reaches resident before it is enqueued.
  *
  * One mutex per device guards this state.  It is held across the driver calls of a migration
  * (including the host waits on last uses), which DESIGN.md invariant 7 forbids: see
@@ -35,31 +38,41 @@ _Atomic unsigned res_code_gen = 1;
 static int back_chunk(void *ctx, uint32_t ci)
 {
     res_dev_t *d = ctx;
-    chunk_t *c = &d->chunks[ci];
-    CUdeviceptr va = arena_chunk_addr(d->arena, ci);
     int tier = res_make_room(d, 0) == 0 ? TIER_GPU : TIER_HOST;
 
     if (tier == TIER_HOST && !res_has_room(d, TIER_HOST))
         return -ENOMEM;
-    if (res_map_new(d, tier, va, &c->phys) != CUDA_SUCCESS)
-        return -ENOMEM;
-    c->tier = (uint8_t)tier;
-    c->lru = ++d->clock;
-    return 0;
+    return res_back(d, ci, tier) == CUDA_SUCCESS ? 0 : -ENOMEM;
 }
 
 /* A chunk fell out of use: once nothing in flight uses it, give its memory back. */
 static int release_chunk(void *ctx, uint32_t ci)
 {
     res_dev_t *d = ctx;
-    chunk_t *c = &d->chunks[ci];
 
-    res_wait_idle(d, c, &d->blocked_free_s);
-    DRV(cuMemUnmap)(arena_chunk_addr(d->arena, ci), d->chunk);
-    res_phys_put(d, c->tier, c->phys);
-    res_use_clear(d, &c->use);
-    memset(c, 0, sizeof(*c));
+    res_wait_idle(d, &d->chunks[ci], &d->blocked_free_s);
+    res_unback(d, ci);
     return 0;
+}
+
+/* The arena calls that report chunks through the callbacks above: while one runs, nothing
+ * may re-enter the arena (res_make_room leaves deferred frees alone then). */
+static int arena_do_alloc(res_dev_t *d, size_t bytes, arena_info_t *info)
+{
+    d->arena_busy = 1;
+    int err = arena_alloc(d->arena, bytes, back_chunk, d, info);
+    if (err && arena_trim(d->arena, release_chunk, d) > 0)
+        err = arena_alloc(d->arena, bytes, back_chunk, d, info);
+    d->arena_busy = 0;
+    return err;
+}
+
+static int arena_do_free(res_dev_t *d, CUdeviceptr p, arena_info_t *info)
+{
+    d->arena_busy = 1;
+    int err = arena_free(d->arena, p, release_chunk, d, info);
+    d->arena_busy = 0;
+    return err;
 }
 
 /* ---------------------------------------------------------------- set-up */
@@ -91,23 +104,43 @@ static void set_budgets(res_dev_t *d)
     d->host_budget = budget(SHIM_OPT_HOST_MEMORY, ram, ram / 2) / d->chunk * d->chunk;
 }
 
+static int attribute(CUdevice_attribute a, int device)
+{
+    int v = 0;
+    return DRV(cuDeviceGetAttribute)(&v, a, device) == CUDA_SUCCESS ? v : 0;
+}
+
+/* Where host chunks can be mapped through VMM: a HOST location, else the device's host NUMA
+ * node; host_mappable = 0 when neither is supported (evicted chunks are then unmapped). */
+static void host_location(res_dev_t *d)
+{
+    d->host_mappable = 1;
+    if (attribute(CU_DEVICE_ATTRIBUTE_HOST_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED, d->device)) {
+        d->host_loc = (CUmemLocation){ .type = CU_MEM_LOCATION_TYPE_HOST, .id = 0 };
+    } else if (attribute(CU_DEVICE_ATTRIBUTE_HOST_NUMA_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED,
+                         d->device)) {
+        int node = attribute(CU_DEVICE_ATTRIBUTE_HOST_NUMA_ID, d->device);
+        d->host_loc = (CUmemLocation){ .type = CU_MEM_LOCATION_TYPE_HOST_NUMA,
+                                       .id = node > 0 ? node : 0 };
+    } else {
+        d->host_mappable = 0;
+    }
+}
+
 static int setup(res_dev_t *d, int device, CUcontext ctx)
 {
-    CUmemAllocationProp p = res_prop_for(TIER_GPU, device);
     size_t gran = 0;
-    int host_vmm = 0;
 
     d->device = device;
     d->ctx = ctx;
     pthread_mutex_init(&d->lock, NULL);
+    CUmemAllocationProp p = res_prop_for(d, TIER_GPU);
     if (DRV(cuMemGetAllocationGranularity)(&gran, &p, CU_MEM_ALLOC_GRANULARITY_RECOMMENDED) !=
             CUDA_SUCCESS || gran == 0)
         return -1;
     d->chunk = gran;
     d->chunk_shift = (gran & (gran - 1)) == 0 ? __builtin_ctzll(gran) : -1;
-    DRV(cuDeviceGetAttribute)(&host_vmm, CU_DEVICE_ATTRIBUTE_HOST_NUMA_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED,
-                              device);
-    d->host_mappable = host_vmm;
+    host_location(d);
     set_budgets(d);
     d->size = round_up(2 * (d->gpu_budget + d->host_budget) + d->chunk, d->chunk);
     CUdeviceptr base;
@@ -125,7 +158,7 @@ static int setup(res_dev_t *d, int device, CUcontext ctx)
     SHIM_INFO(RES, "device %d: GPU budget %llu MiB, host budget %llu MiB, chunk %llu KiB%s",
               device, (unsigned long long)(d->gpu_budget >> 20),
               (unsigned long long)(d->host_budget >> 20), (unsigned long long)(d->chunk >> 10),
-              d->host_mappable ? "" : ", no host mapping: nothing is evicted");
+              d->host_mappable ? "" : ", no host mapping: evicted chunks are unmapped");
     return 0;
 }
 
@@ -177,19 +210,47 @@ static res_dev_t *current_dev(CUcontext *ctxp)
     return d->ready > 0 ? d : NULL;
 }
 
+static int dev_ready(const res_dev_t *d)
+{
+    return atomic_load_explicit((_Atomic int *)&d->ready, memory_order_acquire) > 0;
+}
+
+/* The residency state of device ordinal `device`: set up already, or set up now when it is
+ * the current context's device; NULL otherwise. */
+static res_dev_t *dev_of(int device)
+{
+    if (device < 0 || device >= MAX_DEVICES)
+        return NULL;
+    if (dev_ready(&res_devs[device]))
+        return &res_devs[device];
+    res_dev_t *d = current_dev(NULL);
+    return d && d->device == device ? d : NULL;
+}
+
 /* The device whose arena holds p, or NULL. */
 static res_dev_t *owner(CUdeviceptr p)
 {
     for (int i = 0; i < MAX_DEVICES; i++) {
         res_dev_t *d = &res_devs[i];
-        if (atomic_load_explicit((_Atomic int *)&d->ready, memory_order_acquire) > 0 &&
-            p >= d->base && p < d->base + d->size)
+        if (dev_ready(d) && p >= d->base && p < d->base + d->size)
             return d;
     }
     return NULL;
 }
 
 /* ---------------------------------------------------------------- allocation */
+
+/* Every budget together: what cuMemGetInfo reports as the total. */
+static uint64_t capacity(const res_dev_t *d)
+{
+    return d->gpu_budget + d->host_budget;
+}
+
+/* Bytes of the capacity in use: arena chunks and the application's own device memory. */
+static uint64_t held(const res_dev_t *d, const arena_stats_t *st)
+{
+    return st->chunk_bytes + d->app_used + d->pool_used;
+}
 
 /*
  * Can a request of whole chunks never fit in every budget together, even once the empty slab
@@ -202,9 +263,9 @@ static int beyond_capacity(res_dev_t *d, size_t bytes)
     if (arena_small_class(d->arena, bytes))
         return 0;
     arena_stats(d->arena, &st);
-    uint64_t cap = d->gpu_budget + (d->host_mappable ? d->host_budget : 0);
-    uint64_t held = st.chunk_bytes - (uint64_t)st.cached_chunks * d->chunk;
-    return bytes > cap || round_up(bytes, d->chunk) > (cap > held ? cap - held : 0);
+    uint64_t cap = capacity(d);
+    uint64_t used = held(d, &st) - (uint64_t)st.cached_chunks * d->chunk;
+    return bytes > cap || round_up(bytes, d->chunk) > (cap > used ? cap - used : 0);
 }
 
 /* Every chunk of a new allocation names the allocation's chunks (see collect_ptr).  Large
@@ -219,6 +280,18 @@ static void stamp_span(res_dev_t *d, const arena_info_t *info)
     }
 }
 
+/* Allocate from d's arena (d locked): frees that completed go back first, and when the
+ * request does not fit, the host waits for the frees still pending and tries again. */
+static int alloc_locked(res_dev_t *d, size_t bytes, arena_info_t *info)
+{
+    if (d->deferred)
+        res_deferred_drain(d, 0);
+    int err = beyond_capacity(d, bytes) ? -ENOMEM : arena_do_alloc(d, bytes, info);
+    if (err && d->deferred && res_deferred_drain(d, 1) > 0)
+        err = beyond_capacity(d, bytes) ? -ENOMEM : arena_do_alloc(d, bytes, info);
+    return err;
+}
+
 int res_alloc(CUdeviceptr *dptr, size_t bytes, CUresult *r)
 {
     res_dev_t *d = current_dev(NULL);
@@ -231,14 +304,11 @@ int res_alloc(CUdeviceptr *dptr, size_t bytes, CUresult *r)
     }
     pthread_mutex_lock(&d->lock);
     relax_t rx = relax_begin();
-    int err = -ENOMEM;
-    if (!beyond_capacity(d, bytes)) {
-        err = arena_alloc(d->arena, bytes, back_chunk, d, &info);
-        if (err && arena_trim(d->arena, release_chunk, d) > 0)
-            err = arena_alloc(d->arena, bytes, back_chunk, d, &info);
-    }
+    int err = alloc_locked(d, bytes, &info);
     if (!err)
         stamp_span(d, &info);
+    if (!err && SHIM_TRACING())
+        shim_trace_alloc(d->device, info.base, bytes);
     relax_end(rx);
     pthread_mutex_unlock(&d->lock);
     *r = err ? CUDA_ERROR_OUT_OF_MEMORY : CUDA_SUCCESS;
@@ -247,27 +317,166 @@ int res_alloc(CUdeviceptr *dptr, size_t bytes, CUresult *r)
     return 1;
 }
 
+/* The pending free of the allocation at base, or NULL. */
+static deferred_t *deferred_find(const res_dev_t *d, uint64_t base)
+{
+    for (deferred_t *f = d->deferred; f; f = f->next)
+        if (f->base == base)
+            return f;
+    return NULL;
+}
+
+/* Is dptr the base of a live allocation of d that no free is pending for? */
+static int live_base(const res_dev_t *d, CUdeviceptr dptr, arena_info_t *info)
+{
+    return arena_lookup(d->arena, dptr, info) == 0 && info->base == dptr &&
+           !deferred_find(d, dptr);
+}
+
+/* Free the allocation at dptr now (d locked): like the driver's cuMemFree, the host first
+ * waits for work that may still use it, since a sub-chunk range may be handed out again at
+ * once.  0 or -EINVAL. */
+static int free_now(res_dev_t *d, CUdeviceptr dptr)
+{
+    arena_info_t info;
+    if (!live_base(d, dptr, &info))
+        return -EINVAL;
+    for (uint32_t i = 0; i < info.nchunks; i++)
+        res_wait_idle(d, &d->chunks[info.first_chunk + i], &d->blocked_free_s);
+    if (SHIM_TRACING())
+        shim_trace_free(dptr);
+    return arena_do_free(d, dptr, &info);
+}
+
+/* The arena owning dptr, when the shim serves a free of it: with no context current the
+ * driver's answer (CUDA_ERROR_INVALID_CONTEXT) is the one. */
+static res_dev_t *free_owner(CUdeviceptr dptr)
+{
+    CUcontext cur = NULL;
+    res_dev_t *d = owner(dptr);
+    return d && DRV(cuCtxGetCurrent)(&cur) == CUDA_SUCCESS && cur ? d : NULL;
+}
+
 int res_free(CUdeviceptr dptr, CUresult *r)
 {
-    res_dev_t *d = owner(dptr);
-    CUcontext cur = NULL;
-    arena_info_t info;
-    /* With no context current the driver's answer (CUDA_ERROR_INVALID_CONTEXT) is the one. */
-    if (!d || DRV(cuCtxGetCurrent)(&cur) != CUDA_SUCCESS || !cur)
+    res_dev_t *d = free_owner(dptr);
+    if (!d)
         return 0;
     pthread_mutex_lock(&d->lock);
     relax_t rx = relax_begin();
-    /* Like the driver's cuMemFree, wait for work that may still use the memory: a sub-chunk
-     * range may be handed out again at once. */
-    if (arena_lookup(d->arena, dptr, &info) == 0 && info.base == dptr)
-        for (uint32_t i = 0; i < info.nchunks; i++)
-            res_wait_idle(d, &d->chunks[info.first_chunk + i], &d->blocked_free_s);
-    int err = arena_free(d->arena, dptr, release_chunk, d, &info);
+    if (d->deferred)
+        res_deferred_drain(d, 0);
+    int err = free_now(d, dptr);
     relax_end(rx);
     pthread_mutex_unlock(&d->lock);
     *r = err ? CUDA_ERROR_INVALID_VALUE : CUDA_SUCCESS;
     return 1;
 }
+
+/* ---------------------------------------------------------------- stream-ordered frees */
+
+/* Does stream s capture (or refuse the question)?  Not asked while no capture was begun. */
+static int stream_capturing(CUstream s, int ptds)
+{
+    if (atomic_load_explicit(&res_captures, memory_order_acquire) == 0)
+        return 0;
+    CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_NONE;
+    CUresult r = ptds ? DRV(cuStreamIsCapturing_ptsz)(s, &st) : DRV(cuStreamIsCapturing)(s, &st);
+    return r != CUDA_SUCCESS || st != CU_STREAM_CAPTURE_STATUS_NONE;
+}
+
+/*
+ * cuMemFreeAsync of arena memory (d locked): the allocation goes back once an event recorded
+ * now on stream s completes, which stream order puts after the work enqueued on s so far;
+ * until then its range is not handed out again.  A free captured into a graph happens only
+ * when (and each time) the graph runs, so the allocation is kept for the life of the process:
+ * the graph may run its earlier nodes on it any number of times (graph memory keeps fixed
+ * addresses), and the shim does not see graphs destroyed.  0 or -EINVAL.
+ */
+static int free_async(res_dev_t *d, CUdeviceptr dptr, CUstream s, int ptds)
+{
+    arena_info_t info;
+    if (!live_base(d, dptr, &info))
+        return -EINVAL;
+    if (stream_capturing(s, ptds)) {
+        d->frees_captured++;
+        if (SHIM_TRACING())
+            shim_trace_free(dptr);
+        SHIM_INFO(RES, "device %d: 0x%llx freed in a stream capture stays allocated", d->device,
+                  (unsigned long long)dptr);
+        return 0;
+    }
+    deferred_t *f = malloc(sizeof(*f));
+    use_event_t *e = f ? res_record(d, s, ptds) : NULL;
+    if (!e) {
+        free(f);
+        return free_now(d, dptr);       /* no event: the host waits instead */
+    }
+    if (SHIM_TRACING())
+        shim_trace_free(dptr);          /* what the application sees: freed now */
+    int own = s && s != CU_STREAM_LEGACY && s != CU_STREAM_PER_THREAD;
+    *f = (deferred_t){ .base = dptr, .s = own ? s : NULL, .ev = e };
+    if (!d->deferred)
+        d->deferred_end = &d->deferred;
+    *d->deferred_end = f;
+    d->deferred_end = &f->next;
+    d->frees_deferred++;
+    return 0;
+}
+
+int res_free_async(CUdeviceptr dptr, CUstream s, int ptds, CUresult *r)
+{
+    res_dev_t *d = free_owner(dptr);
+    if (!d)
+        return 0;
+    pthread_mutex_lock(&d->lock);
+    relax_t rx = relax_begin();
+    int err = free_async(d, dptr, s, ptds);
+    relax_end(rx);
+    pthread_mutex_unlock(&d->lock);
+    *r = err ? CUDA_ERROR_INVALID_VALUE : CUDA_SUCCESS;
+    return 1;
+}
+
+/* Is stream s among the n streams known to have a free pending (blocked)? */
+static int blocked(CUstream const *streams, unsigned n, CUstream s)
+{
+    for (unsigned i = 0; s && i < n; i++)
+        if (streams[i] == s)
+            return 1;
+    return 0;
+}
+
+/* The frees are in the order they were made, and the events of one stream complete in that
+ * order: once one is found pending, the later ones of its stream are not asked about. */
+unsigned res_deferred_drain(res_dev_t *d, int wait)
+{
+    CUstream pending[8];
+    unsigned n = 0, npending = 0;
+    if (d->arena_busy)
+        return 0;
+    for (deferred_t **p = &d->deferred; *p;) {
+        deferred_t *f = *p;
+        if (wait) {
+            res_event_wait(f->ev, &d->blocked_free_s);
+        } else if (blocked(pending, npending, f->s) || !res_event_done(f->ev)) {
+            if (f->s && npending < SHIM_ARRAY_LEN(pending) && !blocked(pending, npending, f->s))
+                pending[npending++] = f->s;
+            p = &f->next;
+            continue;
+        }
+        *p = f->next;
+        if (d->deferred_end == &f->next)
+            d->deferred_end = p;
+        arena_do_free(d, f->base, NULL);
+        res_event_put(d, f->ev);
+        free(f);
+        n++;
+    }
+    return n;
+}
+
+/* ---------------------------------------------------------------- queries */
 
 int res_owns(CUdeviceptr p)
 {
@@ -287,11 +496,17 @@ int res_meminfo(size_t *free_b, size_t *total, CUresult *r)
         return 1;
     }
     pthread_mutex_lock(&d->lock);
+    relax_t rx = relax_begin();
+    if (d->deferred)
+        res_deferred_drain(d, 0);       /* frees that completed count as free */
+    if (d->npools)
+        res_pools_sync(d);
+    relax_end(rx);
     arena_stats(d->arena, &st);
-    uint64_t cap = d->gpu_budget + (d->host_mappable ? d->host_budget : 0);
+    uint64_t cap = capacity(d), used = held(d, &st);
     pthread_mutex_unlock(&d->lock);
     *total = cap;
-    *free_b = st.chunk_bytes < cap ? cap - st.chunk_bytes : 0;
+    *free_b = used < cap ? cap - used : 0;
     *r = CUDA_SUCCESS;
     return 1;
 }
@@ -311,6 +526,16 @@ int res_address_range(CUdeviceptr *base, size_t *size, CUdeviceptr p, CUresult *
     if (found && size)
         *size = info.size;
     return 1;
+}
+
+/* Without host mapping, the chunk holding p is mapped again if it was evicted. */
+static void map_back(res_dev_t *d, CUdeviceptr p)
+{
+    pthread_mutex_lock(&d->lock);
+    relax_t rx = relax_begin();
+    res_map_back(d, arena_chunk_of(d->arena, p));
+    relax_end(rx);
+    pthread_mutex_unlock(&d->lock);
 }
 
 /* Pointer attributes of arena memory: device memory of the arena's device.  When *r is an
@@ -340,25 +565,384 @@ int res_pointer_attribute(void *data, CUpointer_attribute a, CUdeviceptr p, CUre
     case CU_POINTER_ATTRIBUTE_RANGE_START_ADDR: *(CUdeviceptr *)data = info.base; break;
     case CU_POINTER_ATTRIBUTE_RANGE_SIZE: *(size_t *)data = info.size; break;
     case CU_POINTER_ATTRIBUTE_BUFFER_ID: *(unsigned long long *)data = info.base; break;
-    default: return 0;     /* the driver answers the rest for the arena's mapping */
+    /* Arena memory is VMM memory, which legacy IPC does not take (see res_ipc_pin). */
+    case CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE: *(int *)data = 0; break;
+    default:
+        /* The driver answers the rest, for the arena's mapping: it must exist. */
+        if (!d->host_mappable)
+            map_back(d, p);
+        return 0;
     }
     if (!found && a != CU_POINTER_ATTRIBUTE_MAPPED)
         *r = CUDA_ERROR_INVALID_VALUE;
     return 1;
 }
 
+/* ---------------------------------------------------------------- IPC */
+
+/*
+ * cuIpcGetMemHandle on arena memory.  Legacy IPC exports cuMemAlloc memory only; arena memory
+ * is VMM memory (cuMemCreate + cuMemMap), for which the driver's answer is an error
+ * (CUDA_ERROR_INVALID_VALUE), where without the shim the same call on cuMemAlloc memory
+ * would succeed.  No sound way around it exists: the handle is the driver's to define and
+ * the process that opens it need not run the shim.  The allocation is pinned resident
+ * before the driver is asked (another process could map it as soon as a handle exists) and
+ * stays pinned whatever the answer; the wrapper passes the driver's answer on
+ * (res_ipc_failed).  Returns 1 for arena memory, else 0.
+ */
+int res_ipc_pin(CUdeviceptr p)
+{
+    res_dev_t *d = owner(p);
+    arena_info_t info;
+    if (!d)
+        return 0;
+    pthread_mutex_lock(&d->lock);
+    relax_t rx = relax_begin();
+    if (arena_lookup(d->arena, p, &info) == 0)
+        for (uint32_t i = 0; i < info.nchunks; i++)
+            res_pin(d, info.first_chunk + i);
+    relax_end(rx);
+    pthread_mutex_unlock(&d->lock);
+    return 1;
+}
+
+void res_ipc_failed(CUdeviceptr p, CUresult r)
+{
+    static _Atomic int warned;
+    if (atomic_exchange(&warned, 1))
+        return;
+    SHIM_WARN(RES, "cuIpcGetMemHandle(0x%llx) failed (CUresult %d): memory allocated under "
+              "the shim is virtual-memory-managed, which legacy CUDA IPC does not export; "
+              "run with ELIXIR_DISABLE=1 to share cuMemAlloc memory through CUDA IPC",
+              (unsigned long long)p, (int)r);
+}
+
+/* ---------------------------------------------------------------- the application's own memory */
+
+/*
+ * Device memory the application creates itself (cuMemCreate with a DEVICE location) is
+ * charged to that device's GPU budget from creation to release, and never moved.  Arena
+ * chunks are evicted to make room first; when they cannot be, the call still goes to the
+ * driver, which has the last word.  The sizes are kept in an open-addressing table keyed by
+ * handle (0 marks a free slot), since the driver gives no size for a handle, with the
+ * handle's references: cuMemRetainAllocationHandle hands out the same handle again, and the
+ * memory is given back at the release of the last one.
+ */
+typedef struct app_mem {
+    CUmemGenericAllocationHandle h;
+    uint64_t size;
+    int device;
+    unsigned refs;                  /* the handle's references: creation, retains */
+} app_mem_t;
+
+static pthread_mutex_t app_lock = PTHREAD_MUTEX_INITIALIZER;
+static app_mem_t *app_tab;
+static size_t app_cap, app_n;
+
+static size_t app_slot(CUmemGenericAllocationHandle h)
+{
+    return (size_t)((h * 0x9E3779B97F4A7C15ull) >> 20) & (app_cap - 1);
+}
+
+static int app_grow(void);
+
+/* Add an entry (app_lock held); 0 or -ENOMEM. */
+static int app_put(app_mem_t m)
+{
+    if ((app_n + 1) * 2 > app_cap && app_grow() < 0)
+        return -ENOMEM;
+    size_t i = app_slot(m.h);
+    while (app_tab[i].h)
+        i = (i + 1) & (app_cap - 1);
+    app_tab[i] = m;
+    app_n++;
+    return 0;
+}
+
+static int app_grow(void)
+{
+    size_t old_cap = app_cap;
+    app_mem_t *old = app_tab, *tab = calloc(old_cap ? old_cap * 2 : 64, sizeof(*tab));
+    if (!tab)
+        return -ENOMEM;
+    app_tab = tab;
+    app_cap = old_cap ? old_cap * 2 : 64;
+    app_n = 0;
+    for (size_t i = 0; i < old_cap; i++)
+        if (old[i].h)
+            app_put(old[i]);
+    free(old);
+    return 0;
+}
+
+/* The slot of h's entry (app_lock held), or SIZE_MAX. */
+static size_t app_find(CUmemGenericAllocationHandle h)
+{
+    if (!app_cap || !h)
+        return SIZE_MAX;
+    size_t i = app_slot(h);
+    while (app_tab[i].h && app_tab[i].h != h)
+        i = (i + 1) & (app_cap - 1);
+    return app_tab[i].h ? i : SIZE_MAX;
+}
+
+/* Remove and return the entry of h (app_lock held); 0 when there is none.  The entries after
+ * it in its probe run shift back, so no slot is ever marked deleted. */
+static int app_take(CUmemGenericAllocationHandle h, app_mem_t *out)
+{
+    size_t i = app_find(h);
+    if (i == SIZE_MAX)
+        return 0;
+    *out = app_tab[i];
+    for (size_t j = (i + 1) & (app_cap - 1); app_tab[j].h; j = (j + 1) & (app_cap - 1)) {
+        size_t home = app_slot(app_tab[j].h);
+        /* j's entry may move to i when its home slot is not in (i, j], cyclically */
+        if ((j > i && (home <= i || home > j)) || (j < i && home <= i && home > j)) {
+            app_tab[i] = app_tab[j];
+            i = j;
+        }
+    }
+    app_tab[i].h = 0;
+    app_n--;
+    return 1;
+}
+
+/* Charge `bytes` (signed) of the application's memory to d; app: cuMemCreate, else pools. */
+static void app_charge(res_dev_t *d, int app, int64_t bytes)
+{
+    uint64_t *used = app ? &d->app_used : &d->pool_used, *peak = app ? &d->app_peak
+                                                                      : &d->pool_peak;
+    *used += (uint64_t)bytes;
+    if (*used > *peak)
+        *peak = *used;
+}
+
+/* Charge `size` bytes created at prop's location when it is a device with an arena, evicting
+ * to make room; the device, or -1 when nothing was charged. */
+static int vmm_charge(size_t size, const CUmemAllocationProp *prop)
+{
+    if (!prop || prop->location.type != CU_MEM_LOCATION_TYPE_DEVICE || size == 0)
+        return -1;
+    res_dev_t *d = dev_of(prop->location.id);
+    if (!d)
+        return -1;
+    pthread_mutex_lock(&d->lock);
+    relax_t rx = relax_begin();
+    if (res_make_bytes(d, size) < 0)
+        SHIM_INFO(RES, "device %d: no room in the budget for %zu bytes of the application's "
+                  "own memory", d->device, size);
+    app_charge(d, 1, (int64_t)size);
+    relax_end(rx);
+    pthread_mutex_unlock(&d->lock);
+    return d->device;
+}
+
+static void vmm_uncharge(int device, uint64_t size)
+{
+    res_dev_t *d = &res_devs[device];
+    pthread_mutex_lock(&d->lock);
+    app_charge(d, 1, -(int64_t)size);
+    pthread_mutex_unlock(&d->lock);
+}
+
+CUresult res_vmm_create(shim_pfn_cuMemCreate_t real, CUmemGenericAllocationHandle *handle,
+                        size_t size, const CUmemAllocationProp *prop, unsigned long long flags)
+{
+    int device = shim_disabled() ? -1 : vmm_charge(size, prop);
+    CUresult r = real(handle, size, prop, flags);
+    int kept = 0;
+    if (device < 0)
+        return r;
+    if (r == CUDA_SUCCESS && *handle) {
+        pthread_mutex_lock(&app_lock);
+        kept = app_put((app_mem_t){ *handle, size, device, 1 }) == 0;
+        pthread_mutex_unlock(&app_lock);
+    }
+    if (!kept)
+        vmm_uncharge(device, size);
+    return r;
+}
+
+/* Handle h of the application's memory was handed out again (cuMemRetainAllocationHandle). */
+void res_vmm_retained(CUmemGenericAllocationHandle h)
+{
+    pthread_mutex_lock(&app_lock);
+    size_t i = app_find(h);
+    if (i != SIZE_MAX)
+        app_tab[i].refs++;
+    pthread_mutex_unlock(&app_lock);
+}
+
+/* The last reference's entry leaves the table before the driver releases h, so that a handle
+ * value the driver hands out again at once is never taken for it. */
+CUresult res_vmm_release(shim_pfn_cuMemRelease_t real, CUmemGenericAllocationHandle h)
+{
+    app_mem_t m = { 0 };
+    pthread_mutex_lock(&app_lock);
+    size_t i = app_find(h);
+    int found = i != SIZE_MAX && app_tab[i].refs == 1 && app_take(h, &m);
+    if (i != SIZE_MAX && !found)
+        app_tab[i].refs--;              /* the driver may refuse: then the count is off by one */
+    pthread_mutex_unlock(&app_lock);
+    CUresult r = real(h);
+    if (!found)
+        return r;
+    if (r != CUDA_SUCCESS) {
+        pthread_mutex_lock(&app_lock);
+        int kept = app_put(m) == 0;
+        pthread_mutex_unlock(&app_lock);
+        if (kept)
+            return r;
+    }
+    vmm_uncharge(m.device, m.size);
+    return r;
+}
+
+/*
+ * The application's own memory pools (cuMemAllocFromPoolAsync): what a pool reserves from
+ * the device (CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT) is charged to the budget of the device
+ * of the current context.  Before an allocation that the pool's free memory cannot hold,
+ * arena chunks are evicted to make room for it; after it, the charge follows the pool's
+ * reserve, and it follows it again whenever memory is short (pools give memory back at the
+ * driver's will), at a trim and when the pool is destroyed.  A pool whose memory turns out
+ * not to be this device's (another device's, the host's) is remembered as such, uncharged.
+ */
+static app_pool_t *pool_entry(res_dev_t *d, CUmemoryPool pool, int add)
+{
+    for (unsigned i = 0; i < d->npools; i++)
+        if (d->pools[i].pool == pool)
+            return &d->pools[i];
+    if (!add)
+        return NULL;
+    if (d->npools == d->cap_pools) {
+        unsigned cap = d->cap_pools ? d->cap_pools * 2 : 4;
+        app_pool_t *p = realloc(d->pools, cap * sizeof(*p));
+        if (!p)
+            return NULL;
+        d->pools = p;
+        d->cap_pools = cap;
+    }
+    d->pools[d->npools] = (app_pool_t){ .pool = pool };
+    return &d->pools[d->npools++];
+}
+
+static uint64_t pool_attr(CUmemoryPool pool, CUmemPool_attribute a, int *ok)
+{
+    cuuint64_t v = 0;
+    *ok = DRV(cuMemPoolGetAttribute)(pool, a, &v) == CUDA_SUCCESS;
+    return v;
+}
+
+/* The charge of pool entry p follows the pool's reserve (d locked); returns the charge. */
+static uint64_t pool_sync(res_dev_t *d, app_pool_t *p)
+{
+    int ok;
+    uint64_t reserved = pool_attr(p->pool, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT, &ok);
+    if (ok && p->mine >= 0) {
+        app_charge(d, 0, (int64_t)(reserved - p->charged));
+        p->charged = reserved;
+    }
+    return p->charged;
+}
+
+/* Forget pool entry p, giving back its charge (d locked). */
+static void pool_drop(res_dev_t *d, app_pool_t *p)
+{
+    app_charge(d, 0, -(int64_t)p->charged);
+    *p = d->pools[--d->npools];
+}
+
+void res_pools_sync(res_dev_t *d)
+{
+    for (unsigned i = 0; i < d->npools; i++)
+        pool_sync(d, &d->pools[i]);
+}
+
+void res_pool_alloc_begin(CUmemoryPool pool, size_t bytes)
+{
+    res_dev_t *d = pool ? current_dev(NULL) : NULL;
+    app_pool_t *p;
+    int ok;
+    if (!d)
+        return;
+    pthread_mutex_lock(&d->lock);
+    relax_t rx = relax_begin();
+    if ((p = pool_entry(d, pool, 1)) != NULL && p->mine >= 0) {
+        uint64_t reserved = pool_sync(d, p);
+        uint64_t used = pool_attr(pool, CU_MEMPOOL_ATTR_USED_MEM_CURRENT, &ok);
+        if (ok && (reserved < used || reserved - used < bytes))
+            res_make_bytes(d, bytes);       /* the pool must grow: room for it first */
+    }
+    relax_end(rx);
+    pthread_mutex_unlock(&d->lock);
+}
+
+/* Is the pool memory at p this device's? */
+static int device_memory(const res_dev_t *d, CUdeviceptr p)
+{
+    unsigned type = 0;
+    int ordinal = -1;
+    return DRV(cuPointerGetAttribute)(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, p) ==
+               CUDA_SUCCESS && type == CU_MEMORYTYPE_DEVICE &&
+           DRV(cuPointerGetAttribute)(&ordinal, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, p) ==
+               CUDA_SUCCESS && ordinal == d->device;
+}
+
+void res_pool_alloc_end(CUmemoryPool pool, CUresult r, CUdeviceptr p)
+{
+    res_dev_t *d = pool ? current_dev(NULL) : NULL;
+    app_pool_t *e;
+    if (!d)
+        return;
+    pthread_mutex_lock(&d->lock);
+    if ((e = pool_entry(d, pool, 0)) != NULL) {
+        if (r == CUDA_SUCCESS && !e->mine)
+            e->mine = device_memory(d, p) ? 1 : -1;
+        if (e->mine < 0) {
+            app_charge(d, 0, -(int64_t)e->charged);     /* not this device's memory */
+            e->charged = 0;
+        }
+        pool_sync(d, e);
+    }
+    pthread_mutex_unlock(&d->lock);
+}
+
+/* Before cuMemPoolDestroy (destroy = 1) or after cuMemPoolTrimTo: forget or re-read pool. */
+void res_pool_changed(CUmemoryPool pool, int destroy)
+{
+    for (int i = 0; i < MAX_DEVICES; i++) {
+        res_dev_t *d = &res_devs[i];
+        app_pool_t *p;
+        if (!dev_ready(d))
+            continue;
+        pthread_mutex_lock(&d->lock);
+        if ((p = pool_entry(d, pool, 0)) != NULL) {
+            if (destroy)
+                pool_drop(d, p);
+            else
+                pool_sync(d, p);
+        }
+        pthread_mutex_unlock(&d->lock);
+    }
+}
+
+/* ---------------------------------------------------------------- devices */
 
 /* Which device's arena an operation concerns: the current one, if it has an arena. */
 res_dev_t *res_active_dev(CUcontext *ctx)
 {
     for (int i = 0; i < MAX_DEVICES; i++)
-        if (atomic_load_explicit((_Atomic int *)&res_devs[i].ready, memory_order_acquire) > 0)
+        if (dev_ready(&res_devs[i]))
             return current_dev(ctx);
     return NULL;
 }
 
-
 /* ---------------------------------------------------------------- statistics */
+
+static unsigned long long mib(uint64_t bytes)
+{
+    return (unsigned long long)(bytes >> 20);
+}
 
 void res_stats_print(void)
 {
@@ -371,19 +955,24 @@ void res_stats_print(void)
         shim_log_plain("device %d: allocations %llu live, %llu peak; GPU peak %llu MiB of %llu, "
                        "host peak %llu MiB of %llu", d->device,
                        (unsigned long long)st.live_allocs, (unsigned long long)st.peak_live_allocs,
-                       (unsigned long long)(d->gpu_peak >> 20),
-                       (unsigned long long)(d->gpu_budget >> 20),
-                       (unsigned long long)(d->host_peak >> 20),
-                       (unsigned long long)(d->host_budget >> 20));
+                       mib(d->gpu_peak), mib(d->gpu_budget), mib(d->host_peak),
+                       mib(d->host_budget));
         shim_log_plain("device %d: migrations to host %llu (%llu MiB), to GPU %llu (%llu MiB), "
                        "evictions forced %llu, blocked on migrations %.3f s, blocked on frees "
                        "%.3f s", d->device,
-                       (unsigned long long)d->migrations_out,
-                       (unsigned long long)(d->bytes_out >> 20),
-                       (unsigned long long)d->migrations_in,
-                       (unsigned long long)(d->bytes_in >> 20),
+                       (unsigned long long)d->migrations_out, mib(d->bytes_out),
+                       (unsigned long long)d->migrations_in, mib(d->bytes_in),
                        (unsigned long long)d->evictions_forced, d->blocked_s,
                        d->blocked_free_s);
+        shim_log_plain("device %d: application VMM memory %llu MiB (peak %llu), pools %llu MiB "
+                       "(peak %llu); chunks pinned %u (total %llu, fences that pinned %llu); "
+                       "frees deferred %llu, in captures %llu; evicted chunks %s", d->device,
+                       mib(d->app_used), mib(d->app_peak), mib(d->pool_used), mib(d->pool_peak),
+                       d->pinned, (unsigned long long)d->pins,
+                       (unsigned long long)d->fences_pinned,
+                       (unsigned long long)d->frees_deferred,
+                       (unsigned long long)d->frees_captured,
+                       d->host_mappable ? "stay mapped" : "unmapped");
     }
 }
 
@@ -393,4 +982,3 @@ void res_after_fork(void)
     for (int i = 0; i < MAX_DEVICES; i++)
         res_devs[i].ready = -1;
 }
-

@@ -63,8 +63,15 @@ typedef struct kparams {
     uint32_t *sizes;
 } kparams_t;
 
+/*
+ * One chunk of an arena (64 bytes).  `phys` is its physical memory: a VMM handle mapped at
+ * the chunk's address, except for a TIER_HOST chunk of a device without host VMM mapping
+ * (res_dev_t.host_mappable = 0), where it is the address of the pinned host piece holding
+ * the chunk's contents while its address is unmapped.
+ */
 typedef struct chunk {
     uint8_t tier;
+    uint8_t pinned;                 /* never evicted again (res_pin) */
     uint32_t seen;                  /* serial of the last launch that collected it */
     CUmemGenericAllocationHandle phys;
     use_t use;                      /* last use */
@@ -72,7 +79,29 @@ typedef struct chunk {
     /* The chunks of the allocation that owns this one: [span_first, +span_n); a slab chunk
      * (shared by small allocations) spans only itself.  Set by res_alloc; see collect_ptr. */
     uint32_t span_first, span_n;
+    uint32_t prev, next;            /* 1 + neighbours on its list (res_move.c); 0: none */
 } chunk_t;
+
+/* A list of chunks threaded through chunk_t.prev/next, oldest first (indices + 1; 0: none). */
+typedef struct clist {
+    uint32_t head, tail, n;
+} clist_t;
+
+/* A free that waits for an event recorded on the freeing stream (cuMemFreeAsync). */
+typedef struct deferred {
+    uint64_t base;                  /* the allocation */
+    CUstream s;                     /* the freeing stream (NULL for default streams) */
+    use_event_t *ev;
+    struct deferred *next;
+} deferred_t;
+
+/* One of the application's own memory pools: its growth is charged to the GPU budget of the
+ * device it allocates on (res.c, "the application's own memory"). */
+typedef struct app_pool {
+    CUmemoryPool pool;
+    uint64_t charged;               /* the pool's reserved bytes charged to the budget */
+    int mine;                       /* its memory is this device's: 1, not: -1, not known: 0 */
+} app_pool_t;
 
 typedef struct res_dev {
     int ready;                      /* 1: set up; -1: set-up failed, pass everything through */
@@ -87,17 +116,32 @@ typedef struct res_dev {
     CUstream stream;                /* the shim's own copy stream */
     CUstream join;                  /* where last uses on different streams are joined */
     uint64_t gpu_budget, host_budget, gpu_used, host_used, gpu_peak, host_peak;
-    int host_mappable;              /* VMM host allocations supported */
+    uint64_t resident[3];           /* bytes of chunks in use per TIER_* (traced as MEMORY) */
+    uint64_t app_used, app_peak;    /* the application's own device memory (cuMemCreate) */
+    uint64_t pool_used, pool_peak;  /* growth of the application's own pools */
+    int host_mappable;              /* VMM host allocations supported; else evictions unmap */
+    CUmemLocation host_loc;         /* where host chunks are created when host_mappable */
+    clist_t lru;                    /* GPU chunks that may be evicted, least recently used first */
+    clist_t host;                   /* chunks in host memory, in the order they were evicted */
+    uint32_t pinned;                /* chunks pinned resident */
+    int arena_busy;                 /* inside an arena call: deferred frees wait */
+    deferred_t *deferred;           /* cuMemFreeAsync frees waiting, oldest first */
+    deferred_t **deferred_end;      /* where the next one goes */
+    app_pool_t *pools;              /* the application's pools seen allocating on this device */
+    unsigned npools, cap_pools;
     use_t fence;                    /* a use of unknown memory: every chunk waits for it */
     strm_t streams[MAX_STREAMS];
     unsigned nstreams, last_slot;
     kparams_t kcache[KCACHE];
     CUmemGenericAllocationHandle spare[2][SPARES];  /* unmapped physical chunks, per tier */
     int nspare[2];
+    CUmemGenericAllocationHandle swap;  /* no host mapping: the swap piece (res_move.c) */
+    int swap_owed;                  /* the swap piece is out: the next host piece put refills it */
     use_event_t *free_events;
     uint64_t clock;                 /* LRU stamps */
     uint32_t serial;
     uint64_t migrations_out, migrations_in, bytes_out, bytes_in, evictions_forced;
+    uint64_t pins, frees_deferred, frees_captured, fences_pinned;
     double blocked_s, blocked_free_s;   /* host waits of migrations, of frees and releases */
 } res_dev_t;
 
@@ -155,19 +199,45 @@ typedef struct collect {
 
 /* ---------------------------------------------------------------- res.c */
 res_dev_t *res_active_dev(CUcontext *ctx);
+/* Free the deferred frees whose stream passed them (all of them, waiting, when `wait`);
+ * returns how many were freed.  Not while d->arena_busy. */
+unsigned res_deferred_drain(res_dev_t *d, int wait);
+/* Bring the charges of d's application pools up to date (they shrink at the driver's will). */
+void res_pools_sync(res_dev_t *d);
 
 /* ---------------------------------------------------------------- res_move.c */
 double res_now_s(void);
-CUmemAllocationProp res_prop_for(int tier, int device);
+/* Properties of d's physical chunks of `tier` (a host tier only where host memory maps). */
+CUmemAllocationProp res_prop_for(const res_dev_t *d, int tier);
+/* Device memory charged to d's GPU budget: arena chunks, the application's own. */
+uint64_t res_gpu_charged(const res_dev_t *d);
 int res_has_room(const res_dev_t *d, int tier);
 void res_phys_put(res_dev_t *d, int tier, CUmemGenericAllocationHandle h);
 CUresult res_map_new(res_dev_t *d, int tier, CUdeviceptr va, CUmemGenericAllocationHandle *h);
-CUresult res_migrate(res_dev_t *d, uint32_t ci, int tier);
+/* Back chunk ci, coming into use, with memory of `tier` and put it on its list. */
+CUresult res_back(res_dev_t *d, uint32_t ci, int tier);
+/* Chunk ci goes out of use: off its list, its memory back to the spares (unmapped already). */
+void res_unback(res_dev_t *d, uint32_t ci);
 int res_make_room(res_dev_t *d, uint32_t serial);
+/* Evict until `bytes` more fit in the GPU budget with no spare chunk held; 0 or -ENOMEM. */
+int res_make_bytes(res_dev_t *d, uint64_t bytes);
+/* Chunk ci was used now: most recently used. */
+void res_touch(res_dev_t *d, uint32_t ci);
+/* Map unmapped chunk ci back (devices without host mapping), for a query about its mapping. */
+void res_map_back(res_dev_t *d, uint32_t ci);
+/* Pin chunk ci resident: never evicted again; brought into GPU memory if it can be. */
+void res_pin(res_dev_t *d, uint32_t ci);
+/* Make what operation k reaches usable before it is enqueued (see the definition). */
+void res_reach(res_dev_t *d, collect_t *k, int promote);
 
 /* ---------------------------------------------------------------- res_use.c */
 void res_use_clear(res_dev_t *d, use_t *u);
 void res_wait_idle(res_dev_t *d, chunk_t *c, double *blocked);
 void res_finish(res_dev_t *d, collect_t *k, CUstream s, int ptds);
+/* An event recorded now on stream s (an application stream, ptds: the _ptsz ABI), or NULL. */
+use_event_t *res_record(res_dev_t *d, CUstream s, int ptds);
+int res_event_done(use_event_t *e);
+void res_event_wait(use_event_t *e, double *blocked);
+void res_event_put(res_dev_t *d, use_event_t *e);
 
 #endif

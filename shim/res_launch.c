@@ -6,7 +6,10 @@
  * cuFuncGetParamInfo, cached per function) or of the `extra` buffer, and in copy operands;
  * each names the chunks of its allocation.  Chunks on the host are brought into GPU memory,
  * evicting others, before the driver enqueues the operation; afterwards the operation becomes
- * their last use (res_use.c).  The device's lock is held from begin to end.
+ * their last use (res_use.c).  The device's lock is held from begin to end.  While a trace is
+ * recorded (the launch has an operation id), the tracer sees the same words
+ * (shim_trace_words) and asks for the base of the allocation of those it does not know yet,
+ * to name the allocations in the launch's record.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -103,13 +106,43 @@ static inline void collect_ptr(collect_t *k, uint64_t p)
         collect_chunk(k, first + i);
 }
 
-/* Scan every 8-byte word of a parameter value for arena pointers. */
-static void collect_words(collect_t *k, const void *buf, size_t size)
+/* For the trace: the base of the allocation holding p (inside k's arena), or 0. */
+static uint64_t arena_base(void *ctx, uint64_t p)
+{
+    const res_dev_t *d = ((collect_t *)ctx)->d;
+    arena_info_t info;
+    uint64_t off = p - d->base;
+    uint32_t ci = (uint32_t)(d->chunk_shift >= 0 ? off >> d->chunk_shift : off / d->chunk);
+    int found = d->chunks[ci].tier != TIER_NONE && arena_lookup(d->arena, p, &info) == 0;
+    return found ? info.base : 0;
+}
+
+/* The words a launch's arguments hold, gathered for the tracer (one call per batch). */
+typedef struct trace_words {
+    size_t n;
+    uint64_t w[64];
+} trace_words_t;
+
+static void trace_flush(collect_t *k, trace_words_t *t)
+{
+    if (t->n)
+        shim_trace_words(t->w, t->n * 8, k->d->base, k->d->base + k->d->size, arena_base, k);
+    t->n = 0;
+}
+
+/* Scan every 8-byte word of a parameter value for arena pointers (and, traced (t not NULL),
+ * gather them for the tracer, which learns which allocations they name). */
+static void collect_words(collect_t *k, const void *buf, size_t size, trace_words_t *t)
 {
     for (size_t off = 0; off + 8 <= size; off += 8) {
         uint64_t v;
         memcpy(&v, (const char *)buf + off, 8);
         collect_ptr(k, v);
+        if (t) {
+            if (t->n == SHIM_ARRAY_LEN(t->w))
+                trace_flush(k, t);
+            t->w[t->n++] = v;
+        }
     }
 }
 
@@ -160,7 +193,7 @@ static const kparams_t *kparams(res_dev_t *d, CUfunction f, kparams_t *tmp)
     return kp;
 }
 
-static void collect_params(collect_t *k, const shim_launch_t *l)
+static void collect_params(collect_t *k, const shim_launch_t *l, trace_words_t *t)
 {
     kparams_t tmp;
     const kparams_t *kp = kparams(k->d, l->f, &tmp);
@@ -168,15 +201,21 @@ static void collect_params(collect_t *k, const shim_launch_t *l)
     if (kp->n == 0)
         k->unknown = 1;             /* no parameter information: the arguments are opaque */
     for (unsigned i = 0; i < kp->n; i++)
-        collect_words(k, l->params[i], kp->sizes[i]);
+        collect_words(k, l->params[i], kp->sizes[i], t);
     if (kp == &tmp)
         free(tmp.sizes);
 }
 
 static void collect_launch(collect_t *k, const shim_launch_t *l)
 {
-    if (!l->f) {
-        k->unknown = 1;                 /* a graph: its nodes are not inspected */
+    trace_words_t words, *t = NULL;
+    if (l->op) {                        /* recorded: the tracer sees the words too */
+        words.n = 0;
+        t = &words;
+    }
+
+    if (!l->f || l->kind == SHIM_LAUNCH_LEGACY) {
+        k->unknown = 1;     /* a graph (nodes not inspected), or arguments set by cuParamSet* */
         return;
     }
     if (l->extra) {
@@ -186,25 +225,18 @@ static void collect_launch(collect_t *k, const shim_launch_t *l)
                 for (size_t j = 0; l->extra[j] != CU_LAUNCH_PARAM_END && j < 64; j += 2)
                     if (l->extra[j] == CU_LAUNCH_PARAM_BUFFER_SIZE)
                         size = *(size_t *)l->extra[j + 1];
-                collect_words(k, l->extra[i + 1], size);
+                collect_words(k, l->extra[i + 1], size, t);
             }
-        return;
+    } else if (l->params) {
+        collect_params(k, l, t);
     }
-    if (l->params)
-        collect_params(k, l);
+    if (t)
+        trace_flush(k, t);
 }
 
-/* Bring the collected chunks into GPU memory, as far as the budget allows. */
-static void bring_in(res_dev_t *d, collect_t *k)
+unsigned res_code_generation(void)
 {
-    for (size_t i = 0; i < k->n; i++) {
-        chunk_t *c = &d->chunks[k->ids[i]];
-        if (c->tier != TIER_HOST)
-            continue;
-        if (res_make_room(d, k->serial) < 0)
-            break;                      /* still mapped in host memory: slower, still right */
-        res_migrate(d, k->ids[i], TIER_GPU);
-    }
+    return atomic_load_explicit(&res_code_gen, memory_order_acquire);
 }
 
 /*
@@ -234,7 +266,7 @@ void res_launch_begin(shim_launch_t *l)
     collect_launch(k, l);
     k->capturing = capturing(l->stream, shim_hook_per_thread[l->hook]);
     if (!k->capturing)
-        bring_in(d, k);
+        res_reach(d, k, 1);
     relax_end(rx);
     l->res = k;             /* the lock stays held until res_launch_end */
 }
@@ -270,6 +302,11 @@ void res_copy_begin(shim_copy_t *c)
     if (c->desc || c->count)
         k->unknown = 1;     /* structured and batched copies: operands not decoded */
     k->capturing = capturing(c->stream, shim_hook_per_thread[c->hook]);
+    if (!k->capturing) {
+        relax_t rx = relax_begin();
+        res_reach(d, k, 0);
+        relax_end(rx);
+    }
     c->res = k;
 }
 

@@ -1,12 +1,20 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * res_move.c - physical memory of the residency tiers, migrations and eviction.
+ * res_move.c - physical memory of the residency tiers, migrations, eviction and pinning.
  *
- * Each chunk in use is backed by exactly one physical allocation mapped at its address.
- * Moving a chunk maps new memory of the target tier at a staging address, waits for the
- * chunk's last use, copies, then swaps the mappings under the chunk's address; on failure
- * the source stays mapped and authoritative (DESIGN.md invariant 5).  Eviction takes the
- * least recently used GPU chunk that the operation being prepared does not need.
+ * Each chunk in use is backed by exactly one physical allocation.  Where the device maps host
+ * memory through VMM, both tiers are mapped at the chunk's address: moving a chunk maps new
+ * memory of the target tier at a staging address, waits for the chunk's last use, copies,
+ * then swaps the mappings under the chunk's address.  Where it cannot (no host VMM), a chunk
+ * in host memory lives in a piece of plain pinned host memory and its address is unmapped:
+ * eviction copies it out and unmaps, and every operation that reaches it maps GPU memory
+ * back and copies it in first (res_reach).  On failure the source stays mapped and
+ * authoritative (DESIGN.md invariant 5).
+ *
+ * Eviction takes the least recently used GPU chunk that the operation being prepared does
+ * not need, in O(1): evictable GPU chunks sit on an intrusive list in order of last use
+ * (res_touch moves a chunk to its tail), chunks in host memory on a second list.  Pinned
+ * chunks are on neither and never move again.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -25,15 +33,14 @@ double res_now_s(void)
     return (double)ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
-CUmemAllocationProp res_prop_for(int tier, int device)
+CUmemAllocationProp res_prop_for(const res_dev_t *d, int tier)
 {
     CUmemAllocationProp p = { .type = CU_MEM_ALLOCATION_TYPE_PINNED };
     if (tier == TIER_GPU) {
         p.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
-        p.location.id = device;
+        p.location.id = d->device;
     } else {
-        p.location.type = CU_MEM_LOCATION_TYPE_HOST;
-        p.location.id = 0;
+        p.location = d->host_loc;
     }
     return p;
 }
@@ -45,7 +52,121 @@ static CUresult set_access(res_dev_t *d, CUdeviceptr va, uint64_t size)
     return DRV(cuMemSetAccess)(va, size, &a, 1);
 }
 
-static void charge(res_dev_t *d, int tier, int64_t bytes);
+/* Is chunk c's memory mapped at its address (both tiers where host memory maps)? */
+static int mapped(const res_dev_t *d, const chunk_t *c)
+{
+    return c->tier == TIER_GPU || (c->tier == TIER_HOST && d->host_mappable);
+}
+
+/* The pinned host piece of an unmapped host chunk. */
+static void *piece(CUmemGenericAllocationHandle h)
+{
+    return (void *)(uintptr_t)h;
+}
+
+/* ---------------------------------------------------------------- chunk lists */
+
+static void list_add(res_dev_t *d, clist_t *l, uint32_t ci)
+{
+    chunk_t *c = &d->chunks[ci];
+    c->prev = l->tail;
+    c->next = 0;
+    if (l->tail)
+        d->chunks[l->tail - 1].next = ci + 1;
+    else
+        l->head = ci + 1;
+    l->tail = ci + 1;
+    l->n++;
+}
+
+static void list_del(res_dev_t *d, clist_t *l, uint32_t ci)
+{
+    chunk_t *c = &d->chunks[ci];
+    if (c->prev)
+        d->chunks[c->prev - 1].next = c->next;
+    else
+        l->head = c->next;
+    if (c->next)
+        d->chunks[c->next - 1].prev = c->prev;
+    else
+        l->tail = c->prev;
+    c->prev = c->next = 0;
+    l->n--;
+}
+
+/* The list chunk c belongs on, from its state: evictable GPU chunks on the LRU list, host
+ * chunks on the host list, the others (pinned on the GPU, not in use) on none. */
+static clist_t *list_of(res_dev_t *d, const chunk_t *c)
+{
+    if (c->tier == TIER_GPU)
+        return c->pinned ? NULL : &d->lru;
+    return c->tier == TIER_HOST ? &d->host : NULL;
+}
+
+/* Chunk ci's bytes leave tier `from` and join tier `to` (TIER_NONE: neither); the trace gets
+ * the device's new bytes per tier. */
+static void account(res_dev_t *d, int from, int to)
+{
+    if (from != TIER_NONE)
+        d->resident[from] -= d->chunk;
+    if (to != TIER_NONE)
+        d->resident[to] += d->chunk;
+    if (SHIM_TRACING()) {
+        uint64_t b[4] = { 0 };
+        b[SHIM_TIER_GPU] = d->resident[TIER_GPU];
+        b[SHIM_TIER_HOST] = d->resident[TIER_HOST];
+        shim_trace_memory(d->device, b);
+    }
+}
+
+static int trace_tier(int tier)
+{
+    return tier == TIER_GPU ? SHIM_TIER_GPU : SHIM_TIER_HOST;
+}
+
+static void unlist(res_dev_t *d, uint32_t ci)
+{
+    clist_t *l = list_of(d, &d->chunks[ci]);
+    if (l)
+        list_del(d, l, ci);
+}
+
+static void relist(res_dev_t *d, uint32_t ci)
+{
+    clist_t *l = list_of(d, &d->chunks[ci]);
+    if (l)
+        list_add(d, l, ci);
+}
+
+void res_touch(res_dev_t *d, uint32_t ci)
+{
+    chunk_t *c = &d->chunks[ci];
+    c->lru = ++d->clock;
+    if (c->tier == TIER_GPU && !c->pinned && d->lru.tail != ci + 1) {
+        list_del(d, &d->lru, ci);
+        list_add(d, &d->lru, ci);
+    }
+}
+
+/* ---------------------------------------------------------------- physical memory */
+
+static void charge(res_dev_t *d, int tier, int64_t bytes)
+{
+    if (tier == TIER_GPU) {
+        d->gpu_used += bytes;
+        if (d->gpu_used > d->gpu_peak)
+            d->gpu_peak = d->gpu_used;
+    } else if (tier == TIER_HOST) {
+        d->host_used += bytes;
+        if (d->host_used > d->host_peak)
+            d->host_peak = d->host_used;
+    }
+}
+
+uint64_t res_gpu_charged(const res_dev_t *d)
+{
+    return d->gpu_used + d->app_used + d->pool_used;
+}
 
 /*
  * Physical chunks of a tier: a few unmapped ones are kept (they stay charged to the tier's
@@ -55,8 +176,46 @@ static void charge(res_dev_t *d, int tier, int64_t bytes);
 int res_has_room(const res_dev_t *d, int tier)
 {
     if (tier == TIER_GPU)
-        return d->nspare[0] || d->gpu_used + d->chunk <= d->gpu_budget;
-    return d->host_mappable && (d->nspare[1] || d->host_used + d->chunk <= d->host_budget);
+        return d->nspare[0] || res_gpu_charged(d) + d->chunk <= d->gpu_budget;
+    return d->nspare[1] || d->host_used + d->chunk <= d->host_budget;
+}
+
+/* A chunk-sized piece of pinned host memory, allocated in the arena's context (a context the
+ * application destroys would take its pinned memory with it), usable from every context. */
+static CUresult piece_alloc(res_dev_t *d, CUmemGenericAllocationHandle *h)
+{
+    CUcontext popped;
+    void *p = NULL;
+    int pushed = DRV(cuCtxPushCurrent_v2)(d->ctx) == CUDA_SUCCESS;
+    CUresult r = DRV(cuMemHostAlloc)(&p, d->chunk, CU_MEMHOSTALLOC_PORTABLE);
+    if (pushed)
+        DRV(cuCtxPopCurrent_v2)(&popped);
+    *h = (CUmemGenericAllocationHandle)(uintptr_t)p;
+    return r;
+}
+
+/* New physical memory of a tier: a VMM allocation, or a piece of pinned host memory where
+ * host memory cannot be mapped through VMM. */
+static CUresult phys_create(res_dev_t *d, int tier, CUmemGenericAllocationHandle *h)
+{
+    if (tier == TIER_HOST && !d->host_mappable)
+        return piece_alloc(d, h);
+    CUmemAllocationProp p = res_prop_for(d, tier);
+    return DRV(cuMemCreate)(h, d->chunk, &p, 0);
+}
+
+static void phys_release(res_dev_t *d, int tier, CUmemGenericAllocationHandle h)
+{
+    CUcontext popped;
+    if (tier == TIER_HOST && !d->host_mappable) {
+        int pushed = DRV(cuCtxPushCurrent_v2)(d->ctx) == CUDA_SUCCESS;
+        DRV(cuMemFreeHost)(piece(h));
+        if (pushed)
+            DRV(cuCtxPopCurrent_v2)(&popped);
+    } else {
+        DRV(cuMemRelease)(h);
+    }
+    charge(d, tier, -(int64_t)d->chunk);
 }
 
 static CUresult phys_get(res_dev_t *d, int tier, CUmemGenericAllocationHandle *h)
@@ -66,22 +225,52 @@ static CUresult phys_get(res_dev_t *d, int tier, CUmemGenericAllocationHandle *h
         *h = d->spare[t][--d->nspare[t]];
         return CUDA_SUCCESS;
     }
-    CUmemAllocationProp p = res_prop_for(tier, d->device);
-    CUresult r = DRV(cuMemCreate)(h, d->chunk, &p, 0);
+    CUresult r = phys_create(d, tier, h);
     if (r == CUDA_SUCCESS)
         charge(d, tier, (int64_t)d->chunk);
     return r;
 }
 
+/*
+ * The swap piece (devices without host mapping): one pinned host piece outside the host
+ * budget, so that a chunk that must come back while both budgets are full can trade places
+ * with a victim: the victim goes out into the swap piece, and the piece the incoming chunk
+ * leaves becomes the swap piece (res_phys_put).  The number of charged pieces equals the
+ * chunks on the host plus the spares throughout, so the budgets hold.
+ */
+static int swap_take(res_dev_t *d, CUmemGenericAllocationHandle *h)
+{
+    if (!d->swap && !d->swap_owed && piece_alloc(d, &d->swap) != CUDA_SUCCESS)
+        return -ENOMEM;
+    if (!d->swap)
+        return -ENOMEM;
+    *h = d->swap;
+    d->swap = 0;
+    d->swap_owed = 1;
+    return 0;
+}
+
 void res_phys_put(res_dev_t *d, int tier, CUmemGenericAllocationHandle h)
 {
     int t = tier == TIER_GPU ? 0 : 1;
+    if (tier == TIER_HOST && d->swap_owed) {
+        d->swap = h;                    /* keeps its charge: the victim's piece has none */
+        d->swap_owed = 0;
+        return;
+    }
     if (d->nspare[t] < SPARES) {
         d->spare[t][d->nspare[t]++] = h;
         return;
     }
-    DRV(cuMemRelease)(h);
-    charge(d, tier, -(int64_t)d->chunk);
+    phys_release(d, tier, h);
+}
+
+/* Give the spare chunks of a tier back to the driver (their budget becomes free). */
+static void spares_release(res_dev_t *d, int tier)
+{
+    int t = tier == TIER_GPU ? 0 : 1;
+    while (d->nspare[t])
+        phys_release(d, tier, d->spare[t][--d->nspare[t]]);
 }
 
 /* Physical memory of `tier` mapped and accessible at va. */
@@ -98,29 +287,45 @@ CUresult res_map_new(res_dev_t *d, int tier, CUdeviceptr va, CUmemGenericAllocat
     return r;
 }
 
-static void charge(res_dev_t *d, int tier, int64_t bytes)
+CUresult res_back(res_dev_t *d, uint32_t ci, int tier)
 {
-    if (tier == TIER_GPU) {
-        d->gpu_used += bytes;
-        if (d->gpu_used > d->gpu_peak)
-            d->gpu_peak = d->gpu_used;
-    } else if (tier == TIER_HOST) {
-        d->host_used += bytes;
-        if (d->host_used > d->host_peak)
-            d->host_peak = d->host_used;
-    }
+    chunk_t *c = &d->chunks[ci];
+    CUresult r = tier == TIER_HOST && !d->host_mappable
+                     ? phys_get(d, tier, &c->phys)     /* contents undefined: nothing to copy */
+                     : res_map_new(d, tier, arena_chunk_addr(d->arena, ci), &c->phys);
+    if (r != CUDA_SUCCESS)
+        return r;
+    c->tier = (uint8_t)tier;
+    c->lru = ++d->clock;
+    relist(d, ci);
+    account(d, TIER_NONE, tier);
+    return CUDA_SUCCESS;
+}
+
+void res_unback(res_dev_t *d, uint32_t ci)
+{
+    chunk_t *c = &d->chunks[ci];
+    if (mapped(d, c))
+        DRV(cuMemUnmap)(arena_chunk_addr(d->arena, ci), d->chunk);
+    unlist(d, ci);
+    res_phys_put(d, c->tier, c->phys);
+    account(d, c->tier, TIER_NONE);
+    if (c->pinned)
+        d->pinned--;
+    res_use_clear(d, &c->use);
+    memset(c, 0, sizeof(*c));
 }
 
 /* ---------------------------------------------------------------- migration */
 
-/* Copy chunk ci into new physical memory of `tier` and swap the mappings under its address. */
-CUresult res_migrate(res_dev_t *d, uint32_t ci, int tier)
+/* Host memory mapped: copy chunk ci into new memory of `tier` mapped at the staging address,
+ * then swap the mappings under its own address; *h receives the new memory. */
+static CUresult swap_mapped(res_dev_t *d, uint32_t ci, int tier, CUmemGenericAllocationHandle *h)
 {
     chunk_t *c = &d->chunks[ci];
     CUdeviceptr va = arena_chunk_addr(d->arena, ci);
-    CUmemGenericAllocationHandle h;
 
-    CUresult r = res_map_new(d, tier, d->staging, &h);
+    CUresult r = res_map_new(d, tier, d->staging, h);
     if (r != CUDA_SUCCESS)
         return r;
     res_wait_idle(d, c, &d->blocked_s);
@@ -130,18 +335,90 @@ CUresult res_migrate(res_dev_t *d, uint32_t ci, int tier)
     DRV(cuMemUnmap)(d->staging, d->chunk);
     if (r == CUDA_SUCCESS) {
         DRV(cuMemUnmap)(va, d->chunk);
-        r = DRV(cuMemMap)(va, d->chunk, 0, h, 0);
+        r = DRV(cuMemMap)(va, d->chunk, 0, *h, 0);
         if (r == CUDA_SUCCESS)
             r = set_access(d, va, d->chunk);
     }
     if (r != CUDA_SUCCESS) {
         /* The source stays authoritative (invariant 5): put it back if it was unmapped. */
-        res_phys_put(d, tier, h);
+        res_phys_put(d, tier, *h);
         if (DRV(cuMemMap)(va, d->chunk, 0, c->phys, 0) == CUDA_SUCCESS)
             set_access(d, va, d->chunk);
-        return r;
     }
+    return r;
+}
+
+/* No host mapping: copy GPU chunk ci into a pinned host piece (*h; the swap piece when
+ * `swap`), then unmap its address.  Unmapping is a host write: it comes after the host waited
+ * for the copy and the last uses. */
+static CUresult unmap_out(res_dev_t *d, uint32_t ci, CUmemGenericAllocationHandle *h, int swap)
+{
+    CUdeviceptr va = arena_chunk_addr(d->arena, ci);
+    CUresult r = swap ? (swap_take(d, h) == 0 ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY)
+                      : phys_get(d, TIER_HOST, h);
+    if (r != CUDA_SUCCESS)
+        return r;
+    res_wait_idle(d, &d->chunks[ci], &d->blocked_s);
+    r = DRV(cuMemcpyDtoHAsync_v2)(piece(*h), va, d->chunk, d->stream);
+    if (r == CUDA_SUCCESS)
+        r = DRV(cuStreamSynchronize)(d->stream);
+    if (r == CUDA_SUCCESS)
+        r = DRV(cuMemUnmap)(va, d->chunk);
+    if (r != CUDA_SUCCESS)
+        res_phys_put(d, TIER_HOST, *h);      /* the GPU copy stays authoritative */
+    return r;
+}
+
+/* No host mapping: map GPU memory (*h) at unmapped chunk ci's address and copy its contents
+ * in from its host piece.  Nothing can use an unmapped chunk, so nothing is waited for. */
+static CUresult map_in(res_dev_t *d, uint32_t ci, CUmemGenericAllocationHandle *h)
+{
+    CUdeviceptr va = arena_chunk_addr(d->arena, ci);
+    CUresult r = res_map_new(d, TIER_GPU, va, h);
+    if (r != CUDA_SUCCESS)
+        return r;
+    r = DRV(cuMemcpyHtoDAsync_v2)(va, piece(d->chunks[ci].phys), d->chunk, d->stream);
+    if (r == CUDA_SUCCESS)
+        r = DRV(cuStreamSynchronize)(d->stream);
+    if (r != CUDA_SUCCESS) {
+        DRV(cuMemUnmap)(va, d->chunk);       /* the host piece stays authoritative */
+        res_phys_put(d, TIER_GPU, *h);
+    }
+    return r;
+}
+
+/* Chunk ci now lives in memory h of `tier`: its old memory goes back, it changes lists. */
+static void set_tier(res_dev_t *d, uint32_t ci, int tier, CUmemGenericAllocationHandle h)
+{
+    chunk_t *c = &d->chunks[ci];
+    unlist(d, ci);
     res_phys_put(d, c->tier, c->phys);
+    account(d, c->tier, tier);
+    c->phys = h;
+    c->tier = (uint8_t)tier;
+    if (tier == TIER_GPU)
+        c->lru = ++d->clock;        /* brought in for a use: the most recently used */
+    relist(d, ci);
+}
+
+/* Move chunk ci into memory of `tier` (copying its contents; out into the swap piece when
+ * `swap`).  A move does not look at the budgets: callers make room first. */
+static CUresult migrate(res_dev_t *d, uint32_t ci, int tier, int swap)
+{
+    CUmemGenericAllocationHandle h;
+    int from = d->chunks[ci].tier;
+    if (from == tier)
+        return CUDA_SUCCESS;
+    uint64_t start = SHIM_TRACING() ? shim_trace_now() : 0;
+    CUresult r = d->host_mappable ? swap_mapped(d, ci, tier, &h)
+                 : tier == TIER_HOST ? unmap_out(d, ci, &h, swap)
+                                     : map_in(d, ci, &h);
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (SHIM_TRACING())
+        shim_trace_migration(d->device, ci, d->chunk, trace_tier(from), trace_tier(tier), start,
+                             shim_trace_now(), shim_trace_current_op());
+    set_tier(d, ci, tier, h);
     if (tier == TIER_HOST) {
         d->migrations_out++;
         d->bytes_out += d->chunk;
@@ -149,35 +426,186 @@ CUresult res_migrate(res_dev_t *d, uint32_t ci, int tier)
         d->migrations_in++;
         d->bytes_in += d->chunk;
     }
-    c->phys = h;
-    c->tier = (uint8_t)tier;
     return CUDA_SUCCESS;
 }
 
-/* The least recently used GPU chunk not collected by launch `serial`, or UINT32_MAX. */
-static uint32_t victim(res_dev_t *d, uint32_t serial)
+/* ---------------------------------------------------------------- eviction */
+
+/* The least recently used evictable GPU chunk not collected by operation `serial` (0: any),
+ * or UINT32_MAX.  Only the operation's own chunks are skipped on the way. */
+static uint32_t victim(const res_dev_t *d, uint32_t serial)
 {
-    uint32_t best = UINT32_MAX, n = arena_chunk_count(d->arena);
-    for (uint32_t i = 0; i < n; i++) {
-        chunk_t *c = &d->chunks[i];
-        if (c->tier == TIER_GPU && (serial == 0 || c->seen != serial) &&
-            (best == UINT32_MAX || c->lru < d->chunks[best].lru))
-            best = i;
-    }
-    return best;
+    for (uint32_t i = d->lru.head; i; i = d->chunks[i - 1].next)
+        if (serial == 0 || d->chunks[i - 1].seen != serial)
+            return i - 1;
+    return UINT32_MAX;
+}
+
+/* The base of the allocation that owns chunk ci, or 0 for a slab chunk (shared by small
+ * allocations): a large allocation starts at its first chunk's address. */
+static uint64_t owner_base(const res_dev_t *d, uint32_t ci)
+{
+    const chunk_t *c = &d->chunks[ci];
+    arena_info_t info;
+    uint64_t first = arena_chunk_addr(d->arena, c->span_first);
+    if (arena_lookup(d->arena, first, &info) != 0 || info.base != first ||
+        arena_small_class(d->arena, info.size))
+        return 0;
+    return first;
+}
+
+/* Evict one chunk to host memory for operation `serial`; with the host budget used up, into
+ * the swap piece when `swap` (a chunk that leaves host memory is about to refill it).  0 or
+ * -ENOMEM. */
+static int evict_one(res_dev_t *d, uint32_t serial, int swap)
+{
+    int via_swap = !res_has_room(d, TIER_HOST);
+    if (via_swap && (!swap || d->host_mappable))
+        return -ENOMEM;
+    uint32_t v = victim(d, serial);
+    if (v == UINT32_MAX || migrate(d, v, TIER_HOST, via_swap) != CUDA_SUCCESS)
+        return -ENOMEM;
+    if (SHIM_TRACING())
+        shim_trace_eviction(d->device, v, owner_base(d, v), d->chunk, SHIM_TIER_GPU,
+                            SHIM_TIER_HOST, 0);
+    d->evictions_forced++;
+    SHIM_TRACE(RES, "evicted chunk %u to host%s", v, d->host_mappable ? "" : " (unmapped)");
+    return 0;
+}
+
+/* Memory is short: first take back what frees and the application's pools no longer hold
+ * (never from inside an arena call, which deferred frees would re-enter). */
+static void reclaim(res_dev_t *d)
+{
+    if (d->deferred && !d->arena_busy)
+        res_deferred_drain(d, 0);
+    if (d->npools)
+        res_pools_sync(d);
 }
 
 /* Make room for one more GPU chunk by evicting to host memory; 0 or -ENOMEM. */
 int res_make_room(res_dev_t *d, uint32_t serial)
 {
-    while (!res_has_room(d, TIER_GPU)) {
-        if (!res_has_room(d, TIER_HOST))
+    if (!res_has_room(d, TIER_GPU))
+        reclaim(d);
+    while (!res_has_room(d, TIER_GPU))
+        if (evict_one(d, serial, 0) < 0)
             return -ENOMEM;
-        uint32_t v = victim(d, serial);
-        if (v == UINT32_MAX || res_migrate(d, v, TIER_HOST) != CUDA_SUCCESS)
-            return -ENOMEM;
-        d->evictions_forced++;
-        SHIM_TRACE(RES, "evicted chunk %u to host", v);
-    }
     return 0;
+}
+
+int res_make_bytes(res_dev_t *d, uint64_t bytes)
+{
+    reclaim(d);
+    for (;;) {
+        spares_release(d, TIER_GPU);
+        if (res_gpu_charged(d) + bytes <= d->gpu_budget)
+            return 0;
+        if (evict_one(d, 0, 0) < 0)
+            return -ENOMEM;
+    }
+}
+
+/* ---------------------------------------------------------------- pinning and reach */
+
+/*
+ * Bring host chunk ci into GPU memory, evicting chunks that operation `serial` does not need.
+ * Without room it stays where it is (mapped host memory: slower, still right), unless `must`
+ * (its address is unmapped): then it trades places with a victim through the swap piece, or,
+ * with no victim, exceeds the GPU budget (the driver has the last word).  0, or -ENOMEM when
+ * the chunk stayed on the host.
+ */
+static int bring_in(res_dev_t *d, uint32_t ci, uint32_t serial, int must)
+{
+    if (res_make_room(d, serial) < 0) {
+        if (!must)
+            return -ENOMEM;
+        evict_one(d, serial, 1);        /* trade places through the swap piece if it can */
+    }
+    CUresult r = migrate(d, ci, TIER_GPU, 0);
+    if (r != CUDA_SUCCESS && must)
+        SHIM_WARN(RES, "device %d: cannot map chunk %u back into GPU memory (CUresult %d): "
+                  "an operation that reaches it will fault", d->device, ci, (int)r);
+    return r == CUDA_SUCCESS ? 0 : -ENOMEM;
+}
+
+void res_map_back(res_dev_t *d, uint32_t ci)
+{
+    if (d->chunks[ci].tier == TIER_HOST && !d->host_mappable)
+        bring_in(d, ci, 0, 1);
+}
+
+static void pin(res_dev_t *d, uint32_t ci)
+{
+    if (d->chunks[ci].pinned)
+        return;
+    unlist(d, ci);
+    d->chunks[ci].pinned = 1;
+    d->pinned++;
+    d->pins++;
+    relist(d, ci);
+}
+
+void res_pin(res_dev_t *d, uint32_t ci)
+{
+    chunk_t *c = &d->chunks[ci];
+    if (c->pinned || c->tier == TIER_NONE)
+        return;
+    if (c->tier == TIER_HOST)
+        bring_in(d, ci, 0, !d->host_mappable);
+    if (c->tier != TIER_NONE)       /* (making room may have completed a deferred free) */
+        pin(d, ci);
+}
+
+/*
+ * Before an operation whose reach the shim cannot see (a launch with opaque arguments, a
+ * graph launch, a structured or batched copy) on a device whose evicted chunks are unmapped:
+ * every chunk comes back into GPU memory and is pinned there for good, not only while the
+ * operation may run.  An unseen use may leave an address where the shim never looks (in
+ * device memory, in a graph's nodes, in a library's state), so a later operation that looks
+ * fully visible may still follow it: only memory whose every use was seen may be unmapped
+ * (DESIGN.md invariant 2).  The cost is one pass over the chunks not yet pinned, so each
+ * chunk is pinned once in its life and a fence with nothing left to pin costs two tests;
+ * chunks that come into use later may be evicted again until the next such operation.
+ * Evictable GPU chunks are pinned first, so that bringing the host ones back evicts nothing.
+ */
+static void pin_everything(res_dev_t *d)
+{
+    if (!d->lru.n && !d->host.n)
+        return;
+    d->fences_pinned++;
+    SHIM_INFO(RES, "device %d: an operation the shim cannot see into pins %u GPU and %u host "
+              "chunks resident", d->device, d->lru.n, d->host.n);
+    while (d->lru.head)
+        pin(d, d->lru.head - 1);
+    for (uint32_t i = d->host.head, next; i; i = next) {
+        next = d->chunks[i - 1].next;
+        if (d->chunks[i - 1].pinned)
+            continue;                   /* one that could not come back, seen again */
+        CUresult r = migrate(d, i - 1, TIER_GPU, 0);   /* nothing is left to evict */
+        if (r != CUDA_SUCCESS)
+            SHIM_WARN(RES, "device %d: cannot map chunk %u back into GPU memory (CUresult "
+                      "%d): an operation that reaches it will fault", d->device, i - 1, (int)r);
+        pin(d, i - 1);
+    }
+}
+
+/*
+ * Make what operation k reaches usable by the device before it is enqueued.  Where host
+ * memory is mapped, chunks on the host are brought into GPU memory as far as the budget
+ * allows when `promote` (launches), and left where they are otherwise (copies read them in
+ * place).  Where it is not, every collected chunk on the host must come back, and an
+ * operation that reached unknown memory pins everything (pin_everything).
+ */
+void res_reach(res_dev_t *d, collect_t *k, int promote)
+{
+    int must = !d->host_mappable;
+    if (!must && !promote)
+        return;
+    if (must && k->unknown)
+        pin_everything(d);
+    for (size_t i = 0; i < k->n; i++)
+        if (d->chunks[k->ids[i]].tier == TIER_HOST &&
+            bring_in(d, k->ids[i], k->serial, must) < 0 && !must)
+            break;
 }

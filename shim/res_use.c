@@ -54,8 +54,18 @@ static use_event_t *event_ref(use_event_t *e)
 }
 
 
+int res_event_done(use_event_t *e)
+{
+    return DRV(cuEventQuery)(e->ev) == CUDA_SUCCESS;
+}
+
+void res_event_put(res_dev_t *d, use_event_t *e)
+{
+    event_put(d, e);
+}
+
 /* The host waits for e unless it is done; the time blocked is added to *blocked. */
-static void wait_event(use_event_t *e, double *blocked)
+void res_event_wait(use_event_t *e, double *blocked)
 {
     if (!e || DRV(cuEventQuery)(e->ev) == CUDA_SUCCESS)
         return;
@@ -114,8 +124,8 @@ void res_use_clear(res_dev_t *d, use_t *u)
 static void wait_use(res_dev_t *d, use_t *u, double *blocked)
 {
     if (u->slot)
-        wait_event(cover(d, u->slot - 1u, u->tick), blocked);
-    wait_event(u->prior, blocked);
+        res_event_wait(cover(d, u->slot - 1u, u->tick), blocked);
+    res_event_wait(u->prior, blocked);
     res_use_clear(d, u);
 }
 
@@ -240,7 +250,7 @@ void res_capture_end(void)
 }
 
 /* An event recorded now on the operation's stream (which is not capturing), or NULL. */
-static use_event_t *record_now(res_dev_t *d, CUstream s, int ptds)
+use_event_t *res_record(res_dev_t *d, CUstream s, int ptds)
 {
     use_event_t *e = event_get(d);
     if (e && (ptds ? DRV(cuEventRecord_ptsz)(e->ev, s) : DRV(cuEventRecord)(e->ev, s)) ==
@@ -333,16 +343,15 @@ void res_finish(res_dev_t *d, collect_t *k, CUstream s, int ptds)
 {
     int lazy = atomic_load_explicit(&res_captures, memory_order_acquire) == 0;
     int slot = lazy ? stream_slot(d, s, ptds, k->ctx) : -1;
-    use_event_t *e = slot < 0 ? record_now(d, s, ptds) : NULL;
+    use_event_t *e = slot < 0 ? res_record(d, s, ptds) : NULL;
     if (slot < 0 && !e)
         return;
     int n = join_op(d, k, slot, e);
     use_event_t *j = n ? join_record(d, e) : event_ref(e);
     uint64_t tick = slot >= 0 ? ++d->streams[slot].tick : 0;
     for (size_t i = 0; i < k->n; i++) {
-        chunk_t *c = &d->chunks[k->ids[i]];
-        use_set(d, &c->use, slot, tick, j);
-        c->lru = ++d->clock;
+        use_set(d, &d->chunks[k->ids[i]].use, slot, tick, j);
+        res_touch(d, k->ids[i]);
     }
     if (k->unknown)
         use_set(d, &d->fence, slot, tick, j);

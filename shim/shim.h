@@ -190,7 +190,9 @@ typedef struct shim_copy {
     const CUdeviceptr *dsts, *srcs; /* cuMemcpyBatchAsync: count destinations and sources */
     const size_t *sizes;        /* cuMemcpyBatchAsync: count sizes */
     size_t count;               /* entries of a batch */
+    unsigned value, elem;       /* memsets: the value and its size (1, 2 or 4 bytes) */
     void *res;                  /* residency's state between copy_begin and copy_end */
+    uint64_t op;                /* the trace's operation id; 0: not recorded */
 } shim_copy_t;
 
 /* One kernel launch or graph launch, for residency and the tracer. */
@@ -203,6 +205,7 @@ typedef struct shim_launch {
     CUstream stream;
     const void *desc;           /* CUlaunchConfig, CUDA_LAUNCH_PARAMS[], or the CUgraphExec */
     void *res;                  /* residency's state between launch_begin and launch_end */
+    uint64_t op;                /* the trace's operation id; 0: not recorded */
 } shim_launch_t;
 
 /* ------------------------------------------------------------ res.c */
@@ -214,7 +217,23 @@ typedef struct shim_launch {
  */
 int res_alloc(CUdeviceptr *dptr, size_t bytes, CUresult *r);
 int res_free(CUdeviceptr dptr, CUresult *r);
+/* cuMemFreeAsync: the range goes back once stream s (ptds: the _ptsz ABI) reaches the free. */
+int res_free_async(CUdeviceptr dptr, CUstream s, int ptds, CUresult *r);
 int res_owns(CUdeviceptr p);
+/* cuIpcGetMemHandle: arena memory is pinned resident (1); res_ipc_failed warns once when the
+ * driver refuses it (legacy IPC does not export VMM memory). */
+int res_ipc_pin(CUdeviceptr p);
+void res_ipc_failed(CUdeviceptr p, CUresult r);
+/* The application's own device memory, charged to the GPU budget (arena chunks are evicted
+ * to make room), never moved: cuMemCreate/cuMemRelease call `real` themselves; its pools are
+ * charged around cuMemAllocFromPoolAsync and re-read after a trim, forgotten at a destroy. */
+CUresult res_vmm_create(shim_pfn_cuMemCreate_t real, CUmemGenericAllocationHandle *handle,
+                        size_t size, const CUmemAllocationProp *prop, unsigned long long flags);
+CUresult res_vmm_release(shim_pfn_cuMemRelease_t real, CUmemGenericAllocationHandle h);
+void res_vmm_retained(CUmemGenericAllocationHandle h);
+void res_pool_alloc_begin(CUmemoryPool pool, size_t bytes);
+void res_pool_alloc_end(CUmemoryPool pool, CUresult r, CUdeviceptr p);
+void res_pool_changed(CUmemoryPool pool, int destroy);
 int res_meminfo(size_t *free_b, size_t *total, CUresult *r);
 int res_pointer_attribute(void *data, CUpointer_attribute a, CUdeviceptr p, CUresult *r);
 int res_address_range(CUdeviceptr *base, size_t *size, CUdeviceptr p, CUresult *r);
@@ -238,6 +257,70 @@ void res_capture_end(void);
 void res_stats_print(void);
 void res_after_fork(void);
 
+/* ------------------------------------------------------------ trace.c, trace_time.c */
+
+/*
+ * Recording into ELIXIR_TRACE (trace.c; device times of the profiled iterations in
+ * trace_time.c).  shim_trace_on is 1 while a trace is being recorded: the wrappers test it
+ * once (SHIM_TRACING) and only then take the traced path, which calls, in this order,
+ * shim_trace_launch_begin (or _copy_begin), residency's begin, shim_trace_issue, the driver,
+ * shim_trace_launch_end (or _copy_end), residency's end.  Every other function here may be
+ * called at any time and does nothing unless a trace is being recorded.
+ */
+extern _Atomic int shim_trace_on;
+#define SHIM_TRACING()                                                                         \
+    __builtin_expect(atomic_load_explicit(&shim_trace_on, memory_order_relaxed), 0)
+
+/* Tiers and eviction reasons as the trace writes them (trc_tier_t, TRC_EVICT_*). */
+enum { SHIM_TIER_GPU, SHIM_TIER_PEER, SHIM_TIER_HOST, SHIM_TIER_NVME };
+enum { SHIM_EVICT_FOR_LAUNCH = 1, SHIM_EVICT_FOR_COPY, SHIM_EVICT_FOR_ALLOC, SHIM_EVICT_PLAN };
+
+/* init.c: with the driver's table, before it is published (once per process; nothing
+ * unless ELIXIR_TRACE is set); at exit (registered with atexit by start); in a forked child
+ * (which records nothing). */
+void shim_trace_start(const shim_driver_t *d);
+void shim_trace_stop(void);
+void shim_trace_after_fork(void);
+/* The wrappers' traced path (see above).  begin gives the operation its id (l->op, c->op; 0
+ * when it is not recorded); issue starts its device timing, end records it. */
+void shim_trace_launch_begin(shim_launch_t *l);
+void shim_trace_copy_begin(shim_copy_t *c);
+void shim_trace_issue(uint64_t op, CUstream s, shim_hook_t h);
+void shim_trace_launch_end(const shim_launch_t *l, CUresult r);
+void shim_trace_copy_end(const shim_copy_t *c, CUresult r);
+/* res_launch.c, between begin and end: the launch's argument words at buf (size bytes); each
+ * in [lo, hi) (an arena) names the allocation whose base base_of(ctx, word) gives (0: none).
+ * The answers are cached per thread until the next allocation or free, so base_of is
+ * rarely asked. */
+void shim_trace_words(const void *buf, size_t size, uint64_t lo, uint64_t hi,
+                      uint64_t (*base_of)(void *ctx, uint64_t word), void *ctx);
+/* A host synchronisation (cuCtxSynchronize, cuStreamSynchronize, cuEventSynchronize): a hint
+ * for the iteration detector. */
+void shim_trace_sync(void);
+
+/* Residency's events.  alloc returns the allocation's id (0 when not recording); free takes
+ * the base given to alloc.  Times are shim_trace_now(); tiers SHIM_TIER_*; chunk is the
+ * chunk's index in its device's arena; cause the operation that needed the move
+ * (shim_trace_current_op(), 0 for none).  eviction's alloc_base is the base of the
+ * allocation owning the chunk, 0 for a chunk shared by small allocations; its reason is a
+ * SHIM_EVICT_*, or 0 to take it from what the thread is doing (a launch, a copy or memset,
+ * else an allocation).  memory gives the bytes of device's arena resident in each tier,
+ * after every change. */
+uint64_t shim_trace_alloc(int device, uint64_t base, uint64_t size);
+void shim_trace_free(uint64_t base);
+void shim_trace_migration(int device, uint64_t chunk, uint64_t bytes, int from, int to,
+                          uint64_t start, uint64_t end, uint64_t cause);
+void shim_trace_eviction(int device, uint64_t chunk, uint64_t alloc_base, uint64_t bytes,
+                         int from, int to, unsigned reason);
+void shim_trace_memory(int device, const uint64_t bytes[4]);
+/* The trace's clock (ns; CUPTI's or the simulator's virtual clock when in use); the id of
+ * the operation the calling thread is preparing (between begin and end), else 0. */
+uint64_t shim_trace_now(void);
+uint64_t shim_trace_current_op(void);
+
+/* res_launch.c, for the tracer: bumped when code or contexts go away (res_code_gen). */
+unsigned res_code_generation(void);
+
 /* ------------------------------------------------------------ options.c */
 
 /* X(NAME, TYPE, default, description): the environment variable is ELIXIR_<NAME>. */
@@ -257,7 +340,21 @@ void res_after_fork(void);
     X(HOST_MEMORY, MEMORY, "auto",                                                             \
       "pinned host memory budget: a size (K/M/G/T) or N% of physical memory")                  \
     X(MEMINFO, MEMINFO, "virtual",                                                             \
-      "what cuMemGetInfo reports: virtual (all budgets together) or physical (the device)")
+      "what cuMemGetInfo reports: virtual (all budgets together) or physical (the device)")    \
+    X(TRACE, PATH, "",                                                                         \
+      "record a trace into this file (%p is the process id); created 0600, never "             \
+      "overwritten: if it exists nothing is recorded")                                         \
+    X(TRACE_LEVEL, TRACE_LEVEL, "all",                                                         \
+      "what the trace keeps after the profiled iterations: summary (process, devices, "       \
+      "options, iterations, migrations, evictions, memory), allocs (also allocations and "    \
+      "frees with call sites) or all (also every launch, copy and memset)")                    \
+    X(TRACE_DEPTH, DEPTH, "16", "call-site frames recorded per allocation; 0: no call sites")  \
+    X(PROFILE_WARMUP, COUNT, "1", "iterations skipped before the profiled ones")               \
+    X(PROFILE_ITERATIONS, COUNT, "1",                                                          \
+      "iterations profiled in detail, every launch, copy and memset with its device times")   \
+    X(CUPTI, CUPTI, "auto",                                                                    \
+      "device times of profiled iterations: auto (load libcupti), off (CUDA events), or the "  \
+      "path of a libcupti to load")
 
 typedef enum shim_opt {
 #define X(name, type, def, desc) SHIM_OPT_##name,
@@ -275,14 +372,19 @@ typedef struct shim_mem {
 } shim_mem_t;
 
 enum { SHIM_MEMINFO_VIRTUAL, SHIM_MEMINFO_PHYSICAL };
+enum { SHIM_TRACE_SUMMARY, SHIM_TRACE_ALLOCS, SHIM_TRACE_ALL };      /* ELIXIR_TRACE_LEVEL */
+enum { SHIM_CUPTI_AUTO, SHIM_CUPTI_OFF, SHIM_CUPTI_PATH };           /* ELIXIR_CUPTI */
 
 /* Read every ELIXIR_* option from the environment; once per process, before the log. */
 void shim_options_load(void);
 /* Report bad values (once each) and, with ELIXIR_VERBOSE=1, every option; after the log. */
 void shim_options_report(void);
-/* Values: BOOL, LEVEL, SUBSYS (bit mask) and MEMINFO options are integers. */
+/* Values: BOOL, LEVEL, SUBSYS (bit mask), MEMINFO, TRACE_LEVEL, DEPTH, COUNT and CUPTI
+ * options are integers; every option has its text (CUPTI: the path when it is one). */
 long shim_opt_int(shim_opt_t o);
 const char *shim_opt_str(shim_opt_t o);
+/* The option's name after "ELIXIR_" ("TRACE_LEVEL"). */
+const char *shim_opt_name(shim_opt_t o);
 shim_mem_t shim_opt_mem(shim_opt_t o);
 /* The BOOL option o parsed straight from `environ` without reporting anything: usable
  * before start-up; a bad value reads as the default. */

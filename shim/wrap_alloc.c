@@ -3,12 +3,11 @@
  * wrap_alloc.c - wrappers of allocation, free, memory information and pointer queries, and
  * of the application's own virtual memory management and IPC.
  *
- * For now each forwards to the driver and counts what it saw.  The comment before each
- * driver call names the arena or residency function that takes its place: the arena serves
- * cuMemAlloc* from its reserved range instead of the driver, frees return ranges to it,
- * cuMemGetInfo reports the virtual capacity, pointer queries answer for our ranges, and
- * the application's own cuMemCreate/cuMemMap memory is accounted against the budget and
- * left resident, as is memory exported through IPC.
+ * Residency (res.c) serves cuMemAlloc* from its arena instead of the driver, takes frees
+ * back (cuMemFreeAsync in stream order), reports the virtual capacity through cuMemGetInfo
+ * and answers pointer queries for arena memory.  The application's own device memory
+ * (cuMemCreate, its memory pools) is charged to the GPU budget and never moved, and arena
+ * memory exported through IPC is pinned resident.  Each wrapper counts what it saw.
  */
 #include "shim.h"
 
@@ -115,18 +114,40 @@ SHIM_EXPORT CUresult CUDAAPI cuMemAllocFromPoolAsync(CUdeviceptr *dptr, size_t b
                                                      CUmemoryPool pool, CUstream hStream)
 {
     SHIM_ENTER(cuMemAllocFromPoolAsync, real);
-    /* arena_alloc_pool(dptr, bytesize, pool, hStream) serves this, ordered on hStream */
-    return alloc_done(SHIM_HOOK_cuMemAllocFromPoolAsync, real(dptr, bytesize, pool, hStream),
-                      dptr, bytesize);
+
+    /* The application's own pool: its growth is charged to the GPU budget. */
+    res_pool_alloc_begin(pool, bytesize);
+    CUresult r = real(dptr, bytesize, pool, hStream);
+    res_pool_alloc_end(pool, r, r == CUDA_SUCCESS ? *dptr : 0);
+    return alloc_done(SHIM_HOOK_cuMemAllocFromPoolAsync, r, dptr, bytesize);
 }
 
 SHIM_EXPORT CUresult CUDAAPI cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t bytesize,
                                                           CUmemoryPool pool, CUstream hStream)
 {
     SHIM_ENTER(cuMemAllocFromPoolAsync_ptsz, real);
-    /* arena_alloc_pool(dptr, bytesize, pool, hStream) serves this, ordered on hStream */
-    return alloc_done(SHIM_HOOK_cuMemAllocFromPoolAsync_ptsz,
-                      real(dptr, bytesize, pool, hStream), dptr, bytesize);
+
+    res_pool_alloc_begin(pool, bytesize);
+    CUresult r = real(dptr, bytesize, pool, hStream);
+    res_pool_alloc_end(pool, r, r == CUDA_SUCCESS ? *dptr : 0);
+    return alloc_done(SHIM_HOOK_cuMemAllocFromPoolAsync_ptsz, r, dptr, bytesize);
+}
+
+SHIM_EXPORT CUresult CUDAAPI cuMemPoolDestroy(CUmemoryPool pool)
+{
+    SHIM_ENTER(cuMemPoolDestroy, real);
+
+    res_pool_changed(pool, 1);
+    return real(pool);
+}
+
+SHIM_EXPORT CUresult CUDAAPI cuMemPoolTrimTo(CUmemoryPool pool, size_t minBytesToKeep)
+{
+    SHIM_ENTER(cuMemPoolTrimTo, real);
+    CUresult r = real(pool, minBytesToKeep);
+
+    res_pool_changed(pool, 0);
+    return r;
 }
 
 SHIM_EXPORT CUresult CUDAAPI cuMemFree_v2(CUdeviceptr dptr)
@@ -146,9 +167,8 @@ SHIM_EXPORT CUresult CUDAAPI cuMemFreeAsync(CUdeviceptr dptr, CUstream hStream)
     size_t bytes = block_size(dptr);
     CUresult r;
 
-    /* Arena memory: the host waits for the range's last uses, then frees it (stronger than
-     * stream order, the same result). */
-    if (!res_free(dptr, &r))
+    /* Arena memory: the range goes back once hStream reaches the free. */
+    if (!res_free_async(dptr, hStream, 0, &r))
         r = real(dptr, hStream);
     return free_done(SHIM_HOOK_cuMemFreeAsync, r, dptr, bytes);
 }
@@ -159,9 +179,7 @@ SHIM_EXPORT CUresult CUDAAPI cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream hStr
     size_t bytes = block_size(dptr);
     CUresult r;
 
-    /* Arena memory: the host waits for the range's last uses, then frees it (stronger than
-     * stream order, the same result). */
-    if (!res_free(dptr, &r))
+    if (!res_free_async(dptr, hStream, 1, &r))
         r = real(dptr, hStream);
     return free_done(SHIM_HOOK_cuMemFreeAsync_ptsz, r, dptr, bytes);
 }
@@ -220,15 +238,28 @@ SHIM_EXPORT CUresult CUDAAPI cuMemCreate(CUmemGenericAllocationHandle *handle, s
                                          unsigned long long flags)
 {
     SHIM_ENTER(cuMemCreate, real);
-    /* arena_account_create(handle, size, prop) charges the budget; the memory stays resident */
-    return real(handle, size, prop, flags);
+
+    /* Device memory is charged to the GPU budget until released; it is never moved. */
+    return res_vmm_create(real, handle, size, prop, flags);
 }
 
 SHIM_EXPORT CUresult CUDAAPI cuMemRelease(CUmemGenericAllocationHandle handle)
 {
     SHIM_ENTER(cuMemRelease, real);
-    /* arena_account_release(handle) gives the budget back */
-    return real(handle);
+
+    return res_vmm_release(real, handle);
+}
+
+SHIM_EXPORT CUresult CUDAAPI cuMemRetainAllocationHandle(CUmemGenericAllocationHandle *handle,
+                                                         void *addr)
+{
+    SHIM_ENTER(cuMemRetainAllocationHandle, real);
+    CUresult r = real(handle, addr);
+
+    /* One more reference to release before the application's memory is given back. */
+    if (r == CUDA_SUCCESS)
+        res_vmm_retained(*handle);
+    return r;
 }
 
 SHIM_EXPORT CUresult CUDAAPI cuMemMap(CUdeviceptr ptr, size_t size, size_t offset,
@@ -236,29 +267,33 @@ SHIM_EXPORT CUresult CUDAAPI cuMemMap(CUdeviceptr ptr, size_t size, size_t offse
                                       unsigned long long flags)
 {
     SHIM_ENTER(cuMemMap, real);
-    /* arena_account_map(ptr, size, handle) records the application's own mapping */
+    /* The application's own mapping: its memory was charged when it was created. */
     return real(ptr, size, offset, handle, flags);
 }
 
 SHIM_EXPORT CUresult CUDAAPI cuMemUnmap(CUdeviceptr ptr, size_t size)
 {
     SHIM_ENTER(cuMemUnmap, real);
-    /* arena_account_unmap(ptr, size) forgets the application's own mapping */
     return real(ptr, size);
 }
 
 SHIM_EXPORT CUresult CUDAAPI cuIpcGetMemHandle(CUipcMemHandle *pHandle, CUdeviceptr dptr)
 {
     SHIM_ENTER(cuIpcGetMemHandle, real);
-    /* res_pin(dptr): memory another process may map stays resident from now on */
-    return real(pHandle, dptr);
+
+    /* Arena memory is pinned resident whatever the driver answers (res_ipc_pin). */
+    int ours = res_ipc_pin(dptr);
+    CUresult r = real(pHandle, dptr);
+    if (ours && r != CUDA_SUCCESS)
+        res_ipc_failed(dptr, r);
+    return r;
 }
 
 SHIM_EXPORT CUresult CUDAAPI cuIpcOpenMemHandle(CUdeviceptr *pdptr, CUipcMemHandle handle,
                                                 unsigned int Flags)
 {
     SHIM_ENTER(cuIpcOpenMemHandle, real);
-    /* arena_account_ipc(pdptr): another process's memory, never moved by this one */
+    /* Another process's memory, mapped by the driver outside every arena: never moved. */
     return real(pdptr, handle, Flags);
 }
 
@@ -266,6 +301,5 @@ SHIM_EXPORT CUresult CUDAAPI cuIpcOpenMemHandle_v2(CUdeviceptr *pdptr, CUipcMemH
                                                    unsigned int Flags)
 {
     SHIM_ENTER(cuIpcOpenMemHandle_v2, real);
-    /* arena_account_ipc(pdptr): another process's memory, never moved by this one */
     return real(pdptr, handle, Flags);
 }

@@ -4,8 +4,10 @@
  * arrays, 2D, 3D and batches; synchronous and asynchronous; default and per-thread streams.
  *
  * Each wrapper describes the operation in a shim_copy_t and calls copy_begin before the
- * driver and copy_end after it: copy_begin is where residency makes the operands accessible,
- * copy_end where the tracer records the copy.  A wrapper is one COPY_WRAPPER line: its
+ * driver and copy_end after it: copy_begin is where residency makes the operands accessible.
+ * While a trace is recorded the wrapper takes the traced path, as the launch wrappers do
+ * (wrap_launch.c): the tracer gives the operation its id first, times it around the driver
+ * call and records it after.  A wrapper is one COPY_WRAPPER line: its
  * parameters, the arguments passed on, and the descriptor's fields.  The parameter lists are
  * checked against cudaTypedefs.h by the declarations in shim.h.
  */
@@ -23,7 +25,6 @@ static inline CUresult copy_end(shim_copy_t *c, CUresult r)
     res_copy_end(c, r);
     if (r == CUDA_SUCCESS)
         shim_stat_copy(c->kind, c->bytes);
-    /* trc_copy(c, r) records the copy and its stream here */
     SHIM_TRACE(COPY, "%s(dst 0x%llx, src 0x%llx, %zu bytes, stream %p) = %d",
                shim_hook_names[c->hook], (unsigned long long)c->dst,
                (unsigned long long)c->src, c->bytes, (void *)c->stream, (int)r);
@@ -64,12 +65,21 @@ static size_t bytes_3d_batch(const CUDA_MEMCPY3D_BATCH_OP *ops, size_t count)
     return sum;
 }
 
-/* Defines wrapper `sym`: enter, describe the copy (the trailing initialisers), forward. */
+/* Defines wrapper `sym`: enter, describe the copy (the trailing initialisers), forward;
+ * while recording a trace, with the tracer around residency and the driver. */
 #define COPY_WRAPPER(sym, params, args, ...)                                                   \
     SHIM_EXPORT CUresult CUDAAPI sym params                                                   \
     {                                                                                          \
         SHIM_ENTER(sym, real);                                                                 \
         shim_copy_t c = { .hook = SHIM_HOOK_##sym, __VA_ARGS__ };                              \
+        if (SHIM_TRACING()) {                                                                  \
+            shim_trace_copy_begin(&c);                                                         \
+            copy_begin(&c);                                                                    \
+            shim_trace_issue(c.op, c.stream, c.hook);                                          \
+            CUresult r = real args;                                                            \
+            shim_trace_copy_end(&c, r);                                                        \
+            return copy_end(&c, r);                                                            \
+        }                                                                                      \
         copy_begin(&c);                                                                        \
         return copy_end(&c, real args);                                                        \
     }
@@ -282,10 +292,13 @@ COPY_WRAPPER(cuMemcpy3DBatchAsync_v2_ptsz, BATCH3D_V2_PARAMS, BATCH3D_V2_ARGS, B
 #define MEMSET2D_ASYNC_ARGS (dstDevice, dstPitch, value, Width, Height, hStream)
 /* Bytes written: N elements of `size` bytes, or Height rows of `pitch` bytes (the last row
  * only up to Width elements). */
-#define MEMSET_FIELDS(size) .kind = SHIM_COPY_MEMSET, .dst = dstDevice, .bytes = (N) * (size)
+#define MEMSET_FIELDS(size)                                                                    \
+    .kind = SHIM_COPY_MEMSET, .dst = dstDevice, .bytes = (N) * (size), .value = value,         \
+    .elem = (size)
 #define MEMSET2D_FIELDS(size)                                                                  \
     .kind = SHIM_COPY_MEMSET, .dst = dstDevice,                                                \
-    .bytes = Height ? (Height - 1) * dstPitch + Width * (size) : 0
+    .bytes = Height ? (Height - 1) * dstPitch + Width * (size) : 0, .value = value,            \
+    .elem = (size)
 
 COPY_WRAPPER(cuMemsetD8_v2, MEMSET_PARAMS(unsigned char), MEMSET_ARGS, MEMSET_FIELDS(1))
 COPY_WRAPPER(cuMemsetD8_v2_ptds, MEMSET_PARAMS(unsigned char), MEMSET_ARGS, MEMSET_FIELDS(1))

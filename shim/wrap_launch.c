@@ -4,9 +4,12 @@
  *
  * Each launch wrapper describes the launch in a shim_launch_t (kernel, arguments, stream,
  * config) and calls launch_begin before the driver and launch_end after it.  launch_begin is
- * where residency makes every allocation the launch may touch accessible (invariant 1),
- * launch_end where the tracer records it; the _ptsz variants differ only in the driver
- * function called, so the two share the descriptor and both plug points.
+ * where residency makes every allocation the launch may touch accessible (invariant 1).
+ * While a trace is recorded (one test of shim_trace_on) the wrapper takes the traced path
+ * instead: the tracer gives the launch its id before residency (whose migrations name it as
+ * their cause), starts its device timing just before the driver call and records it just
+ * after.  The _ptsz variants differ only in the driver function called, so the two share the
+ * descriptor and the plug points.
  */
 #include "shim.h"
 
@@ -22,18 +25,26 @@ static inline CUresult launch_end(shim_launch_t *l, CUresult r)
     res_launch_end(l, r);
     if (r == CUDA_SUCCESS)
         shim_stat_launch(l->kind);
-    /* trc_launch(l, r) records the launch and its stream here */
     SHIM_TRACE(LAUNCH, "%s(%p, stream %p) = %d", shim_hook_names[l->hook], (void *)l->f,
                (void *)l->stream, (int)r);
     return r;
 }
 
-/* Defines wrapper `sym`: enter, describe the launch (the trailing initialisers), forward. */
+/* Defines wrapper `sym`: enter, describe the launch (the trailing initialisers), forward;
+ * while recording a trace, with the tracer around residency and the driver. */
 #define LAUNCH_WRAPPER(sym, params, args, ...)                                                 \
     SHIM_EXPORT CUresult CUDAAPI sym params                                                   \
     {                                                                                          \
         SHIM_ENTER(sym, real);                                                                 \
         shim_launch_t l = { .hook = SHIM_HOOK_##sym, __VA_ARGS__ };                            \
+        if (SHIM_TRACING()) {                                                                  \
+            shim_trace_launch_begin(&l);                                                       \
+            launch_begin(&l);                                                                  \
+            shim_trace_issue(l.op, l.stream, l.hook);                                          \
+            CUresult r = real args;                                                            \
+            shim_trace_launch_end(&l, r);                                                      \
+            return launch_end(&l, r);                                                          \
+        }                                                                                      \
         launch_begin(&l);                                                                      \
         return launch_end(&l, real args);                                                      \
     }

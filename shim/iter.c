@@ -1,0 +1,213 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * iter.c - the iteration detector: which launch begins each iteration of a training loop.
+ *
+ * The rule is stated in iter.h.  The state is small: per kernel key, its last two launches
+ * (launch number, time, and the hash of the launch sequence before it), and for the loop the
+ * anchor, the launch number where the current iteration began and the counts measured over the
+ * last complete one.  Rule 2 compares two stretches of the launch sequence in O(log n) with a
+ * polynomial hash of the sequence's prefixes (modulo 2^61 - 1): hash(i, j), the hash of the
+ * launches [i, j), is H[j] - H[i] * B^(j - i), so no history of launches is kept.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "iter.h"
+
+#define MOD ((1ull << 61) - 1)
+#define BASE (0x1f3a5c79e2d4b68bull % MOD)
+
+/* What is known of one kernel key. */
+typedef struct key_state {
+    uint64_t seen;                  /* launches so far */
+    uint64_t last_n, last_t, last_h;  /* its last launch: number, time, prefix hash before it */
+    uint64_t prev_n, prev_t, prev_h;  /* the one before */
+} key_state_t;
+
+enum { LEARNING, TRACKING };
+
+struct iter {
+    key_state_t *keys;
+    uint32_t nkeys;
+    uint64_t n;                     /* launches so far */
+    uint64_t h;                     /* hash of launches [0, n) */
+    int barrier;                    /* a barrier since the last launch */
+    int any_barrier;                /* a barrier was ever seen: rule 2 is off */
+    int state;
+    int64_t index;                  /* the iteration in progress; -1: none yet */
+    uint32_t anchor;
+    uint64_t start_n;               /* launch number that began the current iteration */
+    uint64_t length;                /* launches of the last complete iteration; 0: unknown */
+    uint32_t per_iter;              /* anchor launches per iteration; 0: unknown */
+    uint32_t anchor_count;          /* anchor launches since the iteration began */
+};
+
+/* x mod 2^61 - 1 for x < 2^63, without a division. */
+static uint64_t reduce(uint64_t x)
+{
+    x = (x & MOD) + (x >> 61);
+    return x >= MOD ? x - MOD : x;
+}
+
+/* a * b mod 2^61 - 1 for a, b < 2^61 - 1. */
+static uint64_t mulmod(uint64_t a, uint64_t b)
+{
+    unsigned __int128 p = (unsigned __int128)a * b;
+
+    return reduce((uint64_t)(p & MOD) + (uint64_t)(p >> 61));
+}
+
+static uint64_t powmod(uint64_t b, uint64_t e)
+{
+    uint64_t r = 1;
+
+    for (; e; e >>= 1, b = mulmod(b, b))
+        if (e & 1)
+            r = mulmod(r, b);
+    return r;
+}
+
+/* The hash of the launches between prefix hashes hi (before launch i) and hj (before j). */
+static uint64_t span_hash(uint64_t hi, uint64_t hj, uint64_t len)
+{
+    uint64_t sub = mulmod(hi, powmod(BASE, len));
+
+    return hj >= sub ? hj - sub : hj + MOD - sub;
+}
+
+int iter_create(iter_t **out)
+{
+    iter_t *it = calloc(1, sizeof(*it));
+
+    if (!it)
+        return -ENOMEM;
+    it->index = -1;
+    *out = it;
+    return 0;
+}
+
+void iter_destroy(iter_t *it)
+{
+    if (!it)
+        return;
+    free(it->keys);
+    free(it);
+}
+
+void iter_barrier(iter_t *it)
+{
+    it->barrier = 1;
+    it->any_barrier = 1;
+}
+
+int64_t iter_current(const iter_t *it)
+{
+    return it->index;
+}
+
+/* The state of key, growing the table as needed; NULL when out of memory. */
+static key_state_t *key_state(iter_t *it, uint32_t key)
+{
+    if (key >= it->nkeys) {
+        uint32_t n = it->nkeys ? it->nkeys : 256;
+        while (n <= key)
+            n *= 2;
+        key_state_t *k = realloc(it->keys, (size_t)n * sizeof(*k));
+        if (!k)
+            return NULL;
+        memset(k + it->nkeys, 0, (size_t)(n - it->nkeys) * sizeof(*k));
+        it->keys = k;
+        it->nkeys = n;
+    }
+    return &it->keys[key];
+}
+
+static void begin(iter_t *it, iter_mark_t *marks, int *m, uint64_t time)
+{
+    marks[(*m)++] = (iter_mark_t){ (uint64_t)++it->index, time };
+}
+
+/* Rule 3: does this launch of the anchor begin an iteration?  Measures the one that ends. */
+static int track(iter_t *it, iter_mark_t *marks, uint64_t time)
+{
+    int m = 0;
+
+    if (it->barrier || (it->per_iter && it->anchor_count == it->per_iter)) {
+        it->length = it->n - it->start_n;
+        it->per_iter = it->anchor_count;
+        it->start_n = it->n;
+        it->anchor_count = 1;
+        begin(it, marks, &m, time);
+    } else {
+        it->anchor_count++;
+    }
+    return m;
+}
+
+static void start_tracking(iter_t *it, uint32_t key, uint32_t per_iter)
+{
+    it->state = TRACKING;
+    it->anchor = key;
+    it->start_n = it->n;
+    it->length = 0;
+    it->per_iter = per_iter;
+    it->anchor_count = 1;
+}
+
+/* Rules 1 and 2 at a launch of key (state k, not yet updated with this launch). */
+static int learn(iter_t *it, uint32_t key, const key_state_t *k, iter_mark_t *marks,
+                 uint64_t time)
+{
+    int m = 0, first = it->index < 0;
+
+    if (it->barrier && k->seen) {
+        if (first)
+            begin(it, marks, &m, k->last_t);
+        begin(it, marks, &m, time);
+        start_tracking(it, key, 0);
+        return m;
+    }
+    if (it->any_barrier || k->seen < 2)
+        return 0;
+    uint64_t p = it->n - k->last_n;
+    if (p < 2 || k->last_n - k->prev_n != p ||
+        span_hash(k->prev_h, k->last_h, p) != span_hash(k->last_h, it->h, p))
+        return 0;
+    if (first) {
+        begin(it, marks, &m, k->prev_t);
+        begin(it, marks, &m, k->last_t);
+    }
+    begin(it, marks, &m, time);
+    start_tracking(it, key, 1);
+    it->length = p;
+    return m;
+}
+
+int iter_launch(iter_t *it, uint32_t key, uint64_t time, iter_mark_t marks[ITER_MAX_MARKS])
+{
+    key_state_t *k = key < ITER_MAX_KEY ? key_state(it, key) : NULL;
+    int m = 0;
+
+    if (it->state == TRACKING) {
+        if (key == it->anchor)
+            m = track(it, marks, time);
+        if (!m && it->length && it->n - it->start_n > 2 * it->length + 16)
+            it->state = LEARNING;
+    }
+    if (it->state == LEARNING && k)
+        m = learn(it, key, k, marks, time);
+    if (k) {
+        k->prev_n = k->last_n;
+        k->prev_t = k->last_t;
+        k->prev_h = k->last_h;
+        k->last_n = it->n;
+        k->last_t = time;
+        k->last_h = it->h;
+        k->seen++;
+    }
+    it->h = reduce(mulmod(it->h, BASE) + (uint64_t)key + 1);
+    it->n++;
+    it->barrier = 0;
+    return m;
+}

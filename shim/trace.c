@@ -1,0 +1,1216 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * trace.c - recording what the program does into the trace file named by ELIXIR_TRACE.
+ *
+ * Start-up (shim_trace_start, with the real driver, before it is published) creates the file
+ * through the tracer's recorder (0600, never overwriting one: an existing file is reported
+ * once and nothing is recorded), chooses the clock, records the process and the options;
+ * a device is described the first time something happens on it.  From then on every launch,
+ * copy and memset is given an operation id and recorded with its stream (a small number:
+ * 0 for the legacy stream, then one per stream handle, and one per thread for per-thread
+ * default streams; a handle reused after its stream was destroyed keeps its number), device
+ * and, for launches, the function (its name interned once per handle and code generation,
+ * cached per thread) and the ids of the allocations its arguments reach (res_launch.c hands
+ * over the argument words: shim_trace_words); residency reports allocations, frees,
+ * migrations, evictions and memory per tier through the shim_trace_* hooks.  Allocation ids come from one counter, and a
+ * table from base address to id lets launches and evictions name allocations.
+ *
+ * Iterations are found by iter.c from the sequence of launches, with copies between host and
+ * device and host synchronisations as barriers.  Iterations [ELIXIR_PROFILE_WARMUP,
+ * + ELIXIR_PROFILE_ITERATIONS) are profiled: every operation gets its device times
+ * (trace_time.c).  After them, ELIXIR_TRACE_LEVEL decides what is kept.
+ *
+ * The clock: CUPTI's when CUPTI is in use, so that host and device times agree; otherwise,
+ * when the driver is the simulator, the simulator's virtual clock (the same one its CUPTI
+ * stand-in reports), and the header says the times are virtual; otherwise CLOCK_MONOTONIC.
+ * The simulator is recognised by a symbol that only it exports, sim_activity_clock (the
+ * activity interface its CUPTI stand-in attaches to), looked up in the driver's library.
+ *
+ * Cost: nothing when ELIXIR_TRACE is unset but one test of shim_trace_on per wrapper.  When
+ * recording, an operation takes no lock but the detector's spin lock (and the allocation
+ * table's on a cache miss): per-thread state (op id blocks, caches of function names and of
+ * argument words -> allocation ids) and the recorder's per-thread buffer.
+ * Closing (at exit) waits for every thread to leave the operation it is recording; a forked
+ * child abandons the recorder and records nothing.
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <libunwind.h>
+#include <limits.h>
+#include <link.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "iter.h"
+#include "trace_int.h"
+
+_Static_assert((int)SHIM_TIER_GPU == (int)TRC_TIER_GPU &&
+               (int)SHIM_TIER_PEER == (int)TRC_TIER_PEER &&
+               (int)SHIM_TIER_HOST == (int)TRC_TIER_HOST &&
+               (int)SHIM_TIER_NVME == (int)TRC_TIER_NVME, "SHIM_TIER_* are the trace's tiers");
+_Static_assert((int)SHIM_EVICT_FOR_LAUNCH == (int)TRC_EVICT_FOR_LAUNCH &&
+               (int)SHIM_EVICT_FOR_COPY == (int)TRC_EVICT_FOR_COPY &&
+               (int)SHIM_EVICT_FOR_ALLOC == (int)TRC_EVICT_FOR_ALLOC &&
+               (int)SHIM_EVICT_PLAN == (int)TRC_EVICT_PLAN, "SHIM_EVICT_* are the trace's reasons");
+
+#define FCACHE 256              /* function names cached per thread */
+#define WCACHE 512              /* argument words -> allocation ids cached per thread */
+#define OP_BLOCK 64             /* operation ids a thread takes at once */
+#define STREAMS 4096            /* stream handles numbered */
+#define STREAM_UNKNOWN 0xffffffffu
+#define MAX_TRACE_DEVICES 64
+#define CLOSE_WAIT_NS 2000000000ull
+
+enum { WIN_BEFORE, WIN_OPEN, WIN_AFTER };
+
+typedef struct fslot {
+    CUfunction f;
+    unsigned gen;
+    uint32_t id;
+} fslot_t;
+
+/* An argument word and the allocation it points into (0: none), valid while no allocation
+ * was made or freed since (gen). */
+typedef struct wslot {
+    uint64_t word, gen, id;
+} wslot_t;
+
+/* One thread's recording state, found through tls_self (and a key, to free it at exit). */
+typedef struct tstate {
+    struct tstate *next;            /* every thread's state, under states_lock */
+    _Atomic int busy;               /* inside an operation or hook: closing waits */
+    int depth;                      /* nesting of busy (owner only) */
+    uint64_t next_op, end_op;       /* this thread's block of operation ids */
+    uint64_t op;                    /* the operation being prepared; 0: none */
+    int launch;                     /* it is a launch (else a copy or memset) */
+    uint64_t time;                  /* its host time */
+    uint32_t func;                  /* a launch's function (string id) */
+    void *timing;                   /* trace_time.c's handle of the operation */
+    uint64_t *ids;                  /* ids of the allocations the launch reaches */
+    uint32_t nids, cap;
+    int unsorted;                   /* ids not in ascending order */
+    uint64_t ptds;                  /* the number of this thread's per-thread stream */
+    CUcontext ctx;                  /* last context seen, its device, the code generation */
+    int ctx_dev;
+    unsigned ctx_gen;
+    fslot_t fcache[FCACHE];
+    wslot_t wcache[WCACHE];
+} tstate_t;
+
+/* Driver functions only the tracer uses, found in the driver's library at start-up. */
+typedef struct trace_drv {
+    PFN_cuFuncGetName_v12030 func_name;
+    PFN_cuKernelGetName_v12030 kernel_name;
+    PFN_cuDeviceGet_v2000 device_get;
+    PFN_cuDeviceGetName_v2000 device_name;
+    PFN_cuDeviceTotalMem_v3020 device_mem;
+    PFN_cuEventElapsedTime_v2000 elapsed;
+    uint64_t (*sim_clock)(void);
+} trace_drv_t;
+
+/* A tiny lock for the detector and the allocation table: held for a few loads and stores. */
+typedef struct spin {
+    atomic_flag f;
+} spin_t;
+
+_Atomic int shim_trace_on;
+trc_rec_t *shim_trace_rec;
+
+static struct {
+    trace_drv_t drv;
+    _Atomic(trace_clock_t) clock;
+    int sim, level, depth;
+    long warmup, profile;
+    _Atomic int closing;
+    _Atomic int window;             /* WIN_* */
+    int64_t win_end;                /* first iteration after the window */
+    pthread_mutex_t win_lock;
+    _Atomic uint64_t op_blocks, alloc_next, stream_next;
+    _Atomic uint64_t alloc_gen;     /* allocations and frees so far (word caches) */
+    pthread_key_t key;
+    pthread_mutex_t states_lock;
+    tstate_t *states;
+    spin_t iter_lock;
+    iter_t *iter;
+    spin_t alloc_lock;
+    uint64_t *akeys, *avals;        /* allocation base -> id, open addressing */
+    size_t acap, an;
+    pthread_mutex_t stream_lock;
+    _Atomic uintptr_t skeys[STREAMS];
+    _Atomic uint64_t svals[STREAMS];
+    _Atomic uint64_t devices;       /* bit d: device d was described */
+    _Atomic uint32_t hook_ids[SHIM_NHOOKS];
+    uintptr_t own_lo, own_hi;       /* libelixir.so's mapped range */
+} T = {
+    .win_lock = PTHREAD_MUTEX_INITIALIZER,
+    .states_lock = PTHREAD_MUTEX_INITIALIZER,
+    .iter_lock = { ATOMIC_FLAG_INIT },
+    .alloc_lock = { ATOMIC_FLAG_INIT },
+    .stream_lock = PTHREAD_MUTEX_INITIALIZER,
+};
+
+static SHIM_TLS tstate_t *tls_self;
+
+/* ---------------------------------------------------------------- small helpers */
+
+static void spin_lock(spin_t *s)
+{
+    while (atomic_flag_test_and_set_explicit(&s->f, memory_order_acquire))
+        sched_yield();
+}
+
+static void spin_unlock(spin_t *s)
+{
+    atomic_flag_clear_explicit(&s->f, memory_order_release);
+}
+
+static uint64_t mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+uint64_t shim_trace_now(void)
+{
+    trace_clock_t c = atomic_load_explicit(&T.clock, memory_order_relaxed);
+    return c ? c() : mono_ns();
+}
+
+/* The recorder's clock: the one chosen at start-up (set before anything is recorded). */
+static uint64_t rec_clock(void)
+{
+    return shim_trace_now();
+}
+
+static uint64_t hash_ptr(uint64_t p)
+{
+    return (p * 0x9E3779B97F4A7C15ull) >> 32;
+}
+
+/* ---------------------------------------------------------------- threads */
+
+static void thread_gone(void *arg)
+{
+    tstate_t *th = arg;
+
+    pthread_mutex_lock(&T.states_lock);
+    for (tstate_t **p = &T.states; *p; p = &(*p)->next)
+        if (*p == th) {
+            *p = th->next;
+            break;
+        }
+    pthread_mutex_unlock(&T.states_lock);
+    tls_self = NULL;
+    free(th->ids);
+    free(th);
+}
+
+/* The calling thread's state, made on first use; NULL when out of memory. */
+static tstate_t *self(void)
+{
+    tstate_t *th = tls_self;
+
+    if (__builtin_expect(th != NULL, 1))
+        return th;
+    th = calloc(1, sizeof(*th));
+    if (!th)
+        return NULL;
+    th->ctx_dev = -1;
+    pthread_mutex_lock(&T.states_lock);
+    th->next = T.states;
+    T.states = th;
+    pthread_mutex_unlock(&T.states_lock);
+    pthread_setspecific(T.key, th);
+    tls_self = th;
+    return th;
+}
+
+/*
+ * Enter an operation or hook: the thread's state, marked busy, or NULL when not recording.
+ * busy is stored before `closing` is read and closing is stored before busy is read (both
+ * sequentially consistent), so either the closer waits for this thread or this thread sees
+ * it closing.
+ */
+static tstate_t *enter(void)
+{
+    tstate_t *th = SHIM_TRACING() ? self() : NULL;
+
+    if (!th)
+        return NULL;
+    if (th->depth++ == 0)
+        atomic_store(&th->busy, 1);
+    if (atomic_load(&T.closing) || !atomic_load_explicit(&shim_trace_on, memory_order_acquire)) {
+        if (--th->depth == 0)
+            atomic_store_explicit(&th->busy, 0, memory_order_release);
+        return NULL;
+    }
+    return th;
+}
+
+static void leave(tstate_t *th)
+{
+    if (--th->depth == 0)
+        atomic_store_explicit(&th->busy, 0, memory_order_release);
+}
+
+/* A new operation id: from the thread's block, a new block every OP_BLOCK ids. */
+static uint64_t op_new(tstate_t *th)
+{
+    if (th->next_op == th->end_op) {
+        uint64_t base = atomic_fetch_add_explicit(&T.op_blocks, OP_BLOCK, memory_order_relaxed);
+        th->next_op = base + 1;
+        th->end_op = base + 1 + OP_BLOCK;
+    }
+    return th->next_op++;
+}
+
+/* ---------------------------------------------------------------- levels */
+
+void shim_trace_emit(const trc_event_t *ev)
+{
+    trc_rec_t *rec = shim_trace_rec;
+
+    if (!rec)
+        return;
+    if (atomic_load_explicit(&T.window, memory_order_relaxed) == WIN_AFTER) {
+        switch (ev->type) {
+        case TRC_EV_LAUNCH:
+        case TRC_EV_COPY:
+        case TRC_EV_MEMSET:
+        case TRC_EV_NCCL:
+            if (T.level < SHIM_TRACE_ALL)
+                return;
+            break;
+        case TRC_EV_ALLOC:
+        case TRC_EV_FREE:
+            if (T.level < SHIM_TRACE_ALLOCS)
+                return;
+            break;
+        default:
+            break;
+        }
+    }
+    trc_rec_event(rec, ev);
+}
+
+/* Would an event of this type be kept now? (Saves work on dropped ones.) */
+static int kept(trc_type_t type)
+{
+    if (atomic_load_explicit(&T.window, memory_order_relaxed) != WIN_AFTER)
+        return 1;
+    if (type == TRC_EV_ALLOC || type == TRC_EV_FREE)
+        return T.level >= SHIM_TRACE_ALLOCS;
+    return T.level >= SHIM_TRACE_ALL;
+}
+
+/* ---------------------------------------------------------------- devices and names */
+
+static long intern(const char *s)
+{
+    long id = trc_rec_string(shim_trace_rec, s);
+    return id > 0 ? id : 0;
+}
+
+/* Describe device `dev` the first time it is seen. */
+static void device_seen(int dev)
+{
+    if (dev < 0 || dev >= MAX_TRACE_DEVICES)
+        return;
+    uint64_t bit = 1ull << dev;
+    if (atomic_load_explicit(&T.devices, memory_order_relaxed) & bit ||
+        atomic_fetch_or(&T.devices, bit) & bit)
+        return;
+    CUdevice d = dev;
+    char name[256] = "?";
+    size_t mem = 0;
+    int major = 0, minor = 0, sms = 0;
+    shim_pfn_cuDeviceGetAttribute_t attr = SHIM_DRIVER_CALL(cuDeviceGetAttribute);
+    if (T.drv.device_get)
+        T.drv.device_get(&d, dev);
+    if (T.drv.device_name && T.drv.device_name(name, sizeof(name), d) != CUDA_SUCCESS)
+        snprintf(name, sizeof(name), "?");
+    if (T.drv.device_mem)
+        T.drv.device_mem(&mem, d);
+    if (attr) {
+        attr(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, d);
+        attr(&minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, d);
+        attr(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, d);
+    }
+    trc_event_t ev = { .type = TRC_EV_DEVICE, .time = shim_trace_now() };
+    ev.u.device = (trc_device_t){ .device = dev, .name_id = (uint32_t)intern(name),
+                                  .total_mem = mem, .cc_major = (uint32_t)major,
+                                  .cc_minor = (uint32_t)minor, .sm_count = (uint32_t)sms };
+    shim_trace_emit(&ev);
+}
+
+/* The device of the current context (cached per thread), or -1. */
+static int current_device(tstate_t *th)
+{
+    CUcontext ctx = NULL;
+    shim_pfn_cuCtxGetCurrent_t get = SHIM_DRIVER_CALL(cuCtxGetCurrent);
+    shim_pfn_cuCtxGetDevice_t dev = SHIM_DRIVER_CALL(cuCtxGetDevice);
+    unsigned gen = res_code_generation();
+    CUdevice d;
+
+    if (!get || get(&ctx) != CUDA_SUCCESS || !ctx)
+        return -1;
+    if (ctx == th->ctx && gen == th->ctx_gen)
+        return th->ctx_dev;
+    th->ctx = ctx;
+    th->ctx_gen = gen;
+    th->ctx_dev = dev && dev(&d) == CUDA_SUCCESS ? (int)d : -1;
+    device_seen(th->ctx_dev);
+    return th->ctx_dev;
+}
+
+/* The string id of a hook's name (launches without a kernel: graphs). */
+static uint32_t hook_name_id(shim_hook_t h)
+{
+    uint32_t id = atomic_load_explicit(&T.hook_ids[h], memory_order_relaxed);
+
+    if (!id) {
+        id = (uint32_t)intern(shim_hook_names[h]);
+        atomic_store_explicit(&T.hook_ids[h], id, memory_order_relaxed);
+    }
+    return id;
+}
+
+/* The name of kernel f (a CUfunction, or a CUkernel passed as one), interned. */
+static uint32_t kernel_name_id(CUfunction f)
+{
+    const char *name = NULL;
+
+    if (!T.drv.func_name || T.drv.func_name(&name, f) != CUDA_SUCCESS || !name) {
+        name = NULL;
+        if (T.drv.kernel_name && T.drv.kernel_name(&name, (CUkernel)f) != CUDA_SUCCESS)
+            name = NULL;
+    }
+    return (uint32_t)intern(name ? name : "?");
+}
+
+/* The function of launch l as a string id, through the thread's cache (handle + code
+ * generation: a handle that new code reuses after an unload is asked again). */
+static uint32_t func_id(tstate_t *th, const shim_launch_t *l)
+{
+    CUfunction f = l->f;
+
+    if (l->kind == SHIM_LAUNCH_MULTI_DEVICE && l->desc)
+        f = ((const CUDA_LAUNCH_PARAMS *)l->desc)->function;
+    if (!f)
+        return hook_name_id(l->hook);
+    unsigned gen = res_code_generation();
+    fslot_t *s = &th->fcache[hash_ptr((uint64_t)(uintptr_t)f) % FCACHE];
+    if (s->f == f && s->gen == gen)
+        return s->id;
+    *s = (fslot_t){ f, gen, kernel_name_id(f) };
+    return s->id;
+}
+
+/* ---------------------------------------------------------------- streams */
+
+static uint64_t stream_insert(uintptr_t key, unsigned start)
+{
+    uint64_t no = STREAM_UNKNOWN;
+
+    pthread_mutex_lock(&T.stream_lock);
+    for (unsigned p = 0, i = start; p < STREAMS; p++, i = (i + 1) % STREAMS) {
+        uintptr_t k = atomic_load_explicit(&T.skeys[i], memory_order_relaxed);
+        if (k == key) {
+            no = atomic_load_explicit(&T.svals[i], memory_order_relaxed);
+            break;
+        }
+        if (k == 0) {
+            no = atomic_fetch_add(&T.stream_next, 1) + 1;
+            atomic_store_explicit(&T.svals[i], no, memory_order_relaxed);
+            atomic_store_explicit(&T.skeys[i], key, memory_order_release);
+            break;
+        }
+    }
+    pthread_mutex_unlock(&T.stream_lock);
+    return no;
+}
+
+/* The small number of stream s as hook h names it.  Entries are never removed, so readers
+ * need no lock: a key is published (release) after its value. */
+static uint64_t stream_no(tstate_t *th, CUstream s, shim_hook_t h)
+{
+    if (s == CU_STREAM_LEGACY || (!s && !shim_hook_per_thread[h]))
+        return 0;
+    if (!s || s == CU_STREAM_PER_THREAD) {
+        if (!th->ptds)
+            th->ptds = atomic_fetch_add(&T.stream_next, 1) + 1;
+        return th->ptds;
+    }
+    uintptr_t key = (uintptr_t)s;
+    unsigned start = (unsigned)(hash_ptr(key) % STREAMS);
+    for (unsigned p = 0, i = start; p < STREAMS; p++, i = (i + 1) % STREAMS) {
+        uintptr_t k = atomic_load_explicit(&T.skeys[i], memory_order_acquire);
+        if (k == key)
+            return atomic_load_explicit(&T.svals[i], memory_order_relaxed);
+        if (k == 0)
+            break;
+    }
+    return stream_insert(key, start);
+}
+
+/* ---------------------------------------------------------------- allocation ids */
+
+/* Slot of base in the table (alloc_lock held): its own, or the empty one where it would go. */
+static size_t aslot(uint64_t base)
+{
+    size_t i = hash_ptr(base) & (T.acap - 1);
+
+    while (T.akeys[i] && T.akeys[i] != base)
+        i = (i + 1) & (T.acap - 1);
+    return i;
+}
+
+/* Room for one more entry (alloc_lock held); 0 or -ENOMEM. */
+static int agrow(void)
+{
+    if (T.acap && (T.an + 1) * 2 <= T.acap)
+        return 0;
+    size_t ocap = T.acap, cap = ocap ? ocap * 2 : 1024;
+    uint64_t *ok = T.akeys, *ov = T.avals;
+    uint64_t *k = calloc(cap, sizeof(*k)), *v = calloc(cap, sizeof(*v));
+    if (!k || !v) {
+        free(k);
+        free(v);
+        return -ENOMEM;
+    }
+    T.akeys = k;
+    T.avals = v;
+    T.acap = cap;
+    for (size_t i = 0; i < ocap; i++)
+        if (ok[i]) {
+            size_t j = aslot(ok[i]);
+            T.akeys[j] = ok[i];
+            T.avals[j] = ov[i];
+        }
+    free(ok);
+    free(ov);
+    return 0;
+}
+
+static uint64_t aget(uint64_t base)
+{
+    if (!T.acap || !base)
+        return 0;
+    size_t i = aslot(base);
+    return T.akeys[i] ? T.avals[i] : 0;
+}
+
+/* Removes base (linear probing: later entries of its run move back); its id, or 0. */
+static uint64_t adel(uint64_t base)
+{
+    if (!T.acap || !base)
+        return 0;
+    size_t i = aslot(base), mask = T.acap - 1;
+    uint64_t id = T.avals[i];
+    if (!T.akeys[i])
+        return 0;
+    T.akeys[i] = 0;
+    T.an--;
+    for (size_t j = (i + 1) & mask; T.akeys[j]; j = (j + 1) & mask) {
+        size_t home = hash_ptr(T.akeys[j]) & mask;
+        /* Move j back to i when its home is not within (i, j] (cyclically). */
+        if ((j > i && (home <= i || home > j)) || (j < i && home <= i && home > j)) {
+            T.akeys[i] = T.akeys[j];
+            T.avals[i] = T.avals[j];
+            T.akeys[j] = 0;
+            i = j;
+        }
+    }
+    return id;
+}
+
+/* ---------------------------------------------------------------- call sites */
+
+static int own_range(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    uintptr_t base = (uintptr_t)arg;
+
+    (void)size;
+    if (info->dlpi_addr != base)
+        return 0;
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        if (ph->p_type != PT_LOAD)
+            continue;
+        uintptr_t lo = base + ph->p_vaddr, hi = lo + ph->p_memsz;
+        if (!T.own_lo || lo < T.own_lo)
+            T.own_lo = lo;
+        if (hi > T.own_hi)
+            T.own_hi = hi;
+    }
+    return 1;
+}
+
+/* The range libelixir.so is mapped at, to tell its frames from the caller's. */
+static void find_own_range(void)
+{
+    Dl_info info;
+
+    if (dladdr((void *)find_own_range, &info) && info.dli_fbase)
+        dl_iterate_phdr(own_range, info.dli_fbase);
+}
+
+/*
+ * The call site of the allocation being recorded: the stack from the first frame outside
+ * libelixir.so (the application's, or its runtime's), at most ELIXIR_TRACE_DEPTH frames.
+ * Frame i of this unwind is frame i + 1 of the recorder's (whose frame 0 is itself).
+ */
+static __attribute__((noinline)) uint32_t call_site(void)
+{
+    void *raw[64];
+    int n = unw_backtrace(raw, 64), k = 0;
+
+    while (k < n && (uintptr_t)raw[k] >= T.own_lo && (uintptr_t)raw[k] < T.own_hi)
+        k++;
+    if (k >= n)
+        return 0;
+    long id = trc_rec_stack(shim_trace_rec, k, T.depth);
+    return id > 0 ? (uint32_t)id : 0;
+}
+
+/* ---------------------------------------------------------------- iterations */
+
+/* After iteration `cur` began: open or close the profiling window. */
+static void window_at(int64_t cur)
+{
+    pthread_mutex_lock(&T.win_lock);
+    int w = atomic_load(&T.window);
+    if (w == WIN_BEFORE && cur >= T.warmup) {
+        T.win_end = cur + T.profile;
+        if (T.profile > 0) {
+            atomic_store(&T.window, WIN_OPEN);
+            shim_timing_window(1);
+            SHIM_INFO(INIT, "trace: profiling iterations %lld to %lld", (long long)cur,
+                      (long long)T.win_end - 1);
+        } else {
+            atomic_store(&T.window, WIN_AFTER);
+        }
+    } else if (w == WIN_OPEN && cur >= T.win_end) {
+        atomic_store(&T.window, WIN_AFTER);
+        shim_timing_window(0);
+        SHIM_INFO(INIT, "trace: profiling done at iteration %lld", (long long)cur);
+    }
+    pthread_mutex_unlock(&T.win_lock);
+}
+
+/* A launch of function `func` at `time`: the iterations it reveals. */
+static void detect(uint32_t func, uint64_t time)
+{
+    iter_mark_t marks[ITER_MAX_MARKS];
+
+    spin_lock(&T.iter_lock);
+    int n = iter_launch(T.iter, func, time, marks);
+    spin_unlock(&T.iter_lock);
+    for (int i = 0; i < n; i++) {
+        trc_event_t ev = { .type = TRC_EV_ITERATION, .time = marks[i].time };
+        ev.u.iteration.index = marks[i].index;
+        shim_trace_emit(&ev);
+    }
+    if (n > 0 && atomic_load_explicit(&T.window, memory_order_relaxed) != WIN_AFTER)
+        window_at((int64_t)marks[n - 1].index);
+}
+
+static void barrier(void)
+{
+    spin_lock(&T.iter_lock);
+    iter_barrier(T.iter);
+    spin_unlock(&T.iter_lock);
+}
+
+void shim_trace_sync(void)
+{
+    tstate_t *th = enter();
+
+    if (!th)
+        return;
+    barrier();
+    leave(th);
+}
+
+/* ---------------------------------------------------------------- operations */
+
+/* Common start of an operation: id, time; NULL when not recording. */
+static tstate_t *op_begin(uint64_t *op)
+{
+    tstate_t *th = enter();
+
+    *op = 0;
+    if (!th)
+        return NULL;
+    *op = th->op = op_new(th);
+    th->time = shim_trace_now();
+    th->nids = 0;
+    th->unsorted = 0;
+    th->timing = NULL;
+    shim_timing_poll();
+    return th;
+}
+
+void shim_trace_launch_begin(shim_launch_t *l)
+{
+    tstate_t *th = op_begin(&l->op);
+
+    if (!th)
+        return;
+    th->launch = 1;
+    th->func = func_id(th, l);
+    detect(th->func, th->time);
+}
+
+/* The trace's kind of copy c: from its hook, its descriptor, or (unified addressing) which
+ * operands lie in residency's arenas. */
+static uint32_t copy_kind(const shim_copy_t *c)
+{
+    switch (c->kind) {
+    case SHIM_COPY_HTOD: return TRC_COPY_HTOD;
+    case SHIM_COPY_DTOH: return TRC_COPY_DTOH;
+    case SHIM_COPY_DTOD: return TRC_COPY_DTOD;
+    case SHIM_COPY_PEER:
+    case SHIM_COPY_3D_PEER: return TRC_COPY_PEER;
+    case SHIM_COPY_UNIFIED: {
+        int d = c->dst && res_owns(c->dst), s = c->src && res_owns(c->src);
+        return d && s ? TRC_COPY_DTOD : d ? TRC_COPY_HTOD : s ? TRC_COPY_DTOH : TRC_COPY_UNKNOWN;
+    }
+    case SHIM_COPY_2D:
+    case SHIM_COPY_3D: {
+        /* The descriptor names each side's memory type. */
+        const CUDA_MEMCPY2D *p2 = c->desc;
+        const CUDA_MEMCPY3D *p3 = c->desc;
+        if (!c->desc)
+            return TRC_COPY_UNKNOWN;
+        CUmemorytype s = c->kind == SHIM_COPY_2D ? p2->srcMemoryType : p3->srcMemoryType;
+        CUmemorytype d = c->kind == SHIM_COPY_2D ? p2->dstMemoryType : p3->dstMemoryType;
+        int sh = s == CU_MEMORYTYPE_HOST, dh = d == CU_MEMORYTYPE_HOST;
+        return sh && dh ? TRC_COPY_HTOH : sh ? TRC_COPY_HTOD : dh ? TRC_COPY_DTOH
+                                                                 : TRC_COPY_DTOD;
+    }
+    default:
+        break;
+    }
+    if (c->hook == SHIM_HOOK_cuMemcpyHtoA_v2 || c->hook == SHIM_HOOK_cuMemcpyHtoA_v2_ptds ||
+        c->hook == SHIM_HOOK_cuMemcpyHtoAAsync_v2 || c->hook == SHIM_HOOK_cuMemcpyHtoAAsync_v2_ptsz)
+        return TRC_COPY_HTOD;
+    if (c->hook == SHIM_HOOK_cuMemcpyAtoH_v2 || c->hook == SHIM_HOOK_cuMemcpyAtoH_v2_ptds ||
+        c->hook == SHIM_HOOK_cuMemcpyAtoHAsync_v2 || c->hook == SHIM_HOOK_cuMemcpyAtoHAsync_v2_ptsz)
+        return TRC_COPY_DTOH;
+    return c->kind == SHIM_COPY_ARRAY ? TRC_COPY_DTOD : TRC_COPY_UNKNOWN;
+}
+
+void shim_trace_copy_begin(shim_copy_t *c)
+{
+    tstate_t *th = op_begin(&c->op);
+
+    if (!th)
+        return;
+    th->launch = 0;
+    if (c->kind == SHIM_COPY_MEMSET)
+        return;
+    uint32_t k = copy_kind(c);
+    /* Data in or out (a batch uploaded, a loss read back): a barrier for the detector. */
+    if (k == TRC_COPY_HTOD || k == TRC_COPY_DTOH || k == TRC_COPY_HTOH)
+        barrier();
+}
+
+void shim_trace_issue(uint64_t op, CUstream s, shim_hook_t h)
+{
+    tstate_t *th = tls_self;
+
+    if (op && th && atomic_load_explicit(&T.window, memory_order_relaxed) == WIN_OPEN)
+        th->timing = shim_timing_before(op, s, h);
+}
+
+/* Adds allocation id to the launch's list (the same id twice in a row only once). */
+static void add_id(tstate_t *th, uint64_t id)
+{
+    if (th->nids && th->ids[th->nids - 1] >= id) {
+        if (th->ids[th->nids - 1] == id)
+            return;
+        th->unsorted = 1;
+    }
+    if (th->nids == th->cap) {
+        uint32_t cap = th->cap ? th->cap * 2 : 64;
+        uint64_t *ids = realloc(th->ids, cap * sizeof(*ids));
+        if (!ids)
+            return;
+        th->ids = ids;
+        th->cap = cap;
+    }
+    th->ids[th->nids++] = id;
+}
+
+static wslot_t *wslot(tstate_t *th, uint64_t word)
+{
+    return &th->wcache[((word >> 4) * 0x9E3779B97F4A7C15ull) >> 55];
+}
+
+/* The allocation id of an argument word: from the thread's cache while no allocation was
+ * made or freed since it was cached, else from the table (base_of names the base). */
+static uint64_t word_id(tstate_t *th, uint64_t word, uint64_t gen,
+                        uint64_t (*base_of)(void *, uint64_t), void *ctx)
+{
+    wslot_t *w = wslot(th, word);
+
+    if (w->word == word && w->gen == gen)
+        return w->id;
+    uint64_t base = base_of(ctx, word);
+    spin_lock(&T.alloc_lock);
+    gen = atomic_load_explicit(&T.alloc_gen, memory_order_relaxed);
+    uint64_t id = base ? aget(base) : 0;
+    spin_unlock(&T.alloc_lock);
+    *w = (wslot_t){ word, gen, id };
+    return id;
+}
+
+void shim_trace_words(const void *buf, size_t size, uint64_t lo, uint64_t hi,
+                      uint64_t (*base_of)(void *ctx, uint64_t word), void *ctx)
+{
+    tstate_t *th = tls_self;
+
+    if (!th || !th->op)
+        return;
+    uint64_t gen = atomic_load_explicit(&T.alloc_gen, memory_order_relaxed);
+    for (size_t off = 0; off + 8 <= size; off += 8) {
+        uint64_t v, id;
+        memcpy(&v, (const char *)buf + off, 8);
+        if (v - lo < hi - lo && (id = word_id(th, v, gen, base_of, ctx)) != 0)
+            add_id(th, id);
+    }
+}
+
+/* The ids of the allocations the launch reached, ascending, without repeats, in th->ids
+ * (usually already so: arguments tend to come in allocation order). */
+static uint32_t sorted_ids(tstate_t *th)
+{
+    uint64_t *a = th->ids;
+    uint32_t u = 0;
+
+    if (!th->unsorted)
+        return th->nids;
+    for (uint32_t i = 1; i < th->nids; i++) {
+        uint64_t v = a[i];
+        uint32_t j = i;
+        for (; j > 0 && a[j - 1] > v; j--)
+            a[j] = a[j - 1];
+        a[j] = v;
+    }
+    for (uint32_t i = 0; i < th->nids; i++)
+        if (!u || a[u - 1] != a[i])
+            a[u++] = a[i];
+    return u;
+}
+
+/* Common end: device times, then the thread leaves the operation. */
+static void op_end(tstate_t *th, CUresult r, CUstream s, shim_hook_t h)
+{
+    if (th->timing)
+        shim_timing_after(th->timing, r, s, h);
+    th->timing = NULL;
+    th->op = 0;
+    leave(th);
+}
+
+void shim_trace_launch_end(const shim_launch_t *l, CUresult r)
+{
+    tstate_t *th = tls_self;
+
+    if (!l->op || !th)
+        return;
+    if (r == CUDA_SUCCESS && kept(TRC_EV_LAUNCH)) {
+        trc_event_t ev = { .type = TRC_EV_LAUNCH, .time = th->time };
+        ev.u.launch = (trc_launch_t){ .id = l->op, .func_id = th->func,
+                                      .stream = stream_no(th, l->stream, l->hook),
+                                      .device = current_device(th) };
+        ev.u.launch.nallocs = sorted_ids(th);
+        ev.u.launch.allocs = th->ids;
+        shim_trace_emit(&ev);
+    }
+    op_end(th, r, l->stream, l->hook);
+}
+
+void shim_trace_copy_end(const shim_copy_t *c, CUresult r)
+{
+    tstate_t *th = tls_self;
+
+    if (!c->op || !th)
+        return;
+    if (r == CUDA_SUCCESS && kept(TRC_EV_COPY)) {
+        trc_event_t ev = { .time = th->time };
+        uint64_t stream = stream_no(th, c->stream, c->hook);
+        int dev = current_device(th);
+        if (c->kind == SHIM_COPY_MEMSET) {
+            ev.type = TRC_EV_MEMSET;
+            ev.u.memset = (trc_memset_t){ .dst = c->dst, .bytes = c->bytes, .stream = stream,
+                                          .value = c->value, .elem_size = c->elem,
+                                          .device = dev, .id = c->op };
+        } else {
+            ev.type = TRC_EV_COPY;
+            ev.u.copy = (trc_copy_t){ .kind = copy_kind(c), .src = c->src, .dst = c->dst,
+                                      .bytes = c->bytes, .stream = stream, .device = dev,
+                                      .id = c->op };
+        }
+        shim_trace_emit(&ev);
+    }
+    op_end(th, r, c->stream, c->hook);
+}
+
+uint64_t shim_trace_current_op(void)
+{
+    tstate_t *th = tls_self;
+    return th ? th->op : 0;
+}
+
+/* ---------------------------------------------------------------- residency's events */
+
+uint64_t shim_trace_alloc(int device, uint64_t base, uint64_t size)
+{
+    tstate_t *th = enter();
+
+    if (!th)
+        return 0;
+    uint64_t id = atomic_fetch_add(&T.alloc_next, 1) + 1;
+    spin_lock(&T.alloc_lock);
+    if (agrow() == 0) {
+        size_t i = aslot(base);
+        T.an += !T.akeys[i];
+        T.akeys[i] = base;
+        T.avals[i] = id;
+    }
+    atomic_fetch_add_explicit(&T.alloc_gen, 1, memory_order_relaxed);
+    spin_unlock(&T.alloc_lock);
+    device_seen(device);
+    if (kept(TRC_EV_ALLOC)) {
+        trc_event_t ev = { .type = TRC_EV_ALLOC, .time = shim_trace_now() };
+        ev.u.alloc = (trc_alloc_t){ .id = id, .device = device, .addr = base, .size = size,
+                                    .stack_id = T.depth ? call_site() : 0 };
+        shim_trace_emit(&ev);
+    }
+    leave(th);
+    return id;
+}
+
+void shim_trace_free(uint64_t base)
+{
+    tstate_t *th = enter();
+
+    if (!th)
+        return;
+    spin_lock(&T.alloc_lock);
+    uint64_t id = adel(base);
+    atomic_fetch_add_explicit(&T.alloc_gen, 1, memory_order_relaxed);
+    spin_unlock(&T.alloc_lock);
+    if (id) {
+        trc_event_t ev = { .type = TRC_EV_FREE, .time = shim_trace_now() };
+        ev.u.free.id = id;
+        shim_trace_emit(&ev);
+    }
+    leave(th);
+}
+
+void shim_trace_migration(int device, uint64_t chunk, uint64_t bytes, int from, int to,
+                          uint64_t start, uint64_t end, uint64_t cause)
+{
+    tstate_t *th = enter();
+
+    if (!th)
+        return;
+    device_seen(device);
+    trc_event_t ev = { .type = TRC_EV_MIGRATION, .time = shim_trace_now() };
+    ev.u.migration = (trc_migration_t){ .chunk = chunk, .bytes = bytes, .from = (uint32_t)from,
+                                        .to = (uint32_t)to, .device = device, .start = start,
+                                        .end = end >= start ? end : start, .cause = cause };
+    shim_trace_emit(&ev);
+    leave(th);
+}
+
+void shim_trace_eviction(int device, uint64_t chunk, uint64_t alloc_base, uint64_t bytes,
+                         int from, int to, unsigned reason)
+{
+    tstate_t *th = enter();
+
+    if (!th)
+        return;
+    device_seen(device);
+    spin_lock(&T.alloc_lock);
+    uint64_t alloc = aget(alloc_base);
+    spin_unlock(&T.alloc_lock);
+    if (!reason)
+        reason = !th->op ? SHIM_EVICT_FOR_ALLOC
+                 : th->launch ? SHIM_EVICT_FOR_LAUNCH : SHIM_EVICT_FOR_COPY;
+    trc_event_t ev = { .type = TRC_EV_EVICTION, .time = shim_trace_now() };
+    ev.u.eviction = (trc_eviction_t){ .chunk = chunk, .alloc = alloc, .bytes = bytes,
+                                      .from = (uint32_t)from, .to = (uint32_t)to,
+                                      .reason = reason };
+    shim_trace_emit(&ev);
+    leave(th);
+}
+
+void shim_trace_memory(int device, const uint64_t bytes[4])
+{
+    tstate_t *th = enter();
+
+    if (!th)
+        return;
+    device_seen(device);
+    trc_event_t ev = { .type = TRC_EV_MEMORY, .time = shim_trace_now() };
+    ev.u.memory.device = device;
+    memcpy(ev.u.memory.bytes, bytes, sizeof(ev.u.memory.bytes));
+    shim_trace_emit(&ev);
+    leave(th);
+}
+
+/* ---------------------------------------------------------------- start-up */
+
+/* Reads a small file whole (NUL bytes become spaces), into buf; its length. */
+static size_t read_small(const char *path, char *buf, size_t cap)
+{
+    FILE *f = fopen(path, "r");
+    size_t n = f ? fread(buf, 1, cap - 1, f) : 0;
+
+    if (f)
+        fclose(f);
+    while (n > 0 && buf[n - 1] == '\0')
+        n--;
+    for (size_t i = 0; i < n; i++)
+        if (buf[i] == '\0')
+            buf[i] = ' ';
+    buf[n] = '\0';
+    return n;
+}
+
+static void record_process(void)
+{
+    char exe[PATH_MAX] = "", cmd[4096], host[256] = "";
+    ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+
+    exe[n > 0 ? n : 0] = '\0';
+    read_small("/proc/self/cmdline", cmd, sizeof(cmd));
+    gethostname(host, sizeof(host) - 1);
+    trc_event_t ev = { .type = TRC_EV_PROCESS, .time = shim_trace_now() };
+    ev.u.process = (trc_process_t){ .pid = (uint32_t)getpid(), .ppid = (uint32_t)getppid(),
+                                    .exe_id = (uint32_t)intern(exe),
+                                    .cmdline_id = (uint32_t)intern(cmd),
+                                    .host_id = (uint32_t)intern(host) };
+    shim_trace_emit(&ev);
+}
+
+extern char **environ;
+
+/* Is the environment entry e ("ELIXIR_NAME=value") one of the option table's? */
+static int in_table(const char *e)
+{
+    for (int o = 0; o < SHIM_NOPTS; o++) {
+        size_t len = strlen(shim_opt_name(o));
+        if (strncmp(e + 7, shim_opt_name(o), len) == 0 && e[7 + len] == '=')
+            return 1;
+    }
+    return 0;
+}
+
+/* The option snapshot: every option of the table with its value, then every other ELIXIR_*
+ * variable of the environment (the simulator's, a newer shim's) as it is. */
+static void record_options(void)
+{
+    enum { MAX_OPTS = 256 };
+    trc_option_t opts[MAX_OPTS];
+    uint32_t n = 0;
+    char name[128];
+
+    for (int o = 0; o < SHIM_NOPTS && n < MAX_OPTS; o++) {
+        snprintf(name, sizeof(name), "ELIXIR_%s", shim_opt_name(o));
+        opts[n++] = (trc_option_t){ .name_id = (uint32_t)intern(name),
+                                    .value_id = (uint32_t)intern(shim_opt_str(o)) };
+    }
+    for (char **e = environ; e && *e && n < MAX_OPTS; e++) {
+        const char *eq = strchr(*e, '=');
+        if (strncmp(*e, "ELIXIR_", 7) != 0 || !eq || in_table(*e) ||
+            (size_t)(eq - *e) >= sizeof(name))
+            continue;
+        snprintf(name, sizeof(name), "%.*s", (int)(eq - *e), *e);
+        opts[n++] = (trc_option_t){ .name_id = (uint32_t)intern(name),
+                                    .value_id = (uint32_t)intern(eq + 1) };
+    }
+    trc_event_t ev = { .type = TRC_EV_OPTIONS, .time = shim_trace_now() };
+    ev.u.options = (trc_options_t){ .count = n, .opts = opts };
+    shim_trace_emit(&ev);
+}
+
+/* A driver function by name, from the driver's own library (never one of our wrappers). */
+static void *drv_sym(const shim_driver_t *d, const char *name)
+{
+    void *(*rdlsym)(void *, const char *) = shim_real_dlsym();
+    void *p = rdlsym ? rdlsym(d->handle, name) : NULL;
+
+    return p && !shim_is_own(p) ? p : NULL;
+}
+
+static void resolve_driver(const shim_driver_t *d)
+{
+    *(void **)&T.drv.func_name = drv_sym(d, "cuFuncGetName");
+    *(void **)&T.drv.kernel_name = drv_sym(d, "cuKernelGetName");
+    *(void **)&T.drv.device_get = drv_sym(d, "cuDeviceGet");
+    *(void **)&T.drv.device_name = drv_sym(d, "cuDeviceGetName");
+    *(void **)&T.drv.device_mem = drv_sym(d, "cuDeviceTotalMem_v2");
+    *(void **)&T.drv.elapsed = drv_sym(d, "cuEventElapsedTime_v2");
+    if (!T.drv.elapsed)
+        *(void **)&T.drv.elapsed = drv_sym(d, "cuEventElapsedTime");
+    /* Only the simulator exports its virtual clock (sim/include/simcuda.h). */
+    *(void **)&T.drv.sim_clock = drv_sym(d, "sim_activity_clock");
+}
+
+static void at_exit(void)
+{
+    shim_trace_stop();
+}
+
+/* Options and the state that does not depend on the file. */
+static int prepare(void)
+{
+    T.level = (int)shim_opt_int(SHIM_OPT_TRACE_LEVEL);
+    T.depth = (int)shim_opt_int(SHIM_OPT_TRACE_DEPTH);
+    T.warmup = shim_opt_int(SHIM_OPT_PROFILE_WARMUP);
+    T.profile = shim_opt_int(SHIM_OPT_PROFILE_ITERATIONS);
+    find_own_range();
+    if (pthread_key_create(&T.key, thread_gone) != 0)
+        return -ENOMEM;
+    return iter_create(&T.iter);
+}
+
+/* The recorder is open: the device times' source (and CUPTI's clock), the first records,
+ * the exit handler, then recording on. */
+static void begin_recording(trc_rec_t *rec, const char *path)
+{
+    shim_trace_rec = rec;
+    trace_clock_t cupti = shim_timing_open(T.drv.elapsed);
+    if (cupti)
+        T.clock = cupti;
+    record_process();
+    record_options();
+    trc_rec_flush_thread(rec);
+    if (T.warmup == 0)
+        window_at(0);
+    atexit(at_exit);
+    atomic_store(&shim_trace_on, 1);
+    SHIM_INFO(INIT, "trace: recording to %s (level %s, call sites %d frames, %s clock)", path,
+              shim_opt_str(SHIM_OPT_TRACE_LEVEL), T.depth,
+              cupti ? "CUPTI's" : T.sim ? "the simulator's virtual" : "the monotonic");
+}
+
+static void start(const shim_driver_t *d)
+{
+    const char *path = shim_opt_str(SHIM_OPT_TRACE);
+    trc_rec_t *rec;
+
+    if (!path[0] || !d->ok)
+        return;
+    if (shim_disabled()) {
+        SHIM_WARN(INIT, "ELIXIR_TRACE=%s is ignored: ELIXIR_DISABLE=1 turns the shim off", path);
+        return;
+    }
+    resolve_driver(d);
+    T.sim = T.drv.sim_clock != NULL;
+    T.clock = T.sim ? T.drv.sim_clock : mono_ns;
+    trc_rec_config_t cfg = { .flags = T.sim ? TRC_FLAG_VIRTUAL_TIME : 0, .clock = rec_clock };
+    int rc = prepare();
+    if (rc == 0)
+        rc = trc_rec_open(path, &cfg, &rec);
+    if (rc == -EEXIST)
+        SHIM_WARN(INIT, "ELIXIR_TRACE=%s: the file exists and is never overwritten; nothing is "
+                  "recorded", path);
+    else if (rc < 0)
+        SHIM_WARN(INIT, "ELIXIR_TRACE=%s: cannot record: %s", path, strerror(-rc));
+    else
+        begin_recording(rec, path);
+}
+
+/*
+ * Once per process, before the driver is published, so that no thread can issue an operation
+ * before recording is on.  Threads that race here wait for the one starting the trace, but
+ * not for ever: one of them may be inside a library constructor, holding the dynamic
+ * loader's lock that the start (dlopen of CUPTI) needs; after a second it goes on, and its
+ * first operations may be missed.
+ */
+void shim_trace_start(const shim_driver_t *d)
+{
+    static _Atomic int state;       /* 0: not started, 1: starting, 2: done */
+    int zero = 0;
+
+    if (atomic_compare_exchange_strong(&state, &zero, 1)) {
+        start(d);
+        atomic_store(&state, 2);
+        return;
+    }
+    for (uint64_t t0 = mono_ns(); atomic_load(&state) != 2 && mono_ns() - t0 < 1000000000u;)
+        sched_yield();
+}
+
+/* ---------------------------------------------------------------- exit and fork */
+
+/* Waits until no thread is inside an operation; 0, or -ETIMEDOUT after CLOSE_WAIT_NS. */
+static int wait_idle(void)
+{
+    uint64_t t0 = mono_ns();
+    tstate_t *me = tls_self;
+    int idle = 0;
+
+    while (!idle && mono_ns() - t0 < CLOSE_WAIT_NS) {
+        idle = 1;
+        pthread_mutex_lock(&T.states_lock);
+        for (tstate_t *th = T.states; th; th = th->next)
+            if (th != me && atomic_load(&th->busy))
+                idle = 0;
+        pthread_mutex_unlock(&T.states_lock);
+        if (!idle)
+            sched_yield();
+    }
+    return idle ? 0 : -ETIMEDOUT;
+}
+
+void shim_trace_stop(void)
+{
+    if (!atomic_exchange(&shim_trace_on, 0))
+        return;
+    atomic_store(&T.closing, 1);
+    int idle = wait_idle();
+    trace_clock_t after = shim_timing_stop();
+    if (after)
+        T.clock = after;
+    if (idle < 0) {
+        /* A thread is still inside the driver: leave the recorder to it, write what we have. */
+        SHIM_WARN(INIT, "trace: a thread is still recording at exit; the trace is left "
+                  "unfinished (readable, without its END record)");
+        trc_rec_flush(shim_trace_rec);
+        return;
+    }
+    trc_rec_t *rec = shim_trace_rec;
+    shim_trace_rec = NULL;
+    int rc = trc_rec_close(rec);
+    if (rc < 0)
+        SHIM_WARN(INIT, "trace: writing the trace failed: %s", strerror(-rc));
+}
+
+void shim_trace_after_fork(void)
+{
+    if (!shim_trace_rec)
+        return;
+    atomic_store(&shim_trace_on, 0);
+    atomic_store(&T.closing, 1);
+    trc_rec_abandon(shim_trace_rec);
+    shim_trace_rec = NULL;
+    shim_timing_after_fork();
+    pthread_mutex_init(&T.states_lock, NULL);
+    pthread_mutex_init(&T.win_lock, NULL);
+    pthread_mutex_init(&T.stream_lock, NULL);
+    atomic_flag_clear(&T.iter_lock.f);
+    atomic_flag_clear(&T.alloc_lock.f);
+}

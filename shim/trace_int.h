@@ -1,0 +1,43 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * trace_int.h - what trace.c (the recording) and trace_time.c (device times of the profiled
+ * iterations) share.  Nothing else includes it.
+ */
+#ifndef ELIXIR_TRACE_INT_H
+#define ELIXIR_TRACE_INT_H
+
+#include "shim.h"
+/* By path: CUDA's include directory, searched before tracer/, has a cupti.h of its own. */
+#include "../tracer/cupti.h"
+#include "../tracer/record.h"
+
+typedef uint64_t (*trace_clock_t)(void);
+
+/* ---------------------------------------------------------------- trace.c */
+
+/* The recorder while recording (set before shim_trace_on, cleared after it). */
+extern trc_rec_t *shim_trace_rec;
+/* Records ev unless the level drops its type (ELIXIR_TRACE_LEVEL after the profiled
+ * iterations); ev->time must be set. */
+void shim_trace_emit(const trc_event_t *ev);
+
+/* ---------------------------------------------------------------- trace_time.c */
+
+/* Chooses where device times come from (ELIXIR_CUPTI; CUPTI's activity or CUDA events) and
+ * says so in the log, once.  elapsed: the driver's cuEventElapsedTime (NULL: no events
+ * timing).  Returns CUPTI's clock when CUPTI is in use, else NULL. */
+trace_clock_t shim_timing_open(PFN_cuEventElapsedTime_v2000 elapsed);
+/* The profiled iterations begin (1) or end (0). */
+void shim_timing_window(int open);
+/* Around the driver call of operation op on stream s (hook h): before returns a handle for
+ * after (NULL when not timed). */
+void *shim_timing_before(uint64_t op, CUstream s, shim_hook_t h);
+void shim_timing_after(void *handle, CUresult r, CUstream s, shim_hook_t h);
+/* Records the times of operations whose events have completed (never waits). */
+void shim_timing_poll(void);
+/* At exit: the last times (waiting for their events), then CUPTI closed; returns the clock
+ * to use from now on (CUPTI's is no longer available), or NULL to keep the current one. */
+trace_clock_t shim_timing_stop(void);
+void shim_timing_after_fork(void);
+
+#endif

@@ -1,0 +1,401 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * trace_time.c - device times of the operations of the profiled iterations (TIMING events).
+ *
+ * Two sources, chosen once at start-up and named in the log with the reason:
+ *   CUPTI: the tracer's CUPTI client (tracer/cupti.h) is enabled when the profiled iterations
+ *     begin and disabled (which flushes it) when they end, so it costs nothing afterwards;
+ *     the operation id is pushed as CUPTI's external correlation id around the driver call,
+ *     and each activity record comes back to sink() on CUPTI's thread, which only records a
+ *     TIMING event (no CUDA call there: DESIGN.md invariant 7).
+ *   CUDA events, when CUPTI is off (ELIXIR_CUPTI=off), missing, or refused because another
+ *     tool subscribed: an event before and one after each operation on its stream (not while
+ *     the stream captures), taken from a pool.  Pairs wait in a queue and are read, oldest
+ *     first, whenever an operation is recorded and the pair's second event has completed
+ *     (cuEventQuery: the application's streams are never waited for); whatever is left at
+ *     exit is waited for then.  Times are elapsed times from a reference event recorded, per
+ *     context, on a stream of our own that nothing else uses and waited for at once, so that
+ *     its completion is "now" on the trace's clock.
+ * The lock here guards the pools and the queue.  No call made under it waits for the device
+ * (records and queries return at once); the host waits (a reference event, the pairs left at
+ * exit) happen with it released (DESIGN.md invariant 7).
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "trace_int.h"
+
+#define MAX_CTX 16
+#define POLL_MAX 8              /* pairs read per operation recorded */
+
+enum { SRC_NONE, SRC_CUPTI, SRC_EVENTS };
+
+typedef struct pair pair_t;
+
+/* A context's reference: the event all elapsed times are measured from, and its time; and
+ * the pool of that context's event pairs (events belong to a context). */
+typedef struct ref {
+    CUcontext ctx;
+    CUstream stream;
+    CUevent ev;
+    uint64_t time;
+    pair_t *spare;
+} ref_t;
+
+/* The two events around one operation. */
+struct pair {
+    pair_t *next;
+    uint64_t op;
+    ref_t *ref;
+    CUevent a, b;
+};
+
+static struct {
+    int source;
+    trc_cupti_t *cupti;
+    int enabled;                    /* CUPTI activity on */
+    PFN_cuEventElapsedTime_v2000 elapsed;
+    pthread_mutex_t lock;
+    pair_t *head, **tail;           /* waiting for their second event */
+    _Atomic unsigned pending;
+    ref_t refs[MAX_CTX];
+    int nrefs;
+    uint64_t closed_at, mono_at;    /* CUPTI's last time, and the monotonic time then */
+} TM = { .lock = PTHREAD_MUTEX_INITIALIZER, .tail = &TM.head };
+
+#define PUSHED ((void *)&TM.cupti)  /* before()'s handle of a CUPTI-timed operation */
+
+/* ---------------------------------------------------------------- CUPTI */
+
+static void emit_timing(uint64_t op, int source, uint64_t start, uint64_t end, uint64_t now)
+{
+    trc_event_t ev = { .type = TRC_EV_TIMING, .time = now };
+    ev.u.timing = (trc_timing_t){ .op = op, .source = (uint32_t)source, .start = start,
+                                  .end = end >= start ? end : start };
+    shim_trace_emit(&ev);
+}
+
+/* CUPTI's thread: one completed kernel, copy or memset.  Records of work that was not ours
+ * (no external id: the shim's own migrations) are dropped.  The record's time is the end. */
+static void sink(void *ctx, uint64_t op, int kind, uint64_t start, uint64_t end)
+{
+    (void)ctx;
+    (void)kind;
+    if (op)
+        emit_timing(op, TRC_TIMING_CUPTI, start, end, end);
+}
+
+static uint64_t cupti_clock(void)
+{
+    return trc_cupti_now(TM.cupti);
+}
+
+static uint64_t mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* Once CUPTI is closed: its clock carried on by the monotonic one. */
+static uint64_t closed_clock(void)
+{
+    return TM.closed_at + (mono_ns() - TM.mono_at);
+}
+
+trace_clock_t shim_timing_open(PFN_cuEventElapsedTime_v2000 elapsed)
+{
+    long mode = shim_opt_int(SHIM_OPT_CUPTI);
+    char why[256] = "";
+
+    TM.elapsed = elapsed;
+    TM.source = elapsed ? SRC_EVENTS : SRC_NONE;
+    if (mode == SHIM_CUPTI_OFF) {
+        SHIM_INFO(INIT, "trace: device times from CUDA events (ELIXIR_CUPTI=off)");
+        return NULL;
+    }
+    const char *lib = mode == SHIM_CUPTI_PATH ? shim_opt_str(SHIM_OPT_CUPTI) : NULL;
+    int rc = trc_cupti_open(lib, sink, NULL, &TM.cupti, why, sizeof(why));
+    if (rc == 0) {
+        TM.source = SRC_CUPTI;
+        SHIM_INFO(INIT, "trace: device times from CUPTI%s%s", why[0] ? ": " : "", why);
+        return cupti_clock;
+    }
+    TM.cupti = NULL;
+    SHIM_WARN(INIT, "trace: device times from CUDA events, not CUPTI: %s",
+              why[0] ? why : rc == -EBUSY ? "another tool is subscribed" : strerror(-rc));
+    if (!elapsed)
+        SHIM_WARN(INIT, "trace: the driver has no cuEventElapsedTime: no device times");
+    return NULL;
+}
+
+void shim_timing_window(int open)
+{
+    if (TM.source != SRC_CUPTI || TM.enabled == open)
+        return;
+    int rc = trc_cupti_enable(TM.cupti, open);
+    if (rc < 0)
+        SHIM_WARN(INIT, "trace: CUPTI activity cannot be turned %s: %s", open ? "on" : "off",
+                  strerror(-rc));
+    else
+        TM.enabled = open;
+}
+
+/* ---------------------------------------------------------------- CUDA events */
+
+/* Does stream s (as hook h names it) capture, or cannot tell?  Nothing is recorded then. */
+static int capturing(CUstream s, shim_hook_t h)
+{
+    CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_NONE;
+    shim_pfn_cuStreamIsCapturing_t is = SHIM_DRIVER_CALL(cuStreamIsCapturing);
+    shim_pfn_cuStreamIsCapturing_ptsz_t is_pt = SHIM_DRIVER_CALL(cuStreamIsCapturing_ptsz);
+    CUresult r = shim_hook_per_thread[h] && is_pt ? is_pt(s, &st)
+                 : is                             ? is(s, &st)
+                                                  : CUDA_ERROR_NOT_FOUND;
+    return r != CUDA_SUCCESS || st != CU_STREAM_CAPTURE_STATUS_NONE;
+}
+
+static CUresult record(CUevent e, CUstream s, shim_hook_t h)
+{
+    return shim_hook_per_thread[h] ? SHIM_DRIVER_CALL(cuEventRecord_ptsz)(e, s)
+                                   : SHIM_DRIVER_CALL(cuEventRecord)(e, s);
+}
+
+/* A new reference for context ctx (no lock held: it waits for its own event). */
+static int ref_make(CUcontext ctx, ref_t *r)
+{
+    *r = (ref_t){ .ctx = ctx };
+    if (SHIM_DRIVER_CALL(cuStreamCreate)(&r->stream, CU_STREAM_NON_BLOCKING) != CUDA_SUCCESS)
+        return -EIO;
+    if (SHIM_DRIVER_CALL(cuEventCreate)(&r->ev, CU_EVENT_DEFAULT) == CUDA_SUCCESS &&
+        SHIM_DRIVER_CALL(cuEventRecord)(r->ev, r->stream) == CUDA_SUCCESS &&
+        SHIM_DRIVER_CALL(cuEventSynchronize)(r->ev) == CUDA_SUCCESS) {
+        r->time = shim_trace_now();
+        return 0;
+    }
+    if (r->ev)
+        SHIM_DRIVER_CALL(cuEventDestroy_v2)(r->ev);
+    return -EIO;
+}
+
+/* The current context's reference, made on first use; NULL when none can be. */
+static ref_t *ref_current(void)
+{
+    CUcontext ctx = NULL;
+    ref_t fresh;
+
+    if (SHIM_DRIVER_CALL(cuCtxGetCurrent)(&ctx) != CUDA_SUCCESS || !ctx)
+        return NULL;
+    pthread_mutex_lock(&TM.lock);
+    for (int i = 0; i < TM.nrefs; i++)
+        if (TM.refs[i].ctx == ctx) {
+            pthread_mutex_unlock(&TM.lock);
+            return &TM.refs[i];
+        }
+    pthread_mutex_unlock(&TM.lock);
+    if (ref_make(ctx, &fresh) < 0)
+        return NULL;
+    ref_t *r = NULL;
+    pthread_mutex_lock(&TM.lock);
+    for (int i = 0; i < TM.nrefs && !r; i++)
+        if (TM.refs[i].ctx == ctx)
+            r = &TM.refs[i];            /* another thread made one meanwhile: keep it */
+    if (!r && TM.nrefs < MAX_CTX) {
+        TM.refs[TM.nrefs] = fresh;
+        r = &TM.refs[TM.nrefs++];
+        fresh.ev = NULL;
+    }
+    pthread_mutex_unlock(&TM.lock);
+    if (fresh.ev)
+        SHIM_DRIVER_CALL(cuEventDestroy_v2)(fresh.ev);
+    return r;
+}
+
+/* A pair for the context of ref (the current one): from its pool or new; NULL when none. */
+static pair_t *pair_get(ref_t *ref)
+{
+    pthread_mutex_lock(&TM.lock);
+    pair_t *p = ref->spare;
+    if (p)
+        ref->spare = p->next;
+    pthread_mutex_unlock(&TM.lock);
+    if (!p) {
+        p = calloc(1, sizeof(*p));
+        if (!p || SHIM_DRIVER_CALL(cuEventCreate)(&p->a, CU_EVENT_DEFAULT) != CUDA_SUCCESS ||
+            SHIM_DRIVER_CALL(cuEventCreate)(&p->b, CU_EVENT_DEFAULT) != CUDA_SUCCESS) {
+            if (p && p->a)
+                SHIM_DRIVER_CALL(cuEventDestroy_v2)(p->a);
+            free(p);
+            return NULL;
+        }
+    }
+    p->ref = ref;
+    return p;
+}
+
+/* Back to its context's pool. */
+static void pair_put(pair_t *p)
+{
+    pthread_mutex_lock(&TM.lock);
+    p->next = p->ref->spare;
+    p->ref->spare = p;
+    pthread_mutex_unlock(&TM.lock);
+}
+
+static void pair_destroy(pair_t *p)
+{
+    SHIM_DRIVER_CALL(cuEventDestroy_v2)(p->a);
+    SHIM_DRIVER_CALL(cuEventDestroy_v2)(p->b);
+    free(p);
+}
+
+void *shim_timing_before(uint64_t op, CUstream s, shim_hook_t h)
+{
+    if (TM.source == SRC_CUPTI) {
+        trc_cupti_push(TM.cupti, op);
+        return PUSHED;
+    }
+    if (TM.source != SRC_EVENTS || capturing(s, h))
+        return NULL;
+    ref_t *ref = ref_current();
+    pair_t *p = ref ? pair_get(ref) : NULL;
+    if (!p)
+        return NULL;
+    p->op = op;
+    if (record(p->a, s, h) != CUDA_SUCCESS) {
+        pair_put(p);
+        return NULL;
+    }
+    return p;
+}
+
+void shim_timing_after(void *handle, CUresult r, CUstream s, shim_hook_t h)
+{
+    pair_t *p = handle;
+
+    if (handle == PUSHED) {
+        trc_cupti_pop(TM.cupti);
+        return;
+    }
+    if (r != CUDA_SUCCESS || record(p->b, s, h) != CUDA_SUCCESS) {
+        pair_put(p);
+        return;
+    }
+    p->next = NULL;
+    pthread_mutex_lock(&TM.lock);
+    *TM.tail = p;
+    TM.tail = &p->next;
+    atomic_fetch_add(&TM.pending, 1);
+    pthread_mutex_unlock(&TM.lock);
+}
+
+/* The TIMING event of a pair whose events have both completed (no lock needed). */
+static void pair_emit(const pair_t *p)
+{
+    float a = 0, d = 0;
+
+    if (TM.elapsed(&a, p->ref->ev, p->a) != CUDA_SUCCESS ||
+        TM.elapsed(&d, p->a, p->b) != CUDA_SUCCESS || a < 0 || d < 0)
+        return;
+    uint64_t start = p->ref->time + (uint64_t)((double)a * 1e6);
+    emit_timing(p->op, TRC_TIMING_EVENTS, start, start + (uint64_t)((double)d * 1e6),
+                shim_trace_now());
+}
+
+/* Takes the oldest pair off the queue if its second event is done (or failed: dropped);
+ * NULL when the queue is empty or its head still runs.  *ok: it completed. */
+static pair_t *take_done(int *ok)
+{
+    pthread_mutex_lock(&TM.lock);
+    pair_t *p = TM.head;
+    CUresult r = p ? SHIM_DRIVER_CALL(cuEventQuery)(p->b) : CUDA_ERROR_NOT_READY;
+    if (p && r != CUDA_ERROR_NOT_READY) {
+        TM.head = p->next;
+        if (!TM.head)
+            TM.tail = &TM.head;
+        atomic_fetch_sub(&TM.pending, 1);
+    } else {
+        p = NULL;
+    }
+    pthread_mutex_unlock(&TM.lock);
+    *ok = r == CUDA_SUCCESS;
+    return p;
+}
+
+void shim_timing_poll(void)
+{
+    int ok;
+
+    if (!atomic_load_explicit(&TM.pending, memory_order_relaxed))
+        return;
+    for (int i = 0; i < POLL_MAX; i++) {
+        pair_t *p = take_done(&ok);
+        if (!p)
+            return;
+        if (ok)
+            pair_emit(p);
+        pair_put(p);
+    }
+}
+
+static void destroy_list(pair_t *p)
+{
+    while (p) {
+        pair_t *next = p->next;
+        pair_destroy(p);
+        p = next;
+    }
+}
+
+/* At exit: every pair left, waited for (no lock held), then the pools.  Events of a context
+ * the application has destroyed fail to synchronise: their times are lost. */
+static void drain_events(void)
+{
+    pthread_mutex_lock(&TM.lock);
+    pair_t *list = TM.head;
+    TM.head = NULL;
+    TM.tail = &TM.head;
+    atomic_store(&TM.pending, 0);
+    pthread_mutex_unlock(&TM.lock);
+    while (list) {
+        pair_t *p = list;
+        list = p->next;
+        if (SHIM_DRIVER_CALL(cuEventSynchronize)(p->b) == CUDA_SUCCESS)
+            pair_emit(p);
+        pair_destroy(p);
+    }
+    for (int i = 0; i < TM.nrefs; i++) {
+        destroy_list(TM.refs[i].spare);
+        TM.refs[i].spare = NULL;
+    }
+}
+
+trace_clock_t shim_timing_stop(void)
+{
+    drain_events();
+    if (TM.source != SRC_CUPTI)
+        return NULL;
+    shim_timing_window(0);
+    trc_cupti_flush(TM.cupti);
+    TM.closed_at = trc_cupti_now(TM.cupti);
+    TM.mono_at = mono_ns();
+    trc_cupti_close(TM.cupti);
+    TM.source = SRC_NONE;
+    return closed_clock;
+}
+
+void shim_timing_after_fork(void)
+{
+    /* The child has no CUPTI subscription and no events of its own: it times nothing. */
+    TM.source = SRC_NONE;
+    TM.cupti = NULL;
+    TM.enabled = 0;
+    TM.head = NULL;
+    TM.tail = &TM.head;
+    atomic_store(&TM.pending, 0);
+    TM.nrefs = 0;
+    pthread_mutex_init(&TM.lock, NULL);
+}

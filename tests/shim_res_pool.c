@@ -1,0 +1,150 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * shim_res_pool.c - what the application's own memory pool takes from the device is charged
+ * to the GPU budget: arena chunks are evicted to make room before the pool grows, and the
+ * room comes back when the pool gives its memory back.
+ *
+ * Under libelixir.so with an 18 MiB GPU budget (nine 2 MiB chunks), four 4 MiB arena buffers
+ * and a small one fill the budget.  The application creates a pool on device 0 and takes 8
+ * MiB from it with cuMemAllocFromPoolAsync: four arena chunks must have been evicted first
+ * (at most five stay in device memory, counted chunk by chunk through
+ * cuMemRetainAllocationHandle), and cuMemGetInfo's free memory drops by 8 MiB.  A kernel
+ * fills the pool memory, kernels check every arena buffer (each brought back by evicting
+ * other arena chunks: still at most five in device memory), and the pool memory is checked.
+ * Once it is freed in stream order and the stream synchronised, the pool holds nothing (the
+ * simulator's pools keep no cache) and cuMemGetInfo reports the 8 MiB free again; a second
+ * allocation from the pool, freed, and the pool destroyed leave it so.  The statistics show
+ * the pools' memory at 0 MiB now and 8 MiB at peak; the race checker finds nothing.
+ */
+#define SH_RES_KERNELS
+#include "shim_test.h"
+
+#define BUFS 4
+#define BUF (4 * SH_MIB)
+#define WORDS (BUF / 4)
+#define CHUNK (2 * SH_MIB)
+
+static CUfunction fill, verify;
+static CUdeviceptr buf[BUFS], bad;
+
+static int on_device(CUdeviceptr p)
+{
+    CUmemGenericAllocationHandle h;
+    CUmemAllocationProp prop;
+
+    if (cuMemRetainAllocationHandle(&h, (void *)(uintptr_t)p) != CUDA_SUCCESS)
+        return 0;
+    CHECK_CU(cuMemGetAllocationPropertiesFromHandle(&prop, h));
+    CHECK_CU(cuMemRelease(h));
+    return prop.location.type == CU_MEM_LOCATION_TYPE_DEVICE;
+}
+
+/* Chunks of the arena (the buffers' and the one holding `bad`) in device memory. */
+static int arena_chunks_on_device(void)
+{
+    int n = on_device(bad);
+    for (int i = 0; i < BUFS; i++)
+        for (CUdeviceptr p = buf[i]; p < buf[i] + BUF; p += CHUNK)
+            n += on_device(p);
+    return n;
+}
+
+static size_t free_now(void)
+{
+    size_t free_b, total;
+    CHECK_CU(cuMemGetInfo(&free_b, &total));
+    return free_b;
+}
+
+static void check(CUdeviceptr p, uint64_t words, uint32_t seed, const char *what)
+{
+    uint32_t wrong = 1;
+    void *args[] = { &p, &words, &seed, &bad };
+
+    CHECK_CU(sh_launch(verify, NULL, args));
+    CHECK_CU(cuMemcpyDtoH(&wrong, bad, 4));
+    EXPECT(wrong == 0, "%s: %u words wrong", what, wrong);
+}
+
+/* 8 MiB from the pool beside the full arena; every buffer checked. */
+static void pool_beside(CUmemoryPool pool, CUstream s, size_t free0)
+{
+    CUdeviceptr p;
+    char what[48];
+
+    CHECK_CU(cuMemAllocFromPoolAsync(&p, 2 * BUF, pool, s));
+    int resident = arena_chunks_on_device();
+    EXPECT(resident <= 5, "%d arena chunks in device memory beside 8 MiB of pool memory in an "
+           "18 MiB budget", resident);
+    EXPECT(free_now() == free0 - 2 * BUF, "cuMemGetInfo free %zu with 8 MiB of pool memory, "
+           "%zu before", free_now(), free0);
+    CHECK_CU(sh_fill_async(fill, p, 2 * WORDS, 40, s));
+    CHECK_CU(cuStreamSynchronize(s));
+    for (uint32_t i = 0; i < BUFS; i++) {
+        snprintf(what, sizeof(what), "arena buffer %u beside the pool", i);
+        check(buf[i], WORDS, i, what);
+        EXPECT(arena_chunks_on_device() <= 5, "%d arena chunks in device memory after %s",
+               arena_chunks_on_device(), what);
+    }
+    check(p, 2 * WORDS, 40, "the pool memory");
+    CHECK_CU(cuMemFreeAsync(p, s));
+    CHECK_CU(cuStreamSynchronize(s));
+    EXPECT(free_now() == free0, "cuMemGetInfo free %zu once the pool gave its memory back, %zu "
+           "before", free_now(), free0);
+    printf("8 MiB from a pool: %d arena chunks of 9 stayed in device memory\n", resident);
+}
+
+static void scenario(void)
+{
+    CUmemPoolProps props = { .allocType = CU_MEM_ALLOCATION_TYPE_PINNED,
+                             .location = { CU_MEM_LOCATION_TYPE_DEVICE, 0 } };
+    CUmemoryPool pool;
+    CUdeviceptr p;
+    CUstream s;
+
+    st_setup(0);
+    fill = st_function(sh_res_ptx, "sh_fill");
+    verify = st_function(sh_res_ptx, "sh_verify");
+    CHECK_CU(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    for (uint32_t i = 0; i < BUFS; i++) {
+        CHECK_CU(cuMemAlloc(&buf[i], BUF));
+        CHECK_CU(sh_fill_async(fill, buf[i], WORDS, i, NULL));
+    }
+    CHECK_CU(cuMemAlloc(&bad, 4));
+    size_t free0 = free_now();
+    CHECK_CU(cuMemPoolCreate(&pool, &props));
+    pool_beside(pool, s, free0);
+    CHECK_CU(cuMemAllocFromPoolAsync(&p, BUF, pool, s));
+    EXPECT(free_now() == free0 - BUF, "cuMemGetInfo free %zu with 4 MiB of pool memory, %zu "
+           "before", free_now(), free0);
+    CHECK_CU(cuMemFreeAsync(p, s));
+    CHECK_CU(cuStreamSynchronize(s));
+    CHECK_CU(cuMemPoolDestroy(pool));
+    EXPECT(free_now() == free0, "cuMemGetInfo free %zu after the pool was destroyed, %zu "
+           "before", free_now(), free0);
+    for (int i = 0; i < BUFS; i++)
+        CHECK_CU(cuMemFree(buf[i]));
+    CHECK_CU(cuMemFree(bad));
+    CHECK_CU(cuStreamDestroy(s));
+}
+
+int main(int argc, char **argv)
+{
+    static const char *const env[] = { "ELIXIR_GPU_MEMORY=18M", "ELIXIR_STATS=1", NULL };
+
+    if (argc > 1 && strcmp(argv[1], "scenario") == 0) {
+        scenario();
+        return 0;
+    }
+    sh_run_t r = sh_run_ok("scenario", env);
+    long long out = sh_stat(r.err, "migrations to host "), now = sh_stat(r.err, "pools ");
+    long long peak = sh_stat(r.err, "pools 0 MiB (peak ");
+
+    printf("%smigrations to host %lld; pools %lld MiB now, %lld MiB at peak\n", r.out, out, now,
+           peak);
+    EXPECT(out >= 4, "%lld chunks evicted, expected at least 4 for 8 MiB:\n%s", out, r.err);
+    EXPECT(now == 0 && peak == 8, "the statistics show %lld MiB of pool memory now and %lld "
+           "at peak, expected 0 and 8:\n%s", now, peak, r.err);
+    sh_run_free(&r);
+    return 0;
+}

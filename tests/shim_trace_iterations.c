@@ -1,0 +1,220 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * shim_trace_iterations.c - iteration marks and the device times of the profiled iterations,
+ * from CUPTI, from CUDA events (ELIXIR_CUPTI=off), and from CUDA events again when another
+ * tool holds CUPTI's one subscription; and what ELIXIR_TRACE_LEVEL=summary keeps afterwards.
+ *
+ * The scenario is a training loop of N iterations on a stream of its own: upload a batch
+ * (HtoD), tt_k1(X), tt_k2(X, Y), tt_k3(X), read a result back (DtoH), synchronise.  The
+ * detector must mark exactly N iterations, iteration i at the i-th launch of tt_k1 (same
+ * time).  With ELIXIR_PROFILE_WARMUP=w and ELIXIR_PROFILE_ITERATIONS=p, exactly the
+ * operations from the w-th tt_k1 up to (not including) the (w+p)-th get one TIMING record
+ * each, from the expected source, with start <= end.  In the "busy" case the scenario first
+ * loads the simulator's libcupti.so and subscribes, so the shim's own subscription is refused;
+ * ELIXIR_CUPTI naming a missing library falls back to events too, and naming the simulator's
+ * library loads that one.
+ */
+#define TT_KERNELS
+#include "shim_trace_test.h"
+
+#include <dlfcn.h>
+
+#define N 7
+#define WORDS 1024
+
+static void subscribe_first(void)
+{
+    char path[PATH_MAX];
+    const char *build = getenv("BUILD");
+    int (*subscribe)(void **, void (*)(void), void *);
+    void *sub = NULL;
+
+    snprintf(path, sizeof(path), "%s/sim/libcupti.so", build && *build ? build : "build");
+    void *h = dlopen(path, RTLD_NOW | RTLD_GLOBAL);
+    EXPECT(h != NULL, "cannot load %s: %s", path, dlerror());
+    *(void **)&subscribe = dlsym(h, "cuptiSubscribe");
+    EXPECT(subscribe && subscribe(&sub, NULL, NULL) == 0, "cuptiSubscribe failed");
+}
+
+static void scenario(int busy)
+{
+    static uint32_t in[WORDS], out[WORDS];
+    CUdeviceptr x, y;
+    CUstream s;
+
+    if (busy)
+        subscribe_first();
+    st_setup(0);
+    CUfunction k1 = st_function(tt_ptx, "tt_k1"), k2 = st_function(tt_ptx, "tt_k2");
+    CUfunction k3 = st_function(tt_ptx, "tt_k3");
+    CHECK_CU(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    CHECK_CU(cuMemAlloc(&x, 4 * WORDS));
+    CHECK_CU(cuMemAlloc(&y, 4 * WORDS));
+    CHECK_CU(cuMemsetD32Async(x, 0, WORDS, s));
+    for (int it = 0; it < N; it++) {
+        for (int i = 0; i < WORDS; i++)
+            in[i] = (uint32_t)(it + i);
+        CHECK_CU(cuMemcpyHtoDAsync(y, in, sizeof(in), s));
+        CHECK_CU(tt_launch1(k1, s, x, WORDS));
+        CHECK_CU(tt_launch2(k2, s, x, y, WORDS));
+        CHECK_CU(tt_launch1(k3, s, x, WORDS));
+        CHECK_CU(cuMemcpyDtoHAsync(out, x, sizeof(out), s));
+        CHECK_CU(cuStreamSynchronize(s));
+    }
+    printf("x[1] %u\n", out[1]);
+}
+
+/* The iteration marks: N, in order, each at the time of the i-th launch of tt_k1. */
+static void check_marks(const tt_trace_t *t, const char *what)
+{
+    EXPECT(tt_count(t, TRC_EV_ITERATION) == N, "%s: %zu iteration marks, expected %d", what,
+           tt_count(t, TRC_EV_ITERATION), N);
+    for (int i = 0; i < N; i++) {
+        const trc_event_t *m = tt_nth(t, TRC_EV_ITERATION, (size_t)i);
+        const trc_event_t *l = tt_launch_of(t, "tt_k1", (size_t)i);
+        EXPECT(m->u.iteration.index == (uint64_t)i, "%s: mark %d has index %llu", what, i,
+               (unsigned long long)m->u.iteration.index);
+        EXPECT(l && m->time == l->time, "%s: iteration %d marked at %llu, tt_k1 launch %d at "
+               "%llu", what, i, (unsigned long long)m->time, i,
+               l ? (unsigned long long)l->time : 0);
+    }
+}
+
+/* Is op (an id) timed by exactly one TIMING record of `source`? 1 yes, 0 none; exits on a
+ * duplicate, a wrong source or end < start. */
+static int timed(const tt_trace_t *t, uint64_t op, uint32_t source, const char *what)
+{
+    int n = 0;
+
+    for (size_t i = 0; i < t->n; i++) {
+        const trc_timing_t *g = &t->ev[i].u.timing;
+        if (t->ev[i].type != TRC_EV_TIMING || g->op != op)
+            continue;
+        EXPECT(g->source == source && g->end >= g->start, "%s: TIMING of op %llu: source %u "
+               "(expected %u), %llu..%llu", what, (unsigned long long)op, g->source, source,
+               (unsigned long long)g->start, (unsigned long long)g->end);
+        n++;
+    }
+    EXPECT(n <= 1, "%s: %d TIMING records of op %llu", what, n, (unsigned long long)op);
+    return n;
+}
+
+/* Exactly the operations of iterations [w, w + p) have device times from `source`; with w = 0
+ * the profiling starts with the first operation (iteration 0 is only known afterwards), so
+ * the set-up memset and the first upload are timed too. */
+static void check_timings(const tt_trace_t *t, int w, int p, uint32_t source, const char *what)
+{
+    uint64_t first = w ? tt_op(tt_launch_of(t, "tt_k1", (size_t)w)) : 1;
+    const trc_event_t *end = tt_launch_of(t, "tt_k1", (size_t)(w + p));
+    uint64_t last = end ? tt_op(end) : UINT64_MAX;
+    size_t want = 0, got = 0;
+
+    for (size_t i = 0; i < t->n; i++) {
+        uint64_t op = tt_op(&t->ev[i]);
+        if (!op)
+            continue;
+        int in = op >= first && op < last, has = timed(t, op, source, what);
+        EXPECT(in == has, "%s: %s %llu (a %s) %s device times", what, in ? "profiled op" : "op",
+               (unsigned long long)op, trc_type_name(t->ev[i].type),
+               has ? "has" : "has no");
+        want += (size_t)in;
+        got += (size_t)has;
+    }
+    EXPECT(want == (size_t)p * 5 + (w ? 0 : 2) && got == want &&
+               tt_count(t, TRC_EV_TIMING) == want,
+           "%s: %zu TIMING records for %zu profiled operations (5 per iteration)", what,
+           tt_count(t, TRC_EV_TIMING), want);
+}
+
+typedef struct run_case {
+    const char *name, *mode;
+    const char *env[4];
+    int warmup, profile;
+    uint32_t source;
+    const char *log;            /* in the scenario's stderr, or NULL */
+} run_case_t;
+
+static void run(const run_case_t *c, int k)
+{
+    const char *path = tt_path("iterations", k);
+    const char *env[6] = { tt_env_trace(path, k) };
+    tt_trace_t t;
+
+    for (int i = 0; c->env[i]; i++)
+        env[i + 1] = c->env[i];
+    sh_run_t r = sh_run_ok(c->mode, env);
+    EXPECT(!c->log || strstr(r.err, c->log), "%s: the log does not say '%s':\n%s", c->name,
+           c->log, r.err);
+    tt_load(path, &t);
+    tt_expect_clean(&t, c->name);
+    check_marks(&t, c->name);
+    check_timings(&t, c->warmup, c->profile, c->source, c->name);
+    printf("%s: %d iterations marked, %d profiled with %s times\n", c->name, N, c->profile,
+           c->source == TRC_TIMING_CUPTI ? "CUPTI" : "event");
+    tt_free(&t);
+    unlink(path);
+    sh_run_free(&r);
+}
+
+/* ELIXIR_TRACE_LEVEL=summary: after the profiled iteration (1), no launch, copy or memset;
+ * before and during it, all of them; the iterations still marked. */
+static void run_summary(void)
+{
+    const char *path = tt_path("iterations", 9);
+    const char *env[] = { tt_env_trace(path, 3), "ELIXIR_TRACE_LEVEL=summary", NULL };
+    tt_trace_t t;
+
+    sh_run_t r = sh_run_ok("cupti", env);
+    tt_load(path, &t);
+    tt_expect_clean(&t, "summary");
+    EXPECT(tt_count(&t, TRC_EV_ITERATION) == N, "summary: %zu marks",
+           tt_count(&t, TRC_EV_ITERATION));
+    /* The memset and the first upload, then iterations 0 and 1: 5 operations each (the
+     * next iteration's upload comes before its first kernel). */
+    size_t ops = tt_count(&t, TRC_EV_LAUNCH) + tt_count(&t, TRC_EV_COPY) +
+                 tt_count(&t, TRC_EV_MEMSET);
+    EXPECT(tt_count(&t, TRC_EV_LAUNCH) == 6 && ops == 2 + 2 * 5,
+           "summary: %zu launches and %zu operations kept, expected 6 and 12",
+           tt_count(&t, TRC_EV_LAUNCH), ops);
+    EXPECT(tt_count(&t, TRC_EV_ALLOC) == 2 && tt_count(&t, TRC_EV_PROCESS) == 1 &&
+               tt_count(&t, TRC_EV_OPTIONS) == 1 && tt_count(&t, TRC_EV_DEVICE) == 1,
+           "summary: %zu allocations, %zu process, %zu options, %zu device records",
+           tt_count(&t, TRC_EV_ALLOC), tt_count(&t, TRC_EV_PROCESS),
+           tt_count(&t, TRC_EV_OPTIONS), tt_count(&t, TRC_EV_DEVICE));
+    printf("summary: %zu operations kept, all before the end of the profiled iteration\n", ops);
+    tt_free(&t);
+    unlink(path);
+    sh_run_free(&r);
+}
+
+int main(int argc, char **argv)
+{
+    static char cupti_path[PATH_MAX + 16], lib[PATH_MAX];
+    const char *build = getenv("BUILD");
+
+    snprintf(lib, sizeof(lib), "%s/sim/libcupti.so.13", build && *build ? build : "build");
+    snprintf(cupti_path, sizeof(cupti_path), "ELIXIR_CUPTI=%s", lib);
+    const run_case_t cases[] = {
+        { "CUPTI", "cupti", { NULL }, 1, 1, TRC_TIMING_CUPTI, NULL },
+        { "CUPTI, iterations 2-4", "cupti",
+          { "ELIXIR_PROFILE_WARMUP=2", "ELIXIR_PROFILE_ITERATIONS=3", NULL }, 2, 3,
+          TRC_TIMING_CUPTI, NULL },
+        { "events", "cupti", { "ELIXIR_CUPTI=off", NULL }, 1, 1, TRC_TIMING_EVENTS, NULL },
+        { "events from iteration 0", "cupti",
+          { "ELIXIR_CUPTI=off", "ELIXIR_PROFILE_WARMUP=0", "ELIXIR_PROFILE_ITERATIONS=2", NULL },
+          0, 2, TRC_TIMING_EVENTS, NULL },
+        { "CUPTI taken", "busy", { NULL }, 1, 1, TRC_TIMING_EVENTS, "from CUDA events" },
+        { "CUPTI missing", "cupti", { "ELIXIR_CUPTI=/nonexistent/libcupti.so", NULL }, 1, 1,
+          TRC_TIMING_EVENTS, "from CUDA events" },
+        { "CUPTI by path", "cupti", { cupti_path, NULL }, 1, 1, TRC_TIMING_CUPTI, NULL },
+    };
+
+    if (argc > 1 && (strcmp(argv[1], "cupti") == 0 || strcmp(argv[1], "busy") == 0)) {
+        scenario(strcmp(argv[1], "busy") == 0);
+        return 0;
+    }
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+        run(&cases[i], (int)i);
+    run_summary();
+    return 0;
+}

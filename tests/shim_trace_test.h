@@ -1,0 +1,231 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * shim_trace_test.h - helpers for the tests of the shim's recording (tests/shim_trace_*.c).
+ *
+ * A test runs a scenario of its own under libelixir.so with ELIXIR_TRACE set (shim_test.h's
+ * sh_run), then reads the trace back with the tracer's reader (tt_load: every event, with
+ * what the reader hands out only until the next event copied), and checks it.  The scenario's
+ * kernels are declared here (tt_ptx) and defined in the program that defines TT_KERNELS
+ * before including this header: tt_k1(p, n), tt_k2(p, q, n) and tt_k3(p, n), each touching
+ * n words of each pointer.
+ */
+#ifndef SHIM_TRACE_TEST_H
+#define SHIM_TRACE_TEST_H
+
+#include <stdint.h>
+#include <sys/stat.h>
+
+#include "../tracer/trace.h"
+#include "shim_test.h"
+#include "simtest.h"
+
+typedef struct tt_trace {
+    trc_reader_t *reader;       /* kept open: strings and stacks stay valid */
+    trc_event_t *ev;
+    size_t n;
+    int rc;                     /* the reader's last result: 0 clean end, < 0 an error */
+    int complete;               /* END seen */
+    char error[256];
+} tt_trace_t;
+
+/* Reads every event of the trace at path; exits 1 when it cannot be opened at all. */
+static inline void tt_load(const char *path, tt_trace_t *t)
+{
+    size_t cap = 0;
+    trc_event_t ev;
+    int rc = trc_reader_open_file(path, &t->reader);
+
+    *t = (tt_trace_t){ .reader = t->reader };
+    if (rc < 0) {
+        fprintf(stderr, "cannot read the trace %s: %s (%s)\n", path, strerror(-rc),
+                t->reader ? trc_reader_error(t->reader) : "");
+        exit(1);
+    }
+    while ((rc = trc_reader_next(t->reader, &ev)) > 0) {
+        if (t->n == cap) {
+            cap = cap ? 2 * cap : 1024;
+            t->ev = realloc(t->ev, cap * sizeof(*t->ev));
+            EXPECT(t->ev != NULL, "out of memory");
+        }
+        if (ev.type == TRC_EV_LAUNCH && ev.u.launch.nallocs) {
+            uint64_t *a = malloc(ev.u.launch.nallocs * sizeof(*a));
+            EXPECT(a != NULL, "out of memory");
+            memcpy(a, ev.u.launch.allocs, ev.u.launch.nallocs * sizeof(*a));
+            ev.u.launch.allocs = a;
+        }
+        if (ev.type == TRC_EV_OPTIONS) {
+            trc_option_t *o = malloc((ev.u.options.count + 1) * sizeof(*o));
+            EXPECT(o != NULL, "out of memory");
+            memcpy(o, ev.u.options.opts, ev.u.options.count * sizeof(*o));
+            ev.u.options.opts = o;
+        }
+        t->ev[t->n++] = ev;
+    }
+    t->rc = rc;
+    t->complete = trc_reader_complete(t->reader);
+    snprintf(t->error, sizeof(t->error), "%s", trc_reader_error(t->reader));
+}
+
+/* The trace must have been read to its end without an error. */
+static inline void tt_expect_clean(const tt_trace_t *t, const char *what)
+{
+    EXPECT(t->rc == 0, "%s: the reader stopped with %s: %s", what, strerror(-t->rc), t->error);
+}
+
+static inline size_t tt_count(const tt_trace_t *t, trc_type_t type)
+{
+    size_t n = 0;
+
+    for (size_t i = 0; i < t->n; i++)
+        n += t->ev[i].type == type;
+    return n;
+}
+
+/* The i-th event of a type (from 0), or NULL. */
+static inline const trc_event_t *tt_nth(const tt_trace_t *t, trc_type_t type, size_t nth)
+{
+    for (size_t i = 0; i < t->n; i++)
+        if (t->ev[i].type == type && nth-- == 0)
+            return &t->ev[i];
+    return NULL;
+}
+
+/* The value of option `name` in the first OPTIONS record, or NULL. */
+static inline const char *tt_option(const tt_trace_t *t, const char *name)
+{
+    const trc_event_t *o = tt_nth(t, TRC_EV_OPTIONS, 0);
+
+    for (uint32_t i = 0; o && i < o->u.options.count; i++)
+        if (strcmp(o->u.options.opts[i].name, name) == 0)
+            return o->u.options.opts[i].value;
+    return NULL;
+}
+
+/* The i-th launch of function `func` (from 0), or NULL. */
+static inline const trc_event_t *tt_launch_of(const tt_trace_t *t, const char *func, size_t nth)
+{
+    for (size_t i = 0; i < t->n; i++)
+        if (t->ev[i].type == TRC_EV_LAUNCH && strcmp(t->ev[i].u.launch.func, func) == 0 &&
+            nth-- == 0)
+            return &t->ev[i];
+    return NULL;
+}
+
+/* The operation id of a LAUNCH, COPY or MEMSET event (0 for other types). */
+static inline uint64_t tt_op(const trc_event_t *e)
+{
+    switch (e->type) {
+    case TRC_EV_LAUNCH: return e->u.launch.id;
+    case TRC_EV_COPY: return e->u.copy.id;
+    case TRC_EV_MEMSET: return e->u.memset.id;
+    default: return 0;
+    }
+}
+
+static inline void tt_free(tt_trace_t *t)
+{
+    for (size_t i = 0; i < t->n; i++) {
+        if (t->ev[i].type == TRC_EV_LAUNCH && t->ev[i].u.launch.nallocs)
+            free((void *)t->ev[i].u.launch.allocs);
+        if (t->ev[i].type == TRC_EV_OPTIONS)
+            free((void *)t->ev[i].u.options.opts);
+    }
+    free(t->ev);
+    trc_reader_close(t->reader);
+    *t = (tt_trace_t){ 0 };
+}
+
+static char tt_made[16][128];       /* every path tt_path handed out, removed at exit */
+
+static inline void tt_cleanup(void)
+{
+    for (int i = 0; i < 16; i++)
+        if (tt_made[i][0])
+            unlink(tt_made[i]);
+}
+
+/* A fresh path for this test's trace number `k` (0 to 15; no file there, and none left when
+ * the test exits, whether it passes or fails). */
+static inline const char *tt_path(const char *test, int k)
+{
+    static char path[4][128];
+    char *p = path[k & 3];
+
+    static int registered;
+
+    if (!registered++)
+        atexit(tt_cleanup);
+    snprintf(p, sizeof(path[0]), "/tmp/elixir-%.40s-%d-%d.trace", test, (int)getpid(), k);
+    memcpy(tt_made[k & 15], p, sizeof(tt_made[0]));
+    unlink(p);
+    return p;
+}
+
+/* "ELIXIR_TRACE=path" (static storage, one per slot; paths come from tt_path). */
+static inline const char *tt_env_trace(const char *path, int slot)
+{
+    static char e[4][256];
+    int n = snprintf(e[slot & 3], sizeof(e[0]), "ELIXIR_TRACE=%.200s", path);
+
+    EXPECT(n > 0 && (size_t)n < sizeof(e[0]) && strlen(path) <= 200, "path too long: %s", path);
+    return e[slot & 3];
+}
+
+static const char tt_ptx[] =
+    ".version 8.0\n.target sm_90\n.address_size 64\n"
+    ".visible .entry tt_k1(.param .u64 p, .param .u64 n)\n{\n ret;\n}\n"
+    ".visible .entry tt_k2(.param .u64 p, .param .u64 q, .param .u64 n)\n{\n ret;\n}\n"
+    ".visible .entry tt_k3(.param .u64 p, .param .u64 n)\n{\n ret;\n}\n";
+
+#ifdef TT_KERNELS
+/* tt_k1(p, n): p[i] += 1; tt_k2(p, q, n): p[i] += q[i]; tt_k3(p, n): p[i] *= 2. */
+SIM_KERNEL void tt_k1(const sim_launch_t *l, void **params)
+{
+    uint32_t *p = *(uint32_t **)params[0];
+    uint64_t n = *(uint64_t *)params[1];
+
+    (void)l;
+    sim_kernel_access(p, n * 4, SIM_ACCESS_READWRITE);
+    for (uint64_t i = 0; i < n; i++)
+        p[i] += 1;
+}
+
+SIM_KERNEL void tt_k2(const sim_launch_t *l, void **params)
+{
+    uint32_t *p = *(uint32_t **)params[0];
+    const uint32_t *q = *(const uint32_t **)params[1];
+    uint64_t n = *(uint64_t *)params[2];
+
+    (void)l;
+    sim_kernel_access(p, n * 4, SIM_ACCESS_READWRITE);
+    sim_kernel_access(q, n * 4, SIM_ACCESS_READ);
+    for (uint64_t i = 0; i < n; i++)
+        p[i] += q[i];
+}
+
+SIM_KERNEL void tt_k3(const sim_launch_t *l, void **params)
+{
+    uint32_t *p = *(uint32_t **)params[0];
+    uint64_t n = *(uint64_t *)params[1];
+
+    (void)l;
+    sim_kernel_access(p, n * 4, SIM_ACCESS_READWRITE);
+    for (uint64_t i = 0; i < n; i++)
+        p[i] *= 2;
+}
+
+static inline CUresult tt_launch1(CUfunction f, CUstream s, CUdeviceptr p, uint64_t n)
+{
+    void *args[] = { &p, &n };
+    return cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, s, args, NULL);
+}
+
+static inline CUresult tt_launch2(CUfunction f, CUstream s, CUdeviceptr p, CUdeviceptr q,
+                                  uint64_t n)
+{
+    void *args[] = { &p, &q, &n };
+    return cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, s, args, NULL);
+}
+#endif /* TT_KERNELS */
+
+#endif /* SHIM_TRACE_TEST_H */

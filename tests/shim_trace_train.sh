@@ -1,0 +1,61 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+# shim_trace_train.sh - examples/train.py recorded: the same parameter digest with
+# ELIXIR_TRACE on as without the shim (recording changes no result), with everything resident
+# and with a GPU budget of a quarter of the job (migrations recorded too); each trace reads
+# back whole with elixir-trace, with one iteration marked per training step.  (The iteration
+# count and migration total are read from `elixir-trace summary`.)
+set -u
+. tests/lib/sim_env.sh
+sim_setup
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+SHIM=$BUILD/libelixir.so
+TOOL=$BUILD/bin/elixir-trace
+STEPS=6
+JOB=(--layers 2 --width 128 --heads 4 --seq 16 --batch 2 --vocab 256 --steps $STEPS)
+
+run_traced() { # run_traced TRACE OUT ERR ARGS... (train.py under the shim, recording)
+    local trace=$1 out=$2 err=$3
+    shift 3
+    LD_PRELOAD=${LD_PRELOAD:+$LD_PRELOAD:}$SHIM ELIXIR_TRACE=$trace ELIXIR_STATS=1 \
+        train "$@" >"$out" 2>"$err"
+}
+
+for mode in per-tensor pooled; do
+    train "${JOB[@]}" --alloc "$mode" >"$tmp/plain.out" 2>"$tmp/plain.err" || {
+        cat "$tmp/plain.err"; echo "FAIL: $mode without the shim"; exit 1; }
+    want=$(train_digest "$tmp/plain.out")
+    run_traced "$tmp/full.trace" "$tmp/full.out" "$tmp/full.err" "${JOB[@]}" --alloc "$mode" || {
+        cat "$tmp/full.err"; echo "FAIL: $mode recorded, unlimited"; exit 1; }
+    peak=$(sed -n 's/.*GPU peak \([0-9]*\) MiB.*/\1/p' "$tmp/full.err" | head -n 1)
+    budget=$(( ${peak:-8} * 1024 * 1024 / 4 ))
+    ELIXIR_GPU_MEMORY=$budget run_traced "$tmp/small.trace" "$tmp/small.out" "$tmp/small.err" \
+        "${JOB[@]}" --alloc "$mode" || {
+        cat "$tmp/small.err"; echo "FAIL: $mode recorded, GPU budget $budget"; exit 1; }
+    for run in full small; do
+        got=$(train_digest "$tmp/$run.out")
+        if [ "$got" != "$want" ]; then
+            tail -n 20 "$tmp/$run.err"
+            echo "FAIL: $mode, $run: digest ${got:-none} while recording, $want without the shim"
+            exit 1
+        fi
+        "$TOOL" summary "$tmp/$run.trace" >"$tmp/$run.summary" 2>&1 || {
+            cat "$tmp/$run.summary"; echo "FAIL: $mode, $run: elixir-trace cannot read the trace"
+            exit 1; }
+        marks=$(sed -n 's/^iterations *\([0-9]*\) marked.*/\1/p' "$tmp/$run.summary")
+        if [ "${marks:-0}" != "$STEPS" ]; then
+            cat "$tmp/$run.summary"
+            echo "FAIL: $mode, $run: ${marks:-no} iterations marked, the job ran $STEPS steps"
+            exit 1
+        fi
+    done
+    moved=$(sed -n 's/^migrations *\([0-9]*\).*/\1/p' "$tmp/small.summary")
+    if [ "${moved:-0}" -eq 0 ]; then
+        cat "$tmp/small.summary"; echo "FAIL: $mode: no migration recorded at a quarter of the GPU"
+        exit 1
+    fi
+    echo "$mode: digest $want with and without recording; $STEPS iterations marked;" \
+         "${moved:-?} migrations recorded at a quarter of the GPU"
+    rm -f "$tmp"/*.trace
+done
