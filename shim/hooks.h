@@ -69,6 +69,15 @@
     X(cuModuleUnload, cuModuleUnload, 2000, )                                                   \
     X(cuLibraryUnload, cuLibraryUnload, 12000, )
 
+/* Host synchronisations, both ABIs of cuCtxSynchronize (CUDA 13's takes the context): each
+ * that succeeds is a barrier for the recording's iteration detector (wrap_ctx.c). */
+#define SHIM_HOOKS_SYNC(X)                                                                      \
+    X(cuCtxSynchronize, cuCtxSynchronize, 2000, )                                               \
+    X(cuCtxSynchronize_v2, cuCtxSynchronize, 13000, )                                           \
+    X(cuStreamSynchronize, cuStreamSynchronize, 2000, )                                         \
+    X(cuStreamSynchronize_ptsz, cuStreamSynchronize, 7000, _ptsz)                               \
+    X(cuEventSynchronize, cuEventSynchronize, 2000, )
+
 /* Every launch form, CUDA graphs and stream capture. */
 #define SHIM_HOOKS_LAUNCH(X)                                                                    \
     X(cuLaunchKernel, cuLaunchKernel, 4000, )                                                   \
@@ -193,6 +202,7 @@
     SHIM_HOOKS_ALLOC(X)                                                                         \
     SHIM_HOOKS_VMM(X)                                                                           \
     SHIM_HOOKS_TEARDOWN(X)                                                                      \
+    SHIM_HOOKS_SYNC(X)                                                                          \
     SHIM_HOOKS_LAUNCH(X)                                                                        \
     SHIM_HOOKS_COPY(X)                                                                          \
     SHIM_HOOKS_COPY_ARRAY(X)                                                                    \

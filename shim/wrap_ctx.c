@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * wrap_ctx.c - wrappers of context, primary-context and stream teardown, in both ABIs, and of
- * module and library unloads.
+ * wrap_ctx.c - wrappers of context, primary-context and stream teardown, in both ABIs, of
+ * module and library unloads, and of the host synchronisations.
  *
  * Residency records the uses of application streams lazily (by operation count, with no
  * event), so before the driver destroys a stream, or a context with its streams, an event is
@@ -9,6 +9,13 @@
  * caches kernels' parameter layouts and the device of each thread's context: after code or a
  * context went away those caches are invalidated (res_code_unload), since a new kernel or
  * context may get a freed handle's address.
+ *
+ * A host synchronisation (cuCtxSynchronize in both ABIs, cuStreamSynchronize, its _ptsz
+ * variant, cuEventSynchronize) is where a training step usually ends, so the recording's
+ * iteration detector takes one that succeeded as a barrier (shim_trace_sync).  The call itself
+ * is the driver's, unchanged: it blocks as long and returns what the driver returns, errors
+ * included (a synchronisation refused because a stream is capturing, an invalid handle); a
+ * failed one is no barrier.  The shim's own waits call the driver directly, never these.
  */
 #include "shim.h"
 
@@ -47,3 +54,21 @@ SHIM_EXPORT CUresult CUDAAPI cuStreamDestroy_v2(CUstream hStream)
     res_stream_destroy(hStream);
     return real(hStream);
 }
+
+/* Defines wrapper `sym` of a host synchronisation with parameter list `params`, passing
+ * `args` to the driver; a success is a barrier for the iteration detector. */
+#define SYNC_WRAPPER(sym, params, args)                                                        \
+    SHIM_EXPORT CUresult CUDAAPI sym params                                                    \
+    {                                                                                          \
+        SHIM_ENTER(sym, real);                                                                 \
+        CUresult r = real args;                                                                \
+        if (r == CUDA_SUCCESS && SHIM_TRACING())                                               \
+            shim_trace_sync();                                                                 \
+        return r;                                                                              \
+    }
+
+SYNC_WRAPPER(cuCtxSynchronize, (void), ())
+SYNC_WRAPPER(cuCtxSynchronize_v2, (CUcontext ctx), (ctx))
+SYNC_WRAPPER(cuStreamSynchronize, (CUstream hStream), (hStream))
+SYNC_WRAPPER(cuStreamSynchronize_ptsz, (CUstream hStream), (hStream))
+SYNC_WRAPPER(cuEventSynchronize, (CUevent hEvent), (hEvent))
