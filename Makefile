@@ -49,7 +49,8 @@ $(BUILD)/gen/sim_exports.c: sim/gen_exports.py $(CUDA_HOME)/include/cuda.h $(CUD
 $(BUILD)/gen/sim_errors.h: sim/gen_errors.awk $(CUDA_HOME)/include/cuda.h | $(DEPS_OK)
 	$(call msg,GEN,$@)
 	$(Q)mkdir -p $(@D)
-	$(Q)awk -f sim/gen_errors.awk $(CUDA_HOME)/include/cuda.h > $@.tmp && mv $@.tmp $@
+	$(Q)awk -v enum=CUresult -v prefix=CUDA_ -f sim/gen_errors.awk \
+	    $(CUDA_HOME)/include/cuda.h > $@.tmp && mv $@.tmp $@
 
 $(SIM_SRCS:%.c=$(BUILD)/obj/%.o): $(BUILD)/gen/sim_errors.h
 

@@ -114,6 +114,10 @@ static size_t ct_buf_skew;              /* bytes past an 8-byte boundary */
 static size_t ct_max_records;
 static int ct_decline;                  /* the request callback returns no buffer */
 
+/* The size of a record of `kind`: CUDA 13's record structs, the ones a client reads.  This is
+ * the test's own table, not the library's (sim/cupti/buffer.c, which libcupti.so does not
+ * export): an independent oracle, so that a wrong size or placement there shows here as a
+ * misplaced record or a validSize that is not the end of the last one. */
 static inline size_t ct_record_size(CUpti_ActivityKind kind)
 {
     switch (kind) {

@@ -29,46 +29,10 @@
 static CUfunction fill, verify;
 static CUdeviceptr buf[BUFS], bad;
 
-/* Is the chunk at p mapped to device memory? */
-static int on_device(CUdeviceptr p)
-{
-    CUmemGenericAllocationHandle h;
-    CUmemAllocationProp prop;
-
-    if (cuMemRetainAllocationHandle(&h, (void *)(uintptr_t)p) != CUDA_SUCCESS)
-        return 0;
-    CHECK_CU(cuMemGetAllocationPropertiesFromHandle(&prop, h));
-    CHECK_CU(cuMemRelease(h));
-    return prop.location.type == CU_MEM_LOCATION_TYPE_DEVICE;
-}
-
 /* Chunks of the arena (the buffers' and the one holding `bad`) in device memory. */
 static int arena_chunks_on_device(void)
 {
-    int n = on_device(bad);
-    for (int i = 0; i < BUFS; i++)
-        for (CUdeviceptr p = buf[i]; p < buf[i] + BUF; p += CHUNK)
-            n += on_device(p);
-    return n;
-}
-
-static size_t free_now(void)
-{
-    size_t free_b, total;
-    CHECK_CU(cuMemGetInfo(&free_b, &total));
-    return free_b;
-}
-
-/* A kernel checks buffer p against sh_pattern(seed, .). */
-static void check(CUdeviceptr p, uint32_t seed, const char *what)
-{
-    uint64_t n = WORDS;
-    uint32_t wrong = 1;
-    void *args[] = { &p, &n, &seed, &bad };
-
-    CHECK_CU(sh_launch(verify, NULL, args));
-    CHECK_CU(cuMemcpyDtoH(&wrong, bad, 4));
-    EXPECT(wrong == 0, "%s: %u words wrong", what, wrong);
+    return (sh_where(bad) == 'G') + sh_chunks_on_device(buf, BUFS, BUF, CHUNK);
 }
 
 /* The application's own 8 MiB: created, mapped, filled; arena chunks made room for it. */
@@ -84,8 +48,8 @@ static CUdeviceptr app_map(CUmemGenericAllocationHandle *h, size_t free0)
     int resident = arena_chunks_on_device();
     EXPECT(resident <= 5, "%d arena chunks in device memory beside 8 MiB of the application's "
            "in an 18 MiB budget", resident);
-    EXPECT(free_now() == free0 - 2 * BUF, "cuMemGetInfo free %zu after creating 8 MiB, %zu "
-           "before", free_now(), free0);
+    EXPECT(sh_free_now() == free0 - 2 * BUF, "cuMemGetInfo free %zu after creating 8 MiB, %zu "
+           "before", sh_free_now(), free0);
     CHECK_CU(cuMemAddressReserve(&va, 2 * BUF, 0, 0, 0));
     CHECK_CU(cuMemMap(va, 2 * BUF, 0, *h, 0));
     CHECK_CU(cuMemSetAccess(va, 2 * BUF, &access, 1));
@@ -100,10 +64,11 @@ static void arena_beside(CUdeviceptr va)
     char what[48];
     for (uint32_t i = 0; i < BUFS; i++) {
         snprintf(what, sizeof(what), "arena buffer %u beside it", i);
-        check(buf[i], i, what);
+        sh_expect_verified(verify, buf[i], WORDS, i, bad, what);
         EXPECT(arena_chunks_on_device() <= 5, "%d arena chunks in device memory after %s",
                arena_chunks_on_device(), what);
-        EXPECT(on_device(va) && on_device(va + BUF), "the application's memory was moved");
+        EXPECT(sh_where(va) == 'G' && sh_where(va + BUF) == 'G',
+               "the application's memory was moved");
     }
     static uint32_t host[2 * WORDS];
     CHECK_CU(cuMemcpyDtoH(host, va, sizeof(host)));
@@ -119,12 +84,9 @@ static void scenario(void)
     st_setup(0);
     fill = st_function(sh_res_ptx, "sh_fill");
     verify = st_function(sh_res_ptx, "sh_verify");
-    for (uint32_t i = 0; i < BUFS; i++) {
-        CHECK_CU(cuMemAlloc(&buf[i], BUF));
-        CHECK_CU(sh_fill_async(fill, buf[i], WORDS, i, NULL));
-    }
+    sh_alloc_filled(fill, buf, BUFS, BUF, 0, NULL);
     CHECK_CU(cuMemAlloc(&bad, 4));
-    size_t free0 = free_now();
+    size_t free0 = sh_free_now();
     CUdeviceptr va = app_map(&h, free0);
     arena_beside(va);
     CHECK_CU(cuMemCreate(&big, 32 * SH_MIB, &prop, 0));     /* beyond the budget */
@@ -132,10 +94,10 @@ static void scenario(void)
     CHECK_CU(cuMemUnmap(va, 2 * BUF));
     CHECK_CU(cuMemRelease(h));
     CHECK_CU(cuMemAddressFree(va, 2 * BUF));
-    EXPECT(free_now() == free0, "cuMemGetInfo free %zu after the release, %zu before",
-           free_now(), free0);
+    EXPECT(sh_free_now() == free0, "cuMemGetInfo free %zu after the release, %zu before",
+           sh_free_now(), free0);
     for (uint32_t i = 0; i < BUFS; i++)
-        check(buf[i], i, "arena buffer after the release");
+        sh_expect_verified(verify, buf[i], WORDS, i, bad, "arena buffer after the release");
     EXPECT(arena_chunks_on_device() == 9, "only %d arena chunks of 9 in device memory after "
            "the release", arena_chunks_on_device());
     for (int i = 0; i < BUFS; i++)

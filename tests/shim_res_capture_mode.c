@@ -29,22 +29,14 @@ static CUdeviceptr worker_buf[3], worker_bad;
  * main thread's capture is open.  It makes no unsafe call of its own. */
 static void *worker(void *unused)
 {
-    uint64_t n = WORDS;
     CUstream s2;
 
     (void)unused;
     CHECK_CU(cuCtxSetCurrent(ctx));
     CHECK_CU(cuStreamCreate(&s2, CU_STREAM_NON_BLOCKING));
-    for (uint32_t i = 0; i < 3; i++) {
-        CHECK_CU(cuMemAlloc(&worker_buf[i], BUF));
-        CHECK_CU(sh_fill_async(fill, worker_buf[i], WORDS, 10 + i, s2));
-    }
-    for (uint32_t i = 0; i < 3; i++) {
-        uint32_t seed = 10 + i;
-        CUdeviceptr out = worker_bad + 4 * (CUdeviceptr)i;
-        void *args[] = { &worker_buf[i], &n, &seed, &out };
-        CHECK_CU(sh_launch(verify, s2, args));
-    }
+    sh_alloc_filled(fill, worker_buf, 3, BUF, 10, s2);
+    for (uint32_t i = 0; i < 3; i++)
+        CHECK_CU(sh_verify_async(verify, worker_buf[i], WORDS, 10 + i, worker_bad + 4 * i, s2));
     return NULL;
 }
 

@@ -59,21 +59,6 @@ static void open_gate(CUstream s)
     EXPECT(!atomic_load(&gate_timed_out), "the gate timed out: a call waited for the stream");
 }
 
-/* A kernel on s checks `words` words of p against sh_pattern(seed, .) into *out. */
-static void verify_async(CUstream s, CUdeviceptr p, uint64_t words, uint32_t seed,
-                         CUdeviceptr out)
-{
-    void *args[] = { &p, &words, &seed, &out };
-    CHECK_CU(sh_launch(verify, s, args));
-}
-
-static size_t free_now(void)
-{
-    size_t free_b, total;
-    CHECK_CU(cuMemGetInfo(&free_b, &total));
-    return free_b;
-}
-
 /* A small buffer freed behind a closed gate: not reused until s passes the free. */
 static void small_range(CUstream s, CUstream t, CUdeviceptr result)
 {
@@ -83,7 +68,7 @@ static void small_range(CUstream s, CUstream t, CUdeviceptr result)
     CHECK_CU(cuMemAlloc(&a, SMALL));
     CHECK_CU(sh_fill_async(fill, a, SMALL / 4, 1, s));
     close_gate(s);
-    verify_async(s, a, SMALL / 4, 1, result);
+    CHECK_CU(sh_verify_async(verify, a, SMALL / 4, 1, result, s));
     CHECK_CU(cuMemFreeAsync(a, s));
     EXPECT(!atomic_load(&gate_timed_out), "cuMemFreeAsync waited for the stream");
     CHECK_CU(cuMemAlloc(&b, SMALL));
@@ -104,23 +89,23 @@ static void small_range(CUstream s, CUstream t, CUdeviceptr result)
 static void large_range(CUstream s, CUdeviceptr result)
 {
     CUdeviceptr l, d;
-    size_t before = free_now();
+    size_t before = sh_free_now();
 
     CHECK_CU(cuMemAlloc(&l, LARGE));
     CHECK_CU(sh_fill_async(fill, l, LARGE / 4, 2, s));
     close_gate(s);
-    verify_async(s, l, LARGE / 4, 2, result);
+    CHECK_CU(sh_verify_async(verify, l, LARGE / 4, 2, result, s));
     CHECK_CU(cuMemFreeAsync(l, s));
-    EXPECT(free_now() == before - LARGE, "cuMemGetInfo free %zu while the free is pending, %zu "
-           "before the allocation", free_now(), before);
+    EXPECT(sh_free_now() == before - LARGE, "cuMemGetInfo free %zu while the free is pending, %zu "
+           "before the allocation", sh_free_now(), before);
     CHECK_CU(cuMemAlloc(&d, SMALL));
     CHECK_CU(cuMemFreeAsync(d, s));
     EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuMemFreeAsync(d, s));
     EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuMemFree(d));
     EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuMemFreeAsync(l, s));
     open_gate(s);
-    EXPECT(free_now() == before, "cuMemGetInfo free %zu once the free completed, %zu before",
-           free_now(), before);
+    EXPECT(sh_free_now() == before, "cuMemGetInfo free %zu once the free completed, %zu before",
+           sh_free_now(), before);
     EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuMemFreeAsync(l, s));
 }
 

@@ -79,14 +79,11 @@ static void expect_buffer(CUdeviceptr p, uint32_t seed, uint32_t plus, const cha
 /* Three launches of G1 on s, each beside a kernel on s2 that reads C; then checks C. */
 static void run_g1(CUgraphExec g1, CUstream s, CUstream s2, CUdeviceptr c, CUdeviceptr bad)
 {
-    uint64_t n = WORDS;
-    uint32_t seed_c = 3, wrong[3];
+    uint32_t wrong[3];
 
     for (int i = 0; i < 3; i++) {
-        CUdeviceptr out = bad + 4 * (CUdeviceptr)i;
-        void *args[] = { &c, &n, &seed_c, &out };
         CHECK_CU(cuGraphLaunch(g1, s));
-        CHECK_CU(sh_launch(verify, s2, args));
+        CHECK_CU(sh_verify_async(verify, c, WORDS, 3, bad + 4 * (CUdeviceptr)i, s2));
     }
     CHECK_CU(cuStreamSynchronize(s2));
     CHECK_CU(cuMemcpyDtoH(wrong, bad, sizeof(wrong)));
@@ -97,10 +94,7 @@ static void run_g1(CUgraphExec g1, CUstream s, CUstream s2, CUdeviceptr c, CUdev
 /* Three 4 MiB buffers filled with patterns 1, 2, 3 (A and B end up paged out). */
 static void alloc_filled(CUdeviceptr *buf, CUstream s)
 {
-    for (uint32_t i = 0; i < 3; i++) {
-        CHECK_CU(cuMemAlloc(&buf[i], BUF));
-        CHECK_CU(sh_fill_async(fill, buf[i], WORDS, i + 1, s));
-    }
+    sh_alloc_filled(fill, buf, 3, BUF, 1, s);
     CHECK_CU(cuStreamSynchronize(s));
 }
 

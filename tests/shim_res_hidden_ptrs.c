@@ -152,10 +152,7 @@ static void scenario(void)
     load_kernels();
     CHECK_CU(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
     CHECK_CU(cuMemAlloc(&bad, 4));
-    for (uint32_t i = 0; i < 4; i++) {
-        CHECK_CU(cuMemAlloc(&buf[i], BUF));
-        CHECK_CU(sh_fill_async(fill, buf[i], WORDS, i + 1, s));
-    }
+    sh_alloc_filled(fill, buf, 4, BUF, 1, s);
     launch_all(s, buf, bad);
     CHECK_CU(cuStreamSynchronize(s));
     CHECK_CU(cuMemcpyDtoH(&wrong, bad, 4));

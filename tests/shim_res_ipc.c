@@ -26,19 +26,6 @@
 
 static CUfunction fill, verify;
 
-/* Where the memory at p lives: 'G' device memory, 'H' host memory mapped there, 'U' none. */
-static char where(CUdeviceptr p)
-{
-    CUmemGenericAllocationHandle h;
-    CUmemAllocationProp prop;
-
-    if (cuMemRetainAllocationHandle(&h, (void *)(uintptr_t)p) != CUDA_SUCCESS)
-        return 'U';
-    CHECK_CU(cuMemGetAllocationPropertiesFromHandle(&prop, h));
-    CHECK_CU(cuMemRelease(h));
-    return prop.location.type == CU_MEM_LOCATION_TYPE_DEVICE ? 'G' : 'H';
-}
-
 static int legacy_ipc_capable(CUdeviceptr p)
 {
     int v = -1;
@@ -48,39 +35,32 @@ static int legacy_ipc_capable(CUdeviceptr p)
 
 static void expect_resident(CUdeviceptr a, const char *when)
 {
-    EXPECT(where(a) == 'G' && where(a + BUF - 4) == 'G', "%s: the exported buffer lives in "
-           "'%c%c'", when, where(a), where(a + BUF - 4));
+    EXPECT(sh_where(a) == 'G' && sh_where(a + BUF - 4) == 'G', "%s: the exported buffer lives in "
+           "'%c%c'", when, sh_where(a), sh_where(a + BUF - 4));
 }
 
 static void scenario(void)
 {
     CUdeviceptr buf[BUFS], bad;
     CUipcMemHandle ipc;
-    uint64_t n = WORDS;
     uint32_t wrong[BUFS];
 
     st_setup(0);
     fill = st_function(sh_res_ptx, "sh_fill");
     verify = st_function(sh_res_ptx, "sh_verify");
-    for (uint32_t i = 0; i < 4; i++) {
-        CHECK_CU(cuMemAlloc(&buf[i], BUF));
-        CHECK_CU(sh_fill_async(fill, buf[i], WORDS, i, NULL));
-    }
-    EXPECT(where(buf[0]) != 'G', "A was not evicted by the later buffers");
+    sh_alloc_filled(fill, buf, 4, BUF, 0, NULL);
+    EXPECT(sh_where(buf[0]) != 'G', "A was not evicted by the later buffers");
     EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuIpcGetMemHandle(&ipc, buf[0]));
     EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuIpcGetMemHandle(&ipc, buf[0]));
     EXPECT(legacy_ipc_capable(buf[0]) == 0, "arena memory reads as legacy-IPC capable");
     expect_resident(buf[0], "after cuIpcGetMemHandle");
     for (uint32_t i = 4; i < BUFS; i++) {
-        CHECK_CU(cuMemAlloc(&buf[i], BUF));
-        CHECK_CU(sh_fill_async(fill, buf[i], WORDS, i, NULL));
+        sh_alloc_filled(fill, &buf[i], 1, BUF, i, NULL);
         expect_resident(buf[0], "after filling another buffer");
     }
     CHECK_CU(cuMemAlloc(&bad, sizeof(wrong)));
     for (uint32_t i = BUFS; i-- > 0;) {
-        CUdeviceptr out = bad + 4 * i;
-        void *args[] = { &buf[i], &n, &i, &out };
-        CHECK_CU(sh_launch(verify, NULL, args));
+        CHECK_CU(sh_verify_async(verify, buf[i], WORDS, i, bad + 4 * i, NULL));
         expect_resident(buf[0], "after checking a buffer");
     }
     CHECK_CU(cuMemcpyDtoH(wrong, bad, sizeof(wrong)));

@@ -25,26 +25,13 @@ static CUfunction fill, verify, reader;
 static CUdeviceptr buf[BUFS];
 static char out_tier;   /* how an evicted chunk looks: 'H' mapped host memory, 'U' unmapped */
 
-/* Where the memory at p lives: 'G' device memory, 'H' host memory mapped there, 'U' none. */
-static char where(CUdeviceptr p)
-{
-    CUmemGenericAllocationHandle h;
-    CUmemAllocationProp prop;
-
-    if (cuMemRetainAllocationHandle(&h, (void *)(uintptr_t)p) != CUDA_SUCCESS)
-        return 'U';
-    CHECK_CU(cuMemGetAllocationPropertiesFromHandle(&prop, h));
-    CHECK_CU(cuMemRelease(h));
-    return prop.location.type == CU_MEM_LOCATION_TYPE_DEVICE ? 'G' : 'H';
-}
-
 /* The tiers of the first n buffers must read `want` ('h' standing for the evicted tier). */
 static void expect_tiers(int n, const char *want, const char *when)
 {
     char got[BUFS + 1] = { 0 }, exp[BUFS + 1] = { 0 };
 
     for (int i = 0; i < n; i++) {
-        got[i] = where(buf[i]);
+        got[i] = sh_where(buf[i]);
         exp[i] = want[i] == 'h' ? out_tier : want[i];
     }
     EXPECT(strcmp(got, exp) == 0, "%s: buffers B0-B%d live in %s, expected %s", when, n - 1,
@@ -82,15 +69,11 @@ static void use(CUdeviceptr a, CUdeviceptr b, CUdeviceptr c)
 static void check_all(void)
 {
     uint32_t wrong[BUFS];
-    uint64_t n = WORDS;
     CUdeviceptr bad;
 
     CHECK_CU(cuMemAlloc(&bad, sizeof(wrong)));
-    for (uint32_t i = 0; i < BUFS; i++) {
-        CUdeviceptr out = bad + 4 * i;
-        void *args[] = { &buf[i], &n, &i, &out };
-        CHECK_CU(sh_launch(verify, NULL, args));
-    }
+    for (uint32_t i = 0; i < BUFS; i++)
+        CHECK_CU(sh_verify_async(verify, buf[i], WORDS, i, bad + 4 * i, NULL));
     CHECK_CU(cuMemcpyDtoH(wrong, bad, sizeof(wrong)));
     for (int i = 0; i < BUFS; i++)
         EXPECT(wrong[i] == 0, "B%d: %u words wrong", i, wrong[i]);
@@ -104,10 +87,7 @@ static void scenario(char tier)
     fill = st_function(sh_res_ptx, "sh_fill");
     verify = st_function(sh_res_ptx, "sh_verify");
     reader = st_function(lru_ptx, "lru_read");
-    for (uint32_t i = 0; i < 4; i++) {
-        CHECK_CU(cuMemAlloc(&buf[i], BUF));
-        CHECK_CU(sh_fill_async(fill, buf[i], WORDS, i, NULL));
-    }
+    sh_alloc_filled(fill, buf, 4, BUF, 0, NULL);
     expect_tiers(4, "GGGG", "B0-B3 filled");
     use(buf[2], 0, 0);
     use(buf[0], 0, 0);

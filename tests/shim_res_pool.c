@@ -27,43 +27,10 @@
 static CUfunction fill, verify;
 static CUdeviceptr buf[BUFS], bad;
 
-static int on_device(CUdeviceptr p)
-{
-    CUmemGenericAllocationHandle h;
-    CUmemAllocationProp prop;
-
-    if (cuMemRetainAllocationHandle(&h, (void *)(uintptr_t)p) != CUDA_SUCCESS)
-        return 0;
-    CHECK_CU(cuMemGetAllocationPropertiesFromHandle(&prop, h));
-    CHECK_CU(cuMemRelease(h));
-    return prop.location.type == CU_MEM_LOCATION_TYPE_DEVICE;
-}
-
 /* Chunks of the arena (the buffers' and the one holding `bad`) in device memory. */
 static int arena_chunks_on_device(void)
 {
-    int n = on_device(bad);
-    for (int i = 0; i < BUFS; i++)
-        for (CUdeviceptr p = buf[i]; p < buf[i] + BUF; p += CHUNK)
-            n += on_device(p);
-    return n;
-}
-
-static size_t free_now(void)
-{
-    size_t free_b, total;
-    CHECK_CU(cuMemGetInfo(&free_b, &total));
-    return free_b;
-}
-
-static void check(CUdeviceptr p, uint64_t words, uint32_t seed, const char *what)
-{
-    uint32_t wrong = 1;
-    void *args[] = { &p, &words, &seed, &bad };
-
-    CHECK_CU(sh_launch(verify, NULL, args));
-    CHECK_CU(cuMemcpyDtoH(&wrong, bad, 4));
-    EXPECT(wrong == 0, "%s: %u words wrong", what, wrong);
+    return (sh_where(bad) == 'G') + sh_chunks_on_device(buf, BUFS, BUF, CHUNK);
 }
 
 /* 8 MiB from the pool beside the full arena; every buffer checked. */
@@ -76,21 +43,21 @@ static void pool_beside(CUmemoryPool pool, CUstream s, size_t free0)
     int resident = arena_chunks_on_device();
     EXPECT(resident <= 5, "%d arena chunks in device memory beside 8 MiB of pool memory in an "
            "18 MiB budget", resident);
-    EXPECT(free_now() == free0 - 2 * BUF, "cuMemGetInfo free %zu with 8 MiB of pool memory, "
-           "%zu before", free_now(), free0);
+    EXPECT(sh_free_now() == free0 - 2 * BUF, "cuMemGetInfo free %zu with 8 MiB of pool memory, "
+           "%zu before", sh_free_now(), free0);
     CHECK_CU(sh_fill_async(fill, p, 2 * WORDS, 40, s));
     CHECK_CU(cuStreamSynchronize(s));
     for (uint32_t i = 0; i < BUFS; i++) {
         snprintf(what, sizeof(what), "arena buffer %u beside the pool", i);
-        check(buf[i], WORDS, i, what);
+        sh_expect_verified(verify, buf[i], WORDS, i, bad, what);
         EXPECT(arena_chunks_on_device() <= 5, "%d arena chunks in device memory after %s",
                arena_chunks_on_device(), what);
     }
-    check(p, 2 * WORDS, 40, "the pool memory");
+    sh_expect_verified(verify, p, 2 * WORDS, 40, bad, "the pool memory");
     CHECK_CU(cuMemFreeAsync(p, s));
     CHECK_CU(cuStreamSynchronize(s));
-    EXPECT(free_now() == free0, "cuMemGetInfo free %zu once the pool gave its memory back, %zu "
-           "before", free_now(), free0);
+    EXPECT(sh_free_now() == free0, "cuMemGetInfo free %zu once the pool gave its memory back, "
+           "%zu before", sh_free_now(), free0);
     printf("8 MiB from a pool: %d arena chunks of 9 stayed in device memory\n", resident);
 }
 
@@ -106,22 +73,19 @@ static void scenario(void)
     fill = st_function(sh_res_ptx, "sh_fill");
     verify = st_function(sh_res_ptx, "sh_verify");
     CHECK_CU(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
-    for (uint32_t i = 0; i < BUFS; i++) {
-        CHECK_CU(cuMemAlloc(&buf[i], BUF));
-        CHECK_CU(sh_fill_async(fill, buf[i], WORDS, i, NULL));
-    }
+    sh_alloc_filled(fill, buf, BUFS, BUF, 0, NULL);
     CHECK_CU(cuMemAlloc(&bad, 4));
-    size_t free0 = free_now();
+    size_t free0 = sh_free_now();
     CHECK_CU(cuMemPoolCreate(&pool, &props));
     pool_beside(pool, s, free0);
     CHECK_CU(cuMemAllocFromPoolAsync(&p, BUF, pool, s));
-    EXPECT(free_now() == free0 - BUF, "cuMemGetInfo free %zu with 4 MiB of pool memory, %zu "
-           "before", free_now(), free0);
+    EXPECT(sh_free_now() == free0 - BUF, "cuMemGetInfo free %zu with 4 MiB of pool memory, %zu "
+           "before", sh_free_now(), free0);
     CHECK_CU(cuMemFreeAsync(p, s));
     CHECK_CU(cuStreamSynchronize(s));
     CHECK_CU(cuMemPoolDestroy(pool));
-    EXPECT(free_now() == free0, "cuMemGetInfo free %zu after the pool was destroyed, %zu "
-           "before", free_now(), free0);
+    EXPECT(sh_free_now() == free0, "cuMemGetInfo free %zu after the pool was destroyed, %zu "
+           "before", sh_free_now(), free0);
     for (int i = 0; i < BUFS; i++)
         CHECK_CU(cuMemFree(buf[i]));
     CHECK_CU(cuMemFree(bad));

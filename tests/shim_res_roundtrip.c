@@ -38,14 +38,10 @@ static void read_by_copy(const CUdeviceptr *buf)
 static void read_by_kernel(CUdeviceptr *buf, CUdeviceptr bad)
 {
     uint32_t wrong[BUFS];
-    uint64_t n = WORDS;
 
     CHECK_CU(cuMemsetD8(bad, 0xff, sizeof(wrong)));
-    for (uint32_t i = BUFS; i-- > 0;) {
-        CUdeviceptr out = bad + 4 * i;
-        void *args[] = { &buf[i], &n, &i, &out };
-        CHECK_CU(sh_launch(verify, NULL, args));
-    }
+    for (uint32_t i = BUFS; i-- > 0;)
+        CHECK_CU(sh_verify_async(verify, buf[i], WORDS, i, bad + 4 * i, NULL));
     CHECK_CU(cuMemcpyDtoH(wrong, bad, sizeof(wrong)));
     for (int i = 0; i < BUFS; i++)
         EXPECT(wrong[i] == 0, "buffer %d by kernel: %u words wrong", i, wrong[i]);
@@ -59,10 +55,7 @@ static void scenario(void)
     fill = st_function(sh_res_ptx, "sh_fill");
     verify = st_function(sh_res_ptx, "sh_verify");
     CHECK_CU(cuMemAlloc(&bad, BUFS * 4));
-    for (uint32_t i = 0; i < BUFS; i++) {
-        CHECK_CU(cuMemAlloc(&buf[i], BUF_BYTES));
-        CHECK_CU(sh_fill_async(fill, buf[i], WORDS, i, NULL));
-    }
+    sh_alloc_filled(fill, buf, BUFS, BUF_BYTES, 0, NULL);
     read_by_copy(buf);
     read_by_kernel(buf, bad);
     for (int i = 0; i < BUFS; i++)

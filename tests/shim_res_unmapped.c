@@ -48,24 +48,11 @@ SIM_KERNEL void hidden_add(const sim_launch_t *l, void **params)
         hidden_ptr[i] += 1;
 }
 
-/* Where the memory at p lives: 'G' device memory, 'H' host memory mapped there, 'U' none. */
-static char where(CUdeviceptr p)
-{
-    CUmemGenericAllocationHandle h;
-    CUmemAllocationProp prop;
-
-    if (cuMemRetainAllocationHandle(&h, (void *)(uintptr_t)p) != CUDA_SUCCESS)
-        return 'U';
-    CHECK_CU(cuMemGetAllocationPropertiesFromHandle(&prop, h));
-    CHECK_CU(cuMemRelease(h));
-    return prop.location.type == CU_MEM_LOCATION_TYPE_DEVICE ? 'G' : 'H';
-}
-
 /* A buffer other than `not` whose memory is unmapped now; exits 1 when there is none. */
 static int unmapped(int not)
 {
     for (int i = 0; i < BUFS; i++)
-        if (i != not && where(buf[i]) == 'U' && where(buf[i] + BUF - 4) == 'U')
+        if (i != not && sh_where(buf[i]) == 'U' && sh_where(buf[i] + BUF - 4) == 'U')
             return i;
     EXPECT(0, "no buffer is unmapped");
     return -1;
@@ -84,13 +71,10 @@ static void expect_copy(int i, uint32_t plus, const char *what)
 /* Buffer i checked by a kernel holds sh_pattern(seed[i], .). */
 static void expect_kernel(int i, CUdeviceptr bad, const char *what)
 {
-    uint64_t n = WORDS;
-    uint32_t wrong = 1;
-    void *args[] = { &buf[i], &n, &seed[i], &bad };
+    char name[96];
 
-    CHECK_CU(sh_launch(verify, NULL, args));
-    CHECK_CU(cuMemcpyDtoH(&wrong, bad, 4));
-    EXPECT(wrong == 0, "%s: %u words of buffer %d wrong", what, wrong, i);
+    snprintf(name, sizeof(name), "%s, buffer %d", what, i);
+    sh_expect_verified(verify, buf[i], WORDS, seed[i], bad, name);
 }
 
 /* Copies and a memset, each reaching a buffer that is unmapped when it is called. */
@@ -137,8 +121,8 @@ static void opaque(int *target)
     CHECK_CU(cuLaunchKernel(hidden, 1, 1, 1, 1, 1, 1, 0, NULL, none, NULL));
     CHECK_CU(cuCtxSynchronize());
     for (int b = 0; b < BUFS; b++)
-        EXPECT(where(buf[b]) == 'G' && where(buf[b] + BUF - 4) == 'G',
-               "after the opaque launch, buffer %d lives in '%c'", b, where(buf[b]));
+        EXPECT(sh_where(buf[b]) == 'G' && sh_where(buf[b] + BUF - 4) == 'G',
+               "after the opaque launch, buffer %d lives in '%c'", b, sh_where(buf[b]));
     *target = i;
 }
 
@@ -154,14 +138,12 @@ static void after_pinning(int target)
     CUgraph g;
     CUgraphExec ge;
 
-    for (uint32_t i = 0; i < 2; i++) {
-        CHECK_CU(cuMemAlloc(&extra[i], BUF));
-        CHECK_CU(sh_fill_async(fill, extra[i], WORDS, 100 + i, NULL));
-    }
+    sh_alloc_filled(fill, extra, 2, BUF, 100, NULL);
     for (int b = 0; b < BUFS; b++)
-        EXPECT(where(buf[b]) == 'G', "pinned buffer %d was evicted to '%c'", b, where(buf[b]));
-    EXPECT(where(extra[0]) == 'U', "the first buffer beyond the budget lives in '%c', expected "
-           "it evicted", where(extra[0]));
+        EXPECT(sh_where(buf[b]) == 'G', "pinned buffer %d was evicted to '%c'", b,
+               sh_where(buf[b]));
+    EXPECT(sh_where(extra[0]) == 'U', "the first buffer beyond the budget lives in '%c', expected "
+           "it evicted", sh_where(extra[0]));
     expect_copy(target, 1, "the buffer the opaque kernel reached");
     CHECK_CU(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
     CHECK_CU(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
@@ -170,8 +152,8 @@ static void after_pinning(int target)
     CHECK_CU(cuGraphInstantiate(&ge, g, 0));
     CHECK_CU(cuGraphLaunch(ge, s));
     CHECK_CU(cuStreamSynchronize(s));
-    EXPECT(where(extra[0]) == 'G', "after a graph launch the buffer lives in '%c'",
-           where(extra[0]));
+    EXPECT(sh_where(extra[0]) == 'G', "after a graph launch the buffer lives in '%c'",
+           sh_where(extra[0]));
     CHECK_CU(cuMemcpyDtoH(host_buf, extra[0], BUF));
     for (uint64_t w = 0; w < WORDS; w++)
         EXPECT(host_buf[w] == sh_pattern(100, w) + 2, "graph on an unmapped buffer: word %llu "
@@ -194,11 +176,9 @@ static void scenario(void)
     verify = st_function(sh_res_ptx, "sh_verify");
     hidden = st_function(hidden_ptx, "hidden_add");
     CHECK_CU(cuMemAlloc(&bad, 4));
-    for (uint32_t i = 0; i < BUFS; i++) {
+    sh_alloc_filled(fill, buf, BUFS, BUF, 0, NULL);
+    for (uint32_t i = 0; i < BUFS; i++)
         seed[i] = i;
-        CHECK_CU(cuMemAlloc(&buf[i], BUF));
-        CHECK_CU(sh_fill_async(fill, buf[i], WORDS, i, NULL));
-    }
     copies(bad);
     for (int i = 0; i < BUFS; i++)
         expect_kernel(i, bad, "a kernel");

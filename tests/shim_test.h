@@ -238,7 +238,9 @@ static inline sh_run_t sh_run_ok(const char *mode, const char *const *env)
  * Kernels of the residency tests, for programs that define SH_RES_KERNELS before including
  * this header (once per program: the simulator finds them in the executable).  Each declares
  * exactly what it touches, so that kernels using neighbouring bytes of one chunk are not
- * taken for a race.  sh_pattern(seed, i) is the value sh_fill writes into word i.
+ * taken for a race.  sh_pattern(seed, i) is the value sh_fill writes into word i.  The
+ * helpers after them fill and check buffers through these kernels, and tell where the driver
+ * has a chunk's memory (sh_where) and how much cuMemGetInfo calls free.
  */
 #ifdef SH_RES_KERNELS
 #include <stdint.h>
@@ -320,6 +322,75 @@ static inline void sh_expect_pattern(const uint32_t *host, uint64_t n, uint32_t 
     for (uint64_t i = 0; i < n; i++)
         EXPECT(host[i] == sh_pattern(seed, i), "%s: word %llu is 0x%08x, expected 0x%08x",
                what, (unsigned long long)i, host[i], sh_pattern(seed, i));
+}
+
+/* n buffers of `bytes` bytes allocated into bufs and filled by kernels on s: bufs[i] holds
+ * sh_pattern(seed0 + i, .). */
+static inline void sh_alloc_filled(CUfunction fill, CUdeviceptr *bufs, uint32_t n, size_t bytes,
+                                   uint32_t seed0, CUstream s)
+{
+    for (uint32_t i = 0; i < n; i++) {
+        CHECK_CU(cuMemAlloc(&bufs[i], bytes));
+        CHECK_CU(sh_fill_async(fill, bufs[i], bytes / 4, seed0 + i, s));
+    }
+}
+
+/* Enqueues sh_verify on s: the number of the `words` words at p that differ from
+ * sh_pattern(seed, .) goes into the 32-bit word at out. */
+static inline CUresult sh_verify_async(CUfunction verify, CUdeviceptr p, uint64_t words,
+                                       uint32_t seed, CUdeviceptr out, CUstream s)
+{
+    void *args[] = { &p, &words, &seed, &out };
+
+    return sh_launch(verify, s, args);
+}
+
+/* A kernel checks the `words` words at p against sh_pattern(seed, .), counting into the word
+ * at bad: exit 1 naming `what` when any differs. */
+static inline void sh_expect_verified(CUfunction verify, CUdeviceptr p, uint64_t words,
+                                      uint32_t seed, CUdeviceptr bad, const char *what)
+{
+    uint32_t wrong = 1;
+
+    CHECK_CU(sh_verify_async(verify, p, words, seed, bad, NULL));
+    CHECK_CU(cuMemcpyDtoH(&wrong, bad, 4));
+    EXPECT(wrong == 0, "%s: %u words wrong", what, wrong);
+}
+
+/* Where the memory at p lives, as the driver maps it: 'G' device memory, 'H' host memory
+ * mapped there, 'U' nothing (cuMemRetainAllocationHandle finds no allocation at p). */
+static inline char sh_where(CUdeviceptr p)
+{
+    CUmemGenericAllocationHandle h;
+    CUmemAllocationProp prop;
+
+    if (cuMemRetainAllocationHandle(&h, (void *)(uintptr_t)p) != CUDA_SUCCESS)
+        return 'U';
+    CHECK_CU(cuMemGetAllocationPropertiesFromHandle(&prop, h));
+    CHECK_CU(cuMemRelease(h));
+    return prop.location.type == CU_MEM_LOCATION_TYPE_DEVICE ? 'G' : 'H';
+}
+
+/* How many of the `chunk`-byte pieces of the n buffers of `bytes` bytes at bufs live in device
+ * memory (sh_where, piece by piece). */
+static inline int sh_chunks_on_device(const CUdeviceptr *bufs, int n, size_t bytes,
+                                      size_t chunk)
+{
+    int on = 0;
+
+    for (int i = 0; i < n; i++)
+        for (CUdeviceptr p = bufs[i]; p < bufs[i] + bytes; p += chunk)
+            on += sh_where(p) == 'G';
+    return on;
+}
+
+/* The free memory cuMemGetInfo reports now. */
+static inline size_t sh_free_now(void)
+{
+    size_t free_b, total;
+
+    CHECK_CU(cuMemGetInfo(&free_b, &total));
+    return free_b;
 }
 #endif /* SH_RES_KERNELS */
 

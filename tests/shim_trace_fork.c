@@ -15,13 +15,8 @@
 static void scenario(void)
 {
     CUdeviceptr p;
+    CUfunction k1 = tt_k1_runs(&p, 3);
 
-    st_setup(0);
-    CUfunction k1 = st_function(tt_ptx, "tt_k1");
-    CHECK_CU(cuMemAlloc(&p, 4096));
-    for (int i = 0; i < 3; i++)
-        CHECK_CU(tt_launch1(k1, NULL, p, 16));
-    CHECK_CU(cuCtxSynchronize());
     fflush(NULL);
     pid_t child = fork();
     EXPECT(child >= 0, "fork: %s", strerror(errno));
@@ -47,17 +42,13 @@ int main(int argc, char **argv)
         scenario();
         return 0;
     }
-    const char *path = tt_path("fork", 0);
-    const char *env[] = { tt_env_trace(path, 0), NULL };
-    sh_run_t r = sh_run_ok("scenario", env);
+    tt_trace_t t;
+    sh_run_t r = tt_record_scenario("fork", 0, &t);
     const char *line = strstr(r.out, "parent ");
     int parent = 0, child = 0;
-    tt_trace_t t;
 
     EXPECT(line && sscanf(line, "parent %d child %d", &parent, &child) == 2, "scenario said: %s",
            r.out);
-    tt_load(path, &t);
-    tt_expect_clean(&t, path);
     EXPECT(t.complete, "the trace has no END: its file was closed early or cut");
     EXPECT(tt_count(&t, TRC_EV_PROCESS) == 1 &&
                tt_nth(&t, TRC_EV_PROCESS, 0)->u.process.pid == (uint32_t)parent,
@@ -76,7 +67,6 @@ int main(int argc, char **argv)
     printf("parent's trace whole: 6 launches, 1 process, complete (child %d recorded "
            "nothing)\n", child);
     tt_free(&t);
-    unlink(path);
     sh_run_free(&r);
     return 0;
 }

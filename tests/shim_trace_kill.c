@@ -16,12 +16,7 @@ static void scenario(void)
 {
     CUdeviceptr p;
 
-    st_setup(0);
-    CUfunction k1 = st_function(tt_ptx, "tt_k1");
-    CHECK_CU(cuMemAlloc(&p, 4096));
-    for (int i = 0; i < 10; i++)
-        CHECK_CU(tt_launch1(k1, NULL, p, 16));
-    CHECK_CU(cuCtxSynchronize());
+    tt_k1_runs(&p, 10);
     fflush(NULL);
     sleep(1);
     raise(SIGKILL);
@@ -33,22 +28,15 @@ int main(int argc, char **argv)
         scenario();
         return 0;
     }
-    const char *path = tt_path("kill", 0);
-    const char *env[] = { tt_env_trace(path, 0), NULL };
-    sh_run_t r = sh_run("scenario", 1, env);
     tt_trace_t t;
+    sh_run_t r = tt_record_scenario("kill", 128 + SIGKILL, &t);
 
-    EXPECT(r.status == 128 + SIGKILL, "the scenario exited %d, expected SIGKILL:\n%s", r.status,
-           r.err);
-    tt_load(path, &t);
-    tt_expect_clean(&t, path);
     EXPECT(!t.complete, "a killed program's trace has an END record");
     EXPECT(tt_count(&t, TRC_EV_PROCESS) == 1 && tt_count(&t, TRC_EV_LAUNCH) == 10,
            "%zu PROCESS records and %zu launches; expected 1 and 10",
            tt_count(&t, TRC_EV_PROCESS), tt_count(&t, TRC_EV_LAUNCH));
     printf("killed: trace readable, %zu events, no END\n", t.n);
     tt_free(&t);
-    unlink(path);
     sh_run_free(&r);
     return 0;
 }

@@ -4,7 +4,8 @@
  *
  * A test runs a scenario of its own under libelixir.so with ELIXIR_TRACE set (shim_test.h's
  * sh_run), then reads the trace back with the tracer's reader (tt_load: every event, with
- * what the reader hands out only until the next event copied), and checks it.  The scenario's
+ * what the reader hands out only until the next event copied), and checks it;
+ * tt_record_scenario does both for a program whose scenario is `self scenario`.  The scenario's
  * kernels are declared here (tt_ptx) and defined in the program that defines TT_KERNELS
  * before including this header: tt_k1(p, n), tt_k2(p, q, n) and tt_k3(p, n), each touching
  * n words of each pointer.
@@ -171,6 +172,25 @@ static inline const char *tt_env_trace(const char *path, int slot)
     return e[slot & 3];
 }
 
+/*
+ * Runs this program again as `self scenario` under the shim, recording into tt_path(test, 0);
+ * it must exit with `status` (128 + signal for a signal), else its output is shown and the
+ * test exits 1.  Its trace, which must read without error up to its last record, goes into *t.
+ * Returns the run (sh_run_free is the caller's).
+ */
+static inline sh_run_t tt_record_scenario(const char *test, int status, tt_trace_t *t)
+{
+    const char *path = tt_path(test, 0);
+    const char *env[] = { tt_env_trace(path, 0), NULL };
+    sh_run_t r = sh_run("scenario", 1, env);
+
+    EXPECT(r.status == status, "the scenario under the shim exited %d, expected %d\nstdout:\n%s\n"
+           "stderr:\n%s", r.status, status, r.out, r.err);
+    tt_load(path, t);
+    tt_expect_clean(t, path);
+    return r;
+}
+
 static const char tt_ptx[] =
     ".version 8.0\n.target sm_90\n.address_size 64\n"
     ".visible .entry tt_k1(.param .u64 p, .param .u64 n)\n{\n ret;\n}\n"
@@ -225,6 +245,21 @@ static inline CUresult tt_launch2(CUfunction f, CUstream s, CUdeviceptr p, CUdev
 {
     void *args[] = { &p, &q, &n };
     return cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, s, args, NULL);
+}
+
+/* Device 0 set up, a 4 KiB buffer at *p, and tt_k1 launched n times on its first 16 words,
+ * the context synchronised; returns tt_k1. */
+static inline CUfunction tt_k1_runs(CUdeviceptr *p, int n)
+{
+    CUfunction k1;
+
+    st_setup(0);
+    k1 = st_function(tt_ptx, "tt_k1");
+    CHECK_CU(cuMemAlloc(p, 4096));
+    for (int i = 0; i < n; i++)
+        CHECK_CU(tt_launch1(k1, NULL, *p, 16));
+    CHECK_CU(cuCtxSynchronize());
+    return k1;
 }
 #endif /* TT_KERNELS */
 

@@ -8,31 +8,21 @@
 set -u
 . tests/lib/sim_env.sh
 sim_setup
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-SHIM=$BUILD/libelixir.so
+sim_tmpdir
 TOOL=$BUILD/bin/elixir-trace
 STEPS=6
 JOB=(--layers 2 --width 128 --heads 4 --seq 16 --batch 2 --vocab 256 --steps $STEPS)
 
-run_traced() { # run_traced TRACE OUT ERR ARGS... (train.py under the shim, recording)
-    local trace=$1 out=$2 err=$3
-    shift 3
-    LD_PRELOAD=${LD_PRELOAD:+$LD_PRELOAD:}$SHIM ELIXIR_TRACE=$trace ELIXIR_STATS=1 \
-        train "$@" >"$out" 2>"$err"
-}
-
 for mode in per-tensor pooled; do
-    train "${JOB[@]}" --alloc "$mode" >"$tmp/plain.out" 2>"$tmp/plain.err" || {
-        cat "$tmp/plain.err"; echo "FAIL: $mode without the shim"; exit 1; }
+    run_or_fail "$mode without the shim" plain train "${JOB[@]}" --alloc "$mode"
     want=$(train_digest "$tmp/plain.out")
-    run_traced "$tmp/full.trace" "$tmp/full.out" "$tmp/full.err" "${JOB[@]}" --alloc "$mode" || {
-        cat "$tmp/full.err"; echo "FAIL: $mode recorded, unlimited"; exit 1; }
-    peak=$(sed -n 's/.*GPU peak \([0-9]*\) MiB.*/\1/p' "$tmp/full.err" | head -n 1)
+    [ -n "$want" ] || fail_showing "$tmp/plain.out" "no digest from the run without the shim"
+    ELIXIR_TRACE=$tmp/full.trace run_or_fail "$mode recorded, unlimited" full \
+        shim_train "${JOB[@]}" --alloc "$mode"
+    peak=$(shim_stat "$tmp/full.err" "GPU peak")
     budget=$(( ${peak:-8} * 1024 * 1024 / 4 ))
-    ELIXIR_GPU_MEMORY=$budget run_traced "$tmp/small.trace" "$tmp/small.out" "$tmp/small.err" \
-        "${JOB[@]}" --alloc "$mode" || {
-        cat "$tmp/small.err"; echo "FAIL: $mode recorded, GPU budget $budget"; exit 1; }
+    ELIXIR_TRACE=$tmp/small.trace ELIXIR_GPU_MEMORY=$budget run_or_fail \
+        "$mode recorded, GPU budget $budget" small shim_train "${JOB[@]}" --alloc "$mode"
     for run in full small; do
         got=$(train_digest "$tmp/$run.out")
         if [ "$got" != "$want" ]; then

@@ -7,39 +7,17 @@
 set -u
 . tests/lib/sim_env.sh
 sim_setup
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-SHIM=$BUILD/libelixir.so
+sim_tmpdir
 JOB=(--layers 2 --width 256 --heads 4 --seq 16 --batch 2 --vocab 512 --steps 5)
 
-run_shim() { # run_shim OUT ERR ARGS... (train.py under the shim)
-    local out=$1 err=$2
-    shift 2
-    LD_PRELOAD=${LD_PRELOAD:+$LD_PRELOAD:}$SHIM ELIXIR_STATS=1 train "$@" >"$out" 2>"$err"
-}
-
 for mode in per-tensor pooled; do
-    train "${JOB[@]}" --alloc "$mode" >"$tmp/plain.out" 2>"$tmp/plain.err" || {
-        cat "$tmp/plain.err"; echo "FAIL: $mode without the shim"; exit 1; }
-    want=$(train_digest "$tmp/plain.out")
-    run_shim "$tmp/full.out" "$tmp/full.err" "${JOB[@]}" --alloc "$mode" || {
-        cat "$tmp/full.err"; echo "FAIL: $mode under the shim, unlimited"; exit 1; }
-    peak=$(sed -n 's/.*GPU peak \([0-9]*\) MiB.*/\1/p' "$tmp/full.err" | head -n 1)
-    if [ -z "$peak" ] || [ "$peak" -lt 8 ]; then
-        cat "$tmp/full.err"; echo "FAIL: footprint not reported or too small: '$peak' MiB"; exit 1
-    fi
+    shim_train_reference "$mode" "${JOB[@]}" --alloc "$mode"
     for frac in 2 4 8; do
-        budget=$((peak * 1024 * 1024 / frac))
-        ELIXIR_GPU_MEMORY=$budget run_shim "$tmp/o.out" "$tmp/o.err" "${JOB[@]}" --alloc "$mode" \
-            && got=$(train_digest "$tmp/o.out") || got=""
-        moved=$(sed -n 's/.*migrations to host \([0-9]*\).*/\1/p' "$tmp/o.err" | head -n 1)
-        echo "$mode, GPU budget 1/$frac of $peak MiB: digest ${got:-none}, migrations to host ${moved:-?}"
-        if [ "$got" != "$want" ]; then
-            tail -n 30 "$tmp/o.err"; echo "FAIL: expected digest $want"; exit 1
-        fi
-        if [ "${moved:-0}" -eq 0 ]; then
-            tail -n 30 "$tmp/o.err"; echo "FAIL: nothing was paged out at 1/$frac"; exit 1
-        fi
+        shim_train_budget "$frac" "${JOB[@]}" --alloc "$mode"
+        echo "$mode, GPU budget 1/$frac of $peak MiB: digest ${got:-none}," \
+             "migrations to host ${moved:-?}"
+        [ "$got" = "$want" ] || fail_showing "$tmp/o.err" "expected digest $want"
+        [ "${moved:-0}" -ne 0 ] || fail_showing "$tmp/o.err" "nothing was paged out at 1/$frac"
     done
 done
 echo "same digest at 1/2, 1/4 and 1/8 of the footprint"

@@ -7,7 +7,7 @@
 # simulated libcuda.so.1 for the activity interface (sim_activity_attach), with -z now so that
 # loading it beside any other libcuda fails at dlopen rather than at the first call, and with
 # -z nodelete because the simulator keeps its callbacks for the life of the process.
-# Result strings are generated from cupti_result.h.  Tests tests/cupti_*.c and
+# Result strings are generated from cupti_result.h by the simulator's sim/gen_errors.awk.  Tests tests/cupti_*.c and
 # tests/conc_cupti_*.c dlopen it through LD_LIBRARY_PATH, so they are rebuilt after it.
 
 CUPTI_SRCS  := $(wildcard sim/cupti/*.c)
@@ -17,10 +17,11 @@ CUPTI_GEN   := $(BUILD)/gen/cupti_results.h
 CUPTI_TESTS := $(patsubst tests/%.c,$(BUILD)/tests/%,\
                  $(wildcard tests/cupti_*.c tests/conc_cupti_*.c))
 
-$(CUPTI_GEN): sim/cupti/gen_results.awk $(CUDA_HOME)/include/cupti_result.h | $(DEPS_OK)
+$(CUPTI_GEN): sim/gen_errors.awk $(CUDA_HOME)/include/cupti_result.h | $(DEPS_OK)
 	$(call msg,GEN,$@)
 	$(Q)mkdir -p $(@D)
-	$(Q)awk -f sim/cupti/gen_results.awk $(CUDA_HOME)/include/cupti_result.h > $@.tmp && mv $@.tmp $@
+	$(Q)awk -v enum=CUptiResult -v prefix=CUPTI_ -f sim/gen_errors.awk \
+	    $(CUDA_HOME)/include/cupti_result.h > $@.tmp && mv $@.tmp $@
 
 $(CUPTI_OBJS): $(CUPTI_GEN)
 

@@ -6,7 +6,7 @@
  * CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED, which is how a tool learns that a profiler
  * already holds CUPTI.  The stand-in implements no callback domains, so a subscriber's
  * callback is never called.  Result names and messages come from cupti_result.h itself
- * (gen_results.awk, at build time).
+ * (sim/gen_errors.awk, at build time).
  */
 #include <pthread.h>
 #include <stdio.h>

@@ -5,8 +5,14 @@
 #   sim_setup        call first: checks the build, exports ELIXIR_SIM_RACECHECK=fail (a race
 #                    makes the program exit 66), prepares sanitizer runtimes; skips (exit 77)
 #                    under SANITIZE=thread, since python3 itself is not instrumented for it
+#   sim_tmpdir       makes $tmp a fresh directory, removed when the script exits
 #   sim_run ARGS...  runs ARGS through $BUILD/bin/elixir-sim
 #   train ARGS...    runs examples/train.py ARGS on the simulator
+#   shim_train ARGS...  the same under the shim ($SHIM) with ELIXIR_STATS=1
+#   run_or_fail WHAT NAME CMD...  CMD into $tmp/NAME.out and .err, failing the script if it fails
+#   fail_showing FILE MESSAGE  the end of FILE, then "FAIL: MESSAGE" and exit 1
+#   shim_stat FILE TEXT  a figure of the shim's statistics
+#   shim_train_reference, shim_train_budget  the job without the shim, under it, under a budget
 # With SANITIZE containing "address" the simulator is ASan-instrumented but python3 is not, so
 # the ASan runtime must be loaded first: LD_PRELOAD gets it and leak checking is off (python
 # keeps its objects to the end).
@@ -14,6 +20,7 @@
 BUILD=${BUILD:-build}
 PYTHON=${PYTHON:-python3}
 SIM_LAUNCHER=$BUILD/bin/elixir-sim
+SHIM=$BUILD/libelixir.so
 
 sim_setup() {
     case ${SANITIZE:-} in
@@ -38,12 +45,76 @@ sim_setup() {
     esac
 }
 
+sim_tmpdir() {
+    tmp=$(mktemp -d)
+    trap 'rm -rf "$tmp"' EXIT
+}
+
 sim_run() {
     "$SIM_LAUNCHER" -- "$@"
 }
 
 train() {
     sim_run "$PYTHON" examples/train.py "$@"
+}
+
+# shim_train ARGS...: train under $SHIM (after any sanitizer runtime already in LD_PRELOAD);
+# NAME=VALUE before the call adds to its environment.
+shim_train() {
+    LD_PRELOAD=${LD_PRELOAD:+$LD_PRELOAD:}$SHIM ELIXIR_STATS=1 train "$@"
+}
+
+# run_or_fail WHAT NAME CMD...: runs CMD with stdout to $tmp/NAME.out and stderr to
+# $tmp/NAME.err; when it fails, shows that stderr and fails the script with "FAIL: WHAT".
+run_or_fail() {
+    local what=$1 name=$2
+    shift 2
+    "$@" >"$tmp/$name.out" 2>"$tmp/$name.err" || {
+        cat "$tmp/$name.err"; echo "FAIL: $what"; exit 1; }
+}
+
+# fail_showing FILE MESSAGE: shows the last 30 lines of FILE and fails the script.
+fail_showing() {
+    tail -n 30 "$1"
+    echo "FAIL: $2"
+    exit 1
+}
+
+# ---- reading the shim's statistics (ELIXIR_STATS=1 on stderr): the first device's figures
+
+# shim_stat FILE TEXT: the number that follows the first "TEXT " in FILE, or nothing.
+shim_stat() {
+    sed -n "s/.*$2 \([0-9]*\).*/\1/p" "$1" | head -n 1
+}
+
+# ---- a job under the shim with its GPU budget a fraction of its footprint
+
+# shim_train_reference WHAT ARGS...: the job ARGS without the shim ($tmp/plain.*) and under it
+# with no budget ($tmp/full.*); sets want (the digest without the shim) and peak (the GPU peak
+# in MiB under the shim).  Fails the script, naming WHAT, when a run fails, and when the peak is
+# missing or under 8 MiB.
+shim_train_reference() {
+    local what=$1
+    shift
+    run_or_fail "$what without the shim" plain train "$@"
+    want=$(train_digest "$tmp/plain.out")
+    [ -n "$want" ] || fail_showing "$tmp/plain.out" "no digest from the run without the shim"
+    run_or_fail "$what under the shim, unlimited" full shim_train "$@"
+    peak=$(shim_stat "$tmp/full.err" "GPU peak")
+    if [ -z "$peak" ] || [ "$peak" -lt 8 ]; then
+        fail_showing "$tmp/full.err" "footprint not reported or too small: '$peak' MiB"
+    fi
+}
+
+# shim_train_budget FRAC ARGS...: shim_train ARGS with the GPU budget at 1/FRAC of $peak MiB,
+# into $tmp/o.out and $tmp/o.err; sets got (its digest, empty when the run failed) and moved
+# (its migrations to host, empty when not reported).
+shim_train_budget() {
+    local frac=$1
+    shift
+    ELIXIR_GPU_MEMORY=$((peak * 1024 * 1024 / frac)) shim_train "$@" >"$tmp/o.out" \
+        2>"$tmp/o.err" && got=$(train_digest "$tmp/o.out") || got=""
+    moved=$(shim_stat "$tmp/o.err" "migrations to host")
 }
 
 # ---- reading train.py's output: `step N loss X` lines, then `digest HEX` as the last line
