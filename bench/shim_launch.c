@@ -10,8 +10,9 @@
  * reports its best round per width.  The pointers lead into allocations far below the GPU
  * budget, so the shim never migrates anything: what is left is the cost of looking at the
  * arguments and recording their use, and with the trace, of recording each launch with the
- * allocations it reaches (the loop repeats one kernel, so no iteration is ever found and
- * every launch is recorded in full).  The children run a few times, in turn, and each figure
+ * allocations it reaches (at the default level, every launch is recorded in full; each
+ * round's synchronisation marks an iteration, and the best round is one after the profiled
+ * iteration, so the figure is recording's steady state, without CUPTI).  The children run a few times, in turn, and each figure
  * is the best seen, so a burst of other work on the machine does not land on one side only;
  * all of them run on one CPU (see pin_to_one_cpu).  The parent prints the three side by side
  * with the shim's ratio to the plain simulator and the trace's ratio to the shim, and whether

@@ -6,9 +6,12 @@
  * copies by kind with totals; and every hooked entry point with its number of calls (the
  * call counters also answer elixir_shim_calls, so they are always on).  All counters are
  * relaxed atomics: several threads update them at once and nothing is ordered by them.
+ * Launches, counted on every launch, are counted per thread (a load and a store, no locked
+ * instruction) and summed when printed; an exiting thread adds its counts to the totals.
  * The bytes of a freed block are only known when ELIXIR_STATS is on (the free wrappers then
  * ask the driver for its size), so "current bytes" is meaningful only then.
  */
+#include <pthread.h>
 #include <unistd.h>
 
 #include "shim.h"
@@ -27,6 +30,20 @@ static stat_count_t blocks, block_bytes;
 static _Atomic uint64_t launches[SHIM_NLAUNCH_KINDS];
 static stat_ops_t copies[SHIM_NCOPY_KINDS];
 static _Atomic int printed;
+
+/* One thread's launch counts, on the list of live threads while the thread runs. */
+typedef struct stat_thread {
+    _Atomic uint64_t launches[SHIM_NLAUNCH_KINDS];
+    struct stat_thread *next;
+    int state;                      /* 0: not joined yet; 1: on the list; -1: counts globally */
+} stat_thread_t;
+
+static SHIM_TLS stat_thread_t tls_stats;
+static pthread_mutex_t threads_lock = PTHREAD_MUTEX_INITIALIZER;
+static stat_thread_t *threads;
+static pthread_key_t threads_key;
+static pthread_once_t threads_once = PTHREAD_ONCE_INIT;
+static int threads_key_ok;
 
 static const char *const copy_names[] = {
 #define X(e, name) [SHIM_COPY_##e] = name,
@@ -75,9 +92,79 @@ void shim_stat_copy(shim_copy_kind_t kind, uint64_t bytes)
     atomic_fetch_add_explicit(&copies[kind].bytes, bytes, memory_order_relaxed);
 }
 
+/* An exiting thread: its counts go to the totals, and it leaves the list. */
+static void thread_exit(void *arg)
+{
+    stat_thread_t *t = arg;
+    pthread_mutex_lock(&threads_lock);
+    for (stat_thread_t **p = &threads; *p; p = &(*p)->next)
+        if (*p == t) {
+            *p = t->next;
+            break;
+        }
+    for (int i = 0; i < SHIM_NLAUNCH_KINDS; i++)
+        atomic_fetch_add_explicit(&launches[i], atomic_load(&t->launches[i]),
+                                  memory_order_relaxed);
+    t->state = -1;                  /* anything counted later counts globally */
+    pthread_mutex_unlock(&threads_lock);
+}
+
+static void threads_init(void)
+{
+    threads_key_ok = pthread_key_create(&threads_key, thread_exit) == 0;
+}
+
+/* Put the calling thread's counts on the list (or, failing that, count globally). */
+static void thread_join(stat_thread_t *t)
+{
+    pthread_once(&threads_once, threads_init);
+    if (!threads_key_ok || pthread_setspecific(threads_key, t) != 0) {
+        t->state = -1;
+        return;
+    }
+    pthread_mutex_lock(&threads_lock);
+    t->next = threads;
+    threads = t;
+    t->state = 1;
+    pthread_mutex_unlock(&threads_lock);
+}
+
+/* Only this thread writes its counters: no locked increment is needed. */
+static inline void thread_count(stat_thread_t *t, shim_launch_kind_t kind)
+{
+    uint64_t n = atomic_load_explicit(&t->launches[kind], memory_order_relaxed);
+    atomic_store_explicit(&t->launches[kind], n + 1, memory_order_relaxed);
+}
+
+/* The first launch of a thread, and launches after its counts were folded at exit. */
+static __attribute__((noinline)) void launch_slow(stat_thread_t *t, shim_launch_kind_t kind)
+{
+    if (t->state == 0)
+        thread_join(t);
+    if (t->state > 0)
+        thread_count(t, kind);
+    else
+        atomic_fetch_add_explicit(&launches[kind], 1, memory_order_relaxed);
+}
+
 void shim_stat_launch(shim_launch_kind_t kind)
 {
-    atomic_fetch_add_explicit(&launches[kind], 1, memory_order_relaxed);
+    stat_thread_t *t = &tls_stats;
+    if (__builtin_expect(t->state > 0, 1))
+        thread_count(t, kind);
+    else
+        launch_slow(t, kind);
+}
+
+/* Launches of `kind` counted so far, by every thread. */
+static uint64_t launches_of(int kind)
+{
+    pthread_mutex_lock(&threads_lock);
+    uint64_t n = atomic_load(&launches[kind]);
+    for (const stat_thread_t *t = threads; t; t = t->next)
+        n += atomic_load_explicit(&t->launches[kind], memory_order_relaxed);
+    pthread_mutex_unlock(&threads_lock);
+    return n;
 }
 
 int shim_stats_enabled(void)
@@ -96,8 +183,15 @@ void shim_stats_reset(void)
 {
     count_reset(&blocks);
     count_reset(&block_bytes);
-    for (int i = 0; i < SHIM_NLAUNCH_KINDS; i++)
+    /* In a forked child only this thread is left, and the lock may have been held by another:
+     * the list is now this thread's counts alone, if it had joined. */
+    pthread_mutex_init(&threads_lock, NULL);
+    threads = tls_stats.state > 0 ? &tls_stats : NULL;
+    tls_stats.next = NULL;
+    for (int i = 0; i < SHIM_NLAUNCH_KINDS; i++) {
         atomic_store(&launches[i], 0);
+        atomic_store(&tls_stats.launches[i], 0);
+    }
     for (int i = 0; i < SHIM_NCOPY_KINDS; i++) {
         atomic_store(&copies[i].count, 0);
         atomic_store(&copies[i].bytes, 0);
@@ -121,10 +215,11 @@ void shim_stats_print(void)
     shim_log_plain("  %-12s %14s %14s %14s", "allocations", "current", "peak", "total");
     print_count("blocks", &blocks);
     print_count("bytes", &block_bytes);
-    for (int i = 0; i < SHIM_NLAUNCH_KINDS; i++)
-        if (atomic_load(&launches[i]))
-            shim_log_plain("  launch %-12s %14llu", launch_names[i],
-                           (unsigned long long)atomic_load(&launches[i]));
+    for (int i = 0; i < SHIM_NLAUNCH_KINDS; i++) {
+        uint64_t n = launches_of(i);
+        if (n)
+            shim_log_plain("  launch %-12s %14llu", launch_names[i], (unsigned long long)n);
+    }
     for (int i = 0; i < SHIM_NCOPY_KINDS; i++)
         if (atomic_load(&copies[i].count))
             shim_log_plain("  copy %-14s %14llu calls %14llu bytes", copy_names[i],

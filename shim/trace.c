@@ -38,11 +38,13 @@
 #include <libunwind.h>
 #include <limits.h>
 #include <link.h>
+#include <linux/membarrier.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -127,6 +129,7 @@ static struct {
     int sim, level, depth;
     long warmup, profile;
     _Atomic int closing;
+    int asym;                       /* membarrier registered: enter() needs no fence */
     _Atomic int window;             /* WIN_* */
     int64_t win_end;                /* first iteration after the window */
     pthread_mutex_t win_lock;
@@ -233,9 +236,12 @@ static tstate_t *self(void)
 
 /*
  * Enter an operation or hook: the thread's state, marked busy, or NULL when not recording.
- * busy is stored before `closing` is read and closing is stored before busy is read (both
- * sequentially consistent), so either the closer waits for this thread or this thread sees
- * it closing.
+ * busy is stored before `closing` is read and closing is stored before busy is read, so
+ * either the closer waits for this thread or this thread sees it closing.  The order is a
+ * full fence on both sides: here only a compiler barrier when the process registered for
+ * membarrier (T.asym), since the closer then makes every running thread execute a full
+ * fence (close_fence) between its store and its reads; else both sides sequentially
+ * consistent.
  */
 static tstate_t *enter(void)
 {
@@ -243,8 +249,14 @@ static tstate_t *enter(void)
 
     if (!th)
         return NULL;
-    if (th->depth++ == 0)
-        atomic_store(&th->busy, 1);
+    if (th->depth++ == 0) {
+        if (__builtin_expect(T.asym, 1)) {
+            atomic_store_explicit(&th->busy, 1, memory_order_relaxed);
+            atomic_signal_fence(memory_order_seq_cst);
+        } else {
+            atomic_store(&th->busy, 1);
+        }
+    }
     if (atomic_load(&T.closing) || !atomic_load_explicit(&shim_trace_on, memory_order_acquire)) {
         if (--th->depth == 0)
             atomic_store_explicit(&th->busy, 0, memory_order_release);
@@ -827,7 +839,12 @@ void shim_trace_launch_end(const shim_launch_t *l, CUresult r)
     if (!l->op || !th)
         return;
     if (r == CUDA_SUCCESS && kept(TRC_EV_LAUNCH)) {
-        trc_event_t ev = { .type = TRC_EV_LAUNCH, .time = th->time };
+        /* Only the launch member is set (and read): zeroing the whole union costs more than
+         * the rest of the record. */
+        trc_event_t ev;
+        ev.type = TRC_EV_LAUNCH;
+        ev.offset = 0;
+        ev.time = th->time;
         ev.u.launch = (trc_launch_t){ .id = l->op, .func_id = th->func,
                                       .stream = stream_no(th, l->stream, l->hook),
                                       .device = current_device(th) };
@@ -1091,6 +1108,7 @@ static int prepare(void)
 static void begin_recording(trc_rec_t *rec, const char *path)
 {
     shim_trace_rec = rec;
+    T.asym = syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0;
     trace_clock_t cupti = shim_timing_open(T.drv.elapsed);
     if (cupti)
         T.clock = cupti;
@@ -1156,6 +1174,17 @@ void shim_trace_start(const shim_driver_t *d)
 
 /* ---------------------------------------------------------------- exit and fork */
 
+/* After `closing` was stored: the closer's half of enter()'s fence (see there).  Once the
+ * process registered (T.asym, set at start-up before any thread records) the barrier cannot
+ * fail; should it, the closer goes on as it would without the barrier, and the wait for
+ * busy threads still sees every thread that entered before closing was stored and became
+ * visible to it. */
+static void close_fence(void)
+{
+    if (T.asym && syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) != 0)
+        SHIM_WARN(INIT, "trace: membarrier failed at exit: %s", strerror(errno));
+}
+
 /* Waits until no thread is inside an operation; 0, or -ETIMEDOUT after CLOSE_WAIT_NS. */
 static int wait_idle(void)
 {
@@ -1181,6 +1210,7 @@ void shim_trace_stop(void)
     if (!atomic_exchange(&shim_trace_on, 0))
         return;
     atomic_store(&T.closing, 1);
+    close_fence();
     int idle = wait_idle();
     trace_clock_t after = shim_timing_stop();
     if (after)

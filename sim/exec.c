@@ -47,6 +47,9 @@ static pthread_t exec_thread;
 static _Thread_local int on_executor;
 
 static double host_clock;               /* ns, under sim_lock */
+/* host_clock as sim_activity_clock reports it, stored under sim_lock after every change, so
+ * that the activity clock (read once per recorded operation) is read without the lock. */
+static _Atomic uint64_t host_clock_ns;
 static double exec_t_max;               /* latest end of any executed op, under sim_lock */
 
 static sim_race_t *race;
@@ -90,11 +93,18 @@ double sim_host_now(void)
     return t;
 }
 
+/* Publishes host_clock to the activity clock (sim_lock held). */
+static void host_clock_publish(void)
+{
+    atomic_store_explicit(&host_clock_ns, (uint64_t)host_clock, memory_order_release);
+}
+
 void sim_host_advance(double t)
 {
     pthread_mutex_lock(&sim_lock);
     if (t > host_clock)
         host_clock = t;
+    host_clock_publish();
     pthread_mutex_unlock(&sim_lock);
 }
 
@@ -102,6 +112,7 @@ void sim_host_charge(double us)
 {
     pthread_mutex_lock(&sim_lock);
     host_clock += us * 1000.0;
+    host_clock_publish();
     pthread_mutex_unlock(&sim_lock);
 }
 
@@ -218,9 +229,11 @@ SIM_API void sim_activity_detach(const sim_activity_ops_t *ops)
     atomic_compare_exchange_strong(&act_ops, &mine, NULL);
 }
 
+/* The host clock without sim_lock: the value last published under it (host_clock_publish),
+ * which is the value sim_host_now would read now. */
 SIM_API uint64_t sim_activity_clock(void)
 {
-    return (uint64_t)sim_host_now();
+    return atomic_load_explicit(&host_clock_ns, memory_order_acquire);
 }
 
 void sim_activity_call_begin(void)
@@ -428,6 +441,7 @@ CUresult sim_submit(CUstream s, sim_op_t *op, uint64_t *seq)
     op->t_submit = host_clock;
     op->host_vc = vc;
     host_clock += sim_cfg.model.api_us * 1000.0;
+    host_clock_publish();
     if (op->kind == SIM_OP_EVENT_RECORD) {
         /* The event now refers to this record: its stream and position. */
         struct CUevent_st *e = op->u.event;

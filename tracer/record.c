@@ -4,10 +4,18 @@
  *
  * Each thread has a state of its own (found through a pthread key) holding its open buffer:
  * a block of records that starts with a TIME_BASE record, so it decodes wherever it lands in
- * the file.  The buffer is passed by ownership, never locked: the owner takes it out of its
- * slot with an atomic exchange, encodes the event, and puts it back; the writer thread takes
- * it the same way to flush a quiet thread, and the owner, finding its slot empty, starts a new
- * block.  Whoever holds a block is the only one touching it.  Full blocks, blocks of exiting
+ * the file.  The buffer is passed by ownership, never locked: the writer thread takes it out
+ * of its slot with an atomic exchange to flush a quiet thread, and the owner, finding its slot
+ * empty, starts a new block.  Whoever holds a block is the only one touching it.  The owner
+ * either takes its buffer out of the slot for each event with an atomic exchange and puts it
+ * back, or, where the kernel offers membarrier (the usual case), leaves it in the slot: it
+ * marks itself inside an event (an odd `seq`, a plain store), reads the slot, encodes, and
+ * marks itself out (release); a full block is taken back with a compare-and-swap, and handed
+ * over after the owner marked itself out.  The writer exchanges the slot, makes every running
+ * thread execute a full barrier (membarrier), and then waits until a thread that was inside
+ * an event has left it before it queues the block: either that thread saw the empty slot, or
+ * the writer sees it inside (the two sides of the barrier).  Inside an event an owner takes
+ * no lock and waits for nothing, so the writer's wait is short.  Full blocks, blocks of exiting
  * threads (the key's destructor) and blocks taken by the writer all join one queue, under the
  * queue lock, in the order they were taken, and the writer thread appends them to the file in
  * that order: one thread's events reach the file in the order it recorded them.
@@ -24,11 +32,15 @@
 #include "rec_int.h"
 
 #include <errno.h>
+#include <linux/membarrier.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <time.h>
+#include <unistd.h>
 
 #define DEFAULT_BUFFER   (64u << 10)
 #define MIN_BUFFER       256u
@@ -45,19 +57,33 @@ typedef struct block {
     uint8_t data[];
 } block_t;
 
-/* One thread's state in one recorder.  cur and enc belong to whoever took cur out of its slot;
- * count is the owner's, events its published copy. */
+/* The calling thread's state in the recorder it recorded into last (the common case: one
+ * recorder), so that an event needs no pthread_getspecific.  `serial` tells a recorder from a
+ * later one at the same address; an exiting thread's key destructor clears it. */
+static __thread __attribute__((tls_model("initial-exec"))) struct {
+    const struct trc_rec *rec;
+    uint64_t serial;
+    struct tstate *t;
+} tls_last;
+static _Atomic uint64_t rec_serials;
+
+/* One thread's state in one recorder.  A block belongs to whoever took it out of the slot
+ * `cur` (in asym mode the owner also writes into the block left there, between the marks of
+ * `seq`); enc and count are the owner's, events its published copy. */
 typedef struct tstate {
     struct tstate *next;
     _Atomic(block_t *) cur;
     trc_enc_t enc;
     uint64_t count;
     _Atomic uint64_t events;
+    _Atomic uint64_t seq;              /* odd while the owner is inside an event (asym mode) */
+    block_t *swept;                    /* taken by a sweep, waiting to be queued (sweep only) */
 } tstate_t;
 
 struct trc_rec {
     _Atomic int off;                   /* REC_*: checked first by every call */
     _Atomic int error;                 /* the first write error */
+    uint64_t serial;                   /* unique per recorder opened (tls_last) */
     pthread_key_t key;                 /* -> this thread's tstate_t */
     size_t buffer_bytes;
     uint32_t flush_ms;
@@ -90,6 +116,9 @@ struct trc_rec {
 static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
 static trc_rec_t *g_live;
 static pthread_once_t g_once = PTHREAD_ONCE_INIT;
+/* The process registered for private expedited membarrier: owners keep their buffer in its
+ * slot while encoding (see the top of the file).  Set once, before any recorder opens. */
+static int g_asym;
 
 /* ------------------------------------------------------------------ errors and time */
 
@@ -188,17 +217,38 @@ static void drain(trc_rec_t *rec)
     }
 }
 
+/* After t's buffer was taken out of its slot and every running thread passed a full
+ * barrier: waits until t is outside the event it may have been encoding into the buffer. */
+static void wait_quiet(tstate_t *t)
+{
+    uint64_t s = atomic_load_explicit(&t->seq, memory_order_acquire);
+    if (!(s & 1))
+        return;
+    for (unsigned spins = 0; atomic_load_explicit(&t->seq, memory_order_acquire) == s; spins++)
+        if (spins > 64)
+            sched_yield();
+}
+
 /* Takes every thread's open buffer into the queue.  Taking a buffer and queueing it happen
- * under q_lock, so its owner cannot queue a later buffer of its own in between. */
+ * under q_lock, so its owner cannot queue a later buffer of its own in between (an owner that
+ * lost its buffer takes no lock before it leaves its event, so waiting for it here is safe). */
 static void sweep(trc_rec_t *rec)
 {
+    int taken = 0;
     pthread_mutex_lock(&rec->reg_lock);
     pthread_mutex_lock(&rec->q_lock);
-    for (tstate_t *t = rec->threads; t; t = t->next) {
-        block_t *b = atomic_exchange_explicit(&t->cur, NULL, memory_order_acquire);
-        if (b)
-            enqueue(rec, b);
-    }
+    for (tstate_t *t = rec->threads; t; t = t->next)
+        if ((t->swept = atomic_exchange_explicit(&t->cur, NULL, memory_order_acquire)))
+            taken = 1;
+    if (taken && g_asym)
+        syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0);
+    for (tstate_t *t = rec->threads; t; t = t->next)
+        if (t->swept) {
+            if (g_asym)
+                wait_quiet(t);
+            enqueue(rec, t->swept);
+            t->swept = NULL;
+        }
     pthread_mutex_unlock(&rec->q_lock);
     pthread_mutex_unlock(&rec->reg_lock);
 }
@@ -273,6 +323,8 @@ static int retire(trc_rec_t *r, tstate_t *t)
  * abandoned after a fork: t is only touched when a live recorder still lists it. */
 static void thread_exit(void *arg)
 {
+    if (tls_last.t == arg)
+        tls_last.rec = NULL, tls_last.t = NULL;
     pthread_mutex_lock(&g_lock);
     for (trc_rec_t *r = g_live; r; r = r->next_live)
         if (atomic_load(&r->off) != REC_ABANDONED && retire(r, arg))
@@ -312,6 +364,7 @@ static void fork_release(void)
 static void once_init(void)
 {
     pthread_atfork(fork_prepare, fork_release, fork_release);
+    g_asym = syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0;
 }
 
 /* ------------------------------------------------------------------ the hot path */
@@ -374,15 +427,65 @@ static int put(trc_rec_t *rec, tstate_t *t, block_t **bp, const trc_event_t *ev)
     return -E2BIG;
 }
 
+/* The calling thread's state in rec, registered on first use; NULL when out of memory. */
+static inline tstate_t *this_thread(const trc_rec_t *rec)
+{
+    if (__builtin_expect(tls_last.rec == rec && tls_last.serial == rec->serial, 1))
+        return tls_last.t;
+    tstate_t *t = pthread_getspecific(rec->key);
+    if (!t && !(t = join((trc_rec_t *)rec)))
+        return NULL;
+    tls_last.rec = rec;
+    tls_last.serial = rec->serial;
+    tls_last.t = t;
+    return t;
+}
+
+/*
+ * ev into t's buffer, left in its slot (asym mode, see the top of the file).  Inside the
+ * event (odd seq) the owner only encodes and, for a full buffer, takes it back from the slot
+ * with a compare-and-swap: no lock, no wait, so a sweep may wait for it.  It leaves the event
+ * before handing the full buffer over (it is then the buffer's only holder) or, when the
+ * writer took the buffer first, before starting a new one; a new buffer is published in the
+ * slot with the event in it.  0 or a negative errno.
+ */
+static int put_in_place(trc_rec_t *rec, tstate_t *t, const trc_event_t *ev)
+{
+    uint64_t s = atomic_load_explicit(&t->seq, memory_order_relaxed);
+    atomic_store_explicit(&t->seq, s + 1, memory_order_relaxed);
+    atomic_signal_fence(memory_order_seq_cst);      /* the writer's membarrier does the rest */
+    block_t *b = atomic_load_explicit(&t->cur, memory_order_relaxed);
+    long n = try_put(t, b, ev);
+    if (n != -ENOSPC) {
+        atomic_store_explicit(&t->seq, s + 2, memory_order_release);
+        return n < 0 ? (int)n : 0;
+    }
+    block_t *mine = b;
+    if (b && !atomic_compare_exchange_strong_explicit(&t->cur, &mine, NULL, memory_order_acquire,
+                                                      memory_order_relaxed))
+        b = NULL;                                   /* the writer has it */
+    atomic_store_explicit(&t->seq, s + 2, memory_order_release);
+    int rc = put(rec, t, &b, ev);                   /* hands b over when it is ours */
+    if (b)
+        atomic_store_explicit(&t->cur, b, memory_order_release);
+    return rc;
+}
+
 int trc_rec_event(trc_rec_t *rec, const trc_event_t *ev)
 {
     if (atomic_load_explicit(&rec->off, memory_order_relaxed))
         return trc_rec_status(rec);
     if (ev->type < TRC_EV_PROCESS)
         return -EINVAL;
-    tstate_t *t = pthread_getspecific(rec->key);
-    if (!t && !(t = join(rec)))
+    tstate_t *t = this_thread(rec);
+    if (!t)
         return -ENOMEM;
+    if (__builtin_expect(g_asym, 1)) {
+        int rc = put_in_place(rec, t, ev);
+        if (rc == 0)
+            atomic_store_explicit(&t->events, ++t->count, memory_order_relaxed);
+        return rc;
+    }
     block_t *b = atomic_exchange_explicit(&t->cur, NULL, memory_order_acquire);
     int rc = put(rec, t, &b, ev);
     atomic_store_explicit(&t->cur, b, memory_order_release);
@@ -529,6 +632,7 @@ static int configure(trc_rec_t *rec, const trc_rec_config_t *cfg)
     rec->flush_ms = cfg && cfg->flush_ms ? cfg->flush_ms : DEFAULT_FLUSH_MS;
     rec->clock = cfg ? cfg->clock : NULL;
     rec->tail = &rec->head;
+    rec->serial = atomic_fetch_add(&rec_serials, 1) + 1;
     if (rec->buffer_bytes < MIN_BUFFER || rec->buffer_bytes > MAX_BLOCK)
         return -EINVAL;
     return (rec->stk = trc_stk_new()) ? 0 : -ENOMEM;
