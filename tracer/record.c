@@ -26,8 +26,8 @@
  * disables recording (every call returns the error from then on) and is returned by close.
  *
  * Lock order: g_lock (the live recorders) > reg_lock (a recorder's threads) > q_lock (its
- * queue) ; stack.c's map lock > file_lock (the writer).  No lock is taken per event: one
- * atomic exchange and one store.
+ * queue) ; stack.c's map lock > file_lock (the writer).  No lock is taken per event, and
+ * with membarrier no atomic read-modify-write either: two plain stores around the encoding.
  */
 #include "rec_int.h"
 
