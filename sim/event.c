@@ -120,18 +120,6 @@ static void release_stream(CUstream s)
     pthread_mutex_unlock(&sim_lock);
 }
 
-/* The host has seen e's latest record complete: it is now after it (time and races). */
-static void host_after_record(CUevent e)
-{
-    pthread_mutex_lock(&sim_lock);
-    double t = e->t;
-    sim_vc_t *vc = sim_vc_ref(e->vc);
-    pthread_mutex_unlock(&sim_lock);
-    sim_host_advance(t);
-    sim_host_acquire(vc);
-    sim_vc_unref(vc);
-}
-
 SIM_API CUresult CUDAAPI cuEventQuery(CUevent e)
 {
     CUstream s;
@@ -150,7 +138,7 @@ SIM_API CUresult CUDAAPI cuEventQuery(CUevent e)
     release_stream(s);
     if (!done)
         return CUDA_ERROR_NOT_READY;
-    host_after_record(e);   /* CUDA_SUCCESS counts as cuEventSynchronize */
+    sim_host_after(&e->t, &e->vc);   /* CUDA_SUCCESS counts as cuEventSynchronize */
     return sim_ctx_check(e->ctx);
 }
 
@@ -172,7 +160,7 @@ SIM_API CUresult CUDAAPI cuEventSynchronize(CUevent e)
         return CUDA_SUCCESS;
     r = sim_wait_seq(s, seq, 0);
     release_stream(s);
-    host_after_record(e);
+    sim_host_after(&e->t, &e->vc);
     return r;
 }
 

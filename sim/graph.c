@@ -203,6 +203,27 @@ static int exec_ok(CUgraphExec x)
     return x && x->magic == EXEC_MAGIC;
 }
 
+/*
+ * The opening check of the entry points: the driver is initialised, then args_ok (the caller's
+ * checks of its pointer and flag arguments, which must not dereference anything) holds.
+ */
+static CUresult enter(int args_ok)
+{
+    CUresult r = sim_check_init();
+    if (r != CUDA_SUCCESS)
+        return r;
+    return args_ok ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+/* enter(args_ok), then g is a live graph (looked at only once the driver is initialised). */
+static CUresult enter_graph(CUgraph g, int args_ok)
+{
+    CUresult r = enter(args_ok);
+    if (r == CUDA_SUCCESS && !graph_ok(g))
+        r = CUDA_ERROR_INVALID_VALUE;
+    return r;
+}
+
 static int edges_zero(const CUgraphEdgeData *e, size_t n)
 {
     static const CUgraphEdgeData zero;
@@ -1084,11 +1105,9 @@ SIM_API CUresult CUDAAPI cuThreadExchangeStreamCaptureMode(CUstreamCaptureMode *
 
 SIM_API CUresult CUDAAPI cuGraphCreate(CUgraph *phGraph, unsigned int flags)
 {
-    CUresult r = sim_check_init();
+    CUresult r = enter(phGraph && !flags);
     if (r != CUDA_SUCCESS)
         return r;
-    if (!phGraph || flags)
-        return CUDA_ERROR_INVALID_VALUE;
     *phGraph = graph_new();
     return *phGraph ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
 }
@@ -1154,11 +1173,9 @@ SIM_API CUresult CUDAAPI cuGraphAddKernelNode_v2(CUgraphNode *ph, CUgraph g,
 {
     CUcontext ctx;
     sim_op_t *op;
-    CUresult r = sim_check_init();
+    CUresult r = enter_graph(g, ph && p);
     if (r != CUDA_SUCCESS)
         return r;
-    if (!ph || !graph_ok(g) || !p)
-        return CUDA_ERROR_INVALID_VALUE;
     if ((r = kernel_op(p, &ctx, &op)) != CUDA_SUCCESS)
         return r;
     r = add_node(ph, g, deps, n, CU_GRAPH_NODE_TYPE_KERNEL, ctx, op);
@@ -1185,25 +1202,45 @@ static CUresult node_is(CUgraphNode n, CUgraphNodeType type)
     return node_ok(n) && n->type == type ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }
 
-SIM_API CUresult CUDAAPI cuGraphKernelNodeGetParams_v2(CUgraphNode node, CUDA_KERNEL_NODE_PARAMS *p)
+/*
+ * enter(p != NULL), then node is a live node of `type`, looked at without graph_lock (the
+ * set-parameter calls read the node's context before they take the lock).
+ */
+static CUresult enter_node(CUgraphNode node, CUgraphNodeType type, const void *p)
 {
-    CUresult r = sim_check_init();
+    CUresult r = enter(p != NULL);
+    return r == CUDA_SUCCESS ? node_is(node, type) : r;
+}
+
+/*
+ * The opening of a get/set-parameters call: enter(p != NULL), then graph_lock is taken and
+ * node must be a live node of `type`.  On CUDA_SUCCESS the lock is held and the caller
+ * releases it; on an error it is not held.
+ */
+static CUresult lock_node(CUgraphNode node, CUgraphNodeType type, const void *p)
+{
+    CUresult r = enter(p != NULL);
     if (r != CUDA_SUCCESS)
         return r;
-    if (!p)
-        return CUDA_ERROR_INVALID_VALUE;
     pthread_mutex_lock(&graph_lock);
-    r = node_is(node, CU_GRAPH_NODE_TYPE_KERNEL);
-    if (r == CUDA_SUCCESS) {
-        const sim_kernel_op_t *k = &node->op->u.kernel;
-        *p = (CUDA_KERNEL_NODE_PARAMS){
-            (CUfunction)k->func, k->launch.grid[0], k->launch.grid[1], k->launch.grid[2],
-            k->launch.block[0], k->launch.block[1], k->launch.block[2], k->launch.shared_bytes,
-            node->from_extra ? NULL : k->params, node->from_extra ? node->extra : NULL,
-            NULL, node->ctx };
-    }
-    pthread_mutex_unlock(&graph_lock);
+    if ((r = node_is(node, type)) != CUDA_SUCCESS)
+        pthread_mutex_unlock(&graph_lock);
     return r;
+}
+
+SIM_API CUresult CUDAAPI cuGraphKernelNodeGetParams_v2(CUgraphNode node, CUDA_KERNEL_NODE_PARAMS *p)
+{
+    CUresult r = lock_node(node, CU_GRAPH_NODE_TYPE_KERNEL, p);
+    if (r != CUDA_SUCCESS)
+        return r;
+    const sim_kernel_op_t *k = &node->op->u.kernel;
+    *p = (CUDA_KERNEL_NODE_PARAMS){
+        (CUfunction)k->func, k->launch.grid[0], k->launch.grid[1], k->launch.grid[2],
+        k->launch.block[0], k->launch.block[1], k->launch.block[2], k->launch.shared_bytes,
+        node->from_extra ? NULL : k->params, node->from_extra ? node->extra : NULL,
+        NULL, node->ctx };
+    pthread_mutex_unlock(&graph_lock);
+    return CUDA_SUCCESS;
 }
 
 SIM_API CUresult CUDAAPI cuGraphKernelNodeGetParams(CUgraphNode node, CUDA_KERNEL_NODE_PARAMS_v1 *p)
@@ -1247,11 +1284,9 @@ SIM_API CUresult CUDAAPI cuGraphKernelNodeSetParams_v2(CUgraphNode node,
 {
     CUcontext ctx;
     sim_op_t *op;
-    CUresult r = sim_check_init();
+    CUresult r = enter(p != NULL);
     if (r != CUDA_SUCCESS)
         return r;
-    if (!p)
-        return CUDA_ERROR_INVALID_VALUE;
     if (!node_ok(node))
         return CUDA_ERROR_INVALID_HANDLE;
     if ((r = kernel_op(p, &ctx, &op)) != CUDA_SUCCESS)
@@ -1281,11 +1316,9 @@ SIM_API CUresult CUDAAPI cuGraphAddMemcpyNode(CUgraphNode *ph, CUgraph g, const 
                                               size_t n, const CUDA_MEMCPY3D *p, CUcontext ctx)
 {
     sim_op_t *op;
-    CUresult r = sim_check_init();
+    CUresult r = enter_graph(g, ph && p);
     if (r != CUDA_SUCCESS)
         return r;
-    if (!ph || !graph_ok(g) || !p)
-        return CUDA_ERROR_INVALID_VALUE;
     if ((r = node_ctx(ctx, &ctx)) != CUDA_SUCCESS ||
         (r = sim_copy_op_build(p, ctx->device, &op)) != CUDA_SUCCESS)
         return r;
@@ -1300,26 +1333,20 @@ SIM_API CUresult CUDAAPI cuGraphAddMemcpyNode(CUgraphNode *ph, CUgraph g, const 
 
 SIM_API CUresult CUDAAPI cuGraphMemcpyNodeGetParams(CUgraphNode node, CUDA_MEMCPY3D *p)
 {
-    CUresult r = sim_check_init();
+    CUresult r = lock_node(node, CU_GRAPH_NODE_TYPE_MEMCPY, p);
     if (r != CUDA_SUCCESS)
         return r;
-    if (!p)
-        return CUDA_ERROR_INVALID_VALUE;
-    pthread_mutex_lock(&graph_lock);
-    if ((r = node_is(node, CU_GRAPH_NODE_TYPE_MEMCPY)) == CUDA_SUCCESS)
-        *p = node->copy;
+    *p = node->copy;
     pthread_mutex_unlock(&graph_lock);
-    return r;
+    return CUDA_SUCCESS;
 }
 
 SIM_API CUresult CUDAAPI cuGraphMemcpyNodeSetParams(CUgraphNode node, const CUDA_MEMCPY3D *p)
 {
     sim_op_t *op;
-    CUresult r = sim_check_init();
+    CUresult r = enter_node(node, CU_GRAPH_NODE_TYPE_MEMCPY, p);
     if (r != CUDA_SUCCESS)
         return r;
-    if (!p || !node_ok(node) || node->type != CU_GRAPH_NODE_TYPE_MEMCPY)
-        return CUDA_ERROR_INVALID_VALUE;
     if ((r = sim_copy_op_build(p, node->ctx->device, &op)) != CUDA_SUCCESS)
         return r;
     return node_swap_op(node, CU_GRAPH_NODE_TYPE_MEMCPY, op, 0, p);
@@ -1338,11 +1365,9 @@ SIM_API CUresult CUDAAPI cuGraphAddMemsetNode(CUgraphNode *ph, CUgraph g, const 
                                               CUcontext ctx)
 {
     sim_op_t *op;
-    CUresult r = sim_check_init();
+    CUresult r = enter_graph(g, ph && p);
     if (r != CUDA_SUCCESS)
         return r;
-    if (!ph || !graph_ok(g) || !p)
-        return CUDA_ERROR_INVALID_VALUE;
     if ((r = node_ctx(ctx, &ctx)) != CUDA_SUCCESS ||
         (r = memset_op(p, ctx->device, &op)) != CUDA_SUCCESS)
         return r;
@@ -1351,30 +1376,22 @@ SIM_API CUresult CUDAAPI cuGraphAddMemsetNode(CUgraphNode *ph, CUgraph g, const 
 
 SIM_API CUresult CUDAAPI cuGraphMemsetNodeGetParams(CUgraphNode node, CUDA_MEMSET_NODE_PARAMS *p)
 {
-    CUresult r = sim_check_init();
+    CUresult r = lock_node(node, CU_GRAPH_NODE_TYPE_MEMSET, p);
     if (r != CUDA_SUCCESS)
         return r;
-    if (!p)
-        return CUDA_ERROR_INVALID_VALUE;
-    pthread_mutex_lock(&graph_lock);
-    if ((r = node_is(node, CU_GRAPH_NODE_TYPE_MEMSET)) == CUDA_SUCCESS) {
-        const sim_memset_t *m = &node->op->u.memset;
-        *p = (CUDA_MEMSET_NODE_PARAMS){ m->dst, m->pitch, m->value, m->elem, m->width,
-                                        m->height };
-    }
+    const sim_memset_t *m = &node->op->u.memset;
+    *p = (CUDA_MEMSET_NODE_PARAMS){ m->dst, m->pitch, m->value, m->elem, m->width, m->height };
     pthread_mutex_unlock(&graph_lock);
-    return r;
+    return CUDA_SUCCESS;
 }
 
 SIM_API CUresult CUDAAPI cuGraphMemsetNodeSetParams(CUgraphNode node,
                                                     const CUDA_MEMSET_NODE_PARAMS *p)
 {
     sim_op_t *op;
-    CUresult r = sim_check_init();
+    CUresult r = enter_node(node, CU_GRAPH_NODE_TYPE_MEMSET, p);
     if (r != CUDA_SUCCESS)
         return r;
-    if (!p || !node_ok(node) || node->type != CU_GRAPH_NODE_TYPE_MEMSET)
-        return CUDA_ERROR_INVALID_VALUE;
     if ((r = memset_op(p, node->ctx->device, &op)) != CUDA_SUCCESS)
         return r;
     return node_swap_op(node, CU_GRAPH_NODE_TYPE_MEMSET, op, 0, NULL);
@@ -1383,10 +1400,10 @@ SIM_API CUresult CUDAAPI cuGraphMemsetNodeSetParams(CUgraphNode node,
 SIM_API CUresult CUDAAPI cuGraphAddHostNode(CUgraphNode *ph, CUgraph g, const CUgraphNode *deps,
                                             size_t n, const CUDA_HOST_NODE_PARAMS *p)
 {
-    CUresult r = sim_check_init();
+    CUresult r = enter_graph(g, ph && p);
     if (r != CUDA_SUCCESS)
         return r;
-    if (!ph || !graph_ok(g) || !p || !p->fn)
+    if (!p->fn)
         return CUDA_ERROR_INVALID_VALUE;
     sim_op_t *op = sim_op_new(SIM_OP_HOSTFN);
     if (!op)
@@ -1398,29 +1415,24 @@ SIM_API CUresult CUDAAPI cuGraphAddHostNode(CUgraphNode *ph, CUgraph g, const CU
 
 SIM_API CUresult CUDAAPI cuGraphHostNodeGetParams(CUgraphNode node, CUDA_HOST_NODE_PARAMS *p)
 {
-    CUresult r = sim_check_init();
+    CUresult r = lock_node(node, CU_GRAPH_NODE_TYPE_HOST, p);
     if (r != CUDA_SUCCESS)
         return r;
-    if (!p)
-        return CUDA_ERROR_INVALID_VALUE;
-    pthread_mutex_lock(&graph_lock);
-    if ((r = node_is(node, CU_GRAPH_NODE_TYPE_HOST)) == CUDA_SUCCESS)
-        *p = (CUDA_HOST_NODE_PARAMS){ node->op->u.host.fn, node->op->u.host.data };
+    *p = (CUDA_HOST_NODE_PARAMS){ node->op->u.host.fn, node->op->u.host.data };
     pthread_mutex_unlock(&graph_lock);
-    return r;
+    return CUDA_SUCCESS;
 }
 
 SIM_API CUresult CUDAAPI cuGraphHostNodeSetParams(CUgraphNode node, const CUDA_HOST_NODE_PARAMS *p)
 {
-    CUresult r = sim_check_init();
+    CUresult r = lock_node(node, CU_GRAPH_NODE_TYPE_HOST, p);
     if (r != CUDA_SUCCESS)
         return r;
-    if (!p || !p->fn)
-        return CUDA_ERROR_INVALID_VALUE;
-    pthread_mutex_lock(&graph_lock);
-    if ((r = node_is(node, CU_GRAPH_NODE_TYPE_HOST)) == CUDA_SUCCESS) {
+    if (p->fn) {
         node->op->u.host.fn = p->fn;
         node->op->u.host.data = p->userData;
+    } else {
+        r = CUDA_ERROR_INVALID_VALUE;
     }
     pthread_mutex_unlock(&graph_lock);
     return r;
@@ -1429,21 +1441,17 @@ SIM_API CUresult CUDAAPI cuGraphHostNodeSetParams(CUgraphNode node, const CUDA_H
 SIM_API CUresult CUDAAPI cuGraphAddEmptyNode(CUgraphNode *ph, CUgraph g, const CUgraphNode *deps,
                                              size_t n)
 {
-    CUresult r = sim_check_init();
+    CUresult r = enter_graph(g, ph != NULL);
     if (r != CUDA_SUCCESS)
         return r;
-    if (!ph || !graph_ok(g))
-        return CUDA_ERROR_INVALID_VALUE;
     return add_node(ph, g, deps, n, CU_GRAPH_NODE_TYPE_EMPTY, sim_ctx_current(), NULL);
 }
 
 SIM_API CUresult CUDAAPI cuGraphNodeGetType(CUgraphNode node, CUgraphNodeType *type)
 {
-    CUresult r = sim_check_init();
+    CUresult r = enter(type != NULL);
     if (r != CUDA_SUCCESS)
         return r;
-    if (!type)
-        return CUDA_ERROR_INVALID_VALUE;
     pthread_mutex_lock(&graph_lock);
     if (node_ok(node))
         *type = node->type;
@@ -1457,11 +1465,9 @@ SIM_API CUresult CUDAAPI cuGraphNodeGetType(CUgraphNode node, CUgraphNodeType *t
 
 SIM_API CUresult CUDAAPI cuGraphGetNodes(CUgraph g, CUgraphNode *nodes, size_t *num)
 {
-    CUresult r = sim_check_init();
+    CUresult r = enter_graph(g, num != NULL);
     if (r != CUDA_SUCCESS)
         return r;
-    if (!graph_ok(g) || !num)
-        return CUDA_ERROR_INVALID_VALUE;
     pthread_mutex_lock(&graph_lock);
     list_out(&g->nodes, nodes, num);
     pthread_mutex_unlock(&graph_lock);
@@ -1471,11 +1477,9 @@ SIM_API CUresult CUDAAPI cuGraphGetNodes(CUgraph g, CUgraphNode *nodes, size_t *
 SIM_API CUresult CUDAAPI cuGraphGetRootNodes(CUgraph g, CUgraphNode *roots, size_t *num)
 {
     node_vec_t v = { 0 };
-    CUresult r = sim_check_init();
+    CUresult r = enter_graph(g, num != NULL);
     if (r != CUDA_SUCCESS)
         return r;
-    if (!graph_ok(g) || !num)
-        return CUDA_ERROR_INVALID_VALUE;
     pthread_mutex_lock(&graph_lock);
     for (size_t i = 0; i < g->nodes.n && r == CUDA_SUCCESS; i++)
         if (!g->nodes.v[i]->deps.n && vec_push(&v, g->nodes.v[i]) < 0)
@@ -1491,11 +1495,9 @@ SIM_API CUresult CUDAAPI cuGraphGetRootNodes(CUgraph g, CUgraphNode *roots, size
 static CUresult get_edges(CUgraph g, CUgraphNode *from, CUgraphNode *to, CUgraphEdgeData *edges,
                           size_t *num)
 {
-    CUresult r = sim_check_init();
+    CUresult r = enter_graph(g, num && !from == !to && (!edges || from));
     if (r != CUDA_SUCCESS)
         return r;
-    if (!graph_ok(g) || !num || !from != !to || (edges && !from))
-        return CUDA_ERROR_INVALID_VALUE;
     pthread_mutex_lock(&graph_lock);
     size_t k = 0;
     for (size_t i = 0; i < g->nodes.n; i++) {
@@ -1531,11 +1533,9 @@ SIM_API CUresult CUDAAPI cuGraphGetEdges_v2(CUgraph g, CUgraphNode *from, CUgrap
 static CUresult node_links(CUgraphNode node, int outs, CUgraphNode *out, CUgraphEdgeData *edges,
                            size_t *num)
 {
-    CUresult r = sim_check_init();
+    CUresult r = enter(num && (!edges || out));
     if (r != CUDA_SUCCESS)
         return r;
-    if (!num || (edges && !out))
-        return CUDA_ERROR_INVALID_VALUE;
     pthread_mutex_lock(&graph_lock);
     if (!node_ok(node)) {
         r = CUDA_ERROR_INVALID_VALUE;
@@ -1588,11 +1588,9 @@ static CUresult check_edges(CUgraph g, const CUgraphNode *from, const CUgraphNod
 static CUresult add_deps(CUgraph g, const CUgraphNode *from, const CUgraphNode *to,
                          const CUgraphEdgeData *edges, size_t n)
 {
-    CUresult r = sim_check_init();
+    CUresult r = enter_graph(g, !n || (from && to));
     if (r != CUDA_SUCCESS)
         return r;
-    if (!graph_ok(g) || (n && (!from || !to)))
-        return CUDA_ERROR_INVALID_VALUE;
     if (!edges_zero(edges, n))
         return CUDA_ERROR_NOT_SUPPORTED;    /* programmatic edges are not simulated */
     pthread_mutex_lock(&graph_lock);
@@ -1743,13 +1741,11 @@ static CUresult instantiate(CUgraphExec *px, CUgraph g, cuuint64_t flags, CUgrap
                              CUDA_GRAPH_INSTANTIATE_FLAG_DEVICE_LAUNCH |
                              CUDA_GRAPH_INSTANTIATE_FLAG_USE_NODE_PRIORITY;
     *bad = NULL;
-    CUresult r = sim_check_init();
+    CUresult r = enter_graph(g, px && !(flags & ~known) &&
+                                    !((flags & CUDA_GRAPH_INSTANTIATE_FLAG_DEVICE_LAUNCH) &&
+                                      (flags & CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH)));
     if (r != CUDA_SUCCESS)
         return r;
-    if (!px || !graph_ok(g) || (flags & ~known) ||
-        ((flags & CUDA_GRAPH_INSTANTIATE_FLAG_DEVICE_LAUNCH) &&
-         (flags & CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH)))
-        return CUDA_ERROR_INVALID_VALUE;
     CUgraphExec x = calloc(1, sizeof(*x));
     if (!x)
         return CUDA_ERROR_OUT_OF_MEMORY;
@@ -1853,11 +1849,11 @@ SIM_API CUresult CUDAAPI cuGraphExecKernelNodeSetParams_v2(CUgraphExec x, CUgrap
 {
     CUcontext ctx;
     sim_op_t *op;
-    CUresult r = sim_check_init();
+    CUresult r = enter_node(node, CU_GRAPH_NODE_TYPE_KERNEL, p);
+    if (r == CUDA_SUCCESS && !exec_ok(x))
+        r = CUDA_ERROR_INVALID_VALUE;
     if (r != CUDA_SUCCESS)
         return r;
-    if (!exec_ok(x) || !p || !node_ok(node) || node->type != CU_GRAPH_NODE_TYPE_KERNEL)
-        return CUDA_ERROR_INVALID_VALUE;
     if ((r = kernel_op(p, &ctx, &op)) != CUDA_SUCCESS)
         return r;
     r = CUDA_ERROR_INVALID_VALUE;

@@ -223,6 +223,8 @@ int sim_stream_blocking(const struct CUstream_st *s);
 void sim_stream_unref_locked(CUstream s);
 CUresult sim_ctx_wait_idle(CUcontext ctx);      /* host waits for all work of ctx */
 uint64_t sim_stream_tail(CUstream s);           /* position of the last submitted op */
+/* Work that ended at *t with race clock *vc (read under sim_lock) is seen complete by the host. */
+void sim_host_after(const double *t, sim_vc_t *const *vc);
 
 /* ------------------------------------------------------------------------- event.c */
 

@@ -276,17 +276,21 @@ static CUresult get_device(CUstream h, CUdevice *dev, int ptds)
 SIM_API CUresult CUDAAPI cuStreamGetDevice(CUstream h, CUdevice *d) { return get_device(h, d, 0); }
 SIM_API CUresult CUDAAPI cuStreamGetDevice_ptsz(CUstream h, CUdevice *d) { return get_device(h, d, 1); }
 
-/* The host has seen s complete: it is now after that work, in virtual time and for the race
- * checker (the driver documents a successful query as equivalent to a synchronisation). */
-static void host_after_done(CUstream s)
+/*
+ * The host has seen work complete whose end time and race clock are *t and *vc (fields under
+ * sim_lock, read here under it): the host is now after that work, in virtual time and for the
+ * race checker.  Used for a stream or event found complete, since the driver documents a
+ * successful query as equivalent to a synchronisation.
+ */
+void sim_host_after(const double *t, sim_vc_t *const *vc)
 {
     pthread_mutex_lock(&sim_lock);
-    double t = s->t_done;
-    sim_vc_t *vc = sim_vc_ref(s->vc_done);
+    double end = *t;
+    sim_vc_t *clock = sim_vc_ref(*vc);
     pthread_mutex_unlock(&sim_lock);
-    sim_host_advance(t);
-    sim_host_acquire(vc);
-    sim_vc_unref(vc);
+    sim_host_advance(end);
+    sim_host_acquire(clock);
+    sim_vc_unref(clock);
 }
 
 static CUresult query(CUstream h, int ptds)
@@ -299,7 +303,7 @@ static CUresult query(CUstream h, int ptds)
         return r;
     if (!sim_seq_done(s, sim_stream_tail(s)))
         return CUDA_ERROR_NOT_READY;
-    host_after_done(s);
+    sim_host_after(&s->t_done, &s->vc_done);
     return sim_ctx_check(s->ctx);
 }
 
