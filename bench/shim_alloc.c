@@ -11,13 +11,12 @@
  * best seen.  The parent prints pairs per second for both and the ratio; it asserts nothing
  * about time.
  */
-#include <dlfcn.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "bench.h"
 #include "simtest.h"
 
 #define NSIZES 6
@@ -27,33 +26,18 @@
 
 static const size_t sizes[NSIZES] = { 256, 4 << 10, 64 << 10, 1 << 20, 16 << 20, 64 << 20 };
 
-static double now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
-}
-
 /* Nanoseconds per alloc+free pair of `bytes`, over at least ROUND_NS. */
 static double pair_round(size_t bytes)
 {
-    double t0 = now_ns(), t;
+    double t0 = bench_now_ns(), t;
     long n = 0;
     do {
         CUdeviceptr d;
         CHECK_CU(cuMemAlloc(&d, bytes));
         CHECK_CU(cuMemFree(d));
         n++;
-    } while ((t = now_ns() - t0) < ROUND_NS);
+    } while ((t = bench_now_ns() - t0) < ROUND_NS);
     return t / (double)n;
-}
-
-/* elixir_shim_calls(name) of a preloaded shim, or -2 when none is loaded. */
-static long long shim_calls(const char *name)
-{
-    long long (*calls)(const char *);
-    *(void **)&calls = dlsym(RTLD_DEFAULT, "elixir_shim_calls");
-    return calls ? calls(name) : -2;
 }
 
 /* The child: one line "size BYTES NS" per size, its best round, then "frees-seen N". */
@@ -73,45 +57,24 @@ static int child(void)
         }
         printf("size %zu %.3f\n", sizes[i], best);
     }
-    printf("frees-seen %lld\n", shim_calls("cuMemFree_v2"));
+    printf("frees-seen %lld\n", bench_shim_calls("cuMemFree_v2"));
     return 0;
+}
+
+/* The row of sizes[] that is `bytes`, or -1. */
+static int size_row(long long bytes)
+{
+    for (int i = 0; i < NSIZES; i++)
+        if ((long long)sizes[i] == bytes)
+            return i;
+    return -1;
 }
 
 /* Run this program as a child (plain or preloaded) and keep the best ns of each size in
  * best[]; returns the shim's free count the child reported (-2: no shim), -3 on failure. */
 static long long run_child(const char *self, const char *shim, double best[NSIZES])
 {
-    char cmd[3 * PATH_MAX], line[256];
-    long long seen = -3;
-
-    snprintf(cmd, sizeof(cmd), "env -u LD_PRELOAD %s%s%s '%s' run", shim ? "LD_PRELOAD='" : "",
-             shim ? shim : "", shim ? "'" : "", self);
-    fflush(stdout);
-    FILE *p = popen(cmd, "r");
-    if (!p)
-        return -3;
-    while (fgets(line, sizeof(line), p)) {
-        size_t bytes;
-        double ns;
-        if (sscanf(line, "size %zu %lf", &bytes, &ns) == 2) {
-            for (int i = 0; i < NSIZES; i++)
-                if (sizes[i] == bytes && (best[i] == 0 || ns < best[i]))
-                    best[i] = ns;
-        } else {
-            sscanf(line, "frees-seen %lld", &seen);
-        }
-    }
-    return pclose(p) == 0 ? seen : -3;
-}
-
-/* The shim under test: $BUILD/libelixir.so (build/ by default), as an absolute path. */
-static const char *shim_path(void)
-{
-    static char path[PATH_MAX];
-    char rel[PATH_MAX];
-    const char *build = getenv("BUILD");
-    snprintf(rel, sizeof(rel), "%s/libelixir.so", build && *build ? build : "build");
-    return realpath(rel, path) ? path : NULL;
+    return bench_run_child(self, shim, "", "size", size_row, best);
 }
 
 static const char *human(size_t bytes, char *buf, size_t len)
@@ -142,13 +105,10 @@ int main(int argc, char **argv)
 {
     if (argc > 1 && strcmp(argv[1], "run") == 0)
         return child();
-    const char *shim = shim_path();
+    const char *shim;
     char self[PATH_MAX];
-    if (!shim || !realpath(argv[0], self)) {
-        fprintf(stderr, "shim_alloc: cannot find %s/libelixir.so or this program\n",
-                getenv("BUILD") ? getenv("BUILD") : "build");
+    if (bench_find_shim_and_self("shim_alloc", argv[0], &shim, self) < 0)
         return 1;
-    }
     double plain[NSIZES] = { 0 }, with[NSIZES] = { 0 };
     for (int i = 0; i < PAIRS; i++) {
         long long a = run_child(self, NULL, plain), b = run_child(self, shim, with);

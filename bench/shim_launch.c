@@ -14,20 +14,18 @@
  * round's synchronisation marks an iteration, and the best round is one after the profiled
  * iteration, so the figure is recording's steady state, without CUPTI).  The children run a few times, in turn, and each figure
  * is the best seen, so a burst of other work on the machine does not land on one side only;
- * all of them run on one CPU (see pin_to_one_cpu).  The parent prints the three side by side
+ * all of them run on one CPU (see bench_pin_to_one_cpu).  The parent prints the three side by side
  * with the shim's ratio to the plain simulator and the trace's ratio to the shim, and whether
  * the targets (the shim at most 10%, about 50 ns, over the simulator; recording at most 10%
  * over the shim) are met; it asserts nothing about time.
  */
-#include <dlfcn.h>
 #include <limits.h>
-#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "bench.h"
 #include "simtest.h"
 
 #define NWIDTHS 3
@@ -46,13 +44,6 @@ SIM_KERNEL void bench_ptr1(const sim_launch_t *l, void **params) { (void)l, (voi
 SIM_KERNEL void bench_ptr8(const sim_launch_t *l, void **params) { (void)l, (void)params; }
 SIM_KERNEL void bench_ptr32(const sim_launch_t *l, void **params) { (void)l, (void)params; }
 
-static double now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
-}
-
 /* PTX declaring bench_ptr<w>(.param .u64 p0, ...) for every width, into buf. */
 static void make_ptx(char *buf, size_t len)
 {
@@ -68,19 +59,11 @@ static void make_ptx(char *buf, size_t len)
 /* Nanoseconds per launch of f: n launches, then wait for all of them. */
 static double launch_round(CUfunction f, CUstream s, void **args, int n)
 {
-    double t0 = now_ns();
+    double t0 = bench_now_ns();
     for (int i = 0; i < n; i++)
         CHECK_CU(cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, s, args, NULL));
     CHECK_CU(cuStreamSynchronize(s));
-    return (now_ns() - t0) / n;
-}
-
-/* elixir_shim_calls(name) of a preloaded shim, or -2 when none is loaded. */
-static long long shim_calls(const char *name)
-{
-    long long (*calls)(const char *);
-    *(void **)&calls = dlsym(RTLD_DEFAULT, "elixir_shim_calls");
-    return calls ? calls(name) : -2;
+    return (bench_now_ns() - t0) / n;
 }
 
 /* Set up the kernels of every width, and MAX_PTRS allocations whose addresses args[] hold
@@ -126,8 +109,17 @@ static int child(void)
         }
     for (int i = 0; i < NWIDTHS; i++)
         printf("width %d %.3f\n", widths[i], best[i]);
-    printf("launches-seen %lld\n", shim_calls("cuLaunchKernel"));
+    printf("launches-seen %lld\n", bench_shim_calls("cuLaunchKernel"));
     return 0;
+}
+
+/* The row of widths[] that is `w`, or -1. */
+static int width_row(long long w)
+{
+    for (int i = 0; i < NWIDTHS; i++)
+        if (widths[i] == w)
+            return i;
+    return -1;
 }
 
 /* Run this program as a child (plain, preloaded, or preloaded and recording into `trace`)
@@ -136,54 +128,11 @@ static int child(void)
 static long long run_child(const char *self, const char *shim, const char *trace,
                            double best[NWIDTHS])
 {
-    char cmd[4 * PATH_MAX], line[256];
-    long long seen = -3;
+    char env[2 * PATH_MAX];
 
-    snprintf(cmd, sizeof(cmd), "env -u LD_PRELOAD ELIXIR_SIM_RACECHECK=off %s%s%s%s%s%s '%s' run",
-             shim ? "LD_PRELOAD='" : "", shim ? shim : "", shim ? "'" : "",
-             trace ? " ELIXIR_TRACE='" : "", trace ? trace : "", trace ? "'" : "", self);
-    fflush(stdout);
-    FILE *p = popen(cmd, "r");
-    if (!p)
-        return -3;
-    while (fgets(line, sizeof(line), p)) {
-        int w;
-        double ns;
-        if (sscanf(line, "width %d %lf", &w, &ns) == 2) {
-            for (int i = 0; i < NWIDTHS; i++)
-                if (widths[i] == w && (best[i] == 0 || ns < best[i]))
-                    best[i] = ns;
-        } else {
-            sscanf(line, "launches-seen %lld", &seen);
-        }
-    }
-    return pclose(p) == 0 ? seen : -3;
-}
-
-/*
- * Keep this process and the children it starts on the CPU it runs on now.  The simulator hands
- * every operation from the submitting thread to its executor thread; across two cores that
- * hand-off costs several times what it costs on one, and which of the two a run gets is up to
- * the scheduler, so an unpinned comparison measures the scheduler more than the shim.
- */
-static void pin_to_one_cpu(void)
-{
-    cpu_set_t set;
-    int cpu = sched_getcpu();
-    CPU_ZERO(&set);
-    CPU_SET(cpu >= 0 ? cpu : 0, &set);
-    if (sched_setaffinity(0, sizeof(set), &set) != 0)
-        fprintf(stderr, "%s: cannot pin to one CPU; figures may be noisier\n", "shim_launch");
-}
-
-/* The shim under test: $BUILD/libelixir.so (build/ by default), as an absolute path. */
-static const char *shim_path(void)
-{
-    static char path[PATH_MAX];
-    char rel[PATH_MAX];
-    const char *build = getenv("BUILD");
-    snprintf(rel, sizeof(rel), "%s/libelixir.so", build && *build ? build : "build");
-    return realpath(rel, path) ? path : NULL;
+    snprintf(env, sizeof(env), "ELIXIR_SIM_RACECHECK=off%s%s%s", trace ? " ELIXIR_TRACE='" : "",
+             trace ? trace : "", trace ? "'" : "");
+    return bench_run_child(self, shim, env, "width", width_row, best);
 }
 
 static void report(const double plain[NWIDTHS], const double shim[NWIDTHS],
@@ -229,14 +178,12 @@ int main(int argc, char **argv)
 {
     if (argc > 1 && strcmp(argv[1], "run") == 0)
         return child();
-    const char *shim = shim_path();
+    const char *shim;
     char self[PATH_MAX];
-    if (!shim || !realpath(argv[0], self)) {
-        fprintf(stderr, "shim_launch: cannot find %s/libelixir.so or this program\n",
-                getenv("BUILD") ? getenv("BUILD") : "build");
+    if (bench_find_shim_and_self("shim_launch", argv[0], &shim, self) < 0)
         return 1;
-    }
-    pin_to_one_cpu();
+    if (bench_pin_to_one_cpu() < 0)
+        fprintf(stderr, "shim_launch: cannot pin to one CPU; figures may be noisier\n");
     double plain[NWIDTHS] = { 0 }, with[NWIDTHS] = { 0 }, traced[NWIDTHS] = { 0 };
     long long want = (long long)NWIDTHS * (LAUNCHES / 10 + ROUNDS * LAUNCHES);
     char trace[PATH_MAX];

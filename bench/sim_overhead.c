@@ -8,13 +8,11 @@
  * everything), and small pinned and pageable host-to-device copies.  Runs once with the race
  * checker off and once with it on (the second run re-executes this program).
  */
-#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-#include <unistd.h>
 
+#include "bench.h"
 #include "simtest.h"
 
 static const char ptx[] =
@@ -27,13 +25,6 @@ SIM_KERNEL void empty_kernel(const sim_launch_t *l, void **params)
     (void)params;
 }
 
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
-}
-
 typedef void (*kernel_ptr)(const sim_launch_t *, void **);
 
 static double direct_calls(int n)
@@ -41,10 +32,10 @@ static double direct_calls(int n)
     volatile kernel_ptr k = empty_kernel;
     sim_launch_t l = { { 1, 1, 1 }, { 1, 1, 1 }, 0, 0, NULL, "empty_kernel" };
     void *params[2] = { NULL, NULL };
-    double t0 = now();
+    double t0 = bench_now_ns();
     for (int i = 0; i < n; i++)
         k(&l, params);
-    return (now() - t0) / n;
+    return (bench_now_ns() - t0) / n;
 }
 
 static void launches(CUfunction f, CUstream s, int n, double *submit, double *total)
@@ -52,23 +43,23 @@ static void launches(CUfunction f, CUstream s, int n, double *submit, double *to
     CUdeviceptr p = 0;
     unsigned len = 0;
     void *args[] = { &p, &len };
-    double t0 = now();
+    double t0 = bench_now_ns();
     for (int i = 0; i < n; i++)
         CHECK_CU(cuLaunchKernel(f, 1, 1, 1, 32, 1, 1, 0, s, args, NULL));
-    double t1 = now();
+    double t1 = bench_now_ns();
     CHECK_CU(cuStreamSynchronize(s));
-    double t2 = now();
+    double t2 = bench_now_ns();
     *submit = (t1 - t0) / n;
     *total = (t2 - t0) / n;
 }
 
 static double copies(CUdeviceptr d, void *src, size_t bytes, CUstream s, int n)
 {
-    double t0 = now();
+    double t0 = bench_now_ns();
     for (int i = 0; i < n; i++)
         CHECK_CU(cuMemcpyHtoDAsync(d, src, bytes, s));
     CHECK_CU(cuStreamSynchronize(s));
-    return (now() - t0) / n;
+    return (bench_now_ns() - t0) / n;
 }
 
 int main(int argc, char **argv)
@@ -84,12 +75,8 @@ int main(int argc, char **argv)
      * the mask).  Unpinned, each hand-off between two CPUs costs what the machine's cache
      * coherence costs, which on small virtual machines dominates the figure. */
     int pin = strcmp(argv[1], "pin") == 0;
-    if (pin) {
-        cpu_set_t set;
-        CPU_ZERO(&set);
-        CPU_SET(sched_getcpu() < 0 ? 0 : sched_getcpu(), &set);
-        sched_setaffinity(0, sizeof(set), &set);
-    }
+    if (pin)
+        bench_pin_to_one_cpu();
     const char *rc = getenv("ELIXIR_SIM_RACECHECK");
     st_setup(0);
     CUfunction f = st_function(ptx, "empty_kernel");

@@ -23,8 +23,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
+
+#include "bench.h"
 
 #define RING 8192                     /* pre-generated events per thread (a power of two) */
 #define EVENTS 1000000                /* recorded per thread per round */
@@ -41,13 +42,6 @@ typedef struct mix {
     uint64_t rng, time, next_alloc, next_op, addr, host;
     uint32_t funcs[64], nccl_op;
 } mix_t;
-
-static double now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
-}
 
 static uint64_t rnd(mix_t *m, uint64_t n)
 {
@@ -161,37 +155,29 @@ static int fill(trc_rec_t *rec, ring_t *ring, uint64_t seed)
 
 /* ------------------------------------------------------------------ recording */
 
-/* Allocation call sites: a few distinct ones, as a program has (the volatile stores keep the
- * calls from becoming tail calls, which would merge the stacks). */
+/* Allocation call sites: a few distinct ones, as a program has.  Each pair is an outer site
+ * calling an inner one that captures the stack, so that the four stacks differ in their first
+ * or second frame.  The volatile stores after the calls keep them from becoming tail calls,
+ * which would merge the stacks, and the different tags keep the pairs from being folded into
+ * one by the compiler. */
 static volatile int keep;
 
-__attribute__((noinline)) static long site_a(trc_rec_t *rec)
-{
-    long id = trc_rec_stack(rec, 0, STACK_DEPTH);
-    keep = 1;
-    return id;
-}
+#define CALL_SITE_PAIR(inner, outer, tag)                                                        \
+    __attribute__((noinline)) static long inner(trc_rec_t *rec)                                  \
+    {                                                                                            \
+        long id = trc_rec_stack(rec, 0, STACK_DEPTH);                                            \
+        keep = (tag);                                                                            \
+        return id;                                                                               \
+    }                                                                                            \
+    __attribute__((noinline)) static long outer(trc_rec_t *rec)                                  \
+    {                                                                                            \
+        long id = inner(rec);                                                                    \
+        keep = (tag) + 1;                                                                        \
+        return id;                                                                               \
+    }
 
-__attribute__((noinline)) static long site_b(trc_rec_t *rec)
-{
-    long id = site_a(rec);
-    keep = 2;
-    return id;
-}
-
-__attribute__((noinline)) static long site_c(trc_rec_t *rec)
-{
-    long id = trc_rec_stack(rec, 0, STACK_DEPTH);
-    keep = 3;
-    return id;
-}
-
-__attribute__((noinline)) static long site_d(trc_rec_t *rec)
-{
-    long id = site_c(rec);
-    keep = 4;
-    return id;
-}
+CALL_SITE_PAIR(site_a, site_b, 1)
+CALL_SITE_PAIR(site_c, site_d, 3)
 
 typedef struct job {
     trc_rec_t *rec;
@@ -208,7 +194,7 @@ static void *record_loop(void *arg)
     long (*const sites[4])(trc_rec_t *) = { site_a, site_b, site_c, site_d };
     if (j->start)
         pthread_barrier_wait(j->start);
-    double t0 = now_ns();
+    double t0 = bench_now_ns();
     for (uint64_t i = 0; i < j->events; i++) {
         trc_event_t *ev = &j->ring->ev[i & (RING - 1)];
         if (ev->type == TRC_EV_ALLOC)
@@ -216,7 +202,7 @@ static void *record_loop(void *arg)
         if (trc_rec_event(j->rec, ev) != 0)
             j->failed = 1;
     }
-    j->ns = now_ns() - t0;
+    j->ns = bench_now_ns() - t0;
     return NULL;
 }
 
@@ -229,10 +215,10 @@ __attribute__((noinline)) static void empty_call(const trc_event_t *ev)
 static double empty_ns(const ring_t *ring)
 {
     void (*volatile fn)(const trc_event_t *) = empty_call;
-    double t0 = now_ns();
+    double t0 = bench_now_ns();
     for (uint64_t i = 0; i < EVENTS; i++)
         fn(&ring->ev[i & (RING - 1)]);
-    return (now_ns() - t0) / EVENTS;
+    return (bench_now_ns() - t0) / EVENTS;
 }
 
 /* One round with n threads recording EVENTS each into a new file: per-thread ns per event
