@@ -143,14 +143,10 @@ int main(int argc, char **argv)
 {
     static const char *const env[] = { "ELIXIR_GPU_MEMORY=8M", "ELIXIR_STATS=1", NULL };
 
-    if (argc > 1 && strcmp(argv[1], "scenario") == 0) {
-        scenario();
-        return 0;
-    }
-    sh_run_t r = sh_run_ok("scenario", env);
+    sh_scenario_child(argc, argv, scenario);
+    sh_run_t r = sh_run_migrations(env);
     long long out = sh_stat(r.err, "migrations to host "), in = sh_stat(r.err, "to GPU ");
 
-    printf("%smigrations to host %lld, to GPU %lld\n", r.out, out, in);
     EXPECT(out > 0 && in > 0, "chunks were not paged both ways:\n%s", r.err);
     EXPECT(sh_stat(r.err, "GPU peak ") <= 8, "the GPU budget was exceeded:\n%s", r.err);
     sh_run_free(&r);

@@ -9,6 +9,8 @@
  * checker must find nothing, and elixir_shim_calls must count every call of every thread.
  * Run under the thread sanitizer too (tests named conc_*).
  */
+#define ST_KERNEL_AXPB
+
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,20 +22,7 @@
 #define ROUNDS 12
 #define N 1024
 
-static const char ptx[] =
-    ".version 8.0\n.target sm_90\n.address_size 64\n"
-    ".visible .entry axpb(.param .u64 p, .param .u32 n, .param .u32 a, .param .u32 b)\n"
-    "{\n ret;\n}\n";
-
-SIM_KERNEL void axpb(const sim_launch_t *l, void **params)
-{
-    unsigned *p = *(unsigned **)params[0];
-    unsigned n = *(unsigned *)params[1], a = *(unsigned *)params[2], b = *(unsigned *)params[3];
-
-    for (unsigned i = 0; i < n; i++)
-        p[i] = p[i] * a + b;
-    sim_kernel_access(p, n * sizeof(*p), SIM_ACCESS_READWRITE);
-}
+static const char ptx[] = ST_PTX_HEADER ST_PTX_AXPB;
 
 static CUcontext ctx;
 static CUfunction fn;

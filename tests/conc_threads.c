@@ -7,6 +7,8 @@
  * Nothing is shared between the threads' work, so every result must be exact and the race
  * checker must find nothing.  (Run under the thread sanitizer as well: tests named conc_*.)
  */
+#define ST_KERNEL_AXPB
+
 #include <pthread.h>
 #include <stdlib.h>
 
@@ -16,19 +18,7 @@
 #define ROUNDS 20
 #define N 2048
 
-static const char ptx[] =
-    ".version 8.0\n.target sm_90\n.address_size 64\n"
-    ".visible .entry axpb(.param .u64 p, .param .u32 n, .param .u32 a, .param .u32 b)\n"
-    "{\n ret;\n}\n";
-
-SIM_KERNEL void axpb(const sim_launch_t *l, void **params)
-{
-    unsigned *p = *(unsigned **)params[0];
-    unsigned n = *(unsigned *)params[1], a = *(unsigned *)params[2], b = *(unsigned *)params[3];
-    for (unsigned i = 0; i < n; i++)
-        p[i] = p[i] * a + b;
-    sim_kernel_access(p, n * sizeof(*p), SIM_ACCESS_READWRITE);
-}
+static const char ptx[] = ST_PTX_HEADER ST_PTX_AXPB;
 
 static CUcontext ctx;
 static CUfunction fn;

@@ -7,6 +7,8 @@
  * instantiated graph launched three times redoes the work each time, reading the host buffer
  * as it is when the launch runs.
  */
+#define ST_KERNEL_ADD_CONST
+
 #include <string.h>
 
 #include "simtest.h"
@@ -14,19 +16,7 @@
 #define N 1024
 #define HEAD 16
 
-static const char ptx[] =
-    ".version 8.0\n.target sm_90\n.address_size 64\n"
-    ".visible .entry add_const(.param .u64 p, .param .u32 n, .param .f32 v)\n{\n ret;\n}\n";
-
-SIM_KERNEL void add_const(const sim_launch_t *l, void **params)
-{
-    float *p = *(float **)params[0];
-    unsigned n = *(unsigned *)params[1];
-    float v = *(float *)params[2];
-    for (unsigned i = 0; i < n; i++)
-        p[i] += v;
-    sim_kernel_access(p, n * sizeof(float), SIM_ACCESS_READWRITE);
-}
+static const char ptx[] = ST_PTX_HEADER ST_PTX_ADD_CONST;
 
 static void expect_status(CUstream s, CUstreamCaptureStatus want)
 {

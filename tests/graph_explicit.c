@@ -7,6 +7,8 @@
  * affects only the executable graph, that invalid edges are refused and that a cycle fails
  * instantiation with the offending node reported.
  */
+#define ST_KERNEL_ADD_CONST
+
 #include <string.h>
 
 #include "simtest.h"
@@ -14,19 +16,8 @@
 #define N 256
 
 static const char ptx[] =
-    ".version 8.0\n.target sm_90\n.address_size 64\n"
-    ".visible .entry add_const(.param .u64 p, .param .u32 n, .param .f32 v)\n{\n ret;\n}\n"
+    ST_PTX_HEADER ST_PTX_ADD_CONST
     ".visible .entry add_into(.param .u64 dst, .param .u64 src, .param .u32 n)\n{\n ret;\n}\n";
-
-SIM_KERNEL void add_const(const sim_launch_t *l, void **params)
-{
-    float *p = *(float **)params[0];
-    unsigned n = *(unsigned *)params[1];
-    float v = *(float *)params[2];
-    for (unsigned i = 0; i < n; i++)
-        p[i] += v;
-    sim_kernel_access(p, n * sizeof(float), SIM_ACCESS_READWRITE);
-}
 
 /* dst[i] += src[i] */
 SIM_KERNEL void add_into(const sim_launch_t *l, void **params)

@@ -105,13 +105,8 @@ int main(int argc, char **argv)
 {
     static const char *const env[] = { "ELIXIR_GPU_MEMORY=4M", "ELIXIR_STATS=1", NULL };
 
-    if (argc > 1 && strcmp(argv[1], "scenario") == 0) {
-        scenario();
-        return 0;
-    }
-    sh_run_t r = sh_run_ok("scenario", env);
-    printf("%smigrations to host %lld, to GPU %lld\n", r.out, sh_stat(r.err, "migrations to host "),
-           sh_stat(r.err, "to GPU "));
+    sh_scenario_child(argc, argv, scenario);
+    sh_run_t r = sh_run_migrations(env);
     EXPECT(sh_stat(r.err, "migrations to host ") > 0, "nothing was paged out:\n%s", r.err);
     sh_run_free(&r);
     return 0;

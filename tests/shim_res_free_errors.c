@@ -101,13 +101,8 @@ int main(int argc, char **argv)
     static const char *const env[] = { "ELIXIR_GPU_MEMORY=4M", "ELIXIR_STATS=1", NULL };
     sh_run_t plain, shim;
 
-    if (argc > 1 && strcmp(argv[1], "scenario") == 0) {
-        scenario();
-        return 0;
-    }
-    plain = sh_run("scenario", 0, NULL);
-    EXPECT(plain.status == 0, "the scenario without the shim exited %d:\n%s", plain.status,
-           plain.err);
+    sh_scenario_child(argc, argv, scenario);
+    plain = sh_run_plain_ok();
     shim = sh_run_ok("scenario", env);
     EXPECT(sh_stat(shim.err, "migrations to host ") > 0, "nothing was paged out:\n%s", shim.err);
     sh_compare(plain.out, shim.out);

@@ -52,18 +52,8 @@ static CUgraphExec explicit_graph(CUdeviceptr *c)
     static uint64_t n = WORDS;
     static uint32_t three = 3;
     void *args[] = { c, &n, &three };
-    CUDA_KERNEL_NODE_PARAMS kp = { .func = add, .gridDimX = 1, .gridDimY = 1, .gridDimZ = 1,
-                                   .blockDimX = 1, .blockDimY = 1, .blockDimZ = 1,
-                                   .kernelParams = args };
-    CUgraph g;
-    CUgraphNode node;
-    CUgraphExec ge;
 
-    CHECK_CU(cuGraphCreate(&g, 0));
-    CHECK_CU(cuGraphAddKernelNode(&node, g, NULL, 0, &kp));
-    CHECK_CU(cuGraphInstantiate(&ge, g, 0));
-    CHECK_CU(cuGraphDestroy(g));
-    return ge;
+    return st_kernel_graph(add, args);
 }
 
 static void expect_buffer(CUdeviceptr p, uint32_t seed, uint32_t plus, const char *what)
@@ -130,13 +120,8 @@ int main(int argc, char **argv)
 {
     static const char *const env[] = { "ELIXIR_GPU_MEMORY=4M", "ELIXIR_STATS=1", NULL };
 
-    if (argc > 1 && strcmp(argv[1], "scenario") == 0) {
-        scenario();
-        return 0;
-    }
-    sh_run_t r = sh_run_ok("scenario", env);
-    printf("%smigrations to host %lld, to GPU %lld\n", r.out, sh_stat(r.err, "migrations to host "),
-           sh_stat(r.err, "to GPU "));
+    sh_scenario_child(argc, argv, scenario);
+    sh_run_t r = sh_run_migrations(env);
     EXPECT(sh_stat(r.err, "launch graph ") == 5, "graph launches not counted:\n%s", r.err);
     EXPECT(sh_stat(r.err, "to GPU ") > 0, "nothing was paged back in:\n%s", r.err);
     sh_run_free(&r);

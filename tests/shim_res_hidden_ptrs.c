@@ -168,14 +168,10 @@ int main(int argc, char **argv)
 {
     static const char *const env[] = { "ELIXIR_GPU_MEMORY=8M", "ELIXIR_STATS=1", NULL };
 
-    if (argc > 1 && strcmp(argv[1], "scenario") == 0) {
-        scenario();
-        return 0;
-    }
-    sh_run_t r = sh_run_ok("scenario", env);
-    long long in = sh_stat(r.err, "to GPU "), out = sh_stat(r.err, "migrations to host ");
+    sh_scenario_child(argc, argv, scenario);
+    sh_run_t r = sh_run_migrations(env);
+    long long in = sh_stat(r.err, "to GPU ");
 
-    printf("%smigrations to host %lld, to GPU %lld\n", r.out, out, in);
     /* Launches 1-5 need 4 + 4 + 2 + 4 + 2 chunks, each set evicted by the next. */
     EXPECT(in >= 12, "only %lld chunks brought in: a hidden pointer was missed\n%s", in, r.err);
     sh_run_free(&r);

@@ -44,17 +44,7 @@ static CUgraphExec verify_graph(CUdeviceptr *p, uint32_t seed, int slot)
     s = seed;
     out = bad + 4 * (CUdeviceptr)slot;
     void *args[] = { p, &n, &s, &out };
-    CUDA_KERNEL_NODE_PARAMS kp = { .func = verify, .gridDimX = 1, .gridDimY = 1, .gridDimZ = 1,
-                                   .blockDimX = 1, .blockDimY = 1, .blockDimZ = 1,
-                                   .kernelParams = args };
-    CUgraph g;
-    CUgraphNode node;
-    CUgraphExec ge;
-    CHECK_CU(cuGraphCreate(&g, 0));
-    CHECK_CU(cuGraphAddKernelNode(&node, g, NULL, 0, &kp));
-    CHECK_CU(cuGraphInstantiate(&ge, g, 0));
-    CHECK_CU(cuGraphDestroy(g));
-    return ge;
+    return st_kernel_graph(verify, args);
 }
 
 static void scenario(void)
@@ -69,7 +59,7 @@ static void scenario(void)
     CHECK_CU(cuStreamCreate(&s1, CU_STREAM_NON_BLOCKING));
     CHECK_CU(cuStreamCreate(&s2, CU_STREAM_NON_BLOCKING));
     CHECK_CU(cuMemAlloc(&bad, sizeof(wrong)));
-    CHECK_CU(cuMemsetD8(bad, 0, sizeof(wrong)));
+    CHECK_CU(cuMemsetD8(bad, 0xff, sizeof(wrong)));
     CHECK_CU(cuMemAlloc(&buf[0], BUF));
     CHECK_CU(sh_fill_async(fill, buf[0], WORDS, 1, s1));
     verify_async(s1, &buf[0], 1, 0);
@@ -102,13 +92,8 @@ int main(int argc, char **argv)
 {
     static const char *const env[] = { "ELIXIR_GPU_MEMORY=4M", "ELIXIR_STATS=1", NULL };
 
-    if (argc > 1 && strcmp(argv[1], "scenario") == 0) {
-        scenario();
-        return 0;
-    }
-    sh_run_t r = sh_run_ok("scenario", env);
-    printf("%smigrations to host %lld, to GPU %lld\n", r.out, sh_stat(r.err, "migrations to host "),
-           sh_stat(r.err, "to GPU "));
+    sh_scenario_child(argc, argv, scenario);
+    sh_run_t r = sh_run_migrations(env);
     EXPECT(sh_stat(r.err, "migrations to host ") >= 4, "too few evictions:\n%s", r.err);
     sh_run_free(&r);
     return 0;

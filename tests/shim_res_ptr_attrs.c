@@ -124,13 +124,8 @@ int main(int argc, char **argv)
     static const char *const env[] = { "ELIXIR_GPU_MEMORY=6M", "ELIXIR_STATS=1", NULL };
     sh_run_t plain, shim;
 
-    if (argc > 1 && strcmp(argv[1], "scenario") == 0) {
-        scenario();
-        return 0;
-    }
-    plain = sh_run("scenario", 0, NULL);
-    EXPECT(plain.status == 0, "the scenario without the shim exited %d:\n%s", plain.status,
-           plain.err);
+    sh_scenario_child(argc, argv, scenario);
+    plain = sh_run_plain_ok();
     shim = sh_run_ok("scenario", env);
     EXPECT(sh_stat(shim.err, "migrations to host ") == 3 && sh_stat(shim.err, "to GPU ") == 0,
            "expected the three earlier chunks paged out and none back:\n%s", shim.err);

@@ -234,6 +234,40 @@ static inline sh_run_t sh_run_ok(const char *mode, const char *const *env)
     return r;
 }
 
+/* The child's side of a test that runs itself as `self scenario` (sh_run): when argv[1] is
+ * "scenario", runs scenario() and exits 0; otherwise returns. */
+static inline void sh_scenario_child(int argc, char **argv, void (*scenario)(void))
+{
+    if (argc > 1 && strcmp(argv[1], "scenario") == 0) {
+        scenario();
+        exit(0);
+    }
+}
+
+/* sh_run("scenario", 0, NULL): the scenario without the shim, which must exit 0; otherwise
+ * print its stderr and exit 1. */
+static inline sh_run_t sh_run_plain_ok(void)
+{
+    sh_run_t r = sh_run("scenario", 0, NULL);
+
+    if (r.status != 0) {
+        fprintf(stderr, "the scenario without the shim exited %d:\n%s\n", r.status, r.err);
+        exit(1);
+    }
+    return r;
+}
+
+/* sh_run_ok("scenario", env), with what it printed shown, followed by its migrations to host
+ * and to GPU (from its statistics: env sets ELIXIR_STATS=1). */
+static inline sh_run_t sh_run_migrations(const char *const *env)
+{
+    sh_run_t r = sh_run_ok("scenario", env);
+
+    printf("%smigrations to host %lld, to GPU %lld\n", r.out,
+           sh_stat(r.err, "migrations to host "), sh_stat(r.err, "to GPU "));
+    return r;
+}
+
 /*
  * Kernels of the residency tests, for programs that define SH_RES_KERNELS before including
  * this header (once per program: the simulator finds them in the executable).  Each declares

@@ -13,6 +13,7 @@
 #   fail_showing FILE MESSAGE  the end of FILE, then "FAIL: MESSAGE" and exit 1
 #   shim_stat FILE TEXT  a figure of the shim's statistics
 #   shim_train_reference, shim_train_budget  the job without the shim, under it, under a budget
+#   train_allocs_agree PRESET STEPS  both allocation modes learn and print the same
 # With SANITIZE containing "address" the simulator is ASan-instrumented but python3 is not, so
 # the ASan runtime must be loaded first: LD_PRELOAD gets it and leak checking is off (python
 # keeps its objects to the end).
@@ -138,6 +139,34 @@ train_digest() {
 
 train_losses() {
     awk '/^step / { printf "%s ", $4 }' "$1"
+}
+
+# train_allocs_agree PRESET STEPS: train.py --preset PRESET --steps STEPS with --alloc per-tensor
+# and --alloc pooled (into $tmp/MODE.out and .err; their stderr is shown): each must exit 0,
+# print well-formed output and learn (train_loss_falls), and the two outputs must be the same to
+# the byte, digest included.  Fails the script otherwise.
+train_allocs_agree() {
+    local mode rc
+    for mode in per-tensor pooled; do
+        train --preset "$1" --steps "$2" --alloc "$mode" >"$tmp/$mode.out" 2>"$tmp/$mode.err"
+        rc=$?
+        cat "$tmp/$mode.err"
+        if [ $rc -ne 0 ]; then
+            echo "FAIL: --alloc $mode: expected exit 0, got $rc"
+            exit 1
+        fi
+        train_output_ok "$tmp/$mode.out" "$2" || exit 1
+        train_loss_falls "$tmp/$mode.out" || exit 1
+    done
+    if ! cmp -s "$tmp/per-tensor.out" "$tmp/pooled.out"; then
+        echo "FAIL: the allocators disagree"
+        for mode in per-tensor pooled; do
+            printf '  %-11s %sdigest %s\n' "$mode:" "$(train_losses "$tmp/$mode.out")" \
+                "$(train_digest "$tmp/$mode.out")"
+        done
+        exit 1
+    fi
+    echo "per-tensor and pooled agree: digest $(train_digest "$tmp/pooled.out")"
 }
 
 # train_loss_falls FILE: the mean loss of the last 3 steps is below that of the first 3 by 0.1.

@@ -67,4 +67,57 @@ static inline CUfunction st_function(const char *ptx, const char *name)
     return f;
 }
 
+/* PTX text: the module header, and entries to concatenate after it. */
+#define ST_PTX_HEADER ".version 8.0\n.target sm_90\n.address_size 64\n"
+#define ST_PTX_ADD_CONST \
+    ".visible .entry add_const(.param .u64 p, .param .u32 n, .param .f32 v)\n{\n ret;\n}\n"
+#define ST_PTX_AXPB                                                                          \
+    ".visible .entry axpb(.param .u64 p, .param .u32 n, .param .u32 a, .param .u32 b)\n" \
+    "{\n ret;\n}\n"
+
+/* A program that uses ST_PTX_ADD_CONST defines ST_KERNEL_ADD_CONST before including this header
+ * (once per program: the simulator finds the kernel in the executable).
+ * add_const(p, n, v): adds v to each of the n floats at p. */
+#ifdef ST_KERNEL_ADD_CONST
+SIM_KERNEL void add_const(const sim_launch_t *l, void **params)
+{
+    float *p = *(float **)params[0];
+    unsigned n = *(unsigned *)params[1];
+    float v = *(float *)params[2];
+    for (unsigned i = 0; i < n; i++)
+        p[i] += v;
+    sim_kernel_access(p, n * sizeof(float), SIM_ACCESS_READWRITE);
+}
+#endif
+
+/* Likewise ST_KERNEL_AXPB for ST_PTX_AXPB.  axpb(p, n, a, b): each of the n unsigned words at p
+ * becomes p[i] * a + b. */
+#ifdef ST_KERNEL_AXPB
+SIM_KERNEL void axpb(const sim_launch_t *l, void **params)
+{
+    unsigned *p = *(unsigned **)params[0];
+    unsigned n = *(unsigned *)params[1], a = *(unsigned *)params[2], b = *(unsigned *)params[3];
+    for (unsigned i = 0; i < n; i++)
+        p[i] = p[i] * a + b;
+    sim_kernel_access(p, n * sizeof(*p), SIM_ACCESS_READWRITE);
+}
+#endif
+
+/* An executable graph of one kernel node: f on one block of one thread with args. */
+static inline CUgraphExec st_kernel_graph(CUfunction f, void **args)
+{
+    CUDA_KERNEL_NODE_PARAMS kp = { .func = f, .gridDimX = 1, .gridDimY = 1, .gridDimZ = 1,
+                                   .blockDimX = 1, .blockDimY = 1, .blockDimZ = 1,
+                                   .kernelParams = args };
+    CUgraph g;
+    CUgraphNode node;
+    CUgraphExec ge;
+
+    CHECK_CU(cuGraphCreate(&g, 0));
+    CHECK_CU(cuGraphAddKernelNode(&node, g, NULL, 0, &kp));
+    CHECK_CU(cuGraphInstantiate(&ge, g, 0));
+    CHECK_CU(cuGraphDestroy(g));
+    return ge;
+}
+
 #endif /* SIMTEST_H */
