@@ -78,6 +78,7 @@ EXAMPLES :=
 -include shim/shim.mk
 -include tracer/tracer.mk
 -include sim/cupti/cupti.mk
+-include sim/nccl/nccl.mk
 -include tools/trace/trace.mk
 
 # ---------------------------------------------------------------- command-line tools

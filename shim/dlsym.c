@@ -126,6 +126,12 @@ __attribute__((used)) SHIM_NO_SANITIZE void *shim_dlsym_route(void *handle, cons
     *out = NULL;
     if (!rdlsym)
         return NULL;
+    if (!in_dlsym && name[0] == 'n' && name[1] == 'c' && (h = shim_nccl_find(name)) >= 0) {
+        in_dlsym = 1;
+        *out = shim_nccl_lookup(rdlsym, handle, name, h);
+        in_dlsym = 0;
+        return NULL;
+    }
     if (name[0] != 'c' || name[1] != 'u' || in_dlsym || (h = shim_hook_find(name)) < 0)
         return (void *)rdlsym;
     in_dlsym = 1;

@@ -227,8 +227,7 @@ static res_dev_t *dev_of(int device)
     return d && d->device == device ? d : NULL;
 }
 
-/* The device whose arena holds p, or NULL. */
-static res_dev_t *owner(CUdeviceptr p)
+res_dev_t *res_owner(CUdeviceptr p)
 {
     for (int i = 0; i < MAX_DEVICES; i++) {
         res_dev_t *d = &res_devs[i];
@@ -353,7 +352,7 @@ static int free_now(res_dev_t *d, CUdeviceptr dptr)
 static res_dev_t *free_owner(CUdeviceptr dptr)
 {
     CUcontext cur = NULL;
-    res_dev_t *d = owner(dptr);
+    res_dev_t *d = res_owner(dptr);
     return d && DRV(cuCtxGetCurrent)(&cur) == CUDA_SUCCESS && cur ? d : NULL;
 }
 
@@ -480,7 +479,7 @@ unsigned res_deferred_drain(res_dev_t *d, int wait)
 
 int res_owns(CUdeviceptr p)
 {
-    return owner(p) != NULL;
+    return res_owner(p) != NULL;
 }
 
 int res_meminfo(size_t *free_b, size_t *total, CUresult *r)
@@ -513,7 +512,7 @@ int res_meminfo(size_t *free_b, size_t *total, CUresult *r)
 
 int res_address_range(CUdeviceptr *base, size_t *size, CUdeviceptr p, CUresult *r)
 {
-    res_dev_t *d = owner(p);
+    res_dev_t *d = res_owner(p);
     arena_info_t info;
     if (!d)
         return 0;
@@ -542,7 +541,7 @@ static void map_back(res_dev_t *d, CUdeviceptr p)
  * error, *data holds the value cuPointerGetAttributes lists for the attribute. */
 int res_pointer_attribute(void *data, CUpointer_attribute a, CUdeviceptr p, CUresult *r)
 {
-    res_dev_t *d = owner(p);
+    res_dev_t *d = res_owner(p);
     arena_info_t info;
     if (!d)
         return 0;
@@ -592,7 +591,7 @@ int res_pointer_attribute(void *data, CUpointer_attribute a, CUdeviceptr p, CUre
  */
 int res_ipc_pin(CUdeviceptr p)
 {
-    res_dev_t *d = owner(p);
+    res_dev_t *d = res_owner(p);
     arena_info_t info;
     if (!d)
         return 0;

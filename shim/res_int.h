@@ -72,6 +72,7 @@ typedef struct kparams {
 typedef struct chunk {
     uint8_t tier;
     uint8_t pinned;                 /* never evicted again (res_pin) */
+    uint16_t held;                  /* not evicted while > 0: operations in flight (res_hold) */
     uint32_t seen;                  /* serial of the last launch that collected it */
     CUmemGenericAllocationHandle phys;
     use_t use;                      /* last use */
@@ -199,6 +200,8 @@ typedef struct collect {
 
 /* ---------------------------------------------------------------- res.c */
 res_dev_t *res_active_dev(CUcontext *ctx);
+/* The device whose arena holds p, or NULL. */
+res_dev_t *res_owner(CUdeviceptr p);
 /* Free the deferred frees whose stream passed them (all of them, waiting, when `wait`);
  * returns how many were freed.  Not while d->arena_busy. */
 unsigned res_deferred_drain(res_dev_t *d, int wait);
@@ -225,10 +228,19 @@ int res_make_bytes(res_dev_t *d, uint64_t bytes);
 void res_touch(res_dev_t *d, uint32_t ci);
 /* Map unmapped chunk ci back (devices without host mapping), for a query about its mapping. */
 void res_map_back(res_dev_t *d, uint32_t ci);
+/* Hold chunk ci where it is until the matching res_unhold: off the LRU list, never chosen
+ * for eviction (an operation between its residency check and the use it records). */
+void res_hold(res_dev_t *d, uint32_t ci);
+void res_unhold(res_dev_t *d, uint32_t ci);
 /* Pin chunk ci resident: never evicted again; brought into GPU memory if it can be. */
 void res_pin(res_dev_t *d, uint32_t ci);
 /* Make what operation k reaches usable before it is enqueued (see the definition). */
 void res_reach(res_dev_t *d, collect_t *k, int promote);
+
+/* ---------------------------------------------------------------- res_nccl.c */
+/* Does stream s capture (or refuse the question)?  Never asked while no capture was begun
+ * through the shim. */
+int res_stream_capturing(CUstream s, int ptds);
 
 /* ---------------------------------------------------------------- res_use.c */
 void res_use_clear(res_dev_t *d, use_t *u);

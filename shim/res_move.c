@@ -95,11 +95,11 @@ static void list_del(res_dev_t *d, clist_t *l, uint32_t ci)
 }
 
 /* The list chunk c belongs on, from its state: evictable GPU chunks on the LRU list, host
- * chunks on the host list, the others (pinned on the GPU, not in use) on none. */
+ * chunks on the host list, the others (pinned or held on the GPU, not in use) on none. */
 static clist_t *list_of(res_dev_t *d, const chunk_t *c)
 {
     if (c->tier == TIER_GPU)
-        return c->pinned ? NULL : &d->lru;
+        return c->pinned || c->held ? NULL : &d->lru;
     return c->tier == TIER_HOST ? &d->host : NULL;
 }
 
@@ -142,7 +142,7 @@ void res_touch(res_dev_t *d, uint32_t ci)
 {
     chunk_t *c = &d->chunks[ci];
     c->lru = ++d->clock;
-    if (c->tier == TIER_GPU && !c->pinned && d->lru.tail != ci + 1) {
+    if (c->tier == TIER_GPU && !c->pinned && !c->held && d->lru.tail != ci + 1) {
         list_del(d, &d->lru, ci);
         list_add(d, &d->lru, ci);
     }
@@ -543,6 +543,22 @@ static void pin(res_dev_t *d, uint32_t ci)
     d->chunks[ci].pinned = 1;
     d->pinned++;
     d->pins++;
+    relist(d, ci);
+}
+
+void res_hold(res_dev_t *d, uint32_t ci)
+{
+    unlist(d, ci);
+    d->chunks[ci].held++;
+    relist(d, ci);
+}
+
+void res_unhold(res_dev_t *d, uint32_t ci)
+{
+    if (!d->chunks[ci].held)
+        return;
+    unlist(d, ci);
+    d->chunks[ci].held--;
     relist(d, ci);
 }
 

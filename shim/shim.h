@@ -78,6 +78,23 @@ extern const unsigned char shim_hook_per_thread[SHIM_NHOOKS]; /* _ptsz/_ptds var
  * start-up and before a sanitizer runtime has started. */
 int shim_hook_find(const char *name);
 
+/* strcmp(a, b) == 0 without calling strcmp, which a sanitizer intercepts. */
+SHIM_NO_SANITIZE static inline int shim_same_name(const char *a, const char *b)
+{
+    while (*a && *a == *b)
+        a++, b++;
+    return *a == *b;
+}
+
+/* ------------------------------------------------------------ wrap_nccl.c */
+
+/* The NCCL entry point (hooks_nccl.h) exported as `name`, or -1; like shim_hook_find. */
+int shim_nccl_find(const char *name);
+/* The dlsym override's answer for NCCL entry point h: our wrapper of what the real dlsym
+ * finds (remembered as the real function), or that itself with ELIXIR_DISABLE. */
+void *shim_nccl_lookup(void *(*rdlsym)(void *, const char *), void *handle, const char *name,
+                       int h);
+
 /* ------------------------------------------------------------ init.c */
 
 typedef struct shim_proc_entry {
@@ -243,6 +260,12 @@ void res_launch_begin(shim_launch_t *l);
 void res_launch_end(shim_launch_t *l, CUresult r);
 void res_copy_begin(shim_copy_t *c);
 void res_copy_end(shim_copy_t *c, CUresult r);
+/* Around an NCCL call (res_nccl.c): the chunks of its send and receive ranges (ptr 0: none;
+ * bytes 0: the whole allocation) are made usable and held; end records their use on the
+ * stream when `used` and releases them.  begin returns NULL when nothing is held. */
+typedef struct res_nccl res_nccl_t;
+res_nccl_t *res_nccl_begin(const uint64_t ptr[2], const uint64_t bytes[2], CUstream s);
+void res_nccl_end(res_nccl_t *h, int used);
 /* Before the driver destroys stream s, or a context (or resets a primary context): uses
  * recorded lazily on their streams get their event while the streams exist. */
 void res_stream_destroy(CUstream s);
@@ -313,6 +336,11 @@ void shim_trace_migration(int device, uint64_t chunk, uint64_t bytes, int from, 
 void shim_trace_eviction(int device, uint64_t chunk, uint64_t alloc_base, uint64_t bytes,
                          int from, int to, unsigned reason);
 void shim_trace_memory(int device, const uint64_t bytes[4]);
+/* An NCCL operation NCCL accepted (wrap_nccl.c): its name ("allReduce", ...), buffers, the
+ * larger of its send and receive sizes, communicator, root or peer (-1: none), stream and
+ * device (-1: not known).  Recorded at level all, like launches. */
+void shim_trace_nccl(const char *op, uint64_t send, uint64_t recv, uint64_t bytes, uint64_t comm,
+                     int peer, CUstream s, int device);
 /* The trace's clock (ns; CUPTI's or the simulator's virtual clock when in use); the id of
  * the operation the calling thread is preparing (between begin and end), else 0. */
 uint64_t shim_trace_now(void);

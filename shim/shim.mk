@@ -1,8 +1,9 @@
 # SPDX-License-Identifier: MIT
 # shim/shim.mk - included by the Makefile: builds $(BUILD)/libelixir.so from shim/*.c.
 #
-# The library exports exactly the names listed in shim/hooks.h (plus dlsym and the test-only
-# elixir_shim_calls): the version script is generated from that list by the preprocessor.
+# The library exports exactly the names listed in shim/hooks.h and shim/hooks_nccl.h (plus
+# dlsym and the test-only elixir_shim_calls): the version script is generated from those
+# lists by the preprocessor.
 # It is linked with -Bsymbolic so that its own references to the wrappers it exports (the
 # cuGetProcAddress map) bind to its own definitions, and never against libcuda: the real
 # driver is found with dlopen at run time.  The tracer's library is linked in (recording,
@@ -17,7 +18,7 @@ SHIM_MAP  := $(BUILD)/gen/libelixir.map
 # tracer/tracer.mk's $(TRC_LIB), which is defined after this file is read.
 SHIM_TRC_LIB := $(BUILD)/tracer/libelixirtrace.a
 
-$(SHIM_MAP): shim/libelixir.map.in shim/hooks.h
+$(SHIM_MAP): shim/libelixir.map.in shim/hooks.h shim/hooks_nccl.h
 	$(call msg,GEN,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) -E -P -x c -Ishim -o $@.tmp $< && mv $@.tmp $@

@@ -1244,3 +1244,22 @@ void shim_trace_after_fork(void)
     atomic_flag_clear(&T.iter_lock.f);
     atomic_flag_clear(&T.alloc_lock.f);
 }
+
+void shim_trace_nccl(const char *op, uint64_t send, uint64_t recv, uint64_t bytes, uint64_t comm,
+                     int peer, CUstream s, int device)
+{
+    tstate_t *th = enter();
+
+    if (!th)
+        return;
+    if (kept(TRC_EV_NCCL)) {
+        device_seen(device);
+        trc_event_t ev = { .type = TRC_EV_NCCL, .time = shim_trace_now() };
+        ev.u.nccl = (trc_nccl_t){ .op_id = (uint32_t)intern(op), .send = send, .recv = recv,
+                                  .bytes = bytes, .comm = comm, .peer = peer,
+                                  .stream = stream_no(th, s, SHIM_HOOK_cuLaunchKernel),
+                                  .device = device };
+        shim_trace_emit(&ev);
+    }
+    leave(th);
+}

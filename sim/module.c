@@ -64,10 +64,48 @@ static void open_kernel_libs(void)
     }
 }
 
+/* Host kernels registered by name (sim_kernel_register), searched first. */
+typedef struct registered {
+    char *name;
+    sim_kernel_fn fn;
+    struct registered *next;
+} registered_t;
+
+static registered_t *registered;
+
+SIM_API int sim_kernel_register(const char *name, sim_kernel_fn fn)
+{
+    if (!name || !*name || !fn)
+        return -EINVAL;
+    pthread_mutex_lock(&libs_lock);
+    registered_t *r = registered;
+    while (r && strcmp(r->name, name) != 0)
+        r = r->next;
+    if (!r && (r = calloc(1, sizeof(*r)))) {
+        if ((r->name = strdup(name))) {
+            r->next = registered;
+            registered = r;
+        } else {
+            free(r);
+            r = NULL;
+        }
+    }
+    if (r)
+        r->fn = fn;
+    pthread_mutex_unlock(&libs_lock);
+    return r ? 0 : -ENOMEM;
+}
+
 static sim_kernel_fn find_kernel(const char *name)
 {
     void *sym = NULL;
     pthread_mutex_lock(&libs_lock);
+    for (const registered_t *r = registered; r; r = r->next)
+        if (strcmp(r->name, name) == 0) {
+            sim_kernel_fn fn = r->fn;
+            pthread_mutex_unlock(&libs_lock);
+            return fn;
+        }
     if (nkernel_libs < 0)
         open_kernel_libs();
     for (int i = 0; i < nkernel_libs && !sym; i++)

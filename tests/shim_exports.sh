@@ -1,8 +1,9 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
-# shim_exports.sh - libelixir.so exports exactly the names of shim/hooks.h, plus dlsym and the
-# test-only elixir_shim_calls; every hooked name is a name the driver exports (the
-# simulator's list, generated from cuda.h); the library does not link against libcuda.
+# shim_exports.sh - libelixir.so exports exactly the names of shim/hooks.h and
+# shim/hooks_nccl.h, plus dlsym and the test-only elixir_shim_calls; every hooked driver name
+# is a name the driver exports (the simulator's list, generated from cuda.h) and every NCCL
+# name is declared by CUDA's nccl.h; the library links against neither libcuda nor libnccl.
 set -u
 build=${BUILD:-build}
 lib=$build/libelixir.so
@@ -15,10 +16,12 @@ if [ ! -f "$lib" ]; then
 fi
 printf '#include "hooks.h"\n#define X(sym, base, ver, pt) sym\nSHIM_HOOKS(X)\n' |
     ${CC:-cc} -E -P -x c -Ishim - | tr ' ' '\n' | grep . | sort >"$tmp/hooks"
-{ cat "$tmp/hooks"; echo dlsym; echo elixir_shim_calls; } | sort >"$tmp/want"
+printf '#include "hooks_nccl.h"\n#define X(sym) sym\nSHIM_NCCL_HOOKS(X)\n' |
+    ${CC:-cc} -E -P -x c -Ishim - | tr ' ' '\n' | grep . | sort >"$tmp/nccl"
+{ cat "$tmp/hooks" "$tmp/nccl"; echo dlsym; echo elixir_shim_calls; } | sort >"$tmp/want"
 nm -D --defined-only "$lib" | awk '{ print $3 }' | sed 's/@.*//' | sort >"$tmp/got"
 if ! cmp -s "$tmp/want" "$tmp/got"; then
-    echo "FAIL: exported names differ from shim/hooks.h (< expected, > exported):"
+    echo "FAIL: exported names differ from shim/hooks.h and hooks_nccl.h (< expected, > exported):"
     diff "$tmp/want" "$tmp/got"
     exit 1
 fi
@@ -30,8 +33,17 @@ if [ -f "$build/gen/exports.txt" ]; then
         exit 1
     fi
 fi
-if readelf -d "$lib" | grep NEEDED | grep -q libcuda; then
-    echo "FAIL: $lib is linked against libcuda"
+nccl_h=${CUDA_HOME:-/usr/local/cuda}/include/nccl.h
+if [ -f "$nccl_h" ]; then
+    for name in $(cat "$tmp/nccl"); do
+        if ! grep -q "^ncclResult_t  *$name(" "$nccl_h"; then
+            echo "FAIL: $name is not declared by $nccl_h"
+            exit 1
+        fi
+    done
+fi
+if readelf -d "$lib" | grep NEEDED | grep -E -q 'libcuda|libnccl'; then
+    echo "FAIL: $lib is linked against libcuda or libnccl"
     exit 1
 fi
-echo "shim_exports: $(wc -l <"$tmp/hooks") hooked names exported"
+echo "shim_exports: $(wc -l <"$tmp/hooks") driver and $(wc -l <"$tmp/nccl") NCCL names exported"

@@ -58,6 +58,14 @@ void sim_kernel_cost(double flops, double bytes);
  */
 void sim_kernel_access(const void *ptr, size_t bytes, int mode);
 
+/*
+ * Bind `.entry name` to host function fn for every module loaded from now on, before the
+ * ELIXIR_SIM_KERNELS libraries and the global symbol scope are searched: for libraries of
+ * the simulated machine (the NCCL stand-in) whose kernels live in a library loaded with
+ * RTLD_LOCAL.  Registering a name again replaces its function.  0, or -ENOMEM / -EINVAL.
+ */
+int sim_kernel_register(const char *name, sim_kernel_fn fn);
+
 /* ------------------------------------------------------------------------- activity */
 
 enum sim_activity_kind {

@@ -1,0 +1,352 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * wrap_nccl.c - wrappers of NCCL's operations: their buffers are resident (and held) while
+ * the library enqueues them, and each is recorded in the trace.
+ *
+ * The wrappers are exported under NCCL's names (hooks_nccl.h), so a program linked with
+ * -lnccl reaches them first, and the dlsym override hands them out for NCCL's names.  The
+ * real functions are found lazily: the one the dlsym override saw (a library opened with
+ * RTLD_LOCAL), else the next definition after libelixir.so (RTLD_NEXT), else a loaded
+ * libnccl.so.2.  A program that never uses NCCL never resolves anything.
+ *
+ * Each operation's send and receive ranges are computed from its count, element type and
+ * (for all-gather, reduce-scatter, all-to-all, gather and scatter) the communicator's size,
+ * and handed to residency (res_nccl.c) before the call.  NCCL enqueues an operation called
+ * inside ncclGroupStart/ncclGroupEnd only at the outermost ncclGroupEnd, so the uses of the
+ * calls of a group are recorded, and their buffers released, after that call returns.
+ */
+#include <dlfcn.h>
+#include <stdlib.h>
+
+#include "shim.h"
+#include "hooks_nccl.h"
+/* nccl.h declares ncclGroupStart() and friends without (void). */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wstrict-prototypes"
+#include <nccl.h>
+#pragma GCC diagnostic pop
+
+enum {
+#define X(sym) SHIM_NCCL_##sym,
+    SHIM_NCCL_HOOKS(X) SHIM_NCCL_CALLS(X)
+#undef X
+    SHIM_NCCL_N
+};
+
+#define X(sym) typedef __typeof__(sym) *shim_nccl_pfn_##sym##_t;
+SHIM_NCCL_HOOKS(X)
+SHIM_NCCL_CALLS(X)
+#undef X
+
+static const char *const names[SHIM_NCCL_N] = {
+#define X(sym) [SHIM_NCCL_##sym] = #sym,
+    SHIM_NCCL_HOOKS(X) SHIM_NCCL_CALLS(X)
+#undef X
+};
+
+static void *const wrappers[SHIM_NCCL_N] = {
+#define X(sym) [SHIM_NCCL_##sym] = (void *)sym,
+    SHIM_NCCL_HOOKS(X)
+#undef X
+};
+
+static void *_Atomic real_fn[SHIM_NCCL_N];
+static _Atomic int missing_logged;
+
+/* ---------------------------------------------------------------- the real functions */
+
+SHIM_NO_SANITIZE int shim_nccl_find(const char *name)
+{
+    for (int i = 0; i < SHIM_NCCL_N; i++)
+        if (wrappers[i] && shim_same_name(names[i], name))
+            return i;
+    return -1;
+}
+
+void *shim_nccl_lookup(void *(*rdlsym)(void *, const char *), void *handle, const char *name,
+                       int h)
+{
+    void *sym = rdlsym(handle, name);
+    if (sym && shim_is_own(sym))
+        return shim_disabled() ? rdlsym(RTLD_NEXT, name) : sym;
+    if (!sym || shim_disabled())
+        return sym;
+    void *expected = NULL;
+    atomic_compare_exchange_strong(&real_fn[h], &expected, sym);
+    return wrappers[h];
+}
+
+/* NCCL's function i: seen by dlsym, the next definition, or a loaded libnccl.so.2's. */
+static void *real(int i)
+{
+    void *f = atomic_load_explicit(&real_fn[i], memory_order_acquire);
+    if (f)
+        return f;
+    void *(*rdlsym)(void *, const char *) = shim_real_dlsym();
+    if (rdlsym)
+        f = rdlsym(RTLD_NEXT, names[i]);
+    if ((!f || shim_is_own(f)) && rdlsym) {
+        void *lib = dlopen("libnccl.so.2", RTLD_NOW | RTLD_NOLOAD);
+        f = lib ? rdlsym(lib, names[i]) : NULL;
+        if (lib)
+            dlclose(lib);
+    }
+    if (!f || shim_is_own(f)) {
+        if (!atomic_exchange(&missing_logged, 1))
+            SHIM_ERROR(LAUNCH, "%s called, but no NCCL library is loaded to serve it",
+                       names[i]);
+        return NULL;
+    }
+    atomic_store_explicit(&real_fn[i], f, memory_order_release);
+    return f;
+}
+
+/* First statement of a wrapper: `var` is NCCL's `sym`; without one, ncclSystemError. */
+#define NCCL_ENTER(sym, var)                                                                   \
+    shim_nccl_pfn_##sym##_t var = (shim_nccl_pfn_##sym##_t)real(SHIM_NCCL_##sym);          \
+    if (!var)                                                                                  \
+        return ncclSystemError
+
+/* ---------------------------------------------------------------- one operation */
+
+/* One NCCL operation as its wrapper saw it. */
+typedef struct op {
+    const char *name;               /* the trace's name of the operation */
+    ncclComm_t comm;
+    const void *send;
+    void *recv;
+    uint64_t send_bytes, recv_bytes;    /* 0: not known (the whole allocation is held) */
+    int peer;                       /* root or peer; -1: none */
+    cudaStream_t stream;
+    res_nccl_t *held;
+} op_t;
+
+/* Operations of the calling thread's open group, held until its outermost ncclGroupEnd. */
+static SHIM_TLS int group_depth;
+static SHIM_TLS res_nccl_t **group_held;
+static SHIM_TLS size_t group_n, group_cap;
+
+static uint64_t type_bytes(ncclDataType_t t)
+{
+    switch ((int)t) {
+    case ncclInt8: case ncclUint8: case ncclFloat8e4m3: case ncclFloat8e5m2: return 1;
+    case ncclFloat16: case ncclBfloat16: return 2;
+    case ncclInt32: case ncclUint32: case ncclFloat32: return 4;
+    case ncclInt64: case ncclUint64: case ncclFloat64: return 8;
+    default: return 0;
+    }
+}
+
+/* Ranks of comm (0 when NCCL cannot say: the ranges are then whole allocations). */
+static uint64_t comm_size(ncclComm_t comm)
+{
+    shim_nccl_pfn_ncclCommCount_t count =
+        (shim_nccl_pfn_ncclCommCount_t)real(SHIM_NCCL_ncclCommCount);
+    int n = 0;
+    return count && count(comm, &n) == ncclSuccess && n > 0 ? (uint64_t)n : 0;
+}
+
+/* The device of comm, or -1. */
+static int comm_device(ncclComm_t comm)
+{
+    shim_nccl_pfn_ncclCommCuDevice_t dev =
+        (shim_nccl_pfn_ncclCommCuDevice_t)real(SHIM_NCCL_ncclCommCuDevice);
+    int d = -1;
+    return dev && dev(comm, &d) == ncclSuccess ? d : -1;
+}
+
+static op_t op_new(const char *name, ncclComm_t comm, const void *send, uint64_t send_bytes,
+                   void *recv, uint64_t recv_bytes, int peer, cudaStream_t stream)
+{
+    return (op_t){ .name = name, .comm = comm, .send = send, .recv = recv,
+                   .send_bytes = send_bytes, .recv_bytes = recv_bytes, .peer = peer,
+                   .stream = stream };
+}
+
+static void begin(op_t *o)
+{
+    uint64_t ptr[2] = { (uint64_t)(uintptr_t)o->send, (uint64_t)(uintptr_t)o->recv };
+    uint64_t bytes[2] = { o->send_bytes, o->recv_bytes };
+    o->held = shim_disabled() ? NULL : res_nccl_begin(ptr, bytes, (CUstream)o->stream);
+}
+
+/* Keep h until the group's end; 0, or -1 when there is no room (then end it now). */
+static int group_keep(res_nccl_t *h)
+{
+    if (group_n == group_cap) {
+        size_t cap = group_cap ? 2 * group_cap : 16;
+        res_nccl_t **a = realloc(group_held, cap * sizeof(*a));
+        if (!a)
+            return -1;
+        group_held = a;
+        group_cap = cap;
+    }
+    group_held[group_n++] = h;
+    return 0;
+}
+
+/* After NCCL returned r for o; returns r. */
+static ncclResult_t end(op_t *o, ncclResult_t r)
+{
+    int ok = r == ncclSuccess || r == ncclInProgress;
+    if (ok && SHIM_TRACING())
+        shim_trace_nccl(o->name, (uintptr_t)o->send, (uintptr_t)o->recv,
+                        o->send_bytes > o->recv_bytes ? o->send_bytes : o->recv_bytes,
+                        (uintptr_t)o->comm, o->peer, (CUstream)o->stream, comm_device(o->comm));
+    SHIM_TRACE(LAUNCH, "%s(%p, %p, comm %p, stream %p) = %d", o->name, o->send, o->recv,
+               (void *)o->comm, (void *)o->stream, (int)r);
+    if (!o->held)
+        return r;
+    if (ok && group_depth > 0) {
+        if (group_keep(o->held) != 0)   /* its use cannot be recorded: hold it for good */
+            SHIM_WARN(LAUNCH, "%s inside a group: out of memory to track its buffers, which "
+                      "stay resident from now on", o->name);
+        return r;
+    }
+    res_nccl_end(o->held, ok);
+    return r;
+}
+
+
+/* ---------------------------------------------------------------- the wrappers */
+
+SHIM_EXPORT ncclResult_t ncclAllReduce(const void *sendbuff, void *recvbuff, size_t count,
+                                       ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm,
+                                       cudaStream_t stream)
+{
+    NCCL_ENTER(ncclAllReduce, fn);
+    uint64_t b = count * type_bytes(datatype);
+    op_t o = op_new("allReduce", comm, sendbuff, b, recvbuff, b, -1, stream);
+    begin(&o);
+    return end(&o, fn(sendbuff, recvbuff, count, datatype, op, comm, stream));
+}
+
+SHIM_EXPORT ncclResult_t ncclBroadcast(const void *sendbuff, void *recvbuff, size_t count,
+                                       ncclDataType_t datatype, int root, ncclComm_t comm,
+                                       cudaStream_t stream)
+{
+    NCCL_ENTER(ncclBroadcast, fn);
+    uint64_t b = count * type_bytes(datatype);
+    op_t o = op_new("broadcast", comm, sendbuff, b, recvbuff, b, root, stream);
+    begin(&o);
+    return end(&o, fn(sendbuff, recvbuff, count, datatype, root, comm, stream));
+}
+
+SHIM_EXPORT ncclResult_t ncclBcast(void *buff, size_t count, ncclDataType_t datatype, int root,
+                                   ncclComm_t comm, cudaStream_t stream)
+{
+    NCCL_ENTER(ncclBcast, fn);
+    uint64_t b = count * type_bytes(datatype);
+    op_t o = op_new("broadcast", comm, buff, b, buff, b, root, stream);
+    begin(&o);
+    return end(&o, fn(buff, count, datatype, root, comm, stream));
+}
+
+SHIM_EXPORT ncclResult_t ncclReduce(const void *sendbuff, void *recvbuff, size_t count,
+                                    ncclDataType_t datatype, ncclRedOp_t op, int root,
+                                    ncclComm_t comm, cudaStream_t stream)
+{
+    NCCL_ENTER(ncclReduce, fn);
+    uint64_t b = count * type_bytes(datatype);
+    op_t o = op_new("reduce", comm, sendbuff, b, recvbuff, b, root, stream);
+    begin(&o);
+    return end(&o, fn(sendbuff, recvbuff, count, datatype, op, root, comm, stream));
+}
+
+SHIM_EXPORT ncclResult_t ncclAllGather(const void *sendbuff, void *recvbuff, size_t sendcount,
+                                       ncclDataType_t datatype, ncclComm_t comm,
+                                       cudaStream_t stream)
+{
+    NCCL_ENTER(ncclAllGather, fn);
+    uint64_t b = sendcount * type_bytes(datatype);
+    op_t o = op_new("allGather", comm, sendbuff, b, recvbuff, b * comm_size(comm), -1, stream);
+    begin(&o);
+    return end(&o, fn(sendbuff, recvbuff, sendcount, datatype, comm, stream));
+}
+
+SHIM_EXPORT ncclResult_t ncclReduceScatter(const void *sendbuff, void *recvbuff,
+                                           size_t recvcount, ncclDataType_t datatype,
+                                           ncclRedOp_t op, ncclComm_t comm, cudaStream_t stream)
+{
+    NCCL_ENTER(ncclReduceScatter, fn);
+    uint64_t b = recvcount * type_bytes(datatype);
+    op_t o = op_new("reduceScatter", comm, sendbuff, b * comm_size(comm), recvbuff, b, -1,
+                    stream);
+    begin(&o);
+    return end(&o, fn(sendbuff, recvbuff, recvcount, datatype, op, comm, stream));
+}
+
+SHIM_EXPORT ncclResult_t ncclAlltoAll(const void *sendbuff, void *recvbuff, size_t count,
+                                      ncclDataType_t datatype, ncclComm_t comm,
+                                      cudaStream_t stream)
+{
+    NCCL_ENTER(ncclAlltoAll, fn);
+    uint64_t b = count * type_bytes(datatype) * comm_size(comm);
+    op_t o = op_new("allToAll", comm, sendbuff, b, recvbuff, b, -1, stream);
+    begin(&o);
+    return end(&o, fn(sendbuff, recvbuff, count, datatype, comm, stream));
+}
+
+SHIM_EXPORT ncclResult_t ncclGather(const void *sendbuff, void *recvbuff, size_t count,
+                                    ncclDataType_t datatype, int root, ncclComm_t comm,
+                                    cudaStream_t stream)
+{
+    NCCL_ENTER(ncclGather, fn);
+    uint64_t b = count * type_bytes(datatype);
+    op_t o = op_new("gather", comm, sendbuff, b, recvbuff, b * comm_size(comm), root, stream);
+    begin(&o);
+    return end(&o, fn(sendbuff, recvbuff, count, datatype, root, comm, stream));
+}
+
+SHIM_EXPORT ncclResult_t ncclScatter(const void *sendbuff, void *recvbuff, size_t count,
+                                     ncclDataType_t datatype, int root, ncclComm_t comm,
+                                     cudaStream_t stream)
+{
+    NCCL_ENTER(ncclScatter, fn);
+    uint64_t b = count * type_bytes(datatype);
+    op_t o = op_new("scatter", comm, sendbuff, b * comm_size(comm), recvbuff, b, root, stream);
+    begin(&o);
+    return end(&o, fn(sendbuff, recvbuff, count, datatype, root, comm, stream));
+}
+
+SHIM_EXPORT ncclResult_t ncclSend(const void *sendbuff, size_t count, ncclDataType_t datatype,
+                                  int peer, ncclComm_t comm, cudaStream_t stream)
+{
+    NCCL_ENTER(ncclSend, fn);
+    op_t o = op_new("send", comm, sendbuff, count * type_bytes(datatype), NULL, 0, peer, stream);
+    begin(&o);
+    return end(&o, fn(sendbuff, count, datatype, peer, comm, stream));
+}
+
+SHIM_EXPORT ncclResult_t ncclRecv(void *recvbuff, size_t count, ncclDataType_t datatype,
+                                  int peer, ncclComm_t comm, cudaStream_t stream)
+{
+    NCCL_ENTER(ncclRecv, fn);
+    op_t o = op_new("recv", comm, NULL, 0, recvbuff, count * type_bytes(datatype), peer, stream);
+    begin(&o);
+    return end(&o, fn(recvbuff, count, datatype, peer, comm, stream));
+}
+
+SHIM_EXPORT ncclResult_t ncclGroupStart(void)
+{
+    NCCL_ENTER(ncclGroupStart, fn);
+    ncclResult_t r = fn();
+    if (r == ncclSuccess)
+        group_depth++;
+    return r;
+}
+
+/* The outermost ncclGroupEnd enqueued the group's operations: their uses are recorded
+ * (whatever it returned: an operation it did enqueue must not be raced, and recording the
+ * use of one it did not costs only an event). */
+SHIM_EXPORT ncclResult_t ncclGroupEnd(void)
+{
+    NCCL_ENTER(ncclGroupEnd, fn);
+    ncclResult_t r = fn();
+    if (group_depth > 0 && --group_depth == 0) {
+        for (size_t i = 0; i < group_n; i++)
+            res_nccl_end(group_held[i], 1);
+        group_n = 0;
+    }
+    return r;
+}

@@ -1,0 +1,131 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * shim_nccl_residency.c - NCCL's buffers are made resident before NCCL enqueues its work, on
+ * every path by which a program reaches NCCL, whether evicted memory stays mapped or not.
+ *
+ * Two ranks (ncclCommInitAll, two simulated devices) with an 8 MiB GPU budget each: each rank
+ * fills six 4 MiB buffers (three times its budget, so most are evicted as the later ones are
+ * filled), then all-reduces each buffer in place across the ranks, in groups, and sends one
+ * buffer to the other rank.  The stand-in's kernels take only a pointer to a work descriptor
+ * in host memory, as NCCL's do, so the shim cannot find the buffers in their arguments: only
+ * its NCCL wrappers can bring them back.  Every buffer is read back and checked.
+ *
+ * The scenario runs with evicted memory kept mapped (the default) and with it unmapped
+ * (ELIXIR_SIM_HOST_VMM=0), where a buffer left evicted would fault.  The wrappers are reached
+ * through the exported names (this program is linked with -lnccl) and through dlsym on the
+ * library's handle; both must be the shim's.  The race checker must find nothing, and both
+ * devices' statistics must show chunks brought back to the GPU.  With ELIXIR_DISABLE=1 the
+ * scenario still passes, and dlsym hands out NCCL's own function.
+ */
+#include <dlfcn.h>
+
+#include "nccl_test.h"
+#include "shim_test.h"
+
+#define N 2
+#define BUFS 6
+#define MIB (1ull << 20)
+#define BUF_BYTES (4 * MIB)
+#define WORDS (BUF_BYTES / 4)
+
+typedef ncclResult_t (*allreduce_fn)(const void *, void *, size_t, ncclDataType_t, ncclRedOp_t,
+                                     ncclComm_t, cudaStream_t);
+
+static nt_rank_t rk[N];
+static CUdeviceptr buf[N][BUFS];
+
+/* Buffer j of every rank: the sum of what the ranks filled it with. */
+static int32_t summed(int j)
+{
+    return 100 + j + 200 + j;
+}
+
+static void expect_words(int r, int j, int32_t want)
+{
+    static int32_t host[WORDS];
+    nt_get(&rk[r], host, buf[r][j], BUF_BYTES);
+    for (size_t k = 0; k < WORDS; k++)
+        EXPECT(host[k] == want, "rank %d buffer %d word %zu: %d, want %d", r, j, k, host[k],
+               want);
+}
+
+static void scenario(void)
+{
+    void *lib = dlopen("libnccl.so.2", RTLD_NOW | RTLD_LOCAL);
+    allreduce_fn via_dlsym = lib ? (allreduce_fn)dlsym(lib, "ncclAllReduce") : NULL;
+
+    int disabled = getenv("ELIXIR_DISABLE") != NULL;
+
+    EXPECT(sh_in_shim((const void *)ncclAllReduce), "ncclAllReduce is %s's, not the shim's",
+           sh_name((const void *)ncclAllReduce));
+    EXPECT(via_dlsym && sh_in_shim((const void *)via_dlsym) == !disabled,
+           "dlsym(libnccl, \"ncclAllReduce\") is %s's%s", sh_name((const void *)via_dlsym),
+           disabled ? " with ELIXIR_DISABLE=1" : "");
+    nt_ranks_all(rk, N, 4096);
+    for (int r = 0; r < N; r++)
+        for (int j = 0; j < BUFS; j++) {
+            nt_use(&rk[r]);
+            CHECK_CU(cuMemAlloc(&buf[r][j], BUF_BYTES));
+            CHECK_CU(cuMemsetD32Async(buf[r][j], (unsigned)((r + 1) * 100 + j), WORDS,
+                                      rk[r].stream));
+        }
+    for (int j = 0; j < BUFS; j++) {
+        CHECK_NCCL(ncclGroupStart());
+        for (int r = 0; r < N; r++)
+            CHECK_NCCL((j % 2 ? via_dlsym : ncclAllReduce)((void *)buf[r][j], (void *)buf[r][j],
+                                                            WORDS, ncclInt32, ncclSum,
+                                                            rk[r].comm, rk[r].stream));
+        CHECK_NCCL(ncclGroupEnd());
+    }
+    CHECK_NCCL(ncclGroupStart());           /* rank 0's buffer 1 to rank 1's buffer 5 */
+    CHECK_NCCL(ncclSend((void *)buf[0][1], WORDS, ncclInt32, 1, rk[0].comm, rk[0].stream));
+    CHECK_NCCL(ncclRecv((void *)buf[1][5], WORDS, ncclInt32, 0, rk[1].comm, rk[1].stream));
+    CHECK_NCCL(ncclGroupEnd());
+    for (int r = 0; r < N; r++)
+        for (int j = 0; j < BUFS; j++)
+            expect_words(r, j, r == 1 && j == 5 ? summed(1) : summed(j));
+    for (int r = 0; r < N; r++)
+        for (int j = 0; j < BUFS; j++) {
+            nt_use(&rk[r]);
+            CHECK_CU(cuMemFree(buf[r][j]));
+        }
+    nt_ranks_free(rk, N);
+    printf("%d ranks x %d buffers of %llu MiB all-reduced and checked\n", N, BUFS,
+           BUF_BYTES / MIB);
+}
+
+/* The scenario under the shim with env; device d's line of statistics must show chunks
+ * brought back for both devices. */
+static void run(const char *mode, const char *const *env)
+{
+    sh_run_t r = sh_run_ok("scenario", env);
+    for (int d = 0; d < N; d++) {
+        char key[64];
+        snprintf(key, sizeof(key), "device %d: migrations to host ", d);
+        const char *line = strstr(r.err, key);
+        long long in = line ? sh_stat(line, "to GPU ") : -1;
+        EXPECT(in > 0, "%s: device %d brought nothing back to the GPU:\n%s", mode, d, r.err);
+        printf("%s: device %d: %lld chunks back to the GPU\n", mode, d, in);
+    }
+    sh_run_free(&r);
+}
+
+int main(int argc, char **argv)
+{
+    static const char *const mapped[] = { "ELIXIR_SIM_DEVICES=2", "ELIXIR_GPU_MEMORY=8M",
+                                          "ELIXIR_STATS=1", NULL };
+    static const char *const unmapped[] = { "ELIXIR_SIM_DEVICES=2", "ELIXIR_GPU_MEMORY=8M",
+                                            "ELIXIR_STATS=1", "ELIXIR_SIM_HOST_VMM=0", NULL };
+    static const char *const disabled[] = { "ELIXIR_SIM_DEVICES=2", "ELIXIR_DISABLE=1", NULL };
+
+    if (argc > 1 && strcmp(argv[1], "scenario") == 0) {
+        scenario();
+        return 0;
+    }
+    run("evicted memory mapped", mapped);
+    run("evicted memory unmapped", unmapped);
+    sh_run_t r = sh_run_ok("scenario", disabled);
+    printf("ELIXIR_DISABLE=1: %s", r.out);
+    sh_run_free(&r);
+    return 0;
+}
