@@ -375,7 +375,7 @@ unsigned res_code_generation(void);
     X(TRACE_LEVEL, TRACE_LEVEL, "all",                                                         \
       "what the trace keeps after the profiled iterations: summary (process, devices, "       \
       "options, iterations, migrations, evictions, memory), allocs (also allocations and "    \
-      "frees with call sites) or all (also every launch, copy and memset)")                    \
+      "frees with call sites) or all (also every launch, copy, memset and NCCL call)")        \
     X(TRACE_DEPTH, DEPTH, "16", "call-site frames recorded per allocation; 0: no call sites")  \
     X(PROFILE_WARMUP, COUNT, "1", "iterations skipped before the profiled ones")               \
     X(PROFILE_ITERATIONS, COUNT, "1",                                                          \
