@@ -101,7 +101,7 @@ static uint16_t float_to_bf16(float f)
     return (uint16_t)(u >> 16);
 }
 
-/* acc op= v, in the type's own arithmetic (integers wrap as the hardware's do). */
+/* acc op= v, in the type's own arithmetic. */
 #define COMBINE(acc, v, op)                                                                    \
     do {                                                                                       \
         switch (op) {                                                                          \
@@ -112,7 +112,11 @@ static uint16_t float_to_bf16(float f)
         }                                                                                      \
     } while (0)
 
-/* dst[k] = op over slots j of src(j)[k], for an integer or floating type T. */
+/*
+ * dst[k] = op over slots j of slot j's element k, for type T.  Sums and products are computed
+ * in UT: the unsigned type of the same size for integers (they wrap, as the hardware's do,
+ * never overflowing into undefined behaviour), T itself for floating point.
+ */
 #define REDUCE_AS(T, UT)                                                                       \
     for (uint64_t k = 0; k < count; k++) {                                                     \
         T acc;                                                                                 \
@@ -120,7 +124,7 @@ static uint16_t float_to_bf16(float f)
         for (uint32_t j = 1; j < n; j++) {                                                     \
             T v;                                                                               \
             memcpy(&v, slot0 + j * stride + k * sizeof(T), sizeof(T));                         \
-            if (op == ncclSum || op == ncclAvg) /* wrap, never overflow as UB */              \
+            if (op == ncclSum || op == ncclAvg)                                                \
                 acc = (T)((UT)acc + (UT)v);                                                    \
             else if (op == ncclProd)                                                           \
                 acc = (T)((UT)acc * (UT)v);                                                    \
@@ -129,20 +133,6 @@ static uint16_t float_to_bf16(float f)
         }                                                                                      \
         if (op == ncclAvg)                                                                     \
             acc = (T)(acc / (T)n);                                                             \
-        memcpy(dst + k * sizeof(T), &acc, sizeof(T));                                          \
-    }
-
-#define REDUCE_FLOAT(T)                                                                        \
-    for (uint64_t k = 0; k < count; k++) {                                                     \
-        T acc;                                                                                 \
-        memcpy(&acc, slot0 + k * sizeof(T), sizeof(T));                                       \
-        for (uint32_t j = 1; j < n; j++) {                                                     \
-            T v;                                                                               \
-            memcpy(&v, slot0 + j * stride + k * sizeof(T), sizeof(T));                         \
-            COMBINE(acc, v, op);                                                               \
-        }                                                                                      \
-        if (op == ncclAvg)                                                                     \
-            acc = acc / (T)n;                                                                  \
         memcpy(dst + k * sizeof(T), &acc, sizeof(T));                                          \
     }
 
@@ -173,8 +163,8 @@ static void reduce(unsigned char *dst, const unsigned char *slot0, uint64_t stri
     case ncclUint32: REDUCE_AS(uint32_t, uint32_t) break;
     case ncclInt64: REDUCE_AS(int64_t, uint64_t) break;
     case ncclUint64: REDUCE_AS(uint64_t, uint64_t) break;
-    case ncclFloat32: REDUCE_FLOAT(float) break;
-    case ncclFloat64: REDUCE_FLOAT(double) break;
+    case ncclFloat32: REDUCE_AS(float, float) break;
+    case ncclFloat64: REDUCE_AS(double, double) break;
     case ncclFloat16: REDUCE_16(half_to_float, float_to_half) break;
     case ncclBfloat16: REDUCE_16(bf16_to_float, float_to_bf16) break;
     default: break;                             /* refused when the call was made */
