@@ -8,6 +8,7 @@
  * start with the time as a zigzag delta from the previous event of the same stream (trc_enc_t);
  * allocation and launch ids and allocation addresses are deltas too, which is what keeps a
  * typical event near 16 bytes.  The context changes only when the record was written whole.
+ * LAUNCH, the record written per launch, has a path of its own that checks the room once.
  */
 #include "trace.h"
 #include "wire.h"
@@ -81,6 +82,36 @@ static int put_alloc(wbuf_t *b, trc_enc_t *e, const trc_alloc_t *a)
     return 0;
 }
 
+/* A varint written without a bound check: the caller made sure VARINT_MAX bytes fit. */
+static inline uint8_t *put_u_fast(uint8_t *p, uint64_t v)
+{
+    while (v >= 0x80) {
+        *p++ = (uint8_t)(v | 0x80);
+        v >>= 7;
+    }
+    *p++ = (uint8_t)v;
+    return p;
+}
+
+/* A launch's allocations are its bulk (tens of ids, a byte or two each): when the worst case
+ * fits they are written without a bound check per byte, else through put_s. */
+static void put_allocs(wbuf_t *b, uint64_t prev, const uint64_t *ids, uint32_t n)
+{
+    if ((size_t)(b->end - b->p) >= (size_t)n * VARINT_MAX) {
+        uint8_t *p = b->p;
+        for (uint32_t i = 0; i < n; i++) {
+            p = put_u_fast(p, zigzag((int64_t)(ids[i] - prev)));
+            prev = ids[i];
+        }
+        b->p = p;
+        return;
+    }
+    for (uint32_t i = 0; i < n; i++) {
+        put_s(b, (int64_t)(ids[i] - prev));
+        prev = ids[i];
+    }
+}
+
 static int put_launch(wbuf_t *b, trc_enc_t *e, uint64_t time, const trc_launch_t *l)
 {
     put_s(b, (int64_t)(l->id - e->launch));
@@ -90,11 +121,7 @@ static int put_launch(wbuf_t *b, trc_enc_t *e, uint64_t time, const trc_launch_t
     if (put_span(b, time, &l->span) < 0)
         return -EINVAL;
     put_u(b, l->nallocs);
-    uint64_t prev = e->alloc;
-    for (uint32_t i = 0; i < l->nallocs; i++) {
-        put_s(b, (int64_t)(l->allocs[i] - prev));
-        prev = l->allocs[i];
-    }
+    put_allocs(b, e->alloc, l->allocs, l->nallocs);
     e->launch = l->id;
     return 0;
 }
@@ -257,10 +284,52 @@ static int begin(wbuf_t *b, void *buf, size_t cap)
     return 0;
 }
 
+/* Room for the longest LAUNCH record l can make: type, a length of up to 3 bytes, and at most
+ * VARINT_MAX bytes per field (time, id, function, stream, device, three of span, count) and
+ * per allocation. */
+static size_t launch_worst(const trc_launch_t *l)
+{
+    return 4 + (size_t)VARINT_MAX * (9 + (size_t)l->nallocs);
+}
+
+/*
+ * The LAUNCH record, one per launch recorded, when its worst case fits (launch_worst): the
+ * same bytes put_event and frame write, without a bound check per byte.
+ */
+static long encode_launch(trc_enc_t *e, uint8_t *buf, size_t cap, const trc_event_t *ev)
+{
+    const trc_launch_t *l = &ev->u.launch;
+    uint8_t *p = buf + 2;
+
+    if (l->span.has_times && l->span.end < l->span.start)
+        return -EINVAL;
+    p = put_u_fast(p, zigzag((int64_t)(ev->time - e->time)));
+    p = put_u_fast(p, zigzag((int64_t)(l->id - e->launch)));
+    p = put_u_fast(p, l->func_id);
+    p = put_u_fast(p, l->stream);
+    p = put_u_fast(p, zigzag(l->device));
+    p = put_u_fast(p, l->span.has_times ? 1 : 0);
+    if (l->span.has_times) {
+        p = put_u_fast(p, zigzag((int64_t)(l->span.start - ev->time)));
+        p = put_u_fast(p, l->span.end - l->span.start);
+    }
+    p = put_u_fast(p, l->nallocs);
+    wbuf_t b = { p, buf + cap, 0 };
+    put_allocs(&b, e->alloc, l->allocs, l->nallocs);
+    long n = frame(buf, TRC_EV_LAUNCH, &b);
+    if (n > 0) {
+        e->time = ev->time;
+        e->launch = l->id;
+    }
+    return n;
+}
+
 long trc_encode_event(trc_enc_t *e, void *buf, size_t cap, const trc_event_t *ev)
 {
     wbuf_t b;
     trc_enc_t next = *e;
+    if (ev->type == TRC_EV_LAUNCH && cap >= launch_worst(&ev->u.launch))
+        return encode_launch(e, buf, cap, ev);
     if (begin(&b, buf, cap) < 0)
         return -ENOSPC;
     int rc = put_event(&b, &next, ev);

@@ -18,7 +18,8 @@
  * no lock and waits for nothing, so the writer's wait is short.  Full blocks, blocks of exiting
  * threads (the key's destructor) and blocks taken by the writer all join one queue, under the
  * queue lock, in the order they were taken, and the writer thread appends them to the file in
- * that order: one thread's events reach the file in the order it recorded them.
+ * that order: one thread's events reach the file in the order it recorded them.  Written blocks
+ * of the usual size (a few) are kept and filled again rather than freed and allocated anew.
  *
  * Strings and stacks are interned by the trace writer (writer.c) under the file lock, and its
  * table record is written to the file before the id is returned, so a definition precedes any
@@ -47,6 +48,7 @@
 #define DEFAULT_FLUSH_MS 200u
 #define QUEUE_LIMIT      (64u << 20)  /* bytes handed over, not yet written: producers wait */
 #define MAX_BLOCK        (4u << 20)   /* an oversized record gets a block of its own, up to */
+#define SPARE_BLOCKS     8u           /* written blocks kept for reuse (see `spare`) */
 
 enum { REC_ON, REC_FAILED, REC_ABANDONED };
 
@@ -99,6 +101,11 @@ struct trc_rec {
     pthread_cond_t done_cond;          /* to flushers: flush_done advanced */
     block_t *head, **tail;
     size_t q_bytes;
+    /* Written blocks of the usual size, kept to be filled again: freeing one (64 KiB) makes
+     * the C library consolidate the heap the application is using, and a fresh one costs
+     * page faults. */
+    block_t *spare;
+    unsigned nspare;
     uint64_t flush_req, flush_done;
     int stop;
     pthread_t writer;
@@ -157,11 +164,23 @@ uint64_t trc_rec_now(const trc_rec_t *rec)
 
 /* ------------------------------------------------------------------ the queue */
 
-/* Appends b to the queue (q_lock held); an empty block is freed instead. */
+/* Keeps written (or empty) block b for reuse, or frees it (q_lock held). */
+static void recycle(trc_rec_t *rec, block_t *b)
+{
+    if (b->cap != rec->buffer_bytes || rec->nspare >= SPARE_BLOCKS) {
+        free(b);
+        return;
+    }
+    b->next = rec->spare;
+    rec->spare = b;
+    rec->nspare++;
+}
+
+/* Appends b to the queue (q_lock held); an empty block is kept for reuse instead. */
 static void enqueue(trc_rec_t *rec, block_t *b)
 {
     if (!b->events) {
-        free(b);
+        recycle(rec, b);
         return;
     }
     b->next = NULL;
@@ -181,12 +200,12 @@ static void hand_over(trc_rec_t *rec, block_t *b)
     pthread_mutex_unlock(&rec->q_lock);
 }
 
-/* Writes a list of blocks in order (no lock held on entry) and frees them; their bytes. */
+/* Writes a list of blocks in order (no lock held on entry); their bytes.  The list stays the
+ * caller's to recycle. */
 static size_t write_blocks(trc_rec_t *rec, block_t *b)
 {
     size_t bytes = 0;
-    while (b) {
-        block_t *next = b->next;
+    for (; b; b = b->next) {
         if (!atomic_load(&rec->off)) {
             pthread_mutex_lock(&rec->file_lock);
             int rc = trc_writer_append(rec->w, b->data, b->len, b->events);
@@ -196,8 +215,6 @@ static size_t write_blocks(trc_rec_t *rec, block_t *b)
                 fail(rec, rc);
         }
         bytes += b->len;
-        free(b);
-        b = next;
     }
     return bytes;
 }
@@ -212,6 +229,10 @@ static void drain(trc_rec_t *rec)
         pthread_mutex_unlock(&rec->q_lock);
         size_t bytes = write_blocks(rec, list);
         pthread_mutex_lock(&rec->q_lock);
+        for (block_t *next; list; list = next) {
+            next = list->next;
+            recycle(rec, list);
+        }
         rec->q_bytes -= bytes;
         pthread_cond_broadcast(&rec->space_cond);
     }
@@ -393,10 +414,19 @@ static long try_put(tstate_t *t, block_t *b, const trc_event_t *ev)
     return n;
 }
 
-static block_t *new_block(size_t cap)
+/* An empty block of `cap` bytes: a spare one when there is one of that size. */
+static block_t *new_block(trc_rec_t *rec, size_t cap)
 {
-    block_t *b = malloc(sizeof(*b) + cap);
-    if (b)
+    block_t *b = NULL;
+    if (cap == rec->buffer_bytes) {
+        pthread_mutex_lock(&rec->q_lock);
+        if ((b = rec->spare)) {
+            rec->spare = b->next;
+            rec->nspare--;
+        }
+        pthread_mutex_unlock(&rec->q_lock);
+    }
+    if (b || (b = malloc(sizeof(*b) + cap)))
         *b = (block_t){ .cap = cap };
     return b;
 }
@@ -412,7 +442,7 @@ static int put(trc_rec_t *rec, tstate_t *t, block_t **bp, const trc_event_t *ev)
         hand_over(rec, *bp);
     *bp = NULL;
     for (size_t cap = rec->buffer_bytes; cap <= MAX_BLOCK; cap *= 2) {
-        block_t *b = new_block(cap);
+        block_t *b = new_block(rec, cap);
         if (!b)
             return -ENOMEM;
         n = try_put(t, b, ev);
@@ -599,6 +629,10 @@ static void destroy(trc_rec_t *rec)
         rec->threads = t->next;
         free(atomic_load(&t->cur));
         free(t);
+    }
+    for (block_t *next; rec->spare; rec->spare = next) {
+        next = rec->spare->next;
+        free(rec->spare);
     }
     trc_stk_free(rec->stk);
     pthread_cond_destroy(&rec->q_cond);
