@@ -33,14 +33,6 @@ void *const shim_hook_wrappers[SHIM_NHOOKS] = {
 #undef X
 };
 
-/* strcmp(a, b) == 0 without calling strcmp, which a sanitizer intercepts. */
-SHIM_NO_SANITIZE static int same_name(const char *a, const char *b)
-{
-    while (*a && *a == *b)
-        a++, b++;
-    return *a == *b;
-}
-
 /*
  * A linear scan: dlsym is not a hot path, every hooked name starts with "cu" (checked first
  * by the caller), and a scan needs neither start-up nor allocation, so it works when dlsym
@@ -49,15 +41,16 @@ SHIM_NO_SANITIZE static int same_name(const char *a, const char *b)
 SHIM_NO_SANITIZE int shim_hook_find(const char *name)
 {
     for (int i = 0; i < SHIM_NHOOKS; i++)
-        if (same_name(shim_hook_names[i], name))
+        if (shim_same_name(shim_hook_names[i], name))
             return i;
     return -1;
 }
 
 /*
- * Test-only introspection, exported: how many times the wrapper of `name` was entered in
- * this process (a forked child counts from zero), or -1 when `name` is not hooked.  Tests
- * use it to prove that a call went through the shim; nothing else may depend on it.
+ * Test-only introspection, exported: how many times the wrapper of `name` (a driver or an
+ * NCCL entry point) was entered in this process (a forked child counts from zero), or -1
+ * when `name` is not hooked.  Tests use it to prove that a call went through the shim;
+ * nothing else may depend on it.
  */
 SHIM_EXPORT long long elixir_shim_calls(const char *name);
 
@@ -66,6 +59,6 @@ SHIM_EXPORT long long elixir_shim_calls(const char *name)
     int h = name ? shim_hook_find(name) : -1;
 
     if (h < 0)
-        return -1;
-    return (long long)atomic_load_explicit(&shim_stat_calls[h], memory_order_relaxed);
+        return name ? shim_nccl_calls(shim_nccl_find(name)) : -1;
+    return (long long)shim_stat_calls_of((shim_hook_t)h);
 }

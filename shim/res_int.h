@@ -237,9 +237,8 @@ void res_pin(res_dev_t *d, uint32_t ci);
 /* Make what operation k reaches usable before it is enqueued (see the definition). */
 void res_reach(res_dev_t *d, collect_t *k, int promote);
 
-/* ---------------------------------------------------------------- res_nccl.c */
-/* Does stream s capture (or refuse the question)?  Never asked while no capture was begun
- * through the shim. */
+/* ---------------------------------------------------------------- res_launch.c */
+/* Does stream s (ptds: the _ptsz ABI) capture, or refuse the question? */
 int res_stream_capturing(CUstream s, int ptds);
 
 /* ---------------------------------------------------------------- res_use.c */

@@ -200,8 +200,20 @@ static void collect_params(collect_t *k, const shim_launch_t *l, trace_words_t *
 
     if (kp->n == 0)
         k->unknown = 1;             /* no parameter information: the arguments are opaque */
-    for (unsigned i = 0; i < kp->n; i++)
-        collect_words(k, l->params[i], kp->sizes[i], t);
+    if (!t) {                       /* untraced: a pointer-sized parameter is one word */
+        for (unsigned i = 0; i < kp->n; i++) {
+            uint64_t v;
+            if (kp->sizes[i] != 8) {
+                collect_words(k, l->params[i], kp->sizes[i], NULL);
+                continue;
+            }
+            memcpy(&v, l->params[i], 8);
+            collect_ptr(k, v);
+        }
+    } else {
+        for (unsigned i = 0; i < kp->n; i++)
+            collect_words(k, l->params[i], kp->sizes[i], t);
+    }
     if (kp == &tmp)
         free(tmp.sizes);
 }
@@ -240,11 +252,11 @@ unsigned res_code_generation(void)
 }
 
 /*
- * Does stream s capture (or refuse the question)?  Captured work runs only when its graph is
- * launched, so nothing is made resident for it and no use is recorded now.  No capture can be
- * open while none was begun through the shim: then the driver is not asked.
+ * Captured work runs only when its graph is launched, so nothing is made resident for it and
+ * no use is recorded now.  No capture can be open while none was begun through the shim: then
+ * the driver is not asked.
  */
-static int capturing(CUstream s, int ptds)
+int res_stream_capturing(CUstream s, int ptds)
 {
     if (atomic_load_explicit(&res_captures, memory_order_acquire) == 0)
         return 0;
@@ -252,7 +264,6 @@ static int capturing(CUstream s, int ptds)
     CUresult r = ptds ? DRV(cuStreamIsCapturing_ptsz)(s, &st) : DRV(cuStreamIsCapturing)(s, &st);
     return r != CUDA_SUCCESS || st != CU_STREAM_CAPTURE_STATUS_NONE;
 }
-
 
 void res_launch_begin(shim_launch_t *l)
 {
@@ -262,9 +273,11 @@ void res_launch_begin(shim_launch_t *l)
     l->res = NULL;
     if (!d || !(k = collect_open(d, ctx)))
         return;
+    if (l->op)
+        shim_trace_launch_ctx(ctx, d->device);
     relax_t rx = relax_begin();
     collect_launch(k, l);
-    k->capturing = capturing(l->stream, shim_hook_per_thread[l->hook]);
+    k->capturing = res_stream_capturing(l->stream, shim_hook_per_thread[l->hook]);
     if (!k->capturing)
         res_reach(d, k, 1);
     relax_end(rx);
@@ -301,7 +314,7 @@ void res_copy_begin(shim_copy_t *c)
     collect_ptr(k, c->src);
     if (c->desc || c->count)
         k->unknown = 1;     /* structured and batched copies: operands not decoded */
-    k->capturing = capturing(c->stream, shim_hook_per_thread[c->hook]);
+    k->capturing = res_stream_capturing(c->stream, shim_hook_per_thread[c->hook]);
     if (!k->capturing) {
         relax_t rx = relax_begin();
         res_reach(d, k, 0);

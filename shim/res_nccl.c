@@ -32,15 +32,6 @@ struct res_nccl {
     held_dev_t dev[2];              /* the devices owning the send and receive ranges */
 };
 
-int res_stream_capturing(CUstream s, int ptds)
-{
-    if (atomic_load_explicit(&res_captures, memory_order_acquire) == 0)
-        return 0;
-    CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_NONE;
-    CUresult r = ptds ? DRV(cuStreamIsCapturing_ptsz)(s, &st) : DRV(cuStreamIsCapturing)(s, &st);
-    return r != CUDA_SUCCESS || st != CU_STREAM_CAPTURE_STATUS_NONE;
-}
-
 /* Chunk ci into k, once. */
 static void add_chunk(collect_t *k, uint32_t ci)
 {

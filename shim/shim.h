@@ -94,6 +94,11 @@ int shim_nccl_find(const char *name);
  * finds (remembered as the real function), or that itself with ELIXIR_DISABLE. */
 void *shim_nccl_lookup(void *(*rdlsym)(void *, const char *), void *handle, const char *name,
                        int h);
+/* Calls of NCCL entry point h so far (-1: no such entry point); the calls in the statistics;
+ * zero them (a forked child). */
+long long shim_nccl_calls(int h);
+void shim_nccl_stats_print(void);
+void shim_nccl_stats_reset(void);
 
 /* ------------------------------------------------------------ init.c */
 
@@ -125,14 +130,33 @@ int shim_disabled(void);
 /* Does `addr` lie inside libelixir.so? */
 int shim_is_own(const void *addr);
 
-extern _Atomic unsigned long long shim_stat_calls[SHIM_NHOOKS];
+/* stats.c: the calling thread's call count per hook.  Only the owner writes them (a load and
+ * a store, no locked instruction); once it has joined the list of threads (state 1) other
+ * threads read them to sum a hook's calls (shim_stat_calls_of), and at its exit they are
+ * added to the totals (state -1: later calls count there, as do calls that found no room on
+ * the list). */
+typedef struct shim_calls {
+    _Atomic unsigned long long n[SHIM_NHOOKS];
+    int state;                      /* 0: not joined yet; 1: on the list; -1: counts globally */
+} shim_calls_t;
+
+extern SHIM_TLS shim_calls_t shim_stat_calls;
+/* A call of h by a thread whose state is not 1 (joins the list first, when it may). */
+void shim_stat_call_slow(shim_hook_t h);
+/* Calls of hook h so far, by every thread. */
+unsigned long long shim_stat_calls_of(shim_hook_t h);
 
 /* Count a call of hook h and return its real function (NULL when the driver has none). */
 static inline void *shim_enter(shim_hook_t h)
 {
     shim_driver_t *d = atomic_load_explicit(&shim_drv, memory_order_acquire);
+    shim_calls_t *c = &shim_stat_calls;
 
-    atomic_fetch_add_explicit(&shim_stat_calls[h], 1, memory_order_relaxed);
+    if (SHIM_LIKELY(c->state > 0))
+        atomic_store_explicit(&c->n[h], atomic_load_explicit(&c->n[h], memory_order_relaxed) + 1,
+                              memory_order_relaxed);
+    else
+        shim_stat_call_slow(h);
     return SHIM_LIKELY(d) ? d->fn[h] : shim_enter_slow(h);
 }
 
@@ -317,6 +341,9 @@ void shim_trace_copy_end(const shim_copy_t *c, CUresult r);
  * rarely asked. */
 void shim_trace_words(const void *buf, size_t size, uint64_t lo, uint64_t hi,
                       uint64_t (*base_of)(void *ctx, uint64_t word), void *ctx);
+/* res_launch.c, between begin and end of a recorded launch: the current context and its
+ * device, just looked up by residency, so that the launch's record need not ask again. */
+void shim_trace_launch_ctx(CUcontext ctx, int device);
 /* A host synchronisation (cuCtxSynchronize, cuStreamSynchronize, cuEventSynchronize): a hint
  * for the iteration detector. */
 void shim_trace_sync(void);

@@ -6,8 +6,8 @@
  * copies by kind with totals; and every hooked entry point with its number of calls (the
  * call counters also answer elixir_shim_calls, so they are always on).  All counters are
  * relaxed atomics: several threads update them at once and nothing is ordered by them.
- * Launches, counted on every launch, are counted per thread (a load and a store, no locked
- * instruction) and summed when printed; an exiting thread adds its counts to the totals.
+ * Calls and launches, counted on every call, are counted per thread (a load and a store, no
+ * locked instruction) and summed when read; an exiting thread adds its counts to the totals.
  * The bytes of a freed block are only known when ELIXIR_STATS is on (the free wrappers then
  * ask the driver for its size), so "current bytes" is meaningful only then.
  */
@@ -24,16 +24,20 @@ typedef struct stat_ops {
     _Atomic uint64_t count, bytes;
 } stat_ops_t;
 
-_Atomic unsigned long long shim_stat_calls[SHIM_NHOOKS];
+SHIM_TLS shim_calls_t shim_stat_calls;
+/* Calls of threads that have exited, or that could not join the list. */
+static _Atomic unsigned long long calls_gone[SHIM_NHOOKS];
 
 static stat_count_t blocks, block_bytes;
 static _Atomic uint64_t launches[SHIM_NLAUNCH_KINDS];
 static stat_ops_t copies[SHIM_NCOPY_KINDS];
 static _Atomic int printed;
 
-/* One thread's launch counts, on the list of live threads while the thread runs. */
+/* One thread's launch counts, on the list of live threads while the thread runs, with its
+ * call counts (its shim_stat_calls, whose state follows this one's). */
 typedef struct stat_thread {
     _Atomic uint64_t launches[SHIM_NLAUNCH_KINDS];
+    shim_calls_t *calls;
     struct stat_thread *next;
     int state;                      /* 0: not joined yet; 1: on the list; -1: counts globally */
 } stat_thread_t;
@@ -105,7 +109,10 @@ static void thread_exit(void *arg)
     for (int i = 0; i < SHIM_NLAUNCH_KINDS; i++)
         atomic_fetch_add_explicit(&launches[i], atomic_load(&t->launches[i]),
                                   memory_order_relaxed);
-    t->state = -1;                  /* anything counted later counts globally */
+    for (int i = 0; i < SHIM_NHOOKS; i++)
+        atomic_fetch_add_explicit(&calls_gone[i], atomic_load(&t->calls->n[i]),
+                                  memory_order_relaxed);
+    t->state = t->calls->state = -1;    /* anything counted later counts globally */
     pthread_mutex_unlock(&threads_lock);
 }
 
@@ -117,15 +124,16 @@ static void threads_init(void)
 /* Put the calling thread's counts on the list (or, failing that, count globally). */
 static void thread_join(stat_thread_t *t)
 {
+    t->calls = &shim_stat_calls;
     pthread_once(&threads_once, threads_init);
     if (!threads_key_ok || pthread_setspecific(threads_key, t) != 0) {
-        t->state = -1;
+        t->state = t->calls->state = -1;
         return;
     }
     pthread_mutex_lock(&threads_lock);
     t->next = threads;
     threads = t;
-    t->state = 1;
+    t->state = t->calls->state = 1;
     pthread_mutex_unlock(&threads_lock);
 }
 
@@ -145,6 +153,27 @@ static __attribute__((noinline)) void launch_slow(stat_thread_t *t, shim_launch_
         thread_count(t, kind);
     else
         atomic_fetch_add_explicit(&launches[kind], 1, memory_order_relaxed);
+}
+
+void shim_stat_call_slow(shim_hook_t h)
+{
+    stat_thread_t *t = &tls_stats;
+    if (t->state == 0)
+        thread_join(t);
+    if (t->state > 0)
+        atomic_fetch_add_explicit(&shim_stat_calls.n[h], 1, memory_order_relaxed);
+    else
+        atomic_fetch_add_explicit(&calls_gone[h], 1, memory_order_relaxed);
+}
+
+unsigned long long shim_stat_calls_of(shim_hook_t h)
+{
+    pthread_mutex_lock(&threads_lock);
+    unsigned long long n = atomic_load(&calls_gone[h]);
+    for (const stat_thread_t *t = threads; t; t = t->next)
+        n += atomic_load_explicit(&t->calls->n[h], memory_order_relaxed);
+    pthread_mutex_unlock(&threads_lock);
+    return n;
 }
 
 void shim_stat_launch(shim_launch_kind_t kind)
@@ -181,6 +210,7 @@ static void count_reset(stat_count_t *s)
 
 void shim_stats_reset(void)
 {
+    shim_nccl_stats_reset();
     count_reset(&blocks);
     count_reset(&block_bytes);
     /* In a forked child only this thread is left, and the lock may have been held by another:
@@ -196,8 +226,10 @@ void shim_stats_reset(void)
         atomic_store(&copies[i].count, 0);
         atomic_store(&copies[i].bytes, 0);
     }
-    for (int i = 0; i < SHIM_NHOOKS; i++)
-        atomic_store(&shim_stat_calls[i], 0);
+    for (int i = 0; i < SHIM_NHOOKS; i++) {
+        atomic_store(&calls_gone[i], 0);
+        atomic_store(&shim_stat_calls.n[i], 0);
+    }
     atomic_store(&printed, 0);
 }
 
@@ -225,9 +257,11 @@ void shim_stats_print(void)
             shim_log_plain("  copy %-14s %14llu calls %14llu bytes", copy_names[i],
                            (unsigned long long)atomic_load(&copies[i].count),
                            (unsigned long long)atomic_load(&copies[i].bytes));
-    for (int i = 0; i < SHIM_NHOOKS; i++)
-        if (atomic_load(&shim_stat_calls[i]))
-            shim_log_plain("  call %-34s %10llu", shim_hook_names[i],
-                           (unsigned long long)atomic_load(&shim_stat_calls[i]));
+    for (int i = 0; i < SHIM_NHOOKS; i++) {
+        unsigned long long n = shim_stat_calls_of((shim_hook_t)i);
+        if (n)
+            shim_log_plain("  call %-34s %10llu", shim_hook_names[i], n);
+    }
+    shim_nccl_stats_print();
     res_stats_print();
 }

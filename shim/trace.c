@@ -28,8 +28,9 @@
  *
  * Cost: nothing when ELIXIR_TRACE is unset but one test of shim_trace_on per wrapper.  When
  * recording, an operation takes no lock but the detector's spin lock (and the allocation
- * table's on a cache miss): per-thread state (op id blocks, caches of function names and of
- * argument words -> allocation ids) and the recorder's per-thread buffer.
+ * table's on a cache miss): per-thread state (op id blocks, caches of function names, of
+ * argument words -> allocation ids and of whole argument lists -> allocation id lists) and
+ * the recorder's per-thread buffer.
  * Closing (at exit) waits for every thread to leave the operation it is recording; a forked
  * child abandons the recorder and records nothing.
  */
@@ -62,6 +63,9 @@ _Static_assert((int)SHIM_EVICT_FOR_LAUNCH == (int)TRC_EVICT_FOR_LAUNCH &&
 
 #define FCACHE 256              /* function names cached per thread */
 #define WCACHE 512              /* argument words -> allocation ids cached per thread */
+#define MEMO 16                 /* argument lists -> allocation id lists cached per thread */
+#define MEMO_WORDS 32           /* the longest argument list (in words) such a cache holds */
+#define MEMO_MIN 4              /* the shortest: below it the word cache is as quick */
 #define OP_BLOCK 64             /* operation ids a thread takes at once */
 #define STREAMS 4096            /* stream handles numbered */
 #define STREAM_UNKNOWN 0xffffffffu
@@ -82,6 +86,17 @@ typedef struct wslot {
     uint64_t word, gen, id;
 } wslot_t;
 
+/* The allocations a whole argument list reaches (ids as add_id left them), valid while no
+ * allocation was made or freed since (gen) and for the arena [lo, ...).  Kernels are
+ * launched again and again with the same arguments: such a launch costs one comparison. */
+typedef struct memo {
+    uint64_t gen, lo;
+    uint32_t nwords, nids;
+    int unsorted;
+    uint64_t words[MEMO_WORDS];
+    uint64_t ids[MEMO_WORDS];
+} memo_t;
+
 /* One thread's recording state, found through tls_self (and a key, to free it at exit). */
 typedef struct tstate {
     struct tstate *next;            /* every thread's state, under states_lock */
@@ -100,8 +115,10 @@ typedef struct tstate {
     CUcontext ctx;                  /* last context seen, its device, the code generation */
     int ctx_dev;
     unsigned ctx_gen;
+    int ctx_known;                  /* ctx is the operation's (shim_trace_launch_ctx) */
     fslot_t fcache[FCACHE];
     wslot_t wcache[WCACHE];
+    memo_t memo[MEMO];              /* by the launch's function */
 } tstate_t;
 
 /* Driver functions only the tracer uses, found in the driver's library at start-up. */
@@ -379,6 +396,22 @@ static int current_device(tstate_t *th)
     th->ctx_dev = dev && dev(&d) == CUDA_SUCCESS ? (int)d : -1;
     device_seen(th->ctx_dev);
     return th->ctx_dev;
+}
+
+void shim_trace_launch_ctx(CUcontext ctx, int device)
+{
+    tstate_t *th = tls_self;
+    unsigned gen = res_code_generation();
+
+    if (!th || !th->op || !ctx)
+        return;
+    if (ctx != th->ctx || gen != th->ctx_gen || device != th->ctx_dev) {
+        th->ctx = ctx;
+        th->ctx_gen = gen;
+        th->ctx_dev = device;
+        device_seen(device);
+    }
+    th->ctx_known = 1;
 }
 
 /* The string id of a hook's name (launches without a kernel: graphs). */
@@ -664,6 +697,7 @@ static tstate_t *op_begin(uint64_t *op)
     th->time = shim_trace_now();
     th->nids = 0;
     th->unsorted = 0;
+    th->ctx_known = 0;
     th->timing = NULL;
     shim_timing_poll();
     return th;
@@ -784,6 +818,57 @@ static uint64_t word_id(tstate_t *th, uint64_t word, uint64_t gen,
     return id;
 }
 
+/* The memo of th's launch for an argument list of `size` bytes, when one may hold it (the
+ * list is the launch's first, and short enough); else NULL. */
+static memo_t *memo_of(tstate_t *th, size_t size)
+{
+    if (th->nids || size > MEMO_WORDS * 8 || size < MEMO_MIN * 8 || size % 8 || !th->launch)
+        return NULL;
+    return &th->memo[hash_ptr(th->func) % MEMO];
+}
+
+/* Does m hold the answer for these words?  Then the launch's ids are m's. */
+static int memo_hit(tstate_t *th, const memo_t *m, const void *buf, size_t size, uint64_t gen,
+                    uint64_t lo)
+{
+    if (m->gen != gen || m->lo != lo || m->nwords * 8 != size)
+        return 0;
+    for (uint32_t i = 0; i < m->nwords; i++) {
+        uint64_t v;
+        memcpy(&v, (const char *)buf + 8 * i, 8);
+        if (v != m->words[i])
+            return 0;
+    }
+    if (m->nids > th->cap) {
+        uint64_t *ids = realloc(th->ids, 64 * sizeof(*ids));
+        if (!ids)
+            return 0;
+        th->ids = ids;
+        th->cap = 64;
+    }
+    for (uint32_t i = 0; i < m->nids; i++)
+        th->ids[i] = m->ids[i];
+    th->nids = m->nids;
+    th->unsorted = m->unsorted;
+    return 1;
+}
+
+static void memo_keep(tstate_t *th, memo_t *m, const void *buf, size_t size, uint64_t gen,
+                      uint64_t lo)
+{
+    if (th->nids > MEMO_WORDS) {        /* cannot happen (one id per word at most), but */
+        m->nwords = 0;                  /* then the memo matches nothing */
+        return;
+    }
+    m->gen = gen;
+    m->lo = lo;
+    m->nwords = (uint32_t)(size / 8);
+    m->nids = th->nids;
+    m->unsorted = th->unsorted;
+    memcpy(m->words, buf, size);
+    memcpy(m->ids, th->ids, th->nids * sizeof(*th->ids));
+}
+
 void shim_trace_words(const void *buf, size_t size, uint64_t lo, uint64_t hi,
                       uint64_t (*base_of)(void *ctx, uint64_t word), void *ctx)
 {
@@ -792,12 +877,17 @@ void shim_trace_words(const void *buf, size_t size, uint64_t lo, uint64_t hi,
     if (!th || !th->op)
         return;
     uint64_t gen = atomic_load_explicit(&T.alloc_gen, memory_order_relaxed);
+    memo_t *m = memo_of(th, size);
+    if (m && memo_hit(th, m, buf, size, gen, lo))
+        return;
     for (size_t off = 0; off + 8 <= size; off += 8) {
         uint64_t v, id;
         memcpy(&v, (const char *)buf + off, 8);
         if (v - lo < hi - lo && (id = word_id(th, v, gen, base_of, ctx)) != 0)
             add_id(th, id);
     }
+    if (m)
+        memo_keep(th, m, buf, size, gen, lo);
 }
 
 /* The ids of the allocations the launch reached, ascending, without repeats, in th->ids
@@ -847,7 +937,8 @@ void shim_trace_launch_end(const shim_launch_t *l, CUresult r)
         ev.time = th->time;
         ev.u.launch = (trc_launch_t){ .id = l->op, .func_id = th->func,
                                       .stream = stream_no(th, l->stream, l->hook),
-                                      .device = current_device(th) };
+                                      .device = th->ctx_known ? th->ctx_dev
+                                                              : current_device(th) };
         ev.u.launch.nallocs = sorted_ids(th);
         ev.u.launch.allocs = th->ids;
         shim_trace_emit(&ev);

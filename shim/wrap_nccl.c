@@ -52,6 +52,7 @@ static void *const wrappers[SHIM_NCCL_N] = {
 
 static void *_Atomic real_fn[SHIM_NCCL_N];
 static _Atomic int missing_logged;
+static _Atomic unsigned long long calls[SHIM_NCCL_N];   /* wrappers entered */
 
 /* ---------------------------------------------------------------- the real functions */
 
@@ -101,11 +102,33 @@ static void *real(int i)
     return f;
 }
 
-/* First statement of a wrapper: `var` is NCCL's `sym`; without one, ncclSystemError. */
+/* First statement of a wrapper: counts the call; `var` is NCCL's `sym`; without one,
+ * ncclSystemError. */
 #define NCCL_ENTER(sym, var)                                                                   \
+    atomic_fetch_add_explicit(&calls[SHIM_NCCL_##sym], 1, memory_order_relaxed);             \
     shim_nccl_pfn_##sym##_t var = (shim_nccl_pfn_##sym##_t)real(SHIM_NCCL_##sym);          \
     if (!var)                                                                                  \
         return ncclSystemError
+
+long long shim_nccl_calls(int h)
+{
+    return h >= 0 && h < SHIM_NCCL_N ? (long long)atomic_load(&calls[h]) : -1;
+}
+
+void shim_nccl_stats_print(void)
+{
+    for (int i = 0; i < SHIM_NCCL_N; i++) {
+        unsigned long long n = atomic_load(&calls[i]);
+        if (n)
+            shim_log_plain("  call %-34s %10llu", names[i], n);
+    }
+}
+
+void shim_nccl_stats_reset(void)
+{
+    for (int i = 0; i < SHIM_NCCL_N; i++)
+        atomic_store(&calls[i], 0);
+}
 
 /* ---------------------------------------------------------------- one operation */
 

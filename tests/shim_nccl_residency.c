@@ -13,8 +13,9 @@
  * The scenario runs with evicted memory kept mapped (the default) and with it unmapped
  * (ELIXIR_SIM_HOST_VMM=0), where a buffer left evicted would fault.  The wrappers are reached
  * through the exported names (this program is linked with -lnccl) and through dlsym on the
- * library's handle; both must be the shim's.  The race checker must find nothing, and both
- * devices' statistics must show chunks brought back to the GPU.  With ELIXIR_DISABLE=1 the
+ * library's handle; both must be the shim's, and the shim must count every call.  The race
+ * checker must find nothing, and both devices' statistics must show chunks brought back to
+ * the GPU.  With ELIXIR_DISABLE=1 the
  * scenario still passes, and dlsym hands out NCCL's own function.
  */
 #include <dlfcn.h>
@@ -90,6 +91,10 @@ static void scenario(void)
             CHECK_CU(cuMemFree(buf[r][j]));
         }
     nt_ranks_free(rk, N);
+    EXPECT(disabled || (sh_calls("ncclAllReduce") == N * BUFS &&
+                        sh_calls("ncclGroupEnd") == BUFS + 1),
+           "wrappers entered: ncclAllReduce %lld, ncclGroupEnd %lld; expected %d and %d",
+           sh_calls("ncclAllReduce"), sh_calls("ncclGroupEnd"), N * BUFS, BUFS + 1);
     printf("%d ranks x %d buffers of %llu MiB all-reduced and checked\n", N, BUFS,
            BUF_BYTES / MIB);
 }
