@@ -240,6 +240,10 @@ void res_reach(res_dev_t *d, collect_t *k, int promote);
 /* ---------------------------------------------------------------- res_launch.c */
 /* Does stream s (ptds: the _ptsz ABI) capture, or refuse the question? */
 int res_stream_capturing(CUstream s, int ptds);
+/* Into operation k (d's lock held): chunk ci in use, once; every chunk of the allocation
+ * holding p when p lies in a chunk in use.  Out of memory, k counts as unknown. */
+void res_collect_chunk(collect_t *k, uint32_t ci);
+void res_collect_ptr(collect_t *k, uint64_t p);
 
 /* ---------------------------------------------------------------- res_use.c */
 void res_use_clear(res_dev_t *d, use_t *u);

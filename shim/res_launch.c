@@ -106,6 +106,16 @@ static inline void collect_ptr(collect_t *k, uint64_t p)
         collect_chunk(k, first + i);
 }
 
+void res_collect_chunk(collect_t *k, uint32_t ci)
+{
+    collect_chunk(k, ci);
+}
+
+void res_collect_ptr(collect_t *k, uint64_t p)
+{
+    collect_ptr(k, p);
+}
+
 /* For the trace: the base of the allocation holding p (inside k's arena), or 0. */
 static uint64_t arena_base(void *ctx, uint64_t p)
 {

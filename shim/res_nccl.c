@@ -16,7 +16,6 @@
  * launches are fences (res_launch.c).
  */
 #include <stdlib.h>
-#include <string.h>
 
 #include "res_int.h"
 
@@ -32,46 +31,24 @@ struct res_nccl {
     held_dev_t dev[2];              /* the devices owning the send and receive ranges */
 };
 
-/* Chunk ci into k, once. */
-static void add_chunk(collect_t *k, uint32_t ci)
-{
-    chunk_t *c = &k->d->chunks[ci];
-    if (c->tier == TIER_NONE || c->seen == k->serial)
-        return;
-    c->seen = k->serial;
-    if (k->n == k->cap) {
-        size_t cap = k->cap ? 2 * k->cap : INLINE_IDS;
-        uint32_t *ids = realloc(k->ids == k->inline_ids ? NULL : k->ids, cap * sizeof(*ids));
-        if (!ids)
-            return;                 /* not held: still correct where host memory is mapped */
-        if (k->ids == k->inline_ids)
-            memcpy(ids, k->inline_ids, k->n * sizeof(*ids));
-        k->ids = ids;
-        k->cap = cap;
-    }
-    k->ids[k->n++] = ci;
-}
-
 static uint32_t chunk_of(const res_dev_t *d, uint64_t off)
 {
     return (uint32_t)(d->chunk_shift >= 0 ? off >> d->chunk_shift : off / d->chunk);
 }
 
-/* The chunks of [p, p + bytes) into k (bytes 0: of p's whole allocation). */
+/* The chunks in use of [p, p + bytes) into k (bytes 0: of p's whole allocation). */
 static void add_range(collect_t *k, uint64_t p, uint64_t bytes)
 {
     const res_dev_t *d = k->d;
     uint64_t off = p - d->base;
-    uint32_t first = chunk_of(d, off), last = first;
-    if (bytes) {
-        uint64_t end = bytes > d->size - off ? d->size : off + bytes;
-        last = chunk_of(d, end - 1);
-    } else if (d->chunks[first].span_n > 1) {
-        first = d->chunks[first].span_first;
-        last = first + d->chunks[first].span_n - 1;
+    if (!bytes) {
+        res_collect_ptr(k, p);
+        return;
     }
-    for (uint32_t ci = first; ci <= last; ci++)
-        add_chunk(k, ci);
+    uint64_t end = bytes > d->size - off ? d->size : off + bytes;
+    for (uint32_t ci = chunk_of(d, off), last = chunk_of(d, end - 1); ci <= last; ci++)
+        if (d->chunks[ci].tier != TIER_NONE)
+            res_collect_chunk(k, ci);
 }
 
 /* The entry of h for device d (added when new; not locked yet). */
