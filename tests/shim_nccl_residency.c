@@ -8,7 +8,10 @@
  * filled), then all-reduces each buffer in place across the ranks, in groups, and sends one
  * buffer to the other rank.  The stand-in's kernels take only a pointer to a work descriptor
  * in host memory, as NCCL's do, so the shim cannot find the buffers in their arguments: only
- * its NCCL wrappers can bring them back.  Every buffer is read back and checked.
+ * its NCCL wrappers can bring them back.  A last group all-reduces two buffers per rank, the
+ * whole budget, the first of them the least recently used: NCCL enqueues both only at
+ * ncclGroupEnd, so the first call's buffer must stay held while the second call makes room.
+ * Every buffer is read back and checked.
  *
  * The scenario runs with evicted memory kept mapped (the default) and with it unmapped
  * (ELIXIR_SIM_HOST_VMM=0), where a buffer left evicted would fault.  The wrappers are reached
@@ -82,19 +85,30 @@ static void scenario(void)
     CHECK_NCCL(ncclSend((void *)buf[0][1], WORDS, ncclInt32, 1, rk[0].comm, rk[0].stream));
     CHECK_NCCL(ncclRecv((void *)buf[1][5], WORDS, ncclInt32, 0, rk[1].comm, rk[1].stream));
     CHECK_NCCL(ncclGroupEnd());
+    for (int r = 0; r < N; r++) {           /* buffer 0, then 2: 0 is the least recently used */
+        int32_t word;
+        nt_get(&rk[r], &word, buf[r][0], sizeof(word));
+        nt_get(&rk[r], &word, buf[r][2], sizeof(word));
+    }
+    CHECK_NCCL(ncclGroupStart());           /* two 4 MiB buffers per rank: the whole budget */
+    for (int r = 0; r < N; r++)
+        for (int j = 0; j < 2; j++)
+            CHECK_NCCL(ncclAllReduce((void *)buf[r][j], (void *)buf[r][j], WORDS, ncclInt32,
+                                     ncclSum, rk[r].comm, rk[r].stream));
+    CHECK_NCCL(ncclGroupEnd());
     for (int r = 0; r < N; r++)
         for (int j = 0; j < BUFS; j++)
-            expect_words(r, j, r == 1 && j == 5 ? summed(1) : summed(j));
+            expect_words(r, j, j < 2 ? 2 * summed(j) : r == 1 && j == 5 ? summed(1) : summed(j));
     for (int r = 0; r < N; r++)
         for (int j = 0; j < BUFS; j++) {
             nt_use(&rk[r]);
             CHECK_CU(cuMemFree(buf[r][j]));
         }
     nt_ranks_free(rk, N);
-    EXPECT(disabled || (sh_calls("ncclAllReduce") == N * BUFS &&
-                        sh_calls("ncclGroupEnd") == BUFS + 1),
+    EXPECT(disabled || (sh_calls("ncclAllReduce") == N * (BUFS + 2) &&
+                        sh_calls("ncclGroupEnd") == BUFS + 2),
            "wrappers entered: ncclAllReduce %lld, ncclGroupEnd %lld; expected %d and %d",
-           sh_calls("ncclAllReduce"), sh_calls("ncclGroupEnd"), N * BUFS, BUFS + 1);
+           sh_calls("ncclAllReduce"), sh_calls("ncclGroupEnd"), N * (BUFS + 2), BUFS + 2);
     printf("%d ranks x %d buffers of %llu MiB all-reduced and checked\n", N, BUFS,
            BUF_BYTES / MIB);
 }
