@@ -25,6 +25,10 @@
  *   - found anywhere else: unchanged.
  * With ELIXIR_DISABLE the driver's own function is returned where one exists.
  *
+ * An NCCL name of hooks_nccl.h found outside libelixir.so gives our wrapper, which remembers
+ * what was found as NCCL's function (a library opened with RTLD_LOCAL is reached no other
+ * way); with ELIXIR_DISABLE, what was found (wrap_nccl.c, shim_nccl_lookup).
+ *
  * Nothing here takes a lock of ours or starts the shim (the wrappers start it when called),
  * so a library probing symbols from its constructor, under the loader's lock, cannot
  * deadlock against a thread that is starting the shim; the fast path does not allocate or
