@@ -7,9 +7,10 @@
  * B from rank 1, and sends rank 0's A to rank 1's B; it prints each rank's A and B and its
  * communicator.  The test finds exactly six NCCL records, in call order, each with its
  * operation name, buffers, size in bytes, root or peer, communicator, device and a stream
- * other than the legacy one; then `elixir-trace timeline --chrome` of the trace must show
- * the operations by name.
+ * other than the legacy one; then `elixir-trace summary` must count them by operation and
+ * `elixir-trace timeline --chrome` must show them by name.
  */
+#include <fcntl.h>
 #include <spawn.h>
 #include <sys/wait.h>
 
@@ -91,26 +92,54 @@ static void check_records(const tt_trace_t *t, const char *out)
     }
 }
 
-/* elixir-trace timeline --chrome json trace: it succeeds and the JSON names the operations. */
-static void check_tool(const char *trace)
+/* Runs $BUILD/bin/elixir-trace with args, its output into `out`; it must exit 0.  Returns
+ * what it wrote into `file` (static; "" when none). */
+static const char *tool(const char *const *args, const char *out, const char *file)
 {
     const char *build = getenv("BUILD");
-    char tool[512], json[256];
+    char path[512];
+    char *argv[8];
+    size_t n = 0;
     pid_t pid;
     int status;
-    snprintf(tool, sizeof(tool), "%s/bin/elixir-trace", build && *build ? build : "build");
-    snprintf(json, sizeof(json), "%s.json", trace);
-    char *argv[] = { tool, "timeline", "--chrome", json, (char *)trace, NULL };
-    EXPECT(posix_spawn(&pid, tool, NULL, NULL, argv, environ) == 0, "cannot run %s", tool);
+    posix_spawn_file_actions_t fa;
+    snprintf(path, sizeof(path), "%s/bin/elixir-trace", build && *build ? build : "build");
+    argv[n++] = path;
+    while (*args && n < 7)
+        argv[n++] = (char *)*args++;
+    argv[n] = NULL;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, 1, out, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    EXPECT(posix_spawn(&pid, path, &fa, NULL, argv, environ) == 0, "cannot run %s", path);
+    posix_spawn_file_actions_destroy(&fa);
     EXPECT(waitpid(pid, &status, 0) == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0,
-           "%s timeline failed (status 0x%x)", tool, status);
-    FILE *f = fopen(json, "r");
-    EXPECT(f, "no %s", json);
+           "%s %s failed (status 0x%x)", path, argv[1], status);
     static char text[1 << 20];
-    size_t len = fread(text, 1, sizeof(text) - 1, f);
-    fclose(f);
-    unlink(json);
+    FILE *f = fopen(file, "r");
+    size_t len = f ? fread(text, 1, sizeof(text) - 1, f) : 0;
+    if (f)
+        fclose(f);
+    unlink(file);
     text[len] = 0;
+    return text;
+}
+
+/* `summary` counts the calls by operation; `timeline --chrome` names each of them. */
+static void check_tool(const char *trace)
+{
+    char out[256], json[256];
+    snprintf(out, sizeof(out), "%s.out", trace);
+    snprintf(json, sizeof(json), "%s.json", trace);
+    const char *summary[] = { "summary", trace, NULL };
+    const char *text = tool(summary, out, out);
+    static const char *const rows[] = { "nccl calls  6\n", "  allReduce              2",
+                                        "  broadcast              2", "  send                   1",
+                                        "  recv                   1" };
+    for (size_t i = 0; i < ARRAY_LEN(rows); i++)
+        EXPECT(strstr(text, rows[i]), "the summary lacks '%s':\n%s", rows[i], text);
+    const char *timeline[] = { "timeline", "--chrome", json, trace, NULL };
+    text = tool(timeline, out, json);
+    unlink(out);
     static const char *const names[] = { "\"allReduce\"", "\"broadcast\"", "\"send\"",
                                          "\"recv\"" };
     for (size_t i = 0; i < ARRAY_LEN(names); i++)
@@ -130,7 +159,7 @@ int main(int argc, char **argv)
     sh_run_t r = tt_record_scenario("nccl", 0, &t);
     check_records(&t, r.out);
     check_tool(path);
-    printf("%zu NCCL records as called; the timeline names them\n", tt_count(&t, TRC_EV_NCCL));
+    printf("%zu NCCL records as called; the summary counts them, the timeline names them\n", tt_count(&t, TRC_EV_NCCL));
     tt_free(&t);
     sh_run_free(&r);
     return 0;

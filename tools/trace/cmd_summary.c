@@ -209,6 +209,37 @@ static void print_evictions(const tm_trace_t *t)
                    text_bytes(bytes[k], b[1]));
 }
 
+/* NCCL calls by operation, in the order each was first called (nothing without any). */
+static void print_nccl(const tm_trace_t *t)
+{
+    enum { ROWS = 32 };
+    const char *names[ROWS];
+    uint64_t counts[ROWS] = { 0 }, bytes[ROWS] = { 0 };
+    size_t nr = 0, calls = 0;
+    char b[32];
+    for (size_t i = 0; i < t->nops; i++) {
+        const tm_op_t *o = &t->ops[i];
+        if (o->type != TRC_EV_NCCL)
+            continue;
+        const char *name = o->name && *o->name ? o->name : "?";
+        size_t k = 0;
+        while (k < nr && strcmp(names[k], name) != 0)
+            k++;
+        if (k == nr && nr == ROWS)
+            k = nr - 1;                /* names beyond the table share its last row */
+        else if (k == nr)
+            names[nr++] = name;
+        counts[k]++;
+        bytes[k] += o->bytes;
+        calls++;
+    }
+    if (!calls)
+        return;
+    printf("nccl calls  %zu\n", calls);
+    for (size_t k = 0; k < nr; k++)
+        printf("  %-14s  %8" PRIu64 "  %12s\n", names[k], counts[k], text_bytes(bytes[k], b));
+}
+
 static cli_opt_t summary_opts[] = {
     { "--top", "N", "kernels and allocations to list (default 10; 0: all)", NULL },
     { "--stack-depth", "N", "call-site frames per allocation (default 3; 0: all)", NULL },
@@ -233,6 +264,7 @@ static int run_summary(const cli_cmd_t *c, char **pos)
     print_allocs(&t, top, depth);
     print_migrations(&t);
     print_evictions(&t);
+    print_nccl(&t);
     free(dv);
     tm_free(&t);
     return 0;
@@ -252,7 +284,8 @@ const cli_cmd_t cmd_summary = {
                "bytes per tier and device (from the MEMORY records), the top kernels by\n"
                "device time, the largest allocations with their call sites, migrations per\n"
                "direction with how much of their time was hidden behind kernels running on\n"
-               "the same device, and evictions by reason.",
+               "the same device, evictions by reason, and NCCL calls by operation (calls\n"
+               "and bytes) when there are any.",
     .opts = summary_opts,
     .run = run_summary,
 };
