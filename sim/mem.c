@@ -620,6 +620,7 @@ static int describe(uint64_t ptr, ptr_desc_t *d)
     if (r) {
         d->rg = *r;
         d->rg.maps = NULL;
+        d->rg.pages = NULL;
         d->mapped = 1;
         d->host = r->kind == SIM_RANGE_HOST || r->kind == SIM_RANGE_REGISTERED;
         d->device = r->device;

@@ -145,6 +145,9 @@ typedef struct sim_range {
     struct CUmemPoolHandle_st *pool;
     sim_mapping_t *maps;    /* RESERVED: its mappings, sorted by address */
     size_t nmaps, capmaps;
+    uint32_t *pages;        /* RESERVED: per granule, 1 + the index in maps of the mapping
+                             * holding it (0: none); NULL before the first mapping, or for
+                             * reservations too large to index (then maps is searched) */
 } sim_range_t;
 
 /* What an address is, as far as copies and launches are concerned. */

@@ -34,6 +34,11 @@ struct sim_phys {
 
 const sim_mapping_t *sim_vmm_lookup(const sim_range_t *r, uint64_t addr)
 {
+    if (r->pages) {
+        uint64_t off = addr - r->base;
+        uint32_t i = off < r->size ? r->pages[off / GRANULARITY] : 0;
+        return i ? &r->maps[i - 1] : NULL;
+    }
     size_t lo = 0, hi = r->nmaps;
     while (lo < hi) {
         size_t mid = (lo + hi) / 2;
@@ -173,6 +178,7 @@ SIM_API CUresult CUDAAPI cuMemAddressFree(CUdeviceptr ptr, size_t size)
         return CUDA_ERROR_INVALID_VALUE;
     sim_range_remove(ptr, &rg);
     free(rg.maps);
+    free(rg.pages);
     sim_race_forget_range(rg.base, rg.size);
     munmap((void *)(uintptr_t)rg.base, rg.size);
     return CUDA_SUCCESS;
@@ -248,6 +254,38 @@ SIM_API CUresult CUDAAPI cuMemRelease(CUmemGenericAllocationHandle handle)
 
 /* ---------------------------------------------------------------- map and unmap */
 
+/*
+ * The granule index of a reservation (sim_range_t.pages): kernel launches look up every
+ * pointer argument, and a binary search over thousands of mappings would make pointers into
+ * VMM memory cost more than pointers from cuMemAlloc.  Kept for reservations of up to
+ * PAGES_MAX granules (4 bytes each); larger ones are searched.
+ */
+#define PAGES_MAX (16u << 20)
+
+/* Index mappings [from, nmaps) of rg, creating the index (of every mapping) when missing. */
+static void pages_index(sim_range_t *rg, size_t from)
+{
+    if (!rg->pages) {
+        if (rg->size / GRANULARITY > PAGES_MAX ||
+            !(rg->pages = calloc(rg->size / GRANULARITY, sizeof(*rg->pages))))
+            return;
+        from = 0;
+    }
+    for (size_t i = from; i < rg->nmaps; i++) {
+        uint64_t first = (rg->maps[i].va - rg->base) / GRANULARITY;
+        for (uint64_t g = 0; g < rg->maps[i].size / GRANULARITY; g++)
+            rg->pages[first + g] = (uint32_t)(i + 1);
+    }
+}
+
+/* [va, va + size) of rg is no longer mapped. */
+static void pages_clear(sim_range_t *rg, uint64_t va, uint64_t size)
+{
+    if (rg->pages)
+        memset(&rg->pages[(va - rg->base) / GRANULARITY], 0,
+               size / GRANULARITY * sizeof(*rg->pages));
+}
+
 static int insert_mapping(sim_range_t *rg, const sim_mapping_t *m)
 {
     if (rg->nmaps == rg->capmaps) {
@@ -264,6 +302,7 @@ static int insert_mapping(sim_range_t *rg, const sim_mapping_t *m)
     memmove(&rg->maps[i + 1], &rg->maps[i], (rg->nmaps - i) * sizeof(*m));
     rg->maps[i] = *m;
     rg->nmaps++;
+    pages_index(rg, i);
     return 0;
 }
 
@@ -348,6 +387,8 @@ SIM_API CUresult CUDAAPI cuMemUnmap(CUdeviceptr ptr, size_t size)
     memmove(&rg->maps[first], &rg->maps[last + 1],
             (rg->nmaps - last - 1) * sizeof(sim_mapping_t));
     rg->nmaps -= last - first + 1;
+    pages_clear(rg, ptr, size);
+    pages_index(rg, first);
     pthread_rwlock_unlock(&sim_reg_lock);
     sim_host_access(ptr, size, 1, "cuMemUnmap");
     return CUDA_SUCCESS;
