@@ -51,15 +51,16 @@ static void add_range(collect_t *k, uint64_t p, uint64_t bytes)
             res_collect_chunk(k, ci);
 }
 
-/* The entry of h for device d (added when new; not locked yet). */
-static held_dev_t *entry_for(res_nccl_t *h, res_dev_t *d)
+/* The entry of h for device d (added when new; not locked yet).  Its context is the caller's:
+ * NCCL's NULL stream is the legacy stream of the current context, as a launch's is. */
+static held_dev_t *entry_for(res_nccl_t *h, res_dev_t *d, CUcontext ctx)
 {
     for (int i = 0; i < h->ndev; i++)
         if (h->dev[i].d == d)
             return &h->dev[i];
     held_dev_t *e = &h->dev[h->ndev++];
     e->d = d;
-    e->k = (collect_t){ .d = d, .ctx = d->ctx, .cap = INLINE_IDS };
+    e->k = (collect_t){ .d = d, .ctx = ctx, .cap = INLINE_IDS };
     return e;
 }
 
@@ -96,14 +97,17 @@ res_nccl_t *res_nccl_begin(const uint64_t ptr[2], const uint64_t bytes[2], CUstr
         owner[i] = ptr[i] ? res_owner(ptr[i]) : NULL;
     if ((!owner[0] && !owner[1]) || !(h = calloc(1, sizeof(*h))))
         return NULL;
+    CUcontext ctx = NULL;
+    if (DRV(cuCtxGetCurrent)(&ctx) != CUDA_SUCCESS)
+        ctx = NULL;
     h->stream = s;
     for (int i = 0; i < 2; i++)
         if (owner[i])
-            entry_for(h, owner[i]);
+            entry_for(h, owner[i], ctx);
     lock_all(h);
     for (int i = 0; i < 2; i++)
         if (owner[i])
-            add_range(&entry_for(h, owner[i])->k, ptr[i], bytes[i]);
+            add_range(&entry_for(h, owner[i], ctx)->k, ptr[i], bytes[i]);
     for (int i = 0; i < h->ndev; i++) {
         held_dev_t *e = &h->dev[i];
         relax_t rx = relax_begin();

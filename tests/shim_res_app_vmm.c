@@ -30,10 +30,7 @@ static CUfunction fill, verify;
 static CUdeviceptr buf[BUFS], bad;
 
 /* Chunks of the arena (the buffers' and the one holding `bad`) in device memory. */
-static int arena_chunks_on_device(void)
-{
-    return (sh_where(bad) == 'G') + sh_chunks_on_device(buf, BUFS, BUF, CHUNK);
-}
+#define ARENA_CHUNKS_ON_DEVICE() sh_arena_chunks_on_device(bad, buf, BUFS, BUF, CHUNK)
 
 /* The application's own 8 MiB: created, mapped, filled; arena chunks made room for it. */
 static CUdeviceptr app_map(CUmemGenericAllocationHandle *h, size_t free0)
@@ -45,7 +42,7 @@ static CUdeviceptr app_map(CUmemGenericAllocationHandle *h, size_t free0)
     CUdeviceptr va;
 
     CHECK_CU(cuMemCreate(h, 2 * BUF, &prop, 0));
-    int resident = arena_chunks_on_device();
+    int resident = ARENA_CHUNKS_ON_DEVICE();
     EXPECT(resident <= 5, "%d arena chunks in device memory beside 8 MiB of the application's "
            "in an 18 MiB budget", resident);
     EXPECT(sh_free_now() == free0 - 2 * BUF, "cuMemGetInfo free %zu after creating 8 MiB, %zu "
@@ -65,8 +62,8 @@ static void arena_beside(CUdeviceptr va)
     for (uint32_t i = 0; i < BUFS; i++) {
         snprintf(what, sizeof(what), "arena buffer %u beside it", i);
         sh_expect_verified(verify, buf[i], WORDS, i, bad, what);
-        EXPECT(arena_chunks_on_device() <= 5, "%d arena chunks in device memory after %s",
-               arena_chunks_on_device(), what);
+        EXPECT(ARENA_CHUNKS_ON_DEVICE() <= 5, "%d arena chunks in device memory after %s",
+               ARENA_CHUNKS_ON_DEVICE(), what);
         EXPECT(sh_where(va) == 'G' && sh_where(va + BUF) == 'G',
                "the application's memory was moved");
     }
@@ -98,8 +95,8 @@ static void scenario(void)
            sh_free_now(), free0);
     for (uint32_t i = 0; i < BUFS; i++)
         sh_expect_verified(verify, buf[i], WORDS, i, bad, "arena buffer after the release");
-    EXPECT(arena_chunks_on_device() == 9, "only %d arena chunks of 9 in device memory after "
-           "the release", arena_chunks_on_device());
+    EXPECT(ARENA_CHUNKS_ON_DEVICE() == 9, "only %d arena chunks of 9 in device memory after "
+           "the release", ARENA_CHUNKS_ON_DEVICE());
     for (int i = 0; i < BUFS; i++)
         CHECK_CU(cuMemFree(buf[i]));
     CHECK_CU(cuMemFree(bad));

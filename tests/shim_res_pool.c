@@ -28,10 +28,7 @@ static CUfunction fill, verify;
 static CUdeviceptr buf[BUFS], bad;
 
 /* Chunks of the arena (the buffers' and the one holding `bad`) in device memory. */
-static int arena_chunks_on_device(void)
-{
-    return (sh_where(bad) == 'G') + sh_chunks_on_device(buf, BUFS, BUF, CHUNK);
-}
+#define ARENA_CHUNKS_ON_DEVICE() sh_arena_chunks_on_device(bad, buf, BUFS, BUF, CHUNK)
 
 /* 8 MiB from the pool beside the full arena; every buffer checked. */
 static void pool_beside(CUmemoryPool pool, CUstream s, size_t free0)
@@ -40,7 +37,7 @@ static void pool_beside(CUmemoryPool pool, CUstream s, size_t free0)
     char what[48];
 
     CHECK_CU(cuMemAllocFromPoolAsync(&p, 2 * BUF, pool, s));
-    int resident = arena_chunks_on_device();
+    int resident = ARENA_CHUNKS_ON_DEVICE();
     EXPECT(resident <= 5, "%d arena chunks in device memory beside 8 MiB of pool memory in an "
            "18 MiB budget", resident);
     EXPECT(sh_free_now() == free0 - 2 * BUF, "cuMemGetInfo free %zu with 8 MiB of pool memory, "
@@ -50,8 +47,8 @@ static void pool_beside(CUmemoryPool pool, CUstream s, size_t free0)
     for (uint32_t i = 0; i < BUFS; i++) {
         snprintf(what, sizeof(what), "arena buffer %u beside the pool", i);
         sh_expect_verified(verify, buf[i], WORDS, i, bad, what);
-        EXPECT(arena_chunks_on_device() <= 5, "%d arena chunks in device memory after %s",
-               arena_chunks_on_device(), what);
+        EXPECT(ARENA_CHUNKS_ON_DEVICE() <= 5, "%d arena chunks in device memory after %s",
+               ARENA_CHUNKS_ON_DEVICE(), what);
     }
     sh_expect_verified(verify, p, 2 * WORDS, 40, bad, "the pool memory");
     CHECK_CU(cuMemFreeAsync(p, s));

@@ -418,6 +418,14 @@ static inline int sh_chunks_on_device(const CUdeviceptr *bufs, int n, size_t byt
     return on;
 }
 
+/* Chunks of the arena in device memory among the n buffers' `chunk`-byte pieces and the one
+ * holding `bad` (a small allocation of its own chunk). */
+static inline int sh_arena_chunks_on_device(CUdeviceptr bad, const CUdeviceptr *bufs, int n,
+                                            size_t bytes, size_t chunk)
+{
+    return (sh_where(bad) == 'G') + sh_chunks_on_device(bufs, n, bytes, chunk);
+}
+
 /* The free memory cuMemGetInfo reports now. */
 static inline size_t sh_free_now(void)
 {
