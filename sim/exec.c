@@ -545,11 +545,8 @@ static int kernel_precheck(const sim_op_t *op, uint64_t *bad)
     int dev = op->stream->ctx->device;
     for (size_t off = 0; off + 8 <= k->args_size; off += 8) {
         uint64_t v;
-        sim_ptr_info_t info;
         memcpy(&v, k->args + off, 8);
-        if (v < 4096 || sim_ptr_info(v, &info) < 0 || info.kind != SIM_RANGE_RESERVED)
-            continue;
-        if (info.mapped && !((info.access >> dev) & 1)) {
+        if (v >= 4096 && sim_vmm_denied(v, dev)) {
             *bad = v;
             return -EFAULT;
         }

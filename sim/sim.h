@@ -185,6 +185,9 @@ struct sim_mapping {
 
 /* Look up the mapping of a reserved range that contains addr (caller holds the registry). */
 const sim_mapping_t *sim_vmm_lookup(const sim_range_t *r, uint64_t addr);
+/* Does addr lie in mapped VMM memory that device dev has no access to?  (What a launch checks
+ * of each pointer argument; other memory is not its concern.) */
+int sim_vmm_denied(uint64_t addr, int dev);
 int sim_vmm_phys_is_host(const struct sim_phys *p);
 const CUmemAllocationProp *sim_vmm_phys_prop(const struct sim_phys *p);
 uint64_t sim_vmm_phys_id(const struct sim_phys *p);

@@ -52,6 +52,16 @@ const sim_mapping_t *sim_vmm_lookup(const sim_range_t *r, uint64_t addr)
     return NULL;
 }
 
+int sim_vmm_denied(uint64_t addr, int dev)
+{
+    pthread_rwlock_rdlock(&sim_reg_lock);
+    const sim_range_t *r = sim_range_lookup_locked(addr);
+    const sim_mapping_t *m = r && r->kind == SIM_RANGE_RESERVED ? sim_vmm_lookup(r, addr) : NULL;
+    int denied = m && !((m->access >> dev) & 1);
+    pthread_rwlock_unlock(&sim_reg_lock);
+    return denied;
+}
+
 int sim_vmm_phys_is_host(const struct sim_phys *p)
 {
     return p->prop.location.type != CU_MEM_LOCATION_TYPE_DEVICE;
