@@ -164,39 +164,19 @@ static int setup(res_dev_t *d, int device, CUcontext ctx)
     return 0;
 }
 
-/* The device of the current context ctx, cached per thread for the last context seen;
- * res_code_gen tells when contexts went away (a new one may then have the same address). */
-static int ctx_device(CUcontext ctx, CUdevice *dev)
+static int dev_ready(const res_dev_t *d)
 {
-    static SHIM_TLS CUcontext last_ctx;
-    static SHIM_TLS CUdevice last_dev;
-    static SHIM_TLS unsigned last_gen;
-    unsigned gen = atomic_load_explicit(&res_code_gen, memory_order_acquire);
-
-    if (ctx == last_ctx && gen == last_gen) {
-        *dev = last_dev;
-        return 0;
-    }
-    if (DRV(cuCtxGetDevice)(dev) != CUDA_SUCCESS)
-        return -1;
-    last_ctx = ctx;
-    last_dev = *dev;
-    last_gen = gen;
-    return 0;
+    return atomic_load_explicit((_Atomic int *)&d->ready, memory_order_acquire) > 0;
 }
 
-/* The residency state of the current context's device (the context in *ctxp when not NULL);
- * NULL when the shim cannot serve it (the caller then passes the call to the driver, whose
- * answer is the right one). */
-static res_dev_t *current_dev(CUcontext *ctxp)
+/* The residency state of context ctx's device (ctx current), set up on first use; NULL when
+ * the shim cannot serve it. */
+static res_dev_t *ctx_dev(CUcontext ctx)
 {
-    CUcontext ctx = NULL;
     CUdevice dev;
-    if (shim_disabled() || !DRV(cuCtxGetCurrent) || DRV(cuCtxGetCurrent)(&ctx) != CUDA_SUCCESS ||
-        !ctx || ctx_device(ctx, &dev) != 0 || dev < 0 || dev >= MAX_DEVICES)
+    if (shim_disabled() || DRV(cuCtxGetDevice)(&dev) != CUDA_SUCCESS || dev < 0 ||
+        dev >= MAX_DEVICES)
         return NULL;
-    if (ctxp)
-        *ctxp = ctx;
     res_dev_t *d = &res_devs[dev];
     if (atomic_load_explicit((_Atomic int *)&d->ready, memory_order_acquire) == 0) {
         pthread_mutex_lock(&setup_lock);
@@ -212,9 +192,35 @@ static res_dev_t *current_dev(CUcontext *ctxp)
     return d->ready > 0 ? d : NULL;
 }
 
-static int dev_ready(const res_dev_t *d)
+/* The calling thread's last current context and what ctx_dev answered for it.  res_code_gen
+ * tells when contexts went away (a new one may then have the same address); a forked child
+ * sees its devices not ready. */
+typedef struct ctx_memo {
+    CUcontext ctx;
+    unsigned gen;
+    res_dev_t *d;
+} ctx_memo_t;
+
+static SHIM_TLS ctx_memo_t ctx_memo;
+
+/* The residency state of the current context's device (the context in *ctxp when not NULL);
+ * NULL when the shim cannot serve it (the caller then passes the call to the driver, whose
+ * answer is the right one).  Every launch asks: one driver call and the thread's memo. */
+static res_dev_t *current_dev(CUcontext *ctxp)
 {
-    return atomic_load_explicit((_Atomic int *)&d->ready, memory_order_acquire) > 0;
+    shim_pfn_cuCtxGetCurrent_t get = DRV(cuCtxGetCurrent);
+    CUcontext ctx = NULL;
+    if (!get || get(&ctx) != CUDA_SUCCESS || !ctx)
+        return NULL;
+    if (ctxp)
+        *ctxp = ctx;
+    unsigned gen = atomic_load_explicit(&res_code_gen, memory_order_acquire);
+    res_dev_t *d = ctx_memo.d;
+    if (ctx == ctx_memo.ctx && gen == ctx_memo.gen && d && dev_ready(d))
+        return d;
+    d = ctx_dev(ctx);
+    ctx_memo = (ctx_memo_t){ ctx, gen, d };
+    return d;
 }
 
 /* The residency state of device ordinal `device`: set up already, or set up now when it is

@@ -220,6 +220,7 @@ typedef struct collect {
     uint32_t *ids;                  /* inline_ids, or a heap array beyond INLINE_IDS */
     size_t n, cap;
     int unknown;                    /* some argument could not be inspected */
+    int away;                       /* some chunk collected was not in GPU memory */
     int capturing;                  /* the stream captures: the work is not run now */
     int busy;                       /* this thread's collect is in use */
     uint32_t inline_ids[INLINE_IDS];
@@ -261,8 +262,15 @@ void res_hold(res_dev_t *d, uint32_t ci);
 void res_unhold(res_dev_t *d, uint32_t ci);
 /* Pin chunk ci resident: never evicted again; brought into GPU memory if it can be. */
 void res_pin(res_dev_t *d, uint32_t ci);
-/* Make what operation k reaches usable before it is enqueued (see the definition). */
-void res_reach(res_dev_t *d, collect_t *k, int promote);
+/* Make what operation k reaches usable before it is enqueued (see the definition of
+ * res_reach_away); nothing to do while every chunk it collected is in GPU memory, unless it
+ * reached unknown memory on a device whose evicted chunks are unmapped. */
+void res_reach_away(res_dev_t *d, collect_t *k, int promote);
+static inline void res_reach(res_dev_t *d, collect_t *k, int promote)
+{
+    if (k->away || (k->unknown && !d->host_mappable))
+        res_reach_away(d, k, promote);
+}
 
 /* ---------------------------------------------------------------- res_launch.c */
 /* Does stream s (ptds: the _ptsz ABI) capture, or refuse the question? */

@@ -37,7 +37,7 @@ static collect_t *collect_open(res_dev_t *d, CUcontext ctx)
     k->ids = k->inline_ids;
     k->n = 0;
     k->cap = INLINE_IDS;
-    k->unknown = k->capturing = 0;
+    k->unknown = k->capturing = k->away = 0;
     res_lock(&d->lock);
     k->serial = ++d->serial ? d->serial : ++d->serial;
     return k;
@@ -78,6 +78,7 @@ static inline void collect_chunk(collect_t *k, uint32_t ci)
     if (c->seen == k->serial)
         return;
     c->seen = k->serial;
+    k->away |= c->tier != TIER_GPU;
     if (k->n < k->cap || collect_grow(k) == 0)
         k->ids[k->n++] = ci;
 }
@@ -88,7 +89,7 @@ static inline void collect_chunk(collect_t *k, uint32_t ci)
  * allocation (the slack of a slot, a freed slot, a word that only looks like a pointer)
  * collects the chunk too, which costs residency and a recorded use, never correctness.
  */
-static inline void collect_ptr(collect_t *k, uint64_t p)
+static SHIM_ALWAYS_INLINE void collect_ptr(collect_t *k, uint64_t p)
 {
     res_dev_t *d = k->d;
     uint64_t off = p - d->base;
@@ -186,8 +187,11 @@ static const kparams_t *kparams(res_dev_t *d, CUfunction f, kparams_t *tmp)
 {
     unsigned gen = atomic_load_explicit(&res_code_gen, memory_order_acquire);
     unsigned h = (unsigned)(((uint64_t)(uintptr_t)f * 0x9E3779B97F4A7C15ull) >> 40);
-    kparams_t *kp = tmp;
+    kparams_t *kp = &d->kcache[h % KCACHE];
 
+    if (SHIM_LIKELY(kp->f == f && kp->gen == gen))
+        return kp;                      /* the usual case: found at the first probe */
+    kp = tmp;
     for (unsigned p = 0; p < KPROBE; p++) {
         kparams_t *e = &d->kcache[(h + p) % KCACHE];
         if (e->f == f && e->gen == gen)
@@ -203,10 +207,11 @@ static const kparams_t *kparams(res_dev_t *d, CUfunction f, kparams_t *tmp)
     return kp;
 }
 
-static void collect_params(collect_t *k, const shim_launch_t *l, trace_words_t *t)
+/* The kernelParams of kernel f (traced when t is not NULL). */
+static void collect_params(collect_t *k, CUfunction f, void **params, trace_words_t *t)
 {
     kparams_t tmp;
-    const kparams_t *kp = kparams(k->d, l->f, &tmp);
+    const kparams_t *kp = kparams(k->d, f, &tmp);
 
     if (kp->n == 0)
         k->unknown = 1;             /* no parameter information: the arguments are opaque */
@@ -214,31 +219,27 @@ static void collect_params(collect_t *k, const shim_launch_t *l, trace_words_t *
         for (unsigned i = 0; i < kp->n; i++) {
             uint64_t v;
             if (kp->sizes[i] != 8) {
-                collect_words(k, l->params[i], kp->sizes[i], NULL);
+                collect_words(k, params[i], kp->sizes[i], NULL);
                 continue;
             }
-            memcpy(&v, l->params[i], 8);
+            memcpy(&v, params[i], 8);
             collect_ptr(k, v);
         }
     } else {
         for (unsigned i = 0; i < kp->n; i++)
-            collect_words(k, l->params[i], kp->sizes[i], t);
+            collect_words(k, params[i], kp->sizes[i], t);
     }
     if (kp == &tmp)
         free(tmp.sizes);
 }
 
-static void collect_launch(collect_t *k, const shim_launch_t *l)
+/* A launch that is recorded (the tracer sees the words too) or passes `extra`. */
+static SHIM_COLD void collect_launch_words(collect_t *k, const shim_launch_t *l)
 {
     trace_words_t words, *t = NULL;
-    if (l->op) {                        /* recorded: the tracer sees the words too */
+    if (l->op) {
         words.n = 0;
         t = &words;
-    }
-
-    if (!l->f || l->kind == SHIM_LAUNCH_LEGACY) {
-        k->unknown = 1;     /* a graph (nodes not inspected), or arguments set by cuParamSet* */
-        return;
     }
     if (l->extra) {
         for (size_t i = 0; l->extra[i] != CU_LAUNCH_PARAM_END && i < 64; i += 2)
@@ -250,10 +251,20 @@ static void collect_launch(collect_t *k, const shim_launch_t *l)
                 collect_words(k, l->extra[i + 1], size, t);
             }
     } else if (l->params) {
-        collect_params(k, l, t);
+        collect_params(k, l->f, l->params, t);
     }
     if (t)
         trace_flush(k, t);
+}
+
+static void collect_launch(collect_t *k, const shim_launch_t *l)
+{
+    if (!l->f || l->kind == SHIM_LAUNCH_LEGACY)
+        k->unknown = 1;     /* a graph (nodes not inspected), or arguments set by cuParamSet* */
+    else if (l->op || l->extra)
+        collect_launch_words(k, l);
+    else if (l->params)
+        collect_params(k, l->f, l->params, NULL);
 }
 
 unsigned res_code_generation(void)

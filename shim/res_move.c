@@ -613,7 +613,7 @@ static void pin_everything(res_dev_t *d)
  * place).  Where it is not, every collected chunk on the host must come back, and an
  * operation that reached unknown memory pins everything (pin_everything).
  */
-void res_reach(res_dev_t *d, collect_t *k, int promote)
+void res_reach_away(res_dev_t *d, collect_t *k, int promote)
 {
     int must = !d->host_mappable;
     if (!must && !promote)

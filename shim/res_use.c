@@ -332,17 +332,34 @@ static int join_op(res_dev_t *d, collect_t *k, int slot, use_event_t *e)
     return n;
 }
 
-/*
- * After the operation was enqueued on stream s: its chunks' (and, when it reached unknown
- * memory, the fence's) last use is now.  On a stream with a slot that is a tick, no event;
- * otherwise an event recorded at once.  A chunk used on several streams keeps its earlier
- * uses elsewhere in `prior`, joined on the join stream into one event, so that a migration
- * waits for all of them.
- */
-void res_finish(res_dev_t *d, collect_t *k, CUstream s, int ptds)
+/* The common case of res_finish: on stream slot `slot`, where no use of the operation's
+ * chunks (nor the fence, when it reached unknown memory) has to be joined, each becomes the
+ * slot's next tick.  Returns 0, having changed nothing, when some use needs a join. */
+static int finish_on_slot(res_dev_t *d, const collect_t *k, int slot)
 {
-    int lazy = atomic_load_explicit(&res_captures, memory_order_acquire) == 0;
-    int slot = lazy ? stream_slot(d, s, ptds, k->ctx) : -1;
+    for (size_t i = 0; i < k->n; i++)
+        if (join_needed(&d->chunks[k->ids[i]].use, slot))
+            return 0;
+    if (k->unknown && join_needed(&d->fence, slot))
+        return 0;
+    uint64_t tick = ++d->streams[slot].tick;
+    for (size_t i = 0; i < k->n; i++) {
+        use_t *u = &d->chunks[k->ids[i]].use;
+        u->slot = (uint16_t)(slot + 1);
+        u->tick = tick;
+        res_touch(d, k->ids[i]);
+    }
+    if (k->unknown) {
+        d->fence.slot = (uint16_t)(slot + 1);
+        d->fence.tick = tick;
+    }
+    return 1;
+}
+
+/* res_finish where finish_on_slot does not do: an event recorded at once (slot < 0), or
+ * uses that must be joined. */
+static SHIM_COLD void finish_joined(res_dev_t *d, collect_t *k, CUstream s, int ptds, int slot)
+{
     use_event_t *e = slot < 0 ? res_record(d, s, ptds) : NULL;
     if (slot < 0 && !e)
         return;
@@ -357,5 +374,20 @@ void res_finish(res_dev_t *d, collect_t *k, CUstream s, int ptds)
         use_set(d, &d->fence, slot, tick, j);
     event_put(d, j);
     event_put(d, e);
+}
+
+/*
+ * After the operation was enqueued on stream s: its chunks' (and, when it reached unknown
+ * memory, the fence's) last use is now.  On a stream with a slot that is a tick, no event;
+ * otherwise an event recorded at once.  A chunk used on several streams keeps its earlier
+ * uses elsewhere in `prior`, joined on the join stream into one event, so that a migration
+ * waits for all of them.
+ */
+void res_finish(res_dev_t *d, collect_t *k, CUstream s, int ptds)
+{
+    int lazy = atomic_load_explicit(&res_captures, memory_order_acquire) == 0;
+    int slot = lazy ? stream_slot(d, s, ptds, k->ctx) : -1;
+    if (slot < 0 || !finish_on_slot(d, k, slot))
+        finish_joined(d, k, s, ptds, slot);
 }
 

@@ -32,6 +32,10 @@
 
 #define SHIM_EXPORT __attribute__((visibility("default")))
 #define SHIM_LIKELY(x) __builtin_expect(!!(x), 1)
+/* For the per-launch path: a helper inlined into each caller, and the rare branch kept out
+ * of line (so that the common one saves and restores fewer registers). */
+#define SHIM_ALWAYS_INLINE inline __attribute__((always_inline))
+#define SHIM_COLD __attribute__((cold, noinline))
 #define SHIM_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
 /* Code that may run before a sanitizer runtime has started (the dlsym fast path: sanitizer
  * runtimes look up their interceptors' targets with dlsym while they initialise). */
