@@ -192,20 +192,11 @@ static res_dev_t *ctx_dev(CUcontext ctx)
     return d->ready > 0 ? d : NULL;
 }
 
-/* The calling thread's last current context and what ctx_dev answered for it.  res_code_gen
- * tells when contexts went away (a new one may then have the same address); a forked child
- * sees its devices not ready. */
-typedef struct ctx_memo {
-    CUcontext ctx;
-    unsigned gen;
-    res_dev_t *d;
-} ctx_memo_t;
-
-static SHIM_TLS ctx_memo_t ctx_memo;
+SHIM_TLS res_ctx_memo_t res_ctx_memo;
 
 /* The residency state of the current context's device (the context in *ctxp when not NULL);
  * NULL when the shim cannot serve it (the caller then passes the call to the driver, whose
- * answer is the right one).  Every launch asks: one driver call and the thread's memo. */
+ * answer is the right one). */
 static res_dev_t *current_dev(CUcontext *ctxp)
 {
     shim_pfn_cuCtxGetCurrent_t get = DRV(cuCtxGetCurrent);
@@ -215,11 +206,11 @@ static res_dev_t *current_dev(CUcontext *ctxp)
     if (ctxp)
         *ctxp = ctx;
     unsigned gen = atomic_load_explicit(&res_code_gen, memory_order_acquire);
-    res_dev_t *d = ctx_memo.d;
-    if (ctx == ctx_memo.ctx && gen == ctx_memo.gen && d && dev_ready(d))
+    res_dev_t *d = res_ctx_memo.d;
+    if (ctx == res_ctx_memo.ctx && gen == res_ctx_memo.gen && d && dev_ready(d))
         return d;
     d = ctx_dev(ctx);
-    ctx_memo = (ctx_memo_t){ ctx, gen, d };
+    res_ctx_memo = (res_ctx_memo_t){ ctx, gen, d };
     return d;
 }
 
@@ -951,8 +942,7 @@ void res_pool_changed(CUmemoryPool pool, int destroy)
 
 /* ---------------------------------------------------------------- devices */
 
-/* Which device's arena an operation concerns: the current one, if it has an arena. */
-res_dev_t *res_active_dev(CUcontext *ctx)
+res_dev_t *res_active_dev_slow(CUcontext *ctx)
 {
     for (int i = 0; i < MAX_DEVICES; i++)
         if (dev_ready(&res_devs[i]))

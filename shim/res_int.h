@@ -227,7 +227,35 @@ typedef struct collect {
 } collect_t;
 
 /* ---------------------------------------------------------------- res.c */
-res_dev_t *res_active_dev(CUcontext *ctx);
+/* The calling thread's last current context and the device state it resolved to (NULL: none
+ * the shim serves).  res_code_gen tells when contexts went away (a new one may then have the
+ * same address); a forked child sees its devices not ready. */
+typedef struct res_ctx_memo {
+    CUcontext ctx;
+    unsigned gen;
+    res_dev_t *d;
+} res_ctx_memo_t;
+
+extern SHIM_TLS res_ctx_memo_t res_ctx_memo;
+
+/* res_active_dev past the thread's memo: the current device if it has an arena, set up (and
+ * remembered) on first use while some device has one. */
+res_dev_t *res_active_dev_slow(CUcontext *ctx);
+
+/* Which device's arena an operation concerns (its context in *ctx): the current one, if it
+ * has an arena; NULL otherwise.  Every launch asks: one driver call and the thread's memo. */
+static inline res_dev_t *res_active_dev(CUcontext *ctx)
+{
+    shim_pfn_cuCtxGetCurrent_t get = DRV(cuCtxGetCurrent);
+    res_dev_t *d = res_ctx_memo.d;
+    if (!get || get(ctx) != CUDA_SUCCESS || !*ctx)
+        return NULL;
+    if (*ctx == res_ctx_memo.ctx && d &&
+        res_ctx_memo.gen == atomic_load_explicit(&res_code_gen, memory_order_acquire) &&
+        atomic_load_explicit((_Atomic int *)&d->ready, memory_order_acquire) > 0)
+        return d;
+    return res_active_dev_slow(ctx);
+}
 /* The device whose arena holds p, or NULL. */
 res_dev_t *res_owner(CUdeviceptr p);
 /* Free the deferred frees whose stream passed them (all of them, waiting, when `wait`);

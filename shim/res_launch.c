@@ -26,7 +26,7 @@ static SHIM_TLS collect_t thread_collect;
 
 /* Start collecting an operation on d: the thread's collect (a heap one if it is in use),
  * with d's lock taken; NULL when out of memory. */
-static collect_t *collect_open(res_dev_t *d, CUcontext ctx)
+static SHIM_ALWAYS_INLINE collect_t *collect_open(res_dev_t *d, CUcontext ctx)
 {
     collect_t *k = &thread_collect;
     if (k->busy && !(k = calloc(1, sizeof(*k))))
@@ -306,7 +306,7 @@ void res_launch_begin(shim_launch_t *l)
 }
 
 /* The end of an operation k on stream s: record its use if the driver took it. */
-static void op_end(collect_t *k, CUresult r, CUstream s, shim_hook_t h)
+static SHIM_ALWAYS_INLINE void op_end(collect_t *k, CUresult r, CUstream s, shim_hook_t h)
 {
     if (r == CUDA_SUCCESS && !k->capturing) {
         relax_t rx = relax_begin();
