@@ -389,16 +389,6 @@ int res_free(CUdeviceptr dptr, CUresult *r)
 
 /* ---------------------------------------------------------------- stream-ordered frees */
 
-/* Does stream s capture (or refuse the question)?  Not asked while no capture was begun. */
-static int stream_capturing(CUstream s, int ptds)
-{
-    if (atomic_load_explicit(&res_captures, memory_order_acquire) == 0)
-        return 0;
-    CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_NONE;
-    CUresult r = ptds ? DRV(cuStreamIsCapturing_ptsz)(s, &st) : DRV(cuStreamIsCapturing)(s, &st);
-    return r != CUDA_SUCCESS || st != CU_STREAM_CAPTURE_STATUS_NONE;
-}
-
 /*
  * cuMemFreeAsync of arena memory (d locked): the allocation goes back once an event recorded
  * now on stream s completes, which stream order puts after the work enqueued on s so far;
@@ -412,7 +402,7 @@ static int free_async(res_dev_t *d, CUdeviceptr dptr, CUstream s, int ptds)
     arena_info_t info;
     if (!live_base(d, dptr, &info))
         return -EINVAL;
-    if (stream_capturing(s, ptds)) {
+    if (res_stream_capturing(s, ptds)) {
         d->frees_captured++;
         if (SHIM_TRACING())
             shim_trace_free(dptr);
