@@ -93,17 +93,23 @@ static inline uint8_t *put_u_fast(uint8_t *p, uint64_t v)
     return p;
 }
 
+/* A launch's allocations as deltas, each from the one before (the first from prev), without
+ * a bound check: the caller made sure VARINT_MAX bytes per id fit. */
+static inline uint8_t *put_ids_fast(uint8_t *p, uint64_t prev, const uint64_t *ids, uint32_t n)
+{
+    for (uint32_t i = 0; i < n; i++) {
+        p = put_u_fast(p, zigzag((int64_t)(ids[i] - prev)));
+        prev = ids[i];
+    }
+    return p;
+}
+
 /* A launch's allocations are its bulk (tens of ids, a byte or two each): when the worst case
  * fits they are written without a bound check per byte, else through put_s. */
 static void put_allocs(wbuf_t *b, uint64_t prev, const uint64_t *ids, uint32_t n)
 {
     if ((size_t)(b->end - b->p) >= (size_t)n * VARINT_MAX) {
-        uint8_t *p = b->p;
-        for (uint32_t i = 0; i < n; i++) {
-            p = put_u_fast(p, zigzag((int64_t)(ids[i] - prev)));
-            prev = ids[i];
-        }
-        b->p = p;
+        b->p = put_ids_fast(b->p, prev, ids, n);
         return;
     }
     for (uint32_t i = 0; i < n; i++) {
@@ -273,6 +279,15 @@ static long frame(uint8_t *buf, uint32_t type, const wbuf_t *b)
     return (long)(2 + extra + len);
 }
 
+/* frame() for a LAUNCH payload ending at p (out of line: a record of 128 bytes or more is
+ * rare). */
+static __attribute__((noinline)) long frame_long(uint8_t *buf, uint8_t *p, uint8_t *end)
+{
+    wbuf_t b = { p, end, 0 };
+
+    return frame(buf, TRC_EV_LAUNCH, &b);
+}
+
 /* Starts a payload cursor, or reports -ENOSPC when not even the framing fits. */
 static int begin(wbuf_t *b, void *buf, size_t cap)
 {
@@ -294,7 +309,9 @@ static size_t launch_worst(const trc_launch_t *l)
 
 /*
  * The LAUNCH record, one per launch recorded, when its worst case fits (launch_worst): the
- * same bytes put_event and frame write, without a bound check per byte.
+ * same bytes put_event and frame write, without a bound check per byte.  The payload is
+ * built after room for a one-byte length, which is all the usual record (under 128 bytes)
+ * needs; a longer one is moved up by frame_long, for which launch_worst left room.
  */
 static long encode_launch(trc_enc_t *e, uint8_t *buf, size_t cap, const trc_event_t *ev)
 {
@@ -308,28 +325,32 @@ static long encode_launch(trc_enc_t *e, uint8_t *buf, size_t cap, const trc_even
     p = put_u_fast(p, l->func_id);
     p = put_u_fast(p, l->stream);
     p = put_u_fast(p, zigzag(l->device));
-    p = put_u_fast(p, l->span.has_times ? 1 : 0);
+    *p++ = l->span.has_times ? 1 : 0;
     if (l->span.has_times) {
         p = put_u_fast(p, zigzag((int64_t)(l->span.start - ev->time)));
         p = put_u_fast(p, l->span.end - l->span.start);
     }
     p = put_u_fast(p, l->nallocs);
-    wbuf_t b = { p, buf + cap, 0 };
-    put_allocs(&b, e->alloc, l->allocs, l->nallocs);
-    long n = frame(buf, TRC_EV_LAUNCH, &b);
-    if (n > 0) {
-        e->time = ev->time;
-        e->launch = l->id;
+    p = put_ids_fast(p, e->alloc, l->allocs, l->nallocs);
+    long n = (long)(p - buf);
+    if (n - 2 < 128) {
+        buf[0] = TRC_EV_LAUNCH;
+        buf[1] = (uint8_t)(n - 2);
+    } else if ((n = frame_long(buf, p, buf + cap)) < 0) {
+        return n;
     }
+    e->time = ev->time;
+    e->launch = l->id;
     return n;
 }
 
-long trc_encode_event(trc_enc_t *e, void *buf, size_t cap, const trc_event_t *ev)
+/* Any record but a LAUNCH that fits unchecked: built whole, then framed; e advances only
+ * when it was written.  Kept out of line, so that the launch path stays light. */
+static __attribute__((noinline)) long encode_checked(trc_enc_t *e, void *buf, size_t cap,
+                                                     const trc_event_t *ev)
 {
     wbuf_t b;
     trc_enc_t next = *e;
-    if (ev->type == TRC_EV_LAUNCH && cap >= launch_worst(&ev->u.launch))
-        return encode_launch(e, buf, cap, ev);
     if (begin(&b, buf, cap) < 0)
         return -ENOSPC;
     int rc = put_event(&b, &next, ev);
@@ -341,6 +362,13 @@ long trc_encode_event(trc_enc_t *e, void *buf, size_t cap, const trc_event_t *ev
     if (n > 0)
         *e = next;
     return n;
+}
+
+long trc_encode_event(trc_enc_t *e, void *buf, size_t cap, const trc_event_t *ev)
+{
+    if (ev->type == TRC_EV_LAUNCH && cap >= launch_worst(&ev->u.launch))
+        return encode_launch(e, buf, cap, ev);
+    return encode_checked(e, buf, cap, ev);
 }
 
 long trc_encode_string(trc_enc_t *e, void *buf, size_t cap, uint32_t id, const char *s,

@@ -390,21 +390,28 @@ static void once_init(void)
 
 /* ------------------------------------------------------------------ the hot path */
 
+/* Begins empty block b with a TIME_BASE record at `time`; its length, or a negative errno. */
+static __attribute__((noinline)) long put_time_base(tstate_t *t, block_t *b, uint64_t time)
+{
+    trc_event_t base = { .type = TRC_REC_TIME_BASE, .time = time };
+    long n = trc_encode_event(&t->enc, b->data, b->cap, &base);
+
+    if (n >= 0)
+        b->len = (size_t)n;
+    return n;
+}
+
 /* Encodes ev at the end of b, after a TIME_BASE when b is empty; the record's length, or a
  * negative errno with b as it was (-ENOSPC also when there is no b). */
-static long try_put(tstate_t *t, block_t *b, const trc_event_t *ev)
+static inline long try_put(tstate_t *t, block_t *b, const trc_event_t *ev)
 {
     if (!b)
         return -ENOSPC;
     size_t len0 = b->len;
-    if (len0 == 0) {
-        trc_event_t base = { .type = TRC_REC_TIME_BASE, .time = ev->time };
-        long n = trc_encode_event(&t->enc, b->data, b->cap, &base);
-        if (n < 0)
-            return n;
-        b->len = (size_t)n;
-    }
-    long n = trc_encode_event(&t->enc, b->data + b->len, b->cap - b->len, ev);
+    long n;
+    if (__builtin_expect(len0 == 0, 0) && (n = put_time_base(t, b, ev->time)) < 0)
+        return n;
+    n = trc_encode_event(&t->enc, b->data + b->len, b->cap - b->len, ev);
     if (n < 0) {
         b->len = len0;
         return n;
@@ -457,11 +464,10 @@ static int put(trc_rec_t *rec, tstate_t *t, block_t **bp, const trc_event_t *ev)
     return -E2BIG;
 }
 
-/* The calling thread's state in rec, registered on first use; NULL when out of memory. */
-static inline tstate_t *this_thread(const trc_rec_t *rec)
+/* The calling thread's state in rec when it is not the one it recorded into last:
+ * registered on first use; NULL when out of memory. */
+static __attribute__((noinline)) tstate_t *other_thread_state(const trc_rec_t *rec)
 {
-    if (__builtin_expect(tls_last.rec == rec && tls_last.serial == rec->serial, 1))
-        return tls_last.t;
     tstate_t *t = pthread_getspecific(rec->key);
     if (!t && !(t = join((trc_rec_t *)rec)))
         return NULL;
@@ -469,6 +475,32 @@ static inline tstate_t *this_thread(const trc_rec_t *rec)
     tls_last.serial = rec->serial;
     tls_last.t = t;
     return t;
+}
+
+/* The calling thread's state in rec, registered on first use; NULL when out of memory. */
+static inline tstate_t *this_thread(const trc_rec_t *rec)
+{
+    if (__builtin_expect(tls_last.rec == rec && tls_last.serial == rec->serial, 1))
+        return tls_last.t;
+    return other_thread_state(rec);
+}
+
+/* put_in_place's event did not fit in b (or b is NULL), inside the event that began with
+ * seq s: takes b back from the slot unless the writer took it, leaves the event, then puts
+ * ev in a new buffer.  0 or a negative errno. */
+static __attribute__((noinline)) int put_full(trc_rec_t *rec, tstate_t *t, block_t *b,
+                                              const trc_event_t *ev, uint64_t s)
+{
+    block_t *mine = b;
+
+    if (b && !atomic_compare_exchange_strong_explicit(&t->cur, &mine, NULL, memory_order_acquire,
+                                                      memory_order_relaxed))
+        b = NULL;                                   /* the writer has it */
+    atomic_store_explicit(&t->seq, s + 2, memory_order_release);
+    int rc = put(rec, t, &b, ev);                   /* hands b over when it is ours */
+    if (b)
+        atomic_store_explicit(&t->cur, b, memory_order_release);
+    return rc;
 }
 
 /*
@@ -479,26 +511,18 @@ static inline tstate_t *this_thread(const trc_rec_t *rec)
  * writer took the buffer first, before starting a new one; a new buffer is published in the
  * slot with the event in it.  0 or a negative errno.
  */
-static int put_in_place(trc_rec_t *rec, tstate_t *t, const trc_event_t *ev)
+static inline int put_in_place(trc_rec_t *rec, tstate_t *t, const trc_event_t *ev)
 {
     uint64_t s = atomic_load_explicit(&t->seq, memory_order_relaxed);
     atomic_store_explicit(&t->seq, s + 1, memory_order_relaxed);
     atomic_signal_fence(memory_order_seq_cst);      /* the writer's membarrier does the rest */
     block_t *b = atomic_load_explicit(&t->cur, memory_order_relaxed);
     long n = try_put(t, b, ev);
-    if (n != -ENOSPC) {
+    if (__builtin_expect(n != -ENOSPC, 1)) {
         atomic_store_explicit(&t->seq, s + 2, memory_order_release);
         return n < 0 ? (int)n : 0;
     }
-    block_t *mine = b;
-    if (b && !atomic_compare_exchange_strong_explicit(&t->cur, &mine, NULL, memory_order_acquire,
-                                                      memory_order_relaxed))
-        b = NULL;                                   /* the writer has it */
-    atomic_store_explicit(&t->seq, s + 2, memory_order_release);
-    int rc = put(rec, t, &b, ev);                   /* hands b over when it is ours */
-    if (b)
-        atomic_store_explicit(&t->cur, b, memory_order_release);
-    return rc;
+    return put_full(rec, t, b, ev, s);
 }
 
 int trc_rec_event(trc_rec_t *rec, const trc_event_t *ev)
