@@ -18,7 +18,7 @@
 #define MOD ((1ull << 61) - 1)
 #define BASE (0x1f3a5c79e2d4b68bull % MOD)
 
-/* What is known of one kernel key. */
+/* What is known of one kernel key (after the first barrier only seen and last_t: note()). */
 typedef struct key_state {
     uint64_t seen;                  /* launches so far */
     uint64_t last_n, last_t, last_h;  /* its last launch: number, time, prefix hash before it */
@@ -31,7 +31,7 @@ struct iter {
     key_state_t *keys;
     uint32_t nkeys;
     uint64_t n;                     /* launches so far */
-    uint64_t h;                     /* hash of launches [0, n) */
+    uint64_t h;                     /* hash of launches [0, n) (until the first barrier) */
     int barrier;                    /* a barrier since the last launch */
     int any_barrier;                /* a barrier was ever seen: rule 2 is off */
     int state;
@@ -106,20 +106,27 @@ int64_t iter_current(const iter_t *it)
     return it->index;
 }
 
-/* The state of key, growing the table as needed; NULL when out of memory. */
-static key_state_t *key_state(iter_t *it, uint32_t key)
+/* The table grown to hold key; 0, or -1 when out of memory. */
+static int grow_keys(iter_t *it, uint32_t key)
 {
-    if (key >= it->nkeys) {
-        uint32_t n = it->nkeys ? it->nkeys : 256;
-        while (n <= key)
-            n *= 2;
-        key_state_t *k = realloc(it->keys, (size_t)n * sizeof(*k));
-        if (!k)
-            return NULL;
-        memset(k + it->nkeys, 0, (size_t)(n - it->nkeys) * sizeof(*k));
-        it->keys = k;
-        it->nkeys = n;
-    }
+    uint32_t n = it->nkeys ? it->nkeys : 256;
+
+    while (n <= key)
+        n *= 2;
+    key_state_t *k = realloc(it->keys, (size_t)n * sizeof(*k));
+    if (!k)
+        return -1;
+    memset(k + it->nkeys, 0, (size_t)(n - it->nkeys) * sizeof(*k));
+    it->keys = k;
+    it->nkeys = n;
+    return 0;
+}
+
+/* The state of key, growing the table as needed; NULL when out of memory. */
+static inline key_state_t *key_state(iter_t *it, uint32_t key)
+{
+    if (__builtin_expect(key >= it->nkeys, 0) && grow_keys(it, key) < 0)
+        return NULL;
     return &it->keys[key];
 }
 
@@ -155,9 +162,10 @@ static void start_tracking(iter_t *it, uint32_t key, uint32_t per_iter)
     it->anchor_count = 1;
 }
 
-/* Rules 1 and 2 at a launch of key (state k, not yet updated with this launch). */
-static int learn(iter_t *it, uint32_t key, const key_state_t *k, iter_mark_t *marks,
-                 uint64_t time)
+/* Rules 1 and 2 at a launch of key (state k, not yet updated with this launch).  Out of line:
+ * a loop being tracked never comes here. */
+static __attribute__((noinline)) int learn(iter_t *it, uint32_t key, const key_state_t *k,
+                                           iter_mark_t *marks, uint64_t time)
 {
     int m = 0, first = it->index < 0;
 
@@ -184,7 +192,33 @@ static int learn(iter_t *it, uint32_t key, const key_state_t *k, iter_mark_t *ma
     return m;
 }
 
-int iter_launch(iter_t *it, uint32_t key, uint64_t time, iter_mark_t marks[ITER_MAX_MARKS])
+/* Notes a launch of the key whose state is k at `time`.  Only rule 2 reads the launch
+ * numbers and prefix hashes of the last two launches, and it is off for good after the first
+ * barrier: from then on only what rule 1 reads (seen, last_t) is kept. */
+static void note(iter_t *it, key_state_t *k, uint64_t time)
+{
+    k->seen++;
+    if (it->any_barrier) {
+        k->last_t = time;
+        return;
+    }
+    k->prev_n = k->last_n;
+    k->prev_t = k->last_t;
+    k->prev_h = k->last_h;
+    k->last_n = it->n;
+    k->last_t = time;
+    k->last_h = it->h;
+}
+
+/* The prefix hash advanced by a launch of key (only rule 2 reads it: before any barrier). */
+static __attribute__((noinline)) void hash_launch(iter_t *it, uint32_t key)
+{
+    it->h = reduce(mulmod(it->h, BASE) + (uint64_t)key + 1);
+}
+
+/* A launch, in any state (rules 1 to 4). */
+static __attribute__((noinline)) int launch(iter_t *it, uint32_t key, uint64_t time,
+                                            iter_mark_t marks[ITER_MAX_MARKS])
 {
     key_state_t *k = key < ITER_MAX_KEY ? key_state(it, key) : NULL;
     int m = 0;
@@ -197,17 +231,34 @@ int iter_launch(iter_t *it, uint32_t key, uint64_t time, iter_mark_t marks[ITER_
     }
     if (it->state == LEARNING && k)
         m = learn(it, key, k, marks, time);
-    if (k) {
-        k->prev_n = k->last_n;
-        k->prev_t = k->last_t;
-        k->prev_h = k->last_h;
-        k->last_n = it->n;
-        k->last_t = time;
-        k->last_h = it->h;
-        k->seen++;
-    }
-    it->h = reduce(mulmod(it->h, BASE) + (uint64_t)key + 1);
+    if (k)
+        note(it, k, time);
+    if (!it->any_barrier)
+        hash_launch(it, key);
     it->n++;
     it->barrier = 0;
     return m;
+}
+
+/* Is a launch of key one that only counts: a loop is tracked after its first barrier (rule 2
+ * is off), no barrier came since the last launch, the launch does not complete the anchor's
+ * count of an iteration (rule 3), the loop is not lost (rule 4), and key has its state?  Most
+ * launches of a training loop are. */
+static inline int quiet(const iter_t *it, uint32_t key)
+{
+    if (it->state != TRACKING || !it->any_barrier || it->barrier || key >= it->nkeys)
+        return 0;
+    if (key == it->anchor && it->per_iter && it->anchor_count == it->per_iter)
+        return 0;
+    return !(it->length && it->n - it->start_n > 2 * it->length + 16);
+}
+
+int iter_launch(iter_t *it, uint32_t key, uint64_t time, iter_mark_t marks[ITER_MAX_MARKS])
+{
+    if (!quiet(it, key))
+        return launch(it, key, time, marks);
+    note(it, &it->keys[key], time);     /* what launch() does then, without its calls */
+    it->anchor_count += key == it->anchor;
+    it->n++;
+    return 0;
 }
