@@ -225,15 +225,21 @@ static void collect_params(collect_t *k, CUfunction f, void **params, trace_word
             memcpy(&v, params[i], 8);
             collect_ptr(k, v);
         }
-    } else {
-        for (unsigned i = 0; i < kp->n; i++)
-            collect_words(k, params[i], kp->sizes[i], t);
+    } else {                        /* traced: the words gathered for the tracer too */
+        for (unsigned i = 0; i < kp->n; i++) {
+            if (kp->sizes[i] != 8 || t->n == SHIM_ARRAY_LEN(t->w)) {
+                collect_words(k, params[i], kp->sizes[i], t);
+                continue;
+            }
+            memcpy(&t->w[t->n], params[i], 8);
+            collect_ptr(k, t->w[t->n++]);
+        }
     }
     if (kp == &tmp)
         free(tmp.sizes);
 }
 
-/* A launch that is recorded (the tracer sees the words too) or passes `extra`. */
+/* A launch that passes `extra` (when it is recorded, the tracer sees the words too). */
 static SHIM_COLD void collect_launch_words(collect_t *k, const shim_launch_t *l)
 {
     trace_words_t words, *t = NULL;
@@ -257,12 +263,25 @@ static SHIM_COLD void collect_launch_words(collect_t *k, const shim_launch_t *l)
         trace_flush(k, t);
 }
 
+/* A recorded launch's parameters: collected, and handed to the tracer in one batch.  Not
+ * cold: while a trace is recorded, every launch comes here. */
+static void collect_traced_params(collect_t *k, const shim_launch_t *l)
+{
+    trace_words_t words;
+
+    words.n = 0;                    /* (not the whole buffer: only words[0, n) are read) */
+    collect_params(k, l->f, l->params, &words);
+    trace_flush(k, &words);
+}
+
 static void collect_launch(collect_t *k, const shim_launch_t *l)
 {
     if (!l->f || l->kind == SHIM_LAUNCH_LEGACY)
         k->unknown = 1;     /* a graph (nodes not inspected), or arguments set by cuParamSet* */
-    else if (l->op || l->extra)
+    else if (l->extra)
         collect_launch_words(k, l);
+    else if (l->op && l->params)
+        collect_traced_params(k, l);
     else if (l->params)
         collect_params(k, l->f, l->params, NULL);
 }

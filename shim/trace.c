@@ -12,8 +12,9 @@
  * and, for launches, the function (its name interned once per handle and code generation,
  * cached per thread) and the ids of the allocations its arguments reach (res_launch.c hands
  * over the argument words: shim_trace_words); residency reports allocations, frees,
- * migrations, evictions and memory per tier through the shim_trace_* hooks.  Allocation ids come from one counter, and a
- * table from base address to id lets launches and evictions name allocations.
+ * migrations, evictions and memory per tier through the shim_trace_* hooks.  Allocation ids
+ * come from one counter, and a table from base address to id lets launches and evictions
+ * name allocations.
  *
  * Iterations are found by iter.c from the sequence of launches, with copies between host and
  * device and host synchronisations as barriers.  Iterations [ELIXIR_PROFILE_WARMUP,
@@ -29,8 +30,8 @@
  * Cost: nothing when ELIXIR_TRACE is unset but one test of shim_trace_on per wrapper.  When
  * recording, an operation takes no lock but the detector's spin lock (and the allocation
  * table's on a cache miss): per-thread state (op id blocks, caches of function names, of
- * argument words -> allocation ids and of whole argument lists -> allocation id lists) and
- * the recorder's per-thread buffer.
+ * argument words -> allocation ids, of whole argument lists -> sorted allocation id lists
+ * and of the last stream's number) and the recorder's per-thread buffer.
  * Closing (at exit) waits for every thread to leave the operation it is recording; a forked
  * child abandons the recorder and records nothing.
  */
@@ -86,13 +87,12 @@ typedef struct wslot {
     uint64_t word, gen, id;
 } wslot_t;
 
-/* The allocations a whole argument list reaches (ids as add_id left them), valid while no
- * allocation was made or freed since (gen) and for the arena [lo, ...).  Kernels are
+/* The allocations a whole argument list reaches (ids sorted, without repeats), valid while
+ * no allocation was made or freed since (gen) and for the arena [lo, ...).  Kernels are
  * launched again and again with the same arguments: such a launch costs one comparison. */
 typedef struct memo {
     uint64_t gen, lo;
     uint32_t nwords, nids;
-    int unsorted;
     uint64_t words[MEMO_WORDS];
     uint64_t ids[MEMO_WORDS];
 } memo_t;
@@ -112,6 +112,8 @@ typedef struct tstate {
     uint32_t nids, cap;
     int unsorted;                   /* ids not in ascending order */
     uint64_t ptds;                  /* the number of this thread's per-thread stream */
+    CUstream last_s;                /* the last stream handle numbered, and its number */
+    uint64_t last_sno;
     CUcontext ctx;                  /* last context seen, its device, the code generation */
     int ctx_dev;
     unsigned ctx_gen;
@@ -196,10 +198,16 @@ static uint64_t mono_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-uint64_t shim_trace_now(void)
+/* The trace's clock, read inline where every operation reads it. */
+static inline uint64_t now(void)
 {
     trace_clock_t c = atomic_load_explicit(&T.clock, memory_order_relaxed);
     return c ? c() : mono_ns();
+}
+
+uint64_t shim_trace_now(void)
+{
+    return now();
 }
 
 /* The recorder's clock: the one chosen at start-up (set before anything is recorded). */
@@ -231,14 +239,11 @@ static void thread_gone(void *arg)
     free(th);
 }
 
-/* The calling thread's state, made on first use; NULL when out of memory. */
-static tstate_t *self(void)
+/* The calling thread's state, made on its first use; NULL when out of memory. */
+static __attribute__((noinline)) tstate_t *self_new(void)
 {
-    tstate_t *th = tls_self;
+    tstate_t *th = calloc(1, sizeof(*th));
 
-    if (__builtin_expect(th != NULL, 1))
-        return th;
-    th = calloc(1, sizeof(*th));
     if (!th)
         return NULL;
     th->ctx_dev = -1;
@@ -251,6 +256,14 @@ static tstate_t *self(void)
     return th;
 }
 
+/* The calling thread's state, made on first use; NULL when out of memory. */
+static inline tstate_t *self(void)
+{
+    tstate_t *th = tls_self;
+
+    return __builtin_expect(th != NULL, 1) ? th : self_new();
+}
+
 /*
  * Enter an operation or hook: the thread's state, marked busy, or NULL when not recording.
  * busy is stored before `closing` is read and closing is stored before busy is read, so
@@ -260,7 +273,7 @@ static tstate_t *self(void)
  * fence (close_fence) between its store and its reads; else both sides sequentially
  * consistent.
  */
-static tstate_t *enter(void)
+static inline tstate_t *enter(void)
 {
     tstate_t *th = SHIM_TRACING() ? self() : NULL;
 
@@ -288,14 +301,20 @@ static void leave(tstate_t *th)
         atomic_store_explicit(&th->busy, 0, memory_order_release);
 }
 
-/* A new operation id: from the thread's block, a new block every OP_BLOCK ids. */
-static uint64_t op_new(tstate_t *th)
+/* The thread's next block of OP_BLOCK operation ids. */
+static __attribute__((noinline)) void op_block(tstate_t *th)
 {
-    if (th->next_op == th->end_op) {
-        uint64_t base = atomic_fetch_add_explicit(&T.op_blocks, OP_BLOCK, memory_order_relaxed);
-        th->next_op = base + 1;
-        th->end_op = base + 1 + OP_BLOCK;
-    }
+    uint64_t base = atomic_fetch_add_explicit(&T.op_blocks, OP_BLOCK, memory_order_relaxed);
+
+    th->next_op = base + 1;
+    th->end_op = base + 1 + OP_BLOCK;
+}
+
+/* A new operation id: from the thread's block, a new block every OP_BLOCK ids. */
+static inline uint64_t op_new(tstate_t *th)
+{
+    if (__builtin_expect(th->next_op == th->end_op, 0))
+        op_block(th);
     return th->next_op++;
 }
 
@@ -326,6 +345,15 @@ void shim_trace_emit(const trc_event_t *ev)
         }
     }
     trc_rec_event(rec, ev);
+}
+
+/* Records ev, which kept() let through just before. */
+static void record_kept(const trc_event_t *ev)
+{
+    trc_rec_t *rec = shim_trace_rec;
+
+    if (rec)
+        trc_rec_event(rec, ev);
 }
 
 /* Would an event of this type be kept now? (Saves work on dropped ones.) */
@@ -398,19 +426,26 @@ static int current_device(tstate_t *th)
     return th->ctx_dev;
 }
 
+/* current_device's cache refreshed with what residency just looked up: ctx on device. */
+static __attribute__((noinline)) void ctx_changed(tstate_t *th, CUcontext ctx, int device)
+{
+    th->ctx = ctx;
+    th->ctx_gen = res_code_generation();
+    th->ctx_dev = device;
+    device_seen(device);
+}
+
+/* The operation's context and device, from residency.  They also refresh current_device's
+ * cache when they differ from it; one that only grew stale (a new code generation) is left
+ * for current_device to ask again. */
 void shim_trace_launch_ctx(CUcontext ctx, int device)
 {
     tstate_t *th = tls_self;
-    unsigned gen = res_code_generation();
 
     if (!th || !th->op || !ctx)
         return;
-    if (ctx != th->ctx || gen != th->ctx_gen || device != th->ctx_dev) {
-        th->ctx = ctx;
-        th->ctx_gen = gen;
-        th->ctx_dev = device;
-        device_seen(device);
-    }
+    if (ctx != th->ctx || device != th->ctx_dev)
+        ctx_changed(th, ctx, device);
     th->ctx_known = 1;
 }
 
@@ -426,8 +461,9 @@ static uint32_t hook_name_id(shim_hook_t h)
     return id;
 }
 
-/* The name of kernel f (a CUfunction, or a CUkernel passed as one), interned. */
-static uint32_t kernel_name_id(CUfunction f)
+/* The name of kernel f (a CUfunction, or a CUkernel passed as one), interned.  Out of line:
+ * asked once per handle and thread. */
+static __attribute__((noinline)) uint32_t kernel_name_id(CUfunction f)
 {
     const char *name = NULL;
 
@@ -481,17 +517,10 @@ static uint64_t stream_insert(uintptr_t key, unsigned start)
     return no;
 }
 
-/* The small number of stream s as hook h names it.  Entries are never removed, so readers
- * need no lock: a key is published (release) after its value. */
-static uint64_t stream_no(tstate_t *th, CUstream s, shim_hook_t h)
+/* The number of stream handle s from the table.  Entries are never removed, so readers need
+ * no lock: a key is published (release) after its value. */
+static uint64_t stream_lookup(CUstream s)
 {
-    if (s == CU_STREAM_LEGACY || (!s && !shim_hook_per_thread[h]))
-        return 0;
-    if (!s || s == CU_STREAM_PER_THREAD) {
-        if (!th->ptds)
-            th->ptds = atomic_fetch_add(&T.stream_next, 1) + 1;
-        return th->ptds;
-    }
     uintptr_t key = (uintptr_t)s;
     unsigned start = (unsigned)(hash_ptr(key) % STREAMS);
     for (unsigned p = 0, i = start; p < STREAMS; p++, i = (i + 1) % STREAMS) {
@@ -502,6 +531,24 @@ static uint64_t stream_no(tstate_t *th, CUstream s, shim_hook_t h)
             break;
     }
     return stream_insert(key, start);
+}
+
+/* The small number of stream s as hook h names it.  A handle's number never changes, so the
+ * thread keeps the last one it looked up (a training loop launches on one stream mostly). */
+static inline uint64_t stream_no(tstate_t *th, CUstream s, shim_hook_t h)
+{
+    if (s == CU_STREAM_LEGACY || (!s && !shim_hook_per_thread[h]))
+        return 0;
+    if (!s || s == CU_STREAM_PER_THREAD) {
+        if (!th->ptds)
+            th->ptds = atomic_fetch_add(&T.stream_next, 1) + 1;
+        return th->ptds;
+    }
+    if (s != th->last_s) {
+        th->last_sno = stream_lookup(s);
+        th->last_s = s;
+    }
+    return th->last_sno;
 }
 
 /* ---------------------------------------------------------------- allocation ids */
@@ -649,6 +696,18 @@ static void window_at(int64_t cur)
     pthread_mutex_unlock(&T.win_lock);
 }
 
+/* The iterations one launch revealed: recorded, and the profiling window moved. */
+static __attribute__((noinline)) void iterations(const iter_mark_t *marks, int n)
+{
+    for (int i = 0; i < n; i++) {
+        trc_event_t ev = { .type = TRC_EV_ITERATION, .time = marks[i].time };
+        ev.u.iteration.index = marks[i].index;
+        shim_trace_emit(&ev);
+    }
+    if (atomic_load_explicit(&T.window, memory_order_relaxed) != WIN_AFTER)
+        window_at((int64_t)marks[n - 1].index);
+}
+
 /* A launch of function `func` at `time`: the iterations it reveals. */
 static void detect(uint32_t func, uint64_t time)
 {
@@ -657,13 +716,8 @@ static void detect(uint32_t func, uint64_t time)
     spin_lock(&T.iter_lock);
     int n = iter_launch(T.iter, func, time, marks);
     spin_unlock(&T.iter_lock);
-    for (int i = 0; i < n; i++) {
-        trc_event_t ev = { .type = TRC_EV_ITERATION, .time = marks[i].time };
-        ev.u.iteration.index = marks[i].index;
-        shim_trace_emit(&ev);
-    }
-    if (n > 0 && atomic_load_explicit(&T.window, memory_order_relaxed) != WIN_AFTER)
-        window_at((int64_t)marks[n - 1].index);
+    if (__builtin_expect(n > 0, 0))
+        iterations(marks, n);
 }
 
 static void barrier(void)
@@ -686,7 +740,7 @@ void shim_trace_sync(void)
 /* ---------------------------------------------------------------- operations */
 
 /* Common start of an operation: id, time; NULL when not recording. */
-static tstate_t *op_begin(uint64_t *op)
+static inline tstate_t *op_begin(uint64_t *op)
 {
     tstate_t *th = enter();
 
@@ -694,7 +748,7 @@ static tstate_t *op_begin(uint64_t *op)
     if (!th)
         return NULL;
     *op = th->op = op_new(th);
-    th->time = shim_trace_now();
+    th->time = now();
     th->nids = 0;
     th->unsorted = 0;
     th->ctx_known = 0;
@@ -776,23 +830,62 @@ void shim_trace_issue(uint64_t op, CUstream s, shim_hook_t h)
         th->timing = shim_timing_before(op, s, h);
 }
 
+/* Room for n ids in th->ids (at least 64); 0, or -1 when out of memory. */
+static int ids_room(tstate_t *th, uint32_t n)
+{
+    uint32_t cap = th->cap ? th->cap : 64;
+
+    if (n <= th->cap)
+        return 0;
+    while (cap < n)
+        cap *= 2;
+    uint64_t *ids = realloc(th->ids, cap * sizeof(*ids));
+    if (!ids)
+        return -1;
+    th->ids = ids;
+    th->cap = cap;
+    return 0;
+}
+
 /* Adds allocation id to the launch's list (the same id twice in a row only once). */
-static void add_id(tstate_t *th, uint64_t id)
+static inline void add_id(tstate_t *th, uint64_t id)
 {
     if (th->nids && th->ids[th->nids - 1] >= id) {
         if (th->ids[th->nids - 1] == id)
             return;
         th->unsorted = 1;
     }
-    if (th->nids == th->cap) {
-        uint32_t cap = th->cap ? th->cap * 2 : 64;
-        uint64_t *ids = realloc(th->ids, cap * sizeof(*ids));
-        if (!ids)
-            return;
-        th->ids = ids;
-        th->cap = cap;
-    }
+    if (__builtin_expect(th->nids == th->cap, 0) && ids_room(th, th->nids + 1) < 0)
+        return;
     th->ids[th->nids++] = id;
+}
+
+/* Sorts the launch's ids, which are out of order, ascending and drops repeats. */
+static void sort_unsorted(tstate_t *th)
+{
+    uint64_t *a = th->ids;
+    uint32_t u = 0;
+
+    for (uint32_t i = 1; i < th->nids; i++) {
+        uint64_t v = a[i];
+        uint32_t j = i;
+        for (; j > 0 && a[j - 1] > v; j--)
+            a[j] = a[j - 1];
+        a[j] = v;
+    }
+    for (uint32_t i = 0; i < th->nids; i++)
+        if (!u || a[u - 1] != a[i])
+            a[u++] = a[i];
+    th->nids = u;
+    th->unsorted = 0;
+}
+
+/* The launch's ids ascending, without repeats (usually they are already: arguments tend to
+ * come in allocation order); the ids added after stay in order. */
+static inline void sort_ids(tstate_t *th)
+{
+    if (th->unsorted)
+        sort_unsorted(th);
 }
 
 static wslot_t *wslot(tstate_t *th, uint64_t word)
@@ -800,22 +893,37 @@ static wslot_t *wslot(tstate_t *th, uint64_t word)
     return &th->wcache[((word >> 4) * 0x9E3779B97F4A7C15ull) >> 55];
 }
 
+/* Where argument words come from (shim_trace_words' arguments): the arena [lo, lo + span)
+ * and base_of(ctx, word), the base of the allocation holding a word in it. */
+typedef struct wsrc {
+    uint64_t lo, span;
+    uint64_t (*base_of)(void *ctx, uint64_t word);
+    void *ctx;
+} wsrc_t;
+
+/* The allocation id of argument word `word`, not cached in w (or stale): from the table
+ * (src->base_of names the base), then cached in w. */
+static __attribute__((noinline)) uint64_t word_miss(wslot_t *w, uint64_t word,
+                                                   const wsrc_t *src)
+{
+    uint64_t base = src->base_of(src->ctx, word);
+    spin_lock(&T.alloc_lock);
+    uint64_t gen = atomic_load_explicit(&T.alloc_gen, memory_order_relaxed);
+    uint64_t id = base ? aget(base) : 0;
+    spin_unlock(&T.alloc_lock);
+    *w = (wslot_t){ word, gen, id };
+    return id;
+}
+
 /* The allocation id of an argument word: from the thread's cache while no allocation was
- * made or freed since it was cached, else from the table (base_of names the base). */
-static uint64_t word_id(tstate_t *th, uint64_t word, uint64_t gen,
-                        uint64_t (*base_of)(void *, uint64_t), void *ctx)
+ * made or freed since it was cached (gen), else word_miss. */
+static inline uint64_t word_id(tstate_t *th, uint64_t word, uint64_t gen, const wsrc_t *src)
 {
     wslot_t *w = wslot(th, word);
 
     if (w->word == word && w->gen == gen)
         return w->id;
-    uint64_t base = base_of(ctx, word);
-    spin_lock(&T.alloc_lock);
-    gen = atomic_load_explicit(&T.alloc_gen, memory_order_relaxed);
-    uint64_t id = base ? aget(base) : 0;
-    spin_unlock(&T.alloc_lock);
-    *w = (wslot_t){ word, gen, id };
-    return id;
+    return word_miss(w, word, src);
 }
 
 /* The memo of th's launch for an argument list of `size` bytes, when one may hold it (the
@@ -831,31 +939,23 @@ static memo_t *memo_of(tstate_t *th, size_t size)
 static int memo_hit(tstate_t *th, const memo_t *m, const void *buf, size_t size, uint64_t gen,
                     uint64_t lo)
 {
-    if (m->gen != gen || m->lo != lo || m->nwords * 8 != size)
+    if (m->gen != gen || m->lo != lo || m->nwords * 8 != size || memcmp(m->words, buf, size))
         return 0;
-    for (uint32_t i = 0; i < m->nwords; i++) {
-        uint64_t v;
-        memcpy(&v, (const char *)buf + 8 * i, 8);
-        if (v != m->words[i])
-            return 0;
-    }
-    if (m->nids > th->cap) {
-        uint64_t *ids = realloc(th->ids, 64 * sizeof(*ids));
-        if (!ids)
-            return 0;
-        th->ids = ids;
-        th->cap = 64;
-    }
-    for (uint32_t i = 0; i < m->nids; i++)
-        th->ids[i] = m->ids[i];
+    if (m->nids && ids_room(th, m->nids) < 0)
+        return 0;
+    if (m->nids)
+        memcpy(th->ids, m->ids, m->nids * sizeof(*th->ids));
     th->nids = m->nids;
-    th->unsorted = m->unsorted;
+    th->unsorted = 0;
     return 1;
 }
 
+/* Keeps the launch's ids (sorted once here, so that a hit needs no sorting) for these words
+ * in m. */
 static void memo_keep(tstate_t *th, memo_t *m, const void *buf, size_t size, uint64_t gen,
                       uint64_t lo)
 {
+    sort_ids(th);
     if (th->nids > MEMO_WORDS) {        /* cannot happen (one id per word at most), but */
         m->nwords = 0;                  /* then the memo matches nothing */
         return;
@@ -864,9 +964,22 @@ static void memo_keep(tstate_t *th, memo_t *m, const void *buf, size_t size, uin
     m->lo = lo;
     m->nwords = (uint32_t)(size / 8);
     m->nids = th->nids;
-    m->unsorted = th->unsorted;
     memcpy(m->words, buf, size);
-    memcpy(m->ids, th->ids, th->nids * sizeof(*th->ids));
+    if (th->nids)
+        memcpy(m->ids, th->ids, th->nids * sizeof(*th->ids));
+}
+
+/* The ids of the allocations the words at buf (n of them) reach, added to the launch's
+ * (cached answers valid at allocation generation gen). */
+static inline void words_ids(tstate_t *th, const void *buf, size_t n, uint64_t gen,
+                             const wsrc_t *src)
+{
+    for (size_t i = 0; i < n; i++) {
+        uint64_t v, id;
+        memcpy(&v, (const char *)buf + 8 * i, 8);
+        if (v - src->lo < src->span && (id = word_id(th, v, gen, src)) != 0)
+            add_id(th, id);
+    }
 }
 
 void shim_trace_words(const void *buf, size_t size, uint64_t lo, uint64_t hi,
@@ -877,39 +990,17 @@ void shim_trace_words(const void *buf, size_t size, uint64_t lo, uint64_t hi,
     if (!th || !th->op)
         return;
     uint64_t gen = atomic_load_explicit(&T.alloc_gen, memory_order_relaxed);
+    const wsrc_t src = { lo, hi - lo, base_of, ctx };
+    if (size < MEMO_MIN * 8) {
+        words_ids(th, buf, size / 8, gen, &src);
+        return;
+    }
     memo_t *m = memo_of(th, size);
     if (m && memo_hit(th, m, buf, size, gen, lo))
         return;
-    for (size_t off = 0; off + 8 <= size; off += 8) {
-        uint64_t v, id;
-        memcpy(&v, (const char *)buf + off, 8);
-        if (v - lo < hi - lo && (id = word_id(th, v, gen, base_of, ctx)) != 0)
-            add_id(th, id);
-    }
+    words_ids(th, buf, size / 8, gen, &src);
     if (m)
         memo_keep(th, m, buf, size, gen, lo);
-}
-
-/* The ids of the allocations the launch reached, ascending, without repeats, in th->ids
- * (usually already so: arguments tend to come in allocation order). */
-static uint32_t sorted_ids(tstate_t *th)
-{
-    uint64_t *a = th->ids;
-    uint32_t u = 0;
-
-    if (!th->unsorted)
-        return th->nids;
-    for (uint32_t i = 1; i < th->nids; i++) {
-        uint64_t v = a[i];
-        uint32_t j = i;
-        for (; j > 0 && a[j - 1] > v; j--)
-            a[j] = a[j - 1];
-        a[j] = v;
-    }
-    for (uint32_t i = 0; i < th->nids; i++)
-        if (!u || a[u - 1] != a[i])
-            a[u++] = a[i];
-    return u;
 }
 
 /* Common end: device times, then the thread leaves the operation. */
@@ -929,19 +1020,23 @@ void shim_trace_launch_end(const shim_launch_t *l, CUresult r)
     if (!l->op || !th)
         return;
     if (r == CUDA_SUCCESS && kept(TRC_EV_LAUNCH)) {
-        /* Only the launch member is set (and read): zeroing the whole union costs more than
-         * the rest of the record. */
+        /* Only the launch member is set (and read), field by field: zeroing the whole union
+         * costs more than the rest of the record. */
         trc_event_t ev;
         ev.type = TRC_EV_LAUNCH;
         ev.offset = 0;
         ev.time = th->time;
-        ev.u.launch = (trc_launch_t){ .id = l->op, .func_id = th->func,
-                                      .stream = stream_no(th, l->stream, l->hook),
-                                      .device = th->ctx_known ? th->ctx_dev
-                                                              : current_device(th) };
-        ev.u.launch.nallocs = sorted_ids(th);
-        ev.u.launch.allocs = th->ids;
-        shim_trace_emit(&ev);
+        trc_launch_t *la = &ev.u.launch;
+        la->id = l->op;
+        la->func_id = th->func;
+        la->stream = stream_no(th, l->stream, l->hook);
+        la->device = th->ctx_known ? th->ctx_dev : current_device(th);
+        la->span = (trc_span_t){ 0 };  /* times come later, in a TIMING record */
+        sort_ids(th);
+        la->nallocs = th->nids;
+        la->allocs = th->ids;
+        la->func = NULL;
+        record_kept(&ev);
     }
     op_end(th, r, l->stream, l->hook);
 }
