@@ -32,7 +32,8 @@ struct sim_phys {
     uint64_t id;
 };
 
-const sim_mapping_t *sim_vmm_lookup(const sim_range_t *r, uint64_t addr)
+/* sim_vmm_lookup, inlined where a launch asks for every pointer argument. */
+static inline const sim_mapping_t *lookup(const sim_range_t *r, uint64_t addr)
 {
     if (r->pages) {
         uint64_t off = addr - r->base;
@@ -52,11 +53,16 @@ const sim_mapping_t *sim_vmm_lookup(const sim_range_t *r, uint64_t addr)
     return NULL;
 }
 
+const sim_mapping_t *sim_vmm_lookup(const sim_range_t *r, uint64_t addr)
+{
+    return lookup(r, addr);
+}
+
 int sim_vmm_denied(uint64_t addr, int dev)
 {
     pthread_rwlock_rdlock(&sim_reg_lock);
     const sim_range_t *r = sim_range_lookup_locked(addr);
-    const sim_mapping_t *m = r && r->kind == SIM_RANGE_RESERVED ? sim_vmm_lookup(r, addr) : NULL;
+    const sim_mapping_t *m = r && r->kind == SIM_RANGE_RESERVED ? lookup(r, addr) : NULL;
     int denied = m && !((m->access >> dev) & 1);
     pthread_rwlock_unlock(&sim_reg_lock);
     return denied;
