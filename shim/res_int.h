@@ -280,8 +280,17 @@ void res_unback(res_dev_t *d, uint32_t ci);
 int res_make_room(res_dev_t *d, uint32_t serial);
 /* Evict until `bytes` more fit in the GPU budget with no spare chunk held; 0 or -ENOMEM. */
 int res_make_bytes(res_dev_t *d, uint64_t bytes);
+/* Evictable GPU chunk ci, not the LRU list's tail, becomes its tail. */
+void res_lru_to_tail(res_dev_t *d, uint32_t ci);
+
 /* Chunk ci was used now: most recently used. */
-void res_touch(res_dev_t *d, uint32_t ci);
+static inline void res_touch(res_dev_t *d, uint32_t ci)
+{
+    chunk_t *c = &d->chunks[ci];
+    c->lru = ++d->clock;
+    if (c->tier == TIER_GPU && !c->pinned && !c->held && d->lru.tail != ci + 1)
+        res_lru_to_tail(d, ci);
+}
 /* Map unmapped chunk ci back (devices without host mapping), for a query about its mapping. */
 void res_map_back(res_dev_t *d, uint32_t ci);
 /* Hold chunk ci where it is until the matching res_unhold: off the LRU list, never chosen

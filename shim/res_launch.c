@@ -72,12 +72,27 @@ static int collect_grow(collect_t *k)
     return 0;
 }
 
-static inline void collect_chunk(collect_t *k, uint32_t ci)
+/* What collecting reads of k and its device, copied once per operation into locals (the
+ * compiler cannot keep them in registers across the stores collecting makes). */
+typedef struct geo {
+    uint64_t base, size, chunk;
+    int shift;
+    chunk_t *chunks;
+    uint32_t serial;
+} geo_t;
+
+static inline geo_t geo_of(const collect_t *k)
 {
-    chunk_t *c = &k->d->chunks[ci];
-    if (c->seen == k->serial)
+    const res_dev_t *d = k->d;
+    return (geo_t){ d->base, d->size, d->chunk, d->chunk_shift, d->chunks, k->serial };
+}
+
+static SHIM_ALWAYS_INLINE void collect_chunk(collect_t *k, const geo_t *g, uint32_t ci)
+{
+    chunk_t *c = &g->chunks[ci];
+    if (c->seen == g->serial)
         return;
-    c->seen = k->serial;
+    c->seen = g->serial;
     k->away |= c->tier != TIER_GPU;
     if (k->n < k->cap || collect_grow(k) == 0)
         k->ids[k->n++] = ci;
@@ -89,32 +104,33 @@ static inline void collect_chunk(collect_t *k, uint32_t ci)
  * allocation (the slack of a slot, a freed slot, a word that only looks like a pointer)
  * collects the chunk too, which costs residency and a recorded use, never correctness.
  */
-static SHIM_ALWAYS_INLINE void collect_ptr(collect_t *k, uint64_t p)
+static SHIM_ALWAYS_INLINE void collect_ptr(collect_t *k, const geo_t *g, uint64_t p)
 {
-    res_dev_t *d = k->d;
-    uint64_t off = p - d->base;
-    if (off >= d->size)
+    uint64_t off = p - g->base;
+    if (off >= g->size)
         return;
-    uint32_t ci = (uint32_t)(d->chunk_shift >= 0 ? off >> d->chunk_shift : off / d->chunk);
-    const chunk_t *c = &d->chunks[ci];
-    if (c->tier == TIER_NONE || c->seen == k->serial)
+    uint32_t ci = (uint32_t)(g->shift >= 0 ? off >> g->shift : off / g->chunk);
+    const chunk_t *c = &g->chunks[ci];
+    if (c->tier == TIER_NONE || c->seen == g->serial)
         return;
     if (c->span_n <= 1) {
-        collect_chunk(k, ci);
+        collect_chunk(k, g, ci);
         return;
     }
     for (uint32_t i = 0, first = c->span_first, n = c->span_n; i < n; i++)
-        collect_chunk(k, first + i);
+        collect_chunk(k, g, first + i);
 }
 
 void res_collect_chunk(collect_t *k, uint32_t ci)
 {
-    collect_chunk(k, ci);
+    geo_t g = geo_of(k);
+    collect_chunk(k, &g, ci);
 }
 
 void res_collect_ptr(collect_t *k, uint64_t p)
 {
-    collect_ptr(k, p);
+    geo_t g = geo_of(k);
+    collect_ptr(k, &g, p);
 }
 
 /* For the trace: the base of the allocation holding p (inside k's arena), or 0. */
@@ -145,10 +161,11 @@ static void trace_flush(collect_t *k, trace_words_t *t)
  * gather them for the tracer, which learns which allocations they name). */
 static void collect_words(collect_t *k, const void *buf, size_t size, trace_words_t *t)
 {
+    geo_t g = geo_of(k);
     for (size_t off = 0; off + 8 <= size; off += 8) {
         uint64_t v;
         memcpy(&v, (const char *)buf + off, 8);
-        collect_ptr(k, v);
+        collect_ptr(k, &g, v);
         if (t) {
             if (t->n == SHIM_ARRAY_LEN(t->w))
                 trace_flush(k, t);
@@ -212,6 +229,7 @@ static void collect_params(collect_t *k, CUfunction f, void **params, trace_word
 {
     kparams_t tmp;
     const kparams_t *kp = kparams(k->d, f, &tmp);
+    geo_t g = geo_of(k);
 
     if (kp->n == 0)
         k->unknown = 1;             /* no parameter information: the arguments are opaque */
@@ -223,7 +241,7 @@ static void collect_params(collect_t *k, CUfunction f, void **params, trace_word
                 continue;
             }
             memcpy(&v, params[i], 8);
-            collect_ptr(k, v);
+            collect_ptr(k, &g, v);
         }
     } else {                        /* traced: the words gathered for the tracer too */
         for (unsigned i = 0; i < kp->n; i++) {
@@ -232,7 +250,7 @@ static void collect_params(collect_t *k, CUfunction f, void **params, trace_word
                 continue;
             }
             memcpy(&t->w[t->n], params[i], 8);
-            collect_ptr(k, t->w[t->n++]);
+            collect_ptr(k, &g, t->w[t->n++]);
         }
     }
     if (kp == &tmp)
@@ -350,8 +368,9 @@ void res_copy_begin(shim_copy_t *c)
     c->res = NULL;
     if (!d || !(k = collect_open(d, ctx)))
         return;
-    collect_ptr(k, c->dst);
-    collect_ptr(k, c->src);
+    geo_t g = geo_of(k);
+    collect_ptr(k, &g, c->dst);
+    collect_ptr(k, &g, c->src);
     if (c->desc || c->count)
         k->unknown = 1;     /* structured and batched copies: operands not decoded */
     k->capturing = res_stream_capturing(c->stream, shim_hook_per_thread[c->hook]);

@@ -138,14 +138,10 @@ static void relist(res_dev_t *d, uint32_t ci)
         list_add(d, l, ci);
 }
 
-void res_touch(res_dev_t *d, uint32_t ci)
+void res_lru_to_tail(res_dev_t *d, uint32_t ci)
 {
-    chunk_t *c = &d->chunks[ci];
-    c->lru = ++d->clock;
-    if (c->tier == TIER_GPU && !c->pinned && !c->held && d->lru.tail != ci + 1) {
-        list_del(d, &d->lru, ci);
-        list_add(d, &d->lru, ci);
-    }
+    list_del(d, &d->lru, ci);
+    list_add(d, &d->lru, ci);
 }
 
 /* ---------------------------------------------------------------- physical memory */
