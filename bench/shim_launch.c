@@ -12,12 +12,19 @@
  * arguments and recording their use, and with the trace, of recording each launch with the
  * allocations it reaches (at the default level, every launch is recorded in full; each
  * round's synchronisation marks an iteration, and the best round is one after the profiled
- * iteration, so the figure is recording's steady state, without CUPTI).  The children run a few times, in turn, and each figure
- * is the best seen, so a burst of other work on the machine does not land on one side only;
- * all of them run on one CPU (see bench_pin_to_one_cpu).  The parent prints the three side by side
- * with the shim's ratio to the plain simulator and the trace's ratio to the shim, and whether
- * the targets (the shim at most 10%, about 50 ns, over the simulator; recording at most 10%
- * over the shim) are met; it asserts nothing about time.
+ * iteration, so the figure is recording's steady state, without CUPTI).  The three children
+ * run RUNS times, in turn, all on one CPU (see bench_pin_to_one_cpu), and each run gives its
+ * own ratios; the parent prints, side by side, the median time per launch of each and the
+ * median (and range) of the runs' ratios: the shim's to the plain simulator and the trace's to
+ * the shim.  A ratio taken within one run compares children that ran moments apart, so a slow
+ * spell of the machine that spans a run does not tilt it, and the median discards the runs
+ * that one landed in.  It then says whether the targets (the shim at most 10%, about 50 ns,
+ * over the simulator; recording at most 10% over the shim) are met by those medians; it
+ * asserts nothing about time.
+ *
+ * The simulator checks every pointer argument of a launch against its address registry (a GPU
+ * does not): a pointer into a VMM reservation, as all the shim's are, costs it one more index
+ * look-up, and a program with many separate cuMemAlloc ranges costs its registry search more.
  */
 #include <limits.h>
 #include <stdio.h>
@@ -33,11 +40,16 @@
 #define ALLOC_BYTES (1u << 20)      /* one allocation per pointer argument: 32 MiB in all */
 #define LAUNCHES 40000              /* per round */
 #define ROUNDS 4
-#define PAIRS 4                     /* alternating plain / shim children */
+#define RUNS 7                      /* runs of the three children in turn */
 #define TARGET_RATIO 1.10
 #define TRACE_TARGET_RATIO 1.10     /* shim + trace against the shim alone */
 
 static const int widths[NWIDTHS] = { 1, 8, 32 };
+
+/* One run's figures: each child's best round per width, in ns per launch. */
+typedef struct run {
+    double plain[NWIDTHS], shim[NWIDTHS], traced[NWIDTHS];
+} run_t;
 
 /* The host kernels: they do nothing, so a launch costs only the submission path. */
 SIM_KERNEL void bench_ptr1(const sim_launch_t *l, void **params) { (void)l, (void)params; }
@@ -135,21 +147,63 @@ static long long run_child(const char *self, const char *shim, const char *trace
     return bench_run_child(self, shim, env, "width", width_row, best);
 }
 
-static void report(const double plain[NWIDTHS], const double shim[NWIDTHS],
-                   const double traced[NWIDTHS])
+/* The median of n values (n <= RUNS), and their range in *lo, *hi. */
+static double median(const double *v, int n, double *lo, double *hi)
+{
+    double s[RUNS];
+    memcpy(s, v, (size_t)n * sizeof(*s));
+    for (int i = 1; i < n; i++)                     /* insertion sort: n is tiny */
+        for (int j = i; j > 0 && s[j] < s[j - 1]; j--) {
+            double t = s[j];
+            s[j] = s[j - 1];
+            s[j - 1] = t;
+        }
+    *lo = s[0];
+    *hi = s[n - 1];
+    return n % 2 ? s[n / 2] : (s[n / 2 - 1] + s[n / 2]) / 2;
+}
+
+/* One width's row: median ns per side, and the medians (ranges) of the runs' ratios; the
+ * worst-case bookkeeping gets the median ratios and the medians of the runs' differences. */
+static void report_row(int i, const run_t *runs, double *ratio, double *extra, double *tratio,
+                       double *textra)
+{
+    double p[RUNS], w[RUNS], t[RUNS], rs[RUNS], rt[RUNS], es[RUNS], et[RUNS];
+    double lo, hi, rlo, rhi, tlo, thi;
+    for (int r = 0; r < RUNS; r++) {
+        p[r] = runs[r].plain[i];
+        w[r] = runs[r].shim[i];
+        t[r] = runs[r].traced[i];
+        rs[r] = w[r] / p[r];
+        rt[r] = t[r] / w[r];
+        es[r] = w[r] - p[r];
+        et[r] = t[r] - w[r];
+    }
+    double mp = median(p, RUNS, &lo, &hi), mw = median(w, RUNS, &lo, &hi);
+    double mt = median(t, RUNS, &lo, &hi);
+    *ratio = median(rs, RUNS, &rlo, &rhi);
+    *tratio = median(rt, RUNS, &tlo, &thi);
+    *extra = median(es, RUNS, &lo, &hi);           /* the runs' own differences, too */
+    *textra = median(et, RUNS, &lo, &hi);
+    printf("  %8d | %8.1f ns | %8.1f ns  %.2fx (%.2f-%.2f) | %8.1f ns  %.2fx (%.2f-%.2f)\n",
+           widths[i], mp, mw, *ratio, rlo, rhi, mt, *tratio, tlo, thi);
+}
+
+static void report(const run_t *runs)
 {
     double worst = 0, worst_ns = 0, tworst = 0, tworst_ns = 0;
 
     printf("shim_launch: cuLaunchKernel of an empty kernel, %d launches then one "
-           "cuStreamSynchronize,\n  best of %d rounds x %d runs each, race checker off, pinned to "
-           "one CPU;\n  every pointer leads into its own %u KiB allocation, all resident\n",
-           LAUNCHES, ROUNDS, PAIRS, ALLOC_BYTES >> 10);
-    printf("  pointers |  plain simulator  |  with libelixir.so    | shim+trace (ELIXIR_TRACE)\n");
+           "cuStreamSynchronize,\n  best of %d rounds per child, %d runs of the three children "
+           "in turn, race checker off,\n  pinned to one CPU; every pointer leads into its own "
+           "%u KiB allocation, all resident.\n  Medians over the runs; a ratio is the median "
+           "of the runs' own ratios (range in brackets).\n",
+           LAUNCHES, ROUNDS, RUNS, ALLOC_BYTES >> 10);
+    printf("  pointers |  plain sim  |  with libelixir.so          | shim+trace, ratio to "
+           "the shim\n");
     for (int i = 0; i < NWIDTHS; i++) {
-        double ratio = shim[i] / plain[i], extra = shim[i] - plain[i];
-        double tratio = traced[i] / shim[i], textra = traced[i] - shim[i];
-        printf("  %8d | %8.1f ns       | %8.1f ns  %.2fx    | %8.1f ns  %.2fx of shim (%+.1f ns)\n",
-               widths[i], plain[i], shim[i], ratio, traced[i], tratio, textra);
+        double ratio, extra, tratio, textra;
+        report_row(i, runs, &ratio, &extra, &tratio, &textra);
         if (ratio > worst) {
             worst = ratio;
             worst_ns = extra;
@@ -184,12 +238,13 @@ int main(int argc, char **argv)
         return 1;
     if (bench_pin_to_one_cpu() < 0)
         fprintf(stderr, "shim_launch: cannot pin to one CPU; figures may be noisier\n");
-    double plain[NWIDTHS] = { 0 }, with[NWIDTHS] = { 0 }, traced[NWIDTHS] = { 0 };
+    static run_t runs[RUNS];
     long long want = (long long)NWIDTHS * (LAUNCHES / 10 + ROUNDS * LAUNCHES);
     char trace[PATH_MAX];
-    for (int i = 0; i < PAIRS; i++) {
-        long long a = run_child(self, NULL, NULL, plain), b = run_child(self, shim, NULL, with);
-        long long c = run_child(self, shim, trace_path(trace, sizeof(trace)), traced);
+    for (int i = 0; i < RUNS; i++) {
+        run_t *r = &runs[i];
+        long long a = run_child(self, NULL, NULL, r->plain), b = run_child(self, shim, NULL, r->shim);
+        long long c = run_child(self, shim, trace_path(trace, sizeof(trace)), r->traced);
         int recorded = access(trace, F_OK) == 0;
         unlink(trace);
         if (a != -2 || b != want || c != want || !recorded) {
@@ -200,6 +255,6 @@ int main(int argc, char **argv)
             return 1;
         }
     }
-    report(plain, with, traced);
+    report(runs);
     return 0;
 }
