@@ -41,6 +41,7 @@ struct iter {
     uint64_t length;                /* launches of the last complete iteration; 0: unknown */
     uint32_t per_iter;              /* anchor launches per iteration; 0: unknown */
     uint32_t anchor_count;          /* anchor launches since the iteration began */
+    uint64_t quiet_below;           /* launches numbered below it may be quiet (see quiet) */
 };
 
 /* x mod 2^61 - 1 for x < 2^63, without a division. */
@@ -99,6 +100,7 @@ void iter_barrier(iter_t *it)
 {
     it->barrier = 1;
     it->any_barrier = 1;
+    it->quiet_below = 0;            /* the next launch is not quiet */
 }
 
 int64_t iter_current(const iter_t *it)
@@ -216,6 +218,20 @@ static __attribute__((noinline)) void hash_launch(iter_t *it, uint32_t key)
     it->h = reduce(mulmod(it->h, BASE) + (uint64_t)key + 1);
 }
 
+/* What quiet() asks of the state, the barrier and the loss rule, as one bound on the launch
+ * number, set after every launch that is not quiet (which any change to them takes): while
+ * tracking after a barrier, below the launch that would lose the loop (rule 4: more than
+ * 2 L + 16 launches into an iteration), else 0. */
+static void set_quiet_below(iter_t *it)
+{
+    if (it->state != TRACKING || !it->any_barrier || it->barrier)
+        it->quiet_below = 0;
+    else if (it->length)
+        it->quiet_below = it->start_n + 2 * it->length + 17;
+    else
+        it->quiet_below = UINT64_MAX;
+}
+
 /* A launch, in any state (rules 1 to 4). */
 static __attribute__((noinline)) int launch(iter_t *it, uint32_t key, uint64_t time,
                                             iter_mark_t marks[ITER_MAX_MARKS])
@@ -237,6 +253,7 @@ static __attribute__((noinline)) int launch(iter_t *it, uint32_t key, uint64_t t
         hash_launch(it, key);
     it->n++;
     it->barrier = 0;
+    set_quiet_below(it);
     return m;
 }
 
@@ -246,11 +263,9 @@ static __attribute__((noinline)) int launch(iter_t *it, uint32_t key, uint64_t t
  * launches of a training loop are. */
 static inline int quiet(const iter_t *it, uint32_t key)
 {
-    if (it->state != TRACKING || !it->any_barrier || it->barrier || key >= it->nkeys)
+    if (it->n >= it->quiet_below || key >= it->nkeys)     /* (set_quiet_below) */
         return 0;
-    if (key == it->anchor && it->per_iter && it->anchor_count == it->per_iter)
-        return 0;
-    return !(it->length && it->n - it->start_n > 2 * it->length + 16);
+    return !(key == it->anchor && it->per_iter && it->anchor_count == it->per_iter);
 }
 
 int iter_launch(iter_t *it, uint32_t key, uint64_t time, iter_mark_t marks[ITER_MAX_MARKS])

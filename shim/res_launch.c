@@ -8,8 +8,8 @@
  * evicting others, before the driver enqueues the operation; afterwards the operation becomes
  * their last use (res_use.c).  The device's lock is held from begin to end.  While a trace is
  * recorded (the launch has an operation id), the tracer sees the same words
- * (shim_trace_words) and asks for the base of the allocation of those it does not know yet,
- * to name the allocations in the launch's record.
+ * (shim_trace_launch_args, with the context and device) and asks for the base of the
+ * allocation of those it does not know yet, to name the allocations in the launch's record.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -150,10 +150,17 @@ typedef struct trace_words {
     uint64_t w[64];
 } trace_words_t;
 
-static void trace_flush(collect_t *k, trace_words_t *t)
+/* The arena the words of an operation collected by k may point into, for the tracer. */
+static shim_trace_arena_t trace_arena(collect_t *k)
 {
-    if (t->n)
-        shim_trace_words(t->w, t->n * 8, k->d->base, k->d->base + k->d->size, arena_base, k);
+    return (shim_trace_arena_t){ k->d->base, k->d->size, arena_base, k };
+}
+
+/* A full batch of words handed to the tracer (the last one goes with shim_trace_launch_args). */
+static SHIM_COLD void trace_flush(collect_t *k, trace_words_t *t)
+{
+    shim_trace_arena_t a = trace_arena(k);
+    shim_trace_words(t->w, t->n, &a);
     t->n = 0;
 }
 
@@ -224,8 +231,10 @@ static const kparams_t *kparams(res_dev_t *d, CUfunction f, kparams_t *tmp)
     return kp;
 }
 
-/* The kernelParams of kernel f (traced when t is not NULL). */
-static void collect_params(collect_t *k, CUfunction f, void **params, trace_words_t *t)
+/* The kernelParams of kernel f (traced when t is not NULL).  Out of line: inlined into
+ * res_launch_begin it costs the untraced launch a call to kparams. */
+static __attribute__((noinline)) void collect_params(collect_t *k, CUfunction f, void **params,
+                                                     trace_words_t *t)
 {
     kparams_t tmp;
     const kparams_t *kp = kparams(k->d, f, &tmp);
@@ -257,56 +266,41 @@ static void collect_params(collect_t *k, CUfunction f, void **params, trace_word
         free(tmp.sizes);
 }
 
-/* A launch that passes `extra` (when it is recorded, the tracer sees the words too). */
-static SHIM_COLD void collect_launch_words(collect_t *k, const shim_launch_t *l)
+/* A launch that passes `extra` (gathering the words for the tracer when t is not NULL). */
+static SHIM_COLD void collect_extra(collect_t *k, const shim_launch_t *l, trace_words_t *t)
 {
-    trace_words_t words, *t = NULL;
-    if (l->op) {
-        words.n = 0;
-        t = &words;
-    }
-    if (l->extra) {
-        for (size_t i = 0; l->extra[i] != CU_LAUNCH_PARAM_END && i < 64; i += 2)
-            if (l->extra[i] == CU_LAUNCH_PARAM_BUFFER_POINTER) {
-                size_t size = 0;
-                for (size_t j = 0; l->extra[j] != CU_LAUNCH_PARAM_END && j < 64; j += 2)
-                    if (l->extra[j] == CU_LAUNCH_PARAM_BUFFER_SIZE)
-                        size = *(size_t *)l->extra[j + 1];
-                collect_words(k, l->extra[i + 1], size, t);
-            }
-    } else if (l->params) {
-        collect_params(k, l->f, l->params, t);
-    }
-    if (t)
-        trace_flush(k, t);
+    for (size_t i = 0; l->extra[i] != CU_LAUNCH_PARAM_END && i < 64; i += 2)
+        if (l->extra[i] == CU_LAUNCH_PARAM_BUFFER_POINTER) {
+            size_t size = 0;
+            for (size_t j = 0; l->extra[j] != CU_LAUNCH_PARAM_END && j < 64; j += 2)
+                if (l->extra[j] == CU_LAUNCH_PARAM_BUFFER_SIZE)
+                    size = *(size_t *)l->extra[j + 1];
+            collect_words(k, l->extra[i + 1], size, t);
+        }
 }
 
-/* A recorded launch's parameters: collected, and handed to the tracer in one batch.  Not
- * cold: while a trace is recorded, every launch comes here. */
-static void collect_traced_params(collect_t *k, const shim_launch_t *l)
-{
-    trace_words_t words;
-
-    words.n = 0;                    /* (not the whole buffer: only words[0, n) are read) */
-    collect_params(k, l->f, l->params, &words);
-    trace_flush(k, &words);
-}
-
-static void collect_launch(collect_t *k, const shim_launch_t *l)
+/* What launch l reaches, collected into k (and its words gathered into t when not NULL). */
+static inline void collect_launch(collect_t *k, const shim_launch_t *l, trace_words_t *t)
 {
     if (!l->f || l->kind == SHIM_LAUNCH_LEGACY)
         k->unknown = 1;     /* a graph (nodes not inspected), or arguments set by cuParamSet* */
     else if (l->extra)
-        collect_launch_words(k, l);
-    else if (l->op && l->params)
-        collect_traced_params(k, l);
+        collect_extra(k, l, t);
     else if (l->params)
-        collect_params(k, l->f, l->params, NULL);
+        collect_params(k, l->f, l->params, t);
 }
 
-unsigned res_code_generation(void)
+/* A recorded launch: collected as collect_launch does, its argument words gathered, and the
+ * tracer told the context, the device and the last batch of words in one call.  Not cold:
+ * while a trace is recorded, every launch comes here. */
+static void collect_traced(collect_t *k, const shim_launch_t *l, CUcontext ctx)
 {
-    return atomic_load_explicit(&res_code_gen, memory_order_acquire);
+    trace_words_t words;
+
+    words.n = 0;                    /* (not the whole buffer: only words[0, n) are read) */
+    collect_launch(k, l, &words);
+    shim_trace_arena_t a = trace_arena(k);
+    shim_trace_launch_args(ctx, k->d->device, words.w, words.n, &a);
 }
 
 /*
@@ -331,10 +325,11 @@ void res_launch_begin(shim_launch_t *l)
     l->res = NULL;
     if (!d || !(k = collect_open(d, ctx)))
         return;
-    if (l->op)
-        shim_trace_launch_ctx(ctx, d->device);
     relax_t rx = relax_begin();
-    collect_launch(k, l);
+    if (l->op)
+        collect_traced(k, l, ctx);
+    else
+        collect_launch(k, l, NULL);
     k->capturing = res_stream_capturing(l->stream, shim_hook_per_thread[l->hook]);
     if (!k->capturing)
         res_reach(d, k, 1);

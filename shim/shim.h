@@ -314,9 +314,10 @@ void res_after_fork(void);
  * Recording into ELIXIR_TRACE (trace.c; device times of the profiled iterations in
  * trace_time.c).  shim_trace_on is 1 while a trace is being recorded: the wrappers test it
  * once (SHIM_TRACING) and only then take the traced path, which calls, in this order,
- * shim_trace_launch_begin (or _copy_begin), residency's begin, shim_trace_issue, the driver,
- * shim_trace_launch_end (or _copy_end), residency's end.  Every other function here may be
- * called at any time and does nothing unless a trace is being recorded.
+ * shim_trace_launch_begin (or _copy_begin), residency's begin, shim_trace_issue (launches:
+ * only while SHIM_TRACE_TIMED), the driver, shim_trace_launch_end (or _copy_end), residency's
+ * end.  Every other function here may be called at any time and does nothing unless a trace
+ * is being recorded.
  */
 extern _Atomic int shim_trace_on;
 #define SHIM_TRACING()                                                                         \
@@ -339,15 +340,30 @@ void shim_trace_copy_begin(shim_copy_t *c);
 void shim_trace_issue(uint64_t op, CUstream s, shim_hook_t h);
 void shim_trace_launch_end(const shim_launch_t *l, CUresult r);
 void shim_trace_copy_end(const shim_copy_t *c, CUresult r);
-/* res_launch.c, between begin and end: the launch's argument words at buf (size bytes); each
- * in [lo, hi) (an arena) names the allocation whose base base_of(ctx, word) gives (0: none).
- * The answers are cached per thread until the next allocation or free, so base_of is
- * rarely asked. */
-void shim_trace_words(const void *buf, size_t size, uint64_t lo, uint64_t hi,
-                      uint64_t (*base_of)(void *ctx, uint64_t word), void *ctx);
-/* res_launch.c, between begin and end of a recorded launch: the current context and its
- * device, just looked up by residency, so that the launch's record need not ask again. */
-void shim_trace_launch_ctx(CUcontext ctx, int device);
+/* res_launch.c, for a recorded launch it collects: where its argument words may point (the
+ * arena [lo, lo + span)), and base_of(ctx, word), the base of the allocation holding such a
+ * word (0: none). */
+typedef struct shim_trace_arena {
+    uint64_t lo, span;
+    uint64_t (*base_of)(void *ctx, uint64_t word);
+    void *ctx;
+} shim_trace_arena_t;
+/* res_launch.c, between begin and end of a recorded launch: a batch of n argument words
+ * (words; each in a's arena names an allocation), when there are more than one batch holds.
+ * The answers are cached per thread until the next allocation or free, so base_of is rarely
+ * asked. */
+void shim_trace_words(const uint64_t *words, size_t n, const shim_trace_arena_t *a);
+/* res_launch.c, once per recorded launch it collected, after its argument words: the
+ * current context and its device (just looked up by residency, so that the launch's record
+ * need not ask again) and the last batch of argument words (n may be 0), as for
+ * shim_trace_words.  One call where three would do, since every launch makes it. */
+void shim_trace_launch_args(CUcontext ctx, int device, const uint64_t *words, size_t n,
+                            const shim_trace_arena_t *a);
+/* 1 while the profiled iterations run (their operations are timed): the launch wrappers
+ * call shim_trace_issue only then. */
+extern _Atomic int shim_trace_timed;
+#define SHIM_TRACE_TIMED()                                                                     \
+    __builtin_expect(atomic_load_explicit(&shim_trace_timed, memory_order_relaxed), 0)
 /* A host synchronisation (cuCtxSynchronize, cuStreamSynchronize, cuEventSynchronize): a hint
  * for the iteration detector. */
 void shim_trace_sync(void);
@@ -377,8 +393,13 @@ void shim_trace_nccl(const char *op, uint64_t send, uint64_t recv, uint64_t byte
 uint64_t shim_trace_now(void);
 uint64_t shim_trace_current_op(void);
 
-/* res_launch.c, for the tracer: bumped when code or contexts go away (res_code_gen). */
-unsigned res_code_generation(void);
+/* For the tracer: bumped when code or contexts go away (res.c's res_code_gen).  Inline: the
+ * tracer reads it on every launch. */
+extern _Atomic unsigned res_code_gen;
+static inline unsigned res_code_generation(void)
+{
+    return atomic_load_explicit(&res_code_gen, memory_order_acquire);
+}
 
 /* ------------------------------------------------------------ options.c */
 

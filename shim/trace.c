@@ -11,10 +11,10 @@
  * default streams; a handle reused after its stream was destroyed keeps its number), device
  * and, for launches, the function (its name interned once per handle and code generation,
  * cached per thread) and the ids of the allocations its arguments reach (res_launch.c hands
- * over the argument words: shim_trace_words); residency reports allocations, frees,
- * migrations, evictions and memory per tier through the shim_trace_* hooks.  Allocation ids
- * come from one counter, and a table from base address to id lets launches and evictions
- * name allocations.
+ * over the argument words with the context: shim_trace_launch_args); residency reports
+ * allocations, frees, migrations, evictions and memory per tier through the shim_trace_*
+ * hooks.  Allocation ids come from one counter, and a table from base address to id lets
+ * launches and evictions name allocations.
  *
  * Iterations are found by iter.c from the sequence of launches, with copies between host and
  * device and host synchronisations as barriers.  Iterations [ELIXIR_PROFILE_WARMUP,
@@ -109,6 +109,7 @@ typedef struct tstate {
     uint32_t func;                  /* a launch's function (string id) */
     void *timing;                   /* trace_time.c's handle of the operation */
     uint64_t *ids;                  /* ids of the allocations the launch reaches */
+    const uint64_t *hit_ids;        /* instead of ids when a memo answered: its own (not NULL) */
     uint32_t nids, cap;
     int unsorted;                   /* ids not in ascending order */
     uint64_t ptds;                  /* the number of this thread's per-thread stream */
@@ -117,7 +118,7 @@ typedef struct tstate {
     CUcontext ctx;                  /* last context seen, its device, the code generation */
     int ctx_dev;
     unsigned ctx_gen;
-    int ctx_known;                  /* ctx is the operation's (shim_trace_launch_ctx) */
+    int ctx_known;                  /* ctx is the operation's (shim_trace_launch_args) */
     fslot_t fcache[FCACHE];
     wslot_t wcache[WCACHE];
     memo_t memo[MEMO];              /* by the launch's function */
@@ -140,6 +141,7 @@ typedef struct spin {
 } spin_t;
 
 _Atomic int shim_trace_on;
+_Atomic int shim_trace_timed;       /* T.window == WIN_OPEN, for the wrappers */
 trc_rec_t *shim_trace_rec;
 
 static struct {
@@ -438,13 +440,11 @@ static __attribute__((noinline)) void ctx_changed(tstate_t *th, CUcontext ctx, i
 /* The operation's context and device, from residency.  They also refresh current_device's
  * cache when they differ from it; one that only grew stale (a new code generation) is left
  * for current_device to ask again. */
-void shim_trace_launch_ctx(CUcontext ctx, int device)
+static inline void launch_ctx(tstate_t *th, CUcontext ctx, int device)
 {
-    tstate_t *th = tls_self;
-
-    if (!th || !th->op || !ctx)
+    if (!ctx)
         return;
-    if (ctx != th->ctx || device != th->ctx_dev)
+    if (__builtin_expect(ctx != th->ctx || device != th->ctx_dev, 0))
         ctx_changed(th, ctx, device);
     th->ctx_known = 1;
 }
@@ -682,6 +682,7 @@ static void window_at(int64_t cur)
         T.win_end = cur + T.profile;
         if (T.profile > 0) {
             atomic_store(&T.window, WIN_OPEN);
+            atomic_store(&shim_trace_timed, 1);
             shim_timing_window(1);
             SHIM_INFO(INIT, "trace: profiling iterations %lld to %lld", (long long)cur,
                       (long long)T.win_end - 1);
@@ -690,6 +691,7 @@ static void window_at(int64_t cur)
         }
     } else if (w == WIN_OPEN && cur >= T.win_end) {
         atomic_store(&T.window, WIN_AFTER);
+        atomic_store(&shim_trace_timed, 0);
         shim_timing_window(0);
         SHIM_INFO(INIT, "trace: profiling done at iteration %lld", (long long)cur);
     }
@@ -750,10 +752,12 @@ static inline tstate_t *op_begin(uint64_t *op)
     *op = th->op = op_new(th);
     th->time = now();
     th->nids = 0;
+    th->hit_ids = NULL;
     th->unsorted = 0;
     th->ctx_known = 0;
     th->timing = NULL;
-    shim_timing_poll();
+    if (atomic_load_explicit(&shim_timing_pending, memory_order_relaxed))
+        shim_timing_poll();
     return th;
 }
 
@@ -893,18 +897,10 @@ static wslot_t *wslot(tstate_t *th, uint64_t word)
     return &th->wcache[((word >> 4) * 0x9E3779B97F4A7C15ull) >> 55];
 }
 
-/* Where argument words come from (shim_trace_words' arguments): the arena [lo, lo + span)
- * and base_of(ctx, word), the base of the allocation holding a word in it. */
-typedef struct wsrc {
-    uint64_t lo, span;
-    uint64_t (*base_of)(void *ctx, uint64_t word);
-    void *ctx;
-} wsrc_t;
-
 /* The allocation id of argument word `word`, not cached in w (or stale): from the table
  * (src->base_of names the base), then cached in w. */
 static __attribute__((noinline)) uint64_t word_miss(wslot_t *w, uint64_t word,
-                                                   const wsrc_t *src)
+                                                   const shim_trace_arena_t *src)
 {
     uint64_t base = src->base_of(src->ctx, word);
     spin_lock(&T.alloc_lock);
@@ -917,7 +913,8 @@ static __attribute__((noinline)) uint64_t word_miss(wslot_t *w, uint64_t word,
 
 /* The allocation id of an argument word: from the thread's cache while no allocation was
  * made or freed since it was cached (gen), else word_miss. */
-static inline uint64_t word_id(tstate_t *th, uint64_t word, uint64_t gen, const wsrc_t *src)
+static inline uint64_t word_id(tstate_t *th, uint64_t word, uint64_t gen,
+                               const shim_trace_arena_t *src)
 {
     wslot_t *w = wslot(th, word);
 
@@ -935,19 +932,32 @@ static memo_t *memo_of(tstate_t *th, size_t size)
     return &th->memo[hash_ptr(th->func) % MEMO];
 }
 
-/* Does m hold the answer for these words?  Then the launch's ids are m's. */
+/* Does m hold the answer for these words?  Then the launch's ids are m's, read in place
+ * (th->hit_ids): the memo stays as it is until the thread's next launch. */
 static int memo_hit(tstate_t *th, const memo_t *m, const void *buf, size_t size, uint64_t gen,
                     uint64_t lo)
 {
     if (m->gen != gen || m->lo != lo || m->nwords * 8 != size || memcmp(m->words, buf, size))
         return 0;
-    if (m->nids && ids_room(th, m->nids) < 0)
-        return 0;
-    if (m->nids)
-        memcpy(th->ids, m->ids, m->nids * sizeof(*th->ids));
+    th->hit_ids = m->ids;
     th->nids = m->nids;
     th->unsorted = 0;
     return 1;
+}
+
+/* More words after a memo answered (a list given in batches; the memo answers only a first
+ * one): the memo's ids copied into th->ids, where the rest are added. */
+static __attribute__((noinline)) void memo_unhit(tstate_t *th)
+{
+    const uint64_t *ids = th->hit_ids;
+
+    th->hit_ids = NULL;
+    if (th->nids && ids_room(th, th->nids) < 0) {
+        th->nids = 0;
+        return;
+    }
+    if (th->nids)
+        memcpy(th->ids, ids, th->nids * sizeof(*th->ids));
 }
 
 /* Keeps the launch's ids (sorted once here, so that a hit needs no sorting) for these words
@@ -972,7 +982,7 @@ static void memo_keep(tstate_t *th, memo_t *m, const void *buf, size_t size, uin
 /* The ids of the allocations the words at buf (n of them) reach, added to the launch's
  * (cached answers valid at allocation generation gen). */
 static inline void words_ids(tstate_t *th, const void *buf, size_t n, uint64_t gen,
-                             const wsrc_t *src)
+                             const shim_trace_arena_t *src)
 {
     for (size_t i = 0; i < n; i++) {
         uint64_t v, id;
@@ -982,25 +992,54 @@ static inline void words_ids(tstate_t *th, const void *buf, size_t n, uint64_t g
     }
 }
 
-void shim_trace_words(const void *buf, size_t size, uint64_t lo, uint64_t hi,
-                      uint64_t (*base_of)(void *ctx, uint64_t word), void *ctx)
+/* launch_words for a list long enough for the memo of the launch's function: the whole list
+ * compared at once, else word by word (and then remembered). */
+static __attribute__((noinline)) void memo_words(tstate_t *th, const uint64_t *words, size_t n,
+                                                 uint64_t gen, const shim_trace_arena_t *src)
+{
+    size_t size = n * 8;
+    memo_t *m = memo_of(th, size);
+
+    if (m && memo_hit(th, m, words, size, gen, src->lo))
+        return;
+    words_ids(th, words, n, gen, src);
+    if (m)
+        memo_keep(th, m, words, size, gen, src->lo);
+}
+
+/* The ids of the allocations n argument words reach, added to the launch's: word by word for
+ * a short list, else through memo_words. */
+static SHIM_ALWAYS_INLINE void launch_words(tstate_t *th, const uint64_t *words, size_t n,
+                                            const shim_trace_arena_t *src)
+{
+    uint64_t gen = atomic_load_explicit(&T.alloc_gen, memory_order_relaxed);
+
+    if (__builtin_expect(th->hit_ids != NULL, 0))
+        memo_unhit(th);
+    if (n < MEMO_MIN)
+        words_ids(th, words, n, gen, src);
+    else
+        memo_words(th, words, n, gen, src);
+}
+
+void shim_trace_words(const uint64_t *words, size_t n, const shim_trace_arena_t *a)
+{
+    tstate_t *th = tls_self;
+
+    if (th && th->op)
+        launch_words(th, words, n, a);
+}
+
+void shim_trace_launch_args(CUcontext ctx, int device, const uint64_t *words, size_t n,
+                            const shim_trace_arena_t *a)
 {
     tstate_t *th = tls_self;
 
     if (!th || !th->op)
         return;
-    uint64_t gen = atomic_load_explicit(&T.alloc_gen, memory_order_relaxed);
-    const wsrc_t src = { lo, hi - lo, base_of, ctx };
-    if (size < MEMO_MIN * 8) {
-        words_ids(th, buf, size / 8, gen, &src);
-        return;
-    }
-    memo_t *m = memo_of(th, size);
-    if (m && memo_hit(th, m, buf, size, gen, lo))
-        return;
-    words_ids(th, buf, size / 8, gen, &src);
-    if (m)
-        memo_keep(th, m, buf, size, gen, lo);
+    launch_ctx(th, ctx, device);
+    if (n)
+        launch_words(th, words, n, a);
 }
 
 /* Common end: device times, then the thread leaves the operation. */
@@ -1034,7 +1073,7 @@ void shim_trace_launch_end(const shim_launch_t *l, CUresult r)
         la->span = (trc_span_t){ 0 };  /* times come later, in a TIMING record */
         sort_ids(th);
         la->nallocs = th->nids;
-        la->allocs = th->ids;
+        la->allocs = th->hit_ids ? th->hit_ids : th->ids;
         la->func = NULL;
         record_kept(&ev);
     }

@@ -33,7 +33,9 @@ void shim_timing_window(int open);
  * after (NULL when not timed). */
 void *shim_timing_before(uint64_t op, CUstream s, shim_hook_t h);
 void shim_timing_after(void *handle, CUresult r, CUstream s, shim_hook_t h);
-/* Records the times of operations whose events have completed (never waits). */
+/* Records the times of operations whose events have completed (never waits); nothing to do
+ * while shim_timing_pending (event pairs not yet read) is 0, which callers test inline. */
+extern _Atomic unsigned shim_timing_pending;
 void shim_timing_poll(void);
 /* At exit: the last times (waiting for their events), then CUPTI closed; returns the clock
  * to use from now on (CUPTI's is no longer available), or NULL to keep the current one. */

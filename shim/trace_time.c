@@ -60,11 +60,12 @@ static struct {
     PFN_cuEventElapsedTime_v2000 elapsed;
     pthread_mutex_t lock;
     pair_t *head, **tail;           /* waiting for their second event */
-    _Atomic unsigned pending;
     ref_t refs[MAX_CTX];
     int nrefs;
     uint64_t closed_at, mono_at;    /* CUPTI's last time, and the monotonic time then */
 } TM = { .lock = PTHREAD_MUTEX_INITIALIZER, .tail = &TM.head };
+
+_Atomic unsigned shim_timing_pending;
 
 #define PUSHED ((void *)&TM.cupti)  /* before()'s handle of a CUPTI-timed operation */
 
@@ -288,7 +289,7 @@ void shim_timing_after(void *handle, CUresult r, CUstream s, shim_hook_t h)
     pthread_mutex_lock(&TM.lock);
     *TM.tail = p;
     TM.tail = &p->next;
-    atomic_fetch_add(&TM.pending, 1);
+    atomic_fetch_add(&shim_timing_pending, 1);
     pthread_mutex_unlock(&TM.lock);
 }
 
@@ -316,7 +317,7 @@ static pair_t *take_done(int *ok)
         TM.head = p->next;
         if (!TM.head)
             TM.tail = &TM.head;
-        atomic_fetch_sub(&TM.pending, 1);
+        atomic_fetch_sub(&shim_timing_pending, 1);
     } else {
         p = NULL;
     }
@@ -329,7 +330,7 @@ void shim_timing_poll(void)
 {
     int ok;
 
-    if (!atomic_load_explicit(&TM.pending, memory_order_relaxed))
+    if (!atomic_load_explicit(&shim_timing_pending, memory_order_relaxed))
         return;
     for (int i = 0; i < POLL_MAX; i++) {
         pair_t *p = take_done(&ok);
@@ -358,7 +359,7 @@ static void drain_events(void)
     pair_t *list = TM.head;
     TM.head = NULL;
     TM.tail = &TM.head;
-    atomic_store(&TM.pending, 0);
+    atomic_store(&shim_timing_pending, 0);
     pthread_mutex_unlock(&TM.lock);
     while (list) {
         pair_t *p = list;
@@ -395,7 +396,7 @@ void shim_timing_after_fork(void)
     TM.enabled = 0;
     TM.head = NULL;
     TM.tail = &TM.head;
-    atomic_store(&TM.pending, 0);
+    atomic_store(&shim_timing_pending, 0);
     TM.nrefs = 0;
     pthread_mutex_init(&TM.lock, NULL);
 }

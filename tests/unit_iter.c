@@ -136,6 +136,18 @@ int main(void)
     run_case("one kernel", seq("", "A", 50), NULL, 0);
     /* Nothing that repeats. */
     run_case("no loop", "ABCDEFGHIJ|KLMNOP|QRSTUVWXYZ", NULL, 0);
+    /* Rule 4 to the launch: iterations of L = 2 launches (A after each barrier), then B
+     * alone.  The anchor still begins an iteration after 2 L + 16 = 20 launches of B, the
+     * loop being followed without barriers once per_iter is known; the 21st launch of B
+     * loses it, and A begins nothing. */
+    {
+        int want[4] = { 0, 2, 4, 25 };
+        char t[64];
+        snprintf(t, sizeof(t), "%sA", seq("|AB|AB|A", "B", 20));
+        run_case("lost: 2 L + 16 launches kept", t, want, 4);
+        snprintf(t, sizeof(t), "%sA", seq("|AB|AB|A", "B", 21));
+        run_case("lost: one launch more", t, want, 3);
+    }
     /* A mid-step barrier followed by another kernel does not cut the step. */
     expect_anchor("mid-step barrier", seq("", "|EA|MB", 7), 'E', 0, 1);
     /* An evaluation phase in the middle (other kernels, many of them): the anchor is lost,

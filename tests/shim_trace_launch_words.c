@@ -1,0 +1,159 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * shim_trace_launch_words.c - the allocations a recorded launch names when its arguments are
+ * more words than residency hands the tracer at once (64), or come in the `extra` buffer.
+ *
+ * The scenario (under the shim) allocates P0..P3 and launches lw_big(s, q), s an 80-word
+ * structure: first with P2 in word 3, P0 + 16 in word 70 and P2 again in word 79, q = P1;
+ * then with P1 in word 5, P3 in word 65 and q = 0; then lw_pair(P3, P1 + 8) through the
+ * `extra` buffer; then lw_big once more as the first time.  Words past the 64th reach the
+ * tracer in a second batch, so a launch's ids come from two batches (and out of order, with
+ * a repeat).  The test checks each launch's allocation ids (ascending, no repeats), device
+ * and stream.
+ */
+#define TT_KERNELS
+#include "shim_trace_test.h"
+
+#define BYTES (1u << 20)
+#define BIG 80                          /* words of lw_big's structure */
+#define NLAUNCH 4
+
+SIM_KERNEL void lw_big(const sim_launch_t *l, void **params)
+{
+    (void)l;
+    (void)params;
+}
+
+SIM_KERNEL void lw_pair(const sim_launch_t *l, void **params)
+{
+    (void)l;
+    (void)params;
+}
+
+static const char lw_ptx[] =
+    ".version 8.0\n.target sm_90\n.address_size 64\n"
+    ".visible .entry lw_big(.param .align 8 .b8 s[640], .param .u64 q)\n{\n ret;\n}\n"
+    ".visible .entry lw_pair(.param .u64 a, .param .u64 b)\n{\n ret;\n}\n";
+
+/* lw_big(s, q) on stream st, waited for. */
+static CUresult launch_big(CUfunction f, CUstream st, const uint64_t s[BIG], uint64_t q)
+{
+    uint64_t v[BIG];
+    void *args[2] = { v, &q };
+
+    memcpy(v, s, sizeof(v));
+    CUresult r = cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, st, args, NULL);
+    return r == CUDA_SUCCESS ? cuStreamSynchronize(st) : r;
+}
+
+/* lw_pair(a, b) through the `extra` buffer on stream st, waited for. */
+static CUresult launch_pair(CUfunction f, CUstream st, uint64_t a, uint64_t b)
+{
+    uint64_t buf[2] = { a, b };
+    size_t bytes = sizeof(buf);
+    void *extra[] = { CU_LAUNCH_PARAM_BUFFER_POINTER, buf, CU_LAUNCH_PARAM_BUFFER_SIZE, &bytes,
+                      CU_LAUNCH_PARAM_END };
+    CUresult r = cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, st, NULL, extra);
+    return r == CUDA_SUCCESS ? cuStreamSynchronize(st) : r;
+}
+
+static void scenario(void)
+{
+    CUdeviceptr p[4];
+    CUstream st;
+    uint64_t s[BIG] = { 0 }, t[BIG] = { 0 };
+
+    st_setup(0);
+    CUfunction big = st_function(lw_ptx, "lw_big"), pair = st_function(lw_ptx, "lw_pair");
+    CHECK_CU(cuStreamCreate(&st, CU_STREAM_NON_BLOCKING));
+    for (int i = 0; i < 4; i++)
+        CHECK_CU(cuMemAlloc(&p[i], BYTES));
+    s[3] = p[2];
+    s[70] = p[0] + 16;
+    s[79] = p[2];
+    t[5] = p[1];
+    t[65] = p[3];
+    CHECK_CU(launch_big(big, st, s, p[1]));             /* launch 0 */
+    CHECK_CU(launch_big(big, st, t, 0));                /* 1 */
+    CHECK_CU(launch_pair(pair, st, p[3], p[1] + 8));    /* 2 */
+    CHECK_CU(launch_big(big, st, s, p[1]));             /* 3 */
+    CHECK_CU(cuCtxSynchronize());
+    for (int i = 0; i < 4; i++)
+        printf("0x%llx\n", (unsigned long long)p[i]);
+}
+
+/* What launch i must name: its function and allocations (indexes of the scenario's p[],
+ * ascending, -1 ending the list). */
+typedef struct want {
+    const char *func;
+    int allocs[4];
+} want_t;
+
+static const want_t wants[NLAUNCH] = {
+    { "lw_big", { 0, 1, 2, -1 } },
+    { "lw_big", { 1, 3, -1 } },
+    { "lw_pair", { 1, 3, -1 } },
+    { "lw_big", { 0, 1, 2, -1 } },
+};
+
+/* The ids of the scenario's four allocations: its ALLOC records in order, each at the
+ * address the scenario printed. */
+static void alloc_ids(const tt_trace_t *t, const char *out, uint64_t ids[4])
+{
+    const char *s = out;
+
+    EXPECT(tt_count(t, TRC_EV_ALLOC) == 4, "%zu ALLOC records, expected 4",
+           tt_count(t, TRC_EV_ALLOC));
+    for (int i = 0; i < 4; i++) {
+        char *end;
+        unsigned long long addr = strtoull(s, &end, 16);
+        const trc_alloc_t *a = &tt_nth(t, TRC_EV_ALLOC, (size_t)i)->u.alloc;
+        EXPECT(end != s && a->addr == addr, "allocation %d at 0x%llx, its ALLOC record's 0x%llx",
+               i, addr, (unsigned long long)a->addr);
+        ids[i] = a->id;
+        s = end;
+    }
+    EXPECT(ids[0] < ids[1] && ids[1] < ids[2] && ids[2] < ids[3],
+           "allocation ids %llu %llu %llu %llu, expected ascending", (unsigned long long)ids[0],
+           (unsigned long long)ids[1], (unsigned long long)ids[2], (unsigned long long)ids[3]);
+}
+
+static void check_launch(const trc_launch_t *l, int i, const uint64_t ids[4], uint64_t sno)
+{
+    const want_t *w = &wants[i];
+    uint32_t n = 0;
+
+    EXPECT(strcmp(l->func, w->func) == 0, "launch %d: '%s', expected %s", i, l->func, w->func);
+    EXPECT(l->device == 0 && l->stream != 0 && l->stream == sno,
+           "launch %d: device %d, stream %llu, expected device 0, stream %llu", i, l->device,
+           (unsigned long long)l->stream, (unsigned long long)sno);
+    while (w->allocs[n] >= 0)
+        n++;
+    EXPECT(l->nallocs == n, "launch %d: %u allocations, expected %u", i, l->nallocs, n);
+    for (uint32_t k = 0; k < n; k++)
+        EXPECT(l->allocs[k] == ids[w->allocs[k]],
+               "launch %d: allocation %u is id %llu, expected %llu (P%d)", i, k,
+               (unsigned long long)l->allocs[k], (unsigned long long)ids[w->allocs[k]],
+               w->allocs[k]);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc > 1 && strcmp(argv[1], "scenario") == 0) {
+        scenario();
+        return 0;
+    }
+    tt_trace_t t;
+    sh_run_t r = tt_record_scenario("launch_words", 0, &t);
+    uint64_t ids[4];
+
+    alloc_ids(&t, r.out, ids);
+    EXPECT(tt_count(&t, TRC_EV_LAUNCH) == NLAUNCH, "%zu LAUNCH records, expected %d",
+           tt_count(&t, TRC_EV_LAUNCH), NLAUNCH);
+    uint64_t sno = tt_nth(&t, TRC_EV_LAUNCH, 0)->u.launch.stream;
+    for (int i = 0; i < NLAUNCH; i++)
+        check_launch(&tt_nth(&t, TRC_EV_LAUNCH, (size_t)i)->u.launch, i, ids, sno);
+    tt_free(&t);
+    sh_run_free(&r);
+    return 0;
+}
