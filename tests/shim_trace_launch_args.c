@@ -97,29 +97,10 @@ static const want_t wants[NLAUNCH] = {
     { "tt_k1", 1, { 6, -1 } },
 };
 
-/* The ids of the scenario's seven allocations: its ALLOC records in order, each at the
- * address the scenario printed. */
-static void alloc_ids(const tt_trace_t *t, const char *out, uint64_t ids[7])
-{
-    const char *s = out;
-
-    EXPECT(tt_count(t, TRC_EV_ALLOC) == 7, "%zu ALLOC records, expected 7",
-           tt_count(t, TRC_EV_ALLOC));
-    for (int i = 0; i < 7; i++) {
-        char *end;
-        unsigned long long addr = strtoull(s, &end, 16);
-        const trc_alloc_t *a = &tt_nth(t, TRC_EV_ALLOC, (size_t)i)->u.alloc;
-        EXPECT(end != s && a->addr == addr, "allocation %d at 0x%llx, its ALLOC record's 0x%llx",
-               i, addr, (unsigned long long)a->addr);
-        ids[i] = a->id;
-        s = end;
-    }
-}
 
 static void check_launch(const trc_launch_t *l, int i, const uint64_t ids[7], uint64_t sno[3])
 {
     const want_t *w = &wants[i];
-    uint32_t n = 0;
 
     EXPECT(strcmp(l->func, w->func) == 0, "launch %d: '%s', expected %s", i, l->func, w->func);
     if (!sno[w->stream])
@@ -128,14 +109,7 @@ static void check_launch(const trc_launch_t *l, int i, const uint64_t ids[7], ui
            "launch %d: stream %llu, expected S%d (S1 %llu, S2 %llu)", i,
            (unsigned long long)l->stream, w->stream, (unsigned long long)sno[1],
            (unsigned long long)sno[2]);
-    while (w->allocs[n] >= 0)
-        n++;
-    EXPECT(l->nallocs == n, "launch %d: %u allocations, expected %u", i, l->nallocs, n);
-    for (uint32_t k = 0; k < n; k++)
-        EXPECT(l->allocs[k] == ids[w->allocs[k]],
-               "launch %d: allocation %u is id %llu, expected %llu (P%d)", i, k,
-               (unsigned long long)l->allocs[k], (unsigned long long)ids[w->allocs[k]],
-               w->allocs[k]);
+    tt_expect_allocs(l, i, ids, w->allocs);
 }
 
 int main(int argc, char **argv)
@@ -148,7 +122,7 @@ int main(int argc, char **argv)
     sh_run_t r = tt_record_scenario("launch_args", 0, &t);
     uint64_t ids[7], sno[3] = { 0 };
 
-    alloc_ids(&t, r.out, ids);
+    tt_alloc_ids(&t, r.out, ids, 7);
     EXPECT(tt_count(&t, TRC_EV_LAUNCH) == NLAUNCH, "%zu LAUNCH records, expected %d",
            tt_count(&t, TRC_EV_LAUNCH), NLAUNCH);
     for (int i = 0; i < NLAUNCH; i++)

@@ -96,45 +96,16 @@ static const want_t wants[NLAUNCH] = {
     { "lw_big", { 0, 1, 2, -1 } },
 };
 
-/* The ids of the scenario's four allocations: its ALLOC records in order, each at the
- * address the scenario printed. */
-static void alloc_ids(const tt_trace_t *t, const char *out, uint64_t ids[4])
-{
-    const char *s = out;
-
-    EXPECT(tt_count(t, TRC_EV_ALLOC) == 4, "%zu ALLOC records, expected 4",
-           tt_count(t, TRC_EV_ALLOC));
-    for (int i = 0; i < 4; i++) {
-        char *end;
-        unsigned long long addr = strtoull(s, &end, 16);
-        const trc_alloc_t *a = &tt_nth(t, TRC_EV_ALLOC, (size_t)i)->u.alloc;
-        EXPECT(end != s && a->addr == addr, "allocation %d at 0x%llx, its ALLOC record's 0x%llx",
-               i, addr, (unsigned long long)a->addr);
-        ids[i] = a->id;
-        s = end;
-    }
-    EXPECT(ids[0] < ids[1] && ids[1] < ids[2] && ids[2] < ids[3],
-           "allocation ids %llu %llu %llu %llu, expected ascending", (unsigned long long)ids[0],
-           (unsigned long long)ids[1], (unsigned long long)ids[2], (unsigned long long)ids[3]);
-}
 
 static void check_launch(const trc_launch_t *l, int i, const uint64_t ids[4], uint64_t sno)
 {
     const want_t *w = &wants[i];
-    uint32_t n = 0;
 
     EXPECT(strcmp(l->func, w->func) == 0, "launch %d: '%s', expected %s", i, l->func, w->func);
     EXPECT(l->device == 0 && l->stream != 0 && l->stream == sno,
            "launch %d: device %d, stream %llu, expected device 0, stream %llu", i, l->device,
            (unsigned long long)l->stream, (unsigned long long)sno);
-    while (w->allocs[n] >= 0)
-        n++;
-    EXPECT(l->nallocs == n, "launch %d: %u allocations, expected %u", i, l->nallocs, n);
-    for (uint32_t k = 0; k < n; k++)
-        EXPECT(l->allocs[k] == ids[w->allocs[k]],
-               "launch %d: allocation %u is id %llu, expected %llu (P%d)", i, k,
-               (unsigned long long)l->allocs[k], (unsigned long long)ids[w->allocs[k]],
-               w->allocs[k]);
+    tt_expect_allocs(l, i, ids, w->allocs);
 }
 
 int main(int argc, char **argv)
@@ -147,7 +118,10 @@ int main(int argc, char **argv)
     sh_run_t r = tt_record_scenario("launch_words", 0, &t);
     uint64_t ids[4];
 
-    alloc_ids(&t, r.out, ids);
+    tt_alloc_ids(&t, r.out, ids, 4);
+    EXPECT(ids[0] < ids[1] && ids[1] < ids[2] && ids[2] < ids[3],
+           "allocation ids %llu %llu %llu %llu, expected ascending", (unsigned long long)ids[0],
+           (unsigned long long)ids[1], (unsigned long long)ids[2], (unsigned long long)ids[3]);
     EXPECT(tt_count(&t, TRC_EV_LAUNCH) == NLAUNCH, "%zu LAUNCH records, expected %d",
            tt_count(&t, TRC_EV_LAUNCH), NLAUNCH);
     uint64_t sno = tt_nth(&t, TRC_EV_LAUNCH, 0)->u.launch.stream;

@@ -112,6 +112,41 @@ static inline const trc_event_t *tt_launch_of(const tt_trace_t *t, const char *f
     return NULL;
 }
 
+/* The ids of a scenario's first n allocations: its ALLOC records in order, each at the address
+ * the scenario printed in `out` (hexadecimal, one after another). */
+static inline void tt_alloc_ids(const tt_trace_t *t, const char *out, uint64_t *ids, int n)
+{
+    const char *s = out;
+
+    EXPECT(tt_count(t, TRC_EV_ALLOC) == (size_t)n, "%zu ALLOC records, expected %d",
+           tt_count(t, TRC_EV_ALLOC), n);
+    for (int i = 0; i < n; i++) {
+        char *end;
+        unsigned long long addr = strtoull(s, &end, 16);
+        const trc_alloc_t *a = &tt_nth(t, TRC_EV_ALLOC, (size_t)i)->u.alloc;
+        EXPECT(end != s && a->addr == addr, "allocation %d at 0x%llx, its ALLOC record's 0x%llx",
+               i, addr, (unsigned long long)a->addr);
+        ids[i] = a->id;
+        s = end;
+    }
+}
+
+/* Launch i (l) names exactly the allocations ids[want[0]], ids[want[1]], ... in that order
+ * (want ends at a negative index). */
+static inline void tt_expect_allocs(const trc_launch_t *l, int i, const uint64_t *ids,
+                                    const int *want)
+{
+    uint32_t n = 0;
+
+    while (want[n] >= 0)
+        n++;
+    EXPECT(l->nallocs == n, "launch %d: %u allocations, expected %u", i, l->nallocs, n);
+    for (uint32_t k = 0; k < n && k < l->nallocs; k++)
+        EXPECT(l->allocs[k] == ids[want[k]],
+               "launch %d: allocation %u is id %llu, expected %llu (P%d)", i, k,
+               (unsigned long long)l->allocs[k], (unsigned long long)ids[want[k]], want[k]);
+}
+
 /* The operation id of a LAUNCH, COPY or MEMSET event (0 for other types). */
 static inline uint64_t tt_op(const trc_event_t *e)
 {
