@@ -4,10 +4,11 @@
  *
  * Three ranks made by ncclCommInitAll on a three-device machine (ELIXIR_SIM_DEVICES=3), one
  * thread driving them in groups: all-reduce (float sum, int32 max, in place, int64 average,
- * half and bfloat16 sums), broadcast from rank 1 (also in place with ncclBcast), reduce
- * (uint32 product) to rank 2, all-gather (also in place), reduce-scatter (float sum),
- * all-to-all, gather to rank 0, scatter from rank 1, and a ring of sends and receives.  Every rank's output is read back and compared with the
- * values computed on the host.  The race checker (fail) checks the staging and events.
+ * half and bfloat16 sums, rounded to nearest even), broadcast from rank 1 (also in place with
+ * ncclBcast), reduce (uint32 product) to rank 2, all-gather (also in place), reduce-scatter
+ * (float sum), all-to-all, gather to rank 0, scatter from rank 1, and a ring of sends and
+ * receives.  Every rank's output is read back and compared with the values computed on the
+ * host.  The race checker (fail) checks the staging and events.
  */
 #include "nccl_test.h"
 
@@ -39,11 +40,9 @@ static void allreduce_float_sum(void)
 {
     static float got[COUNT];
     put_floats(buf_a, COUNT);
-    CHECK_NCCL(ncclGroupStart());
-    for (int r = 0; r < N; r++)
-        CHECK_NCCL(ncclAllReduce((void *)rk[r].a, (void *)rk[r].b, COUNT, ncclFloat, ncclSum,
-                                 rk[r].comm, rk[r].stream));
-    CHECK_NCCL(ncclGroupEnd());
+    NT_EACH_RANK(r, N,
+                 ncclAllReduce((void *)rk[r].a, (void *)rk[r].b, COUNT, ncclFloat, ncclSum,
+                               rk[r].comm, rk[r].stream));
     for (int r = 0; r < N; r++) {
         nt_get(&rk[r], got, rk[r].b, sizeof(got));
         for (size_t k = 0; k < COUNT; k++) {
@@ -62,11 +61,9 @@ static void allreduce_int_max_in_place(void)
             host[k] = (k % 3 == r) ? k : -k - r;
         nt_put(&rk[r], rk[r].a, host, sizeof(host));
     }
-    CHECK_NCCL(ncclGroupStart());
-    for (int r = 0; r < N; r++)
-        CHECK_NCCL(ncclAllReduce((void *)rk[r].a, (void *)rk[r].a, COUNT, ncclInt32, ncclMax,
-                                 rk[r].comm, rk[r].stream));
-    CHECK_NCCL(ncclGroupEnd());
+    NT_EACH_RANK(r, N,
+                 ncclAllReduce((void *)rk[r].a, (void *)rk[r].a, COUNT, ncclInt32, ncclMax,
+                               rk[r].comm, rk[r].stream));
     for (int r = 0; r < N; r++) {
         nt_get(&rk[r], got, rk[r].a, sizeof(got));
         for (int k = 0; k < COUNT; k++)
@@ -83,11 +80,9 @@ static void allreduce_int64_avg(void)
             host[k] = (int64_t)(r * 10 + k) * 1000000000000ll;
         nt_put(&rk[r], rk[r].a, host, sizeof(host));
     }
-    CHECK_NCCL(ncclGroupStart());
-    for (int r = 0; r < N; r++)
-        CHECK_NCCL(ncclAllReduce((void *)rk[r].a, (void *)rk[r].b, 4, ncclInt64, ncclAvg,
-                                 rk[r].comm, rk[r].stream));
-    CHECK_NCCL(ncclGroupEnd());
+    NT_EACH_RANK(r, N,
+                 ncclAllReduce((void *)rk[r].a, (void *)rk[r].b, 4, ncclInt64, ncclAvg, rk[r].comm,
+                               rk[r].stream));
     for (int r = 0; r < N; r++) {
         nt_get(&rk[r], got, rk[r].b, sizeof(got));
         for (int k = 0; k < 4; k++)
@@ -96,7 +91,7 @@ static void allreduce_int64_avg(void)
     }
 }
 
-/* Half and bfloat16 sums of exactly representable values: 1.5 + 2.25 + -0.5 = 3.25. */
+/* Half and bfloat16 sums: every rank's 8 elements are in[rank], each result must be want. */
 static void allreduce_16bit(ncclDataType_t t, const uint16_t in[N], uint16_t want)
 {
     uint16_t host[8], got[8];
@@ -105,11 +100,9 @@ static void allreduce_16bit(ncclDataType_t t, const uint16_t in[N], uint16_t wan
             host[k] = in[r];
         nt_put(&rk[r], rk[r].a, host, sizeof(host));
     }
-    CHECK_NCCL(ncclGroupStart());
-    for (int r = 0; r < N; r++)
-        CHECK_NCCL(ncclAllReduce((void *)rk[r].a, (void *)rk[r].b, 8, t, ncclSum, rk[r].comm,
-                                 rk[r].stream));
-    CHECK_NCCL(ncclGroupEnd());
+    NT_EACH_RANK(r, N,
+                 ncclAllReduce((void *)rk[r].a, (void *)rk[r].b, 8, t, ncclSum, rk[r].comm,
+                               rk[r].stream));
     for (int r = 0; r < N; r++) {
         nt_get(&rk[r], got, rk[r].b, sizeof(got));
         for (int k = 0; k < 8; k++)
@@ -118,19 +111,35 @@ static void allreduce_16bit(ncclDataType_t t, const uint16_t in[N], uint16_t wan
     }
 }
 
+/* Sums that fall between two 16-bit values are rounded to nearest, ties to even: 1 + half an
+ * ulp stays 1, 1 + three quarters of an ulp goes up, and (1 + 1 ulp) + half an ulp goes up to
+ * the even neighbour. */
+static void rounding_16bit(void)
+{
+    /* half: 1.0, 2^-11 (half its ulp at 1), 2^-12, 1 + 2^-10 */
+    static const uint16_t h_tie[N] = { 0x3c00, 0x1000, 0 }, h_up[N] = { 0x3c00, 0x1000, 0x0c00 };
+    static const uint16_t h_odd[N] = { 0x3c01, 0x1000, 0 };
+    /* bfloat16: 1.0, 2^-8 (half its ulp at 1), 2^-9, 1 + 2^-7 */
+    static const uint16_t b_tie[N] = { 0x3f80, 0x3b80, 0 }, b_up[N] = { 0x3f80, 0x3b80, 0x3b00 };
+    static const uint16_t b_odd[N] = { 0x3f81, 0x3b80, 0 };
+
+    allreduce_16bit(ncclFloat16, h_tie, 0x3c00);
+    allreduce_16bit(ncclFloat16, h_up, 0x3c01);
+    allreduce_16bit(ncclFloat16, h_odd, 0x3c02);
+    allreduce_16bit(ncclBfloat16, b_tie, 0x3f80);
+    allreduce_16bit(ncclBfloat16, b_up, 0x3f81);
+    allreduce_16bit(ncclBfloat16, b_odd, 0x3f82);
+}
+
 static void broadcast(void)
 {
     static float got[COUNT];
     put_floats(buf_a, COUNT);
-    CHECK_NCCL(ncclGroupStart());
-    for (int r = 0; r < N; r++)
-        CHECK_NCCL(ncclBroadcast((void *)rk[r].a, (void *)rk[r].b, COUNT, ncclFloat, 1,
-                                 rk[r].comm, rk[r].stream));
-    CHECK_NCCL(ncclGroupEnd());
-    CHECK_NCCL(ncclGroupStart());         /* in place: rank 2's a to everyone's a */
-    for (int r = 0; r < N; r++)
-        CHECK_NCCL(ncclBcast((void *)rk[r].a, COUNT, ncclFloat, 2, rk[r].comm, rk[r].stream));
-    CHECK_NCCL(ncclGroupEnd());
+    NT_EACH_RANK(r, N,
+                 ncclBroadcast((void *)rk[r].a, (void *)rk[r].b, COUNT, ncclFloat, 1, rk[r].comm,
+                               rk[r].stream));
+    /* in place: rank 2's a to everyone's a */
+    NT_EACH_RANK(r, N, ncclBcast((void *)rk[r].a, COUNT, ncclFloat, 2, rk[r].comm, rk[r].stream));
     for (int r = 0; r < N; r++) {
         nt_get(&rk[r], got, rk[r].b, sizeof(got));
         for (size_t k = 0; k < COUNT; k++)
@@ -152,11 +161,9 @@ static void reduce_prod(void)
         memset(host, 0xab, sizeof(host));
         nt_put(&rk[r], rk[r].b, host, sizeof(host));
     }
-    CHECK_NCCL(ncclGroupStart());
-    for (int r = 0; r < N; r++)
-        CHECK_NCCL(ncclReduce((void *)rk[r].a, (void *)rk[r].b, 16, ncclUint32, ncclProd, 2,
-                              rk[r].comm, rk[r].stream));
-    CHECK_NCCL(ncclGroupEnd());
+    NT_EACH_RANK(r, N,
+                 ncclReduce((void *)rk[r].a, (void *)rk[r].b, 16, ncclUint32, ncclProd, 2,
+                            rk[r].comm, rk[r].stream));
     for (int r = 0; r < N; r++) {
         nt_get(&rk[r], got, rk[r].b, sizeof(got));
         for (uint32_t k = 0; k < 16; k++) {
@@ -171,11 +178,9 @@ static void allgather(void)
 {
     static float host[N * COUNT], got[N * COUNT];
     put_floats(buf_a, COUNT);
-    CHECK_NCCL(ncclGroupStart());
-    for (int r = 0; r < N; r++)
-        CHECK_NCCL(ncclAllGather((void *)rk[r].a, (void *)rk[r].b, COUNT, ncclFloat, rk[r].comm,
-                                 rk[r].stream));
-    CHECK_NCCL(ncclGroupEnd());
+    NT_EACH_RANK(r, N,
+                 ncclAllGather((void *)rk[r].a, (void *)rk[r].b, COUNT, ncclFloat, rk[r].comm,
+                               rk[r].stream));
     for (int r = 0; r < N; r++) {
         nt_get(&rk[r], got, rk[r].b, sizeof(got));
         for (int j = 0; j < N; j++)
@@ -187,11 +192,9 @@ static void allgather(void)
             host[r * COUNT + k] = fin(r, k) * 2;
         nt_put(&rk[r], rk[r].a, host, sizeof(host));
     }
-    CHECK_NCCL(ncclGroupStart());
-    for (int r = 0; r < N; r++)
-        CHECK_NCCL(ncclAllGather((void *)(rk[r].a + r * COUNT * sizeof(float)), (void *)rk[r].a,
-                                 COUNT, ncclFloat, rk[r].comm, rk[r].stream));
-    CHECK_NCCL(ncclGroupEnd());
+    NT_EACH_RANK(r, N,
+                 ncclAllGather((void *)(rk[r].a + r * COUNT * sizeof(float)), (void *)rk[r].a,
+                               COUNT, ncclFloat, rk[r].comm, rk[r].stream));
     for (int r = 0; r < N; r++) {
         nt_get(&rk[r], got, rk[r].a, sizeof(got));
         for (int j = 0; j < N; j++)
@@ -210,11 +213,9 @@ static void reduce_scatter(void)
             host[k] = fin(r, k);
         nt_put(&rk[r], rk[r].a, host, sizeof(host));
     }
-    CHECK_NCCL(ncclGroupStart());
-    for (int r = 0; r < N; r++)
-        CHECK_NCCL(ncclReduceScatter((void *)rk[r].a, (void *)rk[r].b, COUNT, ncclFloat, ncclSum,
-                                     rk[r].comm, rk[r].stream));
-    CHECK_NCCL(ncclGroupEnd());
+    NT_EACH_RANK(r, N,
+                 ncclReduceScatter((void *)rk[r].a, (void *)rk[r].b, COUNT, ncclFloat, ncclSum,
+                                   rk[r].comm, rk[r].stream));
     for (int r = 0; r < N; r++) {
         nt_get(&rk[r], got, rk[r].b, sizeof(got));
         for (size_t k = 0; k < COUNT; k++) {
@@ -236,11 +237,9 @@ static void alltoall_gather_scatter(void)
             host[k] = fin(r, k);
         nt_put(&rk[r], rk[r].a, host, sizeof(host));
     }
-    CHECK_NCCL(ncclGroupStart());
-    for (int r = 0; r < N; r++)
-        CHECK_NCCL(ncclAlltoAll((void *)rk[r].a, (void *)rk[r].b, COUNT, ncclFloat, rk[r].comm,
-                                rk[r].stream));
-    CHECK_NCCL(ncclGroupEnd());
+    NT_EACH_RANK(r, N,
+                 ncclAlltoAll((void *)rk[r].a, (void *)rk[r].b, COUNT, ncclFloat, rk[r].comm,
+                              rk[r].stream));
     for (int r = 0; r < N; r++) {
         nt_get(&rk[r], got, rk[r].b, sizeof(got));
         for (int j = 0; j < N; j++)
@@ -248,20 +247,16 @@ static void alltoall_gather_scatter(void)
                 EXPECT(got[j * COUNT + k] == fin(j, r * COUNT + k),
                        "alltoall rank %d block %d element %zu: %g", r, j, k, got[j * COUNT + k]);
     }
-    CHECK_NCCL(ncclGroupStart());
-    for (int r = 0; r < N; r++)
-        CHECK_NCCL(ncclGather((void *)rk[r].a, (void *)rk[r].b, COUNT, ncclFloat, 0, rk[r].comm,
-                              rk[r].stream));
-    CHECK_NCCL(ncclGroupEnd());
+    NT_EACH_RANK(r, N,
+                 ncclGather((void *)rk[r].a, (void *)rk[r].b, COUNT, ncclFloat, 0, rk[r].comm,
+                            rk[r].stream));
     nt_get(&rk[0], got, rk[0].b, sizeof(got));
     for (int j = 0; j < N; j++)
         for (size_t k = 0; k < COUNT; k++)
             EXPECT(got[j * COUNT + k] == fin(j, k), "gather block %d element %zu", j, k);
-    CHECK_NCCL(ncclGroupStart());
-    for (int r = 0; r < N; r++)
-        CHECK_NCCL(ncclScatter((void *)rk[r].a, (void *)rk[r].b, COUNT, ncclFloat, 1, rk[r].comm,
-                               rk[r].stream));
-    CHECK_NCCL(ncclGroupEnd());
+    NT_EACH_RANK(r, N,
+                 ncclScatter((void *)rk[r].a, (void *)rk[r].b, COUNT, ncclFloat, 1, rk[r].comm,
+                             rk[r].stream));
     for (int r = 0; r < N; r++) {
         nt_get(&rk[r], got, rk[r].b, COUNT * sizeof(float));
         for (size_t k = 0; k < COUNT; k++)
@@ -306,6 +301,7 @@ int main(void)
     allreduce_int64_avg();
     allreduce_16bit(ncclFloat16, half_in, 0x4280);                   /* 3.25 */
     allreduce_16bit(ncclBfloat16, bf16_in, 0x4050);
+    rounding_16bit();
     broadcast();
     reduce_prod();
     allgather();

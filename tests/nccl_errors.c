@@ -33,11 +33,9 @@ static void expect_allreduce_works(void)
         one[i] = 1;
     for (int r = 0; r < N; r++)
         nt_put(&rk[r], rk[r].a, one, sizeof(one));
-    CHECK_NCCL(ncclGroupStart());
-    for (int r = 0; r < N; r++)
-        CHECK_NCCL(ncclAllReduce((void *)rk[r].a, (void *)rk[r].b, 8, ncclInt32, ncclSum,
-                                 rk[r].comm, rk[r].stream));
-    CHECK_NCCL(ncclGroupEnd());
+    NT_EACH_RANK(r, N,
+                 ncclAllReduce((void *)rk[r].a, (void *)rk[r].b, 8, ncclInt32, ncclSum, rk[r].comm,
+                               rk[r].stream));
     for (int r = 0; r < N; r++) {
         nt_get(&rk[r], got, rk[r].b, sizeof(got));
         for (int i = 0; i < 8; i++)

@@ -33,6 +33,16 @@
     } while (0)
 #define CHECK_NCCL(call) EXPECT_NCCL(ncclSuccess, call)
 
+/* `call` made for every rank r in [0, n) inside one group (one thread drives every rank, so
+ * a collective outside a group could never complete); each must succeed. */
+#define NT_EACH_RANK(r, n, call)                                                               \
+    do {                                                                                       \
+        CHECK_NCCL(ncclGroupStart());                                                          \
+        for (int r = 0; r < (n); r++)                                                          \
+            CHECK_NCCL(call);                                                                  \
+        CHECK_NCCL(ncclGroupEnd());                                                            \
+    } while (0)
+
 /* One rank: its communicator, device context, stream and two device buffers. */
 typedef struct nt_rank {
     ncclComm_t comm;

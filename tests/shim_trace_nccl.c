@@ -28,16 +28,12 @@ static void scenario(void)
     nt_rank_t rk[N];
 
     nt_ranks_all(rk, N, COUNT * sizeof(float));
-    CHECK_NCCL(ncclGroupStart());
-    for (int r = 0; r < N; r++)
-        CHECK_NCCL(ncclAllReduce((void *)rk[r].a, (void *)rk[r].b, COUNT, ncclFloat, ncclSum,
-                                 rk[r].comm, rk[r].stream));
-    CHECK_NCCL(ncclGroupEnd());
-    CHECK_NCCL(ncclGroupStart());
-    for (int r = 0; r < N; r++)
-        CHECK_NCCL(ncclBroadcast((void *)rk[r].b, (void *)rk[r].b, COUNT, ncclFloat, 1,
-                                 rk[r].comm, rk[r].stream));
-    CHECK_NCCL(ncclGroupEnd());
+    NT_EACH_RANK(r, N,
+                 ncclAllReduce((void *)rk[r].a, (void *)rk[r].b, COUNT, ncclFloat, ncclSum,
+                               rk[r].comm, rk[r].stream));
+    NT_EACH_RANK(r, N,
+                 ncclBroadcast((void *)rk[r].b, (void *)rk[r].b, COUNT, ncclFloat, 1, rk[r].comm,
+                               rk[r].stream));
     CHECK_NCCL(ncclGroupStart());
     CHECK_NCCL(ncclSend((void *)rk[0].a, COUNT, ncclFloat, 1, rk[0].comm, rk[0].stream));
     CHECK_NCCL(ncclRecv((void *)rk[1].b, COUNT, ncclFloat, 0, rk[1].comm, rk[1].stream));
@@ -159,7 +155,8 @@ int main(int argc, char **argv)
     sh_run_t r = tt_record_scenario("nccl", 0, &t);
     check_records(&t, r.out);
     check_tool(path);
-    printf("%zu NCCL records as called; the summary counts them, the timeline names them\n", tt_count(&t, TRC_EV_NCCL));
+    printf("%zu NCCL records as called; the summary counts them, the timeline names them\n",
+           tt_count(&t, TRC_EV_NCCL));
     tt_free(&t);
     sh_run_free(&r);
     return 0;
