@@ -8,8 +8,9 @@
  * root's slot for broadcast and of the sender's for a receive, the slots side by side for
  * all-gather and gather, the rank's block of each slot side by side for all-to-all, and the
  * rank's block of the root's slot for scatter.  Both declare what they read and write, so
- * the race checker sees them, and charge the bytes they move to the virtual clock.  Half and bfloat16 values are reduced in
- * single precision and rounded back to nearest-even once per element.
+ * the race checker sees them, and charge the bytes they move to the virtual clock.  Half and
+ * bfloat16 values are reduced in single precision and rounded back to nearest-even once per
+ * element.
  */
 #include <string.h>
 
@@ -56,6 +57,13 @@ static float half_to_float(uint16_t h)
     return f;
 }
 
+/* h, the truncated bits kept, rounded to nearest even by the dropped bits `rest`, of which
+ * `half` is the half-way value. */
+static uint32_t round_even(uint32_t h, uint32_t rest, uint32_t half)
+{
+    return h + (rest > half || (rest == half && (h & 1)));
+}
+
 /* Round-to-nearest-even conversion of f to half precision. */
 static uint16_t float_to_half(float f)
 {
@@ -72,15 +80,11 @@ static uint16_t float_to_half(float f)
             return (uint16_t)sign;
         man |= 0x800000;
         int shift = 14 - e;
-        uint32_t h = man >> shift, rest = man & ((1u << shift) - 1), half = 1u << (shift - 1);
-        if (rest > half || (rest == half && (h & 1)))
-            h++;
-        return (uint16_t)(sign | h);
+        return (uint16_t)(sign |
+                          round_even(man >> shift, man & ((1u << shift) - 1), 1u << (shift - 1)));
     }
-    uint32_t h = ((uint32_t)e << 10) | (man >> 13), rest = man & 0x1fff;
-    if (rest > 0x1000 || (rest == 0x1000 && (h & 1)))
-        h++;                                    /* may carry into the exponent: correct */
-    return (uint16_t)(sign | h);
+    /* Rounding up may carry into the exponent: that is the correct result. */
+    return (uint16_t)(sign | round_even(((uint32_t)e << 10) | (man >> 13), man & 0x1fff, 0x1000));
 }
 
 static float bf16_to_float(uint16_t b)
