@@ -243,7 +243,8 @@ int main(int argc, char **argv)
     char trace[PATH_MAX];
     for (int i = 0; i < RUNS; i++) {
         run_t *r = &runs[i];
-        long long a = run_child(self, NULL, NULL, r->plain), b = run_child(self, shim, NULL, r->shim);
+        long long a = run_child(self, NULL, NULL, r->plain);
+        long long b = run_child(self, shim, NULL, r->shim);
         long long c = run_child(self, shim, trace_path(trace, sizeof(trace)), r->traced);
         int recorded = access(trace, F_OK) == 0;
         unlink(trace);

@@ -314,10 +314,9 @@ void res_after_fork(void);
  * Recording into ELIXIR_TRACE (trace.c; device times of the profiled iterations in
  * trace_time.c).  shim_trace_on is 1 while a trace is being recorded: the wrappers test it
  * once (SHIM_TRACING) and only then take the traced path, which calls, in this order,
- * shim_trace_launch_begin (or _copy_begin), residency's begin, shim_trace_issue (launches:
- * only while SHIM_TRACE_TIMED), the driver, shim_trace_launch_end (or _copy_end), residency's
- * end.  Every other function here may be called at any time and does nothing unless a trace
- * is being recorded.
+ * shim_trace_launch_begin (or _copy_begin), residency's begin, shim_trace_issue, the driver,
+ * shim_trace_launch_end (or _copy_end), residency's end.  Every other function here may be
+ * called at any time and does nothing unless a trace is being recorded.
  */
 extern _Atomic int shim_trace_on;
 #define SHIM_TRACING()                                                                         \
@@ -337,7 +336,14 @@ void shim_trace_after_fork(void);
  * when it is not recorded); issue starts its device timing, end records it. */
 void shim_trace_launch_begin(shim_launch_t *l);
 void shim_trace_copy_begin(shim_copy_t *c);
-void shim_trace_issue(uint64_t op, CUstream s, shim_hook_t h);
+/* 1 while the profiled iterations run (their operations are timed). */
+extern _Atomic int shim_trace_timed;
+void shim_trace_issue_timed(uint64_t op, CUstream s, shim_hook_t h);
+static inline void shim_trace_issue(uint64_t op, CUstream s, shim_hook_t h)
+{
+    if (__builtin_expect(atomic_load_explicit(&shim_trace_timed, memory_order_relaxed), 0))
+        shim_trace_issue_timed(op, s, h);
+}
 void shim_trace_launch_end(const shim_launch_t *l, CUresult r);
 void shim_trace_copy_end(const shim_copy_t *c, CUresult r);
 /* res_launch.c, for a recorded launch it collects: where its argument words may point (the
@@ -359,11 +365,6 @@ void shim_trace_words(const uint64_t *words, size_t n, const shim_trace_arena_t 
  * shim_trace_words.  One call where three would do, since every launch makes it. */
 void shim_trace_launch_args(CUcontext ctx, int device, const uint64_t *words, size_t n,
                             const shim_trace_arena_t *a);
-/* 1 while the profiled iterations run (their operations are timed): the launch wrappers
- * call shim_trace_issue only then. */
-extern _Atomic int shim_trace_timed;
-#define SHIM_TRACE_TIMED()                                                                     \
-    __builtin_expect(atomic_load_explicit(&shim_trace_timed, memory_order_relaxed), 0)
 /* A host synchronisation (cuCtxSynchronize, cuStreamSynchronize, cuEventSynchronize): a hint
  * for the iteration detector. */
 void shim_trace_sync(void);

@@ -826,7 +826,9 @@ void shim_trace_copy_begin(shim_copy_t *c)
         barrier();
 }
 
-void shim_trace_issue(uint64_t op, CUstream s, shim_hook_t h)
+/* shim_trace_issue while shim_trace_timed is set (the window decides: the flag is only how
+ * the wrappers avoid a call outside it). */
+void shim_trace_issue_timed(uint64_t op, CUstream s, shim_hook_t h)
 {
     tstate_t *th = tls_self;
 

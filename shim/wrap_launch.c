@@ -8,7 +8,7 @@
  * While a trace is recorded (one test of shim_trace_on) the wrapper takes the traced path
  * instead: the tracer gives the launch its id before residency (whose migrations name it as
  * their cause), starts its device timing just before the driver call (inside the profiled
- * iterations: SHIM_TRACE_TIMED) and records it just after.  The _ptsz variants differ only
+ * iterations) and records it just after.  The _ptsz variants differ only
  * in the driver function called, so the two share the descriptor and the plug points.
  */
 #include "shim.h"
@@ -40,8 +40,7 @@ static inline CUresult launch_end(shim_launch_t *l, CUresult r)
         if (SHIM_TRACING()) {                                                                  \
             shim_trace_launch_begin(&l);                                                       \
             launch_begin(&l);                                                                  \
-            if (SHIM_TRACE_TIMED())                                                            \
-                shim_trace_issue(l.op, l.stream, l.hook);                                      \
+            shim_trace_issue(l.op, l.stream, l.hook);                                          \
             CUresult r = real args;                                                            \
             shim_trace_launch_end(&l, r);                                                      \
             return launch_end(&l, r);                                                          \
