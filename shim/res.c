@@ -194,6 +194,18 @@ static res_dev_t *ctx_dev(CUcontext ctx)
 
 SHIM_TLS res_ctx_memo_t res_ctx_memo;
 
+/* ctx_dev(ctx) for the current context ctx, through the thread's memo. */
+static res_dev_t *memo_dev(CUcontext ctx)
+{
+    unsigned gen = atomic_load_explicit(&res_code_gen, memory_order_acquire);
+    res_dev_t *d = res_ctx_memo.d;
+    if (ctx == res_ctx_memo.ctx && gen == res_ctx_memo.gen && d && dev_ready(d))
+        return d;
+    d = ctx_dev(ctx);
+    res_ctx_memo = (res_ctx_memo_t){ ctx, gen, d };
+    return d;
+}
+
 /* The residency state of the current context's device (the context in *ctxp when not NULL);
  * NULL when the shim cannot serve it (the caller then passes the call to the driver, whose
  * answer is the right one). */
@@ -205,13 +217,7 @@ static res_dev_t *current_dev(CUcontext *ctxp)
         return NULL;
     if (ctxp)
         *ctxp = ctx;
-    unsigned gen = atomic_load_explicit(&res_code_gen, memory_order_acquire);
-    res_dev_t *d = res_ctx_memo.d;
-    if (ctx == res_ctx_memo.ctx && gen == res_ctx_memo.gen && d && dev_ready(d))
-        return d;
-    d = ctx_dev(ctx);
-    res_ctx_memo = (res_ctx_memo_t){ ctx, gen, d };
-    return d;
+    return memo_dev(ctx);
 }
 
 /* The residency state of device ordinal `device`: set up already, or set up now when it is
@@ -932,11 +938,11 @@ void res_pool_changed(CUmemoryPool pool, int destroy)
 
 /* ---------------------------------------------------------------- devices */
 
-res_dev_t *res_active_dev_slow(CUcontext *ctx)
+res_dev_t *res_active_dev_slow(CUcontext ctx)
 {
     for (int i = 0; i < MAX_DEVICES; i++)
         if (dev_ready(&res_devs[i]))
-            return current_dev(ctx);
+            return memo_dev(ctx);
     return NULL;
 }
 

@@ -238,9 +238,9 @@ typedef struct res_ctx_memo {
 
 extern SHIM_TLS res_ctx_memo_t res_ctx_memo;
 
-/* res_active_dev past the thread's memo: the current device if it has an arena, set up (and
- * remembered) on first use while some device has one. */
-res_dev_t *res_active_dev_slow(CUcontext *ctx);
+/* res_active_dev past the thread's memo, for the current context ctx: its device if it has an
+ * arena, set up (and remembered) on first use while some device has one. */
+res_dev_t *res_active_dev_slow(CUcontext ctx);
 
 /* Which device's arena an operation concerns (its context in *ctx): the current one, if it
  * has an arena; NULL otherwise.  Every launch asks: one driver call and the thread's memo. */
@@ -254,7 +254,7 @@ static inline res_dev_t *res_active_dev(CUcontext *ctx)
         res_ctx_memo.gen == atomic_load_explicit(&res_code_gen, memory_order_acquire) &&
         atomic_load_explicit((_Atomic int *)&d->ready, memory_order_acquire) > 0)
         return d;
-    return res_active_dev_slow(ctx);
+    return res_active_dev_slow(*ctx);
 }
 /* The device whose arena holds p, or NULL. */
 res_dev_t *res_owner(CUdeviceptr p);
