@@ -7,8 +7,8 @@
  * iteration detector's lock at every recorded launch; a training loop launches from one thread
  * at a time (one per phase at most), so these locks are taken by the same thread over and
  * over.  An uncontended futex lock still costs an atomic read-modify-write to take and
- * another to release, about 20 ns a launch together on the machines we measure: close to half
- * of what the shim may add to one.
+ * another to release; taking them off the launch path saved a median 10-18 ns a launch in
+ * bench/shim_launch's setting, a fifth to a third of what the shim may add to one.
  *
  * A shim_lock_t is a futex word (v: 0 free, 1 held, 2 held and maybe waited for) and a bias.
  * The thread it is biased to (its owner) takes it without the futex word: it stores

@@ -14,6 +14,7 @@
 #define SHIM_TRACE_TEST_H
 
 #include <stdint.h>
+#include <string.h>
 #include <sys/stat.h>
 
 #include "../tracer/trace.h"
@@ -131,13 +132,15 @@ static inline void tt_alloc_ids(const tt_trace_t *t, const char *out, uint64_t *
     }
 }
 
-/* Launch i (l) names exactly the allocations ids[want[0]], ids[want[1]], ... in that order
- * (want ends at a negative index). */
-static inline void tt_expect_allocs(const trc_launch_t *l, int i, const uint64_t *ids,
-                                    const int *want)
+/* Launch i (l) is of kernel `func` and names exactly the allocations ids[want[0]],
+ * ids[want[1]], ... in that order (want ends at a negative index). */
+static inline void tt_expect_launch(const trc_launch_t *l, int i, const char *func,
+                                    const uint64_t *ids, const int *want)
 {
     uint32_t n = 0;
 
+    EXPECT(l->func && strcmp(l->func, func) == 0, "launch %d: '%s', expected %s", i,
+           l->func ? l->func : "(none)", func);
     while (want[n] >= 0)
         n++;
     EXPECT(l->nallocs == n, "launch %d: %u allocations, expected %u", i, l->nallocs, n);
