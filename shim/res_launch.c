@@ -38,7 +38,7 @@ static SHIM_ALWAYS_INLINE collect_t *collect_open(res_dev_t *d, CUcontext ctx)
     k->n = 0;
     k->cap = INLINE_IDS;
     k->unknown = k->capturing = k->away = 0;
-    shim_lock(&d->lock);
+    res_lock(&d->lock);
     k->serial = ++d->serial ? d->serial : ++d->serial;
     return k;
 }
@@ -46,7 +46,7 @@ static SHIM_ALWAYS_INLINE collect_t *collect_open(res_dev_t *d, CUcontext ctx)
 /* Release d's lock and the collect. */
 static void collect_close(collect_t *k)
 {
-    shim_unlock(&k->d->lock);
+    res_unlock(&k->d->lock);
     if (k->ids != k->inline_ids)
         free(k->ids);
     k->ids = NULL;

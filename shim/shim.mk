@@ -41,10 +41,4 @@ $(BUILD)/tests/unit_arena: tests/unit_arena.c $(BUILD)/obj/shim/arena.o
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(CFLAGS) -o $@ $< $(BUILD)/obj/shim/arena.o $(LDFLAGS)
 
-# tests/conc_lock tests the biased lock on its own, linked with shim/lock.c's object only.
-$(BUILD)/tests/conc_lock: tests/conc_lock.c $(BUILD)/obj/shim/lock.o
-	$(call msg,CC,$<)
-	$(Q)mkdir -p $(@D)
-	$(Q)$(CC) $(CFLAGS) -o $@ $< $(BUILD)/obj/shim/lock.o $(LDFLAGS)
-
 include shim/trace_tests.mk

@@ -28,12 +28,10 @@
  * activity interface its CUPTI stand-in attaches to), looked up in the driver's library.
  *
  * Cost: nothing when ELIXIR_TRACE is unset but one test of shim_trace_on per wrapper.  When
- * recording, an operation takes no lock but the detector's (and the allocation table's on a
- * cache miss), both biased to the thread that keeps taking them (lock.h), so that their
- * usual cost is a few plain loads and stores; the rest is per-thread state (op id blocks,
- * caches of function names, of argument words -> allocation ids, of whole argument lists ->
- * sorted allocation id lists and of the last stream's number) and the recorder's per-thread
- * buffer.
+ * recording, an operation takes no lock but the detector's spin lock (and the allocation
+ * table's on a cache miss): per-thread state (op id blocks, caches of function names, of
+ * argument words -> allocation ids, of whole argument lists -> sorted allocation id lists
+ * and of the last stream's number) and the recorder's per-thread buffer.
  * Closing (at exit) waits for every thread to leave the operation it is recording; a forked
  * child abandons the recorder and records nothing.
  */
@@ -42,16 +40,17 @@
 #include <libunwind.h>
 #include <limits.h>
 #include <link.h>
+#include <linux/membarrier.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "iter.h"
-#include "lock.h"
 #include "trace_int.h"
 
 _Static_assert((int)SHIM_TIER_GPU == (int)TRC_TIER_GPU &&
@@ -136,6 +135,11 @@ typedef struct trace_drv {
     uint64_t (*sim_clock)(void);
 } trace_drv_t;
 
+/* A tiny lock for the detector and the allocation table: held for a few loads and stores. */
+typedef struct spin {
+    atomic_flag f;
+} spin_t;
+
 _Atomic int shim_trace_on;
 _Atomic int shim_trace_timed;       /* T.window == WIN_OPEN, for the wrappers */
 trc_rec_t *shim_trace_rec;
@@ -155,9 +159,9 @@ static struct {
     pthread_key_t key;
     pthread_mutex_t states_lock;
     tstate_t *states;
-    shim_lock_t iter_lock;          /* taken at every launch (lock.h: biased) */
+    spin_t iter_lock;
     iter_t *iter;
-    shim_lock_t alloc_lock;
+    spin_t alloc_lock;
     uint64_t *akeys, *avals;        /* allocation base -> id, open addressing */
     size_t acap, an;
     pthread_mutex_t stream_lock;
@@ -169,14 +173,25 @@ static struct {
 } T = {
     .win_lock = PTHREAD_MUTEX_INITIALIZER,
     .states_lock = PTHREAD_MUTEX_INITIALIZER,
-    .iter_lock = SHIM_LOCK_INIT,
-    .alloc_lock = SHIM_LOCK_INIT,
+    .iter_lock = { ATOMIC_FLAG_INIT },
+    .alloc_lock = { ATOMIC_FLAG_INIT },
     .stream_lock = PTHREAD_MUTEX_INITIALIZER,
 };
 
 static SHIM_TLS tstate_t *tls_self;
 
 /* ---------------------------------------------------------------- small helpers */
+
+static void spin_lock(spin_t *s)
+{
+    while (atomic_flag_test_and_set_explicit(&s->f, memory_order_acquire))
+        sched_yield();
+}
+
+static void spin_unlock(spin_t *s)
+{
+    atomic_flag_clear_explicit(&s->f, memory_order_release);
+}
 
 static uint64_t mono_ns(void)
 {
@@ -700,18 +715,18 @@ static void detect(uint32_t func, uint64_t time)
 {
     iter_mark_t marks[ITER_MAX_MARKS];
 
-    shim_lock(&T.iter_lock);
+    spin_lock(&T.iter_lock);
     int n = iter_launch(T.iter, func, time, marks);
-    shim_unlock(&T.iter_lock);
+    spin_unlock(&T.iter_lock);
     if (__builtin_expect(n > 0, 0))
         iterations(marks, n);
 }
 
 static void barrier(void)
 {
-    shim_lock(&T.iter_lock);
+    spin_lock(&T.iter_lock);
     iter_barrier(T.iter);
-    shim_unlock(&T.iter_lock);
+    spin_unlock(&T.iter_lock);
 }
 
 void shim_trace_sync(void)
@@ -890,10 +905,10 @@ static __attribute__((noinline)) uint64_t word_miss(wslot_t *w, uint64_t word,
                                                    const shim_trace_arena_t *src)
 {
     uint64_t base = src->base_of(src->ctx, word);
-    shim_lock(&T.alloc_lock);
+    spin_lock(&T.alloc_lock);
     uint64_t gen = atomic_load_explicit(&T.alloc_gen, memory_order_relaxed);
     uint64_t id = base ? aget(base) : 0;
-    shim_unlock(&T.alloc_lock);
+    spin_unlock(&T.alloc_lock);
     *w = (wslot_t){ word, gen, id };
     return id;
 }
@@ -1108,7 +1123,7 @@ uint64_t shim_trace_alloc(int device, uint64_t base, uint64_t size)
     if (!th)
         return 0;
     uint64_t id = atomic_fetch_add(&T.alloc_next, 1) + 1;
-    shim_lock(&T.alloc_lock);
+    spin_lock(&T.alloc_lock);
     if (agrow() == 0) {
         size_t i = aslot(base);
         T.an += !T.akeys[i];
@@ -1116,7 +1131,7 @@ uint64_t shim_trace_alloc(int device, uint64_t base, uint64_t size)
         T.avals[i] = id;
     }
     atomic_fetch_add_explicit(&T.alloc_gen, 1, memory_order_relaxed);
-    shim_unlock(&T.alloc_lock);
+    spin_unlock(&T.alloc_lock);
     device_seen(device);
     if (kept(TRC_EV_ALLOC)) {
         trc_event_t ev = { .type = TRC_EV_ALLOC, .time = shim_trace_now() };
@@ -1134,10 +1149,10 @@ void shim_trace_free(uint64_t base)
 
     if (!th)
         return;
-    shim_lock(&T.alloc_lock);
+    spin_lock(&T.alloc_lock);
     uint64_t id = adel(base);
     atomic_fetch_add_explicit(&T.alloc_gen, 1, memory_order_relaxed);
-    shim_unlock(&T.alloc_lock);
+    spin_unlock(&T.alloc_lock);
     if (id) {
         trc_event_t ev = { .type = TRC_EV_FREE, .time = shim_trace_now() };
         ev.u.free.id = id;
@@ -1170,9 +1185,9 @@ void shim_trace_eviction(int device, uint64_t chunk, uint64_t alloc_base, uint64
     if (!th)
         return;
     device_seen(device);
-    shim_lock(&T.alloc_lock);
+    spin_lock(&T.alloc_lock);
     uint64_t alloc = aget(alloc_base);
-    shim_unlock(&T.alloc_lock);
+    spin_unlock(&T.alloc_lock);
     if (!reason)
         reason = !th->op ? SHIM_EVICT_FOR_ALLOC
                  : th->launch ? SHIM_EVICT_FOR_LAUNCH : SHIM_EVICT_FOR_COPY;
@@ -1320,7 +1335,7 @@ static int prepare(void)
 static void begin_recording(trc_rec_t *rec, const char *path)
 {
     shim_trace_rec = rec;
-    T.asym = shim_membarrier_ready();
+    T.asym = syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0;
     trace_clock_t cupti = shim_timing_open(T.drv.elapsed);
     if (cupti)
         T.clock = cupti;
@@ -1393,7 +1408,7 @@ void shim_trace_start(const shim_driver_t *d)
  * visible to it. */
 static void close_fence(void)
 {
-    if (T.asym && shim_membarrier() != 0)
+    if (T.asym && syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) != 0)
         SHIM_WARN(INIT, "trace: membarrier failed at exit: %s", strerror(errno));
 }
 
@@ -1453,8 +1468,8 @@ void shim_trace_after_fork(void)
     pthread_mutex_init(&T.states_lock, NULL);
     pthread_mutex_init(&T.win_lock, NULL);
     pthread_mutex_init(&T.stream_lock, NULL);
-    T.iter_lock = (shim_lock_t)SHIM_LOCK_INIT;
-    T.alloc_lock = (shim_lock_t)SHIM_LOCK_INIT;
+    atomic_flag_clear(&T.iter_lock.f);
+    atomic_flag_clear(&T.alloc_lock.f);
 }
 
 void shim_trace_nccl(const char *op, uint64_t send, uint64_t recv, uint64_t bytes, uint64_t comm,
