@@ -94,14 +94,25 @@ static uint64_t budget(shim_opt_t o, uint64_t whole, uint64_t automatic)
     return automatic;
 }
 
-/* Budgets from the options; the GPU default keeps a reserve for the driver and libraries. */
+/* Budgets from the options; the GPU default keeps a reserve for the driver and libraries.
+ * A GPU budget beyond the device's free memory could never be backed (the driver would
+ * refuse chunks the budget still allows, and nothing would be evicted for them): it is
+ * reported and the default is used instead. */
 static void set_budgets(res_dev_t *d)
 {
     size_t free_b = 0, total = 0;
     DRV(cuMemGetInfo_v2)(&free_b, &total);
     uint64_t reserve = total / 10 > RESERVE_MIN ? total / 10 : RESERVE_MIN;
     uint64_t automatic = free_b > reserve ? free_b - reserve : free_b / 2;
-    d->gpu_budget = budget(SHIM_OPT_GPU_MEMORY, total, automatic) / d->chunk * d->chunk;
+    uint64_t gpu = budget(SHIM_OPT_GPU_MEMORY, total, automatic);
+    if (gpu > free_b) {
+        SHIM_WARN(RES, "device %d: ELIXIR_GPU_MEMORY asks for %llu MiB, more than the %llu MiB "
+                  "the device has free; using the default, %llu MiB (free memory less a "
+                  "reserve)", d->device, (unsigned long long)(gpu >> 20),
+                  (unsigned long long)(free_b >> 20), (unsigned long long)(automatic >> 20));
+        gpu = automatic;
+    }
+    d->gpu_budget = gpu / d->chunk * d->chunk;
     uint64_t ram = (uint64_t)sysconf(_SC_PHYS_PAGES) * (uint64_t)sysconf(_SC_PAGESIZE);
     d->host_budget = budget(SHIM_OPT_HOST_MEMORY, ram, ram / 2) / d->chunk * d->chunk;
 }
