@@ -340,7 +340,7 @@ void shim_options_report(void)
 {
     for (int o = 0; o < SHIM_NOPTS; o++)
         if (values[o].bad)
-            SHIM_WARN(INIT, "ELIXIR_%s=\"%s\" is not valid: expected %s; using the default, %s",
+            SHIM_ERROR(INIT, "ELIXIR_%s=\"%s\" is not valid: expected %s; using the default, %s",
                       options[o].name, bad_text[o], types[options[o].type].accepted,
                       options[o].def[0] ? options[o].def : "(none)");
     if (!values[SHIM_OPT_VERBOSE].num)

@@ -74,6 +74,17 @@ static void bad_values(void)
     sh_run_free(&r);
 }
 
+/* A bad value is an error: reported even when the log keeps errors only. */
+static void bad_value_errors_only(void)
+{
+    static const char *const env[] = { "ELIXIR_LOG=error", "ELIXIR_STATS=maybe", NULL };
+    sh_run_t r = run_child(env);
+
+    EXPECT(sh_count(r.err, "ELIXIR_STATS=\"maybe\" is not valid") == 1,
+           "ELIXIR_STATS=maybe not reported once with ELIXIR_LOG=error:\n%s", r.err);
+    sh_run_free(&r);
+}
+
 /* Out-of-range sizes and percentages, one run each (the variable can only hold one). */
 static void bad_memory(void)
 {
@@ -164,6 +175,7 @@ int main(int argc, char **argv)
     }
     bad_values();
     bad_memory();
+    bad_value_errors_only();
     good_values();
     subsystems();
     log_file();
