@@ -54,9 +54,11 @@ struct pair {
 };
 
 static struct {
-    int source;
-    trc_cupti_t *cupti;
+    _Atomic int source;             /* SRC_*: changes while recording only when CUPTI refuses
+                                     * its activity (shim_timing_window) */
+    trc_cupti_t *cupti;             /* open while subscribed (its clock is the trace's) */
     int enabled;                    /* CUPTI activity on */
+    int closed;                     /* CUPTI closed (shim_timing_stop) */
     PFN_cuEventElapsedTime_v2000 elapsed;
     pthread_mutex_t lock;
     pair_t *head, **tail;           /* waiting for their second event */
@@ -138,11 +140,17 @@ void shim_timing_window(int open)
     if (TM.source != SRC_CUPTI || TM.enabled == open)
         return;
     int rc = trc_cupti_enable(TM.cupti, open);
-    if (rc < 0)
-        SHIM_WARN(INIT, "trace: CUPTI activity cannot be turned %s: %s", open ? "on" : "off",
-                  strerror(-rc));
-    else
+    if (rc == 0) {
         TM.enabled = open;
+    } else if (!open) {
+        SHIM_WARN(INIT, "trace: CUPTI activity cannot be turned off: %s", strerror(-rc));
+    } else {
+        /* Subscribed, but the activity is refused (another tool collects it): CUDA events
+         * time the window instead; CUPTI stays open for the trace's clock. */
+        TM.source = TM.elapsed ? SRC_EVENTS : SRC_NONE;
+        SHIM_WARN(INIT, "trace: device times from CUDA events, not CUPTI: its activity "
+                  "cannot be turned on (%s)", strerror(-rc));
+    }
 }
 
 /* ---------------------------------------------------------------- CUDA events */
@@ -377,13 +385,14 @@ static void drain_events(void)
 trace_clock_t shim_timing_stop(void)
 {
     drain_events();
-    if (TM.source != SRC_CUPTI)
+    if (!TM.cupti || TM.closed)
         return NULL;
     shim_timing_window(0);
     trc_cupti_flush(TM.cupti);
     TM.closed_at = trc_cupti_now(TM.cupti);
     TM.mono_at = mono_ns();
     trc_cupti_close(TM.cupti);
+    TM.closed = 1;
     TM.source = SRC_NONE;
     return closed_clock;
 }
