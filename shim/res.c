@@ -32,6 +32,7 @@
 res_dev_t res_devs[MAX_DEVICES];
 static pthread_mutex_t setup_lock = PTHREAD_MUTEX_INITIALIZER;
 _Atomic int res_captures;
+_Atomic int res_arenas, res_multi;
 _Atomic unsigned res_code_gen = 1;
 
 /* ---------------------------------------------------------------- arena callbacks */
@@ -197,6 +198,8 @@ static res_dev_t *ctx_dev(CUcontext ctx)
                 SHIM_WARN(RES, "device %d: cannot set up the arena; allocations pass through",
                           dev);
             atomic_store_explicit((_Atomic int *)&d->ready, ok ? 1 : -1, memory_order_release);
+            if (ok && atomic_fetch_add(&res_arenas, 1) == 1)
+                atomic_store(&res_multi, 1);
         }
         pthread_mutex_unlock(&setup_lock);
     }

@@ -179,6 +179,9 @@ extern res_dev_t res_devs[MAX_DEVICES];
  * every use is recorded with an event at once, so that no stream has uses left to cover that
  * could be capturing by the time they are covered (an event recorded then would be captured). */
 extern _Atomic int res_captures;
+/* Devices with an arena set up, and whether there are two or more (only then can an
+ * operation reach another device's arena: res_launch.c, "operands on other devices"). */
+extern _Atomic int res_arenas, res_multi;
 /* Bumped whenever code or contexts go away (module or library unload, context destroyed or
  * reset): cached kernel layouts and the per-thread context -> device cache are then stale. */
 extern _Atomic unsigned res_code_gen;

@@ -355,13 +355,125 @@ void res_launch_end(shim_launch_t *l, CUresult r)
     l->res = NULL;
 }
 
+/* ---------------------------------------------------------------- operands on other devices */
+
+/* A copy's operands in the arenas of devices other than the current context's: their
+ * allocations' chunks [first, +n) on device o. */
+typedef struct foreign {
+    int dev;                    /* the device the copy was issued on */
+    int count;
+    int pinned;                 /* captured: pinned for good, access left granted */
+    struct {
+        res_dev_t *o;
+        uint32_t first, n;
+    } op[2];
+} foreign_t;
+
+/* Grant (or take back) device `dev` access to chunks [first, +n) of o's arena. */
+static CUresult peer_access(res_dev_t *o, uint32_t first, uint32_t n, int dev, int on)
+{
+    CUmemAccessDesc a = { .location = { CU_MEM_LOCATION_TYPE_DEVICE, dev },
+                          .flags = on ? CU_MEM_ACCESS_FLAGS_PROT_READWRITE
+                                      : CU_MEM_ACCESS_FLAGS_PROT_NONE };
+    return DRV(cuMemSetAccess)(arena_chunk_addr(o->arena, first), (size_t)n * o->chunk, &a, 1);
+}
+
+/*
+ * Operand p of a copy issued from device `dev` lies in o's arena: the chunks of its
+ * allocation are made addressable (brought back where evicted chunks are unmapped), held
+ * where they are until the copy is done (pinned for good when it is captured), and device
+ * `dev` is given access to them, which the arena grants its own device only.  Done under
+ * o's lock, with o's context current for any migration, before the current device's lock is
+ * taken: no thread holds two devices' locks.  0, or -1 when p is in no allocation's chunk.
+ */
+static int foreign_take(foreign_t *f, res_dev_t *o, uint64_t p, int dev, int capturing)
+{
+    CUcontext popped;
+    int pushed = DRV(cuCtxPushCurrent_v2)(o->ctx) == CUDA_SUCCESS;
+    res_lock(&o->lock);
+    uint32_t ci = (uint32_t)((p - o->base) / o->chunk);
+    const chunk_t *c = &o->chunks[ci];
+    int ok = c->tier != TIER_NONE;
+    if (ok) {
+        uint32_t first = c->span_n > 1 ? c->span_first : ci, n = c->span_n > 1 ? c->span_n : 1;
+        for (uint32_t i = first; i < first + n; i++) {
+            res_map_back(o, i);
+            if (capturing)
+                res_pin(o, i);
+            else
+                res_hold(o, i);
+        }
+        if (peer_access(o, first, n, dev, 1) != CUDA_SUCCESS)
+            SHIM_WARN(RES, "device %d cannot be given access to device %d's memory at 0x%llx: "
+                      "the copy will fail", dev, o->device, (unsigned long long)p);
+        f->op[f->count].o = o;
+        f->op[f->count].first = first;
+        f->op[f->count].n = n;
+        f->count++;
+    }
+    res_unlock(&o->lock);
+    if (pushed)
+        DRV(cuCtxPopCurrent_v2)(&popped);
+    return ok ? 0 : -1;
+}
+
+/* The operands of copy c (issued on device d) in other devices' arenas, taken; NULL when
+ * there are none (the usual case: one comparison per operand). */
+static foreign_t *foreign_begin(const shim_copy_t *c, const res_dev_t *d, int capturing)
+{
+    const CUdeviceptr ops[2] = { c->dst, c->src };
+    foreign_t *f = NULL;
+
+    for (int i = 0; i < 2; i++) {
+        res_dev_t *o;
+        if (!ops[i] || ops[i] - d->base < d->size || !(o = res_owner(ops[i])) || o == d)
+            continue;
+        if (!f && !(f = calloc(1, sizeof(*f))))
+            return NULL;
+        f->pinned = capturing;
+        f->dev = d->device;
+        foreign_take(f, o, ops[i], d->device, capturing);
+    }
+    if (f && !f->count) {
+        free(f);
+        f = NULL;
+    }
+    return f;
+}
+
+/* After the copy: the host waits for it (the foreign chunks' use is recorded nowhere), then
+ * the chunks are released and the access taken back; a captured copy keeps both. */
+static void foreign_end(foreign_t *f, const shim_copy_t *c)
+{
+    if (!f->pinned) {
+        CUstream s = !c->stream && shim_hook_per_thread[c->hook] ? CU_STREAM_PER_THREAD
+                                                                  : c->stream;
+        DRV(cuStreamSynchronize)(s);
+    }
+    for (int i = 0; i < f->count && !f->pinned; i++) {
+        res_dev_t *o = f->op[i].o;
+        res_lock(&o->lock);
+        peer_access(o, f->op[i].first, f->op[i].n, f->dev, 0);
+        for (uint32_t ci = f->op[i].first; ci < f->op[i].first + f->op[i].n; ci++)
+            res_unhold(o, ci);
+        res_unlock(&o->lock);
+    }
+    free(f);
+}
+
 void res_copy_begin(shim_copy_t *c)
 {
     CUcontext ctx = NULL;
     res_dev_t *d = res_active_dev(&ctx);
     collect_t *k;
     c->res = NULL;
-    if (!d || !(k = collect_open(d, ctx)))
+    c->foreign = NULL;
+    if (!d)
+        return;
+    if (__builtin_expect(atomic_load_explicit(&res_multi, memory_order_relaxed), 0))
+        c->foreign = foreign_begin(c, d, res_stream_capturing(c->stream,
+                                                              shim_hook_per_thread[c->hook]));
+    if (!(k = collect_open(d, ctx)))
         return;
     geo_t g = geo_of(k);
     collect_ptr(k, &g, c->dst);
@@ -382,5 +494,9 @@ void res_copy_end(shim_copy_t *c, CUresult r)
     if (c->res)
         op_end(c->res, r, c->stream, c->hook);
     c->res = NULL;
+    if (c->foreign) {
+        foreign_end(c->foreign, c);
+        c->foreign = NULL;
+    }
 }
 

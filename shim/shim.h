@@ -237,6 +237,7 @@ typedef struct shim_copy {
     size_t count;               /* entries of a batch */
     unsigned value, elem;       /* memsets: the value and its size (1, 2 or 4 bytes) */
     void *res;                  /* residency's state between copy_begin and copy_end */
+    void *foreign;              /* residency's: operands in another device's arena */
     uint64_t op;                /* the trace's operation id; 0: not recorded */
 } shim_copy_t;
 

@@ -1,0 +1,118 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * shim_res_peer.c - copies issued from one device's context that reach another device's
+ * arena.
+ *
+ * Two simulated devices, a 4 MiB GPU budget each.  On device 1, buffers a, b and c (2 MiB
+ * each, filled by kernel) leave a on the host.  Then, with device 0's context current:
+ * cuMemcpyPeer from a (evicted) into x on device 0, cuMemcpyDtoH from b (a unified-address
+ * copy of device 1's memory), and cuMemcpyPeerAsync from x into c on a stream of device 0.
+ * Back on device 1 every buffer holds what it should, and a new buffer still pages the others
+ * out (nothing stayed held).  The transcript must equal the one without the shim, with
+ * evicted chunks mapped (host VMM) and unmapped (ELIXIR_SIM_HOST_VMM=0), and with the race
+ * checker failing the run on any race.  Under the shim, device 0's access to device 1's
+ * memory, granted for each copy, is taken back after it, and no chunk was pinned.
+ */
+#define SH_RES_KERNELS
+#include "shim_test.h"
+
+#define MIB SH_MIB
+#define BYTES (2 * MIB)
+#define WORDS (BYTES / 4)
+
+static uint32_t host[WORDS];
+
+/* Buffer p (on the current context's device or not) holds sh_pattern(seed, .). */
+static void expect_holds(CUdeviceptr p, uint32_t seed, const char *what)
+{
+    CHECK_CU(cuMemcpyDtoH(host, p, BYTES));
+    sh_expect_pattern(host, WORDS, seed, what);
+    printf("%s holds pattern %u\n", what, seed);
+}
+
+/* Under the shim, device 0 has no access to p once the copies are done (nothing is mapped
+ * there at all while an evicted chunk is unmapped). */
+static void expect_no_access(CUdeviceptr p, const char *what)
+{
+    const char *pre = getenv("LD_PRELOAD");
+    CUmemLocation dev0 = { CU_MEM_LOCATION_TYPE_DEVICE, 0 };
+    unsigned long long flags = 1;
+
+    if (!pre || !*pre || sh_where(p) == 'U')
+        return;
+    CHECK_CU(cuMemGetAccess(&flags, &dev0, p));
+    EXPECT(flags == CU_MEM_ACCESS_FLAGS_PROT_NONE, "%s: device 0 kept access %llu", what, flags);
+}
+
+static void scenario(void)
+{
+    CUdeviceptr a, b, c, e, x;
+    CUstream s;
+
+    CUcontext c1 = st_setup(1);
+    CUfunction fill = st_function(sh_res_ptx, "sh_fill");
+    CHECK_CU(cuMemAlloc(&a, BYTES));
+    CHECK_CU(sh_fill_async(fill, a, WORDS, 1, NULL));
+    CHECK_CU(cuMemAlloc(&b, BYTES));
+    CHECK_CU(sh_fill_async(fill, b, WORDS, 2, NULL));
+    CHECK_CU(cuMemAlloc(&c, BYTES));
+    CHECK_CU(sh_fill_async(fill, c, WORDS, 3, NULL));
+    CHECK_CU(cuCtxSynchronize());
+
+    CUcontext c0 = st_setup(0);
+    CHECK_CU(cuMemAlloc(&x, BYTES));
+    CHECK_CU(cuMemcpyPeer(x, c0, a, c1, BYTES));
+    expect_holds(x, 1, "x on device 0, copied from a on device 1");
+    expect_holds(b, 2, "b on device 1, read from device 0");
+    CHECK_CU(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    CHECK_CU(cuMemcpyPeerAsync(c, c1, x, c0, BYTES, s));
+    CHECK_CU(cuStreamSynchronize(s));
+    CHECK_CU(cuStreamDestroy(s));
+    expect_no_access(a, "a");
+    expect_no_access(b, "b");
+    expect_no_access(c, "c");
+
+    CHECK_CU(cuCtxSetCurrent(c1));
+    expect_holds(c, 1, "c on device 1, copied from x on device 0");
+    CHECK_CU(cuMemAlloc(&e, BYTES));
+    CHECK_CU(sh_fill_async(fill, e, WORDS, 5, NULL));
+    expect_holds(e, 5, "e, a new buffer on device 1");
+    expect_holds(a, 1, "a afterwards");
+    expect_holds(b, 2, "b afterwards");
+    CHECK_CU(cuMemFree(a));
+    CHECK_CU(cuMemFree(b));
+    CHECK_CU(cuMemFree(c));
+    CHECK_CU(cuMemFree(e));
+    CHECK_CU(cuCtxSetCurrent(c0));
+    CHECK_CU(cuMemFree(x));
+}
+
+static void run(const char *what, const char *host_vmm)
+{
+    const char *plain_env[] = { "ELIXIR_SIM_DEVICES=2", "ELIXIR_SIM_RACECHECK=fail", NULL };
+    const char *env[] = { "ELIXIR_SIM_DEVICES=2", "ELIXIR_SIM_RACECHECK=fail",
+                          "ELIXIR_GPU_MEMORY=4M", "ELIXIR_STATS=1", host_vmm, NULL };
+    sh_run_t plain = sh_run("scenario", 0, plain_env), shim = sh_run("scenario", 1, env);
+
+    EXPECT(plain.status == 0, "%s: without the shim the scenario exited %d:\n%s%s", what,
+           plain.status, plain.out, plain.err);
+    EXPECT(shim.status == 0, "%s: under the shim the scenario exited %d:\n%s%s", what,
+           shim.status, shim.out, shim.err);
+    EXPECT(strstr(shim.err, "device 1: migrations to host ") &&
+           sh_stat(strstr(shim.err, "device 1: migrations to host "), "migrations to host ") >= 2,
+           "%s: device 1 did not page out (a, then for e):\n%s", what, shim.err);
+    EXPECT(sh_count(shim.err, "chunks pinned 0 (total 0,") == 2, "%s: chunks were pinned:\n%s",
+           what, shim.err);
+    sh_compare(plain.out, shim.out);
+    printf("%s: the same transcript with and without the shim\n", what);
+    sh_run_free(&plain);
+    sh_run_free(&shim);
+}
+
+int main(int argc, char **argv)
+{
+    sh_scenario_child(argc, argv, scenario);
+    run("mapped", "ELIXIR_SIM_HOST_VMM=1");
+    run("unmapped", "ELIXIR_SIM_HOST_VMM=0");
+    return 0;
+}
