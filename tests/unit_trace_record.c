@@ -524,6 +524,20 @@ static void test_errors(void)
     path_of(path, sizeof(path), "write-error");
     CHECK("write error disables recording, returned by flush and close", 0,
           exit_code(in_child(write_error_child, path)));
+    /* The file was cut back to its last whole buffer: it reads to its end without an error
+     * (and without END). */
+    trc_reader_t *r;
+    trc_event_t ev;
+    uint64_t n = 0;
+    int rc = trc_reader_open_file(path, &r);
+    while (rc >= 0 && (rc = trc_reader_next(r, &ev)) == 1)
+        n++;
+    CHECK("write error: the file ends at a record boundary", 0, rc);
+    if (rc < 0)
+        printf("  %s\n", trc_reader_error(r));
+    CHECK("write error: events kept", 1, n > 0);
+    CHECK("write error: no END", 0, trc_reader_complete(r));
+    trc_reader_close(r);
 }
 
 /* A record larger than a buffer gets a buffer of its own. */

@@ -128,13 +128,22 @@ static int write_all(int fd, const uint8_t *p, size_t n)
     return 0;
 }
 
+/* A write failed (disk full, file too large, I/O error): part of it may be in the file, so
+ * the file is cut back to what was written whole, where a record ends; the error sticks. */
+static int write_failed(trc_writer_t *w, int rc)
+{
+    while (ftruncate(w->fd, (off_t)w->written) < 0 && errno == EINTR)
+        ;
+    return w->error = rc;
+}
+
 int trc_writer_flush(trc_writer_t *w)
 {
     if (w->error)
         return w->error;
     int rc = write_all(w->fd, w->buf, w->len);
     if (rc < 0)
-        return w->error = rc;
+        return write_failed(w, rc);
     w->written += w->len;
     w->len = 0;
     return 0;
@@ -344,7 +353,7 @@ int trc_writer_append(trc_writer_t *w, const void *records, size_t len, uint64_t
         return -EINVAL;
     int rc = trc_writer_flush(w);
     if (rc == 0 && (rc = write_all(w->fd, records, len)) < 0)
-        w->error = rc;
+        write_failed(w, rc);
     if (rc < 0)
         return rc;
     w->written += len;
