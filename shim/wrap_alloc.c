@@ -31,6 +31,17 @@ static size_t block_size(CUdeviceptr dptr)
     return size;
 }
 
+/* While a trace is recorded: an allocation the driver served (a pool's, or one the arena
+ * passed on), on the current context's device; residency records its own. */
+static void trace_driver_alloc(CUdeviceptr p, size_t bytes)
+{
+    shim_pfn_cuCtxGetDevice_t get = SHIM_DRIVER_CALL(cuCtxGetDevice);
+    CUdevice dev = 0;
+
+    if (!res_owns(p) && get && get(&dev) == CUDA_SUCCESS)
+        shim_trace_alloc(dev, p, bytes);
+}
+
 /* After an allocation call: count it (the driver's size where known) and trace it. */
 static CUresult alloc_done(shim_hook_t h, CUresult r, const CUdeviceptr *dptr, size_t bytes)
 {
@@ -38,18 +49,21 @@ static CUresult alloc_done(shim_hook_t h, CUresult r, const CUdeviceptr *dptr, s
 
     if (r == CUDA_SUCCESS)
         shim_stat_alloc(size ? size : bytes);
-    /* trc_alloc(h, *dptr, bytes, r) records the event here */
+    if (r == CUDA_SUCCESS && SHIM_TRACING())
+        trace_driver_alloc(*dptr, bytes);
     SHIM_TRACE(ALLOC, "%s(%zu bytes) = %d, 0x%llx", shim_hook_names[h], bytes, (int)r,
                r == CUDA_SUCCESS ? (unsigned long long)*dptr : 0ull);
     return r;
 }
 
-/* After a free call: count it and trace it; returns r. */
-static CUresult free_done(shim_hook_t h, CUresult r, CUdeviceptr dptr, size_t bytes)
+/* After a free call (by the driver when `driver`, else by residency, which records its own
+ * frees): count it and trace it; returns r. */
+static CUresult free_done(shim_hook_t h, CUresult r, CUdeviceptr dptr, size_t bytes, int driver)
 {
     if (r == CUDA_SUCCESS && dptr)
         shim_stat_free(bytes);
-    /* trc_free(h, dptr, r) records the event here */
+    if (r == CUDA_SUCCESS && dptr && driver && SHIM_TRACING())
+        shim_trace_free(dptr);
     SHIM_TRACE(ALLOC, "%s(0x%llx) = %d", shim_hook_names[h], (unsigned long long)dptr, (int)r);
     return r;
 }
@@ -156,9 +170,10 @@ SHIM_EXPORT CUresult CUDAAPI cuMemFree_v2(CUdeviceptr dptr)
     size_t bytes = block_size(dptr);
     CUresult r;
 
-    if (!res_free(dptr, &r))
+    int driver = !res_free(dptr, &r);
+    if (driver)
         r = real(dptr);
-    return free_done(SHIM_HOOK_cuMemFree_v2, r, dptr, bytes);
+    return free_done(SHIM_HOOK_cuMemFree_v2, r, dptr, bytes, driver);
 }
 
 SHIM_EXPORT CUresult CUDAAPI cuMemFreeAsync(CUdeviceptr dptr, CUstream hStream)
@@ -168,9 +183,10 @@ SHIM_EXPORT CUresult CUDAAPI cuMemFreeAsync(CUdeviceptr dptr, CUstream hStream)
     CUresult r;
 
     /* Arena memory: the range goes back once hStream reaches the free. */
-    if (!res_free_async(dptr, hStream, 0, &r))
+    int driver = !res_free_async(dptr, hStream, 0, &r);
+    if (driver)
         r = real(dptr, hStream);
-    return free_done(SHIM_HOOK_cuMemFreeAsync, r, dptr, bytes);
+    return free_done(SHIM_HOOK_cuMemFreeAsync, r, dptr, bytes, driver);
 }
 
 SHIM_EXPORT CUresult CUDAAPI cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream hStream)
@@ -179,9 +195,10 @@ SHIM_EXPORT CUresult CUDAAPI cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream hStr
     size_t bytes = block_size(dptr);
     CUresult r;
 
-    if (!res_free_async(dptr, hStream, 1, &r))
+    int driver = !res_free_async(dptr, hStream, 1, &r);
+    if (driver)
         r = real(dptr, hStream);
-    return free_done(SHIM_HOOK_cuMemFreeAsync_ptsz, r, dptr, bytes);
+    return free_done(SHIM_HOOK_cuMemFreeAsync_ptsz, r, dptr, bytes, driver);
 }
 
 SHIM_EXPORT CUresult CUDAAPI cuMemGetInfo_v2(size_t *free, size_t *total)

@@ -10,9 +10,6 @@
  * other than the legacy one; then `elixir-trace summary` must count them by operation and
  * `elixir-trace timeline --chrome` must show them by name.
  */
-#include <fcntl.h>
-#include <spawn.h>
-#include <sys/wait.h>
 
 #include "nccl_test.h"
 #include "shim_trace_test.h"
@@ -20,8 +17,6 @@
 #define N 2
 #define COUNT 1024
 #define ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
-
-extern char **environ;
 
 static void scenario(void)
 {
@@ -88,38 +83,6 @@ static void check_records(const tt_trace_t *t, const char *out)
     }
 }
 
-/* Runs $BUILD/bin/elixir-trace with args, its output into `out`; it must exit 0.  Returns
- * what it wrote into `file` (static; "" when none). */
-static const char *tool(const char *const *args, const char *out, const char *file)
-{
-    const char *build = getenv("BUILD");
-    char path[512];
-    char *argv[8];
-    size_t n = 0;
-    pid_t pid;
-    int status;
-    posix_spawn_file_actions_t fa;
-    snprintf(path, sizeof(path), "%s/bin/elixir-trace", build && *build ? build : "build");
-    argv[n++] = path;
-    while (*args && n < 7)
-        argv[n++] = (char *)*args++;
-    argv[n] = NULL;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_addopen(&fa, 1, out, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-    EXPECT(posix_spawn(&pid, path, &fa, NULL, argv, environ) == 0, "cannot run %s", path);
-    posix_spawn_file_actions_destroy(&fa);
-    EXPECT(waitpid(pid, &status, 0) == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0,
-           "%s %s failed (status 0x%x)", path, argv[1], status);
-    static char text[1 << 20];
-    FILE *f = fopen(file, "r");
-    size_t len = f ? fread(text, 1, sizeof(text) - 1, f) : 0;
-    if (f)
-        fclose(f);
-    unlink(file);
-    text[len] = 0;
-    return text;
-}
-
 /* `summary` counts the calls by operation; `timeline --chrome` names each of them. */
 static void check_tool(const char *trace)
 {
@@ -127,14 +90,14 @@ static void check_tool(const char *trace)
     snprintf(out, sizeof(out), "%s.out", trace);
     snprintf(json, sizeof(json), "%s.json", trace);
     const char *summary[] = { "summary", trace, NULL };
-    const char *text = tool(summary, out, out);
+    const char *text = tt_tool(summary, out, out);
     static const char *const rows[] = { "nccl calls  6\n", "  allReduce              2",
                                         "  broadcast              2", "  send                   1",
                                         "  recv                   1" };
     for (size_t i = 0; i < ARRAY_LEN(rows); i++)
         EXPECT(strstr(text, rows[i]), "the summary lacks '%s':\n%s", rows[i], text);
     const char *timeline[] = { "timeline", "--chrome", json, trace, NULL };
-    text = tool(timeline, out, json);
+    text = tt_tool(timeline, out, json);
     unlink(out);
     static const char *const names[] = { "\"allReduce\"", "\"broadcast\"", "\"send\"",
                                          "\"recv\"" };

@@ -13,9 +13,12 @@
 #ifndef SHIM_TRACE_TEST_H
 #define SHIM_TRACE_TEST_H
 
+#include <fcntl.h>
+#include <spawn.h>
 #include <stdint.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 
 #include "../tracer/trace.h"
 #include "shim_test.h"
@@ -227,6 +230,40 @@ static inline sh_run_t tt_record_scenario(const char *test, int status, tt_trace
     tt_load(path, t);
     tt_expect_clean(t, path);
     return r;
+}
+
+extern char **environ;
+
+/* Runs $BUILD/bin/elixir-trace with args, its output into `out`; it must exit 0.  Returns
+ * what it wrote into `file` (static; "" when none). */
+static inline const char *tt_tool(const char *const *args, const char *out, const char *file)
+{
+    const char *build = getenv("BUILD");
+    char path[512];
+    char *argv[8];
+    size_t n = 0;
+    pid_t pid;
+    int status;
+    posix_spawn_file_actions_t fa;
+    snprintf(path, sizeof(path), "%s/bin/elixir-trace", build && *build ? build : "build");
+    argv[n++] = path;
+    while (*args && n < 7)
+        argv[n++] = (char *)*args++;
+    argv[n] = NULL;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, 1, out, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    EXPECT(posix_spawn(&pid, path, &fa, NULL, argv, environ) == 0, "cannot run %s", path);
+    posix_spawn_file_actions_destroy(&fa);
+    EXPECT(waitpid(pid, &status, 0) == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0,
+           "%s %s failed (status 0x%x)", path, argv[1], status);
+    static char text[1 << 20];
+    FILE *f = fopen(file, "r");
+    size_t len = f ? fread(text, 1, sizeof(text) - 1, f) : 0;
+    if (f)
+        fclose(f);
+    unlink(file);
+    text[len] = 0;
+    return text;
 }
 
 static const char tt_ptx[] =
