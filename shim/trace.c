@@ -590,15 +590,21 @@ static int agrow(void)
     return 0;
 }
 
+/* In the table's values beside the id: the allocation's ALLOC record was kept, so its FREE
+ * is kept too, whatever the level by then (ELIXIR_TRACE_LEVEL=summary drops allocations made
+ * after the profiled iterations, not the end of those made before). */
+#define ALLOC_KEPT (1ull << 63)
+
 static uint64_t aget(uint64_t base)
 {
     if (!T.acap || !base)
         return 0;
     size_t i = aslot(base);
-    return T.akeys[i] ? T.avals[i] : 0;
+    return T.akeys[i] ? T.avals[i] & ~ALLOC_KEPT : 0;
 }
 
-/* Removes base (linear probing: later entries of its run move back); its id, or 0. */
+/* Removes base (linear probing: later entries of its run move back); its id (with
+ * ALLOC_KEPT), or 0. */
 static uint64_t adel(uint64_t base)
 {
     if (!T.acap || !base)
@@ -1123,21 +1129,22 @@ uint64_t shim_trace_alloc(int device, uint64_t base, uint64_t size)
     if (!th)
         return 0;
     uint64_t id = atomic_fetch_add(&T.alloc_next, 1) + 1;
+    int keep = kept(TRC_EV_ALLOC);
     spin_lock(&T.alloc_lock);
     if (agrow() == 0) {
         size_t i = aslot(base);
         T.an += !T.akeys[i];
         T.akeys[i] = base;
-        T.avals[i] = id;
+        T.avals[i] = id | (keep ? ALLOC_KEPT : 0);
     }
     atomic_fetch_add_explicit(&T.alloc_gen, 1, memory_order_relaxed);
     spin_unlock(&T.alloc_lock);
     device_seen(device);
-    if (kept(TRC_EV_ALLOC)) {
+    if (keep) {
         trc_event_t ev = { .type = TRC_EV_ALLOC, .time = shim_trace_now() };
         ev.u.alloc = (trc_alloc_t){ .id = id, .device = device, .addr = base, .size = size,
                                     .stack_id = T.depth ? call_site() : 0 };
-        shim_trace_emit(&ev);
+        record_kept(&ev);
     }
     leave(th);
     return id;
@@ -1153,10 +1160,10 @@ void shim_trace_free(uint64_t base)
     uint64_t id = adel(base);
     atomic_fetch_add_explicit(&T.alloc_gen, 1, memory_order_relaxed);
     spin_unlock(&T.alloc_lock);
-    if (id) {
+    if (id & ALLOC_KEPT) {
         trc_event_t ev = { .type = TRC_EV_FREE, .time = shim_trace_now() };
-        ev.u.free.id = id;
-        shim_trace_emit(&ev);
+        ev.u.free.id = id & ~ALLOC_KEPT;
+        record_kept(&ev);
     }
     leave(th);
 }

@@ -85,6 +85,10 @@ static void scenario(const char *mode)
         CHECK_CU(cuMemcpyDtoHAsync(out, x, sizeof(out), s));
         CHECK_CU(cuStreamSynchronize(s));
     }
+    CUdeviceptr z;
+    CHECK_CU(cuMemFree(y));                 /* made before the profiled iterations */
+    CHECK_CU(cuMemAlloc(&z, 4096));         /* and after them */
+    CHECK_CU(cuMemFree(z));
     printf("x[1] %u\n", out[1]);
 }
 
@@ -180,32 +184,39 @@ static void run(const run_case_t *c, int k)
     sh_run_free(&r);
 }
 
-/* ELIXIR_TRACE_LEVEL=summary: after the profiled iteration (1), no launch, copy or memset;
- * before and during it, all of them; the iterations still marked. */
-static void run_summary(void)
+/* ELIXIR_TRACE_LEVEL=level: after the profiled iteration (1), no launch, copy or memset;
+ * before and during it, all of them; the iterations still marked.  `allocs` keeps the
+ * allocation made after it (z) and both frees; `summary` drops z's records but keeps the
+ * free of y, allocated before. */
+static void run_level(const char *level, size_t allocs, size_t frees)
 {
     const char *path = tt_path("iterations", 9);
-    const char *env[] = { tt_env_trace(path, 3), "ELIXIR_TRACE_LEVEL=summary", NULL };
+    char var[64];
+    snprintf(var, sizeof(var), "ELIXIR_TRACE_LEVEL=%s", level);
+    const char *env[] = { tt_env_trace(path, 3), var, NULL };
     tt_trace_t t;
 
     sh_run_t r = sh_run_ok("cupti", env);
     tt_load(path, &t);
-    tt_expect_clean(&t, "summary");
-    EXPECT(tt_count(&t, TRC_EV_ITERATION) == N, "summary: %zu marks",
+    tt_expect_clean(&t, level);
+    EXPECT(tt_count(&t, TRC_EV_ITERATION) == N, "%s: %zu marks", level,
            tt_count(&t, TRC_EV_ITERATION));
     /* The memset and the first upload, then iterations 0 and 1: 5 operations each (the
      * next iteration's upload comes before its first kernel). */
     size_t ops = tt_count(&t, TRC_EV_LAUNCH) + tt_count(&t, TRC_EV_COPY) +
                  tt_count(&t, TRC_EV_MEMSET);
     EXPECT(tt_count(&t, TRC_EV_LAUNCH) == 6 && ops == 2 + 2 * 5,
-           "summary: %zu launches and %zu operations kept, expected 6 and 12",
+           "%s: %zu launches and %zu operations kept, expected 6 and 12", level,
            tt_count(&t, TRC_EV_LAUNCH), ops);
-    EXPECT(tt_count(&t, TRC_EV_ALLOC) == 2 && tt_count(&t, TRC_EV_PROCESS) == 1 &&
-               tt_count(&t, TRC_EV_OPTIONS) == 1 && tt_count(&t, TRC_EV_DEVICE) == 1,
-           "summary: %zu allocations, %zu process, %zu options, %zu device records",
-           tt_count(&t, TRC_EV_ALLOC), tt_count(&t, TRC_EV_PROCESS),
+    EXPECT(tt_count(&t, TRC_EV_ALLOC) == allocs && tt_count(&t, TRC_EV_FREE) == frees &&
+               tt_count(&t, TRC_EV_PROCESS) == 1 && tt_count(&t, TRC_EV_OPTIONS) == 1 &&
+               tt_count(&t, TRC_EV_DEVICE) == 1,
+           "%s: %zu allocations (expected %zu), %zu frees (expected %zu), %zu process, %zu "
+           "options, %zu device records", level, tt_count(&t, TRC_EV_ALLOC), allocs,
+           tt_count(&t, TRC_EV_FREE), frees, tt_count(&t, TRC_EV_PROCESS),
            tt_count(&t, TRC_EV_OPTIONS), tt_count(&t, TRC_EV_DEVICE));
-    printf("summary: %zu operations kept, all before the end of the profiled iteration\n", ops);
+    printf("%s: %zu operations kept, all before the end of the profiled iteration; %zu "
+           "allocations, %zu frees\n", level, ops, allocs, frees);
     tt_free(&t);
     unlink(path);
     sh_run_free(&r);
@@ -242,6 +253,7 @@ int main(int argc, char **argv)
     }
     for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
         run(&cases[i], (int)i);
-    run_summary();
+    run_level("summary", 2, 1);
+    run_level("allocs", 3, 2);
     return 0;
 }
