@@ -4,7 +4,8 @@
  *
  * cudart opens the driver with dlopen("libcuda.so.1"), finds cuGetProcAddress_v2 with dlsym,
  * and then asks it for every entry point it uses: the (symbol, version, flags) requests listed
- * in ../shared/data/cudart13-proc-requests.txt (ELIXIR_PROC_REQUESTS overrides the path).
+ * in ../shared/data/cudart13-proc-requests.txt (or the copy in tests/fixtures;
+ * ELIXIR_PROC_REQUESTS overrides the path).
  * This test does the same and checks each answer:
  *   - a pointer handed back is an exported function named <symbol>, <symbol>_vN, with a
  *     _ptds/_ptsz suffix only when per-thread variants were asked for (flags 2);
@@ -25,6 +26,8 @@
 
 #include <cuda.h>
 #include <cudaTypedefs.h>
+
+#include "simtest.h"
 
 #define MAX_NAME 128
 
@@ -274,7 +277,7 @@ static void replay(FILE *f, void *h, PFN_cuGetProcAddress_v12000 gpa, const know
 
 int main(void)
 {
-    const char *req = getenv("ELIXIR_PROC_REQUESTS");
+    const char *req = st_proc_requests();
     const char *home = getenv("CUDA_HOME");
     char path[1024];
     known_t known = { 0 };
@@ -283,8 +286,6 @@ int main(void)
     FILE *f;
     void *h;
 
-    if (!req)
-        req = "../shared/data/cudart13-proc-requests.txt";
     snprintf(path, sizeof(path), "%s/include/cudaTypedefs.h", home ? home : "/usr/local/cuda");
     if (!(f = fopen(req, "r")) || load_typedefs(path, &known) < 0) {
         printf("SKIP: cannot read %s or %s\n", req, path);

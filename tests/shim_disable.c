@@ -58,7 +58,6 @@ static int replay(FILE *f)
 int main(int argc, char **argv)
 {
     const char *env[] = { sh_preload_entry(), "ELIXIR_DISABLE=1", NULL };
-    const char *path = getenv("ELIXIR_PROC_REQUESTS");
     CUdeviceptr d;
     FILE *f;
     int n;
@@ -73,7 +72,7 @@ int main(int argc, char **argv)
     EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuMemFree(d));
     EXPECT(sh_calls("cuMemFree_v2") == 2, "cuMemFree_v2 entered %lld times",
            sh_calls("cuMemFree_v2"));
-    f = fopen(path ? path : "../shared/data/cudart13-proc-requests.txt", "r");
+    f = fopen(st_proc_requests(), "r");
     if (!f) {
         printf("SKIP: no request list\n");
         return TEST_SKIP;

@@ -3,8 +3,8 @@
  * shim_proc_replay.c - the CUDA 13 runtime's start-up lookups replayed through the shim.
  *
  * Like cudart: dlopen("libcuda.so.1"), dlsym("cuGetProcAddress_v2"), then every request of
- * ../shared/data/cudart13-proc-requests.txt (ELIXIR_PROC_REQUESTS overrides the path), with
- * libelixir.so preloaded.  The dlsym must give the shim's wrapper.  Each request is also put
+ * ../shared/data/cudart13-proc-requests.txt (or the copy in tests/fixtures;
+ * ELIXIR_PROC_REQUESTS overrides the path), with libelixir.so preloaded.  The dlsym must give the shim's wrapper.  Each request is also put
  * to the simulator's own cuGetProcAddress_v2 (found with the C library's dlsym, past the
  * shim's override), and the two answers must agree: same result and symbolStatus; where the
  * simulator returns a symbol the shim hooks (libelixir.so exports it), the shim's pointer is
@@ -129,14 +129,13 @@ static dlsym_fn_t libc_dlsym(void)
 
 int main(int argc, char **argv)
 {
-    const char *path = getenv("ELIXIR_PROC_REQUESTS");
     replay_t r = { 0 };
     FILE *f;
     void *h;
 
     (void)argc;
     sh_reexec_preloaded(argv);
-    f = fopen(path ? path : "../shared/data/cudart13-proc-requests.txt", "r");
+    f = fopen(st_proc_requests(), "r");
     if (!f) {
         printf("SKIP: no request list\n");
         return TEST_SKIP;

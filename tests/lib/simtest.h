@@ -47,6 +47,23 @@ static inline const char *st_err(CUresult r)
         }                                                                                   \
     } while (0)
 
+/* The list of the cuGetProcAddress requests libcudart 13 makes at start-up: the file named by
+ * ELIXIR_PROC_REQUESTS, else the project's shared copy, else the one kept in tests/fixtures
+ * (tests run from the repository's root). */
+static inline const char *st_proc_requests(void)
+{
+    const char *env = getenv("ELIXIR_PROC_REQUESTS");
+    FILE *f;
+
+    if (env && *env)
+        return env;
+    if ((f = fopen("../shared/data/cudart13-proc-requests.txt", "r")) != NULL) {
+        fclose(f);
+        return "../shared/data/cudart13-proc-requests.txt";
+    }
+    return "tests/fixtures/cudart13-proc-requests.txt";
+}
+
 /* cuInit and make device `dev`'s primary context current. */
 static inline CUcontext st_setup(int dev)
 {
