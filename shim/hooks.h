@@ -234,6 +234,7 @@
     X(cuEventSynchronize, cuEventSynchronize, 2000, )                                           \
     X(cuEventDestroy_v2, cuEventDestroy, 4000, )                                                \
     X(cuFuncGetParamInfo, cuFuncGetParamInfo, 12040, )                                          \
+    X(cuKernelGetParamInfo, cuKernelGetParamInfo, 12040, )                                      \
     X(cuMemcpyDtoDAsync_v2, cuMemcpyDtoDAsync, 3020, )                                          \
     X(cuMemcpyHtoDAsync_v2, cuMemcpyHtoDAsync, 3020, )                                          \
     X(cuMemcpyDtoHAsync_v2, cuMemcpyDtoHAsync, 3020, )                                          \

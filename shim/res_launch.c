@@ -181,12 +181,24 @@ static void collect_words(collect_t *k, const void *buf, size_t size, trace_word
     }
 }
 
-/* Read f's parameter sizes from the driver into kp (n = 0 when it has none to give). */
+/* Parameter i of f: a CUfunction's, or a CUkernel's (which launches accept in a CUfunction's
+ * place, but cuFuncGetParamInfo need not). */
+static CUresult param_info(CUfunction f, int kernel, unsigned i, size_t *off, size_t *size)
+{
+    return kernel ? DRV(cuKernelGetParamInfo)((CUkernel)(void *)f, i, off, size)
+                  : DRV(cuFuncGetParamInfo)(f, i, off, size);
+}
+
+/* Read f's parameter sizes from the driver into kp (n = 0 when it has none to give).  A
+ * handle that cuFuncGetParamInfo does not answer for is asked as a CUkernel. */
 static void kparams_read(CUfunction f, kparams_t *kp)
 {
     size_t off, size, cap = 0;
+    int kernel = DRV(cuFuncGetParamInfo)(f, 0, &off, &size) != CUDA_SUCCESS &&
+                 DRV(cuKernelGetParamInfo) &&
+                 DRV(cuKernelGetParamInfo)((CUkernel)(void *)f, 0, &off, &size) == CUDA_SUCCESS;
     kp->n = 0;
-    for (unsigned i = 0; DRV(cuFuncGetParamInfo)(f, i, &off, &size) == CUDA_SUCCESS; i++) {
+    for (unsigned i = 0; param_info(f, kernel, i, &off, &size) == CUDA_SUCCESS; i++) {
         if (i == cap) {
             cap = cap ? cap * 2 : 8;
             uint32_t *sizes = realloc(kp->sizes, cap * sizeof(*sizes));

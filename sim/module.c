@@ -445,9 +445,18 @@ static CUresult param_info(CUfunction f, size_t index, size_t *offset, size_t *s
     return CUDA_SUCCESS;
 }
 
+/* The documentation takes a CUfunction here and offers cuKernelGetParamInfo for a CUkernel
+ * (which only the launch calls accept in a CUfunction's place): a CUkernel is refused, so
+ * that a caller relying on it is caught. */
 SIM_API CUresult CUDAAPI cuFuncGetParamInfo(CUfunction func, size_t paramIndex,
                                             size_t *paramOffset, size_t *paramSize)
 {
+    uint32_t magic;
+    if (func) {
+        memcpy(&magic, func, sizeof(magic));
+        if (magic == SIM_KERN_MAGIC)
+            return CUDA_ERROR_INVALID_VALUE;
+    }
     return param_info(func, paramIndex, paramOffset, paramSize);
 }
 

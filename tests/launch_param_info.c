@@ -3,7 +3,8 @@
  * launch_param_info.c - cuFuncGetParamInfo and cuKernelGetParamInfo report each parameter's
  * offset and size in the argument buffer as the PTX lays it out, including a structure passed
  * by value (.param .align 8 .b8 s[24]) and the padding before an aligned parameter; an index
- * past the last parameter is CUDA_ERROR_INVALID_VALUE.
+ * past the last parameter is CUDA_ERROR_INVALID_VALUE, and so is a CUkernel handed to
+ * cuFuncGetParamInfo (which takes a CUfunction; cuKernelGetParamInfo is the CUkernel's).
  */
 #include "simtest.h"
 
@@ -48,6 +49,8 @@ int main(void)
     EXPECT(size == 24, "size alone: %zu", size);
     EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuFuncGetParamInfo(f, 5, &off, &size));
     EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuKernelGetParamInfo(k, 5, &off, &size));
+    /* A CUkernel is asked through cuKernelGetParamInfo, not in a CUfunction's place. */
+    EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuFuncGetParamInfo((CUfunction)(void *)k, 0, &off, &size));
 
     CHECK_CU(cuLibraryUnload(lib));
     CHECK_CU(cuModuleUnload(mod));
