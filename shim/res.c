@@ -45,7 +45,14 @@ static int back_chunk(void *ctx, uint32_t ci)
 
     if (tier == TIER_HOST && !res_has_room(d, TIER_HOST))
         return -ENOMEM;
-    return res_back(d, ci, tier) == CUDA_SUCCESS ? 0 : -ENOMEM;
+    CUresult r = res_back(d, ci, tier);
+    if (r == CUDA_ERROR_OUT_OF_MEMORY && tier == TIER_GPU) {
+        /* The driver refused it within the budget, which came down: evict, or use the host. */
+        tier = res_make_room(d, 0) == 0 ? TIER_GPU : TIER_HOST;
+        r = tier == TIER_HOST && !res_has_room(d, TIER_HOST) ? CUDA_ERROR_OUT_OF_MEMORY
+                                                               : res_back(d, ci, tier);
+    }
+    return r == CUDA_SUCCESS ? 0 : -ENOMEM;
 }
 
 /* A chunk fell out of use: once nothing in flight uses it, give its memory back. */

@@ -214,6 +214,26 @@ static void phys_release(res_dev_t *d, int tier, CUmemGenericAllocationHandle h)
     charge(d, tier, -(int64_t)d->chunk);
 }
 
+/*
+ * The driver refused a GPU chunk the budget allowed: memory outside the budget (the driver's
+ * own, libraries', other processes') took the rest of the device.  The budget comes down to
+ * what is charged to it now, so that the next chunk to come in evicts another first; the
+ * first time, the log says so.
+ */
+static void gpu_budget_shrink(res_dev_t *d)
+{
+    uint64_t now = res_gpu_charged(d) / d->chunk * d->chunk;
+    if (now >= d->gpu_budget)
+        return;
+    if (!d->budget_shrunk)
+        SHIM_WARN(RES, "device %d: the driver has no GPU memory left within the %llu MiB "
+                  "budget (memory outside it is in use); the budget is now %llu MiB",
+                  d->device, (unsigned long long)(d->gpu_budget >> 20),
+                  (unsigned long long)(now >> 20));
+    d->budget_shrunk = 1;
+    d->gpu_budget = now;
+}
+
 static CUresult phys_get(res_dev_t *d, int tier, CUmemGenericAllocationHandle *h)
 {
     int t = tier == TIER_GPU ? 0 : 1;
@@ -224,6 +244,8 @@ static CUresult phys_get(res_dev_t *d, int tier, CUmemGenericAllocationHandle *h
     CUresult r = phys_create(d, tier, h);
     if (r == CUDA_SUCCESS)
         charge(d, tier, (int64_t)d->chunk);
+    else if (r == CUDA_ERROR_OUT_OF_MEMORY && tier == TIER_GPU)
+        gpu_budget_shrink(d);
     return r;
 }
 
@@ -513,12 +535,18 @@ int res_make_bytes(res_dev_t *d, uint64_t bytes)
  */
 static int bring_in(res_dev_t *d, uint32_t ci, uint32_t serial, int must)
 {
-    if (res_make_room(d, serial) < 0) {
-        if (!must)
-            return -ENOMEM;
-        evict_one(d, serial, 1);        /* trade places through the swap piece if it can */
+    CUresult r;
+    /* A second try when the driver refused the GPU chunk (the budget then came down). */
+    for (int tries = 0; tries < 2; tries++) {
+        if (res_make_room(d, serial) < 0) {
+            if (!must)
+                return -ENOMEM;
+            evict_one(d, serial, 1);    /* trade places through the swap piece if it can */
+        }
+        r = migrate(d, ci, TIER_GPU, 0);
+        if (r != CUDA_ERROR_OUT_OF_MEMORY)
+            break;
     }
-    CUresult r = migrate(d, ci, TIER_GPU, 0);
     if (r != CUDA_SUCCESS && must)
         SHIM_WARN(RES, "device %d: cannot map chunk %u back into GPU memory (CUresult %d): "
                   "an operation that reaches it will fault", d->device, ci, (int)r);
