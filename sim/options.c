@@ -153,7 +153,7 @@ static int apply(const option_t *o, const char *v)
         return 0;
     }
     case OPT_SIZE:
-        if (sim_parse_size(v, &sz) || sz < (64ull << 20))
+        if (sim_parse_size(v, &sz) || sz < (2ull << 20))
             return -EINVAL;
         m->memory = sz;
         return 0;
@@ -201,7 +201,7 @@ static const char *form_of(const option_t *o)
     switch (o->kind) {
     case OPT_MODEL: return "default, h100-pcie, h100-nvlink-4";
     case OPT_INT: return "an integer from 1 to 16";
-    case OPT_SIZE: return "a size of at least 64M, digits with an optional K/M/G/T suffix";
+    case OPT_SIZE: return "a size of at least 2M, digits with an optional K/M/G/T suffix";
     case OPT_DOUBLE: return "a positive number";
     case OPT_CHOICE: return o->choices;
     default: return "a string";

@@ -12,7 +12,8 @@
 #   run_or_fail WHAT NAME CMD...  CMD into $tmp/NAME.out and .err, failing the script if it fails
 #   fail_showing FILE MESSAGE  the end of FILE, then "FAIL: MESSAGE" and exit 1
 #   shim_stat FILE TEXT  a figure of the shim's statistics
-#   shim_train_reference, shim_train_budget  the job without the shim, under it, under a budget
+#   shim_train_reference, shim_train_budget, shim_train_device  the job without the shim, under
+#                 it, under a budget, on a smaller simulated GPU
 #   train_allocs_agree PRESET STEPS  both allocation modes learn and print the same
 # With SANITIZE containing "address" the simulator is ASan-instrumented but python3 is not, so
 # the ASan runtime must be loaded first: LD_PRELOAD gets it and leak checking is off (python
@@ -107,15 +108,33 @@ shim_train_reference() {
     fi
 }
 
-# shim_train_budget FRAC ARGS...: shim_train ARGS with the GPU budget at 1/FRAC of $peak MiB,
-# into $tmp/o.out and $tmp/o.err; sets got (its digest, empty when the run failed) and moved
-# (its migrations to host, empty when not reported).
+# shim_train_budget FRAC ARGS...: shim_train ARGS with the GPU budget at 1/FRAC of $peak MiB
+# (on the default, larger, simulated GPU), into $tmp/o.out and $tmp/o.err; sets got (its
+# digest, empty when the run failed) and moved (its migrations to host, empty when not
+# reported).
 shim_train_budget() {
     local frac=$1
     shift
     ELIXIR_GPU_MEMORY=$((peak * 1024 * 1024 / frac)) shim_train "$@" >"$tmp/o.out" \
         2>"$tmp/o.err" && got=$(train_digest "$tmp/o.out") || got=""
     moved=$(shim_stat "$tmp/o.err" "migrations to host")
+}
+
+# shim_train_device FRAC ARGS...: shim_train ARGS on a simulated GPU of 1/FRAC of $peak MiB
+# (all of it the shim's budget), into $tmp/o.out and $tmp/o.err; sets got, moved (as
+# shim_train_budget) and used (its GPU peak in MiB, which must not exceed the device: the
+# script fails otherwise).
+shim_train_device() {
+    local frac=$1 device
+    shift
+    device=$((peak * 1024 * 1024 / frac))
+    ELIXIR_SIM_MEMORY=$device ELIXIR_GPU_MEMORY=100% shim_train "$@" >"$tmp/o.out" \
+        2>"$tmp/o.err" && got=$(train_digest "$tmp/o.out") || got=""
+    moved=$(shim_stat "$tmp/o.err" "migrations to host")
+    used=$(shim_stat "$tmp/o.err" "GPU peak")
+    if [ -n "$got" ] && [ $(( ${used:-0} * 1024 * 1024 )) -gt "$device" ]; then
+        fail_showing "$tmp/o.err" "GPU peak ${used:-?} MiB on a device of $device bytes"
+    fi
 }
 
 # ---- reading train.py's output: `step N loss X` lines, then `digest HEX` as the last line
