@@ -7,8 +7,9 @@
  * and after freeing the two large buffers.  The test runs it under the shim three times:
  *  - ELIXIR_GPU_MEMORY=8M ELIXIR_HOST_MEMORY=16M: total is 24 MiB throughout, and free is
  *    total less the chunks in use (the small allocation takes a whole 2 MiB chunk);
- *  - no budget options: total is the automatic capacity, larger than the device itself (the
- *    host budget is added), and free equals it at start;
+ *  - ELIXIR_GPU_MEMORY=auto: total is the automatic capacity (the device's free memory less
+ *    a reserve of 10% of it, at least 64 MiB, plus half the RAM), and free equals it at start;
+ *  - ELIXIR_GPU_MEMORY=50% with a 16 MiB host budget: total is half the device plus 16 MiB;
  *  - ELIXIR_MEMINFO=physical with an 8 MiB GPU budget: total is the device's, as this process
  *    reads it from the simulator without the shim, and free falls by the GPU memory the shim
  *    holds: 4 MiB, then 8 MiB (the budget: the rest went to host memory).
@@ -82,17 +83,44 @@ static void check_virtual(void)
     printf("virtual: total 24 MiB; free 24, 20, 12, 10, 22 MiB\n");
 }
 
-static void check_auto(size_t phys_total)
+#define CHUNK (2 * MIB)        /* the simulator's allocation granularity */
+
+static unsigned long long chunks_of(unsigned long long bytes)
+{
+    return bytes / CHUNK * CHUNK;
+}
+
+/* The automatic budgets, as README states them: the device's free memory less a reserve of
+ * 10% of the device (at least 64 MiB), and half the physical memory; each whole chunks. */
+static void check_auto(size_t phys_free, size_t phys_total)
 {
     static const char *const env[] = { "ELIXIR_GPU_MEMORY=auto", NULL };
     unsigned long long free_b[STEPS], total[STEPS];
+    unsigned long long reserve = phys_total / 10 > 64 * MIB ? phys_total / 10 : 64 * MIB;
+    unsigned long long ram = (unsigned long long)sysconf(_SC_PHYS_PAGES) *
+                             (unsigned long long)sysconf(_SC_PAGESIZE);
+    unsigned long long want = chunks_of(phys_free - reserve) + chunks_of(ram / 2);
 
     run(env, free_b, total);
-    EXPECT(total[0] > phys_total && free_b[0] == total[0] && total[4] == total[0],
-           "automatic budgets: free %llu MiB, total %llu MiB; the device has %zu MiB",
-           free_b[0] / MIB, total[0] / MIB, phys_total / MIB);
-    printf("automatic: total %llu MiB, above the device's %zu MiB\n", total[0] / MIB,
-           phys_total / MIB);
+    EXPECT(total[0] == want && free_b[0] == total[0] && total[4] == total[0],
+           "automatic budgets: free %llu, total %llu; expected %llu (device %zu free of %zu)",
+           free_b[0], total[0], want, phys_free, phys_total);
+    printf("automatic: total %llu MiB, the device's free memory less the reserve plus half "
+           "the RAM\n", total[0] / MIB);
+}
+
+/* A GPU budget as a percentage of the device. */
+static void check_percent(size_t phys_total)
+{
+    static const char *const env[] = { "ELIXIR_GPU_MEMORY=50%", "ELIXIR_HOST_MEMORY=16M",
+                                       NULL };
+    unsigned long long free_b[STEPS], total[STEPS];
+    unsigned long long want = chunks_of(phys_total / 2) + 16 * MIB;
+
+    run(env, free_b, total);
+    EXPECT(total[0] == want, "ELIXIR_GPU_MEMORY=50%%: total %llu, expected %llu", total[0],
+           want);
+    printf("50%%: total %llu MiB, half the device plus 16 MiB\n", total[0] / MIB);
 }
 
 static void check_physical(size_t phys_free, size_t phys_total)
@@ -126,7 +154,8 @@ int main(int argc, char **argv)
     st_setup(0);
     CHECK_CU(cuMemGetInfo(&phys_free, &phys_total));
     check_virtual();
-    check_auto(phys_total);
+    check_auto(phys_free, phys_total);
+    check_percent(phys_total);
     check_physical(phys_free, phys_total);
     return 0;
 }
