@@ -8,8 +8,10 @@
  * later ones are backed), fills each with its own pattern by a kernel, then reads every
  * buffer back with cuMemcpyDtoH and checks it on the host, and checks it again with a kernel
  * (which brings the chunks back into GPU memory) in the reverse order.  The statistics
- * printed at exit must show chunks moved both ways and a GPU peak within the budget; the
- * race checker (ELIXIR_SIM_RACECHECK=fail) must find nothing.
+ * printed at exit must show chunks moved both ways, a GPU peak within the budget, the
+ * allocations counted (current, peak and total, in blocks and bytes), every migration out
+ * counted as an eviction forced, and time blocked on migrations; the race checker
+ * (ELIXIR_SIM_RACECHECK=fail) must find nothing.
  */
 #define SH_RES_KERNELS
 #include "shim_test.h"
@@ -64,6 +66,32 @@ static void scenario(void)
     printf("%d buffers of %llu MiB intact\n", BUFS, BUF_BYTES / SH_MIB);
 }
 
+/* The statistics' other figures: nine allocations (the buffers and `bad`), all freed, at
+ * most nine live at once; every migration out an eviction forced by a chunk coming in; some
+ * time blocked on migrations. */
+static void check_counts(const char *err, long long out)
+{
+    unsigned long long cur = 1, peak = 0, total = 0, bcur = 1, bpeak = 0, btotal = 0;
+    const char *blocks = strstr(err, "blocks "), *bytes = strstr(err, "bytes ");
+    const char *blocked = strstr(err, "blocked on migrations ");
+    double secs = -1;
+
+    EXPECT(blocks && sscanf(blocks, "blocks %llu %llu %llu", &cur, &peak, &total) == 3 &&
+               cur == 0 && peak == BUFS + 1 && total == BUFS + 1,
+           "allocations: %llu current, %llu peak, %llu total; expected 0, %d, %d:\n%s", cur,
+           peak, total, BUFS + 1, BUFS + 1, err);
+    unsigned long long want = (unsigned long long)BUFS * BUF_BYTES + BUFS * 4;
+    EXPECT(bytes && sscanf(bytes, "bytes %llu %llu %llu", &bcur, &bpeak, &btotal) == 3 &&
+               bcur == 0 && bpeak == want && btotal == want,
+           "bytes: %llu current, %llu peak, %llu total; expected 0, %llu, %llu:\n%s", bcur,
+           bpeak, btotal, want, want, err);
+    EXPECT(sh_stat(err, "evictions forced ") == out,
+           "evictions forced %lld, migrations to host %lld:\n%s",
+           sh_stat(err, "evictions forced "), out, err);
+    EXPECT(blocked && sscanf(blocked, "blocked on migrations %lf", &secs) == 1 && secs > 0,
+           "time blocked on migrations %.3f s:\n%s", secs, err);
+}
+
 int main(int argc, char **argv)
 {
     static const char *const env[] = { "ELIXIR_GPU_MEMORY=8M", "ELIXIR_STATS=1", NULL };
@@ -81,6 +109,7 @@ int main(int argc, char **argv)
     EXPECT(out >= 12 && in >= 1, "chunks were not paged out and back:\n%s", r.err);
     EXPECT(peak >= 0 && peak <= 8, "GPU peak %lld MiB with an 8 MiB budget:\n%s", peak, r.err);
     EXPECT(host >= 24, "host peak %lld MiB: the buffers did not overflow to host memory", host);
+    check_counts(r.err, out);
     sh_run_free(&r);
     return 0;
 }
