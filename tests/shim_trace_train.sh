@@ -3,7 +3,8 @@
 # shim_trace_train.sh - examples/train.py recorded: the same parameter digest with
 # ELIXIR_TRACE on as without the shim (recording changes no result), with everything resident
 # and with a GPU budget of a quarter of the job (migrations recorded too); each trace reads
-# back whole with elixir-trace, with one iteration marked per training step.  (The iteration
+# back whole with elixir-trace, with one iteration marked per training step, in at most 32
+# bytes per event on average (the whole file, tables included).  (The event count, iteration
 # count and migration total are read from `elixir-trace summary`.)
 set -u
 . tests/lib/sim_env.sh
@@ -33,6 +34,13 @@ for mode in per-tensor pooled; do
         "$TOOL" summary "$tmp/$run.trace" >"$tmp/$run.summary" 2>&1 || {
             cat "$tmp/$run.summary"; echo "FAIL: $mode, $run: elixir-trace cannot read the trace"
             exit 1; }
+        events=$(sed -n 's/^  format [0-9.]*, \([0-9]*\) events.*/\1/p' "$tmp/$run.summary")
+        bytes=$(stat -c %s "$tmp/$run.trace")
+        if [ -z "$events" ] || [ "$bytes" -gt $(( 32 * events )) ]; then
+            cat "$tmp/$run.summary"
+            echo "FAIL: $mode, $run: $bytes bytes for ${events:-no} events, over 32 per event"
+            exit 1
+        fi
         marks=$(sed -n 's/^iterations *\([0-9]*\) marked.*/\1/p' "$tmp/$run.summary")
         if [ "${marks:-0}" != "$STEPS" ]; then
             cat "$tmp/$run.summary"
@@ -46,6 +54,7 @@ for mode in per-tensor pooled; do
         exit 1
     fi
     echo "$mode: digest $want with and without recording; $STEPS iterations marked;" \
-         "${moved:-?} migrations recorded at a quarter of the GPU"
+         "${moved:-?} migrations recorded at a quarter of the GPU; the last trace" \
+         "$bytes bytes for $events events"
     rm -f "$tmp"/*.trace
 done
