@@ -13,7 +13,8 @@
  * and a value made independent of where the memory lies (offsets from the allocation, "the
  * current context").  The test runs the scenario without the shim and under it; the two
  * transcripts must be the same, and the shim's statistics must show the three earlier chunks
- * paged out and none brought back, so the second round really saw host-backed memory.
+ * paged out and none brought back, so the second round really saw host-backed memory.  It
+ * runs on device 0 of one and on device 1 of two (the device ordinal must be 1 there).
  */
 #include "shim_test.h"
 #include "simtest.h"
@@ -104,7 +105,8 @@ static void scenario(void)
 {
     CUdeviceptr big, small, more, extra;
 
-    ctx = st_setup(0);
+    const char *dev = getenv("PTR_ATTRS_DEVICE");
+    ctx = st_setup(dev ? atoi(dev) : 0);
     CHECK_CU(cuMemAlloc(&big, 4 * MIB));
     CHECK_CU(cuMemsetD32(big, 0x12345678, MIB));
     CHECK_CU(cuMemAlloc(&small, 8192));
@@ -119,19 +121,28 @@ static void scenario(void)
     CHECK_CU(cuMemFree(big));
 }
 
-int main(int argc, char **argv)
+/* The scenario on device `dev` of `devices`, without the shim and under it. */
+static void run(const char *devices, const char *dev)
 {
-    static const char *const env[] = { "ELIXIR_GPU_MEMORY=6M", "ELIXIR_STATS=1", NULL };
-    sh_run_t plain, shim;
+    const char *plain_env[] = { devices, dev, NULL };
+    const char *env[] = { devices, dev, "ELIXIR_GPU_MEMORY=6M", "ELIXIR_STATS=1", NULL };
+    sh_run_t plain = sh_run("scenario", 0, plain_env), shim;
 
-    sh_scenario_child(argc, argv, scenario);
-    plain = sh_run_plain_ok();
+    EXPECT(plain.status == 0, "%s: without the shim the scenario exited %d:\n%s%s", dev,
+           plain.status, plain.out, plain.err);
     shim = sh_run_ok("scenario", env);
     EXPECT(sh_stat(shim.err, "migrations to host ") == 3 && sh_stat(shim.err, "to GPU ") == 0,
-           "expected the three earlier chunks paged out and none back:\n%s", shim.err);
+           "%s: expected the three earlier chunks paged out and none back:\n%s", dev, shim.err);
     sh_compare(plain.out, shim.out);
-    printf("%s", shim.out);
+    printf("%s:\n%s", dev, shim.out);
     sh_run_free(&plain);
     sh_run_free(&shim);
+}
+
+int main(int argc, char **argv)
+{
+    sh_scenario_child(argc, argv, scenario);
+    run("ELIXIR_SIM_DEVICES=1", "PTR_ATTRS_DEVICE=0");
+    run("ELIXIR_SIM_DEVICES=2", "PTR_ATTRS_DEVICE=1");
     return 0;
 }
