@@ -171,8 +171,11 @@ uint64_t res_gpu_charged(const res_dev_t *d)
  */
 int res_has_room(const res_dev_t *d, int tier)
 {
+    /* A spare is room only within the budget: chunks pinned beyond it leave spares when they
+     * go, which must not keep the device over budget for good. */
     if (tier == TIER_GPU)
-        return d->nspare[0] || res_gpu_charged(d) + d->chunk <= d->gpu_budget;
+        return (d->nspare[0] && res_gpu_charged(d) <= d->gpu_budget) ||
+               res_gpu_charged(d) + d->chunk <= d->gpu_budget;
     return d->nspare[1] || d->host_used + d->chunk <= d->host_budget;
 }
 
@@ -276,11 +279,11 @@ void res_phys_put(res_dev_t *d, int tier, CUmemGenericAllocationHandle h)
         d->swap_owed = 0;
         return;
     }
-    if (d->nspare[t] < SPARES) {
+    if (d->nspare[t] < SPARES && (tier != TIER_GPU || res_gpu_charged(d) <= d->gpu_budget)) {
         d->spare[t][d->nspare[t]++] = h;
         return;
     }
-    phys_release(d, tier, h);
+    phys_release(d, tier, h);           /* (GPU memory above the budget goes back at once) */
 }
 
 /* Give the spare chunks of a tier back to the driver (their budget becomes free). */

@@ -1,0 +1,70 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * shim_res_pinned_budget.c - memory pinned beyond the GPU budget goes back once it is freed.
+ *
+ * Where evicted chunks are unmapped (ELIXIR_SIM_HOST_VMM=0), an operation the shim cannot see
+ * into (here a cuMemcpy2D) first maps every chunk back and pins it in GPU memory, which may
+ * exceed the budget.  With a 4 MiB budget, four 2 MiB buffers are filled, a cuMemcpy2D copies
+ * between two of them (all four chunks are then pinned in GPU memory: 8 MiB), and all four
+ * are freed.  Four new buffers, filled by kernel, must then hold to the budget again: at most
+ * two of their chunks in GPU memory (the freed chunks' memory must not stay as spares that
+ * count as room), every buffer with its data.
+ */
+#define SH_RES_KERNELS
+#include "shim_test.h"
+
+#define NBUF 4
+#define BYTES (2 * SH_MIB)
+#define WORDS (BYTES / 4)
+
+static void fill_all(CUfunction fill, CUdeviceptr *buf, uint32_t seed)
+{
+    for (int i = 0; i < NBUF; i++) {
+        CHECK_CU(cuMemAlloc(&buf[i], BYTES));
+        CHECK_CU(sh_fill_async(fill, buf[i], WORDS, seed + (uint32_t)i, NULL));
+    }
+    CHECK_CU(cuCtxSynchronize());
+}
+
+static void scenario(void)
+{
+    CUdeviceptr buf[NBUF], bad;
+
+    st_setup(0);
+    CUfunction fill = st_function(sh_res_ptx, "sh_fill");
+    CUfunction verify = st_function(sh_res_ptx, "sh_verify");
+    CHECK_CU(cuMemAlloc(&bad, 4));
+    fill_all(fill, buf, 40);
+    CUDA_MEMCPY2D c = { .srcMemoryType = CU_MEMORYTYPE_DEVICE, .srcDevice = buf[0],
+                        .srcPitch = 4096, .dstMemoryType = CU_MEMORYTYPE_DEVICE,
+                        .dstDevice = buf[1], .dstPitch = 4096, .WidthInBytes = 4096,
+                        .Height = BYTES / 4096 };
+    CHECK_CU(cuMemcpy2D(&c));
+    int pinned = sh_chunks_on_device(buf, NBUF, BYTES, BYTES);
+    printf("after the 2D copy: %d of %d chunks in GPU memory\n", pinned, NBUF);
+    for (int i = 0; i < NBUF; i++)
+        CHECK_CU(cuMemFree(buf[i]));
+    fill_all(fill, buf, 50);
+    int on = sh_chunks_on_device(buf, NBUF, BYTES, BYTES);
+    EXPECT(on <= 2, "%d of the new buffers' chunks in GPU memory with a 4 MiB budget", on);
+    printf("new buffers: %d of %d chunks in GPU memory\n", on, NBUF);
+    for (int i = 0; i < NBUF; i++) {
+        sh_expect_verified(verify, buf[i], WORDS, 50 + (uint32_t)i, bad, "new buffer");
+        CHECK_CU(cuMemFree(buf[i]));
+    }
+    CHECK_CU(cuMemFree(bad));
+}
+
+int main(int argc, char **argv)
+{
+    static const char *const env[] = { "ELIXIR_SIM_HOST_VMM=0", "ELIXIR_GPU_MEMORY=4M",
+                                       "ELIXIR_STATS=1", "ELIXIR_SIM_RACECHECK=fail", NULL };
+
+    sh_scenario_child(argc, argv, scenario);
+    sh_run_t r = sh_run_ok("scenario", env);
+    EXPECT(strstr(r.out, "after the 2D copy: 4 of 4"), "the 2D copy did not pin every chunk "
+           "(the scenario no longer tests what it should):\n%s", r.out);
+    printf("%s", r.out);
+    sh_run_free(&r);
+    return 0;
+}
