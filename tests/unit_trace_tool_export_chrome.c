@@ -8,8 +8,9 @@
  * memory samples using three tiers on one device and one on the other; iteration marks;
  * names with <, &, ", newlines and bytes that are not UTF-8), runs the tool, and checks with
  * Python's json module that the output parses (NaN and Infinity refused) and holds: one
- * process per device with its name, a thread per stream and per migration direction, one X
- * slice per operation with device times at the exact microsecond, an instant per untimed
+ * process per device with its name, a thread per stream, per migration direction and per copy
+ * engine a timed copy used, one X slice per operation with device times at the exact
+ * microsecond (a timed copy's also on its engine's thread), an instant per untimed
  * operation, a slice per migration with its arguments, a flow from each cause to its
  * migration (each end inside its slice, forward in time), one memory counter series per tier
  * a device used, global instants for iterations, and every string unchanged after decoding.
@@ -117,7 +118,7 @@ static const char check_py[] =
     "threads = {(e['pid'], e['args']['name']): e['tid'] for e in ev if e['ph'] == 'M' and e['name'] == 'thread_name'}\n"
     "want = {(p0, 'stream 0 (default)'), (p0, 'stream 3'), (p1, 'stream 1'),\n"
     "        (p0, 'migrations host->gpu'), (p0, 'migrations gpu->host'), (p0, 'migrations gpu->nvme'),\n"
-    "        (p1, 'migrations host->gpu')}\n"
+    "        (p1, 'migrations host->gpu'), (p0, 'copy engine HtoD')}\n"
     "check('thread names', want, set(threads))\n"
     "for e in ev:\n"
     "    if 'ts' in e and (not isinstance(e['ts'], (int, float)) or e['ts'] < 0):\n"
@@ -131,6 +132,10 @@ static const char check_py[] =
     "check('kernel dur', 2.0, k.get('dur'))\n"
     "check('kernel tid', threads.get((p0, 'stream 0 (default)')), k.get('tid'))\n"
     "check('TIMING applied', (5.0, 1.0), (byname.get('gemm', {}).get('ts'), byname.get('gemm', {}).get('dur')))\n"
+    "eng = [e for e in ev if e['ph'] == 'X' and e.get('cat') == 'copy engine']\n"
+    "cp = byname.get('copy HtoD', {})\n"
+    "check('copy engine slices', [('copy HtoD', threads.get((p0, 'copy engine HtoD')), cp.get('ts'), cp.get('dur'))],\n"
+    "      [(e['name'], e['tid'], e['ts'], e['dur']) for e in eng])\n"
     "inst = [e for e in ev if e['ph'] == 'i' and e.get('s') == 't']\n"
     "check('instants of untimed operations', [('gemm', 2.005), ('copy DtoH', 1.45)],\n"
     "      sorted([(e['name'], e['ts']) for e in inst], reverse=True))\n"

@@ -4,10 +4,12 @@
  * Perfetto and chrome://tracing open.
  *
  * Layout: one process ("pid") per device, named by "M" metadata events; in it one thread
- * ("tid") per stream, then one per migration direction ("migrations gpu->host").  Kernels,
- * copies, memsets and collectives with device times are "X" slices on their stream; those
- * known only by their enqueue time are thread-scoped "i" instants there.  Migrations are "X"
- * slices on their direction's thread, and a flow ("s" then "f" with "bp":"e", one id per
+ * ("tid") per stream, then one per migration direction ("migrations gpu->host"), then one
+ * per copy engine the application's timed copies used ("copy engine HtoD": one per direction,
+ * as a GPU has).  Kernels, copies, memsets and collectives with device times are "X" slices
+ * on their stream, and a timed copy is a slice on its engine's thread too (category "copy
+ * engine"); operations known only by their enqueue time are thread-scoped "i" instants on
+ * their stream.  Migrations are "X" slices on their direction's thread, and a flow ("s" then "f" with "bp":"e", one id per
  * migration) links each to the operation that caused it (the migration's `cause`).  Bytes per
  * tier are one "C" counter per device ("memory", one series per tier the device ever used);
  * iteration marks are global "i" instants.
@@ -26,8 +28,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* A thread of a device's process: a stream (a = stream) or a migration direction (a = from,
- * b = to).  Sorted arrays of them give the tids. */
+/* A thread of a device's process: a stream (a = stream), a migration direction (a = from,
+ * b = to) or a copy engine (a = the copy's kind).  Sorted arrays of them give the tids. */
 typedef struct key {
     int32_t device;
     uint64_t a, b;
@@ -38,8 +40,8 @@ typedef struct cx {
     FILE *f;
     uint64_t base;                     /* ns at ts 0 */
     int32_t *devs;                     /* sorted distinct devices: pid = index + 1 */
-    thr_t *streams, *dirs;             /* sorted: tid = index + 1, then nstreams + index + 1 */
-    size_t ndevs, nstreams, ndirs;
+    thr_t *streams, *dirs, *engines;   /* sorted: tids in this order, from 1 */
+    size_t ndevs, nstreams, ndirs, nengines;
     unsigned *tiers;                   /* per device: bit k set when tier k held bytes */
     int first;                         /* no event written yet */
 } cx_t;
@@ -122,7 +124,20 @@ static size_t dir_tid(const cx_t *c, const trc_migration_t *m)
     return d ? c->nstreams + (size_t)(d - c->dirs) + 1 : 0;
 }
 
-/* Collects the devices, streams and migration directions.  0 or -ENOMEM. */
+static size_t engine_tid(const cx_t *c, const tm_op_t *o)
+{
+    thr_t k = { o->device, o->copy_kind, 0 };
+    const thr_t *e = bsearch(&k, c->engines, c->nengines, sizeof(k), cmp_key);
+    return e ? c->nstreams + c->ndirs + (size_t)(e - c->engines) + 1 : 0;
+}
+
+/* Does operation o go on a copy engine's thread too: a copy with device times. */
+static int on_engine(const tm_op_t *o)
+{
+    return o->type == TRC_EV_COPY && o->has_times;
+}
+
+/* Collects the devices, streams, migration directions and copy engines.  0 or -ENOMEM. */
 static int collect(cx_t *c)
 {
     const tm_trace_t *t = c->t;
@@ -130,13 +145,16 @@ static int collect(cx_t *c)
     c->devs = malloc((nd ? nd : 1) * sizeof(*c->devs));
     c->streams = malloc((t->nops ? t->nops : 1) * sizeof(thr_t));
     c->dirs = malloc((t->nmigrations ? t->nmigrations : 1) * sizeof(thr_t));
-    if (!c->devs || !c->streams || !c->dirs)
+    c->engines = malloc((t->nops ? t->nops : 1) * sizeof(thr_t));
+    if (!c->devs || !c->streams || !c->dirs || !c->engines)
         return -ENOMEM;
     for (size_t i = 0; i < t->ndevices; i++)
         c->devs[c->ndevs++] = t->devices[i].device;
     for (size_t i = 0; i < t->nops; i++) {
         c->devs[c->ndevs++] = t->ops[i].device;
         c->streams[c->nstreams++] = (thr_t){ t->ops[i].device, t->ops[i].stream, 0 };
+        if (on_engine(&t->ops[i]))
+            c->engines[c->nengines++] = (thr_t){ t->ops[i].device, t->ops[i].copy_kind, 0 };
     }
     for (size_t i = 0; i < t->nmigrations; i++) {
         const trc_migration_t *m = &t->migrations[i].m;
@@ -148,6 +166,7 @@ static int collect(cx_t *c)
     c->ndevs = uniq(c->devs, c->ndevs, sizeof(*c->devs), cmp_dev);
     c->nstreams = uniq(c->streams, c->nstreams, sizeof(thr_t), cmp_key);
     c->ndirs = uniq(c->dirs, c->ndirs, sizeof(thr_t), cmp_key);
+    c->nengines = uniq(c->engines, c->nengines, sizeof(thr_t), cmp_key);
     c->tiers = calloc(c->ndevs ? c->ndevs : 1, sizeof(*c->tiers));
     return c->tiers ? 0 : -ENOMEM;
 }
@@ -217,6 +236,13 @@ static void name_threads(cx_t *c)
         metadata(c, pid_of(c, d->device), tid, "thread_name", name);
         sort_index(c, pid_of(c, d->device), tid, "thread_sort_index", tid);
     }
+    for (size_t i = 0; i < c->nengines; i++) {
+        const thr_t *e = &c->engines[i];
+        size_t tid = c->nstreams + c->ndirs + i + 1;
+        snprintf(name, sizeof(name), "copy engine %s", tm_copy_kind_name((uint32_t)e->a));
+        metadata(c, pid_of(c, e->device), tid, "thread_name", name);
+        sort_index(c, pid_of(c, e->device), tid, "thread_sort_index", tid);
+    }
 }
 
 /* ------------------------------------------------------------------ operations */
@@ -259,13 +285,9 @@ static void op_args(cx_t *c, const tm_op_t *o)
     fputs("}}", c->f);
 }
 
-/* A slice on its stream when its device times are known, else an instant at its enqueue. */
-static void write_op(cx_t *c, const tm_op_t *o)
+/* An operation's times (a slice's start and length, or an instant's time) and arguments. */
+static void write_op_times(cx_t *c, const tm_op_t *o)
 {
-    char name[64];
-    begin(c, o->has_times ? "X" : "i", pid_of(c, o->device), stream_tid(c, o->device, o->stream));
-    field_str(c, "name", op_name(o, name, sizeof(name)));
-    fprintf(c->f, ",\"cat\":\"%s\"", op_cat(o));
     if (o->has_times) {
         field_ts(c, "ts", o->start);
         fputs(",\"dur\":", c->f);
@@ -275,6 +297,23 @@ static void write_op(cx_t *c, const tm_op_t *o)
         fputs(",\"s\":\"t\"", c->f);
     }
     op_args(c, o);
+}
+
+/* A slice on its stream when its device times are known, else an instant at its enqueue;
+ * a timed copy also on its engine's thread. */
+static void write_op(cx_t *c, const tm_op_t *o)
+{
+    char name[64];
+    begin(c, o->has_times ? "X" : "i", pid_of(c, o->device), stream_tid(c, o->device, o->stream));
+    field_str(c, "name", op_name(o, name, sizeof(name)));
+    fprintf(c->f, ",\"cat\":\"%s\"", op_cat(o));
+    write_op_times(c, o);
+    if (!on_engine(o))
+        return;
+    begin(c, "X", pid_of(c, o->device), engine_tid(c, o));
+    field_str(c, "name", op_name(o, name, sizeof(name)));
+    fputs(",\"cat\":\"copy engine\"", c->f);
+    write_op_times(c, o);
 }
 
 /* ------------------------------------------------------------------ migrations and flows */
@@ -412,6 +451,7 @@ int tx_chrome(const tm_trace_t *t, FILE *out, char *err, size_t err_len)
     free(c.devs);
     free(c.streams);
     free(c.dirs);
+    free(c.engines);
     free(c.tiers);
     return text_finish(out, rc, "timeline", err, err_len);
 }
