@@ -8,7 +8,8 @@
  * uploads B on a stream of its own, launches tt_k2(A, B) there and tt_k1(C + 4 KiB) on the
  * legacy stream, reads A back, sets part of C, frees B, and prints its pid and the three
  * addresses.  The test reads the trace and checks each record's fields against what the
- * scenario did: exactly these operations, in this order, with distinct increasing ids.
+ * scenario did: exactly these operations, in this order, with distinct increasing ids; then
+ * elixir-trace's summary, kernels --json and Chrome timeline of it.
  */
 #define TT_KERNELS
 #include "shim_trace_test.h"
@@ -200,6 +201,38 @@ static void check_depth(int depth)
     sh_run_free(&r);
 }
 
+/* What elixir-trace makes of this trace: the summary, the kernels as JSON, the timeline. */
+static void check_tool(const char *path, size_t events)
+{
+    char out[256], json[256], want[64];
+    snprintf(out, sizeof(out), "%s.out", path);
+    snprintf(json, sizeof(json), "%s.json", path);
+
+    const char *summary[] = { "summary", path, NULL };
+    const char *text = tt_tool(summary, out, out);
+    snprintf(want, sizeof(want), ", %zu events, complete", events);
+    static const char *const lines[] = { "devices     1", "  ELIXIR_TRACE_LEVEL=all",
+                                         "top allocations by size (3 of 3)",
+                                         "(shim_trace_events)", "migrations  0" };
+    EXPECT(strstr(text, want), "the summary does not say '%s':\n%s", want, text);
+    for (size_t i = 0; i < sizeof(lines) / sizeof(lines[0]); i++)
+        EXPECT(strstr(text, lines[i]), "the summary lacks '%s':\n%s", lines[i], text);
+
+    const char *kernels[] = { "kernels", path, "--json", NULL };
+    text = tt_tool(kernels, out, out);
+    EXPECT(strstr(text, "{\"name\": \"tt_k1\", \"launches\": 1,") &&
+               strstr(text, "{\"name\": \"tt_k2\", \"launches\": 1,"),
+           "kernels --json does not list tt_k1 and tt_k2 once each:\n%s", text);
+
+    const char *timeline[] = { "timeline", "--chrome", json, path, NULL };
+    text = tt_tool(timeline, out, json);
+    unlink(out);
+    static const char *const names[] = { "\"tt_k1\"", "\"tt_k2\"", "\"copy HtoD\"",
+                                         "\"copy DtoH\"", "\"memset\"" };
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+        EXPECT(strstr(text, names[i]), "the Chrome timeline does not name %s", names[i]);
+}
+
 int main(int argc, char **argv)
 {
     if (argc > 1 && strcmp(argv[1], "scenario") == 0) {
@@ -239,6 +272,7 @@ int main(int argc, char **argv)
            tt_count(&t, TRC_EV_FREE), f ? (unsigned long long)f->u.free.id : 0,
            (unsigned long long)x.idb);
     check_ops(&x);
+    check_tool(path, t.n);
     printf("trace of %zu events: process, device, options, 3 allocations with call sites, "
            "1 free, 2 launches, 2 copies, 2 memsets as done\n", t.n);
     check_depth(2);
