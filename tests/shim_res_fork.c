@@ -112,7 +112,7 @@ int main(int argc, char **argv)
     sh_run_t plain, shim;
 
     sh_scenario_child(argc, argv, scenario);
-    plain = sh_run_plain_ok();
+    plain = sh_run_plain_ok(NULL);
     shim = sh_run_ok("scenario", env);
     EXPECT(strcmp(plain.out, shim.out) == 0, "transcripts differ:\nwithout the shim:\n%s\n"
            "with the shim:\n%s", plain.out, shim.out);

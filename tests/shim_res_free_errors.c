@@ -102,7 +102,7 @@ int main(int argc, char **argv)
     sh_run_t plain, shim;
 
     sh_scenario_child(argc, argv, scenario);
-    plain = sh_run_plain_ok();
+    plain = sh_run_plain_ok(NULL);
     shim = sh_run_ok("scenario", env);
     EXPECT(sh_stat(shim.err, "migrations to host ") > 0, "nothing was paged out:\n%s", shim.err);
     sh_compare(plain.out, shim.out);

@@ -244,11 +244,11 @@ static inline void sh_scenario_child(int argc, char **argv, void (*scenario)(voi
     }
 }
 
-/* sh_run("scenario", 0, NULL): the scenario without the shim, which must exit 0; otherwise
+/* sh_run("scenario", 0, env): the scenario without the shim, which must exit 0; otherwise
  * print its stderr and exit 1. */
-static inline sh_run_t sh_run_plain_ok(void)
+static inline sh_run_t sh_run_plain_ok(const char *const *env)
 {
-    sh_run_t r = sh_run("scenario", 0, NULL);
+    sh_run_t r = sh_run("scenario", 0, env);
 
     if (r.status != 0) {
         fprintf(stderr, "the scenario without the shim exited %d:\n%s\n", r.status, r.err);
