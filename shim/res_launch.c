@@ -396,17 +396,16 @@ static CUresult peer_access(res_dev_t *o, uint32_t first, uint32_t n, int dev, i
  * where they are until the copy is done (pinned for good when it is captured), and device
  * `dev` is given access to them, which the arena grants its own device only.  Done under
  * o's lock, with o's context current for any migration, before the current device's lock is
- * taken: no thread holds two devices' locks.  0, or -1 when p is in no allocation's chunk.
+ * taken: no thread holds two devices' locks.  A p in no chunk in use is left to the driver.
  */
-static int foreign_take(foreign_t *f, res_dev_t *o, uint64_t p, int dev, int capturing)
+static void foreign_take(foreign_t *f, res_dev_t *o, uint64_t p, int dev, int capturing)
 {
     CUcontext popped;
     int pushed = DRV(cuCtxPushCurrent_v2)(o->ctx) == CUDA_SUCCESS;
     res_lock(&o->lock);
     uint32_t ci = (uint32_t)((p - o->base) / o->chunk);
     const chunk_t *c = &o->chunks[ci];
-    int ok = c->tier != TIER_NONE;
-    if (ok) {
+    if (c->tier != TIER_NONE) {
         uint32_t first = c->span_n > 1 ? c->span_first : ci, n = c->span_n > 1 ? c->span_n : 1;
         for (uint32_t i = first; i < first + n; i++) {
             res_map_back(o, i);
@@ -426,7 +425,6 @@ static int foreign_take(foreign_t *f, res_dev_t *o, uint64_t p, int dev, int cap
     res_unlock(&o->lock);
     if (pushed)
         DRV(cuCtxPopCurrent_v2)(&popped);
-    return ok ? 0 : -1;
 }
 
 /* The operands of copy c (issued on device d) in other devices' arenas, taken; NULL when
