@@ -22,7 +22,7 @@
 BUILD=${BUILD:-build}
 PYTHON=${PYTHON:-python3}
 SIM_LAUNCHER=$BUILD/bin/elixir-sim
-SHIM=$BUILD/libelixir.so
+SHIM=$(realpath -m "$BUILD/libelixir.so")   # absolute: children may run elsewhere
 
 sim_setup() {
     case ${SANITIZE:-} in
