@@ -37,6 +37,9 @@
     X(cuMemFree_v2, cuMemFree, 3020, )                                                          \
     X(cuMemFreeAsync, cuMemFreeAsync, 11020, )                                                  \
     X(cuMemFreeAsync_ptsz, cuMemFreeAsync, 11020, _ptsz)                                        \
+    X(cuMemHostAlloc, cuMemHostAlloc, 2020, )                                                   \
+    X(cuMemAllocHost_v2, cuMemAllocHost, 3020, )                                                \
+    X(cuMemFreeHost, cuMemFreeHost, 2000, )                                                     \
     X(cuMemPoolDestroy, cuMemPoolDestroy, 11020, )                                              \
     X(cuMemPoolTrimTo, cuMemPoolTrimTo, 11020, )                                                \
     X(cuMemGetInfo_v2, cuMemGetInfo, 3020, )                                                    \

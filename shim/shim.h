@@ -376,8 +376,10 @@ void shim_trace_sync(void);
  * (shim_trace_current_op(), 0 for none).  eviction's alloc_base is the base of the
  * allocation owning the chunk, 0 for a chunk shared by small allocations; its reason is a
  * SHIM_EVICT_*, or 0 to take it from what the thread is doing (a launch, a copy or memset,
- * else an allocation).  memory gives the bytes of device's arena resident in each tier,
+ * else an allocation).  An allocation's device is SHIM_DEVICE_HOST for pinned host memory
+ * (cuMemHostAlloc, cuMemAllocHost).  memory gives the bytes of device's arena resident in each tier,
  * after every change. */
+#define SHIM_DEVICE_HOST (-1)       /* the device of pinned host memory (shim_trace_alloc) */
 uint64_t shim_trace_alloc(int device, uint64_t base, uint64_t size);
 void shim_trace_free(uint64_t base);
 void shim_trace_migration(int device, uint64_t chunk, uint64_t bytes, int from, int to,

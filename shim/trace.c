@@ -57,6 +57,7 @@ _Static_assert((int)SHIM_TIER_GPU == (int)TRC_TIER_GPU &&
                (int)SHIM_TIER_PEER == (int)TRC_TIER_PEER &&
                (int)SHIM_TIER_HOST == (int)TRC_TIER_HOST &&
                (int)SHIM_TIER_NVME == (int)TRC_TIER_NVME, "SHIM_TIER_* are the trace's tiers");
+_Static_assert(SHIM_DEVICE_HOST == TRC_DEVICE_HOST, "pinned host memory's device");
 _Static_assert((int)SHIM_EVICT_FOR_LAUNCH == (int)TRC_EVICT_FOR_LAUNCH &&
                (int)SHIM_EVICT_FOR_COPY == (int)TRC_EVICT_FOR_COPY &&
                (int)SHIM_EVICT_FOR_ALLOC == (int)TRC_EVICT_FOR_ALLOC &&

@@ -201,6 +201,39 @@ SHIM_EXPORT CUresult CUDAAPI cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream hStr
     return free_done(SHIM_HOOK_cuMemFreeAsync_ptsz, r, dptr, bytes, driver);
 }
 
+/* Pinned host memory: the driver's, only recorded while a trace is (device "host"). */
+static CUresult host_alloc_done(shim_hook_t h, CUresult r, void *const *pp, size_t bytes)
+{
+    if (r == CUDA_SUCCESS && SHIM_TRACING())
+        shim_trace_alloc(SHIM_DEVICE_HOST, (uint64_t)(uintptr_t)*pp, bytes);
+    SHIM_TRACE(ALLOC, "%s(%zu bytes) = %d, %p", shim_hook_names[h], bytes, (int)r,
+               r == CUDA_SUCCESS ? *pp : NULL);
+    return r;
+}
+
+SHIM_EXPORT CUresult CUDAAPI cuMemHostAlloc(void **pp, size_t bytesize, unsigned int Flags)
+{
+    SHIM_ENTER(cuMemHostAlloc, real);
+    return host_alloc_done(SHIM_HOOK_cuMemHostAlloc, real(pp, bytesize, Flags), pp, bytesize);
+}
+
+SHIM_EXPORT CUresult CUDAAPI cuMemAllocHost_v2(void **pp, size_t bytesize)
+{
+    SHIM_ENTER(cuMemAllocHost_v2, real);
+    return host_alloc_done(SHIM_HOOK_cuMemAllocHost_v2, real(pp, bytesize), pp, bytesize);
+}
+
+SHIM_EXPORT CUresult CUDAAPI cuMemFreeHost(void *p)
+{
+    SHIM_ENTER(cuMemFreeHost, real);
+    CUresult r = real(p);
+
+    if (r == CUDA_SUCCESS && p && SHIM_TRACING())
+        shim_trace_free((uint64_t)(uintptr_t)p);
+    SHIM_TRACE(ALLOC, "cuMemFreeHost(%p) = %d", p, (int)r);
+    return r;
+}
+
 SHIM_EXPORT CUresult CUDAAPI cuMemGetInfo_v2(size_t *free, size_t *total)
 {
     SHIM_ENTER(cuMemGetInfo_v2, real);
