@@ -41,4 +41,11 @@ $(BUILD)/tests/unit_arena: tests/unit_arena.c $(BUILD)/obj/shim/arena.o
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(CFLAGS) -o $@ $< $(BUILD)/obj/shim/arena.o $(LDFLAGS)
 
+# tests/shim_late_driver is not linked with the driver at all: the shim must start first and
+# open it; an explicit rule, so it wins over the generic one (which links libcuda).
+$(BUILD)/tests/shim_late_driver: tests/shim_late_driver.c $(SHIM_LIB)
+	$(call msg,CC,$<)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(CFLAGS) -o $@ $< $(LDFLAGS) -ldl
+
 include shim/trace_tests.mk
