@@ -377,8 +377,8 @@ void shim_trace_sync(void);
  * allocation owning the chunk, 0 for a chunk shared by small allocations; its reason is a
  * SHIM_EVICT_*, or 0 to take it from what the thread is doing (a launch, a copy or memset,
  * else an allocation).  An allocation's device is SHIM_DEVICE_HOST for pinned host memory
- * (cuMemHostAlloc, cuMemAllocHost).  memory gives the bytes of device's arena resident in each tier,
- * after every change. */
+ * (cuMemHostAlloc, cuMemAllocHost).  memory gives the bytes of device's arena resident in
+ * each tier, after every change. */
 #define SHIM_DEVICE_HOST (-1)       /* the device of pinned host memory (shim_trace_alloc) */
 uint64_t shim_trace_alloc(int device, uint64_t base, uint64_t size);
 void shim_trace_free(uint64_t base);

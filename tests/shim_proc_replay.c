@@ -4,11 +4,12 @@
  *
  * Like cudart: dlopen("libcuda.so.1"), dlsym("cuGetProcAddress_v2"), then every request of
  * ../shared/data/cudart13-proc-requests.txt (or the copy in tests/fixtures;
- * ELIXIR_PROC_REQUESTS overrides the path), with libelixir.so preloaded.  The dlsym must give the shim's wrapper.  Each request is also put
- * to the simulator's own cuGetProcAddress_v2 (found with the C library's dlsym, past the
- * shim's override), and the two answers must agree: same result and symbolStatus; where the
- * simulator returns a symbol the shim hooks (libelixir.so exports it), the shim's pointer is
- * its wrapper of exactly that symbol; anywhere else, the simulator's own pointer.  Finally
+ * ELIXIR_PROC_REQUESTS overrides the path), with libelixir.so preloaded.  The dlsym must give
+ * the shim's wrapper.  Each request is also put to the simulator's own cuGetProcAddress_v2
+ * (found with the C library's dlsym, past the shim's override), and the two answers must
+ * agree: same result and symbolStatus; where the simulator returns a symbol the shim hooks
+ * (libelixir.so exports it), the shim's pointer is its wrapper of exactly that symbol;
+ * anywhere else, the simulator's own pointer.  Finally
  * cuGetProcAddress asked for itself (both ABIs) returns wrappers whose answers are wrapped.
  */
 #include <cudaTypedefs.h>
