@@ -9,8 +9,8 @@
  * (found with the C library's dlsym, past the shim's override), and the two answers must
  * agree: same result and symbolStatus; where the simulator returns a symbol the shim hooks
  * (libelixir.so exports it), the shim's pointer is its wrapper of exactly that symbol;
- * anywhere else, the simulator's own pointer.  Finally
- * cuGetProcAddress asked for itself (both ABIs) returns wrappers whose answers are wrapped.
+ * anywhere else, the simulator's own pointer.  Finally cuGetProcAddress asked for itself
+ * (both ABIs) returns wrappers whose answers are wrapped.
  */
 #include <cudaTypedefs.h>
 
