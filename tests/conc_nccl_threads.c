@@ -74,10 +74,7 @@ int main(int argc, char **argv)
     static const char *const budget[] = { "ELIXIR_SIM_DEVICES=4", "ELIXIR_GPU_MEMORY=4M",
                                           "ELIXIR_STATS=1", NULL };
 
-    if (argc > 1 && strcmp(argv[1], "scenario") == 0) {
-        scenario();
-        return 0;
-    }
+    sh_scenario_child(argc, argv, scenario);
     sh_run_t r = sh_run("scenario", 0, plain);
     EXPECT(r.status == 0, "on the simulator: exit %d\n%s%s", r.status, r.out, r.err);
     printf("simulator: %s", r.out);

@@ -118,10 +118,7 @@ static void check_workers(const tt_trace_t *t, const char *out)
 
 int main(int argc, char **argv)
 {
-    if (argc > 1 && strcmp(argv[1], "scenario") == 0) {
-        scenario();
-        return 0;
-    }
+    sh_scenario_child(argc, argv, scenario);
     const char *path = tt_path("threads", 0);
     const char *env[] = { tt_env_trace(path, 0), DEPTH_ENV, NULL };
     sh_run_t r = sh_run_ok("scenario", env);

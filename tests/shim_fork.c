@@ -182,10 +182,7 @@ int main(int argc, char **argv)
     char dir[] = "/tmp/shim-fork-XXXXXX", logfile[128];
     sh_run_t plain, shim;
 
-    if (argc > 1 && strcmp(argv[1], "scenario") == 0) {
-        scenario();
-        return 0;
-    }
+    sh_scenario_child(argc, argv, scenario);
     EXPECT(mkdtemp(dir), "mkdtemp");
     snprintf(logfile, sizeof(logfile), "ELIXIR_LOG_FILE=%s/fork-%%p.log", dir);
     const char *env[] = { "ELIXIR_STATS=1", "ELIXIR_LOG=trace", "ELIXIR_LOG_SUBSYS=ALLOC",

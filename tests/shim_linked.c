@@ -201,10 +201,7 @@ int main(int argc, char **argv)
     static const char *const stats[] = { "ELIXIR_STATS=1", NULL };
     sh_run_t plain, shim;
 
-    if (argc > 1 && strcmp(argv[1], "scenario") == 0) {
-        scenario();
-        return 0;
-    }
+    sh_scenario_child(argc, argv, scenario);
     plain = sh_run("scenario", 0, NULL);
     shim = sh_run("scenario", 1, stats);
     EXPECT(plain.status == 0, "the scenario without the shim exited %d:\n%s", plain.status,

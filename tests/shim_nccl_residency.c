@@ -137,10 +137,7 @@ int main(int argc, char **argv)
                                             "ELIXIR_STATS=1", "ELIXIR_SIM_HOST_VMM=0", NULL };
     static const char *const disabled[] = { "ELIXIR_SIM_DEVICES=2", "ELIXIR_DISABLE=1", NULL };
 
-    if (argc > 1 && strcmp(argv[1], "scenario") == 0) {
-        scenario();
-        return 0;
-    }
+    sh_scenario_child(argc, argv, scenario);
     run("evicted memory mapped", mapped);
     run("evicted memory unmapped", unmapped);
     sh_run_t r = sh_run_ok("scenario", disabled);

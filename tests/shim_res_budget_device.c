@@ -16,7 +16,6 @@
 #define MIB SH_MIB
 #define NBUF 5
 #define BUF_BYTES (32 * MIB)
-#define BUF_WORDS (BUF_BYTES / 4)
 
 static void scenario(void)
 {
@@ -26,14 +25,8 @@ static void scenario(void)
     CUfunction fill = st_function(sh_res_ptx, "sh_fill");
     CUfunction verify = st_function(sh_res_ptx, "sh_verify");
     CHECK_CU(cuMemAlloc(&bad, 4));
-    for (int i = 0; i < NBUF; i++) {
-        CHECK_CU(cuMemAlloc(&buf[i], BUF_BYTES));
-        CHECK_CU(sh_fill_async(fill, buf[i], BUF_WORDS, 10 + (uint32_t)i, NULL));
-    }
-    for (int i = 0; i < NBUF; i++)
-        sh_expect_verified(verify, buf[i], BUF_WORDS, 10 + (uint32_t)i, bad, "buffer");
-    for (int i = 0; i < NBUF; i++)
-        CHECK_CU(cuMemFree(buf[i]));
+    sh_alloc_filled(fill, buf, NBUF, BUF_BYTES, 10, NULL);
+    sh_expect_filled_free(verify, buf, NBUF, BUF_BYTES, 10, bad);
     CHECK_CU(cuMemFree(bad));
     printf("%d buffers of %llu MiB kept their data on a 64 MiB device\n", NBUF,
            (unsigned long long)(BUF_BYTES / MIB));
@@ -59,10 +52,7 @@ static void run(const char *gpu_memory)
 
 int main(int argc, char **argv)
 {
-    if (argc > 1 && strcmp(argv[1], "scenario") == 0) {
-        scenario();
-        return 0;
-    }
+    sh_scenario_child(argc, argv, scenario);
     run("ELIXIR_GPU_MEMORY=1G");
     run("ELIXIR_GPU_MEMORY=96M");
     return 0;

@@ -17,7 +17,6 @@
 
 #define NBUF 5
 #define BYTES (2 * SH_MIB)
-#define WORDS (BYTES / 4)
 
 static const char global_ptx[] =
     ".version 8.0\n.target sm_90\n.address_size 64\n"
@@ -36,16 +35,8 @@ static void scenario(void)
     CHECK_CU(cuModuleLoadData(&m, global_ptx));
     CHECK_CU(cuModuleGetGlobal(&g, &gbytes, m, "outside"));
     printf("a %zu-byte global outside the budget\n", gbytes);
-    for (int i = 0; i < NBUF; i++) {
-        CHECK_CU(cuMemAlloc(&buf[i], BYTES));
-        CHECK_CU(sh_fill_async(fill, buf[i], WORDS, 30 + (uint32_t)i, NULL));
-    }
-    for (int i = 0; i < NBUF; i++) {
-        sh_expect_verified(verify, buf[i], WORDS, 30 + (uint32_t)i, bad, "buffer");
-        printf("buffer %d kept its data\n", i);
-    }
-    for (int i = 0; i < NBUF; i++)
-        CHECK_CU(cuMemFree(buf[i]));
+    sh_alloc_filled(fill, buf, NBUF, BYTES, 30, NULL);
+    sh_expect_filled_free(verify, buf, NBUF, BYTES, 30, bad);
     CHECK_CU(cuMemFree(bad));
     CHECK_CU(cuModuleUnload(m));
 }

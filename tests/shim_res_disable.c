@@ -63,10 +63,7 @@ int main(int argc, char **argv)
                                       "ELIXIR_STATS=1", NULL };
     sh_run_t plain, disabled, enabled;
 
-    if (argc > 1 && strcmp(argv[1], "scenario") == 0) {
-        scenario();
-        return 0;
-    }
+    sh_scenario_child(argc, argv, scenario);
     plain = sh_run("scenario", 0, NULL);
     EXPECT(plain.status == 0, "the scenario without the shim exited %d:\n%s", plain.status,
            plain.err);

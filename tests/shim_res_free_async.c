@@ -170,10 +170,7 @@ int main(int argc, char **argv)
 {
     static const char *const env[] = { "ELIXIR_STATS=1", NULL };
 
-    if (argc > 1 && strcmp(argv[1], "scenario") == 0) {
-        scenario();
-        return 0;
-    }
+    sh_scenario_child(argc, argv, scenario);
     sh_run_t r = sh_run_ok("scenario", env);
     long long deferred = sh_stat(r.err, "frees deferred "), captured = sh_stat(r.err,
                                                                               "in captures ");

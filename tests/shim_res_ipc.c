@@ -128,10 +128,7 @@ int main(int argc, char **argv)
     static const char *const unmapped[] = { "ELIXIR_GPU_MEMORY=8M", "ELIXIR_STATS=1",
                                             "ELIXIR_SIM_HOST_VMM=0", NULL };
 
-    if (argc > 1 && strcmp(argv[1], "scenario") == 0) {
-        scenario();
-        return 0;
-    }
+    sh_scenario_child(argc, argv, scenario);
     simulator_side();
     run(mapped, "host memory mapped");
     run(unmapped, "host memory not mapped");

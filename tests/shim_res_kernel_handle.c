@@ -17,7 +17,6 @@
 
 #define NBUF 3
 #define BYTES (2 * SH_MIB)
-#define WORDS (BYTES / 4)
 
 static void scenario(void)
 {
@@ -31,16 +30,8 @@ static void scenario(void)
     CHECK_CU(cuLibraryGetKernel(&kverify, lib, "sh_verify"));
     CUfunction fill = (CUfunction)(void *)kfill, verify = (CUfunction)(void *)kverify;
     CHECK_CU(cuMemAlloc(&bad, 4));
-    for (int i = 0; i < NBUF; i++) {
-        CHECK_CU(cuMemAlloc(&buf[i], BYTES));
-        CHECK_CU(sh_fill_async(fill, buf[i], WORDS, 20 + (uint32_t)i, NULL));
-    }
-    for (int i = 0; i < NBUF; i++) {
-        sh_expect_verified(verify, buf[i], WORDS, 20 + (uint32_t)i, bad, "buffer");
-        printf("buffer %d verified by a kernel launched through its CUkernel\n", i);
-    }
-    for (int i = 0; i < NBUF; i++)
-        CHECK_CU(cuMemFree(buf[i]));
+    sh_alloc_filled(fill, buf, NBUF, BYTES, 20, NULL);
+    sh_expect_filled_free(verify, buf, NBUF, BYTES, 20, bad);
     CHECK_CU(cuMemFree(bad));
     CHECK_CU(cuLibraryUnload(lib));
 }

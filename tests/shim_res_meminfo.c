@@ -147,10 +147,7 @@ int main(int argc, char **argv)
 {
     size_t phys_free, phys_total;
 
-    if (argc > 1 && strcmp(argv[1], "scenario") == 0) {
-        scenario();
-        return 0;
-    }
+    sh_scenario_child(argc, argv, scenario);
     st_setup(0);
     CHECK_CU(cuMemGetInfo(&phys_free, &phys_total));
     check_virtual();

@@ -121,10 +121,7 @@ int main(int argc, char **argv)
                                        "ELIXIR_STATS=1", "ELIXIR_LOG=trace",
                                        "ELIXIR_LOG_SUBSYS=RES", NULL };
 
-    if (argc > 1 && strcmp(argv[1], "scenario") == 0) {
-        scenario();
-        return 0;
-    }
+    sh_scenario_child(argc, argv, scenario);
     sh_run_t r = sh_run_ok("scenario", env);
     const char *begin = strstr(r.err, "failures begin\n"), *end = strstr(r.err, "failures end\n");
     int evicted = 0;

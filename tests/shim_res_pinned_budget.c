@@ -15,16 +15,6 @@
 
 #define NBUF 4
 #define BYTES (2 * SH_MIB)
-#define WORDS (BYTES / 4)
-
-static void fill_all(CUfunction fill, CUdeviceptr *buf, uint32_t seed)
-{
-    for (int i = 0; i < NBUF; i++) {
-        CHECK_CU(cuMemAlloc(&buf[i], BYTES));
-        CHECK_CU(sh_fill_async(fill, buf[i], WORDS, seed + (uint32_t)i, NULL));
-    }
-    CHECK_CU(cuCtxSynchronize());
-}
 
 static void scenario(void)
 {
@@ -34,7 +24,8 @@ static void scenario(void)
     CUfunction fill = st_function(sh_res_ptx, "sh_fill");
     CUfunction verify = st_function(sh_res_ptx, "sh_verify");
     CHECK_CU(cuMemAlloc(&bad, 4));
-    fill_all(fill, buf, 40);
+    sh_alloc_filled(fill, buf, NBUF, BYTES, 40, NULL);
+    CHECK_CU(cuCtxSynchronize());
     CUDA_MEMCPY2D c = { .srcMemoryType = CU_MEMORYTYPE_DEVICE, .srcDevice = buf[0],
                         .srcPitch = 4096, .dstMemoryType = CU_MEMORYTYPE_DEVICE,
                         .dstDevice = buf[1], .dstPitch = 4096, .WidthInBytes = 4096,
@@ -44,14 +35,12 @@ static void scenario(void)
     printf("after the 2D copy: %d of %d chunks in GPU memory\n", pinned, NBUF);
     for (int i = 0; i < NBUF; i++)
         CHECK_CU(cuMemFree(buf[i]));
-    fill_all(fill, buf, 50);
+    sh_alloc_filled(fill, buf, NBUF, BYTES, 50, NULL);
+    CHECK_CU(cuCtxSynchronize());
     int on = sh_chunks_on_device(buf, NBUF, BYTES, BYTES);
     EXPECT(on <= 2, "%d of the new buffers' chunks in GPU memory with a 4 MiB budget", on);
     printf("new buffers: %d of %d chunks in GPU memory\n", on, NBUF);
-    for (int i = 0; i < NBUF; i++) {
-        sh_expect_verified(verify, buf[i], WORDS, 50 + (uint32_t)i, bad, "new buffer");
-        CHECK_CU(cuMemFree(buf[i]));
-    }
+    sh_expect_filled_free(verify, buf, NBUF, BYTES, 50, bad);
     CHECK_CU(cuMemFree(bad));
 }
 

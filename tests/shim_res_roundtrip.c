@@ -96,10 +96,7 @@ int main(int argc, char **argv)
 {
     static const char *const env[] = { "ELIXIR_GPU_MEMORY=8M", "ELIXIR_STATS=1", NULL };
 
-    if (argc > 1 && strcmp(argv[1], "scenario") == 0) {
-        scenario();
-        return 0;
-    }
+    sh_scenario_child(argc, argv, scenario);
     sh_run_t r = sh_run_ok("scenario", env);
     long long out = sh_stat(r.err, "migrations to host "), in = sh_stat(r.err, "to GPU ");
     long long peak = sh_stat(r.err, "GPU peak "), host = sh_stat(r.err, "host peak ");

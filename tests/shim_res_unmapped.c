@@ -225,10 +225,7 @@ int main(int argc, char **argv)
 {
     static const char *const env[] = { "ELIXIR_GPU_MEMORY=8M", "ELIXIR_STATS=1", NULL };
 
-    if (argc > 1 && strcmp(argv[1], "scenario") == 0) {
-        scenario();
-        return 0;
-    }
+    sh_scenario_child(argc, argv, scenario);
     setenv("ELIXIR_SIM_HOST_VMM", "0", 1);
     simulator_side();
     sh_run_t r = sh_run_ok("scenario", env);

@@ -391,6 +391,19 @@ static inline void sh_expect_verified(CUfunction verify, CUdeviceptr p, uint64_t
     EXPECT(wrong == 0, "%s: %u words wrong", what, wrong);
 }
 
+/* The n buffers of sh_alloc_filled(.., seed, ..) checked by kernel (one line printed each),
+ * then freed. */
+static inline void sh_expect_filled_free(CUfunction verify, CUdeviceptr *buf, int n,
+                                         size_t bytes, uint32_t seed, CUdeviceptr bad)
+{
+    for (int i = 0; i < n; i++) {
+        sh_expect_verified(verify, buf[i], bytes / 4, seed + (uint32_t)i, bad, "buffer");
+        printf("buffer %d holds its pattern\n", i);
+    }
+    for (int i = 0; i < n; i++)
+        CHECK_CU(cuMemFree(buf[i]));
+}
+
 /* Where the memory at p lives, as the driver maps it: 'G' device memory, 'H' host memory
  * mapped there, 'U' nothing (cuMemRetainAllocationHandle finds no allocation at p). */
 static inline char sh_where(CUdeviceptr p)

@@ -235,10 +235,7 @@ static void check_tool(const char *path, size_t events)
 
 int main(int argc, char **argv)
 {
-    if (argc > 1 && strcmp(argv[1], "scenario") == 0) {
-        scenario();
-        return 0;
-    }
+    sh_scenario_child(argc, argv, scenario);
     const char *path = tt_path("events", 0);
     const char *env[] = { tt_env_trace(path, 0), NULL };
     sh_run_t r = sh_run_ok("scenario", env);

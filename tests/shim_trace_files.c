@@ -215,10 +215,7 @@ static void remove_dir(void)
 int main(int argc, char **argv)
 {
 
-    if (argc > 1 && strcmp(argv[1], "scenario") == 0) {
-        scenario();
-        return 0;
-    }
+    sh_scenario_child(argc, argv, scenario);
     EXPECT(mkdtemp(dir) != NULL, "mkdtemp: %s", strerror(errno));
     atexit(remove_dir);
     sh_lib();           /* found (and kept) from the test's directory, before any chdir */

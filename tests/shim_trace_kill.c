@@ -24,10 +24,7 @@ static void scenario(void)
 
 int main(int argc, char **argv)
 {
-    if (argc > 1 && strcmp(argv[1], "scenario") == 0) {
-        scenario();
-        return 0;
-    }
+    sh_scenario_child(argc, argv, scenario);
     tt_trace_t t;
     sh_run_t r = tt_record_scenario("kill", 128 + SIGKILL, &t);
 

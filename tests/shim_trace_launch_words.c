@@ -109,10 +109,7 @@ static void check_launch(const trc_launch_t *l, int i, const uint64_t ids[4], ui
 
 int main(int argc, char **argv)
 {
-    if (argc > 1 && strcmp(argv[1], "scenario") == 0) {
-        scenario();
-        return 0;
-    }
+    sh_scenario_child(argc, argv, scenario);
     tt_trace_t t;
     sh_run_t r = tt_record_scenario("launch_words", 0, &t);
     uint64_t ids[4];

@@ -109,10 +109,7 @@ int main(int argc, char **argv)
 {
     tt_trace_t t;
 
-    if (argc > 1 && strcmp(argv[1], "scenario") == 0) {
-        scenario();
-        return 0;
-    }
+    sh_scenario_child(argc, argv, scenario);
     setenv("ELIXIR_SIM_DEVICES", "2", 1);
     const char *path = tt_path("nccl", 0);          /* the one tt_record_scenario records */
     sh_run_t r = tt_record_scenario("nccl", 0, &t);

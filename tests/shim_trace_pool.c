@@ -79,10 +79,7 @@ int main(int argc, char **argv)
     tt_trace_t t;
     char out[256], want[64];
 
-    if (argc > 1 && strcmp(argv[1], "scenario") == 0) {
-        scenario();
-        return 0;
-    }
+    sh_scenario_child(argc, argv, scenario);
     const char *path = tt_path("pool", 0);          /* the one tt_record_scenario records */
     sh_run_t r = tt_record_scenario("pool", 0, &t);
     EXPECT(sscanf(r.out, "a 0x%llx p 0x%llx h %p g %p", &a, &p, &h, &g) == 4,
