@@ -60,6 +60,7 @@ typedef struct kparams {
     CUfunction f;
     unsigned gen;                   /* code_gen when read */
     unsigned n;                     /* parameters; 0: unknown, the arguments are opaque */
+    int words;                      /* 1 <= n <= INLINE_IDS, every parameter one 8-byte word */
     uint32_t *sizes;
 } kparams_t;
 
@@ -227,6 +228,7 @@ typedef struct collect {
     int away;                       /* some chunk collected was not in GPU memory */
     int capturing;                  /* the stream captures: the work is not run now */
     int busy;                       /* this thread's collect is in use */
+    uint16_t fast;                  /* collected by collect_fast: 1 + the stream slot, else 0 */
     uint32_t inline_ids[INLINE_IDS];
 } collect_t;
 
@@ -247,9 +249,12 @@ extern SHIM_TLS res_ctx_memo_t res_ctx_memo;
 res_dev_t *res_active_dev_slow(CUcontext ctx);
 
 /* Which device's arena an operation concerns (its context in *ctx): the current one, if it
- * has an arena; NULL otherwise.  Every launch asks: one driver call and the thread's memo. */
+ * has an arena; NULL otherwise.  Every launch asks: one driver call and the thread's memo;
+ * none while no device has an arena (nothing allocated yet, or ELIXIR_DISABLE). */
 static inline res_dev_t *res_active_dev(CUcontext *ctx)
 {
+    if (atomic_load_explicit(&res_arenas, memory_order_acquire) == 0)
+        return NULL;
     shim_pfn_cuCtxGetCurrent_t get = DRV(cuCtxGetCurrent);
     res_dev_t *d = res_ctx_memo.d;
     if (!get || get(ctx) != CUDA_SUCCESS || !*ctx)
@@ -294,6 +299,23 @@ static inline void res_touch(res_dev_t *d, uint32_t ci)
     c->lru = ++d->clock;
     if (c->tier == TIER_GPU && !c->pinned && !c->held && d->lru.tail != ci + 1)
         res_lru_to_tail(d, ci);
+}
+/* Operation k's chunks (and the fence, when it reached unknown memory) were last used now: at
+ * the next tick of stream slot `slot`.  Only where none of their uses needs a join (the
+ * caller checked). */
+static SHIM_ALWAYS_INLINE void res_use_tick(res_dev_t *d, const collect_t *k, int slot)
+{
+    uint64_t tick = ++d->streams[slot].tick;
+    for (size_t i = 0; i < k->n; i++) {
+        use_t *u = &d->chunks[k->ids[i]].use;
+        u->slot = (uint16_t)(slot + 1);
+        u->tick = tick;
+        res_touch(d, k->ids[i]);
+    }
+    if (k->unknown) {
+        d->fence.slot = (uint16_t)(slot + 1);
+        d->fence.tick = tick;
+    }
 }
 /* Map unmapped chunk ci back (devices without host mapping), for a query about its mapping. */
 void res_map_back(res_dev_t *d, uint32_t ci);

@@ -38,6 +38,7 @@ static SHIM_ALWAYS_INLINE collect_t *collect_open(res_dev_t *d, CUcontext ctx)
     k->n = 0;
     k->cap = INLINE_IDS;
     k->unknown = k->capturing = k->away = 0;
+    k->fast = 0;
     res_lock(&d->lock);
     k->serial = ++d->serial ? d->serial : ++d->serial;
     return k;
@@ -198,6 +199,7 @@ static void kparams_read(CUfunction f, kparams_t *kp)
                  DRV(cuKernelGetParamInfo) &&
                  DRV(cuKernelGetParamInfo)((CUkernel)(void *)f, 0, &off, &size) == CUDA_SUCCESS;
     kp->n = 0;
+    kp->words = 1;
     for (unsigned i = 0; param_info(f, kernel, i, &off, &size) == CUDA_SUCCESS; i++) {
         if (i == cap) {
             cap = cap ? cap * 2 : 8;
@@ -210,7 +212,9 @@ static void kparams_read(CUfunction f, kparams_t *kp)
         }
         kp->sizes[i] = (uint32_t)size;
         kp->n = i + 1;
+        kp->words &= size == 8;
     }
+    kp->words &= kp->n > 0 && kp->n <= INLINE_IDS;
 }
 
 /*
@@ -219,10 +223,15 @@ static void kparams_read(CUfunction f, kparams_t *kp)
  * that new code reuses is read again.  When the probed slots are all taken by live kernels
  * the layout is read into *tmp (whose sizes the caller frees).
  */
+static inline unsigned kparams_hash(CUfunction f)
+{
+    return (unsigned)(((uint64_t)(uintptr_t)f * 0x9E3779B97F4A7C15ull) >> 40);
+}
+
 static const kparams_t *kparams(res_dev_t *d, CUfunction f, kparams_t *tmp)
 {
     unsigned gen = atomic_load_explicit(&res_code_gen, memory_order_acquire);
-    unsigned h = (unsigned)(((uint64_t)(uintptr_t)f * 0x9E3779B97F4A7C15ull) >> 40);
+    unsigned h = kparams_hash(f);
     kparams_t *kp = &d->kcache[h % KCACHE];
 
     if (SHIM_LIKELY(kp->f == f && kp->gen == gen))
@@ -329,6 +338,70 @@ int res_stream_capturing(CUstream s, int ptds)
     return r != CUDA_SUCCESS || st != CU_STREAM_CAPTURE_STATUS_NONE;
 }
 
+/*
+ * The usual launch, collected in one pass without the general machinery: kernelParams of a
+ * kernel whose layout is cached at its first probe and whose parameters are all single words,
+ * on the stream of the device's last slot, with no capture possibly open (read under the
+ * lock: a capture that begins later covers this launch's use when it takes the lock).  Every
+ * word pointing into a chunk in use must find the chunk in GPU memory, alone in its
+ * allocation (or a slab), and last used on that stream or never: then nothing moves and
+ * nothing is joined, and res_launch_end records the use as one tick of the slot (k->fast).
+ * A recorded launch (`words` not NULL) also hands the tracer its argument words, as
+ * collect_traced does.  Returns 1 when it collected the launch; 0 otherwise, with k as
+ * collect_open left it but for a new serial (the chunks marked seen carry the old one).
+ */
+static SHIM_ALWAYS_INLINE int collect_fast(collect_t *k, const shim_launch_t *l, uint64_t *words)
+{
+    res_dev_t *d = k->d;
+    CUfunction f = l->f;
+    void **params = l->params;
+    CUstream s = l->stream;
+
+    if (!params || l->extra || !f || l->kind == SHIM_LAUNCH_LEGACY ||
+        s == CU_STREAM_PER_THREAD || (!s && shim_hook_per_thread[l->hook]) ||
+        ((!s || s == CU_STREAM_LEGACY) && k->ctx != d->ctx) || d->chunk_shift < 0 ||
+        atomic_load_explicit(&res_captures, memory_order_acquire) != 0)
+        return 0;
+    unsigned gen = atomic_load_explicit(&res_code_gen, memory_order_acquire);
+    const kparams_t *kp = &d->kcache[kparams_hash(f) % KCACHE];
+    unsigned slot = d->last_slot;
+    const strm_t *st = &d->streams[slot];
+    if (kp->f != f || kp->gen != gen || !kp->words || st->live <= 0 || st->s != s)
+        return 0;
+    uint16_t me = (uint16_t)(slot + 1);
+    uint32_t serial = k->serial;
+    uint64_t base = d->base, size = d->size;
+    int shift = d->chunk_shift;
+    chunk_t *chunks = d->chunks;
+    unsigned n = 0, np = kp->n;
+    for (unsigned i = 0; i < np; i++) {
+        uint64_t v;
+        memcpy(&v, params[i], 8);
+        if (words)
+            words[i] = v;
+        uint64_t off = v - base;
+        if (off >= size)
+            continue;
+        uint32_t ci = (uint32_t)(off >> shift);
+        chunk_t *c = &chunks[ci];
+        if (c->tier == TIER_NONE || c->seen == serial)
+            continue;
+        if (c->tier != TIER_GPU || c->span_n > 1 || (c->use.slot && c->use.slot != me)) {
+            k->serial = ++d->serial ? d->serial : ++d->serial;
+            return 0;
+        }
+        c->seen = serial;
+        k->inline_ids[n++] = ci;
+    }
+    k->n = n;
+    k->fast = me;
+    if (words) {
+        shim_trace_arena_t a = trace_arena(k);
+        shim_trace_launch_args(k->ctx, d->device, words, np, &a);
+    }
+    return 1;
+}
+
 void res_launch_begin(shim_launch_t *l)
 {
     CUcontext ctx = NULL;
@@ -337,6 +410,14 @@ void res_launch_begin(shim_launch_t *l)
     l->res = NULL;
     if (!d || !(k = collect_open(d, ctx)))
         return;
+    l->res = k;             /* the lock stays held until res_launch_end */
+    if (l->op) {
+        uint64_t words[INLINE_IDS];
+        if (collect_fast(k, l, words))
+            return;
+    } else if (collect_fast(k, l, NULL)) {
+        return;
+    }
     relax_t rx = relax_begin();
     if (l->op)
         collect_traced(k, l, ctx);
@@ -346,7 +427,6 @@ void res_launch_begin(shim_launch_t *l)
     if (!k->capturing)
         res_reach(d, k, 1);
     relax_end(rx);
-    l->res = k;             /* the lock stays held until res_launch_end */
 }
 
 /* The end of an operation k on stream s: record its use if the driver took it. */
@@ -362,9 +442,17 @@ static SHIM_ALWAYS_INLINE void op_end(collect_t *k, CUresult r, CUstream s, shim
 
 void res_launch_end(shim_launch_t *l, CUresult r)
 {
-    if (l->res)
-        op_end(l->res, r, l->stream, l->hook);
+    collect_t *k = l->res;
+    if (!k)
+        return;
     l->res = NULL;
+    if (SHIM_LIKELY(k->fast)) {         /* collected by collect_fast */
+        if (r == CUDA_SUCCESS)
+            res_use_tick(k->d, k, k->fast - 1);
+        collect_close(k);
+    } else {
+        op_end(k, r, l->stream, l->hook);
+    }
 }
 
 /* ---------------------------------------------------------------- operands on other devices */

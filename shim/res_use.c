@@ -342,17 +342,7 @@ static int finish_on_slot(res_dev_t *d, const collect_t *k, int slot)
             return 0;
     if (k->unknown && join_needed(&d->fence, slot))
         return 0;
-    uint64_t tick = ++d->streams[slot].tick;
-    for (size_t i = 0; i < k->n; i++) {
-        use_t *u = &d->chunks[k->ids[i]].use;
-        u->slot = (uint16_t)(slot + 1);
-        u->tick = tick;
-        res_touch(d, k->ids[i]);
-    }
-    if (k->unknown) {
-        d->fence.slot = (uint16_t)(slot + 1);
-        d->fence.tick = tick;
-    }
+    res_use_tick(d, k, slot);
     return 1;
 }
 

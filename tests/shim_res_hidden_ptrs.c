@@ -117,7 +117,8 @@ static void load_kernels(void)
 static void launch_all(CUstream s, CUdeviceptr *buf, CUdeviceptr bad)
 {
     uint64_t n = WORDS, tail = (BUF - 2 * SH_MIB - 4096) / 4;
-    uint32_t five = 5, seed_a = 1;
+    uint32_t five = 5;
+    uint64_t seed_a = 1;
     CUdeviceptr mid = buf[1] + 2 * SH_MIB + 4096;
     void *add_args[] = { &mid, &tail, &five }, *verify_args[] = { &buf[0], &n, &seed_a, &bad };
 

@@ -28,7 +28,7 @@ static CUdeviceptr bad;
 static void verify_async(CUstream s, CUdeviceptr *p, uint32_t seed, int slot)
 {
     static uint64_t n = WORDS;
-    static uint32_t seeds[8];
+    static uint64_t seeds[8];
     static CUdeviceptr outs[8];
     seeds[slot] = seed;
     outs[slot] = bad + 4 * (CUdeviceptr)slot;
@@ -38,8 +38,7 @@ static void verify_async(CUstream s, CUdeviceptr *p, uint32_t seed, int slot)
 
 static CUgraphExec verify_graph(CUdeviceptr *p, uint32_t seed, int slot)
 {
-    static uint64_t n = WORDS;
-    static uint32_t s;
+    static uint64_t n = WORDS, s;
     static CUdeviceptr out;
     s = seed;
     out = bad + 4 * (CUdeviceptr)slot;
