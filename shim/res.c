@@ -20,10 +20,8 @@
  * docs/ARCHITECTURE.md ("Departures").
  */
 #include <errno.h>
-#include <linux/futex.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -154,7 +152,7 @@ static int setup(res_dev_t *d, int device, CUcontext ctx)
 
     d->device = device;
     d->ctx = ctx;
-    atomic_init(&d->lock.v, 0);
+    d->lock = (shim_lock_t)SHIM_LOCK_INIT;
     CUmemAllocationProp p = res_prop_for(d, TIER_GPU);
     if (DRV(cuMemGetAllocationGranularity)(&gran, &p, CU_MEM_ALLOC_GRANULARITY_RECOMMENDED) !=
             CUDA_SUCCESS || gran == 0)
@@ -253,22 +251,6 @@ static res_dev_t *dev_of(int device)
     return d && d->device == device ? d : NULL;
 }
 
-/* The lock is taken: wait (in the kernel) until it is free, marking it waited for. */
-void res_lock_slow(res_lock_t *l, uint32_t seen)
-{
-    if (seen != 2)
-        seen = atomic_exchange_explicit(&l->v, 2, memory_order_acquire);
-    while (seen != 0) {
-        syscall(SYS_futex, &l->v, FUTEX_WAIT_PRIVATE, 2, NULL, NULL, 0);
-        seen = atomic_exchange_explicit(&l->v, 2, memory_order_acquire);
-    }
-}
-
-void res_lock_wake(res_lock_t *l)
-{
-    syscall(SYS_futex, &l->v, FUTEX_WAKE_PRIVATE, 1, NULL, NULL, 0);
-}
-
 res_dev_t *res_owner(CUdeviceptr p)
 {
     for (int i = 0; i < MAX_DEVICES; i++) {
@@ -343,7 +325,7 @@ int res_alloc(CUdeviceptr *dptr, size_t bytes, CUresult *r)
         *r = CUDA_ERROR_INVALID_VALUE;
         return 1;
     }
-    res_lock(&d->lock);
+    shim_lock(&d->lock);
     relax_t rx = relax_begin();
     int err = alloc_locked(d, bytes, &info);
     if (!err)
@@ -351,7 +333,7 @@ int res_alloc(CUdeviceptr *dptr, size_t bytes, CUresult *r)
     if (!err && SHIM_TRACING())
         shim_trace_alloc(d->device, info.base, bytes);
     relax_end(rx);
-    res_unlock(&d->lock);
+    shim_unlock(&d->lock);
     *r = err ? CUDA_ERROR_OUT_OF_MEMORY : CUDA_SUCCESS;
     if (!err)
         *dptr = (CUdeviceptr)info.base;
@@ -403,13 +385,13 @@ int res_free(CUdeviceptr dptr, CUresult *r)
     res_dev_t *d = free_owner(dptr);
     if (!d)
         return 0;
-    res_lock(&d->lock);
+    shim_lock(&d->lock);
     relax_t rx = relax_begin();
     if (d->deferred)
         res_deferred_drain(d, 0);
     int err = free_now(d, dptr);
     relax_end(rx);
-    res_unlock(&d->lock);
+    shim_unlock(&d->lock);
     *r = err ? CUDA_ERROR_INVALID_VALUE : CUDA_SUCCESS;
     return 1;
 }
@@ -460,11 +442,11 @@ int res_free_async(CUdeviceptr dptr, CUstream s, int ptds, CUresult *r)
     res_dev_t *d = free_owner(dptr);
     if (!d)
         return 0;
-    res_lock(&d->lock);
+    shim_lock(&d->lock);
     relax_t rx = relax_begin();
     int err = free_async(d, dptr, s, ptds);
     relax_end(rx);
-    res_unlock(&d->lock);
+    shim_unlock(&d->lock);
     *r = err ? CUDA_ERROR_INVALID_VALUE : CUDA_SUCCESS;
     return 1;
 }
@@ -526,7 +508,7 @@ int res_meminfo(size_t *free_b, size_t *total, CUresult *r)
         *r = CUDA_ERROR_INVALID_VALUE;
         return 1;
     }
-    res_lock(&d->lock);
+    shim_lock(&d->lock);
     relax_t rx = relax_begin();
     if (d->deferred)
         res_deferred_drain(d, 0);       /* frees that completed count as free */
@@ -535,7 +517,7 @@ int res_meminfo(size_t *free_b, size_t *total, CUresult *r)
     relax_end(rx);
     arena_stats(d->arena, &st);
     uint64_t cap = capacity(d), used = held(d, &st);
-    res_unlock(&d->lock);
+    shim_unlock(&d->lock);
     *total = cap;
     *free_b = used < cap ? cap - used : 0;
     *r = CUDA_SUCCESS;
@@ -548,9 +530,9 @@ int res_address_range(CUdeviceptr *base, size_t *size, CUdeviceptr p, CUresult *
     arena_info_t info;
     if (!d)
         return 0;
-    res_lock(&d->lock);
+    shim_lock(&d->lock);
     int found = arena_lookup(d->arena, p, &info) == 0;
-    res_unlock(&d->lock);
+    shim_unlock(&d->lock);
     *r = found ? CUDA_SUCCESS : CUDA_ERROR_NOT_FOUND;
     if (found && base)
         *base = info.base;
@@ -562,11 +544,11 @@ int res_address_range(CUdeviceptr *base, size_t *size, CUdeviceptr p, CUresult *
 /* Without host mapping, the chunk holding p is mapped again if it was evicted. */
 static void map_back(res_dev_t *d, CUdeviceptr p)
 {
-    res_lock(&d->lock);
+    shim_lock(&d->lock);
     relax_t rx = relax_begin();
     res_map_back(d, arena_chunk_of(d->arena, p));
     relax_end(rx);
-    res_unlock(&d->lock);
+    shim_unlock(&d->lock);
 }
 
 /* Pointer attributes of arena memory: device memory of the arena's device.  When *r is an
@@ -577,9 +559,9 @@ int res_pointer_attribute(void *data, CUpointer_attribute a, CUdeviceptr p, CUre
     arena_info_t info;
     if (!d)
         return 0;
-    res_lock(&d->lock);
+    shim_lock(&d->lock);
     int found = arena_lookup(d->arena, p, &info) == 0;
-    res_unlock(&d->lock);
+    shim_unlock(&d->lock);
     *r = CUDA_SUCCESS;
     switch (a) {
     case CU_POINTER_ATTRIBUTE_CONTEXT: *(CUcontext *)data = d->ctx; break;
@@ -627,13 +609,13 @@ int res_ipc_pin(CUdeviceptr p)
     arena_info_t info;
     if (!d)
         return 0;
-    res_lock(&d->lock);
+    shim_lock(&d->lock);
     relax_t rx = relax_begin();
     if (arena_lookup(d->arena, p, &info) == 0)
         for (uint32_t i = 0; i < info.nchunks; i++)
             res_pin(d, info.first_chunk + i);
     relax_end(rx);
-    res_unlock(&d->lock);
+    shim_unlock(&d->lock);
     return 1;
 }
 
@@ -757,23 +739,23 @@ static int vmm_charge(size_t size, const CUmemAllocationProp *prop)
     res_dev_t *d = dev_of(prop->location.id);
     if (!d)
         return -1;
-    res_lock(&d->lock);
+    shim_lock(&d->lock);
     relax_t rx = relax_begin();
     if (res_make_bytes(d, size) < 0)
         SHIM_INFO(RES, "device %d: no room in the budget for %zu bytes of the application's "
                   "own memory", d->device, size);
     app_charge(d, 1, (int64_t)size);
     relax_end(rx);
-    res_unlock(&d->lock);
+    shim_unlock(&d->lock);
     return d->device;
 }
 
 static void vmm_uncharge(int device, uint64_t size)
 {
     res_dev_t *d = &res_devs[device];
-    res_lock(&d->lock);
+    shim_lock(&d->lock);
     app_charge(d, 1, -(int64_t)size);
-    res_unlock(&d->lock);
+    shim_unlock(&d->lock);
 }
 
 CUresult res_vmm_create(shim_pfn_cuMemCreate_t real, CUmemGenericAllocationHandle *handle,
@@ -896,7 +878,7 @@ void res_pool_alloc_begin(CUmemoryPool pool, size_t bytes)
     int ok;
     if (!d)
         return;
-    res_lock(&d->lock);
+    shim_lock(&d->lock);
     relax_t rx = relax_begin();
     if ((p = pool_entry(d, pool, 1)) != NULL && p->mine >= 0) {
         uint64_t reserved = pool_sync(d, p);
@@ -905,7 +887,7 @@ void res_pool_alloc_begin(CUmemoryPool pool, size_t bytes)
             res_make_bytes(d, bytes);       /* the pool must grow: room for it first */
     }
     relax_end(rx);
-    res_unlock(&d->lock);
+    shim_unlock(&d->lock);
 }
 
 /* Is the pool memory at p this device's? */
@@ -925,7 +907,7 @@ void res_pool_alloc_end(CUmemoryPool pool, CUresult r, CUdeviceptr p)
     app_pool_t *e;
     if (!d)
         return;
-    res_lock(&d->lock);
+    shim_lock(&d->lock);
     if ((e = pool_entry(d, pool, 0)) != NULL) {
         if (r == CUDA_SUCCESS && !e->mine)
             e->mine = device_memory(d, p) ? 1 : -1;
@@ -935,7 +917,7 @@ void res_pool_alloc_end(CUmemoryPool pool, CUresult r, CUdeviceptr p)
         }
         pool_sync(d, e);
     }
-    res_unlock(&d->lock);
+    shim_unlock(&d->lock);
 }
 
 /* Before cuMemPoolDestroy (destroy = 1) or after cuMemPoolTrimTo: forget or re-read pool. */
@@ -946,14 +928,14 @@ void res_pool_changed(CUmemoryPool pool, int destroy)
         app_pool_t *p;
         if (!dev_ready(d))
             continue;
-        res_lock(&d->lock);
+        shim_lock(&d->lock);
         if ((p = pool_entry(d, pool, 0)) != NULL) {
             if (destroy)
                 pool_drop(d, p);
             else
                 pool_sync(d, p);
         }
-        res_unlock(&d->lock);
+        shim_unlock(&d->lock);
     }
 }
 

@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "arena.h"
+#include "lock.h"
 #include "shim.h"
 
 #define MAX_DEVICES 16
@@ -105,38 +106,11 @@ typedef struct app_pool {
     int mine;                       /* its memory is this device's: 1, not: -1, not known: 0 */
 } app_pool_t;
 
-/*
- * A device's residency lock, taken twice by every launch: a futex word (0 free, 1 held,
- * 2 held and maybe waited for), so that taking and dropping it uncontended is one
- * compare-exchange and one exchange.  A thread that finds it held sleeps in the kernel (the
- * lock is held across migrations' waits for the GPU).
- */
-typedef struct res_lock {
-    _Atomic uint32_t v;
-} res_lock_t;
-
-void res_lock_slow(res_lock_t *l, uint32_t seen);
-void res_lock_wake(res_lock_t *l);
-
-static inline void res_lock(res_lock_t *l)
-{
-    uint32_t c = 0;
-    if (!atomic_compare_exchange_strong_explicit(&l->v, &c, 1, memory_order_acquire,
-                                                 memory_order_relaxed))
-        res_lock_slow(l, c);
-}
-
-static inline void res_unlock(res_lock_t *l)
-{
-    if (atomic_exchange_explicit(&l->v, 0, memory_order_release) == 2)
-        res_lock_wake(l);
-}
-
 typedef struct res_dev {
     int ready;                      /* 1: set up; -1: set-up failed, pass everything through */
     int device;
     CUcontext ctx;
-    res_lock_t lock;
+    shim_lock_t lock;               /* the device's residency lock (lock.h) */
     arena_t *arena;
     uint64_t base, size, chunk;
     int chunk_shift;                /* log2(chunk) when a power of two, else -1 */

@@ -39,7 +39,7 @@ static SHIM_ALWAYS_INLINE collect_t *collect_open(res_dev_t *d, CUcontext ctx)
     k->cap = INLINE_IDS;
     k->unknown = k->capturing = k->away = 0;
     k->fast = 0;
-    res_lock(&d->lock);
+    shim_lock(&d->lock);
     k->serial = ++d->serial ? d->serial : ++d->serial;
     return k;
 }
@@ -47,7 +47,7 @@ static SHIM_ALWAYS_INLINE collect_t *collect_open(res_dev_t *d, CUcontext ctx)
 /* Release d's lock and the collect. */
 static void collect_close(collect_t *k)
 {
-    res_unlock(&k->d->lock);
+    shim_unlock(&k->d->lock);
     if (k->ids != k->inline_ids)
         free(k->ids);
     k->ids = NULL;
@@ -490,7 +490,7 @@ static void foreign_take(foreign_t *f, res_dev_t *o, uint64_t p, int dev, int ca
 {
     CUcontext popped;
     int pushed = DRV(cuCtxPushCurrent_v2)(o->ctx) == CUDA_SUCCESS;
-    res_lock(&o->lock);
+    shim_lock(&o->lock);
     uint32_t ci = (uint32_t)((p - o->base) / o->chunk);
     const chunk_t *c = &o->chunks[ci];
     if (c->tier != TIER_NONE) {
@@ -510,7 +510,7 @@ static void foreign_take(foreign_t *f, res_dev_t *o, uint64_t p, int dev, int ca
         f->op[f->count].n = n;
         f->count++;
     }
-    res_unlock(&o->lock);
+    shim_unlock(&o->lock);
     if (pushed)
         DRV(cuCtxPopCurrent_v2)(&popped);
 }
@@ -550,11 +550,11 @@ static void foreign_end(foreign_t *f, const shim_copy_t *c)
     }
     for (int i = 0; i < f->count && !f->pinned; i++) {
         res_dev_t *o = f->op[i].o;
-        res_lock(&o->lock);
+        shim_lock(&o->lock);
         peer_access(o, f->op[i].first, f->op[i].n, f->dev, 0);
         for (uint32_t ci = f->op[i].first; ci < f->op[i].first + f->op[i].n; ci++)
             res_unhold(o, ci);
-        res_unlock(&o->lock);
+        shim_unlock(&o->lock);
     }
     free(f);
 }

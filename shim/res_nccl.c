@@ -76,7 +76,7 @@ static void lock_all(res_nccl_t *h)
     for (int i = 0; i < h->ndev; i++) {
         res_dev_t *d = h->dev[i].d;
         h->dev[i].k.ids = h->dev[i].k.ids ? h->dev[i].k.ids : h->dev[i].k.inline_ids;
-        res_lock(&d->lock);
+        shim_lock(&d->lock);
         h->dev[i].k.serial = ++d->serial ? d->serial : ++d->serial;
     }
 }
@@ -84,7 +84,7 @@ static void lock_all(res_nccl_t *h)
 static void unlock_all(res_nccl_t *h)
 {
     for (int i = h->ndev; i-- > 0;)
-        res_unlock(&h->dev[i].d->lock);
+        shim_unlock(&h->dev[i].d->lock);
 }
 
 res_nccl_t *res_nccl_begin(const uint64_t ptr[2], const uint64_t bytes[2], CUstream s)

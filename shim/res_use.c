@@ -209,9 +209,9 @@ static void cover_all(CUstream s, int all)
         res_dev_t *d = &res_devs[i];
         if (atomic_load_explicit((_Atomic int *)&d->ready, memory_order_acquire) <= 0)
             continue;
-        res_lock(&d->lock);
+        shim_lock(&d->lock);
         cover_streams(d, s, all);
-        res_unlock(&d->lock);
+        shim_unlock(&d->lock);
     }
 }
 

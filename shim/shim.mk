@@ -48,4 +48,10 @@ $(BUILD)/tests/shim_late_driver: tests/shim_late_driver.c $(SHIM_LIB)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(CFLAGS) -o $@ $< $(LDFLAGS) -ldl
 
+# tests/conc_lock tests the biased lock on its own, linked with shim/lock.c's object only.
+$(BUILD)/tests/conc_lock: tests/conc_lock.c $(BUILD)/obj/shim/lock.o
+	$(call msg,CC,$<)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(CFLAGS) -o $@ $< $(BUILD)/obj/shim/lock.o $(LDFLAGS) -lpthread
+
 include shim/trace_tests.mk

@@ -28,8 +28,9 @@
  * activity interface its CUPTI stand-in attaches to), looked up in the driver's library.
  *
  * Cost: nothing when ELIXIR_TRACE is unset but one test of shim_trace_on per wrapper.  When
- * recording, an operation takes no lock but the detector's spin lock (and the allocation
- * table's on a cache miss): per-thread state (op id blocks, caches of function names, of
+ * recording, an operation takes no lock but the detector's (biased to the thread that keeps
+ * launching, lock.h: plain stores while that thread launches) and the allocation table's spin
+ * lock on a cache miss: per-thread state (op id blocks, caches of function names, of
  * argument words -> allocation ids, of whole argument lists -> sorted allocation id lists
  * and of the last stream's number) and the recorder's per-thread buffer.
  * Closing (at exit) waits for every thread to leave the operation it is recording; a forked
@@ -51,6 +52,7 @@
 #include <unistd.h>
 
 #include "iter.h"
+#include "lock.h"
 #include "trace_int.h"
 
 _Static_assert((int)SHIM_TIER_GPU == (int)TRC_TIER_GPU &&
@@ -136,7 +138,7 @@ typedef struct trace_drv {
     uint64_t (*sim_clock)(void);
 } trace_drv_t;
 
-/* A tiny lock for the detector and the allocation table: held for a few loads and stores. */
+/* A tiny lock for the allocation table: held for a few loads and stores. */
 typedef struct spin {
     atomic_flag f;
 } spin_t;
@@ -160,7 +162,7 @@ static struct {
     pthread_key_t key;
     pthread_mutex_t states_lock;
     tstate_t *states;
-    spin_t iter_lock;
+    shim_lock_t iter_lock;          /* the detector's: taken at every recorded launch */
     iter_t *iter;
     spin_t alloc_lock;
     uint64_t *akeys, *avals;        /* allocation base -> id, open addressing */
@@ -174,7 +176,7 @@ static struct {
 } T = {
     .win_lock = PTHREAD_MUTEX_INITIALIZER,
     .states_lock = PTHREAD_MUTEX_INITIALIZER,
-    .iter_lock = { ATOMIC_FLAG_INIT },
+    .iter_lock = SHIM_LOCK_INIT,
     .alloc_lock = { ATOMIC_FLAG_INIT },
     .stream_lock = PTHREAD_MUTEX_INITIALIZER,
 };
@@ -722,18 +724,18 @@ static void detect(uint32_t func, uint64_t time)
 {
     iter_mark_t marks[ITER_MAX_MARKS];
 
-    spin_lock(&T.iter_lock);
+    shim_lock(&T.iter_lock);
     int n = iter_launch(T.iter, func, time, marks);
-    spin_unlock(&T.iter_lock);
+    shim_unlock(&T.iter_lock);
     if (__builtin_expect(n > 0, 0))
         iterations(marks, n);
 }
 
 static void barrier(void)
 {
-    spin_lock(&T.iter_lock);
+    shim_lock(&T.iter_lock);
     iter_barrier(T.iter);
-    spin_unlock(&T.iter_lock);
+    shim_unlock(&T.iter_lock);
 }
 
 void shim_trace_sync(void)
@@ -1476,7 +1478,7 @@ void shim_trace_after_fork(void)
     pthread_mutex_init(&T.states_lock, NULL);
     pthread_mutex_init(&T.win_lock, NULL);
     pthread_mutex_init(&T.stream_lock, NULL);
-    atomic_flag_clear(&T.iter_lock.f);
+    T.iter_lock = (shim_lock_t)SHIM_LOCK_INIT;
     atomic_flag_clear(&T.alloc_lock.f);
 }
 
