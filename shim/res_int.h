@@ -266,26 +266,60 @@ int res_make_bytes(res_dev_t *d, uint64_t bytes);
 /* Evictable GPU chunk ci, not the LRU list's tail, becomes its tail. */
 void res_lru_to_tail(res_dev_t *d, uint32_t ci);
 
+/* Is chunk c on the LRU list (evictable: in GPU memory, neither pinned nor held)? */
+static inline int res_on_lru(const chunk_t *c)
+{
+    return c->tier == TIER_GPU && !c->pinned && !c->held;
+}
+
+/* Chunk ci, if on the LRU list, becomes its tail (the most recently used). */
+static inline void res_lru_last(res_dev_t *d, uint32_t ci)
+{
+    if (res_on_lru(&d->chunks[ci]) && d->lru.tail != ci + 1)
+        res_lru_to_tail(d, ci);
+}
+
 /* Chunk ci was used now: most recently used. */
 static inline void res_touch(res_dev_t *d, uint32_t ci)
 {
-    chunk_t *c = &d->chunks[ci];
-    c->lru = ++d->clock;
-    if (c->tier == TIER_GPU && !c->pinned && !c->held && d->lru.tail != ci + 1)
-        res_lru_to_tail(d, ci);
+    d->chunks[ci].lru = ++d->clock;
+    res_lru_last(d, ci);
 }
+
+/* Do the chunks ids[0, n) that are on the LRU list already end it, in this order (the chunks
+ * of an operation with the same arguments as the last one to use them)?  Then touching them
+ * in turn would leave the list as it is. */
+static SHIM_ALWAYS_INLINE int res_lru_ends_with(const res_dev_t *d, const uint32_t *ids, size_t n)
+{
+    uint32_t at = d->lru.tail;
+    for (size_t i = n; i > 0; i--) {
+        const chunk_t *c = &d->chunks[ids[i - 1]];
+        if (res_on_lru(c)) {
+            if (at != ids[i - 1] + 1)
+                return 0;
+            at = c->prev;
+        }
+    }
+    return 1;
+}
+
 /* Operation k's chunks (and the fence, when it reached unknown memory) were last used now: at
- * the next tick of stream slot `slot`.  Only where none of their uses needs a join (the
+ * the next tick of stream slot `slot`, and touched in turn (res_touch; the list moves are
+ * skipped where they would change nothing).  Only where none of their uses needs a join (the
  * caller checked). */
 static SHIM_ALWAYS_INLINE void res_use_tick(res_dev_t *d, const collect_t *k, int slot)
 {
-    uint64_t tick = ++d->streams[slot].tick;
+    uint64_t tick = ++d->streams[slot].tick, clock = d->clock;
     for (size_t i = 0; i < k->n; i++) {
-        use_t *u = &d->chunks[k->ids[i]].use;
-        u->slot = (uint16_t)(slot + 1);
-        u->tick = tick;
-        res_touch(d, k->ids[i]);
+        chunk_t *c = &d->chunks[k->ids[i]];
+        c->use.slot = (uint16_t)(slot + 1);
+        c->use.tick = tick;
+        c->lru = ++clock;
     }
+    d->clock = clock;
+    if (k->n == 1 || !res_lru_ends_with(d, k->ids, k->n))
+        for (size_t i = 0; i < k->n; i++)
+            res_lru_last(d, k->ids[i]);
     if (k->unknown) {
         d->fence.slot = (uint16_t)(slot + 1);
         d->fence.tick = tick;
