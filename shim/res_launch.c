@@ -515,12 +515,53 @@ static void foreign_take(foreign_t *f, res_dev_t *o, uint64_t p, int dev, int ca
         DRV(cuCtxPopCurrent_v2)(&popped);
 }
 
+/* The first byte a structured copy's side reaches, when it names device memory (a device or
+ * unified address), else 0. */
+static CUdeviceptr side_start(CUmemorytype type, CUdeviceptr base, size_t x, size_t y,
+                              size_t z, size_t pitch, size_t height)
+{
+    if (type != CU_MEMORYTYPE_DEVICE && type != CU_MEMORYTYPE_UNIFIED)
+        return 0;
+    return base + (z * height + y) * pitch + x;
+}
+
+/* ops[] (destination, source) from 3D descriptor p: a CUDA_MEMCPY3D or a CUDA_MEMCPY3D_PEER,
+ * whose fields have the same names. */
+#define OPERANDS_3D(ops, p)                                                                    \
+    ((ops)[0] = side_start((p)->dstMemoryType, (p)->dstDevice, (p)->dstXInBytes, (p)->dstY,   \
+                           (p)->dstZ, (p)->dstPitch, (p)->dstHeight),                          \
+     (ops)[1] = side_start((p)->srcMemoryType, (p)->srcDevice, (p)->srcXInBytes, (p)->srcY,   \
+                           (p)->srcZ, (p)->srcPitch, (p)->srcHeight))
+
+/* Copy c's destination and source as device addresses (0: none): its operands, or the first
+ * bytes a 2D, 3D or 3D peer copy's descriptor reaches on each side. */
+static void copy_operands(const shim_copy_t *c, CUdeviceptr ops[2])
+{
+    ops[0] = c->dst;
+    ops[1] = c->src;
+    if (!c->desc)
+        return;
+    if (c->kind == SHIM_COPY_2D) {
+        const CUDA_MEMCPY2D *p = c->desc;
+        ops[0] = side_start(p->dstMemoryType, p->dstDevice, p->dstXInBytes, p->dstY, 0,
+                            p->dstPitch, 0);
+        ops[1] = side_start(p->srcMemoryType, p->srcDevice, p->srcXInBytes, p->srcY, 0,
+                            p->srcPitch, 0);
+    } else if (c->kind == SHIM_COPY_3D) {
+        OPERANDS_3D(ops, (const CUDA_MEMCPY3D *)c->desc);
+    } else if (c->kind == SHIM_COPY_3D_PEER) {
+        OPERANDS_3D(ops, (const CUDA_MEMCPY3D_PEER *)c->desc);
+    }
+}
+
 /* The operands of copy c (issued on device d) in other devices' arenas, taken; NULL when
  * there are none (the usual case: one comparison per operand). */
 static foreign_t *foreign_begin(const shim_copy_t *c, const res_dev_t *d, int capturing)
 {
-    const CUdeviceptr ops[2] = { c->dst, c->src };
+    CUdeviceptr ops[2];
     foreign_t *f = NULL;
+
+    copy_operands(c, ops);
 
     for (int i = 0; i < 2; i++) {
         res_dev_t *o;

@@ -6,7 +6,10 @@
  * Two simulated devices, a 4 MiB GPU budget each.  On device 1, buffers a, b and c (2 MiB
  * each, filled by kernel) leave a on the host.  Then, with device 0's context current:
  * cuMemcpyPeer from a (evicted) into x on device 0, cuMemcpyDtoH from b (a unified-address
- * copy of device 1's memory), and cuMemcpyPeerAsync from x into c on a stream of device 0.
+ * copy of device 1's memory), and cuMemcpyPeerAsync from x into c on a stream of device 0;
+ * a cuMemcpy2D from b (rows of 64 KiB, starting one row in) into y on device 0, and a
+ * cuMemcpy3DPeer from y into g on device 1 (structured copies, whose operands are in their
+ * descriptors).
  * Back on device 1 every buffer holds what it should, and a new buffer still pages the others
  * out (nothing stayed held).  The transcript must equal the one without the shim, with
  * evicted chunks mapped (host VMM) and unmapped (ELIXIR_SIM_HOST_VMM=0), and with the race
@@ -46,6 +49,41 @@ static void expect_no_access(CUdeviceptr p, const char *what)
     EXPECT(flags == CU_MEM_ACCESS_FLAGS_PROT_NONE, "%s: device 0 kept access %llu", what, flags);
 }
 
+#define ROW (64 * 1024)
+#define ROWS (BYTES / ROW - 1)
+
+/* The words of sh_pattern(seed, .) from row 1 of a buffer, at the start of host[] (what a
+ * structured copy of rows 1.. moved to row 0): an exit naming `what` when any differs. */
+static void expect_rows(CUdeviceptr p, uint32_t seed, const char *what)
+{
+    CHECK_CU(cuMemcpyDtoH(host, p, (size_t)ROWS * ROW));
+    for (uint64_t i = 0; i < (uint64_t)ROWS * ROW / 4; i++)
+        EXPECT(host[i] == sh_pattern(seed, i + ROW / 4), "%s: word %llu is 0x%08x", what,
+               (unsigned long long)i, host[i]);
+    printf("%s holds rows 1.. of pattern %u\n", what, seed);
+}
+
+/* A 2D copy of rows 1.. of src into dst from row 0, both device memory. */
+static void copy_2d(CUdeviceptr dst, CUdeviceptr src)
+{
+    CUDA_MEMCPY2D p = { .srcY = 1, .srcMemoryType = CU_MEMORYTYPE_DEVICE, .srcDevice = src,
+                        .srcPitch = ROW, .dstMemoryType = CU_MEMORYTYPE_DEVICE,
+                        .dstDevice = dst, .dstPitch = ROW, .WidthInBytes = ROW,
+                        .Height = ROWS };
+    CHECK_CU(cuMemcpy2D(&p));
+}
+
+/* A 3D peer copy of the first ROWS rows of src (context cs) into dst (context cd). */
+static void copy_3d_peer(CUdeviceptr dst, CUcontext cd, CUdeviceptr src, CUcontext cs)
+{
+    CUDA_MEMCPY3D_PEER p = { .srcMemoryType = CU_MEMORYTYPE_DEVICE, .srcDevice = src,
+                             .srcContext = cs, .srcPitch = ROW, .srcHeight = ROWS,
+                             .dstMemoryType = CU_MEMORYTYPE_DEVICE, .dstDevice = dst,
+                             .dstContext = cd, .dstPitch = ROW, .dstHeight = ROWS,
+                             .WidthInBytes = ROW, .Height = ROWS, .Depth = 1 };
+    CHECK_CU(cuMemcpy3DPeer(&p));
+}
+
 /* A peer copy from x into e1 (device 1) captured on s, run later as a graph. */
 static void captured_copy(CUstream s, CUdeviceptr e1, CUdeviceptr x, CUcontext c1, CUcontext c0)
 {
@@ -64,7 +102,7 @@ static void captured_copy(CUstream s, CUdeviceptr e1, CUdeviceptr x, CUcontext c
 
 static void scenario(void)
 {
-    CUdeviceptr a, b, c, e, e1, x;
+    CUdeviceptr a, b, c, e, e1, g, x, y;
     CUstream s;
 
     CUcontext c1 = st_setup(1);
@@ -76,6 +114,7 @@ static void scenario(void)
     CHECK_CU(cuMemAlloc(&c, BYTES));
     CHECK_CU(sh_fill_async(fill, c, WORDS, 3, NULL));
     CHECK_CU(cuMemAlloc(&e1, BYTES));
+    CHECK_CU(cuMemAlloc(&g, BYTES));
     CHECK_CU(cuCtxSynchronize());
 
     CUcontext c0 = st_setup(0);
@@ -88,9 +127,14 @@ static void scenario(void)
     CHECK_CU(cuStreamSynchronize(s));
     captured_copy(s, e1, x, c1, c0);
     CHECK_CU(cuStreamDestroy(s));
+    CHECK_CU(cuMemAlloc(&y, BYTES));
+    copy_2d(y, b);
+    expect_rows(y, 2, "y on device 0, a 2D copy from b on device 1");
+    copy_3d_peer(g, c1, y, c0);
     expect_no_access(a, "a");
     expect_no_access(b, "b");
     expect_no_access(c, "c");
+    expect_no_access(g, "g");
 
     CHECK_CU(cuCtxSetCurrent(c1));
     expect_holds(c, 1, "c on device 1, copied from x on device 0");
@@ -100,13 +144,16 @@ static void scenario(void)
     expect_holds(a, 1, "a afterwards");
     expect_holds(b, 2, "b afterwards");
     expect_holds(e1, 1, "e1 on device 1, written by a captured copy from device 0");
+    expect_rows(g, 2, "g on device 1, a 3D peer copy from y on device 0");
     CHECK_CU(cuMemFree(e1));
+    CHECK_CU(cuMemFree(g));
     CHECK_CU(cuMemFree(a));
     CHECK_CU(cuMemFree(b));
     CHECK_CU(cuMemFree(c));
     CHECK_CU(cuMemFree(e));
     CHECK_CU(cuCtxSetCurrent(c0));
     CHECK_CU(cuMemFree(x));
+    CHECK_CU(cuMemFree(y));
 }
 
 static void run(const char *what, const char *host_vmm)
