@@ -24,10 +24,13 @@ static pthread_key_t rec_key;
 static pthread_mutex_t rec_lock = PTHREAD_MUTEX_INITIALIZER;
 static shim_lock_rec_t *rec_free;       /* records of threads that exited */
 
-/* At a thread's exit: its record (never inside a lock then) goes to the free list. */
+/* At a thread's exit: its record (never inside a lock then) goes to the free list, and the
+ * thread forgets it (a later destructor that takes a lock gets another), so that no two
+ * threads ever share one. */
 static void rec_put(void *p)
 {
     shim_lock_rec_t *r = p;
+    shim_lock_self = NULL;
     pthread_mutex_lock(&rec_lock);
     r->next_free = rec_free;
     rec_free = r;

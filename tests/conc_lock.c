@@ -8,7 +8,7 @@
  * (the bias follows); eight threads at once; the owner holding the lock for 50 ms while
  * another thread asks for it; the owner exiting while the lock is biased to it, and a new
  * thread taking its record; one thread holding two locks biased to it, released in either
- * order.  Where the kernel has no private expedited membarrier no lock is biased: the
+ * order; a destructor that takes the lock after its thread gave its record back.  Where the kernel has no private expedited membarrier no lock is biased: the
  * exclusion cases still run and the bias checks say they were skipped.
  */
 #include "../shim/lock.h"
@@ -199,6 +199,59 @@ static void owner_record_reused(void)
     check(counter == before + 1, "heir", "count");
 }
 
+/* A thread-exit destructor that runs after the one that gave the thread's record back takes
+ * the lock while another thread, which has just been handed that record, holds it: the late
+ * taker must wait (it must not take the lock as the record's owner). */
+static pthread_key_t late_key;
+static _Atomic int late_started, heir_holding;
+
+static void late_destructor(void *arg)
+{
+    (void)arg;
+    atomic_store(&late_started, 1);
+    while (!atomic_load(&heir_holding))
+        ;
+    section("late_destructor", 0);
+}
+
+static void *late_main(void *arg)
+{
+    (void)arg;
+    for (int i = 0; i < 300; i++)
+        section("late_destructor", 0);
+    pthread_setspecific(late_key, &late_key);
+    return NULL;
+}
+
+static void *late_heir_main(void *arg)
+{
+    (void)arg;
+    while (!atomic_load(&late_started))
+        ;
+    shim_lock(&lock);
+    in_cs = 1;
+    atomic_store(&heir_holding, 1);
+    nanosleep(&(struct timespec){ 0, 50 * 1000 * 1000 }, NULL);
+    counter++;
+    in_cs = 0;
+    shim_unlock(&lock);
+    return NULL;
+}
+
+static void late_destructor_case(void)
+{
+    pthread_t t[2];
+    unsigned long before = counter;
+    /* Made after the lock's own key (the first lock taken made that one), so that its
+     * destructor runs after the record went back. */
+    pthread_key_create(&late_key, late_destructor);
+    pthread_create(&t[0], NULL, late_main, NULL);
+    pthread_create(&t[1], NULL, late_heir_main, NULL);
+    for (int i = 0; i < 2; i++)
+        pthread_join(t[i], NULL);
+    check(counter == before + 302, "late_destructor", "count");
+}
+
 /* The owner of two locks holds both at once (the second through its futex word), released in
  * either order; another thread then takes each. */
 static shim_lock_t second = SHIM_LOCK_INIT;
@@ -259,6 +312,7 @@ int main(void)
     owner_exits();
     owner_record_reused();
     two_locks();
+    late_destructor_case();
     printf("%s: %lu critical sections\n", failures ? "FAIL" : "ok", counter);
     return failures ? 1 : 0;
 }
