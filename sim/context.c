@@ -230,6 +230,71 @@ SIM_API CUresult CUDAAPI cuCtxGetCurrent(CUcontext *pctx)
     return CUDA_SUCCESS;
 }
 
+/* ---------------------------------------------------------------- peer access */
+
+static pthread_mutex_t peer_lock = PTHREAD_MUTEX_INITIALIZER;
+
+int sim_ctx_peer_enabled(CUcontext ctx, CUcontext peer)
+{
+    for (int i = 0; i < SIM_MAX_PEERS; i++)
+        if (atomic_load_explicit(&ctx->peers[i], memory_order_acquire) == peer)
+            return 1;
+    return 0;
+}
+
+/* The current context and a valid peer other than it, in *cur; else the error to return. */
+static CUresult peer_pair(CUcontext peer, CUcontext *cur)
+{
+    CUresult r = sim_check_init();
+    if (r != CUDA_SUCCESS)
+        return r;
+    *cur = sim_ctx_current();
+    if (!*cur || (*cur)->magic != SIM_CTX_MAGIC || (*cur)->destroyed || !peer ||
+        peer->magic != SIM_CTX_MAGIC || peer->destroyed || peer == *cur)
+        return CUDA_ERROR_INVALID_CONTEXT;
+    return CUDA_SUCCESS;
+}
+
+SIM_API CUresult CUDAAPI cuCtxEnablePeerAccess(CUcontext peerContext, unsigned int Flags)
+{
+    CUcontext cur;
+    CUresult r = peer_pair(peerContext, &cur);
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (Flags)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (cur->device == peerContext->device)     /* what cuDeviceCanAccessPeer answers */
+        return CUDA_ERROR_PEER_ACCESS_UNSUPPORTED;
+    pthread_mutex_lock(&peer_lock);
+    r = CUDA_ERROR_TOO_MANY_PEERS;
+    if (sim_ctx_peer_enabled(cur, peerContext))
+        r = CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED;
+    for (int i = 0; i < SIM_MAX_PEERS && r == CUDA_ERROR_TOO_MANY_PEERS; i++)
+        if (!atomic_load_explicit(&cur->peers[i], memory_order_relaxed)) {
+            atomic_store_explicit(&cur->peers[i], peerContext, memory_order_release);
+            r = CUDA_SUCCESS;
+        }
+    pthread_mutex_unlock(&peer_lock);
+    return r;
+}
+
+SIM_API CUresult CUDAAPI cuCtxDisablePeerAccess(CUcontext peerContext)
+{
+    CUcontext cur;
+    CUresult r = peer_pair(peerContext, &cur);
+    if (r != CUDA_SUCCESS)
+        return r;
+    pthread_mutex_lock(&peer_lock);
+    r = CUDA_ERROR_PEER_ACCESS_NOT_ENABLED;
+    for (int i = 0; i < SIM_MAX_PEERS; i++)
+        if (atomic_load_explicit(&cur->peers[i], memory_order_relaxed) == peerContext) {
+            atomic_store_explicit(&cur->peers[i], NULL, memory_order_release);
+            r = CUDA_SUCCESS;
+        }
+    pthread_mutex_unlock(&peer_lock);
+    return r;
+}
+
 SIM_API CUresult CUDAAPI cuCtxGetDevice(CUdevice *device)
 {
     CUcontext ctx;

@@ -538,15 +538,15 @@ static const char *op_name(const sim_op_t *op)
     }
 }
 
-/* Check a kernel's pointer arguments against per-device access of VMM mappings. */
+/* Check a kernel's pointer arguments against per-device access of VMM mappings and peer
+ * access to other devices' memory. */
 static int kernel_precheck(const sim_op_t *op, uint64_t *bad)
 {
     const sim_kernel_op_t *k = &op->u.kernel;
-    int dev = op->stream->ctx->device;
     for (size_t off = 0; off + 8 <= k->args_size; off += 8) {
         uint64_t v;
         memcpy(&v, k->args + off, 8);
-        if (v >= 4096 && sim_vmm_denied(v, dev)) {
+        if (v >= 4096 && sim_launch_denied(v, op->stream->ctx)) {
             *bad = v;
             return -EFAULT;
         }

@@ -102,6 +102,7 @@ void sim_reserve_uncharge(int device, uint64_t bytes);
 /* ------------------------------------------------------------------------- context.c */
 
 #define SIM_CTX_MAGIC 0x43545853u
+#define SIM_MAX_PEERS 8     /* peer contexts one context may enable (CUDA_ERROR_TOO_MANY_PEERS) */
 
 struct CUctx_st {
     uint32_t magic;
@@ -114,6 +115,9 @@ struct CUctx_st {
     struct CUstream_st *streams;    /* all streams of the context, list by ctx_next */
     uint64_t id;
     size_t limits[16];
+    /* Contexts whose cuMemAlloc memory this one's kernels may reach (cuCtxEnablePeerAccess);
+     * read by the executor, written under the context module's peer lock. */
+    _Atomic(struct CUctx_st *) peers[SIM_MAX_PEERS];
 };
 
 CUcontext sim_ctx_current(void);
@@ -121,6 +125,8 @@ CUresult sim_ctx_get(CUcontext *out);           /* current context, or the error
 CUresult sim_ctx_check(CUcontext ctx);          /* valid and not in a sticky error */
 void sim_ctx_fault(CUcontext ctx, CUresult err);
 CUresult sim_ctx_create(int device, unsigned flags, int primary, CUcontext *out);
+/* Has ctx enabled peer access to peer (cuCtxEnablePeerAccess)? */
+int sim_ctx_peer_enabled(CUcontext ctx, CUcontext peer);
 
 /* ------------------------------------------------------------------------- mem.c */
 
@@ -185,9 +191,10 @@ struct sim_mapping {
 
 /* Look up the mapping of a reserved range that contains addr (caller holds the registry). */
 const sim_mapping_t *sim_vmm_lookup(const sim_range_t *r, uint64_t addr);
-/* Does addr lie in mapped VMM memory that device dev has no access to?  (What a launch checks
- * of each pointer argument; other memory is not its concern.) */
-int sim_vmm_denied(uint64_t addr, int dev);
+/* May a kernel of context ctx not reach addr?  Mapped VMM memory its device has no access to,
+ * or cuMemAlloc memory of another device's context that ctx has not enabled peer access to.
+ * (What a launch checks of each pointer argument; other memory is not its concern.) */
+int sim_launch_denied(uint64_t addr, CUcontext ctx);
 int sim_vmm_phys_is_host(const struct sim_phys *p);
 const CUmemAllocationProp *sim_vmm_phys_prop(const struct sim_phys *p);
 uint64_t sim_vmm_phys_id(const struct sim_phys *p);

@@ -58,12 +58,17 @@ const sim_mapping_t *sim_vmm_lookup(const sim_range_t *r, uint64_t addr)
     return lookup(r, addr);
 }
 
-int sim_vmm_denied(uint64_t addr, int dev)
+int sim_launch_denied(uint64_t addr, CUcontext ctx)
 {
+    int dev = ctx->device, denied = 0;
     pthread_rwlock_rdlock(&sim_reg_lock);
     const sim_range_t *r = sim_range_lookup_locked(addr);
-    const sim_mapping_t *m = r && r->kind == SIM_RANGE_RESERVED ? lookup(r, addr) : NULL;
-    int denied = m && !((m->access >> dev) & 1);
+    if (r && r->kind == SIM_RANGE_RESERVED) {
+        const sim_mapping_t *m = lookup(r, addr);
+        denied = m && !((m->access >> dev) & 1);
+    } else if (r && r->kind == SIM_RANGE_DEVICE && r->device != dev) {
+        denied = !sim_ctx_peer_enabled(ctx, r->ctx);
+    }
     pthread_rwlock_unlock(&sim_reg_lock);
     return denied;
 }

@@ -1,0 +1,77 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * peer_access.c - cuCtxEnablePeerAccess and cuCtxDisablePeerAccess, and what they allow.  On a
+ * two-device machine (ELIXIR_SIM_DEVICES=2; the test re-executes itself): the calls' errors (no
+ * current context, the current context as its own peer, a destroyed peer, flags, a second
+ * enable, a disable of access never enabled); a kernel on device 0 that writes device 1's
+ * cuMemAlloc memory once peer access is enabled (the words land there), and again after it was
+ * disabled (CUDA_ERROR_ILLEGAL_ADDRESS: device 0's context is lost, device 1's carries on);
+ * copies between the two devices, which need no peer access.
+ */
+#include "memtest.h"
+#include "simchild.h"
+
+#define WORDS 1024
+
+static void peers(void *unused)
+{
+    (void)unused;
+    CUcontext c0 = st_setup(0), c1, other;
+    CUdeviceptr p1, p0;
+    CHECK_CU(cuDevicePrimaryCtxRetain(&c1, 1));
+    CHECK_CU(cuCtxSetCurrent(c1));
+    CHECK_CU(cuMemAlloc(&p1, WORDS * 4));
+    CHECK_CU(cuMemsetD32(p1, 0x11, WORDS));
+    CHECK_CU(cuCtxSynchronize());
+    CHECK_CU(cuCtxCreate(&other, NULL, 0, 1));
+    CHECK_CU(cuCtxDestroy(other));              /* popped: c1 is current again */
+    CHECK_CU(cuCtxSetCurrent(NULL));            /* and now none is */
+    EXPECT_CU(CUDA_ERROR_INVALID_CONTEXT, cuCtxEnablePeerAccess(c0, 0));
+    EXPECT_CU(CUDA_ERROR_INVALID_CONTEXT, cuCtxDisablePeerAccess(c0));
+    CHECK_CU(cuCtxSetCurrent(c0));
+    CHECK_CU(cuMemAlloc(&p0, WORDS * 4));
+
+    EXPECT_CU(CUDA_ERROR_INVALID_CONTEXT, cuCtxEnablePeerAccess(c0, 0));
+    EXPECT_CU(CUDA_ERROR_INVALID_CONTEXT, cuCtxEnablePeerAccess(other, 0));
+    EXPECT_CU(CUDA_ERROR_INVALID_CONTEXT, cuCtxEnablePeerAccess(NULL, 0));
+    EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuCtxEnablePeerAccess(c1, 1));
+    EXPECT_CU(CUDA_ERROR_PEER_ACCESS_NOT_ENABLED, cuCtxDisablePeerAccess(c1));
+    CHECK_CU(cuCtxEnablePeerAccess(c1, 0));
+    EXPECT_CU(CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED, cuCtxEnablePeerAccess(c1, 0));
+
+    CHECK_CU(mt_fill_async(p1, WORDS, 0x22, NULL));     /* device 0 writes device 1's memory */
+    CHECK_CU(cuCtxSynchronize());
+    mt_expect_words(p1, WORDS, 0x22);
+    CHECK_CU(cuMemcpyDtoD(p0, p1, WORDS * 4));          /* copies: with or without access */
+    mt_expect_words(p0, WORDS, 0x22);
+
+    CHECK_CU(cuCtxDisablePeerAccess(c1));
+    EXPECT_CU(CUDA_ERROR_PEER_ACCESS_NOT_ENABLED, cuCtxDisablePeerAccess(c1));
+    CHECK_CU(cuMemsetD32(p0, 0x33, WORDS));
+    CHECK_CU(cuMemcpyDtoD(p1, p0, WORDS * 4));
+    CHECK_CU(cuCtxSynchronize());
+    mt_expect_words(p1, WORDS, 0x33);
+    CHECK_CU(mt_fill_async(p1, WORDS, 0x44, NULL));     /* no access any more: faults */
+    EXPECT_CU(CUDA_ERROR_ILLEGAL_ADDRESS, cuCtxSynchronize());
+
+    CHECK_CU(cuCtxSetCurrent(c1));                      /* device 1 carries on */
+    mt_expect_words(p1, WORDS, 0x33);
+    CHECK_CU(mt_fill_async(p1, WORDS, 0x55, NULL));
+    CHECK_CU(cuCtxSynchronize());
+    mt_expect_words(p1, WORDS, 0x55);
+}
+
+int main(int argc, char **argv)
+{
+    static const char *const env[] = { "ELIXIR_SIM_DEVICES=2", NULL };
+    static const char *const logged[] = { "illegal address", "device 0", NULL };
+    st_child_t c;
+
+    (void)argc;
+    st_reexec(argv, env);
+    st_run_child(peers, NULL, NULL, &c);
+    st_child_expect(&c, 0, logged);
+    st_child_free(&c);
+    printf("peer access: errors, a kernel reaching a peer's memory with it and without it\n");
+    return 0;
+}
