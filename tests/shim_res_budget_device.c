@@ -20,11 +20,9 @@
 static void scenario(void)
 {
     CUdeviceptr buf[NBUF], bad;
+    CUfunction fill, verify;
 
-    st_setup(0);
-    CUfunction fill = st_function(sh_res_ptx, "sh_fill");
-    CUfunction verify = st_function(sh_res_ptx, "sh_verify");
-    CHECK_CU(cuMemAlloc(&bad, 4));
+    sh_res_start(&fill, &verify, &bad);
     sh_alloc_filled(fill, buf, NBUF, BUF_BYTES, 10, NULL);
     sh_expect_filled_free(verify, buf, NBUF, BUF_BYTES, 10, bad);
     CHECK_CU(cuMemFree(bad));

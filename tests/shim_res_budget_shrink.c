@@ -27,11 +27,9 @@ static void scenario(void)
     CUdeviceptr buf[NBUF], bad, g;
     CUmodule m;
     size_t gbytes;
+    CUfunction fill, verify;
 
-    st_setup(0);
-    CUfunction fill = st_function(sh_res_ptx, "sh_fill");
-    CUfunction verify = st_function(sh_res_ptx, "sh_verify");
-    CHECK_CU(cuMemAlloc(&bad, 4));              /* the shim's budget is set up here */
+    sh_res_start(&fill, &verify, &bad);         /* the shim's budget is set up here */
     CHECK_CU(cuModuleLoadData(&m, global_ptx));
     CHECK_CU(cuModuleGetGlobal(&g, &gbytes, m, "outside"));
     printf("a %zu-byte global outside the budget\n", gbytes);

@@ -19,11 +19,9 @@
 static void scenario(void)
 {
     CUdeviceptr buf[NBUF], bad;
+    CUfunction fill, verify;
 
-    st_setup(0);
-    CUfunction fill = st_function(sh_res_ptx, "sh_fill");
-    CUfunction verify = st_function(sh_res_ptx, "sh_verify");
-    CHECK_CU(cuMemAlloc(&bad, 4));
+    sh_res_start(&fill, &verify, &bad);
     sh_alloc_filled(fill, buf, NBUF, BYTES, 40, NULL);
     CHECK_CU(cuCtxSynchronize());
     CUDA_MEMCPY2D c = { .srcMemoryType = CU_MEMORYTYPE_DEVICE, .srcDevice = buf[0],

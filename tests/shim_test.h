@@ -337,6 +337,16 @@ SIM_KERNEL void sh_add(const sim_launch_t *l, void **params)
         p[i] += v;
 }
 
+/* The usual start of a residency scenario: device 0's context, sh_fill and sh_verify in *fill
+ * and *verify, and in *bad a word for sh_verify's count (its allocation sets the shim up). */
+static inline void sh_res_start(CUfunction *fill, CUfunction *verify, CUdeviceptr *bad)
+{
+    st_setup(0);
+    *fill = st_function(sh_res_ptx, "sh_fill");
+    *verify = st_function(sh_res_ptx, "sh_verify");
+    CHECK_CU(cuMemAlloc(bad, 4));
+}
+
 /* One block of one thread: the host kernels loop over the data themselves. */
 static inline CUresult sh_launch(CUfunction f, CUstream s, void **args)
 {
