@@ -102,12 +102,39 @@ static void stage_body(void *arg)
     a->r = stage(a->c);
 }
 
+int sim_copy_stage(sim_op_t *op, uint64_t *addr)
+{
+    stage_arg_t a = { &op->u.copy, CUDA_SUCCESS };
+    if (sim_guarded(stage_body, &a, addr) < 0)
+        return -EFAULT;
+    return a.r == CUDA_SUCCESS ? 0 : -ENOMEM;
+}
+
+sim_op_t *sim_copy_op_new(const sim_copy_t *in, int device, int async, int *wait)
+{
+    uint64_t bad = 0;
+    int src_dev, dst_dev;
+    int sw = sim_where(in->src, device, &src_dev, &bad);
+    int dw = sim_where(in->dst, device, &dst_dev, &bad);
+    sim_op_t *op = sim_op_new(SIM_OP_COPY);
+    if (!op)
+        return NULL;
+    op->u.copy = *in;
+    op->u.copy.staging = NULL;
+    op->u.copy.src_where = (signed char)sw;
+    op->u.copy.dst_where = (signed char)dw;
+    op->u.copy.async = (unsigned char)async;
+    op->poison = bad;
+    *wait = plan(&op->u.copy, device, sw, dw, src_dev, dst_dev, async);
+    return op;
+}
+
 /* Submit a copy on stream h (resolved with ptds); waits as the driver would. */
 static CUresult submit_copy(CUstream h, int ptds, int async, const sim_copy_t *in)
 {
     CUstream s;
-    uint64_t bad = 0, fault_at;
-    int src_dev, dst_dev;
+    uint64_t fault_at;
+    int wait;
     CUresult r = sim_stream_resolve(h, ptds, &s);
     if (r == CUDA_SUCCESS && !async)
         r = sim_capture_unsafe("synchronous copy");
@@ -115,28 +142,20 @@ static CUresult submit_copy(CUstream h, int ptds, int async, const sim_copy_t *i
         return r;
     if (in->width == 0 || in->height == 0 || in->depth == 0)
         return CUDA_SUCCESS;
-    int device = s->ctx->device;
-    int sw = sim_where(in->src, device, &src_dev, &bad);
-    int dw = sim_where(in->dst, device, &dst_dev, &bad);
-    sim_op_t *op = sim_op_new(SIM_OP_COPY);
+    sim_op_t *op = sim_copy_op_new(in, s->ctx->device, async, &wait);
     if (!op)
         return CUDA_ERROR_OUT_OF_MEMORY;
-    op->u.copy = *in;
-    op->u.copy.src_where = (signed char)sw;
-    op->u.copy.dst_where = (signed char)dw;
-    op->u.copy.async = (unsigned char)async;
-    op->poison = bad;
-    int wait = plan(&op->u.copy, device, sw, dw, src_dev, dst_dev, async);
-    if (sw == SIM_WHERE_PAGEABLE && dw == SIM_WHERE_DEVICE && !bad) {
+    const sim_copy_t *c = &op->u.copy;
+    if (c->src_where == SIM_WHERE_PAGEABLE && c->dst_where == SIM_WHERE_DEVICE && !op->poison) {
         if (!async && !s->capture &&
             (r = sim_wait_seq(s, sim_stream_tail(s), 1)) != CUDA_SUCCESS) {
             sim_op_discard(op);
             return r;
         }
-        stage_arg_t a = { &op->u.copy, CUDA_SUCCESS };
-        if (sim_guarded(stage_body, &a, &fault_at) < 0 || a.r != CUDA_SUCCESS) {
+        int err = sim_copy_stage(op, &fault_at);
+        if (err < 0) {
             sim_op_discard(op);
-            return a.r != CUDA_SUCCESS ? a.r : CUDA_ERROR_INVALID_VALUE;
+            return err == -ENOMEM ? CUDA_ERROR_OUT_OF_MEMORY : CUDA_ERROR_INVALID_VALUE;
         }
     }
     uint64_t seq = 0;
@@ -338,8 +357,7 @@ static CUresult copy3d_peer(const CUDA_MEMCPY3D_PEER *p, CUstream h, int ptds, i
 CUresult sim_copy_op_build(const CUDA_MEMCPY3D *p, int device, sim_op_t **out)
 {
     sim_copy_t c;
-    uint64_t bad = 0;
-    int src_dev, dst_dev;
+    int wait;
     if (!p)
         return CUDA_ERROR_INVALID_VALUE;
     side_t s = { p->srcXInBytes, p->srcY, p->srcZ, p->srcMemoryType, p->srcHost, p->srcDevice,
@@ -349,19 +367,8 @@ CUresult sim_copy_op_build(const CUDA_MEMCPY3D *p, int device, sim_op_t **out)
     CUresult r = describe3d(&s, &d, p->WidthInBytes, p->Height, p->Depth, &c);
     if (r != CUDA_SUCCESS)
         return r;
-    int sw = sim_where(c.src, device, &src_dev, &bad);
-    int dw = sim_where(c.dst, device, &dst_dev, &bad);
-    sim_op_t *op = sim_op_new(SIM_OP_COPY);
-    if (!op)
-        return CUDA_ERROR_OUT_OF_MEMORY;
-    op->u.copy = c;
-    op->u.copy.src_where = (signed char)sw;
-    op->u.copy.dst_where = (signed char)dw;
-    op->u.copy.async = 1;
-    op->poison = bad;
-    plan(&op->u.copy, device, sw, dw, src_dev, dst_dev, 1);
-    *out = op;
-    return CUDA_SUCCESS;
+    *out = sim_copy_op_new(&c, device, 1, &wait);
+    return *out ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
 }
 
 SIM_API CUresult CUDAAPI cuMemcpy2D_v2(const CUDA_MEMCPY2D *p) { return copy2d(p, NULL, 0, 0); }

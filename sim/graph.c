@@ -825,6 +825,20 @@ CUresult sim_capture_refuse(CUstream s, const char *what)
     return m ? CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED : CUDA_SUCCESS;
 }
 
+CUresult sim_capture_decline(CUstream s, const char *what)
+{
+    if (!atomic_load(&sim_captures))
+        return CUDA_SUCCESS;
+    pthread_mutex_lock(&graph_lock);
+    int capturing = s->capture != NULL;
+    pthread_mutex_unlock(&graph_lock);
+    if (!capturing)
+        return CUDA_SUCCESS;
+    SIM_WARN("%s in a capturing stream: CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED; the capture "
+             "goes on without it, as on the driver", what);
+    return CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+}
+
 /* ---------------------------------------------------------------- capture API */
 
 static CUresult begin_capture(CUstream h, int ptds, CUgraph g, CUgraphNode const *deps,

@@ -370,6 +370,16 @@ enum sim_where { SIM_WHERE_DEVICE, SIM_WHERE_PINNED, SIM_WHERE_PAGEABLE };
 /* Where an address lives, for a copy issued on `device`; *bad set when it is inaccessible. */
 int sim_where(uint64_t addr, int device, int *owner, uint64_t *bad);
 /*
+ * The operation of copy `in` issued on `device`, nothing staged: where each side lives, its
+ * engine and bandwidth, and an inaccessible address as its poison.  *wait says whether the host
+ * must wait for it once submitted (the driver's rules for the synchronous or asynchronous
+ * form).  NULL when out of memory.
+ */
+sim_op_t *sim_copy_op_new(const sim_copy_t *in, int device, int async, int *wait);
+/* Read the source of copy op now into its private staging buffer.  Returns 0, -ENOMEM, or
+ * -EFAULT with *addr the address that could not be read. */
+int sim_copy_stage(sim_op_t *op, uint64_t *addr);
+/*
  * Build, without submitting, the operation of an asynchronous copy (a graph memcpy node) or a
  * memset on `device`, validated as the stream forms validate them.  Nothing is staged: the
  * operation reads its source when it runs.
@@ -428,5 +438,8 @@ CUresult sim_capture_event_check(CUevent e, const char *what);
 CUresult sim_capture_unsafe(const char *what);
 /* Stream-ordered work that cannot be captured (cuMemAllocAsync): refused if s captures. */
 CUresult sim_capture_refuse(CUstream s, const char *what);
+/* Work the driver does not capture and that leaves the capture valid (cuMemcpyBatchAsync):
+ * CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED if s captures, nothing else happens. */
+CUresult sim_capture_decline(CUstream s, const char *what);
 
 #endif /* SIM_SIM_H */

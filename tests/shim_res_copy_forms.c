@@ -24,10 +24,11 @@
  * their stream, all else relies on stream order.
  *
  * The simulator has no CUDA arrays (cuArrayCreate and the array copies are its
- * CUDA_ERROR_NOT_SUPPORTED fallbacks) and no batched copies, so cuMemcpyDtoA, AtoD, HtoA,
- * AtoH, AtoA, HtoAAsync, AtoHAsync, cuMemcpyBatchAsync and cuMemcpy3DBatchAsync move no data
- * here: the scenario only calls each once at the end, with B0 and B1 as device operands, and
- * prints its result, which must be the same under the shim; every buffer must be intact after.
+ * CUDA_ERROR_NOT_SUPPORTED fallbacks), so cuMemcpyDtoA, AtoD, HtoA, AtoH, AtoA, HtoAAsync and
+ * AtoHAsync move no data here: the scenario only calls each once at the end, with B0 and B1 as
+ * device operands, and prints its result, which must be the same under the shim.  Then
+ * cuMemcpyBatchAsync and cuMemcpy3DBatchAsync copy the first bytes of B0 into B1; the
+ * buffers must hold exactly that after.
  *
  * The test runs the scenario without the shim and under it (ELIXIR_GPU_MEMORY=4M,
  * ELIXIR_STATS=1), with evicted chunks mapped and unmapped (ELIXIR_SIM_HOST_VMM=0), and the
@@ -648,8 +649,9 @@ static void structured(const abi_t *a)
     } while (0)
 
 /* Arrays and batches on B0 and B1 (evicted unless every chunk is pinned): whatever the
- * simulator answers, the same with the shim, and no buffer changed.  Last, since a batch is
- * opaque to the shim like a 2D copy. */
+ * simulator answers, the same with the shim; the array forms change no buffer, the batches
+ * copy B0's first 4096 bytes into B1.  Last, since a batch is opaque to the shim like a 2D
+ * copy. */
 static void unsupported(void)
 {
     CUDA_ARRAY_DESCRIPTOR ad = { .Width = 4096, .Height = 1, .Format = CU_AD_FORMAT_UNSIGNED_INT8,
@@ -682,6 +684,7 @@ static void unsupported(void)
     op.src.op.ptr.layerHeight = op.dst.op.ptr.layerHeight = 2;
     TRY(cuMemcpy3DBatchAsync, (1, &op, 0, side));
     CHECK_CU(cuStreamSynchronize(side));
+    memcpy(mirror[1], mirror[0], sizes[0]);     /* the 3D batch copies a part of the same */
     if (arr)
         CHECK_CU(cuArrayDestroy(arr));
 }
