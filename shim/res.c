@@ -30,7 +30,8 @@
 res_dev_t res_devs[MAX_DEVICES];
 static pthread_mutex_t setup_lock = PTHREAD_MUTEX_INITIALIZER;
 _Atomic int res_captures;
-_Atomic int res_arenas, res_multi;
+_Atomic int res_arenas;
+_Atomic uint64_t res_span_lo, res_span_len;
 _Atomic unsigned res_code_gen = 1;
 
 /* ---------------------------------------------------------------- arena callbacks */
@@ -186,6 +187,21 @@ static int dev_ready(const res_dev_t *d)
     return atomic_load_explicit((_Atomic int *)&d->ready, memory_order_acquire) > 0;
 }
 
+/* Widen the span of all arenas to d's (setup_lock held).  Relaxed: a pointer into d's arena
+ * reaches another thread only after an allocation there, which this store happens before. */
+static void span_add(const res_dev_t *d)
+{
+    uint64_t lo = atomic_load_explicit(&res_span_lo, memory_order_relaxed);
+    uint64_t hi = lo + atomic_load_explicit(&res_span_len, memory_order_relaxed);
+    int first = atomic_load(&res_arenas) == 0;
+    if (first || d->base < lo)
+        lo = d->base;
+    if (first || d->base + d->size > hi)
+        hi = d->base + d->size;
+    atomic_store_explicit(&res_span_lo, lo, memory_order_relaxed);
+    atomic_store_explicit(&res_span_len, hi - lo, memory_order_relaxed);
+}
+
 /* The residency state of context ctx's device (ctx current), set up on first use; NULL when
  * the shim cannot serve it. */
 static res_dev_t *ctx_dev(CUcontext ctx)
@@ -203,8 +219,10 @@ static res_dev_t *ctx_dev(CUcontext ctx)
                 SHIM_WARN(RES, "device %d: cannot set up the arena; allocations pass through",
                           dev);
             atomic_store_explicit((_Atomic int *)&d->ready, ok ? 1 : -1, memory_order_release);
-            if (ok && atomic_fetch_add(&res_arenas, 1) == 1)
-                atomic_store(&res_multi, 1);
+            if (ok) {
+                span_add(d);
+                atomic_fetch_add(&res_arenas, 1);
+            }
         }
         pthread_mutex_unlock(&setup_lock);
     }

@@ -155,9 +155,11 @@ extern res_dev_t res_devs[MAX_DEVICES];
  * every use is recorded with an event at once, so that no stream has uses left to cover that
  * could be capturing by the time they are covered (an event recorded then would be captured). */
 extern _Atomic int res_captures;
-/* Devices with an arena set up, and whether there are two or more (only then can an
- * operation reach another device's arena: res_launch.c, "operands on other devices"). */
-extern _Atomic int res_arenas, res_multi;
+/* Devices with an arena set up. */
+extern _Atomic int res_arenas;
+/* The address range every arena lies in, [res_span_lo, +res_span_len) (gaps included): a
+ * word outside the current device's arena but inside it may point into another's. */
+extern _Atomic uint64_t res_span_lo, res_span_len;
 /* Bumped whenever code or contexts go away (module or library unload, context destroyed or
  * reset): cached kernel layouts and the per-thread context -> device cache are then stale. */
 extern _Atomic unsigned res_code_gen;
@@ -204,6 +206,12 @@ typedef struct collect {
     int busy;                       /* this thread's collect is in use */
     uint16_t fast;                  /* collected by collect_fast: 1 + the stream slot, else 0 */
     uint32_t inline_ids[INLINE_IDS];
+    /* Words that point into other devices' arenas (a launch's or a batch's; heap, rare), and
+     * what was taken of them on those devices (res_launch.c, "operands on other devices"). */
+    uint64_t *others;
+    uint32_t nothers, cap_others;
+    int others_lost;                /* out of memory: some were not kept */
+    void *foreign;
 } collect_t;
 
 /* ---------------------------------------------------------------- res.c */

@@ -39,6 +39,8 @@ static SHIM_ALWAYS_INLINE collect_t *collect_open(res_dev_t *d, CUcontext ctx)
     k->cap = INLINE_IDS;
     k->unknown = k->capturing = k->away = 0;
     k->fast = 0;
+    k->nothers = 0;
+    k->foreign = NULL;
     shim_lock(&d->lock);
     k->serial = ++d->serial ? d->serial : ++d->serial;
     return k;
@@ -51,6 +53,11 @@ static void collect_close(collect_t *k)
     if (k->ids != k->inline_ids)
         free(k->ids);
     k->ids = NULL;
+    if (SHIM_UNLIKELY(k->others != NULL)) {
+        free(k->others);
+        k->others = NULL;
+        k->cap_others = 0;
+    }
     k->busy = 0;
     if (k != &thread_collect)
         free(k);
@@ -80,12 +87,37 @@ typedef struct geo {
     int shift;
     chunk_t *chunks;
     uint32_t serial;
+    uint64_t span_lo, span_len;     /* res_span_*: where other devices' arenas may be */
 } geo_t;
 
 static inline geo_t geo_of(const collect_t *k)
 {
     const res_dev_t *d = k->d;
-    return (geo_t){ d->base, d->size, d->chunk, d->chunk_shift, d->chunks, k->serial };
+    return (geo_t){ d->base, d->size, d->chunk, d->chunk_shift, d->chunks, k->serial,
+                    atomic_load_explicit(&res_span_lo, memory_order_relaxed),
+                    atomic_load_explicit(&res_span_len, memory_order_relaxed) };
+}
+
+/* Word p lies outside k's arena but inside the span of all arenas: kept (once) when it points
+ * into another device's arena, for others_take.  Out of memory, it is lost (and said so). */
+static SHIM_COLD __attribute__((noinline)) void collect_other(collect_t *k, uint64_t p)
+{
+    if (!res_owner(p))
+        return;
+    for (uint32_t i = 0; i < k->nothers; i++)
+        if (k->others[i] == p)
+            return;
+    if (k->nothers == k->cap_others) {
+        uint32_t cap = k->cap_others ? k->cap_others * 2 : 8;
+        uint64_t *w = realloc(k->others, cap * sizeof(*w));
+        if (!w) {
+            k->others_lost = 1;
+            return;
+        }
+        k->others = w;
+        k->cap_others = cap;
+    }
+    k->others[k->nothers++] = p;
 }
 
 static SHIM_ALWAYS_INLINE void collect_chunk(collect_t *k, const geo_t *g, uint32_t ci)
@@ -108,8 +140,11 @@ static SHIM_ALWAYS_INLINE void collect_chunk(collect_t *k, const geo_t *g, uint3
 static SHIM_ALWAYS_INLINE void collect_ptr(collect_t *k, const geo_t *g, uint64_t p)
 {
     uint64_t off = p - g->base;
-    if (off >= g->size)
+    if (off >= g->size) {
+        if (SHIM_UNLIKELY(p - g->span_lo < g->span_len))
+            collect_other(k, p);
         return;
+    }
     uint32_t ci = (uint32_t)(g->shift >= 0 ? off >> g->shift : off / g->chunk);
     const chunk_t *c = &g->chunks[ci];
     if (c->tier == TIER_NONE || c->seen == g->serial)
@@ -344,8 +379,9 @@ int res_stream_capturing(CUstream s, int ptds)
  * on the stream of the device's last slot, with no capture possibly open (read under the
  * lock: a capture that begins later covers this launch's use when it takes the lock).  Every
  * word pointing into a chunk in use must find the chunk in GPU memory, alone in its
- * allocation (or a slab), and last used on that stream or never: then nothing moves and
- * nothing is joined, and res_launch_end records the use as one tick of the slot (k->fast).
+ * allocation (or a slab), and last used on that stream or never, and no word may point into
+ * another device's arena: then nothing moves and nothing is joined, and res_launch_end
+ * records the use as one tick of the slot (k->fast).
  * A recorded launch (`words` not NULL) also hands the tracer its argument words, as
  * collect_traced does.  Returns 1 when it collected the launch; 0 otherwise, with k as
  * collect_open left it but for a new serial (the chunks marked seen carry the old one).
@@ -371,6 +407,8 @@ static SHIM_ALWAYS_INLINE int collect_fast(collect_t *k, const shim_launch_t *l,
     uint16_t me = (uint16_t)(slot + 1);
     uint32_t serial = k->serial;
     uint64_t base = d->base, size = d->size;
+    uint64_t span_lo = atomic_load_explicit(&res_span_lo, memory_order_relaxed);
+    uint64_t span_len = atomic_load_explicit(&res_span_len, memory_order_relaxed);
     int shift = d->chunk_shift;
     chunk_t *chunks = d->chunks;
     unsigned n = 0, np = kp->n;
@@ -380,16 +418,17 @@ static SHIM_ALWAYS_INLINE int collect_fast(collect_t *k, const shim_launch_t *l,
         if (words)
             words[i] = v;
         uint64_t off = v - base;
-        if (off >= size)
+        if (off >= size) {
+            if (v - span_lo < span_len)
+                goto general;
             continue;
+        }
         uint32_t ci = (uint32_t)(off >> shift);
         chunk_t *c = &chunks[ci];
         if (c->tier == TIER_NONE || c->seen == serial)
             continue;
-        if (c->tier != TIER_GPU || c->span_n > 1 || (c->use.slot && c->use.slot != me)) {
-            k->serial = ++d->serial ? d->serial : ++d->serial;
-            return 0;
-        }
+        if (c->tier != TIER_GPU || c->span_n > 1 || (c->use.slot && c->use.slot != me))
+            goto general;
         c->seen = serial;
         k->inline_ids[n++] = ci;
     }
@@ -400,7 +439,152 @@ static SHIM_ALWAYS_INLINE int collect_fast(collect_t *k, const shim_launch_t *l,
         shim_trace_launch_args(k->ctx, d->device, words, np, &a);
     }
     return 1;
+general:
+    k->serial = ++d->serial ? d->serial : ++d->serial;
+    return 0;
 }
+
+/* ---------------------------------------------------------------- operands on other devices */
+
+/*
+ * A launch or copy issued on device d may reach memory in another device's arena: a peer
+ * copy, or a kernel dereferencing a peer pointer.  Each arena is mapped for its own device
+ * only, so such an operand's allocation is taken on its own device before the operation is
+ * enqueued: made addressable (brought back where evicted chunks are unmapped), held where it
+ * is (pinned for good when the stream captures), and d is given access to it.  Nothing records
+ * the use on that device, so the host waits for the operation afterwards, and then the holds
+ * are released and the access taken back.  No thread ever holds two devices' locks: the
+ * operation is collected under d's lock, which is dropped while the others are taken, and
+ * collected again.
+ */
+typedef struct foreign {
+    int dev;                    /* the device the operation was issued on */
+    int pinned;                 /* captured: pinned for good, access left granted */
+    uint32_t count;
+    struct {
+        res_dev_t *o;
+        uint32_t first, n;
+    } op[];
+} foreign_t;
+
+/* Grant (or take back) device `dev` access to chunks [first, +n) of o's arena. */
+static CUresult peer_access(res_dev_t *o, uint32_t first, uint32_t n, int dev, int on)
+{
+    CUmemAccessDesc a = { .location = { CU_MEM_LOCATION_TYPE_DEVICE, dev },
+                          .flags = on ? CU_MEM_ACCESS_FLAGS_PROT_READWRITE
+                                      : CU_MEM_ACCESS_FLAGS_PROT_NONE };
+    return DRV(cuMemSetAccess)(arena_chunk_addr(o->arena, first), (size_t)n * o->chunk, &a, 1);
+}
+
+/* Has f taken the allocation of p (in o's arena) already? */
+static int foreign_has(const foreign_t *f, const res_dev_t *o, uint64_t p)
+{
+    uint32_t ci = (uint32_t)((p - o->base) / o->chunk);
+    for (uint32_t i = 0; i < f->count; i++)
+        if (f->op[i].o == o && ci - f->op[i].first < f->op[i].n)
+            return 1;
+    return 0;
+}
+
+/* Take the allocation of p, in o's arena, for f (see above): under o's lock, with o's context
+ * current for any migration.  A p in no chunk in use is left to the driver. */
+static void foreign_take(foreign_t *f, res_dev_t *o, uint64_t p)
+{
+    CUcontext popped;
+    int pushed = DRV(cuCtxPushCurrent_v2)(o->ctx) == CUDA_SUCCESS;
+    shim_lock(&o->lock);
+    uint32_t ci = (uint32_t)((p - o->base) / o->chunk);
+    const chunk_t *c = &o->chunks[ci];
+    if (c->tier != TIER_NONE) {
+        uint32_t first = c->span_n > 1 ? c->span_first : ci, n = c->span_n > 1 ? c->span_n : 1;
+        for (uint32_t i = first; i < first + n; i++) {
+            res_map_back(o, i);
+            if (f->pinned)
+                res_pin(o, i);
+            else
+                res_hold(o, i);
+        }
+        if (peer_access(o, first, n, f->dev, 1) != CUDA_SUCCESS)
+            SHIM_WARN(RES, "device %d cannot be given access to device %d's memory at 0x%llx: "
+                      "the operation will fail", f->dev, o->device, (unsigned long long)p);
+        f->op[f->count].o = o;
+        f->op[f->count].first = first;
+        f->op[f->count].n = n;
+        f->count++;
+    }
+    shim_unlock(&o->lock);
+    if (pushed)
+        DRV(cuCtxPopCurrent_v2)(&popped);
+}
+
+/* After the operation was issued on stream s (ptds: the _ptsz ABI): the host waits for it,
+ * then the chunks are released, and the access taken back from those no other operation
+ * holds any more; a captured operation keeps both. */
+static void foreign_end(foreign_t *f, CUstream s, int ptds)
+{
+    if (!f->pinned)
+        DRV(cuStreamSynchronize)(!s && ptds ? CU_STREAM_PER_THREAD : s);
+    for (uint32_t i = 0; i < f->count && !f->pinned; i++) {
+        res_dev_t *o = f->op[i].o;
+        uint32_t first = f->op[i].first, end = first + f->op[i].n, held = 0;
+        shim_lock(&o->lock);
+        for (uint32_t ci = first; ci < end; ci++) {
+            res_unhold(o, ci);
+            held |= o->chunks[ci].held;
+        }
+        if (!held)
+            peer_access(o, first, end - first, f->dev, 0);
+        shim_unlock(&o->lock);
+    }
+    free(f);
+}
+
+/*
+ * Operation k, collected on d under d's lock, reached the other devices' arenas at the words
+ * k->others: d's lock is dropped, their allocations are taken there, and k is opened again
+ * (the caller collects the operation afresh: its chunks may have moved meanwhile), carrying
+ * what was taken in k->foreign for res_launch_end or res_copy_end.  NULL when out of memory;
+ * then nothing stays taken.
+ */
+static SHIM_COLD __attribute__((noinline)) collect_t *others_take(collect_t *k, CUstream s,
+                                                                 int ptds)
+{
+    res_dev_t *d = k->d;
+    CUcontext ctx = k->ctx;
+    uint64_t *w = k->others;
+    uint32_t n = k->nothers;
+    int lost = k->others_lost;
+
+    k->others = NULL;
+    k->cap_others = 0;
+    collect_close(k);
+    foreign_t *f = malloc(sizeof(*f) + n * sizeof(f->op[0]));
+    if (lost || !f)
+        SHIM_WARN(RES, "out of memory: an operation on device %d may fault on another "
+                  "device's memory", d->device);
+    if (f) {
+        *f = (foreign_t){ .dev = d->device, .pinned = res_stream_capturing(s, ptds) };
+        for (uint32_t i = 0; i < n; i++) {
+            res_dev_t *o = res_owner(w[i]);
+            if (o && o != d && !foreign_has(f, o, w[i]))
+                foreign_take(f, o, w[i]);
+        }
+    }
+    free(w);
+    if (f && !f->count) {
+        free(f);
+        f = NULL;
+    }
+    if (!(k = collect_open(d, ctx))) {
+        if (f)
+            foreign_end(f, s, ptds);
+        return NULL;
+    }
+    k->foreign = f;
+    return k;
+}
+
+/* ---------------------------------------------------------------- launches */
 
 void res_launch_begin(shim_launch_t *l)
 {
@@ -423,21 +607,30 @@ void res_launch_begin(shim_launch_t *l)
         collect_traced(k, l, ctx);
     else
         collect_launch(k, l, NULL);
-    k->capturing = res_stream_capturing(l->stream, shim_hook_per_thread[l->hook]);
-    if (!k->capturing)
-        res_reach(d, k, 1);
+    if (SHIM_UNLIKELY(k->nothers) &&
+        (l->res = k = others_take(k, l->stream, shim_hook_per_thread[l->hook])))
+        collect_launch(k, l, NULL);     /* (the tracer has its words already) */
+    if (k) {
+        k->capturing = res_stream_capturing(l->stream, shim_hook_per_thread[l->hook]);
+        if (!k->capturing)
+            res_reach(d, k, 1);
+    }
     relax_end(rx);
 }
 
-/* The end of an operation k on stream s: record its use if the driver took it. */
+/* The end of an operation k on stream s: record its use if the driver took it; release what
+ * it took on other devices. */
 static SHIM_ALWAYS_INLINE void op_end(collect_t *k, CUresult r, CUstream s, shim_hook_t h)
 {
+    foreign_t *f = k->foreign;
     if (r == CUDA_SUCCESS && !k->capturing) {
         relax_t rx = relax_begin();
         res_finish(k->d, k, s, shim_hook_per_thread[h]);
         relax_end(rx);
     }
     collect_close(k);
+    if (SHIM_UNLIKELY(f != NULL))
+        foreign_end(f, s, shim_hook_per_thread[h]);
 }
 
 void res_launch_end(shim_launch_t *l, CUresult r)
@@ -455,65 +648,7 @@ void res_launch_end(shim_launch_t *l, CUresult r)
     }
 }
 
-/* ---------------------------------------------------------------- operands on other devices */
-
-/* A copy's operands in the arenas of devices other than the current context's: their
- * allocations' chunks [first, +n) on device o. */
-typedef struct foreign {
-    int dev;                    /* the device the copy was issued on */
-    int count;
-    int pinned;                 /* captured: pinned for good, access left granted */
-    struct {
-        res_dev_t *o;
-        uint32_t first, n;
-    } op[2];
-} foreign_t;
-
-/* Grant (or take back) device `dev` access to chunks [first, +n) of o's arena. */
-static CUresult peer_access(res_dev_t *o, uint32_t first, uint32_t n, int dev, int on)
-{
-    CUmemAccessDesc a = { .location = { CU_MEM_LOCATION_TYPE_DEVICE, dev },
-                          .flags = on ? CU_MEM_ACCESS_FLAGS_PROT_READWRITE
-                                      : CU_MEM_ACCESS_FLAGS_PROT_NONE };
-    return DRV(cuMemSetAccess)(arena_chunk_addr(o->arena, first), (size_t)n * o->chunk, &a, 1);
-}
-
-/*
- * Operand p of a copy issued from device `dev` lies in o's arena: the chunks of its
- * allocation are made addressable (brought back where evicted chunks are unmapped), held
- * where they are until the copy is done (pinned for good when it is captured), and device
- * `dev` is given access to them, which the arena grants its own device only.  Done under
- * o's lock, with o's context current for any migration, before the current device's lock is
- * taken: no thread holds two devices' locks.  A p in no chunk in use is left to the driver.
- */
-static void foreign_take(foreign_t *f, res_dev_t *o, uint64_t p, int dev, int capturing)
-{
-    CUcontext popped;
-    int pushed = DRV(cuCtxPushCurrent_v2)(o->ctx) == CUDA_SUCCESS;
-    shim_lock(&o->lock);
-    uint32_t ci = (uint32_t)((p - o->base) / o->chunk);
-    const chunk_t *c = &o->chunks[ci];
-    if (c->tier != TIER_NONE) {
-        uint32_t first = c->span_n > 1 ? c->span_first : ci, n = c->span_n > 1 ? c->span_n : 1;
-        for (uint32_t i = first; i < first + n; i++) {
-            res_map_back(o, i);
-            if (capturing)
-                res_pin(o, i);
-            else
-                res_hold(o, i);
-        }
-        if (peer_access(o, first, n, dev, 1) != CUDA_SUCCESS)
-            SHIM_WARN(RES, "device %d cannot be given access to device %d's memory at 0x%llx: "
-                      "the copy will fail", dev, o->device, (unsigned long long)p);
-        f->op[f->count].o = o;
-        f->op[f->count].first = first;
-        f->op[f->count].n = n;
-        f->count++;
-    }
-    shim_unlock(&o->lock);
-    if (pushed)
-        DRV(cuCtxPopCurrent_v2)(&popped);
-}
+/* ---------------------------------------------------------------- copies */
 
 /* The first byte a structured copy's side reaches, when it names device memory (a device or
  * unified address), else 0. */
@@ -525,79 +660,65 @@ static CUdeviceptr side_start(CUmemorytype type, CUdeviceptr base, size_t x, siz
     return base + (z * height + y) * pitch + x;
 }
 
-/* ops[] (destination, source) from 3D descriptor p: a CUDA_MEMCPY3D or a CUDA_MEMCPY3D_PEER,
- * whose fields have the same names. */
-#define OPERANDS_3D(ops, p)                                                                    \
-    ((ops)[0] = side_start((p)->dstMemoryType, (p)->dstDevice, (p)->dstXInBytes, (p)->dstY,   \
-                           (p)->dstZ, (p)->dstPitch, (p)->dstHeight),                          \
-     (ops)[1] = side_start((p)->srcMemoryType, (p)->srcDevice, (p)->srcXInBytes, (p)->srcY,   \
-                           (p)->srcZ, (p)->srcPitch, (p)->srcHeight))
+/* The destination (side 0) or source (side 1) of 3D descriptor p: a CUDA_MEMCPY3D or a
+ * CUDA_MEMCPY3D_PEER, whose fields have the same names. */
+#define OPERAND_3D(p, side)                                                                    \
+    ((side) ? side_start((p)->srcMemoryType, (p)->srcDevice, (p)->srcXInBytes, (p)->srcY,      \
+                         (p)->srcZ, (p)->srcPitch, (p)->srcHeight)                             \
+            : side_start((p)->dstMemoryType, (p)->dstDevice, (p)->dstXInBytes, (p)->dstY,      \
+                         (p)->dstZ, (p)->dstPitch, (p)->dstHeight))
 
-/* Copy c's destination and source as device addresses (0: none): its operands, or the first
- * bytes a 2D, 3D or 3D peer copy's descriptor reaches on each side. */
-static void copy_operands(const shim_copy_t *c, CUdeviceptr ops[2])
+/* How many operands copy c has: a destination and a source per copy of a batch (none when
+ * its arrays are missing: the driver refuses it), else two. */
+static size_t copy_noperands(const shim_copy_t *c)
 {
-    ops[0] = c->dst;
-    ops[1] = c->src;
-    if (!c->desc)
-        return;
-    if (c->kind == SHIM_COPY_2D) {
+    if (c->kind != SHIM_COPY_BATCH)
+        return 2;
+    return (c->dsts && c->srcs) || c->desc ? 2 * c->count : 0;
+}
+
+/* Operand i of copy c as a device address (0: host memory, an array, or none): the
+ * destination (even i) or source (odd i) of its copy i / 2, the first byte a structured
+ * descriptor reaches on that side.  Every byte a copy reaches on one side lies in the
+ * allocation holding that first byte. */
+static CUdeviceptr copy_operand(const shim_copy_t *c, size_t i)
+{
+    int side = (int)(i & 1);
+    switch (c->kind) {
+    case SHIM_COPY_2D: {
         const CUDA_MEMCPY2D *p = c->desc;
-        ops[0] = side_start(p->dstMemoryType, p->dstDevice, p->dstXInBytes, p->dstY, 0,
-                            p->dstPitch, 0);
-        ops[1] = side_start(p->srcMemoryType, p->srcDevice, p->srcXInBytes, p->srcY, 0,
-                            p->srcPitch, 0);
-    } else if (c->kind == SHIM_COPY_3D) {
-        OPERANDS_3D(ops, (const CUDA_MEMCPY3D *)c->desc);
-    } else if (c->kind == SHIM_COPY_3D_PEER) {
-        OPERANDS_3D(ops, (const CUDA_MEMCPY3D_PEER *)c->desc);
+        return side ? side_start(p->srcMemoryType, p->srcDevice, p->srcXInBytes, p->srcY, 0,
+                                 p->srcPitch, 0)
+                    : side_start(p->dstMemoryType, p->dstDevice, p->dstXInBytes, p->dstY, 0,
+                                 p->dstPitch, 0);
+    }
+    case SHIM_COPY_3D:
+        return OPERAND_3D((const CUDA_MEMCPY3D *)c->desc, side);
+    case SHIM_COPY_3D_PEER:
+        return OPERAND_3D((const CUDA_MEMCPY3D_PEER *)c->desc, side);
+    case SHIM_COPY_BATCH: {
+        if (!c->desc)                           /* cuMemcpyBatchAsync */
+            return side ? c->srcs[i / 2] : c->dsts[i / 2];
+        const CUDA_MEMCPY3D_BATCH_OP *op = &((const CUDA_MEMCPY3D_BATCH_OP *)c->desc)[i / 2];
+        const CUmemcpy3DOperand *o = side ? &op->src : &op->dst;
+        return o->type == CU_MEMCPY_OPERAND_TYPE_POINTER ? o->op.ptr.ptr : 0;
+    }
+    default:
+        return side ? c->src : c->dst;
     }
 }
 
-/* The operands of copy c (issued on device d) in other devices' arenas, taken; NULL when
- * there are none (the usual case: one comparison per operand). */
-static foreign_t *foreign_begin(const shim_copy_t *c, const res_dev_t *d, int capturing)
+/* What copy c reaches, collected into k. */
+static void collect_copy(collect_t *k, const shim_copy_t *c)
 {
-    CUdeviceptr ops[2];
-    foreign_t *f = NULL;
-
-    copy_operands(c, ops);
-
-    for (int i = 0; i < 2; i++) {
-        res_dev_t *o;
-        if (!ops[i] || ops[i] - d->base < d->size || !(o = res_owner(ops[i])) || o == d)
-            continue;
-        if (!f && !(f = calloc(1, sizeof(*f))))
-            return NULL;
-        f->pinned = capturing;
-        f->dev = d->device;
-        foreign_take(f, o, ops[i], d->device, capturing);
+    geo_t g = geo_of(k);
+    if (SHIM_LIKELY(!c->desc && !c->count)) {
+        collect_ptr(k, &g, c->dst);
+        collect_ptr(k, &g, c->src);
+        return;
     }
-    if (f && !f->count) {
-        free(f);
-        f = NULL;
-    }
-    return f;
-}
-
-/* After the copy: the host waits for it (the foreign chunks' use is recorded nowhere), then
- * the chunks are released and the access taken back; a captured copy keeps both. */
-static void foreign_end(foreign_t *f, const shim_copy_t *c)
-{
-    if (!f->pinned) {
-        CUstream s = !c->stream && shim_hook_per_thread[c->hook] ? CU_STREAM_PER_THREAD
-                                                                  : c->stream;
-        DRV(cuStreamSynchronize)(s);
-    }
-    for (int i = 0; i < f->count && !f->pinned; i++) {
-        res_dev_t *o = f->op[i].o;
-        shim_lock(&o->lock);
-        peer_access(o, f->op[i].first, f->op[i].n, f->dev, 0);
-        for (uint32_t ci = f->op[i].first; ci < f->op[i].first + f->op[i].n; ci++)
-            res_unhold(o, ci);
-        shim_unlock(&o->lock);
-    }
-    free(f);
+    for (size_t i = 0, n = copy_noperands(c); i < n; i++)
+        collect_ptr(k, &g, copy_operand(c, i));
 }
 
 void res_copy_begin(shim_copy_t *c)
@@ -605,21 +726,16 @@ void res_copy_begin(shim_copy_t *c)
     CUcontext ctx = NULL;
     res_dev_t *d = res_active_dev(&ctx);
     collect_t *k;
+    int ptds = shim_hook_per_thread[c->hook];
     c->res = NULL;
-    c->foreign = NULL;
-    if (!d)
+    if (!d || !(k = collect_open(d, ctx)))
         return;
-    if (__builtin_expect(atomic_load_explicit(&res_multi, memory_order_relaxed), 0))
-        c->foreign = foreign_begin(c, d, res_stream_capturing(c->stream,
-                                                              shim_hook_per_thread[c->hook]));
-    if (!(k = collect_open(d, ctx)))
+    collect_copy(k, c);
+    if (SHIM_UNLIKELY(k->nothers) && (k = others_take(k, c->stream, ptds)))
+        collect_copy(k, c);
+    if (!k)
         return;
-    geo_t g = geo_of(k);
-    collect_ptr(k, &g, c->dst);
-    collect_ptr(k, &g, c->src);
-    if (c->desc || c->count)
-        k->unknown = 1;     /* structured and batched copies: operands not decoded */
-    k->capturing = res_stream_capturing(c->stream, shim_hook_per_thread[c->hook]);
+    k->capturing = res_stream_capturing(c->stream, ptds);
     if (!k->capturing) {
         relax_t rx = relax_begin();
         res_reach(d, k, 0);
@@ -633,9 +749,4 @@ void res_copy_end(shim_copy_t *c, CUresult r)
     if (c->res)
         op_end(c->res, r, c->stream, c->hook);
     c->res = NULL;
-    if (c->foreign) {
-        foreign_end(c->foreign, c);
-        c->foreign = NULL;
-    }
 }
-

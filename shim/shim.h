@@ -32,6 +32,7 @@
 
 #define SHIM_EXPORT __attribute__((visibility("default")))
 #define SHIM_LIKELY(x) __builtin_expect(!!(x), 1)
+#define SHIM_UNLIKELY(x) __builtin_expect(!!(x), 0)
 /* For the per-launch path: a helper inlined into each caller, and the rare branch kept out
  * of line (so that the common one saves and restores fewer registers). */
 #define SHIM_ALWAYS_INLINE inline __attribute__((always_inline))
@@ -237,7 +238,6 @@ typedef struct shim_copy {
     size_t count;               /* entries of a batch */
     unsigned value, elem;       /* memsets: the value and its size (1, 2 or 4 bytes) */
     void *res;                  /* residency's state between copy_begin and copy_end */
-    void *foreign;              /* residency's: operands in another device's arena */
     uint64_t op;                /* the trace's operation id; 0: not recorded */
 } shim_copy_t;
 

@@ -7,10 +7,12 @@
  * three 2 MiB buffers on their device (more than its budget together) and, in rounds: fill
  * their buffers by kernel, then copy a buffer of a thread on the other device into one of
  * theirs (cuMemcpyPeerAsync on their own stream, half of them; a unified cuMemcpyDtoD, the
- * others), and check it against that thread's pattern for the round.  A copy that reaches the
- * other device's arena takes that device's lock while the other device's threads take it
- * too, for their own paging and their own copies the other way: the shim must never hold two
- * devices' locks at once (a deadlock would hang the test), and the data must be exact.  The
+ * others), and check it against that thread's pattern for the round; then a kernel on their
+ * own device (peer access is enabled both ways) checks that thread's buffer in place.  A copy
+ * or a kernel that reaches the other device's arena takes that device's lock while the other
+ * device's threads take it too, for their own paging and their own copies and kernels the
+ * other way: the shim must never hold two devices' locks at once (a deadlock would hang the
+ * test), and the data must be exact.  The
  * threads meet at a barrier between rounds, so that a buffer is read only after its owner
  * filled it.  Run under the thread sanitizer too (tests named conc_*).
  */
@@ -26,13 +28,13 @@
 #define WORDS (BYTES / 4)
 
 static CUcontext ctx[2];
-static CUfunction fill[2];
+static CUfunction fill[2], verify[2];
 static pthread_barrier_t round_barrier;
 
 typedef struct worker {
     int id, dev;
     CUstream s;
-    CUdeviceptr buf[NBUF];
+    CUdeviceptr buf[NBUF], bad;
     uint32_t *host;
     char why[160];
 } worker_t;
@@ -85,6 +87,15 @@ static int one_round(worker_t *w, int r)
                      r, (unsigned long long)i, w->host[i], sh_pattern(seed_of(p->id, b, r), i));
             return -1;
         }
+    uint32_t wrong = 1;
+    if ((res = sh_verify_async(verify[w->dev], p->buf[b], WORDS, seed_of(p->id, b, r), w->bad,
+                               w->s)) ||
+        (res = cuMemcpyDtoHAsync(&wrong, w->bad, 4, w->s)) || (res = cuStreamSynchronize(w->s)))
+        return fail(w, "kernel on the other device's buffer", r, res);
+    if (wrong) {
+        snprintf(w->why, sizeof(w->why), "round %d: the kernel found %u words wrong", r, wrong);
+        return -1;
+    }
     pthread_barrier_wait(&round_barrier);     /* nobody refills what another still reads */
     return 0;
 }
@@ -115,6 +126,11 @@ static void scenario(void)
     for (int d = 0; d < 2; d++) {
         ctx[d] = st_setup(d);
         fill[d] = st_function(sh_res_ptx, "sh_fill");
+        verify[d] = st_function(sh_res_ptx, "sh_verify");
+    }
+    for (int d = 0; d < 2; d++) {
+        CHECK_CU(cuCtxSetCurrent(ctx[d]));
+        CHECK_CU(cuCtxEnablePeerAccess(ctx[1 - d], 0));
     }
     pthread_barrier_init(&round_barrier, NULL, THREADS);
     for (int i = 0; i < THREADS; i++) {
@@ -123,6 +139,7 @@ static void scenario(void)
         CHECK_CU(cuCtxSetCurrent(ctx[w->dev]));
         for (int b = 0; b < NBUF; b++)
             CHECK_CU(cuMemAlloc(&w->buf[b], BYTES));
+        CHECK_CU(cuMemAlloc(&w->bad, 4));
         w->host = malloc(BYTES);
         EXPECT(w->host != NULL, "out of memory");
     }
@@ -135,7 +152,8 @@ static void scenario(void)
         free(workers[i].host);
     }
     pthread_barrier_destroy(&round_barrier);
-    printf("%d threads on 2 devices, %d rounds of copies from the other device: exact\n",
+    printf("%d threads on 2 devices, %d rounds of copies and kernels reaching the other "
+           "device: exact\n",
            THREADS, ROUNDS);
 }
 

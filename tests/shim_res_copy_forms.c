@@ -13,10 +13,9 @@
  * cuMemcpy3DAsync (host to device), cuMemcpy3DPeer and cuMemcpy3DPeerAsync: each once by its
  * name from cuda.h (the default-stream ABI) and once as the per-thread variant (_ptds, _ptsz)
  * that cuGetProcAddress returns for CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM.  Under the
- * shim each call must enter the shim's wrapper of exactly that symbol, once.  A 2D or 3D copy
- * is opaque to the shim: where evicted chunks are unmapped, it pins every chunk in GPU memory
- * for good before the first one, so there only that first one finds its operands evicted and
- * where the later operations find theirs is not checked.
+ * shim each call must enter the shim's wrapper of exactly that symbol, once.  The shim reads
+ * the operands of a 2D or 3D copy from its descriptor, so these too find their operands
+ * evicted, whether evicted chunks are mapped or not.
  *
  * After each operation its destination is read back (cuMemcpyDtoH) and compared with a host
  * mirror of what every buffer must hold, and a line naming the form, its operands and a
@@ -123,8 +122,6 @@ static uint8_t *pinned;                 /* BYTES of cuMemHostAlloc memory */
 static uint32_t seeds = 1;              /* the next pattern seed */
 static unsigned step;                   /* operations so far */
 static int shimmed;                     /* running under libelixir.so */
-static char out_tier;                   /* how an evicted chunk looks: 'H' mapped, 'U' not */
-static int all_pinned;                  /* the shim pinned every chunk (unmapped, opaque copy) */
 
 /* forms_touch(a, b, n): reads n words at a and at b; changes nothing. */
 static const char touch_ptx[] =
@@ -208,23 +205,13 @@ static void report_host(const abi_t *a, int f, const char *what, const uint8_t *
     printf("%s %016llx\n", line, digest(h, BYTES));
 }
 
-/* Under the shim, buffer b (-1: none) must be evicted, unless every chunk is pinned. */
+/* Under the shim, buffer b (-1: none) must be evicted. */
 static void expect_evicted(int b)
 {
-    char where;
-
-    if (!shimmed || b < 0 || all_pinned)
+    if (!shimmed || b < 0)
         return;
-    where = sh_where(buf[b]);
-    EXPECT(where != 'G', "operation %u: B%d is in GPU memory, so it would not exercise evicted "
-           "memory", step, b);
-    out_tier = where;
-}
-
-/* After a 2D or 3D copy: where evicted chunks are unmapped, the shim has pinned them all. */
-static void opaque_done(void)
-{
-    all_pinned = shimmed && out_tier == 'U';
+    EXPECT(sh_where(buf[b]) != 'G', "operation %u: B%d is in GPU memory, so it would not "
+           "exercise evicted memory", step, b);
 }
 
 /* ------------------------------------------------------------ set-up and mirrors */
@@ -622,7 +609,7 @@ static void copy_3d_peer_async(const abi_t *a)
     report(a, F_copy3d_peer_async, "B0 (0,0,2) <- B1 (7,0,0), side", 0);
 }
 
-/* Each 2D and 3D form; after it, every chunk may be pinned (see the file's comment). */
+/* Each 2D and 3D form. */
 static void structured(const abi_t *a)
 {
     static void (*const steps[])(const abi_t *) = {
@@ -630,10 +617,8 @@ static void structured(const abi_t *a)
         copy_3d_peer_async,
     };
 
-    for (size_t i = 0; i < sizeof(steps) / sizeof(steps[0]); i++) {
+    for (size_t i = 0; i < sizeof(steps) / sizeof(steps[0]); i++)
         steps[i](a);
-        opaque_done();
-    }
 }
 
 /* ------------------------------------------------------------ forms the simulator lacks */
@@ -648,10 +633,9 @@ static void structured(const abi_t *a)
         printf("%-20s %-10s %-40s %s\n", #name, "default", "evicted operands", st_err(r_));  \
     } while (0)
 
-/* Arrays and batches on B0 and B1 (evicted unless every chunk is pinned): whatever the
- * simulator answers, the same with the shim; the array forms change no buffer, the batches
- * copy B0's first 4096 bytes into B1.  Last, since a batch is opaque to the shim like a 2D
- * copy. */
+/* Arrays and batches on B0 and B1 (evicted): whatever the simulator answers, the same with
+ * the shim; the array forms change no buffer, the batches copy B0's first 4096 bytes into
+ * B1, each with both evicted when it is issued. */
 static void unsupported(void)
 {
     CUDA_ARRAY_DESCRIPTOR ad = { .Width = 4096, .Height = 1, .Format = CU_AD_FORMAT_UNSIGNED_INT8,
@@ -676,12 +660,15 @@ static void unsupported(void)
     CHECK_CU(cuStreamSynchronize(side));
     dsts[0] = buf[1];
     srcs[0] = buf[0];
+    arrange(0, 1);
     TRY(cuMemcpyBatchAsync, (dsts, srcs, sizes, 1, &attr, attr_idx, 1, side));
     op.src.type = op.dst.type = CU_MEMCPY_OPERAND_TYPE_POINTER;
     op.src.op.ptr.ptr = buf[0];
     op.dst.op.ptr.ptr = buf[1];
     op.src.op.ptr.rowLength = op.dst.op.ptr.rowLength = 1024;
     op.src.op.ptr.layerHeight = op.dst.op.ptr.layerHeight = 2;
+    CHECK_CU(cuStreamSynchronize(side));
+    arrange(0, 1);
     TRY(cuMemcpy3DBatchAsync, (1, &op, 0, side));
     CHECK_CU(cuStreamSynchronize(side));
     memcpy(mirror[1], mirror[0], sizes[0]);     /* the 3D batch copies a part of the same */

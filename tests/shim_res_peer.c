@@ -9,7 +9,8 @@
  * copy of device 1's memory), and cuMemcpyPeerAsync from x into c on a stream of device 0;
  * a cuMemcpy2D from b (rows of 64 KiB, starting one row in) into y on device 0, and a
  * cuMemcpy3DPeer from y into g on device 1 (structured copies, whose operands are in their
- * descriptors).
+ * descriptors); a cuMemcpyBatchAsync gathering halves of a and b into z on device 0, and a
+ * cuMemcpy3DBatchAsync of z into h on device 1 (batches).
  * Back on device 1 every buffer holds what it should, and a new buffer still pages the others
  * out (nothing stayed held).  The transcript must equal the one without the shim, with
  * evicted chunks mapped (host VMM) and unmapped (ELIXIR_SIM_HOST_VMM=0), and with the race
@@ -33,20 +34,6 @@ static void expect_holds(CUdeviceptr p, uint32_t seed, const char *what)
     CHECK_CU(cuMemcpyDtoH(host, p, BYTES));
     sh_expect_pattern(host, WORDS, seed, what);
     printf("%s holds pattern %u\n", what, seed);
-}
-
-/* Under the shim, device 0 has no access to p once the copies are done (nothing is mapped
- * there at all while an evicted chunk is unmapped). */
-static void expect_no_access(CUdeviceptr p, const char *what)
-{
-    const char *pre = getenv("LD_PRELOAD");
-    CUmemLocation dev0 = { CU_MEM_LOCATION_TYPE_DEVICE, 0 };
-    unsigned long long flags = 1;
-
-    if (!pre || !*pre || sh_where(p) == 'U')
-        return;
-    CHECK_CU(cuMemGetAccess(&flags, &dev0, p));
-    EXPECT(flags == CU_MEM_ACCESS_FLAGS_PROT_NONE, "%s: device 0 kept access %llu", what, flags);
 }
 
 #define ROW (64 * 1024)
@@ -84,6 +71,35 @@ static void copy_3d_peer(CUdeviceptr dst, CUcontext cd, CUdeviceptr src, CUconte
     CHECK_CU(cuMemcpy3DPeer(&p));
 }
 
+/* On stream s: a cuMemcpyBatchAsync gathering a's first half and b's second half into z,
+ * then a cuMemcpy3DBatchAsync of z into h. */
+static void batches(CUstream s, CUdeviceptr z, CUdeviceptr h, CUdeviceptr a, CUdeviceptr b)
+{
+    CUdeviceptr dsts[2] = { z, z + BYTES / 2 }, srcs[2] = { a, b + BYTES / 2 };
+    size_t sizes[2] = { BYTES / 2, BYTES / 2 }, first = 0;
+    CUmemcpyAttributes attr = { .srcAccessOrder = CU_MEMCPY_SRC_ACCESS_ORDER_STREAM };
+    CUDA_MEMCPY3D_BATCH_OP op = { .src.type = CU_MEMCPY_OPERAND_TYPE_POINTER,
+                                  .dst.type = CU_MEMCPY_OPERAND_TYPE_POINTER,
+                                  .extent = { BYTES, 1, 1 },
+                                  .srcAccessOrder = CU_MEMCPY_SRC_ACCESS_ORDER_STREAM };
+
+    op.src.op.ptr.ptr = z;
+    op.dst.op.ptr.ptr = h;
+    CHECK_CU(cuMemcpyBatchAsync(dsts, srcs, sizes, 2, &attr, &first, 1, s));
+    CHECK_CU(cuMemcpy3DBatchAsync(1, &op, 0, s));
+    CHECK_CU(cuStreamSynchronize(s));
+}
+
+/* p holds a's first half (pattern 1) and b's second half (pattern 2), as batches() left z. */
+static void expect_gathered(CUdeviceptr p, const char *what)
+{
+    CHECK_CU(cuMemcpyDtoH(host, p, BYTES));
+    for (uint64_t i = 0; i < WORDS; i++)
+        EXPECT(host[i] == sh_pattern(i < WORDS / 2 ? 1 : 2, i), "%s: word %llu is 0x%08x",
+               what, (unsigned long long)i, host[i]);
+    printf("%s holds halves of patterns 1 and 2\n", what);
+}
+
 /* A peer copy from x into e1 (device 1) captured on s, run later as a graph. */
 static void captured_copy(CUstream s, CUdeviceptr e1, CUdeviceptr x, CUcontext c1, CUcontext c0)
 {
@@ -102,7 +118,7 @@ static void captured_copy(CUstream s, CUdeviceptr e1, CUdeviceptr x, CUcontext c
 
 static void scenario(void)
 {
-    CUdeviceptr a, b, c, e, e1, g, x, y;
+    CUdeviceptr a, b, c, e, e1, g, h, x, y, z;
     CUstream s;
 
     CUcontext c1 = st_setup(1);
@@ -115,6 +131,7 @@ static void scenario(void)
     CHECK_CU(sh_fill_async(fill, c, WORDS, 3, NULL));
     CHECK_CU(cuMemAlloc(&e1, BYTES));
     CHECK_CU(cuMemAlloc(&g, BYTES));
+    CHECK_CU(cuMemAlloc(&h, BYTES));
     CHECK_CU(cuCtxSynchronize());
 
     CUcontext c0 = st_setup(0);
@@ -131,10 +148,16 @@ static void scenario(void)
     copy_2d(y, b);
     expect_rows(y, 2, "y on device 0, a 2D copy from b on device 1");
     copy_3d_peer(g, c1, y, c0);
-    expect_no_access(a, "a");
-    expect_no_access(b, "b");
-    expect_no_access(c, "c");
-    expect_no_access(g, "g");
+    CHECK_CU(cuMemAlloc(&z, BYTES));
+    CHECK_CU(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    batches(s, z, h, a, b);
+    CHECK_CU(cuStreamDestroy(s));
+    expect_gathered(z, "z on device 0, gathered from a and b on device 1 by a batch");
+    sh_expect_no_access(h, 0, "h");
+    sh_expect_no_access(a, 0, "a");
+    sh_expect_no_access(b, 0, "b");
+    sh_expect_no_access(c, 0, "c");
+    sh_expect_no_access(g, 0, "g");
 
     CHECK_CU(cuCtxSetCurrent(c1));
     expect_holds(c, 1, "c on device 1, copied from x on device 0");
@@ -145,6 +168,8 @@ static void scenario(void)
     expect_holds(b, 2, "b afterwards");
     expect_holds(e1, 1, "e1 on device 1, written by a captured copy from device 0");
     expect_rows(g, 2, "g on device 1, a 3D peer copy from y on device 0");
+    expect_gathered(h, "h on device 1, a 3D batch's copy of z on device 0");
+    CHECK_CU(cuMemFree(h));
     CHECK_CU(cuMemFree(e1));
     CHECK_CU(cuMemFree(g));
     CHECK_CU(cuMemFree(a));
@@ -154,6 +179,7 @@ static void scenario(void)
     CHECK_CU(cuCtxSetCurrent(c0));
     CHECK_CU(cuMemFree(x));
     CHECK_CU(cuMemFree(y));
+    CHECK_CU(cuMemFree(z));
 }
 
 static void run(const char *what, const char *host_vmm)

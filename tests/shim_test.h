@@ -431,6 +431,22 @@ static inline char sh_where(CUdeviceptr p)
     return prop.location.type == CU_MEM_LOCATION_TYPE_DEVICE ? 'G' : 'H';
 }
 
+/* Under the shim, device `dev` has no access to p (in another device's arena) once the
+ * operations that reached it are done; nothing is checked while nothing is mapped at p (an
+ * evicted chunk unmapped). */
+static inline void sh_expect_no_access(CUdeviceptr p, int dev, const char *what)
+{
+    const char *pre = getenv("LD_PRELOAD");
+    CUmemLocation loc = { CU_MEM_LOCATION_TYPE_DEVICE, dev };
+    unsigned long long flags = 1;
+
+    if (!pre || !*pre || sh_where(p) == 'U')
+        return;
+    CHECK_CU(cuMemGetAccess(&flags, &loc, p));
+    EXPECT(flags == CU_MEM_ACCESS_FLAGS_PROT_NONE, "%s: device %d kept access %llu", what, dev,
+           flags);
+}
+
 /* How many of the `chunk`-byte pieces of the n buffers of `bytes` bytes at bufs live in device
  * memory (sh_where, piece by piece). */
 static inline int sh_chunks_on_device(const CUdeviceptr *bufs, int n, size_t bytes,

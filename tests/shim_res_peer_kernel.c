@@ -1,0 +1,152 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * shim_res_peer_kernel.c - kernels on one device that dereference another device's arena
+ * (peer access).
+ *
+ * Two simulated devices, a 4 MiB GPU budget each.  On device 1, buffers a, b, c and e1 (2 MiB
+ * each, filled by kernel) leave a and b on the host.  Device 0's context enables peer access
+ * to device 1's and launches, on the legacy stream: sh_add on a (evicted: it adds 10 to every
+ * word), sh_verify of b into a word on device 0 (a kernel whose parameters are all words,
+ * launched before on device 0's own memory: the shim's fast path must give way), sh_add on the middle of c; on a stream of its own, sh_fill
+ * of c's first half; and a graph captured there that adds 5 to e1.  Each kernel finds its data,
+ * and back on device 1 every buffer holds what it should, a new buffer still pages the others
+ * out (nothing stayed held), and device 0 has no access left to device 1's memory but for
+ * e1's chunk, which the capture pinned.  The transcript must equal the one without the shim,
+ * with evicted chunks mapped (host VMM) and unmapped (ELIXIR_SIM_HOST_VMM=0), and with the
+ * race checker failing the run on any race.
+ */
+#define SH_RES_KERNELS
+#include "shim_test.h"
+
+#define MIB SH_MIB
+#define BYTES (2 * MIB)
+#define WORDS (BYTES / 4)
+#define HALF (WORDS / 2)
+
+static uint32_t host[WORDS];
+
+/* Words [from, to) of p hold sh_pattern(seed, i) + plus (and the others are not looked at). */
+static void expect_words(CUdeviceptr p, uint64_t from, uint64_t to, uint32_t seed,
+                         uint32_t plus, const char *what)
+{
+    CHECK_CU(cuMemcpyDtoH(host, p, BYTES));
+    for (uint64_t i = from; i < to; i++)
+        EXPECT(host[i] == sh_pattern(seed, i) + plus, "%s: word %llu is 0x%08x, expected 0x%08x",
+               what, (unsigned long long)i, host[i], sh_pattern(seed, i) + plus);
+    printf("%s: words %llu.. hold pattern %u + %u\n", what, (unsigned long long)from, seed,
+           plus);
+}
+
+static void add(CUfunction f, CUstream s, CUdeviceptr p, uint64_t words, uint32_t v)
+{
+    void *args[] = { &p, &words, &v };
+
+    CHECK_CU(sh_launch(f, s, args));
+}
+
+/* sh_add(e1, WORDS, 5) captured on s and run as a graph. */
+static void captured_add(CUfunction f, CUstream s, CUdeviceptr e1)
+{
+    CUgraph g;
+    CUgraphExec ge;
+
+    CHECK_CU(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
+    add(f, s, e1, WORDS, 5);
+    CHECK_CU(cuStreamEndCapture(s, &g));
+    CHECK_CU(cuGraphInstantiate(&ge, g, 0));
+    CHECK_CU(cuGraphLaunch(ge, s));
+    CHECK_CU(cuStreamSynchronize(s));
+    CHECK_CU(cuGraphExecDestroy(ge));
+    CHECK_CU(cuGraphDestroy(g));
+}
+
+static void scenario(void)
+{
+    CUdeviceptr a, b, c, e, e1, x, bad;
+    CUstream s;
+    uint32_t wrong = 1;
+
+    CUcontext c1 = st_setup(1);
+    CUfunction fill1 = st_function(sh_res_ptx, "sh_fill");
+    CHECK_CU(cuMemAlloc(&a, BYTES));
+    CHECK_CU(sh_fill_async(fill1, a, WORDS, 1, NULL));
+    CHECK_CU(cuMemAlloc(&b, BYTES));
+    CHECK_CU(sh_fill_async(fill1, b, WORDS, 2, NULL));
+    CHECK_CU(cuMemAlloc(&c, BYTES));
+    CHECK_CU(sh_fill_async(fill1, c, WORDS, 3, NULL));
+    CHECK_CU(cuMemAlloc(&e1, BYTES));
+    CHECK_CU(sh_fill_async(fill1, e1, WORDS, 4, NULL));
+    CHECK_CU(cuCtxSynchronize());
+
+    st_setup(0);
+    CHECK_CU(cuCtxEnablePeerAccess(c1, 0));
+    CUfunction fill = st_function(sh_res_ptx, "sh_fill");
+    CUfunction verify = st_function(sh_res_ptx, "sh_verify");
+    CUfunction addf = st_function(sh_res_ptx, "sh_add");
+    CHECK_CU(cuMemAlloc(&bad, 4));
+    CHECK_CU(cuMemAlloc(&x, BYTES));
+    CHECK_CU(sh_fill_async(fill, x, WORDS, 9, NULL));
+    sh_expect_verified(verify, x, WORDS, 9, bad, "x on device 0");
+    add(addf, NULL, a, WORDS, 10);
+    CHECK_CU(sh_verify_async(verify, b, WORDS, 2, bad, NULL));
+    CHECK_CU(cuMemcpyDtoH(&wrong, bad, 4));
+    EXPECT(wrong == 0, "device 0's sh_verify of b on device 1: %u words wrong", wrong);
+    printf("b on device 1 verified by a kernel on device 0\n");
+    add(addf, NULL, c + BYTES / 2, HALF, 20);
+    CHECK_CU(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    CHECK_CU(sh_fill_async(fill, c, HALF, 7, s));
+    CHECK_CU(cuStreamSynchronize(s));
+    captured_add(addf, s, e1);
+    CHECK_CU(cuStreamDestroy(s));
+    CHECK_CU(cuCtxSynchronize());
+    sh_expect_no_access(a, 0, "a");
+    sh_expect_no_access(b, 0, "b");
+    sh_expect_no_access(c, 0, "c");
+    CHECK_CU(cuMemFree(x));
+    CHECK_CU(cuMemFree(bad));
+
+    CHECK_CU(cuCtxSetCurrent(c1));
+    CHECK_CU(cuMemAlloc(&e, BYTES));
+    CHECK_CU(sh_fill_async(fill1, e, WORDS, 5, NULL));
+    expect_words(e, 0, WORDS, 5, 0, "e, a new buffer on device 1");
+    expect_words(a, 0, WORDS, 1, 10, "a, added to by device 0");
+    expect_words(b, 0, WORDS, 2, 0, "b, read by device 0");
+    expect_words(c, 0, HALF, 7, 0, "c's first half, filled by device 0");
+    expect_words(c, HALF, WORDS, 3, 20, "c's second half, added to by device 0");
+    expect_words(e1, 0, WORDS, 4, 5, "e1, added to by a graph on device 0");
+    CHECK_CU(cuMemFree(a));
+    CHECK_CU(cuMemFree(b));
+    CHECK_CU(cuMemFree(c));
+    CHECK_CU(cuMemFree(e));
+    CHECK_CU(cuMemFree(e1));
+}
+
+static void run(const char *what, const char *host_vmm)
+{
+    const char *plain_env[] = { "ELIXIR_SIM_DEVICES=2", "ELIXIR_SIM_RACECHECK=fail", NULL };
+    const char *env[] = { "ELIXIR_SIM_DEVICES=2", "ELIXIR_SIM_RACECHECK=fail",
+                          "ELIXIR_GPU_MEMORY=4M", "ELIXIR_STATS=1", host_vmm, NULL };
+    sh_run_t plain = sh_run_plain_ok(plain_env), shim = sh_run_ok("scenario", env);
+    const char *dev1 = strstr(shim.err, "device 1: migrations to host ");
+
+    EXPECT(dev1 && sh_stat(dev1, "migrations to host ") >= 3,
+           "%s: device 1 did not page out (a and b, then for e):\n%s", what, shim.err);
+    const char *at = strstr(shim.err, "device 1: application"), *t = at ? strstr(at, "(total ") : 0;
+    int pins = -1, fences = -1;
+    if (t)
+        sscanf(t, "(total %d, fences that pinned %d)", &pins, &fences);
+    EXPECT(pins == 1 && fences == 0, "%s: %d pins (fences %d) on device 1, expected e1's only:"
+           "\n%s", what, pins, fences, shim.err);
+    sh_compare(plain.out, shim.out);
+    printf("%s: the same transcript with and without the shim\n", what);
+    sh_run_free(&plain);
+    sh_run_free(&shim);
+}
+
+int main(int argc, char **argv)
+{
+    sh_scenario_child(argc, argv, scenario);
+    run("mapped", "ELIXIR_SIM_HOST_VMM=1");
+    run("unmapped", "ELIXIR_SIM_HOST_VMM=0");
+    return 0;
+}
