@@ -207,10 +207,10 @@ typedef struct collect {
     uint16_t fast;                  /* collected by collect_fast: 1 + the stream slot, else 0 */
     uint32_t inline_ids[INLINE_IDS];
     /* Words that point into other devices' arenas (a launch's or a batch's; heap, rare), and
-     * what was taken of them on those devices (res_launch.c, "operands on other devices"). */
+     * what was taken of them on those devices (res_launch.c, "operands on other devices").
+     * All zero whenever the collect is not in use: whoever sets them clears them. */
     uint64_t *others;
     uint32_t nothers, cap_others;
-    int others_lost;                /* out of memory: some were not kept */
     void *foreign;
 } collect_t;
 

@@ -39,8 +39,6 @@ static SHIM_ALWAYS_INLINE collect_t *collect_open(res_dev_t *d, CUcontext ctx)
     k->cap = INLINE_IDS;
     k->unknown = k->capturing = k->away = 0;
     k->fast = 0;
-    k->nothers = 0;
-    k->foreign = NULL;
     shim_lock(&d->lock);
     k->serial = ++d->serial ? d->serial : ++d->serial;
     return k;
@@ -53,11 +51,6 @@ static void collect_close(collect_t *k)
     if (k->ids != k->inline_ids)
         free(k->ids);
     k->ids = NULL;
-    if (SHIM_UNLIKELY(k->others != NULL)) {
-        free(k->others);
-        k->others = NULL;
-        k->cap_others = 0;
-    }
     k->busy = 0;
     if (k != &thread_collect)
         free(k);
@@ -111,7 +104,8 @@ static SHIM_COLD __attribute__((noinline)) void collect_other(collect_t *k, uint
         uint32_t cap = k->cap_others ? k->cap_others * 2 : 8;
         uint64_t *w = realloc(k->others, cap * sizeof(*w));
         if (!w) {
-            k->others_lost = 1;
+            SHIM_WARN(RES, "out of memory: an operation on device %d may fault on another "
+                      "device's memory at 0x%llx", k->d->device, (unsigned long long)p);
             return;
         }
         k->others = w;
@@ -553,16 +547,15 @@ static SHIM_COLD __attribute__((noinline)) collect_t *others_take(collect_t *k, 
     CUcontext ctx = k->ctx;
     uint64_t *w = k->others;
     uint32_t n = k->nothers;
-    int lost = k->others_lost;
 
     k->others = NULL;
-    k->cap_others = 0;
+    k->nothers = k->cap_others = 0;
     collect_close(k);
     foreign_t *f = malloc(sizeof(*f) + n * sizeof(f->op[0]));
-    if (lost || !f)
+    if (!f)
         SHIM_WARN(RES, "out of memory: an operation on device %d may fault on another "
                   "device's memory", d->device);
-    if (f) {
+    else {
         *f = (foreign_t){ .dev = d->device, .pinned = res_stream_capturing(s, ptds) };
         for (uint32_t i = 0; i < n; i++) {
             res_dev_t *o = res_owner(w[i]);
@@ -619,7 +612,7 @@ void res_launch_begin(shim_launch_t *l)
 }
 
 /* The end of an operation k on stream s: record its use if the driver took it; release what
- * it took on other devices. */
+ * it took on other devices (and the words of theirs it kept once more: see others_take). */
 static SHIM_ALWAYS_INLINE void op_end(collect_t *k, CUresult r, CUstream s, shim_hook_t h)
 {
     foreign_t *f = k->foreign;
@@ -627,6 +620,12 @@ static SHIM_ALWAYS_INLINE void op_end(collect_t *k, CUresult r, CUstream s, shim
         relax_t rx = relax_begin();
         res_finish(k->d, k, s, shim_hook_per_thread[h]);
         relax_end(rx);
+    }
+    if (SHIM_UNLIKELY(f != NULL || k->others != NULL)) {
+        free(k->others);
+        k->others = NULL;
+        k->nothers = k->cap_others = 0;
+        k->foreign = NULL;
     }
     collect_close(k);
     if (SHIM_UNLIKELY(f != NULL))
