@@ -192,14 +192,9 @@ static void run(const char *what, const char *host_vmm)
     EXPECT(strstr(shim.err, "device 1: migrations to host ") &&
            sh_stat(strstr(shim.err, "device 1: migrations to host "), "migrations to host ") >= 2,
            "%s: device 1 did not page out (a, then for e):\n%s", what, shim.err);
-    int pins[2] = { -1, -1 }, fences[2] = { -1, -1 };
-    for (int dev = 0; dev < 2; dev++) {
-        char key[64];
-        snprintf(key, sizeof(key), "device %d: application", dev);
-        const char *at = strstr(shim.err, key), *t = at ? strstr(at, "(total ") : NULL;
-        if (t)
-            sscanf(t, "(total %d, fences that pinned %d)", &pins[dev], &fences[dev]);
-    }
+    int pins[2], fences[2];
+    for (int dev = 0; dev < 2; dev++)
+        sh_pins(shim.err, dev, &pins[dev], &fences[dev]);
     /* Device 0 pins only for the graph launch, a fence, where evicted chunks are unmapped. */
     EXPECT(pins[0] == fences[0] && pins[1] == 1 && fences[1] == 0,
            "%s: pins %d (fences %d) on device 0, %d (fences %d) on device 1; expected only "

@@ -131,10 +131,8 @@ static void run(const char *what, const char *host_vmm)
 
     EXPECT(dev1 && sh_stat(dev1, "migrations to host ") >= 3,
            "%s: device 1 did not page out (a and b, then for e):\n%s", what, shim.err);
-    const char *at = strstr(shim.err, "device 1: application"), *t = at ? strstr(at, "(total ") : 0;
-    int pins = -1, fences = -1;
-    if (t)
-        sscanf(t, "(total %d, fences that pinned %d)", &pins, &fences);
+    int pins, fences;
+    sh_pins(shim.err, 1, &pins, &fences);
     EXPECT(pins == 1 && fences == 0, "%s: %d pins (fences %d) on device 1, expected e1's only:"
            "\n%s", what, pins, fences, shim.err);
     sh_compare(plain.out, shim.out);

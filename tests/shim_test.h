@@ -221,6 +221,19 @@ static inline long long sh_stat(const char *text, const char *key)
     return at ? strtoll(at + strlen(key), NULL, 10) : -1;
 }
 
+/* From ELIXIR_STATS output `err`: the chunks device `dev` pinned in all (*pins) and the fences
+ * among them (*fences); -1 each when the device's line is missing. */
+static inline void sh_pins(const char *err, int dev, int *pins, int *fences)
+{
+    char key[64];
+
+    *pins = *fences = -1;
+    snprintf(key, sizeof(key), "device %d: application", dev);
+    const char *at = strstr(err, key), *t = at ? strstr(at, "(total ") : NULL;
+    if (t)
+        sscanf(t, "(total %d, fences that pinned %d)", pins, fences);
+}
+
 /* sh_run(mode, 1, env), which must exit 0; otherwise print its output and exit 1. */
 static inline sh_run_t sh_run_ok(const char *mode, const char *const *env)
 {
