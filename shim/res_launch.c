@@ -512,8 +512,9 @@ static void foreign_take(foreign_t *f, res_dev_t *o, uint64_t p)
 }
 
 /* After the operation was issued on stream s (ptds: the _ptsz ABI): the host waits for it,
- * then the chunks are released, and the access taken back from those no other operation
- * holds any more; a captured operation keeps both. */
+ * then the chunks are released, and the access taken back unless another operation still
+ * holds them or they are pinned (a captured one may need the access whenever its graph
+ * runs); a captured operation keeps both. */
 static void foreign_end(foreign_t *f, CUstream s, int ptds)
 {
     if (!f->pinned)
@@ -524,7 +525,7 @@ static void foreign_end(foreign_t *f, CUstream s, int ptds)
         shim_lock(&o->lock);
         for (uint32_t ci = first; ci < end; ci++) {
             res_unhold(o, ci);
-            held |= o->chunks[ci].held;
+            held |= o->chunks[ci].held | o->chunks[ci].pinned;
         }
         if (!held)
             peer_access(o, first, end - first, f->dev, 0);

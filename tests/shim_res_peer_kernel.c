@@ -6,14 +6,15 @@
  * Two simulated devices, a 4 MiB GPU budget each.  On device 1, buffers a, b, c and e1 (2 MiB
  * each, filled by kernel) leave a and b on the host.  Device 0's context enables peer access
  * to device 1's and launches, on the legacy stream: sh_add on a (evicted: it adds 10 to every
- * word), sh_verify of b into a word on device 0 (a kernel whose parameters are all words,
- * launched before on device 0's own memory: the shim's fast path must give way), sh_add on the middle of c; on a stream of its own, sh_fill
- * of c's first half; and a graph captured there that adds 5 to e1.  Each kernel finds its data,
- * and back on device 1 every buffer holds what it should, a new buffer still pages the others
- * out (nothing stayed held), and device 0 has no access left to device 1's memory but for
- * e1's chunk, which the capture pinned.  The transcript must equal the one without the shim,
- * with evicted chunks mapped (host VMM) and unmapped (ELIXIR_SIM_HOST_VMM=0), and with the
- * race checker failing the run on any race.
+ * word); sh_verify of b into a word on device 0 (a kernel whose parameters are all words,
+ * launched before on device 0's own memory: the shim's fast path must give way); sh_add on
+ * the middle of c.  On a stream of its own: sh_fill of c's first half; a graph captured there
+ * that adds 5 to e1, run; a launch adding 1 to e1; the graph run again (the access the capture
+ * left must outlast that launch's).  Each kernel finds its data, and back on device 1 every
+ * buffer holds what it should, a new buffer still pages the others out (nothing stayed held),
+ * and device 0 has no access left to a, b or c.  The transcript must equal the one without the
+ * shim, with evicted chunks mapped (host VMM) and unmapped (ELIXIR_SIM_HOST_VMM=0), and with
+ * the race checker failing the run on any race.
  */
 #define SH_RES_KERNELS
 #include "shim_test.h"
@@ -44,7 +45,8 @@ static void add(CUfunction f, CUstream s, CUdeviceptr p, uint64_t words, uint32_
     CHECK_CU(sh_launch(f, s, args));
 }
 
-/* sh_add(e1, WORDS, 5) captured on s and run as a graph. */
+/* sh_add(e1, WORDS, 5) captured on s and run as a graph; then 1 added to e1 by a launch on
+ * s, and the graph run again. */
 static void captured_add(CUfunction f, CUstream s, CUdeviceptr e1)
 {
     CUgraph g;
@@ -54,6 +56,8 @@ static void captured_add(CUfunction f, CUstream s, CUdeviceptr e1)
     add(f, s, e1, WORDS, 5);
     CHECK_CU(cuStreamEndCapture(s, &g));
     CHECK_CU(cuGraphInstantiate(&ge, g, 0));
+    CHECK_CU(cuGraphLaunch(ge, s));
+    add(f, s, e1, WORDS, 1);
     CHECK_CU(cuGraphLaunch(ge, s));
     CHECK_CU(cuStreamSynchronize(s));
     CHECK_CU(cuGraphExecDestroy(ge));
@@ -113,7 +117,7 @@ static void scenario(void)
     expect_words(b, 0, WORDS, 2, 0, "b, read by device 0");
     expect_words(c, 0, HALF, 7, 0, "c's first half, filled by device 0");
     expect_words(c, HALF, WORDS, 3, 20, "c's second half, added to by device 0");
-    expect_words(e1, 0, WORDS, 4, 5, "e1, added to by a graph on device 0");
+    expect_words(e1, 0, WORDS, 4, 11, "e1, added to by a graph on device 0 (twice) and a kernel");
     CHECK_CU(cuMemFree(a));
     CHECK_CU(cuMemFree(b));
     CHECK_CU(cuMemFree(c));
