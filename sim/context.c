@@ -5,7 +5,8 @@
  *
  * A context owns its legacy default stream and a list of its streams.  Context structures
  * are never freed (a destroyed context keeps its magic cleared), so a stale handle is
- * reported as CUDA_ERROR_INVALID_CONTEXT instead of being a use after free.
+ * reported as CUDA_ERROR_INVALID_CONTEXT instead of being a use after free; they stay on one
+ * list for the life of the process (which also tells a leak checker they are kept on purpose).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -18,6 +19,7 @@
 static _Thread_local CUcontext ctx_stack[STACK_MAX];
 static _Thread_local int ctx_depth;
 static _Atomic uint64_t next_ctx_id = 1;
+static _Atomic(CUcontext) all_contexts;
 
 CUcontext sim_ctx_current(void)
 {
@@ -85,6 +87,9 @@ CUresult sim_ctx_create(int device, unsigned flags, int primary, CUcontext *out)
         free(ctx);
         return CUDA_ERROR_OUT_OF_MEMORY;
     }
+    ctx->all_next = atomic_load(&all_contexts);
+    while (!atomic_compare_exchange_weak(&all_contexts, &ctx->all_next, ctx))
+        ;
     *out = ctx;
     return CUDA_SUCCESS;
 }

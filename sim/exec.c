@@ -73,6 +73,7 @@ typedef struct access_rec {
 
 static struct {
     int active;
+    CUcontext ctx;                  /* its context, whose device's access is checked */
     double flops, bytes;
     access_rec_t *acc;
     size_t nacc, cap;
@@ -187,10 +188,21 @@ SIM_API void sim_kernel_cost(double flops, double bytes)
     cur.bytes += bytes > 0 ? bytes : 0;
 }
 
+/*
+ * A kernel declares a range it is about to touch: for the race checker, and held to the
+ * device's access as its pointer arguments are (kernel_precheck), since a pointer it loaded
+ * from memory reaches no further on a GPU: a VMM mapping its device has no access to, or
+ * another device's memory without peer access, is a fault at the first such byte.
+ */
 SIM_API void sim_kernel_access(const void *ptr, size_t bytes, int mode)
 {
     if (!on_executor || !cur.active || bytes == 0)
         return;
+    uint64_t first = (uint64_t)(uintptr_t)ptr, last = first + bytes - 1;
+    if (sim_launch_denied(first, cur.ctx))
+        sim_fault_raise(first);
+    if (sim_launch_denied(last, cur.ctx))
+        sim_fault_raise(last);
     if (cur.nacc == cur.cap) {
         size_t cap = cur.cap ? cur.cap * 2 : 16;
         access_rec_t *a = realloc(cur.acc, cap * sizeof(*a));
@@ -583,6 +595,7 @@ static int execute(sim_op_t *op)
             return -EFAULT;
         }
         cur.active = 1;
+        cur.ctx = op->stream->ctx;
         cur.flops = cur.bytes = 0;
         cur.nacc = 0;
     }

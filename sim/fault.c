@@ -68,3 +68,13 @@ int sim_guarded(void (*fn)(void *), void *arg, uint64_t *addr)
     guard_env = NULL;
     return 0;
 }
+
+void sim_fault_raise(uint64_t addr)
+{
+    sigjmp_buf *env = guard_env;
+    if (env) {
+        guard_env = NULL;
+        guard_addr = addr;
+        siglongjmp(*env, 1);
+    }
+}

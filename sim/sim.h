@@ -118,6 +118,7 @@ struct CUctx_st {
     /* Contexts whose cuMemAlloc memory this one's kernels may reach (cuCtxEnablePeerAccess);
      * read by the executor, written under the context module's peer lock. */
     _Atomic(struct CUctx_st *) peers[SIM_MAX_PEERS];
+    struct CUctx_st *all_next;      /* every context ever created (never freed), newest first */
 };
 
 CUcontext sim_ctx_current(void);
@@ -362,6 +363,9 @@ void sim_activity_call_end(void);
 void sim_fault_install(void);
 /* Run fn(arg) with faults caught; returns 0, or -EFAULT with *addr set to the bad address. */
 int sim_guarded(void (*fn)(void *), void *arg, uint64_t *addr);
+/* Inside a guarded region: leave it as a fault at addr would (sim_guarded returns -EFAULT
+ * with *addr = addr).  Outside one it returns and does nothing. */
+void sim_fault_raise(uint64_t addr);
 
 /* ------------------------------------------------------------------------- copy.c */
 

@@ -6,18 +6,50 @@
  * enable, a disable of access never enabled); a kernel on device 0 that writes device 1's
  * cuMemAlloc memory once peer access is enabled (the words land there), and again after it was
  * disabled (CUDA_ERROR_ILLEGAL_ADDRESS: device 0's context is lost, device 1's carries on);
- * copies between the two devices, which need no peer access.
+ * copies between the two devices, which need no peer access.  The same holds for a pointer a
+ * kernel loads from memory: pa_fill_via, given only device 0's memory holding p1's address,
+ * writes p1 with peer access, and faults in a context of device 0 without it.
  */
 #include "memtest.h"
 #include "simchild.h"
 
 #define WORDS 1024
 
+static const char via_ptx[] =
+    ".version 8.0\n.target sm_90\n.address_size 64\n"
+    ".visible .entry pa_fill_via(.param .u64 pp, .param .u64 n, .param .u32 v)\n{\n ret;\n}\n";
+
+/* pa_fill_via(pp, n, v): write v into the n 32-bit words at the address stored at pp. */
+SIM_KERNEL void pa_fill_via(const sim_launch_t *l, void **params)
+{
+    const uint64_t *pp = *(const uint64_t **)params[0];
+    uint64_t n = *(uint64_t *)params[1];
+    uint32_t v = *(uint32_t *)params[2];
+    (void)l;
+
+    sim_kernel_access(pp, 8, SIM_ACCESS_READ);
+    uint32_t *p = (uint32_t *)(uintptr_t)*pp;
+    sim_kernel_access(p, n * 4, SIM_ACCESS_WRITE);
+    for (uint64_t i = 0; i < n; i++)
+        p[i] = v;
+}
+
+/* In the current context: store p's address in device memory and launch pa_fill_via on it. */
+static CUresult fill_via(CUdeviceptr p, uint32_t v, CUdeviceptr *holder)
+{
+    uint64_t n = WORDS;
+    CHECK_CU(cuMemAlloc(holder, 8));
+    CHECK_CU(cuMemcpyHtoD(*holder, &p, 8));
+    void *args[] = { holder, &n, &v };
+    return cuLaunchKernel(st_function(via_ptx, "pa_fill_via"), 1, 1, 1, 1, 1, 1, 0, NULL, args,
+                          NULL);
+}
+
 static void peers(void *unused)
 {
     (void)unused;
     CUcontext c0 = st_setup(0), c1, other;
-    CUdeviceptr p1, p0;
+    CUdeviceptr p1, p0, holder;
     CHECK_CU(cuDevicePrimaryCtxRetain(&c1, 1));
     CHECK_CU(cuCtxSetCurrent(c1));
     CHECK_CU(cuMemAlloc(&p1, WORDS * 4));
@@ -44,6 +76,9 @@ static void peers(void *unused)
     mt_expect_words(p1, WORDS, 0x22);
     CHECK_CU(cuMemcpyDtoD(p0, p1, WORDS * 4));          /* copies: with or without access */
     mt_expect_words(p0, WORDS, 0x22);
+    CHECK_CU(fill_via(p1, 0x27, &holder));              /* a pointer loaded from memory */
+    CHECK_CU(cuCtxSynchronize());
+    mt_expect_words(p1, WORDS, 0x27);
 
     CHECK_CU(cuCtxDisablePeerAccess(c1));
     EXPECT_CU(CUDA_ERROR_PEER_ACCESS_NOT_ENABLED, cuCtxDisablePeerAccess(c1));
@@ -53,6 +88,11 @@ static void peers(void *unused)
     mt_expect_words(p1, WORDS, 0x33);
     CHECK_CU(mt_fill_async(p1, WORDS, 0x44, NULL));     /* no access any more: faults */
     EXPECT_CU(CUDA_ERROR_ILLEGAL_ADDRESS, cuCtxSynchronize());
+
+    CHECK_CU(cuCtxCreate(&other, NULL, 0, 0));          /* device 0, no peer access */
+    CHECK_CU(fill_via(p1, 0x66, &holder));
+    EXPECT_CU(CUDA_ERROR_ILLEGAL_ADDRESS, cuCtxSynchronize());
+    CHECK_CU(cuCtxDestroy(other));
 
     CHECK_CU(cuCtxSetCurrent(c1));                      /* device 1 carries on */
     mt_expect_words(p1, WORDS, 0x33);
@@ -72,6 +112,7 @@ int main(int argc, char **argv)
     st_run_child(peers, NULL, NULL, &c);
     st_child_expect(&c, 0, logged);
     st_child_free(&c);
-    printf("peer access: errors, a kernel reaching a peer's memory with it and without it\n");
+    printf("peer access: errors, kernels reaching a peer's memory (through an argument and "
+           "through memory) with it and without it\n");
     return 0;
 }
