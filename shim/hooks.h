@@ -196,6 +196,12 @@
     X(cuMemsetD2D32Async, cuMemsetD2D32Async, 3020, )                                           \
     X(cuMemsetD2D32Async_ptsz, cuMemsetD2D32Async, 7000, _ptsz)
 
+/* Peer access, which residency mirrors onto the arenas' mappings (a pointer into another
+ * device's arena that the shim does not see then reaches it as it would without the shim). */
+#define SHIM_HOOKS_PEER(X)                                                                      \
+    X(cuCtxEnablePeerAccess, cuCtxEnablePeerAccess, 4000, )                                     \
+    X(cuCtxDisablePeerAccess, cuCtxDisablePeerAccess, 4000, )
+
 /* The entry point lookup itself, so that everything it hands out stays intercepted. */
 #define SHIM_HOOKS_PROC(X)                                                                      \
     X(cuGetProcAddress, cuGetProcAddress, 11030, )                                              \
@@ -205,6 +211,7 @@
     SHIM_HOOKS_ALLOC(X)                                                                         \
     SHIM_HOOKS_VMM(X)                                                                           \
     SHIM_HOOKS_TEARDOWN(X)                                                                      \
+    SHIM_HOOKS_PEER(X)                                                                          \
     SHIM_HOOKS_SYNC(X)                                                                          \
     SHIM_HOOKS_LAUNCH(X)                                                                        \
     SHIM_HOOKS_COPY(X)                                                                          \

@@ -160,6 +160,9 @@ extern _Atomic int res_arenas;
 /* The address range every arena lies in, [res_span_lo, +res_span_len) (gaps included): a
  * word outside the current device's arena but inside it may point into another's. */
 extern _Atomic uint64_t res_span_lo, res_span_len;
+/* Bit i of res_peers[o]: device i has peer access to device o's memory (the application
+ * enabled it: res_peer_access), so o's arena is mapped for device i too (res_move.c). */
+extern _Atomic uint32_t res_peers[MAX_DEVICES];
 /* Bumped whenever code or contexts go away (module or library unload, context destroyed or
  * reset): cached kernel layouts and the per-thread context -> device cache are then stale. */
 extern _Atomic unsigned res_code_gen;

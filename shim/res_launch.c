@@ -514,7 +514,8 @@ static void foreign_take(foreign_t *f, res_dev_t *o, uint64_t p)
 /* After the operation was issued on stream s (ptds: the _ptsz ABI): the host waits for it,
  * then the chunks are released, and the access taken back unless another operation still
  * holds them or they are pinned (a captured one may need the access whenever its graph
- * runs); a captured operation keeps both. */
+ * runs), or the application enabled peer access (res_peers); a captured operation keeps
+ * both. */
 static void foreign_end(foreign_t *f, CUstream s, int ptds)
 {
     if (!f->pinned)
@@ -527,7 +528,7 @@ static void foreign_end(foreign_t *f, CUstream s, int ptds)
             res_unhold(o, ci);
             held |= o->chunks[ci].held | o->chunks[ci].pinned;
         }
-        if (!held)
+        if (!held && !(atomic_load(&res_peers[o->device]) >> f->dev & 1))
             peer_access(o, first, end - first, f->dev, 0);
         shim_unlock(&o->lock);
     }

@@ -15,6 +15,10 @@
  * not need, in O(1): evictable GPU chunks sit on an intrusive list in order of last use
  * (res_touch moves a chunk to its tail), chunks in host memory on a second list.  Pinned
  * chunks are on neither and never move again.
+ *
+ * Peer access the application enables between contexts is mirrored onto the arenas: every
+ * mapping of a device's arena also grants the devices in res_peers[device] (set_access), as
+ * the driver's own memory would be reachable from them.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -45,17 +49,91 @@ CUmemAllocationProp res_prop_for(const res_dev_t *d, int tier)
     return p;
 }
 
+_Atomic uint32_t res_peers[MAX_DEVICES];
+
+/* Access to [va, +size) of d's arena, newly mapped: for d's device, and for the devices that
+ * have peer access to it.  Should the driver refuse the peers, d's own device still gets it. */
 static CUresult set_access(res_dev_t *d, CUdeviceptr va, uint64_t size)
 {
-    CUmemAccessDesc a = { .location = { CU_MEM_LOCATION_TYPE_DEVICE, d->device },
-                          .flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE };
-    return DRV(cuMemSetAccess)(va, size, &a, 1);
+    CUmemAccessDesc a[MAX_DEVICES];
+    uint32_t peers = atomic_load_explicit(&res_peers[d->device], memory_order_relaxed);
+    int n = 1;
+
+    a[0] = (CUmemAccessDesc){ { CU_MEM_LOCATION_TYPE_DEVICE, d->device },
+                              CU_MEM_ACCESS_FLAGS_PROT_READWRITE };
+    for (int i = 0; i < MAX_DEVICES; i++)
+        if ((peers >> i & 1) && i != d->device)
+            a[n++] = (CUmemAccessDesc){ { CU_MEM_LOCATION_TYPE_DEVICE, i },
+                                        CU_MEM_ACCESS_FLAGS_PROT_READWRITE };
+    CUresult r = DRV(cuMemSetAccess)(va, size, a, (size_t)n);
+    if (r != CUDA_SUCCESS && n > 1) {
+        static _Atomic int warned;
+        if (!atomic_exchange(&warned, 1))
+            SHIM_WARN(RES, "device %d's memory: its peers cannot be given access (%d); only "
+                      "device %d has it (said once)", d->device, (int)r, d->device);
+        r = DRV(cuMemSetAccess)(va, size, a, 1);
+    }
+    return r;
 }
 
 /* Is chunk c's memory mapped at its address (both tiers where host memory maps)? */
 static int mapped(const res_dev_t *d, const chunk_t *c)
 {
     return c->tier == TIER_GPU || (c->tier == TIER_HOST && d->host_mappable);
+}
+
+/* Grant (on) or take back device `dev`'s access to every mapped chunk of o's arena (o's lock
+ * held), in runs of consecutive chunks; taking back leaves the chunks that operations from
+ * other devices hold or pinned (res_launch.c, "operands on other devices"). */
+static void peer_apply(res_dev_t *o, int dev, int on)
+{
+    CUmemAccessDesc a = { .location = { CU_MEM_LOCATION_TYPE_DEVICE, dev },
+                          .flags = on ? CU_MEM_ACCESS_FLAGS_PROT_READWRITE
+                                      : CU_MEM_ACCESS_FLAGS_PROT_NONE };
+    uint32_t n = (uint32_t)(o->size / o->chunk), run = 0;
+    int failed = 0;
+
+    for (uint32_t ci = 0; ci <= n; ci++) {
+        const chunk_t *c = ci < n ? &o->chunks[ci] : NULL;
+        if (c && mapped(o, c) && (on || (!c->held && !c->pinned))) {
+            run++;
+            continue;
+        }
+        if (run && DRV(cuMemSetAccess)(arena_chunk_addr(o->arena, ci - run),
+                                       (size_t)run * o->chunk, &a, 1) != CUDA_SUCCESS)
+            failed = 1;
+        run = 0;
+    }
+    if (failed)
+        SHIM_WARN(RES, "device %d: access to device %d's memory could not be %s everywhere",
+                  dev, o->device, on ? "granted" : "taken back");
+}
+
+void res_peer_access(CUcontext peer, int on)
+{
+    CUdevice me, dev;
+    CUcontext popped;
+
+    if (shim_disabled() || DRV(cuCtxGetDevice)(&me) != CUDA_SUCCESS || me < 0 ||
+        me >= MAX_DEVICES || DRV(cuCtxPushCurrent_v2)(peer) != CUDA_SUCCESS)
+        return;
+    if (DRV(cuCtxGetDevice)(&dev) == CUDA_SUCCESS && dev >= 0 && dev < MAX_DEVICES &&
+        dev != me) {
+        res_dev_t *o = &res_devs[dev];
+        /* The bit first: an arena set up meanwhile maps its chunks with it already. */
+        if (on)
+            atomic_fetch_or(&res_peers[dev], 1u << me);
+        else
+            atomic_fetch_and(&res_peers[dev], ~(1u << me));
+        if (atomic_load_explicit((_Atomic int *)&o->ready, memory_order_acquire) > 0) {
+            shim_lock(&o->lock);
+            peer_apply(o, me, on);
+            shim_unlock(&o->lock);
+        }
+        SHIM_INFO(RES, "device %d %s access to device %d's arena", me,
+                  on ? "has" : "no longer has", dev);
+    }
+    DRV(cuCtxPopCurrent_v2)(&popped);
 }
 
 /* The pinned host piece of an unmapped host chunk. */

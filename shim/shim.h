@@ -302,6 +302,9 @@ void res_ctx_destroy(void);
 /* After a module or library unload, a context destroyed or reset: cached kernel parameter
  * layouts and context -> device pairs may be stale. */
 void res_code_unload(void);
+/* After the driver enabled (on) or disabled the current context's access to context peer's
+ * memory: the same for the current device on the arena of the peer's device. */
+void res_peer_access(CUcontext peer, int on);
 /* Around a stream capture: begin before the driver begins one, end once the driver reports
  * that one ended (or failed to begin). */
 void res_capture_begin(void);

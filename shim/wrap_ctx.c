@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * wrap_ctx.c - wrappers of context, primary-context and stream teardown, in both ABIs, of
- * module and library unloads, and of the host synchronisations.
+ * module and library unloads, of peer access, and of the host synchronisations.
  *
  * Residency records the uses of application streams lazily (by operation count, with no
  * event), so before the driver destroys a stream, or a context with its streams, an event is
@@ -53,6 +53,26 @@ SHIM_EXPORT CUresult CUDAAPI cuStreamDestroy_v2(CUstream hStream)
     SHIM_ENTER(cuStreamDestroy_v2, real);
     res_stream_destroy(hStream);
     return real(hStream);
+}
+
+/* Peer access: the driver's call, then, when it succeeded, the same access mirrored onto
+ * the peer device's arena (res_peer_access). */
+SHIM_EXPORT CUresult CUDAAPI cuCtxEnablePeerAccess(CUcontext peerContext, unsigned int Flags)
+{
+    SHIM_ENTER(cuCtxEnablePeerAccess, real);
+    CUresult r = real(peerContext, Flags);
+    if (r == CUDA_SUCCESS)
+        res_peer_access(peerContext, 1);
+    return r;
+}
+
+SHIM_EXPORT CUresult CUDAAPI cuCtxDisablePeerAccess(CUcontext peerContext)
+{
+    SHIM_ENTER(cuCtxDisablePeerAccess, real);
+    CUresult r = real(peerContext);
+    if (r == CUDA_SUCCESS)
+        res_peer_access(peerContext, 0);
+    return r;
 }
 
 /* Defines wrapper `sym` of a host synchronisation with parameter list `params`, passing

@@ -10,11 +10,16 @@
  * launched before on device 0's own memory: the shim's fast path must give way); sh_add on
  * the middle of c.  On a stream of its own: sh_fill of c's first half; a graph captured there
  * that adds 5 to e1, run; a launch adding 1 to e1; the graph run again (the access the capture
- * left must outlast that launch's).  Each kernel finds its data, and back on device 1 every
- * buffer holds what it should, a new buffer still pages the others out (nothing stayed held),
- * and device 0 has no access left to a, b or c.  The transcript must equal the one without the
- * shim, with evicted chunks mapped (host VMM) and unmapped (ELIXIR_SIM_HOST_VMM=0), and with
- * the race checker failing the run on any race.
+ * left must outlast that launch's).  Last, sh_add_via adds to a, and to f1 (allocated on
+ * device 1 after the enable), through pointers it loads from device 0's memory, which the
+ * shim never sees: it reaches them because the shim mirrors the peer access the application
+ * enabled onto device 1's arena, its present mappings and its later ones (with evicted chunks
+ * mapped only: where they are unmapped, such a pointer faults, a documented limit).  Then
+ * device 0 disables peer access, and has none left to a, b or c.  Each kernel finds its data,
+ * and back on device 1 every buffer holds what it should, and a new buffer still pages the
+ * others out (nothing stayed held).  The transcript must equal the one without the shim, with
+ * evicted chunks mapped (host VMM) and unmapped (ELIXIR_SIM_HOST_VMM=0), and with the race
+ * checker failing the run on any race.
  */
 #define SH_RES_KERNELS
 #include "shim_test.h"
@@ -25,6 +30,36 @@
 #define HALF (WORDS / 2)
 
 static uint32_t host[WORDS];
+
+static const char via_ptx[] =
+    ".version 8.0\n.target sm_90\n.address_size 64\n"
+    ".visible .entry sh_add_via(.param .u64 pp, .param .u64 n, .param .u32 v)\n{\n ret;\n}\n";
+
+/* sh_add_via(pp, n, v): adds v to each of the n words at the address stored at pp. */
+SIM_KERNEL void sh_add_via(const sim_launch_t *l, void **params)
+{
+    const uint64_t *pp = *(const uint64_t **)params[0];
+    uint64_t n = *(uint64_t *)params[1];
+    uint32_t v = *(uint32_t *)params[2];
+    (void)l;
+
+    sim_kernel_access(pp, 8, SIM_ACCESS_READ);
+    uint32_t *p = (uint32_t *)(uintptr_t)*pp;
+    sim_kernel_access(p, n * 4, SIM_ACCESS_READWRITE);
+    for (uint64_t i = 0; i < n; i++)
+        p[i] += v;
+}
+
+/* On the current context's legacy stream: sh_add_via with p's address stored in holder. */
+static void add_via(CUdeviceptr holder, CUdeviceptr p, uint32_t v)
+{
+    uint64_t n = WORDS;
+    void *args[] = { &holder, &n, &v };
+
+    CHECK_CU(cuMemcpyHtoD(holder, &p, 8));
+    CHECK_CU(sh_launch(st_function(via_ptx, "sh_add_via"), NULL, args));
+    CHECK_CU(cuCtxSynchronize());
+}
 
 /* Words [from, to) of p hold sh_pattern(seed, i) + plus (and the others are not looked at). */
 static void expect_words(CUdeviceptr p, uint64_t from, uint64_t to, uint32_t seed,
@@ -66,7 +101,7 @@ static void captured_add(CUfunction f, CUstream s, CUdeviceptr e1)
 
 static void scenario(void)
 {
-    CUdeviceptr a, b, c, e, e1, x, bad;
+    CUdeviceptr a, b, c, e, e1, f1 = 0, x, bad;
     CUstream s;
     uint32_t wrong = 1;
 
@@ -82,7 +117,7 @@ static void scenario(void)
     CHECK_CU(sh_fill_async(fill1, e1, WORDS, 4, NULL));
     CHECK_CU(cuCtxSynchronize());
 
-    st_setup(0);
+    CUcontext c0 = st_setup(0);
     CHECK_CU(cuCtxEnablePeerAccess(c1, 0));
     CUfunction fill = st_function(sh_res_ptx, "sh_fill");
     CUfunction verify = st_function(sh_res_ptx, "sh_verify");
@@ -103,6 +138,19 @@ static void scenario(void)
     captured_add(addf, s, e1);
     CHECK_CU(cuStreamDestroy(s));
     CHECK_CU(cuCtxSynchronize());
+    const char *host_vmm = getenv("ELIXIR_SIM_HOST_VMM");
+    int via = !host_vmm || strcmp(host_vmm, "0") != 0;
+    if (via) {              /* pointers the shim never sees: a, and f1 mapped after the enable */
+        CHECK_CU(cuCtxSetCurrent(c1));
+        CHECK_CU(cuMemAlloc(&f1, BYTES));
+        CHECK_CU(sh_fill_async(fill1, f1, WORDS, 6, NULL));
+        CHECK_CU(cuCtxSynchronize());
+        CHECK_CU(cuCtxSetCurrent(c0));
+        add_via(x, a, 100);
+        add_via(x, f1, 3);
+        printf("a and f1 on device 1 added to through pointers in device 0's memory\n");
+    }
+    CHECK_CU(cuCtxDisablePeerAccess(c1));
     sh_expect_no_access(a, 0, "a");
     sh_expect_no_access(b, 0, "b");
     sh_expect_no_access(c, 0, "c");
@@ -113,11 +161,15 @@ static void scenario(void)
     CHECK_CU(cuMemAlloc(&e, BYTES));
     CHECK_CU(sh_fill_async(fill1, e, WORDS, 5, NULL));
     expect_words(e, 0, WORDS, 5, 0, "e, a new buffer on device 1");
-    expect_words(a, 0, WORDS, 1, 10, "a, added to by device 0");
+    expect_words(a, 0, WORDS, 1, via ? 110 : 10, "a, added to by device 0");
     expect_words(b, 0, WORDS, 2, 0, "b, read by device 0");
     expect_words(c, 0, HALF, 7, 0, "c's first half, filled by device 0");
     expect_words(c, HALF, WORDS, 3, 20, "c's second half, added to by device 0");
     expect_words(e1, 0, WORDS, 4, 11, "e1, added to by a graph on device 0 (twice) and a kernel");
+    if (via) {
+        expect_words(f1, 0, WORDS, 6, 3, "f1, added to through memory by device 0");
+        CHECK_CU(cuMemFree(f1));
+    }
     CHECK_CU(cuMemFree(a));
     CHECK_CU(cuMemFree(b));
     CHECK_CU(cuMemFree(c));
@@ -127,7 +179,8 @@ static void scenario(void)
 
 static void run(const char *what, const char *host_vmm)
 {
-    const char *plain_env[] = { "ELIXIR_SIM_DEVICES=2", "ELIXIR_SIM_RACECHECK=fail", NULL };
+    const char *plain_env[] = { "ELIXIR_SIM_DEVICES=2", "ELIXIR_SIM_RACECHECK=fail", host_vmm,
+                                NULL };
     const char *env[] = { "ELIXIR_SIM_DEVICES=2", "ELIXIR_SIM_RACECHECK=fail",
                           "ELIXIR_GPU_MEMORY=4M", "ELIXIR_STATS=1", host_vmm, NULL };
     sh_run_t plain = sh_run_plain_ok(plain_env), shim = sh_run_ok("scenario", env);
