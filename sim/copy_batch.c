@@ -88,7 +88,8 @@ static void batch_abandon(batch_t *b)
 static void host_read(const sim_copy_t *c, const char *what)
 {
     if (c->height * c->depth > 16 || c->spitch == c->width) {
-        uint64_t end = c->src + ((c->depth - 1) * c->sheight + c->height - 1) * c->spitch + c->width;
+        uint64_t rows = (c->depth - 1) * c->sheight + c->height - 1;
+        uint64_t end = c->src + rows * c->spitch + c->width;
         sim_host_access(c->src, end - c->src, 0, what);
         return;
     }

@@ -76,7 +76,10 @@ static void nattrs_zero(call_t *c) { c->nattrs = 0; }
 static void first_not_zero(call_t *c) { c->idxs[0] = 1; }
 static void idxs_equal(call_t *c) { c->idxs[1] = 0; }
 static void last_is_count(call_t *c) { c->idxs[1] = COUNT; }
-static void order_invalid(call_t *c) { c->attrs[1].srcAccessOrder = CU_MEMCPY_SRC_ACCESS_ORDER_INVALID; }
+static void order_invalid(call_t *c)
+{
+    c->attrs[1].srcAccessOrder = CU_MEMCPY_SRC_ACCESS_ORDER_INVALID;
+}
 static void order_unknown(call_t *c) { c->attrs[0].srcAccessOrder = (CUmemcpySrcAccessOrder)4; }
 static void order_max(call_t *c) { c->attrs[1].srcAccessOrder = CU_MEMCPY_SRC_ACCESS_ORDER_MAX; }
 static void flag_unknown(call_t *c) { c->attrs[1].flags = 2; }
@@ -165,7 +168,10 @@ static void flags_set(call3d_t *c) { c->flags = 1; }
 static void width_zero(call3d_t *c) { c->ops[1].extent.width = 0; }
 static void height_zero(call3d_t *c) { c->ops[1].extent.height = 0; }
 static void depth_zero(call3d_t *c) { c->ops[1].extent.depth = 0; }
-static void op_order_invalid(call3d_t *c) { c->ops[1].srcAccessOrder = CU_MEMCPY_SRC_ACCESS_ORDER_INVALID; }
+static void op_order_invalid(call3d_t *c)
+{
+    c->ops[1].srcAccessOrder = CU_MEMCPY_SRC_ACCESS_ORDER_INVALID;
+}
 static void op_order_unknown(call3d_t *c) { c->ops[1].srcAccessOrder = (CUmemcpySrcAccessOrder)4; }
 static void op_flag_unknown(call3d_t *c) { c->ops[1].flags = 2; }
 static void src_row_short(call3d_t *c) { c->ops[1].src.op.ptr.rowLength = W - 1; }
