@@ -81,6 +81,25 @@ static int cmp_u64(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
+/* The id of the allocation at p that is never freed: the worker's buffer (small allocations of
+ * the churning thread, freed at once, may have had the same address before it, and their
+ * records need not come first in the file: each thread's buffer is written out on its own);
+ * 0 if there is none. */
+static uint64_t live_alloc_at(const tt_trace_t *t, uint64_t p)
+{
+    for (size_t i = 0; i < t->n; i++) {
+        if (t->ev[i].type != TRC_EV_ALLOC || t->ev[i].u.alloc.addr != p)
+            continue;
+        uint64_t id = t->ev[i].u.alloc.id;
+        int freed = 0;
+        for (size_t j = 0; j < t->n && !freed; j++)
+            freed = t->ev[j].type == TRC_EV_FREE && t->ev[j].u.free.id == id;
+        if (!freed)
+            return id;
+    }
+    return 0;
+}
+
 /* Each worker's launches: one stream number, its own buffer; four different streams. */
 static void check_workers(const tt_trace_t *t, const char *out)
 {
@@ -92,11 +111,8 @@ static void check_workers(const tt_trace_t *t, const char *out)
         line = strstr(line, "worker ");
         EXPECT(line && sscanf(line, "worker %llx", &p) == 1, "scenario said: %s", out);
         line++;
-        uint64_t id = 0, stream = UINT64_MAX;
+        uint64_t id = live_alloc_at(t, p), stream = UINT64_MAX;
         int n = 0;
-        for (size_t i = 0; i < t->n; i++)
-            if (t->ev[i].type == TRC_EV_ALLOC && t->ev[i].u.alloc.addr == p)
-                id = t->ev[i].u.alloc.id;
         for (size_t i = 0; i < t->n; i++) {
             const trc_launch_t *l = &t->ev[i].u.launch;
             if (t->ev[i].type != TRC_EV_LAUNCH || l->nallocs != 1 || l->allocs[0] != id)
