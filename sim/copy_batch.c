@@ -171,6 +171,18 @@ static CUresult batch_submit(batch_t *b)
     return r;
 }
 
+/* The end of a batch call that got to r: every copy submitted when r is CUDA_SUCCESS; else
+ * nothing is queued, and *fail_idx (when asked for) names the copy the error is about. */
+static CUresult batch_end(batch_t *b, CUresult r, size_t *fail_idx)
+{
+    if (r == CUDA_SUCCESS)
+        return batch_submit(b);
+    batch_abandon(b);
+    if (fail_idx)
+        *fail_idx = b->fail;
+    return r;
+}
+
 /* ---------------------------------------------------------------- cuMemcpyBatchAsync */
 
 /* The attribute rules of cuMemcpyBatchAsync; *fail: the first copy a bad entry applies to. */
@@ -212,12 +224,7 @@ static CUresult batch_1d(const CUdeviceptr *dsts, const CUdeviceptr *srcs, const
                          .sheight = 1 };
         r = batch_add(&b, i, &c, attrs[k].srcAccessOrder);
     }
-    if (r == CUDA_SUCCESS)
-        return batch_submit(&b);
-    batch_abandon(&b);
-    if (fail_idx)
-        *fail_idx = b.fail;
-    return r;
+    return batch_end(&b, r, fail_idx);
 }
 
 SIM_API CUresult CUDAAPI cuMemcpyBatchAsync(CUdeviceptr *dsts, CUdeviceptr *srcs, size_t *sizes,
@@ -302,21 +309,15 @@ static CUresult batch_3d(size_t n, const CUDA_MEMCPY3D_BATCH_OP *ops, size_t *fa
     CUresult r = batch_stream(h, ptds, &s);
     if (r == CUDA_SUCCESS && (n == 0 || !ops || flags != 0))
         r = CUDA_ERROR_INVALID_VALUE;
-    for (size_t i = 0; r == CUDA_SUCCESS && i < n; i++)
-        if ((r = describe_op(&ops[i], &c)) != CUDA_SUCCESS)
-            b.fail = i;
     if (r == CUDA_SUCCESS)
         r = batch_begin(&b, name, s, n);
     for (size_t i = 0; r == CUDA_SUCCESS && i < n; i++) {
-        (void)describe_op(&ops[i], &c);     /* checked above */
-        r = batch_add(&b, i, &c, ops[i].srcAccessOrder);
+        if ((r = describe_op(&ops[i], &c)) != CUDA_SUCCESS)
+            b.fail = i;
+        else
+            r = batch_add(&b, i, &c, ops[i].srcAccessOrder);
     }
-    if (r == CUDA_SUCCESS)
-        return batch_submit(&b);
-    batch_abandon(&b);
-    if (fail_idx)
-        *fail_idx = b.fail;
-    return r;
+    return batch_end(&b, r, fail_idx);
 }
 
 SIM_API CUresult CUDAAPI cuMemcpy3DBatchAsync(size_t numOps, CUDA_MEMCPY3D_BATCH_OP *opList,
