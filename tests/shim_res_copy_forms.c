@@ -728,17 +728,10 @@ static void run(const char *what, const char *host_vmm)
     out = sh_stat(shim.err, "migrations to host ");
     back = sh_stat(shim.err, "to GPU ");
     EXPECT(out > 0 && back > 0, "%s: expected chunks paged out and back:\n%s", what, shim.err);
-    sh_compare(plain.out, shim.out);
-    printf("%s: %d lines, the same with and without the shim\n", what,
-           sh_count(shim.out, "\n"));
-    sh_run_free(&plain);
-    sh_run_free(&shim);
+    sh_same_transcript(what, &plain, &shim);
 }
 
 int main(int argc, char **argv)
 {
-    sh_scenario_child(argc, argv, scenario);
-    run("mapped", "ELIXIR_SIM_HOST_VMM=1");
-    run("unmapped", "ELIXIR_SIM_HOST_VMM=0");
-    return 0;
+    return sh_main_mapped_unmapped(argc, argv, scenario, run);
 }

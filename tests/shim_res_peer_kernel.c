@@ -192,16 +192,10 @@ static void run(const char *what, const char *host_vmm)
     sh_pins(shim.err, 1, &pins, &fences);
     EXPECT(pins == 1 && fences == 0, "%s: %d pins (fences %d) on device 1, expected e1's only:"
            "\n%s", what, pins, fences, shim.err);
-    sh_compare(plain.out, shim.out);
-    printf("%s: the same transcript with and without the shim\n", what);
-    sh_run_free(&plain);
-    sh_run_free(&shim);
+    sh_same_transcript(what, &plain, &shim);
 }
 
 int main(int argc, char **argv)
 {
-    sh_scenario_child(argc, argv, scenario);
-    run("mapped", "ELIXIR_SIM_HOST_VMM=1");
-    run("unmapped", "ELIXIR_SIM_HOST_VMM=0");
-    return 0;
+    return sh_main_mapped_unmapped(argc, argv, scenario, run);
 }

@@ -270,6 +270,28 @@ static inline sh_run_t sh_run_plain_ok(const char *const *env)
     return r;
 }
 
+/* The end of run `what` of a transcript test: the scenario's transcript under the shim equals
+ * the one without it (sh_compare), said with its length, and both runs are freed. */
+static inline void sh_same_transcript(const char *what, sh_run_t *plain, sh_run_t *shim)
+{
+    sh_compare(plain->out, shim->out);
+    printf("%s: %d lines, the same with and without the shim\n", what,
+           sh_count(shim->out, "\n"));
+    sh_run_free(plain);
+    sh_run_free(shim);
+}
+
+/* main() of a transcript test: the scenario when run as the test's child, else `run` with
+ * evicted chunks mapped (host VMM) and unmapped (ELIXIR_SIM_HOST_VMM=0). */
+static inline int sh_main_mapped_unmapped(int argc, char **argv, void (*scenario)(void),
+                                          void (*run)(const char *what, const char *host_vmm))
+{
+    sh_scenario_child(argc, argv, scenario);
+    run("mapped", "ELIXIR_SIM_HOST_VMM=1");
+    run("unmapped", "ELIXIR_SIM_HOST_VMM=0");
+    return 0;
+}
+
 /* sh_run_ok("scenario", env), with what it printed shown, followed by its migrations to host
  * and to GPU (from its statistics: env sets ELIXIR_STATS=1). */
 static inline sh_run_t sh_run_migrations(const char *const *env)
