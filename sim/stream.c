@@ -9,6 +9,7 @@
  * and the last queued operation or event referring to it is gone.
  */
 #include <stdlib.h>
+#include <string.h>
 
 #include "sim.h"
 
@@ -26,10 +27,25 @@ int sim_stream_blocking(const struct CUstream_st *s)
            (s->kind == SIM_STREAM_USER && !(s->flags & CU_STREAM_NON_BLOCKING));
 }
 
+/*
+ * Freed streams, most recent first (sim_lock): a new stream takes the last one freed, so
+ * that, as with a driver whose handles are addresses of its own objects, a destroyed
+ * stream's handle comes back for a later stream and a cache keyed by handles must notice.
+ */
+#define SPARE_STREAMS 16
+static CUstream spare_streams[SPARE_STREAMS];
+static unsigned nspare_streams;
+
 static CUstream stream_new(CUcontext ctx, int kind, unsigned flags, int priority)
 {
-    CUstream s = calloc(1, sizeof(*s));
-    if (!s)
+    CUstream s = NULL;
+    pthread_mutex_lock(&sim_lock);
+    if (nspare_streams > 0)
+        s = spare_streams[--nspare_streams];
+    pthread_mutex_unlock(&sim_lock);
+    if (s)
+        memset(s, 0, sizeof(*s));
+    else if (!(s = calloc(1, sizeof(*s))))
         return NULL;
     s->magic = SIM_STREAM_MAGIC;
     s->kind = kind;
@@ -59,7 +75,10 @@ void sim_stream_unref_locked(CUstream s)
     sim_vc_unref(s->vc_done);
     sim_vc_unref(s->vc_exec);
     s->magic = 0;
-    free(s);
+    if (nspare_streams < SPARE_STREAMS)
+        spare_streams[nspare_streams++] = s;
+    else
+        free(s);
 }
 
 static CUstream per_thread_stream(CUcontext ctx)
