@@ -235,6 +235,7 @@
     X(cuStreamCreate, cuStreamCreate, 2000, )                                                   \
     X(cuStreamSynchronize, cuStreamSynchronize, 2000, )                                         \
     X(cuStreamWaitEvent, cuStreamWaitEvent, 3020, )                                             \
+    X(cuStreamGetCtx, cuStreamGetCtx, 9020, )                                                   \
     X(cuStreamIsCapturing, cuStreamIsCapturing, 10000, )                                        \
     X(cuStreamIsCapturing_ptsz, cuStreamIsCapturing, 10000, _ptsz)                              \
     X(cuEventCreate, cuEventCreate, 2000, )                                                     \

@@ -33,6 +33,7 @@ _Atomic int res_captures;
 _Atomic int res_arenas;
 _Atomic uint64_t res_span_lo, res_span_len;
 _Atomic unsigned res_code_gen = 1;
+_Atomic unsigned res_stream_gen = 1;
 
 /* ---------------------------------------------------------------- arena callbacks */
 

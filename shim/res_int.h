@@ -107,14 +107,21 @@ typedef struct app_pool {
 } app_pool_t;
 
 typedef struct res_dev {
-    int ready;                      /* 1: set up; -1: set-up failed, pass everything through */
+    /* What every launch reads and writes, together in the first two cache lines. */
+    _Alignas(64) int ready;         /* 1: set up; -1: set-up failed, pass everything through */
     int device;
     CUcontext ctx;
     shim_lock_t lock;               /* the device's residency lock (lock.h) */
-    arena_t *arena;
-    uint64_t base, size, chunk;
+    uint64_t base, size;
     int chunk_shift;                /* log2(chunk) when a power of two, else -1 */
+    uint32_t serial;
     chunk_t *chunks;
+    uint64_t clock;                 /* LRU stamps */
+    unsigned nstreams, last_slot;
+    clist_t lru;                    /* GPU chunks that may be evicted, least recently used first */
+    /* The rest. */
+    arena_t *arena;
+    uint64_t chunk;
     CUdeviceptr staging;            /* one chunk of address space for migrations */
     CUstream stream;                /* the shim's own copy stream */
     CUstream join;                  /* where last uses on different streams are joined */
@@ -125,7 +132,6 @@ typedef struct res_dev {
     uint64_t pool_used, pool_peak;  /* growth of the application's own pools */
     int host_mappable;              /* VMM host allocations supported; else evictions unmap */
     CUmemLocation host_loc;         /* where host chunks are created when host_mappable */
-    clist_t lru;                    /* GPU chunks that may be evicted, least recently used first */
     clist_t host;                   /* chunks in host memory, in the order they were evicted */
     uint32_t pinned;                /* chunks pinned resident */
     int arena_busy;                 /* inside an arena call: deferred frees wait */
@@ -135,19 +141,18 @@ typedef struct res_dev {
     unsigned npools, cap_pools;
     use_t fence;                    /* a use of unknown memory: every chunk waits for it */
     strm_t streams[MAX_STREAMS];
-    unsigned nstreams, last_slot;
     kparams_t kcache[KCACHE];
     CUmemGenericAllocationHandle spare[2][SPARES];  /* unmapped physical chunks, per tier */
     int nspare[2];
     CUmemGenericAllocationHandle swap;  /* no host mapping: the swap piece (res_move.c) */
     int swap_owed;                  /* the swap piece is out: the next host piece put refills it */
     use_event_t *free_events;
-    uint64_t clock;                 /* LRU stamps */
-    uint32_t serial;
     uint64_t migrations_out, migrations_in, bytes_out, bytes_in, evictions_forced;
     uint64_t pins, frees_deferred, frees_captured, fences_pinned;
     double blocked_s, blocked_free_s;   /* host waits of migrations, of frees and releases */
 } res_dev_t;
+
+_Static_assert(offsetof(res_dev_t, arena) <= 128, "a launch's fields span two cache lines");
 
 
 extern res_dev_t res_devs[MAX_DEVICES];
@@ -166,6 +171,9 @@ extern _Atomic uint32_t res_peers[MAX_DEVICES];
 /* Bumped whenever code or contexts go away (module or library unload, context destroyed or
  * reset): cached kernel layouts and the per-thread context -> device cache are then stale. */
 extern _Atomic unsigned res_code_gen;
+/* Bumped whenever a stream may have gone away (stream or context destroyed, code unloaded):
+ * the per-thread stream -> device memo (res_launch.c) is then stale. */
+extern _Atomic unsigned res_stream_gen;
 
 #define DRV(sym) SHIM_DRIVER_CALL(sym)
 

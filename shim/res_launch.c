@@ -581,10 +581,83 @@ static SHIM_COLD __attribute__((noinline)) collect_t *others_take(collect_t *k, 
 
 /* ---------------------------------------------------------------- launches */
 
+/*
+ * A launch on a stream other than a default one runs in the stream's context (cuda.h: a
+ * CUkernel takes its context from the stream; the current one counts for the null stream
+ * only), so the stream names the device.  Each thread remembers the last few such streams it
+ * launched on, each with its context and device, and a launch on one of them does without
+ * asking the driver anything.  A stream is remembered once the driver named its context
+ * (cuStreamGetCtx) and that context is an arena's own or the current one, whose device
+ * res_active_dev gives; a stream of any other context is left to the current context, as a
+ * default stream is.  res_stream_gen, bumped before and after a stream or context is
+ * destroyed (and on code unloads), retires every entry: a stream created later may get a
+ * destroyed one's handle.
+ */
+#define STREAM_MEMO 4
+
+typedef struct stream_memo {
+    unsigned gen;                   /* res_stream_gen when the entries were made */
+    unsigned next;                  /* the entry replaced next */
+    struct {
+        CUstream s;
+        CUcontext ctx;
+        res_dev_t *d;
+    } e[STREAM_MEMO];
+} stream_memo_t;
+
+static SHIM_TLS stream_memo_t stream_memo;
+
+/* launch_dev past the memo: the device of ordinary stream s's context, remembered. */
+static SHIM_COLD __attribute__((noinline)) res_dev_t *stream_dev_slow(CUstream s, CUcontext *ctx)
+{
+    unsigned gen = atomic_load_explicit(&res_stream_gen, memory_order_acquire);
+    CUcontext sc = NULL;
+    res_dev_t *d = NULL;
+    if (DRV(cuStreamGetCtx)(s, &sc) != CUDA_SUCCESS || !sc)
+        return res_active_dev(ctx);
+    for (int i = 0; i < MAX_DEVICES && !d; i++)
+        if (atomic_load_explicit((_Atomic int *)&res_devs[i].ready, memory_order_acquire) > 0 &&
+            res_devs[i].ctx == sc)
+            d = &res_devs[i];
+    if (!d && (!(d = res_active_dev(ctx)) || *ctx != sc))
+        return d;                   /* another context's stream: the current one decides */
+    stream_memo_t *m = &stream_memo;
+    if (m->gen != gen) {
+        memset(m, 0, sizeof(*m));
+        m->gen = gen;
+    }
+    unsigned i = m->next++ % STREAM_MEMO;
+    m->e[i].s = s;
+    m->e[i].ctx = *ctx = sc;
+    m->e[i].d = d;
+    return d;
+}
+
+/* The device (and context, in *ctx) a launch on stream s concerns: its stream's, through the
+ * thread's memo, for an ordinary stream; the current context's otherwise (res_active_dev). */
+static SHIM_ALWAYS_INLINE res_dev_t *launch_dev(CUstream s, CUcontext *ctx)
+{
+    if (!s || s == CU_STREAM_LEGACY || s == CU_STREAM_PER_THREAD ||
+        atomic_load_explicit(&res_arenas, memory_order_acquire) == 0)
+        return res_active_dev(ctx);
+    const stream_memo_t *m = &stream_memo;
+    if (SHIM_LIKELY(m->gen == atomic_load_explicit(&res_stream_gen, memory_order_acquire)))
+        for (unsigned i = 0; i < STREAM_MEMO; i++)
+            if (m->e[i].s == s) {
+                res_dev_t *d = m->e[i].d;
+                if (SHIM_UNLIKELY(atomic_load_explicit((_Atomic int *)&d->ready,
+                                                       memory_order_acquire) <= 0))
+                    return NULL;    /* a forked child */
+                *ctx = m->e[i].ctx;
+                return d;
+            }
+    return stream_dev_slow(s, ctx);
+}
+
 void res_launch_begin(shim_launch_t *l)
 {
     CUcontext ctx = NULL;
-    res_dev_t *d = res_active_dev(&ctx);
+    res_dev_t *d = launch_dev(l->stream, &ctx);
     collect_t *k;
     l->res = NULL;
     if (!d || !(k = collect_open(d, ctx)))

@@ -217,6 +217,7 @@ static void cover_all(CUstream s, int all)
 
 void res_stream_destroy(CUstream s)
 {
+    res_stream_gone();
     if (s && s != CU_STREAM_LEGACY && s != CU_STREAM_PER_THREAD)
         cover_all(s, 0);
 }
@@ -227,6 +228,7 @@ void res_stream_destroy(CUstream s)
  * every stream's uses are covered. */
 void res_ctx_destroy(void)
 {
+    res_stream_gone();
     cover_all(NULL, 1);
 }
 
@@ -234,6 +236,12 @@ void res_ctx_destroy(void)
 void res_code_unload(void)
 {
     atomic_fetch_add_explicit(&res_code_gen, 1, memory_order_acq_rel);
+    res_stream_gone();
+}
+
+void res_stream_gone(void)
+{
+    atomic_fetch_add_explicit(&res_stream_gen, 1, memory_order_acq_rel);
 }
 
 /* Before a capture begins: from now on uses are recorded at once, and what is left to

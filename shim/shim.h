@@ -302,6 +302,9 @@ void res_ctx_destroy(void);
 /* After a module or library unload, a context destroyed or reset: cached kernel parameter
  * layouts and context -> device pairs may be stale. */
 void res_code_unload(void);
+/* After the driver destroyed a stream: stream -> device pairs may be stale (res_stream_destroy
+ * retires them before the call too, so none made meanwhile outlives it). */
+void res_stream_gone(void);
 /* After the driver enabled (on) or disabled the current context's access to context peer's
  * memory: the same for the current device on the arena of the peer's device. */
 void res_peer_access(CUcontext peer, int on);

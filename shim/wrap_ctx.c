@@ -8,7 +8,9 @@
  * recorded for the uses still uncovered (res_stream_destroy, res_ctx_destroy).  It also
  * caches kernels' parameter layouts and the device of each thread's context: after code or a
  * context went away those caches are invalidated (res_code_unload), since a new kernel or
- * context may get a freed handle's address.
+ * context may get a freed handle's address; likewise the per-thread stream -> device memo of
+ * launches, retired before and after a stream is destroyed (res_stream_destroy,
+ * res_stream_gone).
  *
  * A host synchronisation (cuCtxSynchronize in both ABIs, cuStreamSynchronize, its _ptsz
  * variant, cuEventSynchronize) is where a training step usually ends, so the recording's
@@ -45,14 +47,18 @@ SHIM_EXPORT CUresult CUDAAPI cuStreamDestroy(CUstream hStream)
 {
     SHIM_ENTER(cuStreamDestroy, real);
     res_stream_destroy(hStream);
-    return real(hStream);
+    CUresult r = real(hStream);
+    res_stream_gone();
+    return r;
 }
 
 SHIM_EXPORT CUresult CUDAAPI cuStreamDestroy_v2(CUstream hStream)
 {
     SHIM_ENTER(cuStreamDestroy_v2, real);
     res_stream_destroy(hStream);
-    return real(hStream);
+    CUresult r = real(hStream);
+    res_stream_gone();
+    return r;
 }
 
 /* Peer access: the driver's call, then, when it succeeded, the same access mirrored onto
