@@ -163,15 +163,21 @@ void res_collect_ptr(collect_t *k, uint64_t p)
     collect_ptr(k, &g, p);
 }
 
-/* For the trace: the base of the allocation holding p (inside k's arena), or 0. */
-static uint64_t arena_base(void *ctx, uint64_t p)
+/* For the trace: the base of the allocation holding p (inside d's arena, d's lock held), or
+ * 0. */
+static uint64_t dev_base(const res_dev_t *d, uint64_t p)
 {
-    const res_dev_t *d = ((collect_t *)ctx)->d;
     arena_info_t info;
     uint64_t off = p - d->base;
     uint32_t ci = (uint32_t)(d->chunk_shift >= 0 ? off >> d->chunk_shift : off / d->chunk);
     int found = d->chunks[ci].tier != TIER_NONE && arena_lookup(d->arena, p, &info) == 0;
     return found ? info.base : 0;
+}
+
+/* dev_base for the device of collect ctx (shim_trace_arena_t.base_of). */
+static uint64_t arena_base(void *ctx, uint64_t p)
+{
+    return dev_base(((collect_t *)ctx)->d, p);
 }
 
 /* The words a launch's arguments hold, gathered for the tracer (one call per batch). */
@@ -535,15 +541,57 @@ static void foreign_end(foreign_t *f, CUstream s, int ptds)
     free(f);
 }
 
+/* The bases of the allocations that a recorded launch's words in other arenas name. */
+typedef struct peer_bases {
+    const uint64_t *w;
+    const uint64_t *base;
+    uint32_t n;
+} peer_bases_t;
+
+/* shim_trace_arena_t.base_of for those words. */
+static uint64_t peer_base_of(void *ctx, uint64_t word)
+{
+    const peer_bases_t *p = ctx;
+    for (uint32_t i = 0; i < p->n; i++)
+        if (p->w[i] == word)
+            return p->base[i];
+    return 0;
+}
+
+/* A recorded launch's n words w in other devices' arenas named for the tracer: each one's
+ * allocation looked up under its own device's lock (no other lock held). */
+static SHIM_COLD void trace_peer_words(const uint64_t *w, uint32_t n)
+{
+    uint64_t *base = malloc(n * sizeof(*base));
+    if (!base)
+        return;                     /* out of memory: the record names fewer allocations */
+    for (uint32_t i = 0; i < n; i++) {
+        res_dev_t *o = res_owner(w[i]);
+        base[i] = 0;
+        if (o) {
+            shim_lock(&o->lock);
+            base[i] = dev_base(o, w[i]);
+            shim_unlock(&o->lock);
+        }
+    }
+    peer_bases_t p = { w, base, n };
+    shim_trace_arena_t a = { atomic_load_explicit(&res_span_lo, memory_order_relaxed),
+                             atomic_load_explicit(&res_span_len, memory_order_relaxed),
+                             peer_base_of, &p };
+    shim_trace_peer_words(w, n, &a);
+    free(base);
+}
+
 /*
  * Operation k, collected on d under d's lock, reached the other devices' arenas at the words
- * k->others: d's lock is dropped, their allocations are taken there, and k is opened again
+ * k->others: d's lock is dropped, their allocations are taken there (and named to the tracer
+ * when the operation is a recorded launch: `traced`), and k is opened again
  * (the caller collects the operation afresh: its chunks may have moved meanwhile), carrying
  * what was taken in k->foreign for res_launch_end or res_copy_end.  NULL when out of memory;
  * then nothing stays taken.
  */
 static SHIM_COLD __attribute__((noinline)) collect_t *others_take(collect_t *k, CUstream s,
-                                                                 int ptds)
+                                                                 int ptds, int traced)
 {
     res_dev_t *d = k->d;
     CUcontext ctx = k->ctx;
@@ -565,6 +613,8 @@ static SHIM_COLD __attribute__((noinline)) collect_t *others_take(collect_t *k, 
                 foreign_take(f, o, w[i]);
         }
     }
+    if (traced)
+        trace_peer_words(w, n);
     free(w);
     if (f && !f->count) {
         free(f);
@@ -676,7 +726,7 @@ void res_launch_begin(shim_launch_t *l)
     else
         collect_launch(k, l, NULL);
     if (SHIM_UNLIKELY(k->nothers) &&
-        (l->res = k = others_take(k, l->stream, shim_hook_per_thread[l->hook])))
+        (l->res = k = others_take(k, l->stream, shim_hook_per_thread[l->hook], l->op != 0)))
         collect_launch(k, l, NULL);     /* (the tracer has its words already) */
     if (k) {
         k->capturing = res_stream_capturing(l->stream, shim_hook_per_thread[l->hook]);
@@ -805,7 +855,7 @@ void res_copy_begin(shim_copy_t *c)
     if (!d || !(k = collect_open(d, ctx)))
         return;
     collect_copy(k, c);
-    if (SHIM_UNLIKELY(k->nothers) && (k = others_take(k, c->stream, ptds)))
+    if (SHIM_UNLIKELY(k->nothers) && (k = others_take(k, c->stream, ptds, 0)))
         collect_copy(k, c);
     if (!k)
         return;

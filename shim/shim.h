@@ -372,6 +372,10 @@ void shim_trace_words(const uint64_t *words, size_t n, const shim_trace_arena_t 
  * shim_trace_words.  One call where three would do, since every launch makes it. */
 void shim_trace_launch_args(CUcontext ctx, int device, const uint64_t *words, size_t n,
                             const shim_trace_arena_t *a);
+/* res_launch.c, after shim_trace_launch_args: n argument words that point into other
+ * devices' arenas, each in a's span naming an allocation (never kept in the per-thread
+ * memos of argument lists: they are not the launch's list). */
+void shim_trace_peer_words(const uint64_t *words, size_t n, const shim_trace_arena_t *a);
 /* A host synchronisation (cuCtxSynchronize, cuStreamSynchronize, cuEventSynchronize): a hint
  * for the iteration detector. */
 void shim_trace_sync(void);

@@ -1041,6 +1041,17 @@ void shim_trace_words(const uint64_t *words, size_t n, const shim_trace_arena_t 
         launch_words(th, words, n, a);
 }
 
+void shim_trace_peer_words(const uint64_t *words, size_t n, const shim_trace_arena_t *a)
+{
+    tstate_t *th = tls_self;
+
+    if (!th || !th->op)
+        return;
+    if (th->hit_ids)
+        memo_unhit(th);
+    words_ids(th, words, n, atomic_load_explicit(&T.alloc_gen, memory_order_relaxed), a);
+}
+
 void shim_trace_launch_args(CUcontext ctx, int device, const uint64_t *words, size_t n,
                             const shim_trace_arena_t *a)
 {
