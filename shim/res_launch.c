@@ -704,21 +704,17 @@ static SHIM_ALWAYS_INLINE res_dev_t *launch_dev(CUstream s, CUcontext *ctx)
     return stream_dev_slow(s, ctx);
 }
 
-void res_launch_begin(shim_launch_t *l)
+/* res_launch_begin past the untraced fast path: a recorded launch (its fast path gathers the
+ * words for the tracer), or the general collect.  Out of line, so that the usual launch
+ * carries neither its stack nor its registers. */
+static __attribute__((noinline)) void launch_begin_rest(shim_launch_t *l, collect_t *k,
+                                                        CUcontext ctx)
 {
-    CUcontext ctx = NULL;
-    res_dev_t *d = launch_dev(l->stream, &ctx);
-    collect_t *k;
-    l->res = NULL;
-    if (!d || !(k = collect_open(d, ctx)))
-        return;
-    l->res = k;             /* the lock stays held until res_launch_end */
+    res_dev_t *d = k->d;
     if (l->op) {
         uint64_t words[INLINE_IDS];
         if (collect_fast(k, l, words))
             return;
-    } else if (collect_fast(k, l, NULL)) {
-        return;
     }
     relax_t rx = relax_begin();
     if (l->op)
@@ -734,6 +730,20 @@ void res_launch_begin(shim_launch_t *l)
             res_reach(d, k, 1);
     }
     relax_end(rx);
+}
+
+void res_launch_begin(shim_launch_t *l)
+{
+    CUcontext ctx = NULL;
+    res_dev_t *d = launch_dev(l->stream, &ctx);
+    collect_t *k;
+    l->res = NULL;
+    if (!d || !(k = collect_open(d, ctx)))
+        return;
+    l->res = k;             /* the lock stays held until res_launch_end */
+    if (SHIM_LIKELY(!l->op) && collect_fast(k, l, NULL))
+        return;
+    launch_begin_rest(l, k, ctx);
 }
 
 /* The end of an operation k on stream s: record its use if the driver took it; release what
