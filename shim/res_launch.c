@@ -634,9 +634,10 @@ static SHIM_COLD __attribute__((noinline)) collect_t *others_take(collect_t *k, 
 /*
  * A launch on a stream other than a default one runs in the stream's context (cuda.h: a
  * CUkernel takes its context from the stream; the current one counts for the null stream
- * only), so the stream names the device.  Each thread remembers the last few such streams it
- * launched on, each with its context and device, and a launch on one of them does without
- * asking the driver anything.  A stream is remembered once the driver named its context
+ * only), so the stream names the device; so it does for a copy or memset, whose use is
+ * recorded on its stream, which only its own context's events can mark.  Each thread
+ * remembers the last few such streams it used, each with its context and device, and an
+ * operation on one of them does without asking the driver anything.  A stream is remembered once the driver named its context
  * (cuStreamGetCtx) and that context is an arena's own or the current one, whose device
  * res_active_dev gives; a stream of any other context is left to the current context, as a
  * default stream is.  res_stream_gen, bumped before and after a stream or context is
@@ -657,7 +658,7 @@ typedef struct stream_memo {
 
 static SHIM_TLS stream_memo_t stream_memo;
 
-/* launch_dev past the memo: the device of ordinary stream s's context, remembered. */
+/* op_dev past the memo: the device of ordinary stream s's context, remembered. */
 static SHIM_COLD __attribute__((noinline)) res_dev_t *stream_dev_slow(CUstream s, CUcontext *ctx)
 {
     unsigned gen = atomic_load_explicit(&res_stream_gen, memory_order_acquire);
@@ -683,9 +684,9 @@ static SHIM_COLD __attribute__((noinline)) res_dev_t *stream_dev_slow(CUstream s
     return d;
 }
 
-/* The device (and context, in *ctx) a launch on stream s concerns: its stream's, through the
- * thread's memo, for an ordinary stream; the current context's otherwise (res_active_dev). */
-static SHIM_ALWAYS_INLINE res_dev_t *launch_dev(CUstream s, CUcontext *ctx)
+/* The device (and context, in *ctx) an operation on stream s concerns: its stream's, through
+ * the thread's memo, for an ordinary stream; the current context's otherwise (res_active_dev). */
+static SHIM_ALWAYS_INLINE res_dev_t *op_dev(CUstream s, CUcontext *ctx)
 {
     if (!s || s == CU_STREAM_LEGACY || s == CU_STREAM_PER_THREAD ||
         atomic_load_explicit(&res_arenas, memory_order_acquire) == 0)
@@ -735,7 +736,7 @@ static __attribute__((noinline)) void launch_begin_rest(shim_launch_t *l, collec
 void res_launch_begin(shim_launch_t *l)
 {
     CUcontext ctx = NULL;
-    res_dev_t *d = launch_dev(l->stream, &ctx);
+    res_dev_t *d = op_dev(l->stream, &ctx);
     collect_t *k;
     l->res = NULL;
     if (!d || !(k = collect_open(d, ctx)))
@@ -858,7 +859,7 @@ static void collect_copy(collect_t *k, const shim_copy_t *c)
 void res_copy_begin(shim_copy_t *c)
 {
     CUcontext ctx = NULL;
-    res_dev_t *d = res_active_dev(&ctx);
+    res_dev_t *d = op_dev(c->stream, &ctx);
     collect_t *k;
     int ptds = shim_hook_per_thread[c->hook];
     c->res = NULL;

@@ -11,7 +11,7 @@
  * Two simulated devices, a 4 MiB GPU budget each.  On device 1: stream s1, and buffers a, b
  * and c (2 MiB each, filled by kernel), which leave a on the host.  With device 0's context
  * current, sh_add (a CUkernel of a library) adds 10 to a on s1: device 1 must bring a back
- * into its GPU memory (which pages b out).  Then, still on device 0, a launch on stream s0 of
+ * into its GPU memory (which pages b out); a memset and a copy on s1 fill c's halves.  Then, still on device 0, a launch on stream s0 of
  * device 0 (one the driver refuses, of no blocks, so that nothing keeps s0 alive), and s0
  * destroyed; on device 1, streams are created until one gets s0's handle back (the simulator
  * hands out the last one freed), and sh_add adds 20 to b there (device 0 current again): b
@@ -92,6 +92,10 @@ static void scenario(void)
     expect_where(a, 1, "a, added to on device 1's stream with device 0 current");
     expect_where(b, 0, "b, paged out for a");
     printf("a added to on device 1's stream, device 0 current\n");
+    CHECK_CU(cuMemsetD32Async(c + BYTES / 2, 7, WORDS / 2, s1));
+    CHECK_CU(cuMemcpyDtoDAsync(c, a, BYTES / 4, s1));
+    CHECK_CU(cuStreamSynchronize(s1));
+    printf("c set and copied into on device 1's stream, device 0 current\n");
 
     CHECK_CU(cuStreamCreate(&s0, CU_STREAM_NON_BLOCKING));
     CUresult r = cuLaunchKernel((CUfunction)kadd, 0, 1, 1, 1, 1, 1, 0, s0, args, NULL);
