@@ -612,11 +612,15 @@ int res_make_bytes(res_dev_t *d, uint64_t bytes)
  * Without room it stays where it is (mapped host memory: slower, still right), unless `must`
  * (its address is unmapped): then it trades places with a victim through the swap piece, or,
  * with no victim, exceeds the GPU budget (the driver has the last word).  0, or -ENOMEM when
- * the chunk stayed on the host.
+ * the chunk stayed on the host.  A held chunk stays where it is unless `must` (returning 0):
+ * the operation holding it (another device's, or an NCCL call's) does not record its use,
+ * so a migration could not wait for it.
  */
 static int bring_in(res_dev_t *d, uint32_t ci, uint32_t serial, int must)
 {
     CUresult r;
+    if (d->chunks[ci].held && !must)
+        return 0;
     /* A second try when the driver refused the GPU chunk (the budget then came down). */
     for (int tries = 0; tries < 2; tries++) {
         if (res_make_room(d, serial) < 0) {

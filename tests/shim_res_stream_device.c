@@ -38,19 +38,6 @@ static void add(CUfunction f, CUstream s, CUdeviceptr p, uint32_t v)
     CHECK_CU(cuStreamSynchronize(s));
 }
 
-/* Under the shim: whether p's memory is in GPU memory is `gpu`. */
-static void expect_where(CUdeviceptr p, int gpu, const char *what)
-{
-    const char *pre = getenv("LD_PRELOAD");
-
-    if (!pre || !*pre)
-        return;
-    char w = sh_where(p);
-    EXPECT((w == 'G') == gpu, "%s: its memory is %s (%c), expected %s", what,
-           w == 'G' ? "in GPU memory" : "not in GPU memory", w,
-           gpu ? "in GPU memory" : "elsewhere");
-}
-
 static void print_words(CUdeviceptr p, uint32_t seed, const char *what)
 {
     uint64_t wrong = 0;
@@ -83,14 +70,14 @@ static void scenario(void)
     CHECK_CU(cuMemAlloc(&c, BYTES));
     CHECK_CU(sh_fill_async(fill1, c, WORDS, 3, NULL));
     CHECK_CU(cuCtxSynchronize());
-    expect_where(a, 0, "a, paged out for c");
+    sh_expect_where(a, 0, "a, paged out for c");
 
     CUcontext c0 = st_setup(0);
     CHECK_CU(cuLibraryLoadData(&lib, sh_res_ptx, NULL, NULL, 0, NULL, NULL, 0));
     CHECK_CU(cuLibraryGetKernel(&kadd, lib, "sh_add"));
     add((CUfunction)kadd, s1, a, 10);
-    expect_where(a, 1, "a, added to on device 1's stream with device 0 current");
-    expect_where(b, 0, "b, paged out for a");
+    sh_expect_where(a, 1, "a, added to on device 1's stream with device 0 current");
+    sh_expect_where(b, 0, "b, paged out for a");
     printf("a added to on device 1's stream, device 0 current\n");
     CHECK_CU(cuMemsetD32Async(c + BYTES / 2, 7, WORDS / 2, s1));
     CHECK_CU(cuMemcpyDtoDAsync(c, a, BYTES / 4, s1));
@@ -109,7 +96,7 @@ static void scenario(void)
            "back in %d tries: the test needs the simulator to reuse it", TRIES);
     CHECK_CU(cuCtxSetCurrent(c0));
     add((CUfunction)kadd, made[n - 1], b, 20);
-    expect_where(b, 1, "b, added to on a new device-1 stream with a destroyed one's handle");
+    sh_expect_where(b, 1, "b, added to on a new device-1 stream with a destroyed one's handle");
     printf("b added to on a device-1 stream with a destroyed device-0 stream's handle\n");
 
     CHECK_CU(cuCtxSetCurrent(c1));

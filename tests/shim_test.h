@@ -466,6 +466,19 @@ static inline char sh_where(CUdeviceptr p)
     return prop.location.type == CU_MEM_LOCATION_TYPE_DEVICE ? 'G' : 'H';
 }
 
+/* Under the shim only: whether the memory at p is in GPU memory (sh_where) is `gpu`. */
+static inline void sh_expect_where(CUdeviceptr p, int gpu, const char *what)
+{
+    const char *pre = getenv("LD_PRELOAD");
+
+    if (!pre || !*pre)
+        return;
+    char w = sh_where(p);
+    EXPECT((w == 'G') == gpu, "%s: its memory is %s (%c), expected %s", what,
+           w == 'G' ? "in GPU memory" : "not in GPU memory", w,
+           gpu ? "in GPU memory" : "elsewhere");
+}
+
 /* Under the shim, device `dev` has no access to p (in another device's arena) once the
  * operations that reached it are done; nothing is checked while nothing is mapped at p (an
  * evicted chunk unmapped). */
