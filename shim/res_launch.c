@@ -635,14 +635,14 @@ static SHIM_COLD __attribute__((noinline)) collect_t *others_take(collect_t *k, 
  * A launch on a stream other than a default one runs in the stream's context (cuda.h: a
  * CUkernel takes its context from the stream; the current one counts for the null stream
  * only), so the stream names the device; so it does for a copy or memset, whose use is
- * recorded on its stream, which only its own context's events can mark.  Each thread
- * remembers the last few such streams it used, each with its context and device, and an
- * operation on one of them does without asking the driver anything.  A stream is remembered once the driver named its context
- * (cuStreamGetCtx) and that context is an arena's own or the current one, whose device
- * res_active_dev gives; a stream of any other context is left to the current context, as a
- * default stream is.  res_stream_gen, bumped before and after a stream or context is
- * destroyed (and on code unloads), retires every entry: a stream created later may get a
- * destroyed one's handle.
+ * recorded on its stream, which only its own context's events can mark.  Each thread remembers
+ * the last few such streams it used, each with its context and device, and an operation on one
+ * of them does without asking the driver anything.  A stream is remembered once the driver
+ * named its context (cuStreamGetCtx) and that context is an arena's own or the current one,
+ * whose device res_active_dev gives; a stream of any other context is left to the current
+ * context, as a default stream is.  res_stream_gen, bumped before and after a stream or
+ * context is destroyed (and on code unloads), retires every entry: a stream created later may
+ * get a destroyed one's handle.
  */
 #define STREAM_MEMO 4
 

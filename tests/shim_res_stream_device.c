@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * shim_res_stream_device.c - a launch on a stream concerns the stream's device, whichever
- * context is current, and a destroyed stream's handle, come back for another device's
- * stream, is taken for the new stream.
+ * context is current, and a destroyed stream's handle, come back for another device's stream,
+ * is taken for the new stream.
  *
  * cuda.h: a CUkernel launched on a stream runs in the stream's context (the current context
  * counts for the null stream only).  The shim resolves an ordinary stream to its device once
@@ -11,14 +11,14 @@
  * Two simulated devices, a 4 MiB GPU budget each.  On device 1: stream s1, and buffers a, b
  * and c (2 MiB each, filled by kernel), which leave a on the host.  With device 0's context
  * current, sh_add (a CUkernel of a library) adds 10 to a on s1: device 1 must bring a back
- * into its GPU memory (which pages b out); a memset and a copy on s1 fill c's halves.  Then, still on device 0, a launch on stream s0 of
- * device 0 (one the driver refuses, of no blocks, so that nothing keeps s0 alive), and s0
- * destroyed; on device 1, streams are created until one gets s0's handle back (the simulator
- * hands out the last one freed), and sh_add adds 20 to b there (device 0 current again): b
- * must come back into device 1's memory too.  Under the shim, where each buffer lives is checked at each step; the values
- * are printed, and the transcript must equal the one without the shim, with evicted chunks
- * mapped (host VMM) and unmapped (ELIXIR_SIM_HOST_VMM=0), and with the race checker failing
- * the run on any race.
+ * into its GPU memory (which pages b out); a memset and a copy on s1 fill c's halves.  Then,
+ * still on device 0, a launch on stream s0 of device 0 (one the driver refuses, of no blocks,
+ * so that nothing keeps s0 alive), and s0 destroyed; on device 1, streams are created until
+ * one gets s0's handle back (the simulator hands out the last one freed), and sh_add adds 20
+ * to b there (device 0 current again): b must come back into device 1's memory too.  Under the
+ * shim, where each buffer lives is checked at each step; the values are printed, and the
+ * transcript must equal the one without the shim, with evicted chunks mapped (host VMM) and
+ * unmapped (ELIXIR_SIM_HOST_VMM=0), and with the race checker failing the run on any race.
  */
 #define SH_RES_KERNELS
 #include "shim_test.h"
