@@ -147,6 +147,7 @@ typedef struct res_dev {
     CUmemGenericAllocationHandle swap;  /* no host mapping: the swap piece (res_move.c) */
     int swap_owed;                  /* the swap piece is out: the next host piece put refills it */
     use_event_t *free_events;
+    struct foreign_hold *foreign_holds; /* other devices' operations' holds (res_launch.c) */
     uint64_t migrations_out, migrations_in, bytes_out, bytes_in, evictions_forced;
     uint64_t pins, frees_deferred, frees_captured, fences_pinned;
     double blocked_s, blocked_free_s;   /* host waits of migrations, of frees and releases */
@@ -363,6 +364,12 @@ static inline void res_reach(res_dev_t *d, collect_t *k, int promote)
 }
 
 /* ---------------------------------------------------------------- res_launch.c */
+/* Release the holds of other devices' operations on d's chunks (d locked) whose operations
+ * are done; with `wait`, after waiting for them all.  Returns 1 when it released any. */
+int res_foreign_drain(res_dev_t *d, int wait);
+/* Chunk ci of d (d locked) held by other devices' operations: the host waits for them, and
+ * their holds on it go; the time blocked is added to *blocked. */
+void res_foreign_wait(res_dev_t *d, uint32_t ci, double *blocked);
 /* Does stream s (ptds: the _ptsz ABI) capture, or refuse the question? */
 int res_stream_capturing(CUstream s, int ptds);
 /* Into operation k (d's lock held): chunk ci in use, once; every chunk of the allocation

@@ -451,14 +451,18 @@ general:
  * copy, or a kernel dereferencing a peer pointer.  Each arena is mapped for its own device
  * only, so such an operand's allocation is taken on its own device before the operation is
  * enqueued: made addressable (brought back where evicted chunks are unmapped), held where it
- * is (pinned for good when the stream captures), and d is given access to it.  Nothing records
- * the use on that device, so the host waits for the operation afterwards, and then the holds
- * are released and the access taken back.  No thread ever holds two devices' locks: the
- * operation is collected under d's lock, which is dropped while the others are taken, and
- * collected again.
+ * is (pinned for good when the stream captures), and d is given access to it.  After the
+ * operation is enqueued an event is recorded behind it on its stream, and each device keeps
+ * the holds on its chunks with that event (foreign_hold_t): a held chunk is neither evicted
+ * nor moved, and whatever must wait for it (a free, memory running short, peer access taken
+ * back) waits for the event and releases the hold, taking d's access back unless another
+ * operation still holds the chunk or it is pinned, or the application enabled peer access
+ * (res_peers).  No thread ever holds two devices' locks: the operation is collected under
+ * d's lock, which is dropped while the others are taken, and collected again.
  */
 typedef struct foreign {
     int dev;                    /* the device the operation was issued on */
+    CUcontext ctx;              /* its context (its stream's) */
     int pinned;                 /* captured: pinned for good, access left granted */
     uint32_t count;
     struct {
@@ -493,6 +497,7 @@ static void foreign_take(foreign_t *f, res_dev_t *o, uint64_t p)
     CUcontext popped;
     int pushed = DRV(cuCtxPushCurrent_v2)(o->ctx) == CUDA_SUCCESS;
     shim_lock(&o->lock);
+    res_foreign_drain(o, 0);        /* earlier operations' holds, where they are done */
     uint32_t ci = (uint32_t)((p - o->base) / o->chunk);
     const chunk_t *c = &o->chunks[ci];
     if (c->tier != TIER_NONE) {
@@ -517,27 +522,167 @@ static void foreign_take(foreign_t *f, res_dev_t *o, uint64_t p)
         DRV(cuCtxPopCurrent_v2)(&popped);
 }
 
-/* After the operation was issued on stream s (ptds: the _ptsz ABI): the host waits for it,
- * then the chunks are released, and the access taken back unless another operation still
- * holds them or they are pinned (a captured one may need the access whenever its graph
- * runs), or the application enabled peer access (res_peers); a captured operation keeps
- * both. */
-static void foreign_end(foreign_t *f, CUstream s, int ptds)
+/* The event recorded behind a foreign operation, shared by the holds it left on every
+ * device; the last release destroys it. */
+typedef struct foreign_ev {
+    CUevent ev;
+    _Atomic int refs;
+} foreign_ev_t;
+
+/* A foreign operation's hold on chunks [first, +n) of a device's arena (on its list, under
+ * its lock), released once the operation's event completes. */
+typedef struct foreign_hold {
+    struct foreign_hold *next;
+    foreign_ev_t *ev;
+    int dev;                    /* the device given access for the operation */
+    uint32_t first, n;
+} foreign_hold_t;
+
+/* Holds on every device's lists: while there are none, a host synchronisation does not look. */
+static _Atomic unsigned foreign_pending;
+
+static void foreign_ev_put(foreign_ev_t *e)
 {
-    if (!f->pinned)
-        DRV(cuStreamSynchronize)(!s && ptds ? CU_STREAM_PER_THREAD : s);
-    for (uint32_t i = 0; i < f->count && !f->pinned; i++) {
-        res_dev_t *o = f->op[i].o;
-        uint32_t first = f->op[i].first, end = first + f->op[i].n, held = 0;
-        shim_lock(&o->lock);
-        for (uint32_t ci = first; ci < end; ci++) {
-            res_unhold(o, ci);
-            held |= o->chunks[ci].held | o->chunks[ci].pinned;
+    if (atomic_fetch_sub_explicit(&e->refs, 1, memory_order_acq_rel) == 1) {
+        DRV(cuEventDestroy_v2)(e->ev);
+        free(e);
+    }
+}
+
+/* An event recorded now on stream s (ptds: the _ptsz ABI) in context ctx, or NULL. */
+static foreign_ev_t *foreign_ev_record(CUcontext ctx, CUstream s, int ptds)
+{
+    CUcontext cur = NULL, popped;
+    foreign_ev_t *e = malloc(sizeof(*e));
+    if (!e)
+        return NULL;
+    int pushed = DRV(cuCtxGetCurrent)(&cur) == CUDA_SUCCESS && cur != ctx &&
+                 DRV(cuCtxPushCurrent_v2)(ctx) == CUDA_SUCCESS;
+    CUresult r = DRV(cuEventCreate)(&e->ev, CU_EVENT_DISABLE_TIMING);
+    if (r == CUDA_SUCCESS) {
+        r = ptds ? DRV(cuEventRecord_ptsz)(e->ev, s) : DRV(cuEventRecord)(e->ev, s);
+        if (r != CUDA_SUCCESS)
+            DRV(cuEventDestroy_v2)(e->ev);
+    }
+    if (pushed)
+        DRV(cuCtxPopCurrent_v2)(&popped);
+    if (r != CUDA_SUCCESS) {
+        free(e);
+        return NULL;
+    }
+    atomic_init(&e->refs, 1);
+    return e;
+}
+
+/* Release chunks [first, first + n) of o (o locked) held for device dev's operation: the
+ * access is taken back unless another operation still holds them or they are pinned (a
+ * captured one may need the access whenever its graph runs), or the application enabled
+ * peer access. */
+static void foreign_unhold(res_dev_t *o, uint32_t first, uint32_t n, int dev)
+{
+    uint32_t held = 0;
+    for (uint32_t ci = first; ci < first + n; ci++) {
+        res_unhold(o, ci);
+        held |= o->chunks[ci].held | o->chunks[ci].pinned;
+    }
+    if (!held && !(atomic_load(&res_peers[o->device]) >> dev & 1))
+        peer_access(o, first, n, dev, 0);
+}
+
+/* Release the holds on o's list (o locked) whose operations are done, or with `wait` after
+ * waiting for them, or only those on chunk `ci` (UINT32_MAX: any); returns how many. */
+static int foreign_release(res_dev_t *o, int wait, uint32_t ci, double *blocked)
+{
+    int n = 0;
+    if (!o->foreign_holds)
+        return 0;
+    relax_t rx = relax_begin();
+    for (foreign_hold_t **p = &o->foreign_holds, *h; (h = *p) != NULL;) {
+        if (ci != UINT32_MAX && ci - h->first >= h->n) {
+            p = &h->next;
+            continue;
         }
-        if (!held && !(atomic_load(&res_peers[o->device]) >> f->dev & 1))
-            peer_access(o, first, end - first, f->dev, 0);
+        CUresult q = DRV(cuEventQuery)(h->ev->ev);
+        if (q == CUDA_ERROR_NOT_READY) {
+            if (!wait) {
+                p = &h->next;
+                continue;
+            }
+            double t0 = res_now_s();
+            DRV(cuEventSynchronize)(h->ev->ev);
+            if (blocked)
+                *blocked += res_now_s() - t0;
+        }
+        *p = h->next;
+        foreign_unhold(o, h->first, h->n, h->dev);
+        foreign_ev_put(h->ev);
+        free(h);
+        atomic_fetch_sub_explicit(&foreign_pending, 1, memory_order_relaxed);
+        n++;
+    }
+    relax_end(rx);
+    return n;
+}
+
+int res_foreign_drain(res_dev_t *d, int wait)
+{
+    return foreign_release(d, wait, UINT32_MAX, &d->blocked_s) > 0;
+}
+
+void res_foreign_wait(res_dev_t *d, uint32_t ci, double *blocked)
+{
+    foreign_release(d, 1, ci, blocked);
+}
+
+void res_host_synced(void)
+{
+    if (atomic_load_explicit(&foreign_pending, memory_order_relaxed) == 0)
+        return;
+    for (int i = 0; i < MAX_DEVICES; i++) {
+        res_dev_t *d = &res_devs[i];
+        if (atomic_load_explicit((_Atomic int *)&d->ready, memory_order_acquire) <= 0)
+            continue;
+        shim_lock(&d->lock);
+        res_foreign_drain(d, 0);
+        shim_unlock(&d->lock);
+    }
+}
+
+/* After the operation was issued on stream s (ptds: the _ptsz ABI) and the driver returned
+ * r: a captured one keeps what it took for good.  Otherwise its holds stay, each device
+ * keeping them with an event recorded behind the operation (see above), released at once
+ * when the driver refused the operation.  Without an event the host waits for the stream and
+ * they are released now. */
+static void foreign_end(foreign_t *f, CUstream s, int ptds, CUresult r)
+{
+    foreign_ev_t *e = NULL;
+    if (f->pinned) {
+        free(f);
+        return;
+    }
+    if (r == CUDA_SUCCESS && !(e = foreign_ev_record(f->ctx, s, ptds)))
+        DRV(cuStreamSynchronize)(!s && ptds ? CU_STREAM_PER_THREAD : s);
+    for (uint32_t i = 0; i < f->count; i++) {
+        res_dev_t *o = f->op[i].o;
+        foreign_hold_t *h = e ? malloc(sizeof(*h)) : NULL;
+        shim_lock(&o->lock);
+        if (h) {
+            atomic_fetch_add_explicit(&e->refs, 1, memory_order_relaxed);
+            *h = (foreign_hold_t){ o->foreign_holds, e, f->dev, f->op[i].first, f->op[i].n };
+            o->foreign_holds = h;
+            atomic_fetch_add_explicit(&foreign_pending, 1, memory_order_relaxed);
+        } else {
+            if (e) {                /* out of memory: this device waits for the event now */
+                relax_t rx = relax_begin();
+                DRV(cuEventSynchronize)(e->ev);
+                relax_end(rx);
+            }
+            foreign_unhold(o, f->op[i].first, f->op[i].n, f->dev);
+        }
         shim_unlock(&o->lock);
     }
+    if (e)
+        foreign_ev_put(e);
     free(f);
 }
 
@@ -606,7 +751,8 @@ static SHIM_COLD __attribute__((noinline)) collect_t *others_take(collect_t *k, 
         SHIM_WARN(RES, "out of memory: an operation on device %d may fault on another "
                   "device's memory", d->device);
     else {
-        *f = (foreign_t){ .dev = d->device, .pinned = res_stream_capturing(s, ptds) };
+        *f = (foreign_t){ .dev = d->device, .ctx = ctx,
+                          .pinned = res_stream_capturing(s, ptds) };
         for (uint32_t i = 0; i < n; i++) {
             res_dev_t *o = res_owner(w[i]);
             if (o && o != d && !foreign_has(f, o, w[i]))
@@ -622,7 +768,7 @@ static SHIM_COLD __attribute__((noinline)) collect_t *others_take(collect_t *k, 
     }
     if (!(k = collect_open(d, ctx))) {
         if (f)
-            foreign_end(f, s, ptds);
+            foreign_end(f, s, ptds, CUDA_ERROR_OUT_OF_MEMORY);   /* (nothing enqueued) */
         return NULL;
     }
     k->foreign = f;
@@ -765,7 +911,7 @@ static SHIM_ALWAYS_INLINE void op_end(collect_t *k, CUresult r, CUstream s, shim
     }
     collect_close(k);
     if (SHIM_UNLIKELY(f != NULL))
-        foreign_end(f, s, shim_hook_per_thread[h]);
+        foreign_end(f, s, shim_hook_per_thread[h], r);
 }
 
 void res_launch_end(shim_launch_t *l, CUresult r)

@@ -127,6 +127,8 @@ void res_peer_access(CUcontext peer, int on)
             atomic_fetch_and(&res_peers[dev], ~(1u << me));
         if (atomic_load_explicit((_Atomic int *)&o->ready, memory_order_acquire) > 0) {
             shim_lock(&o->lock);
+            if (!on)
+                res_foreign_drain(o, 0);    /* holds of operations done take their access */
             peer_apply(o, me, on);
             shim_unlock(&o->lock);
         }
@@ -580,6 +582,17 @@ static void reclaim(res_dev_t *d)
         res_deferred_drain(d, 0);
     if (d->npools)
         res_pools_sync(d);
+    if (d->foreign_holds)
+        res_foreign_drain(d, 0);
+}
+
+/* Evict one chunk for operation `serial`; when nothing is left to evict, chunks that other
+ * devices' operations hold are waited for and released, and it tries again.  0 or -ENOMEM. */
+static int evict_or_wait(res_dev_t *d, uint32_t serial)
+{
+    if (evict_one(d, serial, 0) == 0)
+        return 0;
+    return d->foreign_holds && res_foreign_drain(d, 1) ? evict_one(d, serial, 0) : -ENOMEM;
 }
 
 /* Make room for one more GPU chunk by evicting to host memory; 0 or -ENOMEM. */
@@ -588,7 +601,7 @@ int res_make_room(res_dev_t *d, uint32_t serial)
     if (!res_has_room(d, TIER_GPU))
         reclaim(d);
     while (!res_has_room(d, TIER_GPU))
-        if (evict_one(d, serial, 0) < 0)
+        if (evict_or_wait(d, serial) < 0)
             return -ENOMEM;
     return 0;
 }
@@ -600,7 +613,7 @@ int res_make_bytes(res_dev_t *d, uint64_t bytes)
         spares_release(d, TIER_GPU);
         if (res_gpu_charged(d) + bytes <= d->gpu_budget)
             return 0;
-        if (evict_one(d, 0, 0) < 0)
+        if (evict_or_wait(d, 0) < 0)
             return -ENOMEM;
     }
 }

@@ -132,6 +132,8 @@ static void wait_use(res_dev_t *d, use_t *u, double *blocked)
 /* The host waits until nothing in flight can use chunk c (its last use and the fence). */
 void res_wait_idle(res_dev_t *d, chunk_t *c, double *blocked)
 {
+    if (SHIM_UNLIKELY(c->held && d->foreign_holds))
+        res_foreign_wait(d, (uint32_t)(c - d->chunks), blocked);
     wait_use(d, &c->use, blocked);
     wait_use(d, &d->fence, blocked);
 }
@@ -230,6 +232,14 @@ void res_ctx_destroy(void)
 {
     res_stream_gone();
     cover_all(NULL, 1);
+    for (int i = 0; i < MAX_DEVICES; i++) {    /* holds whose events the context may own */
+        res_dev_t *d = &res_devs[i];
+        if (atomic_load_explicit((_Atomic int *)&d->ready, memory_order_acquire) <= 0)
+            continue;
+        shim_lock(&d->lock);
+        res_foreign_drain(d, 1);
+        shim_unlock(&d->lock);
+    }
 }
 
 /* After code or a context went away: cached kernel layouts and devices are forgotten. */

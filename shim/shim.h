@@ -302,6 +302,9 @@ void res_ctx_destroy(void);
 /* After a module or library unload, a context destroyed or reset: cached kernel parameter
  * layouts and context -> device pairs may be stale. */
 void res_code_unload(void);
+/* After a host synchronisation succeeded: other devices' operations that hold chunks and are
+ * done release them (res_launch.c). */
+void res_host_synced(void);
 /* After the driver destroyed a stream: stream -> device pairs may be stale (res_stream_destroy
  * retires them before the call too, so none made meanwhile outlives it). */
 void res_stream_gone(void);

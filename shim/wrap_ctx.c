@@ -14,10 +14,11 @@
  *
  * A host synchronisation (cuCtxSynchronize in both ABIs, cuStreamSynchronize, its _ptsz
  * variant, cuEventSynchronize) is where a training step usually ends, so the recording's
- * iteration detector takes one that succeeded as a barrier (shim_trace_sync).  The call itself
- * is the driver's, unchanged: it blocks as long and returns what the driver returns, errors
- * included (a synchronisation refused because a stream is capturing, an invalid handle); a
- * failed one is no barrier.  The shim's own waits call the driver directly, never these.
+ * iteration detector takes one that succeeded as a barrier (shim_trace_sync), and where
+ * other devices' operations that held chunks are likely done (res_host_synced).  The call
+ * itself is the driver's, unchanged: it blocks as long and returns what the driver returns,
+ * errors included (a synchronisation refused because a stream is capturing, an invalid
+ * handle); a failed one is no barrier.  The shim's own waits call the driver directly, never these.
  */
 #include "shim.h"
 
@@ -88,8 +89,11 @@ SHIM_EXPORT CUresult CUDAAPI cuCtxDisablePeerAccess(CUcontext peerContext)
     {                                                                                          \
         SHIM_ENTER(sym, real);                                                                 \
         CUresult r = real args;                                                                \
-        if (r == CUDA_SUCCESS && SHIM_TRACING())                                               \
-            shim_trace_sync();                                                                 \
+        if (r == CUDA_SUCCESS) {                                                               \
+            res_host_synced();                                                                 \
+            if (SHIM_TRACING())                                                                \
+                shim_trace_sync();                                                             \
+        }                                                                                      \
         return r;                                                                              \
     }
 

@@ -1,0 +1,137 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * shim_res_peer_async.c - an operation that reaches another device's arena stays asynchronous,
+ * and that device waits for it wherever it must: before freeing the memory, and before
+ * evicting it when memory runs short.
+ *
+ * Two simulated devices, a 2 MiB GPU budget each (one chunk).  On device 1, buffers X and Y
+ * (2 MiB each, filled by kernel).  Device 0's context launches, on a stream of its own, a kernel
+ * that spins a while and then adds 1 to every word of X through its peer pointer: right after
+ * the launch returns, the stream must still be busy (as without the shim).  Then, on device 1,
+ * X is freed at once: the free must wait for the kernel (which would fault on the memory taken
+ * away, or the race checker fail the run on an unmap unordered with its writes).  The same
+ * kernel then adds 1 to Y, and device 1 at once allocates and fills two more buffers, for
+ * which Y's chunk must be evicted (under the shim it must be out of GPU memory then): the
+ * eviction must wait for the kernel too, and Y must hold its pattern plus 1.  The transcript
+ * must equal the one without the shim, with evicted chunks mapped (host VMM) and unmapped
+ * (ELIXIR_SIM_HOST_VMM=0).
+ */
+#define SH_RES_KERNELS
+#include <time.h>
+
+#include "shim_test.h"
+
+#define BYTES (2 * SH_MIB)
+#define WORDS (BYTES / 4)
+#define SPIN_MS 150
+
+static uint32_t host[WORDS];
+
+static const char slow_ptx[] =
+    ".version 8.0\n.target sm_90\n.address_size 64\n"
+    ".visible .entry slow_add(.param .u64 p, .param .u64 n)\n{\n ret;\n}\n";
+
+static double now_ms(void)
+{
+    struct timespec t;
+
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
+}
+
+/* slow_add(p, n): spins SPIN_MS milliseconds, then adds 1 to each of the n words at p. */
+SIM_KERNEL void slow_add(const sim_launch_t *l, void **params)
+{
+    uint32_t *p = *(uint32_t **)params[0];
+    uint64_t n = *(uint64_t *)params[1];
+    (void)l;
+
+    sim_kernel_access(p, n * 4, SIM_ACCESS_READWRITE);
+    for (double t0 = now_ms(); now_ms() - t0 < SPIN_MS;)
+        ;
+    for (uint64_t i = 0; i < n; i++)
+        p[i] += 1;
+}
+
+/* On device 0's stream s: slow_add over the whole buffer p (device 1's); says whether s was
+ * still busy when the launch returned. */
+static void slow_add_on(CUfunction f, CUstream s, CUdeviceptr p, const char *what)
+{
+    uint64_t n = WORDS;
+    void *args[] = { &p, &n };
+
+    CHECK_CU(sh_launch(f, s, args));
+    CUresult q = cuStreamQuery(s);
+    EXPECT(q == CUDA_SUCCESS || q == CUDA_ERROR_NOT_READY, "cuStreamQuery: %s", st_err(q));
+    printf("%s: the stream %s after the launch\n", what,
+           q == CUDA_ERROR_NOT_READY ? "is busy" : "is idle");
+}
+
+static void scenario(void)
+{
+    CUdeviceptr x, y, more[2];
+    CUstream s;
+
+    CUcontext c1 = st_setup(1);
+    CUfunction fill1 = st_function(sh_res_ptx, "sh_fill");
+    CHECK_CU(cuMemAlloc(&x, BYTES));
+    CHECK_CU(sh_fill_async(fill1, x, WORDS, 1, NULL));
+    CHECK_CU(cuMemAlloc(&y, BYTES));
+    CHECK_CU(sh_fill_async(fill1, y, WORDS, 2, NULL));
+    CHECK_CU(cuCtxSynchronize());
+
+    CUcontext c0 = st_setup(0);
+    CHECK_CU(cuCtxEnablePeerAccess(c1, 0));
+    CUfunction slow = st_function(slow_ptx, "slow_add");
+    CHECK_CU(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    slow_add_on(slow, s, x, "x");
+    CHECK_CU(cuCtxSetCurrent(c1));
+    CHECK_CU(cuMemFree(x));
+    printf("x freed on device 1 while device 0's kernel may still use it\n");
+
+    CHECK_CU(cuCtxSetCurrent(c0));
+    slow_add_on(slow, s, y, "y");
+    CHECK_CU(cuCtxSetCurrent(c1));
+    for (int i = 0; i < 2; i++) {
+        CHECK_CU(cuMemAlloc(&more[i], BYTES));
+        CHECK_CU(sh_fill_async(fill1, more[i], WORDS, 3 + (uint32_t)i, NULL));
+    }
+    CHECK_CU(cuCtxSynchronize());
+    sh_expect_where(y, 0, "y, paged out for the new buffers once device 0's kernel was done");
+    printf("two more buffers on device 1 while device 0's kernel may still use y\n");
+    CHECK_CU(cuCtxSetCurrent(c0));
+    CHECK_CU(cuStreamSynchronize(s));
+    CHECK_CU(cuStreamDestroy(s));
+
+    CHECK_CU(cuCtxSetCurrent(c1));
+    CHECK_CU(cuMemcpyDtoH(host, y, BYTES));
+    for (uint64_t i = 0; i < WORDS; i++)
+        EXPECT(host[i] == sh_pattern(2, i) + 1, "y word %llu is 0x%08x, expected 0x%08x",
+               (unsigned long long)i, host[i], sh_pattern(2, i) + 1);
+    printf("y holds pattern 2 + 1\n");
+    for (int i = 0; i < 2; i++) {
+        CHECK_CU(cuMemcpyDtoH(host, more[i], BYTES));
+        sh_expect_pattern(host, WORDS, 3 + (uint32_t)i, "a buffer allocated meanwhile");
+        CHECK_CU(cuMemFree(more[i]));
+    }
+    CHECK_CU(cuMemFree(y));
+}
+
+static void run(const char *what, const char *host_vmm)
+{
+    const char *plain_env[] = { "ELIXIR_SIM_DEVICES=2", "ELIXIR_SIM_RACECHECK=fail", host_vmm,
+                                NULL };
+    const char *env[] = { "ELIXIR_SIM_DEVICES=2", "ELIXIR_SIM_RACECHECK=fail",
+                          "ELIXIR_GPU_MEMORY=2M", "ELIXIR_STATS=1", host_vmm, NULL };
+    sh_run_t plain = sh_run_plain_ok(plain_env), shim = sh_run_ok("scenario", env);
+    const char *dev1 = strstr(shim.err, "device 1: migrations to host ");
+
+    EXPECT(dev1 && sh_stat(dev1, "migrations to host ") >= 1,
+           "%s: device 1 did not page y out for the new buffers:\n%s", what, shim.err);
+    sh_same_transcript(what, &plain, &shim);
+}
+
+int main(int argc, char **argv)
+{
+    return sh_main_mapped_unmapped(argc, argv, scenario, run);
+}
