@@ -367,6 +367,8 @@ static inline void res_reach(res_dev_t *d, collect_t *k, int promote)
 /* Release the holds of other devices' operations on d's chunks (d locked) whose operations
  * are done; with `wait`, after waiting for them all.  Returns 1 when it released any. */
 int res_foreign_drain(res_dev_t *d, int wait);
+/* res_foreign_drain on every device set up (no device locked). */
+void res_foreign_drain_all(int wait);
 /* Chunk ci of d (d locked) held by other devices' operations: the host waits for them, and
  * their holds on it go; the time blocked is added to *blocked. */
 void res_foreign_wait(res_dev_t *d, uint32_t ci, double *blocked);

@@ -634,18 +634,22 @@ void res_foreign_wait(res_dev_t *d, uint32_t ci, double *blocked)
     foreign_release(d, 1, ci, blocked);
 }
 
-void res_host_synced(void)
+void res_foreign_drain_all(int wait)
 {
-    if (atomic_load_explicit(&foreign_pending, memory_order_relaxed) == 0)
-        return;
     for (int i = 0; i < MAX_DEVICES; i++) {
         res_dev_t *d = &res_devs[i];
         if (atomic_load_explicit((_Atomic int *)&d->ready, memory_order_acquire) <= 0)
             continue;
         shim_lock(&d->lock);
-        res_foreign_drain(d, 0);
+        res_foreign_drain(d, wait);
         shim_unlock(&d->lock);
     }
+}
+
+void res_host_synced(void)
+{
+    if (atomic_load_explicit(&foreign_pending, memory_order_relaxed) != 0)
+        res_foreign_drain_all(0);
 }
 
 /* After the operation was issued on stream s (ptds: the _ptsz ABI) and the driver returned

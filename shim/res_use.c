@@ -232,14 +232,7 @@ void res_ctx_destroy(void)
 {
     res_stream_gone();
     cover_all(NULL, 1);
-    for (int i = 0; i < MAX_DEVICES; i++) {    /* holds whose events the context may own */
-        res_dev_t *d = &res_devs[i];
-        if (atomic_load_explicit((_Atomic int *)&d->ready, memory_order_acquire) <= 0)
-            continue;
-        shim_lock(&d->lock);
-        res_foreign_drain(d, 1);
-        shim_unlock(&d->lock);
-    }
+    res_foreign_drain_all(1);           /* holds whose events the context may own */
 }
 
 /* After code or a context went away: cached kernel layouts and devices are forgotten. */

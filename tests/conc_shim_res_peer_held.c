@@ -19,7 +19,6 @@
 #define SH_RES_KERNELS
 #include <pthread.h>
 #include <stdatomic.h>
-#include <time.h>
 
 #include "shim_test.h"
 
@@ -32,14 +31,6 @@ static const char slow_ptx[] =
     ".version 8.0\n.target sm_90\n.address_size 64\n"
     ".visible .entry slow_write(.param .u64 p, .param .u64 v)\n{\n ret;\n}\n";
 
-static double now_ms(void)
-{
-    struct timespec t;
-
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
-}
-
 /* slow_write(p, v): spins SPIN_MS milliseconds, then writes the 32-bit word v at p. */
 SIM_KERNEL void slow_write(const sim_launch_t *l, void **params)
 {
@@ -48,8 +39,7 @@ SIM_KERNEL void slow_write(const sim_launch_t *l, void **params)
     (void)l;
 
     sim_kernel_access(p, 4, SIM_ACCESS_WRITE);
-    for (double t0 = now_ms(); now_ms() - t0 < SPIN_MS;)
-        ;
+    sh_spin_ms(SPIN_MS);
     *p = v;
 }
 
@@ -106,8 +96,7 @@ static void scenario(void)
     EXPECT(pthread_create(&t, NULL, writer, NULL) == 0, "pthread_create failed");
     while (!writer_started)
         ;
-    for (double t0 = now_ms(); now_ms() - t0 < AFTER_MS;)
-        ;                           /* the writer's kernel is enqueued and spinning by now */
+    sh_spin_ms(AFTER_MS);           /* the writer's kernel is enqueued and spinning by now */
     uint64_t n = SMALL / 4;
     uint32_t one = 1;
     void *args[] = { &y, &n, &one };

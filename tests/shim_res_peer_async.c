@@ -17,7 +17,6 @@
  * (ELIXIR_SIM_HOST_VMM=0).
  */
 #define SH_RES_KERNELS
-#include <time.h>
 
 #include "shim_test.h"
 
@@ -31,14 +30,6 @@ static const char slow_ptx[] =
     ".version 8.0\n.target sm_90\n.address_size 64\n"
     ".visible .entry slow_add(.param .u64 p, .param .u64 n)\n{\n ret;\n}\n";
 
-static double now_ms(void)
-{
-    struct timespec t;
-
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
-}
-
 /* slow_add(p, n): spins SPIN_MS milliseconds, then adds 1 to each of the n words at p. */
 SIM_KERNEL void slow_add(const sim_launch_t *l, void **params)
 {
@@ -47,8 +38,7 @@ SIM_KERNEL void slow_add(const sim_launch_t *l, void **params)
     (void)l;
 
     sim_kernel_access(p, n * 4, SIM_ACCESS_READWRITE);
-    for (double t0 = now_ms(); now_ms() - t0 < SPIN_MS;)
-        ;
+    sh_spin_ms(SPIN_MS);
     for (uint64_t i = 0; i < n; i++)
         p[i] += 1;
 }

@@ -313,6 +313,7 @@ static inline sh_run_t sh_run_migrations(const char *const *env)
  */
 #ifdef SH_RES_KERNELS
 #include <stdint.h>
+#include <time.h>
 
 #include "simtest.h"
 
@@ -370,6 +371,21 @@ SIM_KERNEL void sh_add(const sim_launch_t *l, void **params)
     sim_kernel_access(p, n * 4, SIM_ACCESS_READWRITE);
     for (uint64_t i = 0; i < n; i++)
         p[i] += v;
+}
+
+/* Milliseconds of CLOCK_MONOTONIC, and a busy wait of ms of them (slow host kernels). */
+static inline double sh_now_ms(void)
+{
+    struct timespec t;
+
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
+}
+
+static inline void sh_spin_ms(double ms)
+{
+    for (double t0 = sh_now_ms(); sh_now_ms() - t0 < ms;)
+        ;
 }
 
 /* The usual start of a residency scenario: device 0's context, sh_fill and sh_verify in *fill
