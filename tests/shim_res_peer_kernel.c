@@ -179,11 +179,9 @@ static void scenario(void)
 
 static void run(const char *what, const char *host_vmm)
 {
-    const char *plain_env[] = { "ELIXIR_SIM_DEVICES=2", "ELIXIR_SIM_RACECHECK=fail", host_vmm,
-                                NULL };
-    const char *env[] = { "ELIXIR_SIM_DEVICES=2", "ELIXIR_SIM_RACECHECK=fail",
-                          "ELIXIR_GPU_MEMORY=4M", "ELIXIR_STATS=1", host_vmm, NULL };
-    sh_run_t plain = sh_run_plain_ok(plain_env), shim = sh_run_ok("scenario", env);
+    sh_run_t plain, shim;
+
+    sh_run_two_devices(host_vmm, "ELIXIR_GPU_MEMORY=4M", &plain, &shim);
     const char *dev1 = strstr(shim.err, "device 1: migrations to host ");
 
     EXPECT(dev1 && sh_stat(dev1, "migrations to host ") >= 3,

@@ -281,6 +281,21 @@ static inline void sh_same_transcript(const char *what, sh_run_t *plain, sh_run_
     sh_run_free(shim);
 }
 
+/* The two runs of a two-device transcript test, the race checker failing either on any
+ * race: the scenario without the shim into *plain, and under it into *shim, with GPU budget
+ * `budget` ("ELIXIR_GPU_MEMORY=...") and statistics on; host_vmm is given to both. */
+static inline void sh_run_two_devices(const char *host_vmm, const char *budget, sh_run_t *plain,
+                                      sh_run_t *shim)
+{
+    const char *plain_env[] = { "ELIXIR_SIM_DEVICES=2", "ELIXIR_SIM_RACECHECK=fail", host_vmm,
+                                NULL };
+    const char *env[] = { "ELIXIR_SIM_DEVICES=2", "ELIXIR_SIM_RACECHECK=fail", budget,
+                          "ELIXIR_STATS=1", host_vmm, NULL };
+
+    *plain = sh_run_plain_ok(plain_env);
+    *shim = sh_run_ok("scenario", env);
+}
+
 /* main() of a transcript test: the scenario when run as the test's child, else `run` with
  * evicted chunks mapped (host VMM) and unmapped (ELIXIR_SIM_HOST_VMM=0). */
 static inline int sh_main_mapped_unmapped(int argc, char **argv, void (*scenario)(void),
