@@ -7,42 +7,24 @@
  * cuMemAlloc memory once peer access is enabled (the words land there), and again after it was
  * disabled (CUDA_ERROR_ILLEGAL_ADDRESS: device 0's context is lost, device 1's carries on);
  * copies between the two devices, which need no peer access.  The same holds for a pointer a
- * kernel loads from memory: pa_fill_via, given only device 0's memory holding p1's address,
- * writes p1 with peer access, and faults in a context of device 0 without it.
+ * kernel loads from memory: add_via, given only device 0's memory holding p1's address,
+ * adds to p1 with peer access, and faults in a context of device 0 without it.
  */
+#define ST_KERNEL_ADD_VIA
 #include "memtest.h"
 #include "simchild.h"
 
 #define WORDS 1024
 
-static const char via_ptx[] =
-    ".version 8.0\n.target sm_90\n.address_size 64\n"
-    ".visible .entry pa_fill_via(.param .u64 pp, .param .u64 n, .param .u32 v)\n{\n ret;\n}\n";
-
-/* pa_fill_via(pp, n, v): write v into the n 32-bit words at the address stored at pp. */
-SIM_KERNEL void pa_fill_via(const sim_launch_t *l, void **params)
-{
-    const uint64_t *pp = *(const uint64_t **)params[0];
-    uint64_t n = *(uint64_t *)params[1];
-    uint32_t v = *(uint32_t *)params[2];
-    (void)l;
-
-    sim_kernel_access(pp, 8, SIM_ACCESS_READ);
-    uint32_t *p = (uint32_t *)(uintptr_t)*pp;
-    sim_kernel_access(p, n * 4, SIM_ACCESS_WRITE);
-    for (uint64_t i = 0; i < n; i++)
-        p[i] = v;
-}
-
-/* In the current context: store p's address in device memory and launch pa_fill_via on it. */
-static CUresult fill_via(CUdeviceptr p, uint32_t v, CUdeviceptr *holder)
+/* In the current context: store p's address in device memory and launch add_via on it. */
+static CUresult add_via_launch(CUdeviceptr p, uint32_t v, CUdeviceptr *holder)
 {
     uint64_t n = WORDS;
     CHECK_CU(cuMemAlloc(holder, 8));
     CHECK_CU(cuMemcpyHtoD(*holder, &p, 8));
     void *args[] = { holder, &n, &v };
-    return cuLaunchKernel(st_function(via_ptx, "pa_fill_via"), 1, 1, 1, 1, 1, 1, 0, NULL, args,
-                          NULL);
+    return cuLaunchKernel(st_function(ST_PTX_HEADER ST_PTX_ADD_VIA, "add_via"), 1, 1, 1, 1, 1,
+                          1, 0, NULL, args, NULL);
 }
 
 static void peers(void *unused)
@@ -76,7 +58,7 @@ static void peers(void *unused)
     mt_expect_words(p1, WORDS, 0x22);
     CHECK_CU(cuMemcpyDtoD(p0, p1, WORDS * 4));          /* copies: with or without access */
     mt_expect_words(p0, WORDS, 0x22);
-    CHECK_CU(fill_via(p1, 0x27, &holder));              /* a pointer loaded from memory */
+    CHECK_CU(add_via_launch(p1, 5, &holder));           /* a pointer loaded from memory */
     CHECK_CU(cuCtxSynchronize());
     mt_expect_words(p1, WORDS, 0x27);
 
@@ -90,7 +72,7 @@ static void peers(void *unused)
     EXPECT_CU(CUDA_ERROR_ILLEGAL_ADDRESS, cuCtxSynchronize());
 
     CHECK_CU(cuCtxCreate(&other, NULL, 0, 0));          /* device 0, no peer access */
-    CHECK_CU(fill_via(p1, 0x66, &holder));
+    CHECK_CU(add_via_launch(p1, 0x66, &holder));
     EXPECT_CU(CUDA_ERROR_ILLEGAL_ADDRESS, cuCtxSynchronize());
     CHECK_CU(cuCtxDestroy(other));
 

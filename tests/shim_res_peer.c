@@ -188,9 +188,8 @@ static void run(const char *what, const char *host_vmm)
 
     sh_run_two_devices(host_vmm, "ELIXIR_GPU_MEMORY=4M", &plain, &shim);
 
-    EXPECT(strstr(shim.err, "device 1: migrations to host ") &&
-           sh_stat(strstr(shim.err, "device 1: migrations to host "), "migrations to host ") >= 2,
-           "%s: device 1 did not page out (a, then for e):\n%s", what, shim.err);
+    EXPECT(sh_migrations_out(shim.err, 1) >= 2, "%s: device 1 did not page out (a, then for e):"
+           "\n%s", what, shim.err);
     int pins[2], fences[2];
     for (int dev = 0; dev < 2; dev++)
         sh_pins(shim.err, dev, &pins[dev], &fences[dev]);

@@ -10,7 +10,7 @@
  * launched before on device 0's own memory: the shim's fast path must give way); sh_add on
  * the middle of c.  On a stream of its own: sh_fill of c's first half; a graph captured there
  * that adds 5 to e1, run; a launch adding 1 to e1; the graph run again (the access the capture
- * left must outlast that launch's).  Last, sh_add_via adds to a, and to f1 (allocated on
+ * left must outlast that launch's).  Last, add_via adds to a, and to f1 (allocated on
  * device 1 after the enable), through pointers it loads from device 0's memory, which the
  * shim never sees: it reaches them because the shim mirrors the peer access the application
  * enabled onto device 1's arena, its present mappings and its later ones (with evicted chunks
@@ -22,6 +22,7 @@
  * checker failing the run on any race.
  */
 #define SH_RES_KERNELS
+#define ST_KERNEL_ADD_VIA
 #include "shim_test.h"
 
 #define MIB SH_MIB
@@ -31,33 +32,14 @@
 
 static uint32_t host[WORDS];
 
-static const char via_ptx[] =
-    ".version 8.0\n.target sm_90\n.address_size 64\n"
-    ".visible .entry sh_add_via(.param .u64 pp, .param .u64 n, .param .u32 v)\n{\n ret;\n}\n";
-
-/* sh_add_via(pp, n, v): adds v to each of the n words at the address stored at pp. */
-SIM_KERNEL void sh_add_via(const sim_launch_t *l, void **params)
-{
-    const uint64_t *pp = *(const uint64_t **)params[0];
-    uint64_t n = *(uint64_t *)params[1];
-    uint32_t v = *(uint32_t *)params[2];
-    (void)l;
-
-    sim_kernel_access(pp, 8, SIM_ACCESS_READ);
-    uint32_t *p = (uint32_t *)(uintptr_t)*pp;
-    sim_kernel_access(p, n * 4, SIM_ACCESS_READWRITE);
-    for (uint64_t i = 0; i < n; i++)
-        p[i] += v;
-}
-
-/* On the current context's legacy stream: sh_add_via with p's address stored in holder. */
-static void add_via(CUdeviceptr holder, CUdeviceptr p, uint32_t v)
+/* On the current context's legacy stream: add_via with p's address stored in holder. */
+static void add_through(CUdeviceptr holder, CUdeviceptr p, uint32_t v)
 {
     uint64_t n = WORDS;
     void *args[] = { &holder, &n, &v };
 
     CHECK_CU(cuMemcpyHtoD(holder, &p, 8));
-    CHECK_CU(sh_launch(st_function(via_ptx, "sh_add_via"), NULL, args));
+    CHECK_CU(sh_launch(st_function(ST_PTX_HEADER ST_PTX_ADD_VIA, "add_via"), NULL, args));
     CHECK_CU(cuCtxSynchronize());
 }
 
@@ -146,8 +128,8 @@ static void scenario(void)
         CHECK_CU(sh_fill_async(fill1, f1, WORDS, 6, NULL));
         CHECK_CU(cuCtxSynchronize());
         CHECK_CU(cuCtxSetCurrent(c0));
-        add_via(x, a, 100);
-        add_via(x, f1, 3);
+        add_through(x, a, 100);
+        add_through(x, f1, 3);
         printf("a and f1 on device 1 added to through pointers in device 0's memory\n");
     }
     CHECK_CU(cuCtxDisablePeerAccess(c1));
@@ -182,9 +164,7 @@ static void run(const char *what, const char *host_vmm)
     sh_run_t plain, shim;
 
     sh_run_two_devices(host_vmm, "ELIXIR_GPU_MEMORY=4M", &plain, &shim);
-    const char *dev1 = strstr(shim.err, "device 1: migrations to host ");
-
-    EXPECT(dev1 && sh_stat(dev1, "migrations to host ") >= 3,
+    EXPECT(sh_migrations_out(shim.err, 1) >= 3,
            "%s: device 1 did not page out (a and b, then for e):\n%s", what, shim.err);
     int pins, fences;
     sh_pins(shim.err, 1, &pins, &fences);

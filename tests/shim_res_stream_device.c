@@ -117,7 +117,6 @@ static void run(const char *what, const char *host_vmm)
     sh_run_t plain, shim;
 
     sh_run_two_devices(host_vmm, "ELIXIR_GPU_MEMORY=4M", &plain, &shim);
-
     sh_same_transcript(what, &plain, &shim);
 }
 

@@ -234,6 +234,16 @@ static inline void sh_pins(const char *err, int dev, int *pins, int *fences)
         sscanf(t, "(total %d, fences that pinned %d)", pins, fences);
 }
 
+/* From ELIXIR_STATS output `err`: device `dev`'s migrations to host, or -1 when its line is
+ * missing. */
+static inline long long sh_migrations_out(const char *err, int dev)
+{
+    char key[64];
+
+    snprintf(key, sizeof(key), "device %d: migrations to host ", dev);
+    return sh_stat(err, key);
+}
+
 /* sh_run(mode, 1, env), which must exit 0; otherwise print its output and exit 1. */
 static inline sh_run_t sh_run_ok(const char *mode, const char *const *env)
 {

@@ -91,6 +91,8 @@ static inline CUfunction st_function(const char *ptx, const char *name)
 #define ST_PTX_AXPB                                                                          \
     ".visible .entry axpb(.param .u64 p, .param .u32 n, .param .u32 a, .param .u32 b)\n" \
     "{\n ret;\n}\n"
+#define ST_PTX_ADD_VIA                                                                       \
+    ".visible .entry add_via(.param .u64 pp, .param .u64 n, .param .u32 v)\n{\n ret;\n}\n"
 
 /* A program that uses ST_PTX_ADD_CONST defines ST_KERNEL_ADD_CONST before including this header
  * (once per program: the simulator finds the kernel in the executable).
@@ -117,6 +119,24 @@ SIM_KERNEL void axpb(const sim_launch_t *l, void **params)
     for (unsigned i = 0; i < n; i++)
         p[i] = p[i] * a + b;
     sim_kernel_access(p, n * sizeof(*p), SIM_ACCESS_READWRITE);
+}
+#endif
+
+/* Likewise ST_KERNEL_ADD_VIA for ST_PTX_ADD_VIA.  add_via(pp, n, v): adds v to each of the n
+ * unsigned words at the address stored at pp, a pointer the kernel loads from memory (its
+ * arguments never name that memory). */
+#ifdef ST_KERNEL_ADD_VIA
+SIM_KERNEL void add_via(const sim_launch_t *l, void **params)
+{
+    const uint64_t *pp = *(const uint64_t **)params[0];
+    uint64_t n = *(uint64_t *)params[1];
+    unsigned v = *(unsigned *)params[2];
+    (void)l;
+    sim_kernel_access(pp, 8, SIM_ACCESS_READ);
+    unsigned *p = (unsigned *)(uintptr_t)*pp;
+    sim_kernel_access(p, n * sizeof(*p), SIM_ACCESS_READWRITE);
+    for (uint64_t i = 0; i < n; i++)
+        p[i] += v;
 }
 #endif
 
