@@ -148,6 +148,11 @@ typedef struct res_dev {
     int swap_owed;                  /* the swap piece is out: the next host piece put refills it */
     use_event_t *free_events;
     struct foreign_hold *foreign_holds; /* other devices' operations' holds (res_launch.c) */
+    /* Per other device, per chunk: how many of its operations hold the chunk, RES_GRANT_FOR_GOOD
+     * once a captured one pinned it; allocated at the device's first (res_launch.c).  A device
+     * whose counts could not be allocated is in grants_lost. */
+    uint32_t *grants[MAX_DEVICES];
+    uint32_t grants_lost;
     uint64_t migrations_out, migrations_in, bytes_out, bytes_in, evictions_forced;
     uint64_t pins, frees_deferred, frees_captured, fences_pinned;
     double blocked_s, blocked_free_s;   /* host waits of migrations, of frees and releases */
@@ -285,6 +290,16 @@ int res_make_room(res_dev_t *d, uint32_t serial);
 int res_make_bytes(res_dev_t *d, uint64_t bytes);
 /* Evictable GPU chunk ci, not the LRU list's tail, becomes its tail. */
 void res_lru_to_tail(res_dev_t *d, uint32_t ci);
+
+#define RES_GRANT_FOR_GOOD UINT32_MAX
+
+/* Must device dev keep its access to chunk ci of o (o locked): do operations of dev hold it,
+ * or did a captured one pin it?  Without counts for dev: does anything hold or pin it. */
+static inline int res_granted(const res_dev_t *o, int dev, uint32_t ci)
+{
+    const uint32_t *g = o->grants[dev];
+    return g ? g[ci] != 0 : o->chunks[ci].held || o->chunks[ci].pinned;
+}
 
 /* Is chunk c on the LRU list (evictable: in GPU memory, neither pinned nor held)? */
 static inline int res_on_lru(const chunk_t *c)

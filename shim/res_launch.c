@@ -456,9 +456,10 @@ general:
  * the holds on its chunks with that event (foreign_hold_t): a held chunk is neither evicted
  * nor moved, and whatever must wait for it (a free, memory running short, peer access taken
  * back) waits for the event and releases the hold, taking d's access back unless another
- * operation still holds the chunk or it is pinned, or the application enabled peer access
- * (res_peers).  No thread ever holds two devices' locks: the operation is collected under
- * d's lock, which is dropped while the others are taken, and collected again.
+ * operation of d still holds the chunk or a captured one pinned it (counted per device and
+ * chunk: res_dev_t.grants), or the application enabled peer access (res_peers).  No thread
+ * ever holds two devices' locks: the operation is collected under d's lock, which is dropped
+ * while the others are taken, and collected again.
  */
 typedef struct foreign {
     int dev;                    /* the device the operation was issued on */
@@ -490,6 +491,22 @@ static int foreign_has(const foreign_t *f, const res_dev_t *o, uint64_t p)
     return 0;
 }
 
+/* Device dev's counts of operations holding o's chunks (o locked; res_dev_t.grants),
+ * allocated at its first; NULL when they could not be: then dev's access is taken back only
+ * where nothing holds or pins a chunk, which may leave it granted, never take it too soon. */
+static uint32_t *grants_of(res_dev_t *o, int dev)
+{
+    if (o->grants[dev] || (o->grants_lost >> dev & 1))
+        return o->grants[dev];
+    o->grants[dev] = calloc(arena_chunk_count(o->arena), sizeof(uint32_t));
+    if (!o->grants[dev]) {
+        o->grants_lost |= 1u << dev;
+        SHIM_WARN(RES, "out of memory: device %d's access to device %d's memory may stay "
+                  "granted after the operations that needed it", dev, o->device);
+    }
+    return o->grants[dev];
+}
+
 /* Take the allocation of p, in o's arena, for f (see above): under o's lock, with o's context
  * current for any migration.  A p in no chunk in use is left to the driver. */
 static void foreign_take(foreign_t *f, res_dev_t *o, uint64_t p)
@@ -502,12 +519,15 @@ static void foreign_take(foreign_t *f, res_dev_t *o, uint64_t p)
     const chunk_t *c = &o->chunks[ci];
     if (c->tier != TIER_NONE) {
         uint32_t first = c->span_n > 1 ? c->span_first : ci, n = c->span_n > 1 ? c->span_n : 1;
+        uint32_t *g = grants_of(o, f->dev);
         for (uint32_t i = first; i < first + n; i++) {
             res_map_back(o, i);
             if (f->pinned)
                 res_pin(o, i);
             else
                 res_hold(o, i);
+            if (g && g[i] != RES_GRANT_FOR_GOOD)
+                g[i] = f->pinned ? RES_GRANT_FOR_GOOD : g[i] + 1;
         }
         if (peer_access(o, first, n, f->dev, 1) != CUDA_SUCCESS)
             SHIM_WARN(RES, "device %d cannot be given access to device %d's memory at 0x%llx: "
@@ -574,19 +594,29 @@ static foreign_ev_t *foreign_ev_record(CUcontext ctx, CUstream s, int ptds)
     return e;
 }
 
-/* Release chunks [first, first + n) of o (o locked) held for device dev's operation: the
- * access is taken back unless another operation still holds them or they are pinned (a
- * captured one may need the access whenever its graph runs), or the application enabled
- * peer access. */
+/* Release chunks [first, first + n) of o (o locked) held for device dev's operation: dev's
+ * access is taken back from those that no other operation of dev holds and that no captured
+ * one pinned (its graph may run at any time), unless the application enabled peer access. */
 static void foreign_unhold(res_dev_t *o, uint32_t first, uint32_t n, int dev)
 {
-    uint32_t held = 0;
-    for (uint32_t ci = first; ci < first + n; ci++) {
-        res_unhold(o, ci);
-        held |= o->chunks[ci].held | o->chunks[ci].pinned;
+    uint32_t *g = o->grants[dev];
+    int keep = atomic_load(&res_peers[o->device]) >> dev & 1;
+    uint32_t run = 0;
+
+    for (uint32_t ci = first; ci <= first + n; ci++) {
+        if (ci < first + n) {
+            res_unhold(o, ci);
+            if (g && g[ci] != RES_GRANT_FOR_GOOD && g[ci] != 0)
+                g[ci]--;
+            if (!keep && !res_granted(o, dev, ci)) {
+                run++;
+                continue;
+            }
+        }
+        if (run)
+            peer_access(o, ci - run, run, dev, 0);
+        run = 0;
     }
-    if (!held && !(atomic_load(&res_peers[o->device]) >> dev & 1))
-        peer_access(o, first, n, dev, 0);
 }
 
 /* Release the holds on o's list (o locked) whose operations are done, or with `wait` after

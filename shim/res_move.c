@@ -83,8 +83,8 @@ static int mapped(const res_dev_t *d, const chunk_t *c)
 }
 
 /* Grant (on) or take back device `dev`'s access to every mapped chunk of o's arena (o's lock
- * held), in runs of consecutive chunks; taking back leaves the chunks that operations from
- * other devices hold or pinned (res_launch.c, "operands on other devices"). */
+ * held), in runs of consecutive chunks; taking back leaves the chunks that dev's operations
+ * hold or pinned (res_launch.c, "operands on other devices"). */
 static void peer_apply(res_dev_t *o, int dev, int on)
 {
     CUmemAccessDesc a = { .location = { CU_MEM_LOCATION_TYPE_DEVICE, dev },
@@ -95,7 +95,7 @@ static void peer_apply(res_dev_t *o, int dev, int on)
 
     for (uint32_t ci = 0; ci <= n; ci++) {
         const chunk_t *c = ci < n ? &o->chunks[ci] : NULL;
-        if (c && mapped(o, c) && (on || (!c->held && !c->pinned))) {
+        if (c && mapped(o, c) && (on || !res_granted(o, dev, ci))) {
             run++;
             continue;
         }
@@ -413,6 +413,9 @@ void res_unback(res_dev_t *d, uint32_t ci)
     account(d, c->tier, TIER_NONE);
     if (c->pinned)
         d->pinned--;
+    for (int i = 0; i < MAX_DEVICES; i++)
+        if (d->grants[i])
+            d->grants[i][ci] = 0;       /* the access went with the mapping */
     res_use_clear(d, &c->use);
     memset(c, 0, sizeof(*c));
 }

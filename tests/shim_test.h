@@ -291,19 +291,26 @@ static inline void sh_same_transcript(const char *what, sh_run_t *plain, sh_run_
     sh_run_free(shim);
 }
 
-/* The two runs of a two-device transcript test, the race checker failing either on any
- * race: the scenario without the shim into *plain, and under it into *shim, with GPU budget
- * `budget` ("ELIXIR_GPU_MEMORY=...") and statistics on; host_vmm is given to both. */
-static inline void sh_run_two_devices(const char *host_vmm, const char *budget, sh_run_t *plain,
-                                      sh_run_t *shim)
+/* The two runs of a transcript test on several devices (`devices`: "ELIXIR_SIM_DEVICES=n"),
+ * the race checker failing either on any race: the scenario without the shim into *plain, and
+ * under it into *shim, with GPU budget `budget` ("ELIXIR_GPU_MEMORY=...") and statistics on;
+ * host_vmm is given to both. */
+static inline void sh_run_devices(const char *devices, const char *host_vmm, const char *budget,
+                                  sh_run_t *plain, sh_run_t *shim)
 {
-    const char *plain_env[] = { "ELIXIR_SIM_DEVICES=2", "ELIXIR_SIM_RACECHECK=fail", host_vmm,
-                                NULL };
-    const char *env[] = { "ELIXIR_SIM_DEVICES=2", "ELIXIR_SIM_RACECHECK=fail", budget,
-                          "ELIXIR_STATS=1", host_vmm, NULL };
+    const char *plain_env[] = { devices, "ELIXIR_SIM_RACECHECK=fail", host_vmm, NULL };
+    const char *env[] = { devices, "ELIXIR_SIM_RACECHECK=fail", budget, "ELIXIR_STATS=1",
+                          host_vmm, NULL };
 
     *plain = sh_run_plain_ok(plain_env);
     *shim = sh_run_ok("scenario", env);
+}
+
+/* sh_run_devices on two devices. */
+static inline void sh_run_two_devices(const char *host_vmm, const char *budget, sh_run_t *plain,
+                                      sh_run_t *shim)
+{
+    sh_run_devices("ELIXIR_SIM_DEVICES=2", host_vmm, budget, plain, shim);
 }
 
 /* main() of a transcript test: the scenario when run as the test's child, else `run` with
