@@ -6,8 +6,9 @@
  * cuFuncGetParamInfo, cached per function) or of the `extra` buffer, and in copy operands;
  * each names the chunks of its allocation.  Chunks on the host are brought into GPU memory,
  * evicting others, before the driver enqueues the operation; afterwards the operation becomes
- * their last use (res_use.c).  The device's lock is held from begin to end.  While a trace is
- * recorded (the launch has an operation id), the tracer sees the same words
+ * their last use (res_use.c).  The device's lock is held from a launch's begin to its end; a
+ * copy, which may wait for the GPU in the driver, holds its chunks instead (copy_unlock).
+ * While a trace is recorded (the launch has an operation id), the tracer sees the same words
  * (shim_trace_launch_args, with the context and device) and asks for the base of the
  * allocation of those it does not know yet, to name the allocations in the launch's record.
  */
@@ -1036,6 +1037,19 @@ static void collect_copy(collect_t *k, const shim_copy_t *c)
         collect_ptr(k, &g, copy_operand(c, i));
 }
 
+/*
+ * A copy or memset may wait for the GPU inside the driver (a synchronous one, or one of
+ * pageable host memory), so the device's lock is not held across the driver call (DESIGN.md,
+ * invariant 7): the chunks it collected are held instead (res_hold: neither evicted nor
+ * moved), and res_copy_end takes the lock again to release them and record the use.
+ */
+static void copy_unlock(collect_t *k)
+{
+    for (size_t i = 0; i < k->n; i++)
+        res_hold(k->d, k->ids[i]);
+    shim_unlock(&k->d->lock);
+}
+
 void res_copy_begin(shim_copy_t *c)
 {
     CUcontext ctx = NULL;
@@ -1057,11 +1071,17 @@ void res_copy_begin(shim_copy_t *c)
         relax_end(rx);
     }
     c->res = k;
+    copy_unlock(k);
 }
 
 void res_copy_end(shim_copy_t *c, CUresult r)
 {
-    if (c->res)
-        op_end(c->res, r, c->stream, c->hook);
+    collect_t *k = c->res;
+    if (!k)
+        return;
     c->res = NULL;
+    shim_lock(&k->d->lock);
+    for (size_t i = 0; i < k->n; i++)
+        res_unhold(k->d, k->ids[i]);
+    op_end(k, r, c->stream, c->hook);
 }
