@@ -1038,11 +1038,19 @@ static void collect_copy(collect_t *k, const shim_copy_t *c)
 }
 
 /*
- * A copy or memset may wait for the GPU inside the driver (a synchronous one, or one of
- * pageable host memory), so the device's lock is not held across the driver call (DESIGN.md,
+ * A copy with a host side may wait for the GPU inside the driver (a synchronous one, or one
+ * of pageable host memory), so the device's lock is not held across the driver call (DESIGN.md,
  * invariant 7): the chunks it collected are held instead (res_hold: neither evicted nor
- * moved), and res_copy_end takes the lock again to release them and record the use.
+ * moved), and res_copy_end takes the lock again to release them and record the use.  A copy
+ * from device memory to device memory, and a memset of device memory (of the arena: it
+ * collected a chunk), do no host-side synchronisation (the driver API's "API synchronization
+ * behavior"), so they keep the lock, as launches do, and skip the holds.
  */
+static int copy_keeps_lock(const shim_copy_t *c, const collect_t *k)
+{
+    return c->kind == SHIM_COPY_DTOD || (c->kind == SHIM_COPY_MEMSET && k->n > 0);
+}
+
 static void copy_unlock(collect_t *k)
 {
     for (size_t i = 0; i < k->n; i++)
@@ -1071,7 +1079,8 @@ void res_copy_begin(shim_copy_t *c)
         relax_end(rx);
     }
     c->res = k;
-    copy_unlock(k);
+    if (!copy_keeps_lock(c, k))
+        copy_unlock(k);
 }
 
 void res_copy_end(shim_copy_t *c, CUresult r)
@@ -1080,8 +1089,10 @@ void res_copy_end(shim_copy_t *c, CUresult r)
     if (!k)
         return;
     c->res = NULL;
-    shim_lock(&k->d->lock);
-    for (size_t i = 0; i < k->n; i++)
-        res_unhold(k->d, k->ids[i]);
+    if (!copy_keeps_lock(c, k)) {
+        shim_lock(&k->d->lock);
+        for (size_t i = 0; i < k->n; i++)
+            res_unhold(k->d, k->ids[i]);
+    }
     op_end(k, r, c->stream, c->hook);
 }
