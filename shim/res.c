@@ -375,14 +375,24 @@ static int live_base(const res_dev_t *d, CUdeviceptr dptr, arena_info_t *info)
            !deferred_find(d, dptr);
 }
 
-/* Free the allocation at dptr now (d locked): like the driver's cuMemFree, the host first
- * waits for work that may still use it, since a sub-chunk range may be handed out again at
- * once.  0 or -EINVAL. */
+/* Free the allocation at dptr now (d locked, no other lock held): like the driver's
+ * cuMemFree, the host first waits for work that may still use it, since a sub-chunk range may
+ * be handed out again at once.  It waits once without d's lock (res_idle_unlocked), looking
+ * at the allocation again when something changed meanwhile; what is left to wait for after
+ * that (uses made meanwhile, as in a slab chunk that other allocations share, and other
+ * devices' holds) it waits for under the lock.  0 or -EINVAL. */
 static int free_now(res_dev_t *d, CUdeviceptr dptr)
 {
     arena_info_t info;
+    int waited = 0;
+again:
     if (!live_base(d, dptr, &info))
         return -EINVAL;
+    for (uint32_t i = 0; i < info.nchunks && !waited; i++)
+        if (res_idle_unlocked(d, info.first_chunk + i, &d->blocked_free_s) < 0) {
+            waited = 1;
+            goto again;
+        }
     for (uint32_t i = 0; i < info.nchunks; i++)
         res_wait_idle(d, &d->chunks[info.first_chunk + i], &d->blocked_free_s);
     if (SHIM_TRACING())

@@ -73,7 +73,8 @@ typedef struct kparams {
  */
 typedef struct chunk {
     uint8_t tier;
-    uint8_t pinned;                 /* never evicted again (res_pin) */
+    uint8_t pinned : 1;             /* never evicted again (res_pin) */
+    uint8_t waiting : 1;            /* its eviction waits without the lock (res_idle_unlocked) */
     uint16_t held;                  /* not evicted while > 0: operations in flight (res_hold) */
     uint32_t seen;                  /* serial of the last launch that collected it */
     CUmemGenericAllocationHandle phys;
@@ -84,6 +85,8 @@ typedef struct chunk {
     uint32_t span_first, span_n;
     uint32_t prev, next;            /* 1 + neighbours on its list (res_move.c); 0: none */
 } chunk_t;
+
+_Static_assert(sizeof(chunk_t) == 64, "a chunk fills one cache line");
 
 /* A list of chunks threaded through chunk_t.prev/next, oldest first (indices + 1; 0: none). */
 typedef struct clist {
@@ -370,12 +373,13 @@ void res_unhold(res_dev_t *d, uint32_t ci);
 void res_pin(res_dev_t *d, uint32_t ci);
 /* Make what operation k reaches usable before it is enqueued (see the definition of
  * res_reach_away); nothing to do while every chunk it collected is in GPU memory, unless it
- * reached unknown memory on a device whose evicted chunks are unmapped. */
-void res_reach_away(res_dev_t *d, collect_t *k, int promote);
-static inline void res_reach(res_dev_t *d, collect_t *k, int promote)
+ * reached unknown memory on a device whose evicted chunks are unmapped.  `gap`: evictions may
+ * drop d's lock while they wait (only where the caller holds no other lock). */
+void res_reach_away(res_dev_t *d, collect_t *k, int promote, int gap);
+static inline void res_reach(res_dev_t *d, collect_t *k, int promote, int gap)
 {
     if (k->away || (k->unknown && !d->host_mappable))
-        res_reach_away(d, k, promote);
+        res_reach_away(d, k, promote, gap);
 }
 
 /* ---------------------------------------------------------------- res_launch.c */
@@ -397,6 +401,13 @@ void res_collect_ptr(collect_t *k, uint64_t p);
 /* ---------------------------------------------------------------- res_use.c */
 void res_use_clear(res_dev_t *d, use_t *u);
 void res_wait_idle(res_dev_t *d, chunk_t *c, double *blocked);
+/* Chunk ci of d (d locked) is about to move or be freed: while its last use or the fence may
+ * still run, the host waits for them with d's lock dropped (DESIGN.md invariant 7), the chunk
+ * held meanwhile, and the time is added to *blocked.  0: nothing was running; 1: the host
+ * waited, and the chunk is as it was, its use and the fence done and forgotten; -1: it
+ * changed meanwhile (used, held, pinned, moved or freed): the caller looks again.  Only for
+ * callers that hold no other lock and are inside no arena call. */
+int res_idle_unlocked(res_dev_t *d, uint32_t ci, double *blocked);
 void res_finish(res_dev_t *d, collect_t *k, CUstream s, int ptds);
 /* An event recorded now on stream s (an application stream, ptds: the _ptsz ABI), or NULL. */
 use_event_t *res_record(res_dev_t *d, CUstream s, int ptds);

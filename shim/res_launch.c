@@ -909,7 +909,7 @@ static __attribute__((noinline)) void launch_begin_rest(shim_launch_t *l, collec
     if (k) {
         k->capturing = res_stream_capturing(l->stream, shim_hook_per_thread[l->hook]);
         if (!k->capturing)
-            res_reach(d, k, 1);
+            res_reach(d, k, 1, 1);
     }
     relax_end(rx);
 }
@@ -1075,7 +1075,7 @@ void res_copy_begin(shim_copy_t *c)
     k->capturing = res_stream_capturing(c->stream, ptds);
     if (!k->capturing) {
         relax_t rx = relax_begin();
-        res_reach(d, k, 0);
+        res_reach(d, k, 0, 0);
         relax_end(rx);
     }
     c->res = k;

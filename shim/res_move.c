@@ -559,15 +559,24 @@ static uint64_t owner_base(const res_dev_t *d, uint32_t ci)
 }
 
 /* Evict one chunk to host memory for operation `serial`; with the host budget used up, into
- * the swap piece when `swap` (a chunk that leaves host memory is about to refill it).  0 or
- * -ENOMEM. */
-static int evict_one(res_dev_t *d, uint32_t serial, int swap)
+ * the swap piece when `swap` (a chunk that leaves host memory is about to refill it).  With
+ * `gap`, the host waits for the victim's last use without d's lock (res_idle_unlocked).  0,
+ * 1 when nothing was evicted because things changed while the lock was dropped (the caller
+ * looks again), or -ENOMEM. */
+static int evict_one(res_dev_t *d, uint32_t serial, int swap, int gap)
 {
     int via_swap = !res_has_room(d, TIER_HOST);
     if (via_swap && (!swap || d->host_mappable))
         return -ENOMEM;
     uint32_t v = victim(d, serial);
-    if (v == UINT32_MAX || migrate(d, v, TIER_HOST, via_swap) != CUDA_SUCCESS)
+    if (v == UINT32_MAX)
+        return -ENOMEM;
+    if (gap) {
+        int w = res_idle_unlocked(d, v, &d->blocked_s);
+        if (w < 0 || (w > 0 && !res_has_room(d, TIER_HOST)))
+            return 1;
+    }
+    if (migrate(d, v, TIER_HOST, via_swap) != CUDA_SUCCESS)
         return -ENOMEM;
     if (SHIM_TRACING())
         shim_trace_eviction(d->device, v, owner_base(d, v), d->chunk, SHIM_TIER_GPU,
@@ -589,24 +598,41 @@ static void reclaim(res_dev_t *d)
         res_foreign_drain(d, 0);
 }
 
-/* Evict one chunk for operation `serial`; when nothing is left to evict, chunks that other
- * devices' operations hold are waited for and released, and it tries again.  0 or -ENOMEM. */
-static int evict_or_wait(res_dev_t *d, uint32_t serial)
+/* Evict one chunk for operation `serial` (evict_one); when nothing is left to evict, chunks
+ * that other devices' operations hold are waited for and released, and it tries again.  0,
+ * 1 (evict_one's "look again"), or -ENOMEM. */
+static int evict_or_wait(res_dev_t *d, uint32_t serial, int gap)
 {
-    if (evict_one(d, serial, 0) == 0)
-        return 0;
-    return d->foreign_holds && res_foreign_drain(d, 1) ? evict_one(d, serial, 0) : -ENOMEM;
+    int r = evict_one(d, serial, 0, gap);
+    if (r >= 0)
+        return r;
+    return d->foreign_holds && res_foreign_drain(d, 1) ? evict_one(d, serial, 0, gap) : -ENOMEM;
 }
 
-/* Make room for one more GPU chunk by evicting to host memory; 0 or -ENOMEM. */
-int res_make_room(res_dev_t *d, uint32_t serial)
+/* Make room for one more GPU chunk by evicting to host memory (with `gap`, see evict_one:
+ * after GAP_TRIES evictions abandoned because their victims were used again meanwhile, the
+ * rest wait under the lock, so that threads that keep using chunks cannot starve this one);
+ * 0 or -ENOMEM. */
+#define GAP_TRIES 4
+
+static int make_room(res_dev_t *d, uint32_t serial, int gap)
 {
+    int abandoned = 0;
     if (!res_has_room(d, TIER_GPU))
         reclaim(d);
-    while (!res_has_room(d, TIER_GPU))
-        if (evict_or_wait(d, serial) < 0)
+    while (!res_has_room(d, TIER_GPU)) {
+        int r = evict_or_wait(d, serial, gap);
+        if (r < 0)
             return -ENOMEM;
+        if (r > 0 && ++abandoned == GAP_TRIES)
+            gap = 0;
+    }
     return 0;
+}
+
+int res_make_room(res_dev_t *d, uint32_t serial)
+{
+    return make_room(d, serial, 0);
 }
 
 int res_make_bytes(res_dev_t *d, uint64_t bytes)
@@ -616,7 +642,7 @@ int res_make_bytes(res_dev_t *d, uint64_t bytes)
         spares_release(d, TIER_GPU);
         if (res_gpu_charged(d) + bytes <= d->gpu_budget)
             return 0;
-        if (evict_or_wait(d, 0) < 0)
+        if (evict_or_wait(d, 0, 0) < 0)
             return -ENOMEM;
     }
 }
@@ -630,20 +656,25 @@ int res_make_bytes(res_dev_t *d, uint64_t bytes)
  * with no victim, exceeds the GPU budget (the driver has the last word).  0, or -ENOMEM when
  * the chunk stayed on the host.  A held chunk stays where it is unless `must` (returning 0):
  * the operation holding it (another device's, or an NCCL call's) does not record its use,
- * so a migration could not wait for it.
+ * so a migration could not wait for it.  With `gap` (never with `must`), evictions wait for
+ * their victims without d's lock (evict_one), so the chunk is looked at again afterwards.
  */
-static int bring_in(res_dev_t *d, uint32_t ci, uint32_t serial, int must)
+static int bring_in(res_dev_t *d, uint32_t ci, uint32_t serial, int must, int gap)
 {
+    const chunk_t *c = &d->chunks[ci];
     CUresult r;
-    if (d->chunks[ci].held && !must)
+    if (c->held && !must)
         return 0;
     /* A second try when the driver refused the GPU chunk (the budget then came down). */
     for (int tries = 0; tries < 2; tries++) {
-        if (res_make_room(d, serial) < 0) {
+        if (make_room(d, serial, gap) < 0) {
             if (!must)
                 return -ENOMEM;
-            evict_one(d, serial, 1);    /* trade places through the swap piece if it can */
+            evict_one(d, serial, 1, 0); /* trade places through the swap piece if it can */
         }
+        /* Brought in, held or freed meanwhile (or a deferred free completed): as it is. */
+        if (c->tier != TIER_HOST || (c->held && !must))
+            return 0;
         r = migrate(d, ci, TIER_GPU, 0);
         if (r != CUDA_ERROR_OUT_OF_MEMORY)
             break;
@@ -657,7 +688,7 @@ static int bring_in(res_dev_t *d, uint32_t ci, uint32_t serial, int must)
 void res_map_back(res_dev_t *d, uint32_t ci)
 {
     if (d->chunks[ci].tier == TIER_HOST && !d->host_mappable)
-        bring_in(d, ci, 0, 1);
+        bring_in(d, ci, 0, 1, 0);
 }
 
 static void pin(res_dev_t *d, uint32_t ci)
@@ -693,7 +724,7 @@ void res_pin(res_dev_t *d, uint32_t ci)
     if (c->pinned || c->tier == TIER_NONE)
         return;
     if (c->tier == TIER_HOST)
-        bring_in(d, ci, 0, !d->host_mappable);
+        bring_in(d, ci, 0, !d->host_mappable, 0);
     if (c->tier != TIER_NONE)       /* (making room may have completed a deferred free) */
         pin(d, ci);
 }
@@ -735,10 +766,13 @@ static void pin_everything(res_dev_t *d)
  * Make what operation k reaches usable by the device before it is enqueued.  Where host
  * memory is mapped, chunks on the host are brought into GPU memory as far as the budget
  * allows when `promote` (launches), and left where they are otherwise (copies read them in
- * place).  Where it is not, every collected chunk on the host must come back, and an
- * operation that reached unknown memory pins everything (pin_everything).
+ * place); with `gap`, the evictions for them wait for their victims' last uses without d's
+ * lock (another thread may then move k's chunks too, which only leaves them in mapped host
+ * memory).  Where it is not, every collected chunk on the host must come back, under the
+ * lock throughout, and an operation that reached unknown memory pins everything
+ * (pin_everything).
  */
-void res_reach_away(res_dev_t *d, collect_t *k, int promote)
+void res_reach_away(res_dev_t *d, collect_t *k, int promote, int gap)
 {
     int must = !d->host_mappable;
     if (!must && !promote)
@@ -747,6 +781,7 @@ void res_reach_away(res_dev_t *d, collect_t *k, int promote)
         pin_everything(d);
     for (size_t i = 0; i < k->n; i++)
         if (d->chunks[k->ids[i]].tier == TIER_HOST &&
-            bring_in(d, k->ids[i], k->serial, must) < 0 && !must)
+            bring_in(d, k->ids[i], k->serial, must, gap && !must && !d->arena_busy) < 0 &&
+            !must)
             break;
 }

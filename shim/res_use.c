@@ -138,6 +138,54 @@ void res_wait_idle(res_dev_t *d, chunk_t *c, double *blocked)
     wait_use(d, &d->fence, blocked);
 }
 
+/* Is use u still the one saved in `was` (the same stream tick and the same prior uses)? */
+static int use_same(const use_t *u, const use_t *was)
+{
+    return u->slot == was->slot && u->tick == was->tick && u->prior == was->prior;
+}
+
+int res_idle_unlocked(res_dev_t *d, uint32_t ci, double *blocked)
+{
+    chunk_t *c = &d->chunks[ci];
+    const chunk_t was = *c;
+    const use_t *u = &was.use, f = d->fence;
+    use_event_t *ev[4] = { u->slot ? event_ref(cover(d, u->slot - 1u, u->tick)) : NULL,
+                           event_ref(u->prior),
+                           f.slot ? event_ref(cover(d, f.slot - 1u, f.tick)) : NULL,
+                           event_ref(f.prior) };
+    int running = 0, r = 1;
+
+    for (int i = 0; i < 4; i++)
+        running |= ev[i] && !res_event_done(ev[i]);
+    if (running) {
+        res_hold(d, ci);
+        c->waiting = 1;
+        double t0 = res_now_s();
+        shim_unlock(&d->lock);
+        for (int i = 0; i < 4; i++)
+            if (ev[i])
+                DRV(cuEventSynchronize)(ev[i]->ev);
+        shim_lock(&d->lock);
+        *blocked += res_now_s() - t0;
+        if (!c->waiting)
+            r = -1;                     /* freed meanwhile (res_unback cleared the chunk) */
+        else {
+            c->waiting = 0;
+            res_unhold(d, ci);
+            if (c->tier != was.tier || c->pinned != was.pinned || c->held != was.held ||
+                !use_same(&c->use, u) || !use_same(&d->fence, &f))
+                r = -1;
+        }
+    }
+    for (int i = 0; i < 4; i++)
+        event_put(d, ev[i]);
+    if (r < 0 || !running)
+        return running ? r : 0;
+    res_use_clear(d, &c->use);          /* both are done */
+    res_use_clear(d, &d->fence);
+    return 1;
+}
+
 /* ---------------------------------------------------------------- application streams */
 
 /* Take a slot for stream s: a new one, or one of a destroyed stream whose work is done

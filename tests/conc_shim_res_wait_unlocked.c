@@ -1,0 +1,186 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * conc_shim_res_wait_unlocked.c - while a thread waits for the GPU before moving or freeing a
+ * chunk, other threads still launch on the same device (DESIGN.md, invariant 7: no lock of
+ * the shim is held across a call that can block on the GPU).
+ *
+ * One simulated device, a 6 MiB GPU budget (three chunks), evicted chunks mapped.  Buffers V,
+ * Z, W and X (2 MiB each) are filled in turn, which pages V out to the host.  The main thread
+ * enqueues a kernel that spins SPIN_MS milliseconds and then adds 1 to W, and kernels that
+ * read Z and X, so that W, still in use, is the least recently used chunk in GPU memory.  Then
+ * (MODE=evict-z) it adds 1 to V by kernel: under the shim, V comes back and W must make room,
+ * once the spinning kernel is done.  A second thread, AFTER_MS into that launch, enqueues a
+ * kernel reading Z on a stream of its own, after the spinning kernel (by event; Z is in GPU
+ * memory: the launch needs nothing but the device): its launch must return at once, not when
+ * the main thread's does (it may take SPIN_MS / 2 at most).  Under the shim W must be on the
+ * host after the main thread's launch, and V and W must hold their patterns plus 1, as
+ * without the shim.  The race checker fails the run should W's move not wait for the kernel.
+ * With MODE=evict-w the other thread reads W instead, while the main thread's eviction waits
+ * for it: W is in use again then, so Z must be evicted instead (the race checker fails the
+ * run should W move under the read), and W stay in GPU memory.  With MODE=free the main
+ * thread frees W instead of adding to V, which waits for the kernel, while the other thread
+ * reads Z as in the first run.  Run under the thread sanitizer too (tests named conc_*).
+ */
+#define SH_RES_KERNELS
+#include <pthread.h>
+#include <stdatomic.h>
+
+#include "shim_test.h"
+
+#define BYTES (2 * SH_MIB)
+#define WORDS (BYTES / 4)
+#define SPIN_MS 400
+#define AFTER_MS 50
+
+static const char ptx[] =
+    ".version 8.0\n.target sm_90\n.address_size 64\n"
+    ".visible .entry slow_add(.param .u64 p, .param .u64 n)\n{\n ret;\n}\n"
+    ".visible .entry peek(.param .u64 p)\n{\n ret;\n}\n";
+
+/* slow_add(p, n): spins SPIN_MS milliseconds, then adds 1 to each of the n words at p. */
+SIM_KERNEL void slow_add(const sim_launch_t *l, void **params)
+{
+    uint32_t *p = *(uint32_t **)params[0];
+    uint64_t n = *(uint64_t *)params[1];
+    (void)l;
+
+    sim_kernel_access(p, n * 4, SIM_ACCESS_READWRITE);
+    sh_spin_ms(SPIN_MS);
+    for (uint64_t i = 0; i < n; i++)
+        p[i] += 1;
+}
+
+/* peek(p): reads the word at p. */
+SIM_KERNEL void peek(const sim_launch_t *l, void **params)
+{
+    volatile uint32_t *p = *(uint32_t **)params[0];
+    (void)l;
+
+    sim_kernel_access((const void *)p, 4, SIM_ACCESS_READ);
+    (void)*p;
+}
+
+static uint32_t host[WORDS];
+static CUcontext ctx;
+static CUdeviceptr z, w, *reads;     /* the other thread reads *reads: z, or w */
+static CUstream s_other;
+static CUevent slow_done;            /* recorded after the spinning kernel */
+static CUresult other_result;
+static double other_ms;             /* how long the second thread's launch took */
+static _Atomic int go;
+
+static CUresult peek_on(CUstream s, CUdeviceptr p)
+{
+    void *args[] = { &p };
+
+    return sh_launch(st_function(ptx, "peek"), s, args);
+}
+
+/* The second thread: once the main thread's launch has begun, reads Z on its own stream. */
+static void *other(void *arg)
+{
+    (void)arg;
+    while (!go)
+        ;
+    sh_spin_ms(AFTER_MS);
+    other_result = cuCtxSetCurrent(ctx);
+    if (other_result == CUDA_SUCCESS) {
+        double t0 = sh_now_ms();
+        other_result = cuStreamWaitEvent(s_other, slow_done, 0);
+        if (other_result == CUDA_SUCCESS)
+            other_result = peek_on(s_other, *reads);
+        other_ms = sh_now_ms() - t0;
+    }
+    return NULL;
+}
+
+static void expect_plus_one(CUdeviceptr p, uint32_t seed, const char *what)
+{
+    CHECK_CU(cuMemcpyDtoH(host, p, BYTES));
+    for (uint64_t i = 0; i < WORDS; i++)
+        EXPECT(host[i] == sh_pattern(seed, i) + 1, "%s word %llu is 0x%08x, expected 0x%08x",
+               what, (unsigned long long)i, host[i], sh_pattern(seed, i) + 1);
+    printf("%s holds its pattern plus 1\n", what);
+}
+
+static void scenario(void)
+{
+    CUdeviceptr v, x;
+    CUstream s_slow, s_peek, s_add;
+    pthread_t t;
+
+    const char *mode = getenv("MODE") ? getenv("MODE") : "evict-z";
+    int freeing = !strcmp(mode, "free");
+    reads = !strcmp(mode, "evict-w") ? &w : &z;
+    ctx = st_setup(0);
+    CUfunction fill = st_function(sh_res_ptx, "sh_fill"), add = st_function(sh_res_ptx, "sh_add");
+    CUdeviceptr *bufs[] = { &v, &z, &w, &x };
+    for (uint32_t i = 0; i < 4; i++) {
+        CHECK_CU(cuMemAlloc(bufs[i], BYTES));
+        CHECK_CU(sh_fill_async(fill, *bufs[i], WORDS, 1 + i, NULL));
+        CHECK_CU(cuCtxSynchronize());
+    }
+    sh_expect_where(v, 0, "v, paged out for x");
+    CHECK_CU(cuStreamCreate(&s_slow, CU_STREAM_NON_BLOCKING));
+    CHECK_CU(cuStreamCreate(&s_peek, CU_STREAM_NON_BLOCKING));
+    CHECK_CU(cuStreamCreate(&s_add, CU_STREAM_NON_BLOCKING));
+    CHECK_CU(cuStreamCreate(&s_other, CU_STREAM_NON_BLOCKING));
+    EXPECT(pthread_create(&t, NULL, other, NULL) == 0, "pthread_create failed");
+
+    uint64_t n = WORDS;
+    void *slow_args[] = { &w, &n };
+    CHECK_CU(sh_launch(st_function(ptx, "slow_add"), s_slow, slow_args));
+    CHECK_CU(cuEventCreate(&slow_done, CU_EVENT_DISABLE_TIMING));
+    CHECK_CU(cuEventRecord(slow_done, s_slow));
+    CHECK_CU(peek_on(s_peek, z));
+    CHECK_CU(peek_on(s_peek, x));
+    go = 1;
+    uint32_t one = 1;
+    void *add_args[] = { &v, &n, &one };
+    if (freeing) {
+        CHECK_CU(cuMemFree(w));
+        w = 0;
+        printf("w freed while the kernel using it ran\n");
+    } else {
+        CHECK_CU(sh_launch(add, s_add, add_args));
+    }
+    if (freeing) {
+        sh_expect_where(v, 0, "v, not needed by anything");
+    } else if (reads == &z) {
+        sh_expect_where(w, 0, "w, paged out for v once the kernel using it was done");
+    } else {
+        sh_expect_where(w, 1, "w, read while its eviction waited");
+        sh_expect_where(z, 0, "z, paged out for v instead of w");
+    }
+    EXPECT(pthread_join(t, NULL) == 0, "pthread_join failed");
+    CHECK_CU(other_result);
+    EXPECT(other_ms < SPIN_MS / 2, "the other thread's launch took %.0f ms: it waited for the "
+           "main thread's", other_ms);
+    printf("the other thread's launch returned at once\n");
+    CHECK_CU(cuCtxSynchronize());
+    if (!freeing) {
+        expect_plus_one(v, 1, "v");
+        expect_plus_one(w, 3, "w");
+    }
+    CUstream streams[] = { s_slow, s_peek, s_add, s_other };
+    for (int i = 0; i < 4; i++)
+        CHECK_CU(cuStreamDestroy(streams[i]));
+    CHECK_CU(cuEventDestroy(slow_done));
+    for (int i = 0; i < 4; i++)
+        if (*bufs[i])
+            CHECK_CU(cuMemFree(*bufs[i]));
+}
+
+int main(int argc, char **argv)
+{
+    sh_scenario_child(argc, argv, scenario);
+    const char *modes[] = { "MODE=evict-z", "MODE=evict-w", "MODE=free" };
+    for (int i = 0; i < 3; i++) {
+        const char *env[] = { "ELIXIR_SIM_RACECHECK=fail", "ELIXIR_GPU_MEMORY=6M",
+                              "ELIXIR_SIM_HOST_VMM=1", modes[i], NULL };
+        sh_run_t plain = sh_run_plain_ok(env), shim = sh_run_ok("scenario", env);
+
+        sh_same_transcript(modes[i] + 5, &plain, &shim);
+    }
+    return 0;
+}
