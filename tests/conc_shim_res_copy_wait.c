@@ -4,13 +4,13 @@
  * threads still launch and allocate on the same device (DESIGN.md, invariant 7: no lock of
  * the shim is held across a call that can block on the GPU).
  *
- * One simulated device.  The main thread enqueues, on the legacy default stream, a kernel
- * that spins SPIN_MS milliseconds and then writes buffer A, and copies A to the host with
- * cuMemcpyDtoH, which waits for that kernel.  A second thread, AFTER_MS into the copy,
- * allocates buffer B and enqueues a kernel filling it on a stream of its own (neither waits
- * for the GPU).  When the copy returns, the second thread must be done already; then the
- * host copy must hold what the kernel wrote, and B its fill, as without the shim.  Run under
- * the thread sanitizer too (tests named conc_*).
+ * One simulated device.  The main thread fills buffer A, enqueues on the legacy default
+ * stream a kernel that spins SPIN_MS milliseconds and then adds 1 to A (sh_slow_add), and
+ * copies A to the host with cuMemcpyDtoH, which waits for that kernel.  A second thread,
+ * AFTER_MS into the copy, allocates buffer B and enqueues a kernel filling it on a stream of
+ * its own (neither waits for the GPU).  When the copy returns, the second thread must be done
+ * already; then the host copy must hold what the kernel wrote, and B its fill, as without the
+ * shim.  Run under the thread sanitizer too (tests named conc_*).
  */
 #define SH_RES_KERNELS
 #include <pthread.h>
@@ -22,24 +22,6 @@
 #define WORDS (BYTES / 4)
 #define SPIN_MS 400
 #define AFTER_MS 50
-
-static const char slow_ptx[] =
-    ".version 8.0\n.target sm_90\n.address_size 64\n"
-    ".visible .entry slow_fill(.param .u64 p, .param .u64 n)\n{\n ret;\n}\n";
-
-/* slow_fill(p, n): spins SPIN_MS milliseconds, then writes sh_pattern(5, i) to the n words at
- * p. */
-SIM_KERNEL void slow_fill(const sim_launch_t *l, void **params)
-{
-    uint32_t *p = *(uint32_t **)params[0];
-    uint64_t n = *(uint64_t *)params[1];
-    (void)l;
-
-    sim_kernel_access(p, n * 4, SIM_ACCESS_WRITE);
-    sh_spin_ms(SPIN_MS);
-    for (uint64_t i = 0; i < n; i++)
-        p[i] = sh_pattern(5, i);
-}
 
 static uint32_t host[WORDS];
 static CUcontext ctx;
@@ -70,19 +52,18 @@ static void scenario(void)
     pthread_t t;
 
     ctx = st_setup(0);
-    CUfunction slow = st_function(slow_ptx, "slow_fill");
+    CUfunction slow = st_function(sh_res_ptx, "sh_slow_add");
     CHECK_CU(cuMemAlloc(&a, BYTES));
+    CHECK_CU(sh_fill_async(st_function(sh_res_ptx, "sh_fill"), a, WORDS, 5, NULL));
     CHECK_CU(cuStreamCreate(&sb, CU_STREAM_NON_BLOCKING));
     EXPECT(pthread_create(&t, NULL, other, NULL) == 0, "pthread_create failed");
 
-    uint64_t n = WORDS;
-    void *args[] = { &a, &n };
-    CHECK_CU(sh_launch(slow, NULL, args));
+    CHECK_CU(sh_slow_add_async(slow, a, WORDS, SPIN_MS, NULL));
     go = 1;
     CHECK_CU(cuMemcpyDtoH(host, a, BYTES));
     EXPECT(other_done, "the other thread was held up while the copy waited for the GPU");
     printf("the other thread allocated and launched while the copy waited\n");
-    sh_expect_pattern(host, WORDS, 5, "the copy of A");
+    sh_expect_pattern_plus(host, WORDS, 5, 1, "the copy of A");
     printf("the copy holds what the kernel wrote\n");
 
     EXPECT(pthread_join(t, NULL) == 0, "pthread_join failed");

@@ -6,7 +6,8 @@
  *
  * One simulated device, a 6 MiB GPU budget (three chunks), evicted chunks mapped.  Buffers V,
  * Z, W and X (2 MiB each) are filled in turn, which pages V out to the host.  The main thread
- * enqueues a kernel that spins SPIN_MS milliseconds and then adds 1 to W, and kernels that
+ * enqueues a kernel that spins SPIN_MS milliseconds and then adds 1 to W (sh_slow_add), and
+ * kernels that
  * read Z and X, so that W, still in use, is the least recently used chunk in GPU memory.  Then
  * (MODE=evict-z) it adds 1 to V by kernel: under the shim, V comes back and W must make room,
  * once the spinning kernel is done.  A second thread, AFTER_MS into that launch, enqueues a
@@ -34,21 +35,7 @@
 
 static const char ptx[] =
     ".version 8.0\n.target sm_90\n.address_size 64\n"
-    ".visible .entry slow_add(.param .u64 p, .param .u64 n)\n{\n ret;\n}\n"
     ".visible .entry peek(.param .u64 p)\n{\n ret;\n}\n";
-
-/* slow_add(p, n): spins SPIN_MS milliseconds, then adds 1 to each of the n words at p. */
-SIM_KERNEL void slow_add(const sim_launch_t *l, void **params)
-{
-    uint32_t *p = *(uint32_t **)params[0];
-    uint64_t n = *(uint64_t *)params[1];
-    (void)l;
-
-    sim_kernel_access(p, n * 4, SIM_ACCESS_READWRITE);
-    sh_spin_ms(SPIN_MS);
-    for (uint64_t i = 0; i < n; i++)
-        p[i] += 1;
-}
 
 /* peek(p): reads the word at p. */
 SIM_KERNEL void peek(const sim_launch_t *l, void **params)
@@ -97,9 +84,7 @@ static void *other(void *arg)
 static void expect_plus_one(CUdeviceptr p, uint32_t seed, const char *what)
 {
     CHECK_CU(cuMemcpyDtoH(host, p, BYTES));
-    for (uint64_t i = 0; i < WORDS; i++)
-        EXPECT(host[i] == sh_pattern(seed, i) + 1, "%s word %llu is 0x%08x, expected 0x%08x",
-               what, (unsigned long long)i, host[i], sh_pattern(seed, i) + 1);
+    sh_expect_pattern_plus(host, WORDS, seed, 1, what);
     printf("%s holds its pattern plus 1\n", what);
 }
 
@@ -127,14 +112,14 @@ static void scenario(void)
     CHECK_CU(cuStreamCreate(&s_other, CU_STREAM_NON_BLOCKING));
     EXPECT(pthread_create(&t, NULL, other, NULL) == 0, "pthread_create failed");
 
-    uint64_t n = WORDS;
-    void *slow_args[] = { &w, &n };
-    CHECK_CU(sh_launch(st_function(ptx, "slow_add"), s_slow, slow_args));
+    CHECK_CU(sh_slow_add_async(st_function(sh_res_ptx, "sh_slow_add"), w, WORDS, SPIN_MS,
+                               s_slow));
     CHECK_CU(cuEventCreate(&slow_done, CU_EVENT_DISABLE_TIMING));
     CHECK_CU(cuEventRecord(slow_done, s_slow));
     CHECK_CU(peek_on(s_peek, z));
     CHECK_CU(peek_on(s_peek, x));
     go = 1;
+    uint64_t n = WORDS;
     uint32_t one = 1;
     void *add_args[] = { &v, &n, &one };
     if (freeing) {

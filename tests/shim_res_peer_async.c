@@ -26,31 +26,11 @@
 
 static uint32_t host[WORDS];
 
-static const char slow_ptx[] =
-    ".version 8.0\n.target sm_90\n.address_size 64\n"
-    ".visible .entry slow_add(.param .u64 p, .param .u64 n)\n{\n ret;\n}\n";
-
-/* slow_add(p, n): spins SPIN_MS milliseconds, then adds 1 to each of the n words at p. */
-SIM_KERNEL void slow_add(const sim_launch_t *l, void **params)
-{
-    uint32_t *p = *(uint32_t **)params[0];
-    uint64_t n = *(uint64_t *)params[1];
-    (void)l;
-
-    sim_kernel_access(p, n * 4, SIM_ACCESS_READWRITE);
-    sh_spin_ms(SPIN_MS);
-    for (uint64_t i = 0; i < n; i++)
-        p[i] += 1;
-}
-
 /* On device 0's stream s: slow_add over the whole buffer p (device 1's); says whether s was
  * still busy when the launch returned. */
 static void slow_add_on(CUfunction f, CUstream s, CUdeviceptr p, const char *what)
 {
-    uint64_t n = WORDS;
-    void *args[] = { &p, &n };
-
-    CHECK_CU(sh_launch(f, s, args));
+    CHECK_CU(sh_slow_add_async(f, p, WORDS, SPIN_MS, s));
     CUresult q = cuStreamQuery(s);
     EXPECT(q == CUDA_SUCCESS || q == CUDA_ERROR_NOT_READY, "cuStreamQuery: %s", st_err(q));
     printf("%s: the stream %s after the launch\n", what,
@@ -72,7 +52,7 @@ static void scenario(void)
 
     CUcontext c0 = st_setup(0);
     CHECK_CU(cuCtxEnablePeerAccess(c1, 0));
-    CUfunction slow = st_function(slow_ptx, "slow_add");
+    CUfunction slow = st_function(sh_res_ptx, "sh_slow_add");
     CHECK_CU(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
     slow_add_on(slow, s, x, "x");
     CHECK_CU(cuCtxSetCurrent(c1));
@@ -95,9 +75,7 @@ static void scenario(void)
 
     CHECK_CU(cuCtxSetCurrent(c1));
     CHECK_CU(cuMemcpyDtoH(host, y, BYTES));
-    for (uint64_t i = 0; i < WORDS; i++)
-        EXPECT(host[i] == sh_pattern(2, i) + 1, "y word %llu is 0x%08x, expected 0x%08x",
-               (unsigned long long)i, host[i], sh_pattern(2, i) + 1);
+    sh_expect_pattern_plus(host, WORDS, 2, 1, "y");
     printf("y holds pattern 2 + 1\n");
     for (int i = 0; i < 2; i++) {
         CHECK_CU(cuMemcpyDtoH(host, more[i], BYTES));

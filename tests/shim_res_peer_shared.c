@@ -5,14 +5,14 @@
  * done, whatever the other device's operation still holds.
  *
  * Three simulated devices.  On device 2, buffer z (2 MiB, filled by kernel).  Device 1
- * enqueues on a stream of its own a kernel that spins SPIN_MS milliseconds, then a
- * cuMemcpyPeerAsync from z into its buffer w1.  Device 0 then copies z into w0 with
- * cuMemcpyPeerAsync on a stream of its own and synchronises that stream, while device 1's
- * copy still waits behind the kernel: under the shim, device 0 must have no access to z any
- * longer (z is still held, but only for device 1).  Once device 1's stream is synchronised,
- * device 1 has none either.  Both copies hold z's pattern, and the transcript must equal the
- * one without the shim, with evicted chunks mapped (host VMM) and unmapped
- * (ELIXIR_SIM_HOST_VMM=0).
+ * enqueues on a stream of its own a kernel that spins SPIN_MS milliseconds and adds 1 to its
+ * buffer w1 (sh_slow_add), then a cuMemcpyPeerAsync from z into w1.  Device 0 then copies z
+ * into w0 with cuMemcpyPeerAsync on a stream of its own and synchronises that stream, while
+ * device 1's copy still waits behind the kernel: under the shim, device 0 must have no
+ * access to z any longer (z is still held, but only for device 1).  Once device 1's stream
+ * is synchronised, device 1 has none either.  Both copies hold z's pattern, and the
+ * transcript must equal the one without the shim, with evicted chunks mapped (host VMM) and
+ * unmapped (ELIXIR_SIM_HOST_VMM=0).
  */
 #define SH_RES_KERNELS
 
@@ -23,18 +23,6 @@
 #define SPIN_MS 300
 
 static uint32_t host[WORDS];
-
-static const char spin_ptx[] =
-    ".version 8.0\n.target sm_90\n.address_size 64\n"
-    ".visible .entry spin(.param .u64 unused)\n{\n ret;\n}\n";
-
-/* spin(unused): spins SPIN_MS milliseconds. */
-SIM_KERNEL void spin(const sim_launch_t *l, void **params)
-{
-    (void)l;
-    (void)params;
-    sh_spin_ms(SPIN_MS);
-}
 
 /* Buffer p of the current context's device holds z's pattern. */
 static void expect_copy(CUdeviceptr p, const char *what)
@@ -57,8 +45,8 @@ static void scenario(void)
     CUcontext c1 = st_setup(1);
     CHECK_CU(cuMemAlloc(&w1, BYTES));
     CHECK_CU(cuStreamCreate(&s1, CU_STREAM_NON_BLOCKING));
-    void *args[] = { &w1 };
-    CHECK_CU(sh_launch(st_function(spin_ptx, "spin"), s1, args));
+    CUfunction slow = st_function(sh_res_ptx, "sh_slow_add");
+    CHECK_CU(sh_slow_add_async(slow, w1, WORDS, SPIN_MS, s1));
     CHECK_CU(cuMemcpyPeerAsync(w1, c1, z, c2, BYTES, s1));
     printf("device 1 copies z behind a kernel that spins\n");
 

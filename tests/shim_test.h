@@ -356,7 +356,8 @@ static const char sh_res_ptx[] =
     ".visible .entry sh_fill(.param .u64 p, .param .u64 n, .param .u32 seed)\n{\n ret;\n}\n"
     ".visible .entry sh_verify(.param .u64 p, .param .u64 n, .param .u64 seed,"
     " .param .u64 bad)\n{\n ret;\n}\n"
-    ".visible .entry sh_add(.param .u64 p, .param .u64 n, .param .u32 v)\n{\n ret;\n}\n";
+    ".visible .entry sh_add(.param .u64 p, .param .u64 n, .param .u32 v)\n{\n ret;\n}\n"
+    ".visible .entry sh_slow_add(.param .u64 p, .param .u64 n, .param .u64 ms)\n{\n ret;\n}\n";
 
 static inline uint32_t sh_pattern(uint32_t seed, uint64_t i)
 {
@@ -420,6 +421,21 @@ static inline void sh_spin_ms(double ms)
         ;
 }
 
+/* sh_slow_add(p, n, ms): spins ms milliseconds (a kernel that keeps its stream busy), then
+ * adds 1 to each of the n words at p. */
+SIM_KERNEL void sh_slow_add(const sim_launch_t *l, void **params)
+{
+    uint32_t *p = *(uint32_t **)params[0];
+    uint64_t n = *(uint64_t *)params[1];
+    uint64_t ms = *(uint64_t *)params[2];
+    (void)l;
+
+    sim_kernel_access(p, n * 4, SIM_ACCESS_READWRITE);
+    sh_spin_ms((double)ms);
+    for (uint64_t i = 0; i < n; i++)
+        p[i] += 1;
+}
+
 /* The usual start of a residency scenario: device 0's context, sh_fill and sh_verify in *fill
  * and *verify, and in *bad a word for sh_verify's count (its allocation sets the shim up). */
 static inline void sh_res_start(CUfunction *fill, CUfunction *verify, CUdeviceptr *bad)
@@ -444,13 +460,29 @@ static inline CUresult sh_fill_async(CUfunction fill, CUdeviceptr p, uint64_t wo
     return sh_launch(fill, s, args);
 }
 
-/* The first of n host words that differs from sh_pattern(seed, i): exit 1 naming `what`. */
+/* sh_slow_add (function slow, loaded from sh_res_ptx) over the n words at p, on stream s. */
+static inline CUresult sh_slow_add_async(CUfunction slow, CUdeviceptr p, uint64_t n, uint64_t ms,
+                                         CUstream s)
+{
+    void *args[] = { &p, &n, &ms };
+
+    return sh_launch(slow, s, args);
+}
+
+/* The first of n host words that differs from sh_pattern(seed, i) + plus: exit 1 naming
+ * `what`. */
+static inline void sh_expect_pattern_plus(const uint32_t *host, uint64_t n, uint32_t seed,
+                                          uint32_t plus, const char *what)
+{
+    for (uint64_t i = 0; i < n; i++)
+        EXPECT(host[i] == sh_pattern(seed, i) + plus, "%s: word %llu is 0x%08x, expected 0x%08x",
+               what, (unsigned long long)i, host[i], sh_pattern(seed, i) + plus);
+}
+
 static inline void sh_expect_pattern(const uint32_t *host, uint64_t n, uint32_t seed,
                                      const char *what)
 {
-    for (uint64_t i = 0; i < n; i++)
-        EXPECT(host[i] == sh_pattern(seed, i), "%s: word %llu is 0x%08x, expected 0x%08x",
-               what, (unsigned long long)i, host[i], sh_pattern(seed, i));
+    sh_expect_pattern_plus(host, n, seed, 0, what);
 }
 
 /* n buffers of `bytes` bytes allocated into bufs and filled by kernels on s: bufs[i] holds
