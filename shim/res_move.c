@@ -656,8 +656,8 @@ int res_make_bytes(res_dev_t *d, uint64_t bytes)
  * with no victim, exceeds the GPU budget (the driver has the last word).  0, or -ENOMEM when
  * the chunk stayed on the host.  A held chunk stays where it is unless `must` (returning 0):
  * the operation holding it (another device's, or an NCCL call's) does not record its use,
- * so a migration could not wait for it.  With `gap` (never with `must`), evictions wait for
- * their victims without d's lock (evict_one), so the chunk is looked at again afterwards.
+ * so a migration could not wait for it.  With `gap`, evictions wait for their victims
+ * without d's lock (evict_one), so the chunk is looked at again afterwards.
  */
 static int bring_in(res_dev_t *d, uint32_t ci, uint32_t serial, int must, int gap)
 {
@@ -766,11 +766,12 @@ static void pin_everything(res_dev_t *d)
  * Make what operation k reaches usable by the device before it is enqueued.  Where host
  * memory is mapped, chunks on the host are brought into GPU memory as far as the budget
  * allows when `promote` (launches), and left where they are otherwise (copies read them in
- * place); with `gap`, the evictions for them wait for their victims' last uses without d's
- * lock (another thread may then move k's chunks too, which only leaves them in mapped host
- * memory).  Where it is not, every collected chunk on the host must come back, under the
- * lock throughout, and an operation that reached unknown memory pins everything
- * (pin_everything).
+ * place).  Where it is not, every collected chunk on the host must come back, and an
+ * operation that reached unknown memory pins everything (pin_everything).  With `gap`, the
+ * evictions for them wait for their victims' last uses without d's lock: where evicted
+ * chunks stay mapped another thread may meanwhile move k's chunks too, which only leaves them
+ * in mapped host memory; where they are unmapped k's chunks are held until all are back, so
+ * that none is unmapped again before the operation is enqueued.
  */
 void res_reach_away(res_dev_t *d, collect_t *k, int promote, int gap)
 {
@@ -779,9 +780,15 @@ void res_reach_away(res_dev_t *d, collect_t *k, int promote, int gap)
         return;
     if (must && k->unknown)
         pin_everything(d);
+    gap = gap && !d->arena_busy;
+    if (gap && must)
+        for (size_t i = 0; i < k->n; i++)
+            res_hold(d, k->ids[i]);
     for (size_t i = 0; i < k->n; i++)
         if (d->chunks[k->ids[i]].tier == TIER_HOST &&
-            bring_in(d, k->ids[i], k->serial, must, gap && !must && !d->arena_busy) < 0 &&
-            !must)
+            bring_in(d, k->ids[i], k->serial, must, gap) < 0 && !must)
             break;
+    if (gap && must)
+        for (size_t i = 0; i < k->n; i++)
+            res_unhold(d, k->ids[i]);
 }

@@ -4,10 +4,10 @@
  * chunk, other threads still launch on the same device (DESIGN.md, invariant 7: no lock of
  * the shim is held across a call that can block on the GPU).
  *
- * One simulated device, a 6 MiB GPU budget (three chunks), evicted chunks mapped.  Buffers V,
- * Z, W and X (2 MiB each) are filled in turn, which pages V out to the host.  The main thread
- * enqueues a kernel that spins SPIN_MS milliseconds and then adds 1 to W (sh_slow_add), and
- * kernels that
+ * One simulated device, a 6 MiB GPU budget (three chunks), evicted chunks mapped (host VMM)
+ * and, in a second round of runs, unmapped (ELIXIR_SIM_HOST_VMM=0).  Buffers V, Z, W and X
+ * (2 MiB each) are filled in turn, which pages V out to the host.  The main thread enqueues a
+ * kernel that spins SPIN_MS milliseconds and then adds 1 to W (sh_slow_add), and kernels that
  * read Z and X, so that W, still in use, is the least recently used chunk in GPU memory.  Then
  * (MODE=evict-z) it adds 1 to V by kernel: under the shim, V comes back and W must make room,
  * once the spinning kernel is done.  A second thread, AFTER_MS into that launch, enqueues a
@@ -160,12 +160,15 @@ int main(int argc, char **argv)
 {
     sh_scenario_child(argc, argv, scenario);
     const char *modes[] = { "MODE=evict-z", "MODE=evict-w", "MODE=free" };
-    for (int i = 0; i < 3; i++) {
+    for (int i = 0; i < 6; i++) {
         const char *env[] = { "ELIXIR_SIM_RACECHECK=fail", "ELIXIR_GPU_MEMORY=6M",
-                              "ELIXIR_SIM_HOST_VMM=1", modes[i], NULL };
+                              i < 3 ? "ELIXIR_SIM_HOST_VMM=1" : "ELIXIR_SIM_HOST_VMM=0",
+                              modes[i % 3], NULL };
         sh_run_t plain = sh_run_plain_ok(env), shim = sh_run_ok("scenario", env);
+        char what[64];
 
-        sh_same_transcript(modes[i] + 5, &plain, &shim);
+        snprintf(what, sizeof(what), "%s, %s", modes[i % 3] + 5, i < 3 ? "mapped" : "unmapped");
+        sh_same_transcript(what, &plain, &shim);
     }
     return 0;
 }
