@@ -63,7 +63,8 @@ static CUresult peek_on(CUstream s, CUdeviceptr p)
     return sh_launch(st_function(ptx, "peek"), s, args);
 }
 
-/* The second thread: once the main thread's launch has begun, reads Z on its own stream. */
+/* The second thread: once the main thread's launch (or free) has begun, reads *reads on its
+ * own stream, after the spinning kernel, and times that launch. */
 static void *other(void *arg)
 {
     (void)arg;
