@@ -405,8 +405,10 @@ void res_wait_idle(res_dev_t *d, chunk_t *c, double *blocked);
  * still run, the host waits for them with d's lock dropped (DESIGN.md invariant 7), the chunk
  * held meanwhile, and the time is added to *blocked.  0: nothing was running; 1: the host
  * waited, and the chunk is as it was, its use and the fence done and forgotten; -1: it
- * changed meanwhile (used, held, pinned, moved or freed): the caller looks again.  Only for
- * callers that hold no other lock and are inside no arena call. */
+ * changed meanwhile (used, held, pinned, moved or freed): the caller looks again.  A chunk
+ * that another thread waits for so already gives 0 (one waiter owns the mark, so a cleared
+ * mark means the chunk was freed).  Only for callers that hold no other lock and are inside
+ * no arena call. */
 int res_idle_unlocked(res_dev_t *d, uint32_t ci, double *blocked);
 void res_finish(res_dev_t *d, collect_t *k, CUstream s, int ptds);
 /* An event recorded now on stream s (an application stream, ptds: the _ptsz ABI), or NULL. */

@@ -147,6 +147,8 @@ static int use_same(const use_t *u, const use_t *was)
 int res_idle_unlocked(res_dev_t *d, uint32_t ci, double *blocked)
 {
     chunk_t *c = &d->chunks[ci];
+    if (c->waiting)
+        return 0;                       /* another thread waits for it: the caller waits locked */
     const chunk_t was = *c;
     const use_t *u = &was.use, f = d->fence;
     use_event_t *ev[4] = { u->slot ? event_ref(cover(d, u->slot - 1u, u->tick)) : NULL,
