@@ -20,7 +20,10 @@
  * for it: W is in use again then, so Z must be evicted instead (the race checker fails the
  * run should W move under the read), and W stay in GPU memory.  With MODE=free the main
  * thread frees W instead of adding to V, which waits for the kernel, while the other thread
- * reads Z as in the first run.  Run under the thread sanitizer too (tests named conc_*).
+ * reads Z as in the first run.  With MODE=evict-free the other thread frees W (which waits
+ * for the kernel) while the main thread's eviction of W waits for it: the eviction must give
+ * W up, and V come back all the same.  Run under the thread sanitizer too (tests named
+ * conc_*).
  */
 #define SH_RES_KERNELS
 #include <pthread.h>
@@ -50,6 +53,7 @@ SIM_KERNEL void peek(const sim_launch_t *l, void **params)
 static uint32_t host[WORDS];
 static CUcontext ctx;
 static CUdeviceptr z, w, *reads;     /* the other thread reads *reads: z, or w */
+static int other_frees;             /* ... or frees w */
 static CUstream s_other;
 static CUevent slow_done;            /* recorded after the spinning kernel */
 static CUresult other_result;
@@ -64,7 +68,7 @@ static CUresult peek_on(CUstream s, CUdeviceptr p)
 }
 
 /* The second thread: once the main thread's launch (or free) has begun, reads *reads on its
- * own stream, after the spinning kernel, and times that launch. */
+ * own stream, after the spinning kernel, and times that launch; or frees w. */
 static void *other(void *arg)
 {
     (void)arg;
@@ -72,7 +76,9 @@ static void *other(void *arg)
         ;
     sh_spin_ms(AFTER_MS);
     other_result = cuCtxSetCurrent(ctx);
-    if (other_result == CUDA_SUCCESS) {
+    if (other_result == CUDA_SUCCESS && other_frees) {
+        other_result = cuMemFree(w);
+    } else if (other_result == CUDA_SUCCESS) {
         double t0 = sh_now_ms();
         other_result = cuStreamWaitEvent(s_other, slow_done, 0);
         if (other_result == CUDA_SUCCESS)
@@ -98,6 +104,7 @@ static void scenario(void)
     const char *mode = getenv("MODE") ? getenv("MODE") : "evict-z";
     int freeing = !strcmp(mode, "free");
     reads = !strcmp(mode, "evict-w") ? &w : &z;
+    other_frees = !strcmp(mode, "evict-free");
     ctx = st_setup(0);
     CUfunction fill = st_function(sh_res_ptx, "sh_fill"), add = st_function(sh_res_ptx, "sh_add");
     CUdeviceptr *bufs[] = { &v, &z, &w, &x };
@@ -132,6 +139,8 @@ static void scenario(void)
     }
     if (freeing) {
         sh_expect_where(v, 0, "v, not needed by anything");
+    } else if (other_frees) {
+        sh_expect_where(v, 1, "v, brought back while w was freed");
     } else if (reads == &z) {
         sh_expect_where(w, 0, "w, paged out for v once the kernel using it was done");
     } else {
@@ -140,14 +149,19 @@ static void scenario(void)
     }
     EXPECT(pthread_join(t, NULL) == 0, "pthread_join failed");
     CHECK_CU(other_result);
-    EXPECT(other_ms < SPIN_MS / 2, "the other thread's launch took %.0f ms: it waited for the "
-           "main thread's", other_ms);
-    printf("the other thread's launch returned at once\n");
-    CHECK_CU(cuCtxSynchronize());
-    if (!freeing) {
-        expect_plus_one(v, 1, "v");
-        expect_plus_one(w, 3, "w");
+    if (other_frees) {
+        w = 0;
+        printf("the other thread freed w\n");
+    } else {
+        EXPECT(other_ms < SPIN_MS / 2, "the other thread's launch took %.0f ms: it waited for "
+               "the main thread's", other_ms);
+        printf("the other thread's launch returned at once\n");
     }
+    CHECK_CU(cuCtxSynchronize());
+    if (!freeing)
+        expect_plus_one(v, 1, "v");
+    if (w)
+        expect_plus_one(w, 3, "w");
     CUstream streams[] = { s_slow, s_peek, s_add, s_other };
     for (int i = 0; i < 4; i++)
         CHECK_CU(cuStreamDestroy(streams[i]));
@@ -160,15 +174,15 @@ static void scenario(void)
 int main(int argc, char **argv)
 {
     sh_scenario_child(argc, argv, scenario);
-    const char *modes[] = { "MODE=evict-z", "MODE=evict-w", "MODE=free" };
-    for (int i = 0; i < 6; i++) {
+    const char *modes[] = { "MODE=evict-z", "MODE=evict-w", "MODE=free", "MODE=evict-free" };
+    for (int i = 0; i < 8; i++) {
         const char *env[] = { "ELIXIR_SIM_RACECHECK=fail", "ELIXIR_GPU_MEMORY=6M",
-                              i < 3 ? "ELIXIR_SIM_HOST_VMM=1" : "ELIXIR_SIM_HOST_VMM=0",
-                              modes[i % 3], NULL };
+                              i < 4 ? "ELIXIR_SIM_HOST_VMM=1" : "ELIXIR_SIM_HOST_VMM=0",
+                              modes[i % 4], NULL };
         sh_run_t plain = sh_run_plain_ok(env), shim = sh_run_ok("scenario", env);
         char what[64];
 
-        snprintf(what, sizeof(what), "%s, %s", modes[i % 3] + 5, i < 3 ? "mapped" : "unmapped");
+        snprintf(what, sizeof(what), "%s, %s", modes[i % 4] + 5, i < 4 ? "mapped" : "unmapped");
         sh_same_transcript(what, &plain, &shim);
     }
     return 0;
