@@ -322,12 +322,16 @@ static void stamp_span(res_dev_t *d, const arena_info_t *info)
     }
 }
 
-/* Allocate from d's arena (d locked): frees that completed go back first, and when the
- * request does not fit, the host waits for the frees still pending and tries again. */
+/* Allocate from d's arena (d locked, no other lock held): frees that completed go back
+ * first, a large request's room is made before the arena is entered (res_make_room_for), and
+ * when the request does not fit, the host waits for the frees still pending and tries
+ * again. */
 static int alloc_locked(res_dev_t *d, size_t bytes, arena_info_t *info)
 {
     if (d->deferred)
         res_deferred_drain(d, 0);
+    if (!arena_small_class(d->arena, bytes) && !beyond_capacity(d, bytes))
+        res_make_room_for(d, (uint32_t)(round_up(bytes, d->chunk) / d->chunk));
     int err = beyond_capacity(d, bytes) ? -ENOMEM : arena_do_alloc(d, bytes, info);
     if (err && d->deferred && res_deferred_drain(d, 1) > 0)
         err = beyond_capacity(d, bytes) ? -ENOMEM : arena_do_alloc(d, bytes, info);

@@ -291,6 +291,12 @@ void res_unback(res_dev_t *d, uint32_t ci);
 int res_make_room(res_dev_t *d, uint32_t serial);
 /* Evict until `bytes` more fit in the GPU budget with no spare chunk held; 0 or -ENOMEM. */
 int res_make_bytes(res_dev_t *d, uint64_t bytes);
+/* Before an allocation of n chunks enters the arena (whose callbacks must not drop d's lock):
+ * room in GPU memory for as many of them as the budget holds, as far as evicting makes it,
+ * the evictions waiting for their victims without the lock (d locked, no other lock held).
+ * The callbacks then find the room; where none could be made they do as before (evict under
+ * the lock, or start chunks on the host). */
+void res_make_room_for(res_dev_t *d, uint32_t n);
 /* Evictable GPU chunk ci, not the LRU list's tail, becomes its tail. */
 void res_lru_to_tail(res_dev_t *d, uint32_t ci);
 

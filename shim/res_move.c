@@ -635,6 +635,31 @@ int res_make_room(res_dev_t *d, uint32_t serial)
     return make_room(d, serial, 0);
 }
 
+/* Do n more chunks fit in the GPU budget (spares first, as res_has_room counts them)? */
+static int room_for(const res_dev_t *d, uint32_t n)
+{
+    uint64_t fresh = n > (uint32_t)d->nspare[0] ? n - (uint32_t)d->nspare[0] : 0;
+    return res_gpu_charged(d) + fresh * d->chunk <= d->gpu_budget;
+}
+
+void res_make_room_for(res_dev_t *d, uint32_t n)
+{
+    uint64_t most = d->gpu_budget / d->chunk;
+    int abandoned = 0, gap = 1;
+
+    if (n > most)
+        n = (uint32_t)most;
+    if (!room_for(d, n))
+        reclaim(d);
+    while (!room_for(d, n)) {
+        int r = evict_or_wait(d, 0, gap);
+        if (r < 0)
+            return;
+        if (r > 0 && ++abandoned == GAP_TRIES)
+            gap = 0;
+    }
+}
+
 int res_make_bytes(res_dev_t *d, uint64_t bytes)
 {
     reclaim(d);

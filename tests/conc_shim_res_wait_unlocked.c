@@ -20,7 +20,9 @@
  * for it: W is in use again then, so Z must be evicted instead (the race checker fails the
  * run should W move under the read), and W stay in GPU memory.  With MODE=free the main
  * thread frees W instead of adding to V, which waits for the kernel, while the other thread
- * reads Z as in the first run.  With MODE=evict-free the other thread frees W (which waits
+ * reads Z as in the first run; with MODE=alloc it allocates a fifth buffer Y instead, for
+ * which W must make room under the shim (the allocation waits for the kernel, not the other
+ * thread).  With MODE=evict-free the other thread frees W (which waits
  * for the kernel) while the main thread's eviction of W waits for it: the eviction must give
  * W up, and V come back all the same.  Run under the thread sanitizer too (tests named
  * conc_*).
@@ -97,12 +99,12 @@ static void expect_plus_one(CUdeviceptr p, uint32_t seed, const char *what)
 
 static void scenario(void)
 {
-    CUdeviceptr v, x;
+    CUdeviceptr v, x, y = 0;
     CUstream s_slow, s_peek, s_add;
     pthread_t t;
 
     const char *mode = getenv("MODE") ? getenv("MODE") : "evict-z";
-    int freeing = !strcmp(mode, "free");
+    int freeing = !strcmp(mode, "free"), allocating = !strcmp(mode, "alloc");
     reads = !strcmp(mode, "evict-w") ? &w : &z;
     other_frees = !strcmp(mode, "evict-free");
     ctx = st_setup(0);
@@ -134,11 +136,16 @@ static void scenario(void)
         CHECK_CU(cuMemFree(w));
         w = 0;
         printf("w freed while the kernel using it ran\n");
+    } else if (allocating) {
+        CHECK_CU(cuMemAlloc(&y, BYTES));
+        printf("y allocated while the kernel using w ran\n");
     } else {
         CHECK_CU(sh_launch(add, s_add, add_args));
     }
     if (freeing) {
         sh_expect_where(v, 0, "v, not needed by anything");
+    } else if (allocating) {
+        sh_expect_where(w, 0, "w, paged out for y once the kernel using it was done");
     } else if (other_frees) {
         sh_expect_where(v, 1, "v, brought back while w was freed");
     } else if (reads == &z) {
@@ -158,7 +165,7 @@ static void scenario(void)
         printf("the other thread's launch returned at once\n");
     }
     CHECK_CU(cuCtxSynchronize());
-    if (!freeing)
+    if (!freeing && !allocating)
         expect_plus_one(v, 1, "v");
     if (w)
         expect_plus_one(w, 3, "w");
@@ -169,20 +176,26 @@ static void scenario(void)
     for (int i = 0; i < 4; i++)
         if (*bufs[i])
             CHECK_CU(cuMemFree(*bufs[i]));
+    if (y)
+        CHECK_CU(cuMemFree(y));
 }
 
 int main(int argc, char **argv)
 {
     sh_scenario_child(argc, argv, scenario);
-    const char *modes[] = { "MODE=evict-z", "MODE=evict-w", "MODE=free", "MODE=evict-free" };
-    for (int i = 0; i < 8; i++) {
+    const char *modes[] = { "MODE=evict-z", "MODE=evict-w", "MODE=free", "MODE=alloc",
+                            "MODE=evict-free" };
+    enum { NMODES = sizeof(modes) / sizeof(modes[0]) };
+    for (int i = 0; i < 2 * NMODES; i++) {
+        int mapped = i < NMODES;
         const char *env[] = { "ELIXIR_SIM_RACECHECK=fail", "ELIXIR_GPU_MEMORY=6M",
-                              i < 4 ? "ELIXIR_SIM_HOST_VMM=1" : "ELIXIR_SIM_HOST_VMM=0",
-                              modes[i % 4], NULL };
+                              mapped ? "ELIXIR_SIM_HOST_VMM=1" : "ELIXIR_SIM_HOST_VMM=0",
+                              modes[i % NMODES], NULL };
         sh_run_t plain = sh_run_plain_ok(env), shim = sh_run_ok("scenario", env);
         char what[64];
 
-        snprintf(what, sizeof(what), "%s, %s", modes[i % 4] + 5, i < 4 ? "mapped" : "unmapped");
+        snprintf(what, sizeof(what), "%s, %s", modes[i % NMODES] + 5,
+                 mapped ? "mapped" : "unmapped");
         sh_same_transcript(what, &plain, &shim);
     }
     return 0;
