@@ -609,18 +609,26 @@ static int evict_or_wait(res_dev_t *d, uint32_t serial, int gap)
     return d->foreign_holds && res_foreign_drain(d, 1) ? evict_one(d, serial, 0, gap) : -ENOMEM;
 }
 
-/* Make room for one more GPU chunk by evicting to host memory (with `gap`, see evict_one:
+/* Do n more chunks fit in the GPU budget (spares first, as res_has_room counts them: for one
+ * chunk the two agree)? */
+static int room_for(const res_dev_t *d, uint32_t n)
+{
+    uint64_t fresh = n > (uint32_t)d->nspare[0] ? n - (uint32_t)d->nspare[0] : 0;
+    return res_gpu_charged(d) + fresh * d->chunk <= d->gpu_budget;
+}
+
+/* Make room for n more GPU chunks by evicting to host memory (with `gap`, see evict_one:
  * after GAP_TRIES evictions abandoned because their victims were used again meanwhile, the
  * rest wait under the lock, so that threads that keep using chunks cannot starve this one);
  * 0 or -ENOMEM. */
 #define GAP_TRIES 4
 
-static int make_room(res_dev_t *d, uint32_t serial, int gap)
+static int make_room(res_dev_t *d, uint32_t serial, uint32_t n, int gap)
 {
     int abandoned = 0;
-    if (!res_has_room(d, TIER_GPU))
+    if (!room_for(d, n))
         reclaim(d);
-    while (!res_has_room(d, TIER_GPU)) {
+    while (!room_for(d, n)) {
         int r = evict_or_wait(d, serial, gap);
         if (r < 0)
             return -ENOMEM;
@@ -632,32 +640,13 @@ static int make_room(res_dev_t *d, uint32_t serial, int gap)
 
 int res_make_room(res_dev_t *d, uint32_t serial)
 {
-    return make_room(d, serial, 0);
-}
-
-/* Do n more chunks fit in the GPU budget (spares first, as res_has_room counts them)? */
-static int room_for(const res_dev_t *d, uint32_t n)
-{
-    uint64_t fresh = n > (uint32_t)d->nspare[0] ? n - (uint32_t)d->nspare[0] : 0;
-    return res_gpu_charged(d) + fresh * d->chunk <= d->gpu_budget;
+    return make_room(d, serial, 1, 0);
 }
 
 void res_make_room_for(res_dev_t *d, uint32_t n)
 {
     uint64_t most = d->gpu_budget / d->chunk;
-    int abandoned = 0, gap = 1;
-
-    if (n > most)
-        n = (uint32_t)most;
-    if (!room_for(d, n))
-        reclaim(d);
-    while (!room_for(d, n)) {
-        int r = evict_or_wait(d, 0, gap);
-        if (r < 0)
-            return;
-        if (r > 0 && ++abandoned == GAP_TRIES)
-            gap = 0;
-    }
+    make_room(d, 0, n > most ? (uint32_t)most : n, 1);
 }
 
 int res_make_bytes(res_dev_t *d, uint64_t bytes)
@@ -692,7 +681,7 @@ static int bring_in(res_dev_t *d, uint32_t ci, uint32_t serial, int must, int ga
         return 0;
     /* A second try when the driver refused the GPU chunk (the budget then came down). */
     for (int tries = 0; tries < 2; tries++) {
-        if (make_room(d, serial, gap) < 0) {
+        if (make_room(d, serial, 1, gap) < 0) {
             if (!must)
                 return -ENOMEM;
             evict_one(d, serial, 1, 0); /* trade places through the swap piece if it can */
