@@ -109,12 +109,10 @@ static void scenario(void)
     other_frees = !strcmp(mode, "evict-free");
     ctx = st_setup(0);
     CUfunction fill = st_function(sh_res_ptx, "sh_fill"), add = st_function(sh_res_ptx, "sh_add");
-    CUdeviceptr *bufs[] = { &v, &z, &w, &x };
-    for (uint32_t i = 0; i < 4; i++) {
-        CHECK_CU(cuMemAlloc(bufs[i], BYTES));
-        CHECK_CU(sh_fill_async(fill, *bufs[i], WORDS, 1 + i, NULL));
-        CHECK_CU(cuCtxSynchronize());
-    }
+    CUdeviceptr bufs[4];
+    sh_alloc_filled(fill, bufs, 4, BYTES, 1, NULL);      /* v, z, w, x: seeds 1 to 4 */
+    v = bufs[0], z = bufs[1], w = bufs[2], x = bufs[3];
+    CHECK_CU(cuCtxSynchronize());
     sh_expect_where(v, 0, "v, paged out for x");
     CHECK_CU(cuStreamCreate(&s_slow, CU_STREAM_NON_BLOCKING));
     CHECK_CU(cuStreamCreate(&s_peek, CU_STREAM_NON_BLOCKING));
@@ -173,11 +171,10 @@ static void scenario(void)
     for (int i = 0; i < 4; i++)
         CHECK_CU(cuStreamDestroy(streams[i]));
     CHECK_CU(cuEventDestroy(slow_done));
-    for (int i = 0; i < 4; i++)
-        if (*bufs[i])
-            CHECK_CU(cuMemFree(*bufs[i]));
-    if (y)
-        CHECK_CU(cuMemFree(y));
+    CUdeviceptr left[] = { v, z, w, x, y };     /* w (freed) and y (not made) may be 0 */
+    for (int i = 0; i < 5; i++)
+        if (left[i])
+            CHECK_CU(cuMemFree(left[i]));
 }
 
 int main(int argc, char **argv)

@@ -39,15 +39,13 @@ static void slow_add_on(CUfunction f, CUstream s, CUdeviceptr p, const char *wha
 
 static void scenario(void)
 {
-    CUdeviceptr x, y, more[2];
+    CUdeviceptr xy[2], more[2];
     CUstream s;
 
     CUcontext c1 = st_setup(1);
     CUfunction fill1 = st_function(sh_res_ptx, "sh_fill");
-    CHECK_CU(cuMemAlloc(&x, BYTES));
-    CHECK_CU(sh_fill_async(fill1, x, WORDS, 1, NULL));
-    CHECK_CU(cuMemAlloc(&y, BYTES));
-    CHECK_CU(sh_fill_async(fill1, y, WORDS, 2, NULL));
+    sh_alloc_filled(fill1, xy, 2, BYTES, 1, NULL);
+    CUdeviceptr x = xy[0], y = xy[1];
     CHECK_CU(cuCtxSynchronize());
 
     CUcontext c0 = st_setup(0);
@@ -62,10 +60,7 @@ static void scenario(void)
     CHECK_CU(cuCtxSetCurrent(c0));
     slow_add_on(slow, s, y, "y");
     CHECK_CU(cuCtxSetCurrent(c1));
-    for (int i = 0; i < 2; i++) {
-        CHECK_CU(cuMemAlloc(&more[i], BYTES));
-        CHECK_CU(sh_fill_async(fill1, more[i], WORDS, 3 + (uint32_t)i, NULL));
-    }
+    sh_alloc_filled(fill1, more, 2, BYTES, 3, NULL);
     CHECK_CU(cuCtxSynchronize());
     sh_expect_where(y, 0, "y, paged out for the new buffers once device 0's kernel was done");
     printf("two more buffers on device 1 while device 0's kernel may still use y\n");
