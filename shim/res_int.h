@@ -224,7 +224,6 @@ typedef struct collect {
     int away;                       /* some chunk collected was not in GPU memory */
     int capturing;                  /* the stream captures: the work is not run now */
     int busy;                       /* this thread's collect is in use */
-    uint16_t fast;                  /* collected by collect_fast: 1 + the stream slot, else 0 */
     uint32_t inline_ids[INLINE_IDS];
     /* Words that point into other devices' arenas (a launch's or a batch's; heap, rare), and
      * what was taken of them on those devices (res_launch.c, "operands on other devices").
@@ -347,24 +346,25 @@ static SHIM_ALWAYS_INLINE int res_lru_ends_with(const res_dev_t *d, const uint32
     return 1;
 }
 
-/* Operation k's chunks (and the fence, when it reached unknown memory) were last used now: at
- * the next tick of stream slot `slot`, and touched in turn (res_touch; the list moves are
- * skipped where they would change nothing).  Only where none of their uses needs a join (the
- * caller checked). */
-static SHIM_ALWAYS_INLINE void res_use_tick(res_dev_t *d, const collect_t *k, int slot)
+/* Chunks ids[0, n) (and the fence, when the operation reached unknown memory) were last used
+ * now: at the next tick of stream slot `slot`, and touched in turn (res_touch; the list moves
+ * are skipped where they would change nothing).  Only where none of their uses needs a join
+ * (the caller checked).  An id may come twice. */
+static SHIM_ALWAYS_INLINE void res_use_tick(res_dev_t *d, const uint32_t *ids, size_t n,
+                                            int unknown, int slot)
 {
     uint64_t tick = ++d->streams[slot].tick, clock = d->clock;
-    for (size_t i = 0; i < k->n; i++) {
-        chunk_t *c = &d->chunks[k->ids[i]];
+    for (size_t i = 0; i < n; i++) {
+        chunk_t *c = &d->chunks[ids[i]];
         c->use.slot = (uint16_t)(slot + 1);
         c->use.tick = tick;
         c->lru = ++clock;
     }
     d->clock = clock;
-    if (k->n == 1 || !res_lru_ends_with(d, k->ids, k->n))
-        for (size_t i = 0; i < k->n; i++)
-            res_lru_last(d, k->ids[i]);
-    if (k->unknown) {
+    if (n == 1 || !res_lru_ends_with(d, ids, n))
+        for (size_t i = 0; i < n; i++)
+            res_lru_last(d, ids[i]);
+    if (unknown) {
         d->fence.slot = (uint16_t)(slot + 1);
         d->fence.tick = tick;
     }

@@ -25,6 +25,12 @@
 
 static SHIM_TLS collect_t thread_collect;
 
+/* A new collect serial of d (d locked); never 0, which marks no chunk. */
+static SHIM_ALWAYS_INLINE uint32_t next_serial(res_dev_t *d)
+{
+    return ++d->serial ? d->serial : ++d->serial;
+}
+
 /* Start collecting an operation on d: the thread's collect (a heap one if it is in use),
  * with d's lock taken; NULL when out of memory. */
 static SHIM_ALWAYS_INLINE collect_t *collect_open(res_dev_t *d, CUcontext ctx)
@@ -39,9 +45,8 @@ static SHIM_ALWAYS_INLINE collect_t *collect_open(res_dev_t *d, CUcontext ctx)
     k->n = 0;
     k->cap = INLINE_IDS;
     k->unknown = k->capturing = k->away = 0;
-    k->fast = 0;
     shim_lock(&d->lock);
-    k->serial = ++d->serial ? d->serial : ++d->serial;
+    k->serial = next_serial(d);
     return k;
 }
 
@@ -179,6 +184,12 @@ static uint64_t dev_base(const res_dev_t *d, uint64_t p)
 static uint64_t arena_base(void *ctx, uint64_t p)
 {
     return dev_base(((collect_t *)ctx)->d, p);
+}
+
+/* dev_base for device ctx (shim_trace_arena_t.base_of, on the fast path). */
+static uint64_t dev_base_of(void *ctx, uint64_t p)
+{
+    return dev_base(ctx, p);
 }
 
 /* The words a launch's arguments hold, gathered for the tracer (one call per batch). */
@@ -377,26 +388,23 @@ int res_stream_capturing(CUstream s, int ptds)
 /*
  * The usual launch, collected in one pass without the general machinery: kernelParams of a
  * kernel whose layout is cached at its first probe and whose parameters are all single words,
- * on the stream of the device's last slot, with no capture possibly open (read under the
+ * on the stream of the device's last slot, with no capture possibly open (read under d's
  * lock: a capture that begins later covers this launch's use when it takes the lock).  Every
  * word pointing into a chunk in use must find the chunk in GPU memory, alone in its
  * allocation (or a slab), and last used on that stream or never, and no word may point into
- * another device's arena: then nothing moves and nothing is joined, and res_launch_end
- * records the use as one tick of the slot (k->fast).
- * A recorded launch (`words` not NULL) also hands the tracer its argument words, as
- * collect_traced does.  Returns 1 when it collected the launch; 0 otherwise, with k as
- * collect_open left it but for a new serial (the chunks marked seen carry the old one).
+ * another device's arena: then nothing moves and nothing is joined, and the use is recorded
+ * as one tick of the slot (res_use_tick).  The chunks' ids go to ids[], each once (marked
+ * seen with `serial`, a new one of d's), their number to *n; the words to words[] and their
+ * number to *nw when words is not NULL (for the tracer).  With d locked, ctx the context of
+ * the operation; returns 1 + the slot, or 0 when the launch takes the general path (chunks
+ * may have been marked seen, nothing else changed).
  */
-static SHIM_ALWAYS_INLINE int collect_fast(collect_t *k, const shim_launch_t *l, uint64_t *words)
+static SHIM_ALWAYS_INLINE unsigned fast_collect(res_dev_t *d, CUcontext ctx, CUfunction f,
+                                                void **params, CUstream s, uint32_t serial,
+                                                uint32_t *ids, unsigned *n, uint64_t *words,
+                                                unsigned *nw)
 {
-    res_dev_t *d = k->d;
-    CUfunction f = l->f;
-    void **params = l->params;
-    CUstream s = l->stream;
-
-    if (!params || l->extra || !f || l->kind == SHIM_LAUNCH_LEGACY ||
-        s == CU_STREAM_PER_THREAD || (!s && shim_hook_per_thread[l->hook]) ||
-        ((!s || s == CU_STREAM_LEGACY) && k->ctx != d->ctx) || d->chunk_shift < 0 ||
+    if (((!s || s == CU_STREAM_LEGACY) && ctx != d->ctx) || d->chunk_shift < 0 ||
         atomic_load_explicit(&res_captures, memory_order_acquire) != 0)
         return 0;
     unsigned gen = atomic_load_explicit(&res_code_gen, memory_order_acquire);
@@ -406,13 +414,12 @@ static SHIM_ALWAYS_INLINE int collect_fast(collect_t *k, const shim_launch_t *l,
     if (kp->f != f || kp->gen != gen || !kp->words || st->live <= 0 || st->s != s)
         return 0;
     uint16_t me = (uint16_t)(slot + 1);
-    uint32_t serial = k->serial;
     uint64_t base = d->base, size = d->size;
     uint64_t span_lo = atomic_load_explicit(&res_span_lo, memory_order_relaxed);
     uint64_t span_len = atomic_load_explicit(&res_span_len, memory_order_relaxed);
     int shift = d->chunk_shift;
     chunk_t *chunks = d->chunks;
-    unsigned n = 0, np = kp->n;
+    unsigned got = 0, np = kp->n;
     for (unsigned i = 0; i < np; i++) {
         uint64_t v;
         memcpy(&v, params[i], 8);
@@ -421,7 +428,7 @@ static SHIM_ALWAYS_INLINE int collect_fast(collect_t *k, const shim_launch_t *l,
         uint64_t off = v - base;
         if (off >= size) {
             if (v - span_lo < span_len)
-                goto general;
+                return 0;
             continue;
         }
         uint32_t ci = (uint32_t)(off >> shift);
@@ -429,20 +436,14 @@ static SHIM_ALWAYS_INLINE int collect_fast(collect_t *k, const shim_launch_t *l,
         if (c->tier == TIER_NONE || c->seen == serial)
             continue;
         if (c->tier != TIER_GPU || c->span_n > 1 || (c->use.slot && c->use.slot != me))
-            goto general;
+            return 0;
         c->seen = serial;
-        k->inline_ids[n++] = ci;
+        ids[got++] = ci;
     }
-    k->n = n;
-    k->fast = me;
-    if (words) {
-        shim_trace_arena_t a = trace_arena(k);
-        shim_trace_launch_args(k->ctx, d->device, words, np, &a);
-    }
-    return 1;
-general:
-    k->serial = ++d->serial ? d->serial : ++d->serial;
-    return 0;
+    *n = got;
+    if (words)
+        *nw = np;
+    return me;
 }
 
 /* ---------------------------------------------------------------- operands on other devices */
@@ -886,18 +887,15 @@ static SHIM_ALWAYS_INLINE res_dev_t *op_dev(CUstream s, CUcontext *ctx)
     return stream_dev_slow(s, ctx);
 }
 
-/* res_launch_begin past the untraced fast path: a recorded launch (its fast path gathers the
- * words for the tracer), or the general collect.  Out of line, so that the usual launch
- * carries neither its stack nor its registers. */
-static __attribute__((noinline)) void launch_begin_rest(shim_launch_t *l, collect_t *k,
-                                                        CUcontext ctx)
+void res_launch_begin(shim_launch_t *l)
 {
-    res_dev_t *d = k->d;
-    if (l->op) {
-        uint64_t words[INLINE_IDS];
-        if (collect_fast(k, l, words))
-            return;
-    }
+    CUcontext ctx = NULL;
+    res_dev_t *d = op_dev(l->stream, &ctx);
+    collect_t *k;
+    l->res = NULL;
+    if (!d || !(k = collect_open(d, ctx)))
+        return;
+    l->res = k;             /* the lock stays held until res_launch_end */
     relax_t rx = relax_begin();
     if (l->op)
         collect_traced(k, l, ctx);
@@ -914,18 +912,53 @@ static __attribute__((noinline)) void launch_begin_rest(shim_launch_t *l, collec
     relax_end(rx);
 }
 
-void res_launch_begin(shim_launch_t *l)
+_Static_assert(SHIM_ARRAY_LEN(((shim_fast_t *)0)->ids) == INLINE_IDS, "shim_fast_t.ids");
+
+/* A recorded launch's fast path: its words handed to the tracer, as collect_traced does.  Out
+ * of line, so that the untraced launch carries neither its stack nor its registers. */
+static __attribute__((noinline)) unsigned fast_traced(res_dev_t *d, CUcontext ctx, CUfunction f,
+                                                      void **params, CUstream s, uint32_t *ids,
+                                                      unsigned *n)
+{
+    uint64_t words[INLINE_IDS];
+    unsigned nw;
+    unsigned me = fast_collect(d, ctx, f, params, s, next_serial(d), ids, n, words, &nw);
+    if (me) {
+        shim_trace_arena_t a = { d->base, d->size, dev_base_of, d };
+        shim_trace_launch_args(ctx, d->device, words, nw, &a);
+    }
+    return me;
+}
+
+int res_launch_fast(shim_fast_t *fl, CUfunction f, void **params, CUstream s, int ptds,
+                    int traced)
 {
     CUcontext ctx = NULL;
-    res_dev_t *d = op_dev(l->stream, &ctx);
-    collect_t *k;
-    l->res = NULL;
-    if (!d || !(k = collect_open(d, ctx)))
-        return;
-    l->res = k;             /* the lock stays held until res_launch_end */
-    if (SHIM_LIKELY(!l->op) && collect_fast(k, l, NULL))
-        return;
-    launch_begin_rest(l, k, ctx);
+    res_dev_t *d;
+    unsigned n;
+    if (s == CU_STREAM_PER_THREAD || (!s && ptds) || !(d = op_dev(s, &ctx)))
+        return 0;
+    shim_lock(&d->lock);
+    unsigned me = SHIM_LIKELY(!traced)
+                      ? fast_collect(d, ctx, f, params, s, next_serial(d), fl->ids, &n, NULL,
+                                     NULL)
+                      : fast_traced(d, ctx, f, params, s, fl->ids, &n);
+    if (!me) {
+        shim_unlock(&d->lock);
+        return 0;
+    }
+    fl->d = d;
+    fl->n = n;
+    fl->slot = me - 1;
+    return 1;
+}
+
+void res_launch_fast_end(shim_fast_t *fl, CUresult r)
+{
+    res_dev_t *d = fl->d;
+    if (r == CUDA_SUCCESS)
+        res_use_tick(d, fl->ids, fl->n, 0, (int)fl->slot);
+    shim_unlock(&d->lock);
 }
 
 /* The end of an operation k on stream s: record its use if the driver took it; release what
@@ -955,13 +988,7 @@ void res_launch_end(shim_launch_t *l, CUresult r)
     if (!k)
         return;
     l->res = NULL;
-    if (SHIM_LIKELY(k->fast)) {         /* collected by collect_fast */
-        if (r == CUDA_SUCCESS)
-            res_use_tick(k->d, k, k->fast - 1);
-        collect_close(k);
-    } else {
-        op_end(k, r, l->stream, l->hook);
-    }
+    op_end(k, r, l->stream, l->hook);
 }
 
 /* ---------------------------------------------------------------- copies */

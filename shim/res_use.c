@@ -403,7 +403,7 @@ static int finish_on_slot(res_dev_t *d, const collect_t *k, int slot)
             return 0;
     if (k->unknown && join_needed(&d->fence, slot))
         return 0;
-    res_use_tick(d, k, slot);
+    res_use_tick(d, k->ids, k->n, k->unknown, slot);
     return 1;
 }
 

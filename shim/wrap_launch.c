@@ -4,7 +4,9 @@
  *
  * Each launch wrapper describes the launch in a shim_launch_t (kernel, arguments, stream,
  * config) and calls launch_begin before the driver and launch_end after it.  launch_begin is
- * where residency makes every allocation the launch may touch accessible (invariant 1).
+ * where residency makes every allocation the launch may touch accessible (invariant 1).  The
+ * usual launch (kernelParams, untraced) first tries residency's fast path, res_launch_fast,
+ * which needs no descriptor and gives way to launch_begin whenever anything has to be done.
  * While a trace is recorded (one test of shim_trace_on) the wrapper takes the traced path
  * instead: the tracer gives the launch its id before residency (whose migrations name it as
  * their cause), starts its device timing just before the driver call (inside the profiled
@@ -19,34 +21,64 @@ static inline void launch_begin(shim_launch_t *l)
     res_launch_begin(l);
 }
 
+/* The driver returned r for launch l: counted and logged; returns r. */
+static SHIM_ALWAYS_INLINE CUresult launch_logged(shim_launch_t l, CUresult r)
+{
+    if (r == CUDA_SUCCESS)
+        shim_stat_launch(l.kind);
+    SHIM_TRACE(LAUNCH, "%s(%p, stream %p) = %d", shim_hook_names[l.hook], (void *)l.f,
+               (void *)l.stream, (int)r);
+    return r;
+}
+
+/* Launch l begun without the general machinery, when it can be (l by value, so that the
+ * usual launch builds no descriptor; forms without kernelParams never ask). */
+static SHIM_ALWAYS_INLINE int launch_fast(shim_fast_t *fl, shim_launch_t l)
+{
+    return l.f && l.params && !l.extra &&
+           res_launch_fast(fl, l.f, l.params, l.stream, shim_hook_per_thread[l.hook], l.op != 0);
+}
+
 /* After the driver returned r for the launch; returns r unchanged. */
 static inline CUresult launch_end(shim_launch_t *l, CUresult r)
 {
     res_launch_end(l, r);
-    if (r == CUDA_SUCCESS)
-        shim_stat_launch(l->kind);
-    SHIM_TRACE(LAUNCH, "%s(%p, stream %p) = %d", shim_hook_names[l->hook], (void *)l->f,
-               (void *)l->stream, (int)r);
-    return r;
+    return launch_logged(*l, r);
 }
 
-/* Defines wrapper `sym`: enter, describe the launch (the trailing initialisers), forward;
- * while recording a trace, with the tracer around residency and the driver. */
+/* The descriptor of a launch through wrapper `sym` (the trailing initialisers). */
+#define LAUNCH_DESC(sym, ...) ((shim_launch_t){ .hook = SHIM_HOOK_##sym, __VA_ARGS__ })
+
+/* Defines wrapper `sym`: enter, describe the launch (the trailing initialisers), forward,
+ * through residency's fast path where it can; while recording a trace, with the tracer around
+ * residency and the driver. */
 #define LAUNCH_WRAPPER(sym, params, args, ...)                                                 \
-    SHIM_EXPORT CUresult CUDAAPI sym params                                                   \
+    SHIM_EXPORT CUresult CUDAAPI sym params                                                    \
     {                                                                                          \
         SHIM_ENTER(sym, real);                                                                 \
-        shim_launch_t l = { .hook = SHIM_HOOK_##sym, __VA_ARGS__ };                            \
-        if (SHIM_TRACING()) {                                                                  \
-            shim_trace_launch_begin(&l);                                                       \
+        shim_fast_t fl;                                                                        \
+        if (!SHIM_TRACING()) {                                                                 \
+            if (launch_fast(&fl, LAUNCH_DESC(sym, __VA_ARGS__))) {                             \
+                CUresult r = real args;                                                        \
+                res_launch_fast_end(&fl, r);                                                   \
+                return launch_logged(LAUNCH_DESC(sym, __VA_ARGS__), r);                        \
+            }                                                                                  \
+            shim_launch_t l = LAUNCH_DESC(sym, __VA_ARGS__);                                   \
             launch_begin(&l);                                                                  \
-            shim_trace_issue(l.op, l.stream, l.hook);                                          \
-            CUresult r = real args;                                                            \
-            shim_trace_launch_end(&l, r);                                                      \
-            return launch_end(&l, r);                                                          \
+            return launch_end(&l, real args);                                                  \
         }                                                                                      \
-        launch_begin(&l);                                                                      \
-        return launch_end(&l, real args);                                                      \
+        shim_launch_t l = LAUNCH_DESC(sym, __VA_ARGS__);                                       \
+        shim_trace_launch_begin(&l);                                                           \
+        int fast = launch_fast(&fl, l);                                                        \
+        if (!fast)                                                                             \
+            launch_begin(&l);                                                                  \
+        shim_trace_issue(l.op, l.stream, l.hook);                                              \
+        CUresult r = real args;                                                                \
+        shim_trace_launch_end(&l, r);                                                          \
+        if (!fast)                                                                             \
+            return launch_end(&l, r);                                                          \
+        res_launch_fast_end(&fl, r);                                                           \
+        return launch_logged(l, r);                                                            \
     }
 
 #define KERNEL_PARAMS                                                                          \

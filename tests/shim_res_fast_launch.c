@@ -4,7 +4,7 @@
  * path has something to do.
  *
  * sh_verify's parameters are all 8-byte words, so its launches are candidates for the fast
- * path (res_launch.c, collect_fast), which records a use as one tick of the device's last
+ * path (res_launch.c, fast_collect), which records a use as one tick of the device's last
  * stream and moves nothing.  Under libelixir.so with a 4 MiB GPU budget (two chunks, one of
  * them the small allocations' slab), each buffer below is one chunk, and:
  *  1. A is filled and read on s1 and, after a memset that makes s2 the stream the fast path
