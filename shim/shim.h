@@ -135,13 +135,26 @@ int shim_disabled(void);
 /* Does `addr` lie inside libelixir.so? */
 int shim_is_own(const void *addr);
 
-/* stats.c: the calling thread's call count per hook.  Only the owner writes them (a load and
- * a store, no locked instruction); once it has joined the list of threads (state 1) other
- * threads read them to sum a hook's calls (shim_stat_calls_of), and at its exit they are
- * added to the totals (state -1: later calls count there, as do calls that found no room on
- * the list). */
+/* The kinds of launch, as the statistics count them. */
+#define SHIM_LAUNCH_KINDS(X)                                                                   \
+    X(KERNEL, "kernel") X(KERNEL_EX, "kernel-ex") X(COOPERATIVE, "cooperative")               \
+    X(MULTI_DEVICE, "multi-device") X(LEGACY, "legacy") X(GRAPH, "graph")
+
+typedef enum shim_launch_kind {
+#define X(e, name) SHIM_LAUNCH_##e,
+    SHIM_LAUNCH_KINDS(X)
+#undef X
+    SHIM_NLAUNCH_KINDS
+} shim_launch_kind_t;
+
+/* stats.c: the calling thread's call count per hook and launch count per kind.  Only the
+ * owner writes them (a load and a store, no locked instruction); once it has joined the list
+ * of threads (state 1) other threads read them to sum a hook's calls (shim_stat_calls_of) or
+ * the launches, and at its exit they are added to the totals (state -1: later calls count
+ * there, as do calls that found no room on the list). */
 typedef struct shim_calls {
     _Atomic unsigned long long n[SHIM_NHOOKS];
+    _Atomic unsigned long long launches[SHIM_NLAUNCH_KINDS];
     int state;                      /* 0: not joined yet; 1: on the list; -1: counts globally */
 } shim_calls_t;
 
@@ -203,9 +216,6 @@ int shim_proc_find(const shim_driver_t *d, const void *real);
     X(ARRAY, "array") X(2D, "2d") X(3D, "3d") X(3D_PEER, "3d-peer") X(BATCH, "batch")          \
     X(MEMSET, "memset")
 
-#define SHIM_LAUNCH_KINDS(X)                                                                   \
-    X(KERNEL, "kernel") X(KERNEL_EX, "kernel-ex") X(COOPERATIVE, "cooperative")               \
-    X(MULTI_DEVICE, "multi-device") X(LEGACY, "legacy") X(GRAPH, "graph")
 
 typedef enum shim_copy_kind {
 #define X(e, name) SHIM_COPY_##e,
@@ -213,13 +223,6 @@ typedef enum shim_copy_kind {
 #undef X
     SHIM_NCOPY_KINDS
 } shim_copy_kind_t;
-
-typedef enum shim_launch_kind {
-#define X(e, name) SHIM_LAUNCH_##e,
-    SHIM_LAUNCH_KINDS(X)
-#undef X
-    SHIM_NLAUNCH_KINDS
-} shim_launch_kind_t;
 
 /*
  * One copy or memset as the wrapper saw it: what residency must make accessible before the
@@ -564,7 +567,20 @@ void shim_log_after_fork(void);
 void shim_stat_alloc(uint64_t bytes);
 void shim_stat_free(uint64_t bytes);
 void shim_stat_copy(shim_copy_kind_t kind, uint64_t bytes);
-void shim_stat_launch(shim_launch_kind_t kind);
+/* A launch of `kind` that the driver took, by a thread whose state is not 1. */
+void shim_stat_launch_slow(shim_launch_kind_t kind);
+/* A launch of `kind` that the driver took (inline: every launch counts one). */
+static inline void shim_stat_launch(shim_launch_kind_t kind)
+{
+    shim_calls_t *c = &shim_stat_calls;
+
+    if (SHIM_LIKELY(c->state > 0))
+        atomic_store_explicit(&c->launches[kind],
+                              atomic_load_explicit(&c->launches[kind], memory_order_relaxed) + 1,
+                              memory_order_relaxed);
+    else
+        shim_stat_launch_slow(kind);
+}
 /* Is ELIXIR_STATS on (worth extra work such as finding the size of a freed block)? */
 int shim_stats_enabled(void);
 /* Forget everything counted (a forked child starts from zero). */

@@ -33,10 +33,9 @@ static _Atomic uint64_t launches[SHIM_NLAUNCH_KINDS];
 static stat_ops_t copies[SHIM_NCOPY_KINDS];
 static _Atomic int printed;
 
-/* One thread's launch counts, on the list of live threads while the thread runs, with its
- * call counts (its shim_stat_calls, whose state follows this one's). */
+/* One thread's entry on the list of live threads while the thread runs: its call and launch
+ * counts (its shim_stat_calls, whose state follows this one's). */
 typedef struct stat_thread {
-    _Atomic uint64_t launches[SHIM_NLAUNCH_KINDS];
     shim_calls_t *calls;
     struct stat_thread *next;
     int state;                      /* 0: not joined yet; 1: on the list; -1: counts globally */
@@ -107,7 +106,7 @@ static void thread_exit(void *arg)
             break;
         }
     for (int i = 0; i < SHIM_NLAUNCH_KINDS; i++)
-        atomic_fetch_add_explicit(&launches[i], atomic_load(&t->launches[i]),
+        atomic_fetch_add_explicit(&launches[i], atomic_load(&t->calls->launches[i]),
                                   memory_order_relaxed);
     for (int i = 0; i < SHIM_NHOOKS; i++)
         atomic_fetch_add_explicit(&calls_gone[i], atomic_load(&t->calls->n[i]),
@@ -137,20 +136,13 @@ static void thread_join(stat_thread_t *t)
     pthread_mutex_unlock(&threads_lock);
 }
 
-/* Only this thread writes its counters: no locked increment is needed. */
-static inline void thread_count(stat_thread_t *t, shim_launch_kind_t kind)
+void shim_stat_launch_slow(shim_launch_kind_t kind)
 {
-    uint64_t n = atomic_load_explicit(&t->launches[kind], memory_order_relaxed);
-    atomic_store_explicit(&t->launches[kind], n + 1, memory_order_relaxed);
-}
-
-/* The first launch of a thread, and launches after its counts were folded at exit. */
-static __attribute__((noinline)) void launch_slow(stat_thread_t *t, shim_launch_kind_t kind)
-{
+    stat_thread_t *t = &tls_stats;
     if (t->state == 0)
         thread_join(t);
     if (t->state > 0)
-        thread_count(t, kind);
+        atomic_fetch_add_explicit(&shim_stat_calls.launches[kind], 1, memory_order_relaxed);
     else
         atomic_fetch_add_explicit(&launches[kind], 1, memory_order_relaxed);
 }
@@ -176,22 +168,13 @@ unsigned long long shim_stat_calls_of(shim_hook_t h)
     return n;
 }
 
-void shim_stat_launch(shim_launch_kind_t kind)
-{
-    stat_thread_t *t = &tls_stats;
-    if (__builtin_expect(t->state > 0, 1))
-        thread_count(t, kind);
-    else
-        launch_slow(t, kind);
-}
-
 /* Launches of `kind` counted so far, by every thread. */
 static uint64_t launches_of(int kind)
 {
     pthread_mutex_lock(&threads_lock);
     uint64_t n = atomic_load(&launches[kind]);
     for (const stat_thread_t *t = threads; t; t = t->next)
-        n += atomic_load_explicit(&t->launches[kind], memory_order_relaxed);
+        n += atomic_load_explicit(&t->calls->launches[kind], memory_order_relaxed);
     pthread_mutex_unlock(&threads_lock);
     return n;
 }
@@ -220,7 +203,7 @@ void shim_stats_reset(void)
     tls_stats.next = NULL;
     for (int i = 0; i < SHIM_NLAUNCH_KINDS; i++) {
         atomic_store(&launches[i], 0);
-        atomic_store(&tls_stats.launches[i], 0);
+        atomic_store(&shim_stat_calls.launches[i], 0);
     }
     for (int i = 0; i < SHIM_NCOPY_KINDS; i++) {
         atomic_store(&copies[i].count, 0);

@@ -11,8 +11,9 @@
  * or cuMemAllocAsync, alternately), fill both by kernel, add to both, copy both back and
  * check every word, then add once more and free at once (cuMemFree or cuMemFreeAsync): the
  * free must wait for that kernel, since the memory is handed to another thread next.
- * Results must be exact, the statistics must show chunks moved both ways, and the race
- * checker must find nothing (a migration or a reuse unordered with a kernel is a race).  Run
+ * Results must be exact, the statistics must show chunks moved both ways and count every
+ * launch of the threads (all gone by the time they are printed), and the race checker must
+ * find nothing (a migration or a reuse unordered with a kernel is a race).  Run
  * under the thread sanitizer too (tests named conc_*).
  */
 #define SH_RES_KERNELS
@@ -23,6 +24,7 @@
 #define THREADS 16
 #define ROUNDS 6
 #define BIG (2 * SH_MIB + 64 * 1024)
+#define LAUNCHES_PER_ROUND 6
 
 static CUcontext ctx;
 static CUfunction fill, add;
@@ -149,6 +151,9 @@ int main(int argc, char **argv)
 
     EXPECT(out > 0 && in > 0, "chunks were not paged both ways:\n%s", r.err);
     EXPECT(sh_stat(r.err, "GPU peak ") <= 8, "the GPU budget was exceeded:\n%s", r.err);
+    EXPECT(sh_stat(r.err, "launch kernel ") == THREADS * ROUNDS * LAUNCHES_PER_ROUND,
+           "%lld kernel launches counted, %d made:\n%s", sh_stat(r.err, "launch kernel "),
+           THREADS * ROUNDS * LAUNCHES_PER_ROUND, r.err);
     sh_run_free(&r);
     return 0;
 }
