@@ -24,8 +24,15 @@
  * which W must make room under the shim (the allocation waits for the kernel, not the other
  * thread).  With MODE=evict-free the other thread frees W (which waits
  * for the kernel) while the main thread's eviction of W waits for it: the eviction must give
- * W up, and V come back all the same.  Run under the thread sanitizer too (tests named
- * conc_*).
+ * W up, and V come back all the same.  With MODE=evict-own Z and X are read (and the host
+ * waits for the reads) before the spinning kernel is enqueued, so that W is the most recently
+ * used chunk and Z and X are idle; the main thread's kernel adds 1 to Z, X (in GPU memory, its
+ * first arguments) and V, and the other thread allocates a fifth buffer Y while the eviction
+ * of W for V waits: where evicted chunks are unmapped, Z and X are held for the launch
+ * meanwhile, so Y finds no room in GPU memory at once (it must not wait for the launch) and
+ * Z and X stay there (were Z taken, the kernel would find it unmapped).  (Where evicted chunks
+ * stay mapped nothing is held: Y may then take Z's place, waiting behind the spinning kernel,
+ * since the simulator runs one operation at a time.)  Run under the thread sanitizer too (tests named conc_*).
  */
 #define SH_RES_KERNELS
 #include <pthread.h>
@@ -40,7 +47,9 @@
 
 static const char ptx[] =
     ".version 8.0\n.target sm_90\n.address_size 64\n"
-    ".visible .entry peek(.param .u64 p)\n{\n ret;\n}\n";
+    ".visible .entry peek(.param .u64 p)\n{\n ret;\n}\n"
+    ".visible .entry add3(.param .u64 p, .param .u64 q, .param .u64 r, .param .u64 n)\n"
+    "{\n ret;\n}\n";
 
 /* peek(p): reads the word at p. */
 SIM_KERNEL void peek(const sim_launch_t *l, void **params)
@@ -52,10 +61,26 @@ SIM_KERNEL void peek(const sim_launch_t *l, void **params)
     (void)*p;
 }
 
+/* add3(p, q, r, n): adds 1 to each of the n words at p, at q and at r. */
+SIM_KERNEL void add3(const sim_launch_t *l, void **params)
+{
+    uint64_t n = *(uint64_t *)params[3];
+    (void)l;
+
+    for (int b = 0; b < 3; b++) {
+        uint32_t *p = *(uint32_t **)params[b];
+        sim_kernel_access(p, n * 4, SIM_ACCESS_READWRITE);
+        for (uint64_t i = 0; i < n; i++)
+            p[i] += 1;
+    }
+}
+
 static uint32_t host[WORDS];
 static CUcontext ctx;
 static CUdeviceptr z, w, *reads;     /* the other thread reads *reads: z, or w */
 static int other_frees;             /* ... or frees w */
+static int other_allocs;            /* ... or allocates y */
+static CUdeviceptr y_other;
 static CUstream s_other;
 static CUevent slow_done;            /* recorded after the spinning kernel */
 static CUresult other_result;
@@ -70,7 +95,8 @@ static CUresult peek_on(CUstream s, CUdeviceptr p)
 }
 
 /* The second thread: once the main thread's launch (or free) has begun, reads *reads on its
- * own stream, after the spinning kernel, and times that launch; or frees w. */
+ * own stream, after the spinning kernel, and times that launch; or frees w, or allocates y
+ * (timed too). */
 static void *other(void *arg)
 {
     (void)arg;
@@ -80,6 +106,10 @@ static void *other(void *arg)
     other_result = cuCtxSetCurrent(ctx);
     if (other_result == CUDA_SUCCESS && other_frees) {
         other_result = cuMemFree(w);
+    } else if (other_result == CUDA_SUCCESS && other_allocs) {
+        double t0 = sh_now_ms();
+        other_result = cuMemAlloc(&y_other, BYTES);
+        other_ms = sh_now_ms() - t0;
     } else if (other_result == CUDA_SUCCESS) {
         double t0 = sh_now_ms();
         other_result = cuStreamWaitEvent(s_other, slow_done, 0);
@@ -107,6 +137,7 @@ static void scenario(void)
     int freeing = !strcmp(mode, "free"), allocating = !strcmp(mode, "alloc");
     reads = !strcmp(mode, "evict-w") ? &w : &z;
     other_frees = !strcmp(mode, "evict-free");
+    other_allocs = !strcmp(mode, "evict-own");
     ctx = st_setup(0);
     CUfunction fill = st_function(sh_res_ptx, "sh_fill"), add = st_function(sh_res_ptx, "sh_add");
     CUdeviceptr bufs[4];
@@ -120,12 +151,19 @@ static void scenario(void)
     CHECK_CU(cuStreamCreate(&s_other, CU_STREAM_NON_BLOCKING));
     EXPECT(pthread_create(&t, NULL, other, NULL) == 0, "pthread_create failed");
 
+    if (other_allocs) {                         /* z and x idle, w the most recent */
+        CHECK_CU(peek_on(s_peek, z));
+        CHECK_CU(peek_on(s_peek, x));
+        CHECK_CU(cuStreamSynchronize(s_peek));
+    }
     CHECK_CU(sh_slow_add_async(st_function(sh_res_ptx, "sh_slow_add"), w, WORDS, SPIN_MS,
                                s_slow));
     CHECK_CU(cuEventCreate(&slow_done, CU_EVENT_DISABLE_TIMING));
     CHECK_CU(cuEventRecord(slow_done, s_slow));
-    CHECK_CU(peek_on(s_peek, z));
-    CHECK_CU(peek_on(s_peek, x));
+    if (!other_allocs) {
+        CHECK_CU(peek_on(s_peek, z));
+        CHECK_CU(peek_on(s_peek, x));
+    }
     go = 1;
     uint64_t n = WORDS;
     uint32_t one = 1;
@@ -137,6 +175,9 @@ static void scenario(void)
     } else if (allocating) {
         CHECK_CU(cuMemAlloc(&y, BYTES));
         printf("y allocated while the kernel using w ran\n");
+    } else if (other_allocs) {
+        void *add3_args[] = { &z, &x, &v, &n };
+        CHECK_CU(sh_launch(st_function(ptx, "add3"), s_add, add3_args));
     } else {
         CHECK_CU(sh_launch(add, s_add, add_args));
     }
@@ -146,6 +187,8 @@ static void scenario(void)
         sh_expect_where(w, 0, "w, paged out for y once the kernel using it was done");
     } else if (other_frees) {
         sh_expect_where(v, 1, "v, brought back while w was freed");
+    } else if (other_allocs) {
+        sh_expect_where(v, 1, "v, brought back while y was allocated");
     } else if (reads == &z) {
         sh_expect_where(w, 0, "w, paged out for v once the kernel using it was done");
     } else {
@@ -157,6 +200,16 @@ static void scenario(void)
     if (other_frees) {
         w = 0;
         printf("the other thread freed w\n");
+    } else if (other_allocs) {
+        printf("the other thread allocated y\n");
+        y = y_other;
+        const char *vmm = getenv("ELIXIR_SIM_HOST_VMM");
+        if (vmm && !strcmp(vmm, "0") && getenv("LD_PRELOAD")) {    /* z and x were held */
+            EXPECT(other_ms < SPIN_MS / 2, "the other thread's allocation took %.0f ms: it "
+                   "waited for the main thread's launch", other_ms);
+            sh_expect_where(z, 1, "z, held for the launch while an eviction for it waited");
+            sh_expect_where(x, 1, "x, held for the launch while an eviction for it waited");
+        }
     } else {
         EXPECT(other_ms < SPIN_MS / 2, "the other thread's launch took %.0f ms: it waited for "
                "the main thread's", other_ms);
@@ -165,6 +218,10 @@ static void scenario(void)
     CHECK_CU(cuCtxSynchronize());
     if (!freeing && !allocating)
         expect_plus_one(v, 1, "v");
+    if (other_allocs) {
+        expect_plus_one(z, 2, "z");
+        expect_plus_one(x, 4, "x");
+    }
     if (w)
         expect_plus_one(w, 3, "w");
     CUstream streams[] = { s_slow, s_peek, s_add, s_other };
@@ -181,7 +238,7 @@ int main(int argc, char **argv)
 {
     sh_scenario_child(argc, argv, scenario);
     const char *modes[] = { "MODE=evict-z", "MODE=evict-w", "MODE=free", "MODE=alloc",
-                            "MODE=evict-free" };
+                            "MODE=evict-free", "MODE=evict-own" };
     enum { NMODES = sizeof(modes) / sizeof(modes[0]) };
     for (int i = 0; i < 2 * NMODES; i++) {
         int mapped = i < NMODES;
