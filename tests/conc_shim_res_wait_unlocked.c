@@ -32,7 +32,8 @@
  * meanwhile, so Y finds no room in GPU memory at once (it must not wait for the launch) and
  * Z and X stay there (were Z taken, the kernel would find it unmapped).  (Where evicted chunks
  * stay mapped nothing is held: Y may then take Z's place, waiting behind the spinning kernel,
- * since the simulator runs one operation at a time.)  Run under the thread sanitizer too (tests named conc_*).
+ * since the simulator runs one operation at a time.)  Run under the thread sanitizer too
+ * (tests named conc_*).
  */
 #define SH_RES_KERNELS
 #include <pthread.h>
