@@ -1100,9 +1100,9 @@ void res_copy_begin(shim_copy_t *c)
     if (!k)
         return;
     k->capturing = res_stream_capturing(c->stream, ptds);
-    if (!k->capturing) {
+    if (!k->capturing) {            /* (evictions may wait without the lock, as a launch's) */
         relax_t rx = relax_begin();
-        res_reach(d, k, 0, 0);
+        res_reach(d, k, 0, 1);
         relax_end(rx);
     }
     c->res = k;

@@ -32,8 +32,10 @@
  * meanwhile, so Y finds no room in GPU memory at once (it must not wait for the launch) and
  * Z and X stay there (were Z taken, the kernel would find it unmapped).  (Where evicted chunks
  * stay mapped nothing is held: Y may then take Z's place, waiting behind the spinning kernel,
- * since the simulator runs one operation at a time.)  Run under the thread sanitizer too
- * (tests named conc_*).
+ * since the simulator runs one operation at a time.)  With MODE=copy the main thread copies a
+ * new pattern into V from host memory instead of adding to it: where evicted chunks are
+ * unmapped, V comes back first and W must make room, waiting for the kernel without the
+ * lock, as in the first run.  Run under the thread sanitizer too (tests named conc_*).
  */
 #define SH_RES_KERNELS
 #include <pthread.h>
@@ -136,6 +138,7 @@ static void scenario(void)
 
     const char *mode = getenv("MODE") ? getenv("MODE") : "evict-z";
     int freeing = !strcmp(mode, "free"), allocating = !strcmp(mode, "alloc");
+    int copying = !strcmp(mode, "copy");
     reads = !strcmp(mode, "evict-w") ? &w : &z;
     other_frees = !strcmp(mode, "evict-free");
     other_allocs = !strcmp(mode, "evict-own");
@@ -179,6 +182,11 @@ static void scenario(void)
     } else if (other_allocs) {
         void *add3_args[] = { &z, &x, &v, &n };
         CHECK_CU(sh_launch(st_function(ptx, "add3"), s_add, add3_args));
+    } else if (copying) {
+        for (uint64_t i = 0; i < WORDS; i++)
+            host[i] = sh_pattern(7, i);
+        CHECK_CU(cuMemcpyHtoDAsync(v, host, BYTES, s_add));
+        printf("pattern 7 copied into v\n");
     } else {
         CHECK_CU(sh_launch(add, s_add, add_args));
     }
@@ -190,6 +198,10 @@ static void scenario(void)
         sh_expect_where(v, 1, "v, brought back while w was freed");
     } else if (other_allocs) {
         sh_expect_where(v, 1, "v, brought back while y was allocated");
+    } else if (copying) {
+        const char *vmm = getenv("ELIXIR_SIM_HOST_VMM");
+        if (vmm && !strcmp(vmm, "0"))       /* unmapped: v came back for the copy */
+            sh_expect_where(w, 0, "w, paged out for v once the kernel using it was done");
     } else if (reads == &z) {
         sh_expect_where(w, 0, "w, paged out for v once the kernel using it was done");
     } else {
@@ -217,8 +229,13 @@ static void scenario(void)
         printf("the other thread's launch returned at once\n");
     }
     CHECK_CU(cuCtxSynchronize());
-    if (!freeing && !allocating)
+    if (copying) {
+        CHECK_CU(cuMemcpyDtoH(host, v, BYTES));
+        sh_expect_pattern(host, WORDS, 7, "v");
+        printf("v holds pattern 7\n");
+    } else if (!freeing && !allocating) {
         expect_plus_one(v, 1, "v");
+    }
     if (other_allocs) {
         expect_plus_one(z, 2, "z");
         expect_plus_one(x, 4, "x");
@@ -239,7 +256,7 @@ int main(int argc, char **argv)
 {
     sh_scenario_child(argc, argv, scenario);
     const char *modes[] = { "MODE=evict-z", "MODE=evict-w", "MODE=free", "MODE=alloc",
-                            "MODE=evict-free", "MODE=evict-own" };
+                            "MODE=evict-free", "MODE=evict-own", "MODE=copy" };
     enum { NMODES = sizeof(modes) / sizeof(modes[0]) };
     for (int i = 0; i < 2 * NMODES; i++) {
         int mapped = i < NMODES;
