@@ -322,10 +322,42 @@ static void stamp_span(res_dev_t *d, const arena_info_t *info)
     }
 }
 
+/*
+ * The host waits for every stream-ordered free pending on d now, with d's lock dropped
+ * meanwhile (d locked on entry and on return, no other lock held, outside arena calls), then
+ * the frees that are done go back to the arena.  The events are held by reference while the
+ * lock is dropped, since another thread may take their frees back meanwhile.  Returns how
+ * many frees went back.
+ */
+static unsigned deferred_wait_unlocked(res_dev_t *d)
+{
+    size_t n = 0, i = 0;
+    if (d->arena_busy)
+        return 0;
+    for (const deferred_t *f = d->deferred; f; f = f->next)
+        n++;
+    use_event_t **ev = n ? malloc(n * sizeof(*ev)) : NULL;
+    if (!ev)
+        return res_deferred_drain(d, 1);    /* (no room to list them: waits under the lock) */
+    for (const deferred_t *f = d->deferred; f; f = f->next)
+        ev[i++] = res_event_ref(f->ev);
+    double t0 = res_now_s();
+    shim_unlock(&d->lock);
+    for (i = 0; i < n; i++)
+        if (ev[i])
+            DRV(cuEventSynchronize)(ev[i]->ev);
+    shim_lock(&d->lock);
+    d->blocked_free_s += res_now_s() - t0;
+    for (i = 0; i < n; i++)
+        res_event_put(d, ev[i]);
+    free(ev);
+    return res_deferred_drain(d, 0);
+}
+
 /* Allocate from d's arena (d locked, no other lock held): frees that completed go back
  * first, a large request's room is made before the arena is entered (res_make_room_for), and
- * when the request does not fit, the host waits for the frees still pending and tries
- * again. */
+ * when the request does not fit, the host waits for the frees still pending (without the
+ * lock: deferred_wait_unlocked) and tries again. */
 static int alloc_locked(res_dev_t *d, size_t bytes, arena_info_t *info)
 {
     if (d->deferred)
@@ -333,7 +365,7 @@ static int alloc_locked(res_dev_t *d, size_t bytes, arena_info_t *info)
     if (!arena_small_class(d->arena, bytes) && !beyond_capacity(d, bytes))
         res_make_room_for(d, (uint32_t)(round_up(bytes, d->chunk) / d->chunk));
     int err = beyond_capacity(d, bytes) ? -ENOMEM : arena_do_alloc(d, bytes, info);
-    if (err && d->deferred && res_deferred_drain(d, 1) > 0)
+    if (err && d->deferred && deferred_wait_unlocked(d) > 0)
         err = beyond_capacity(d, bytes) ? -ENOMEM : arena_do_alloc(d, bytes, info);
     return err;
 }

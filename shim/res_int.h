@@ -422,5 +422,7 @@ use_event_t *res_record(res_dev_t *d, CUstream s, int ptds);
 int res_event_done(use_event_t *e);
 void res_event_wait(use_event_t *e, double *blocked);
 void res_event_put(res_dev_t *d, use_event_t *e);
+/* One more reference to e (NULL: none), which keeps it while d's lock is dropped. */
+use_event_t *res_event_ref(use_event_t *e);
 
 #endif

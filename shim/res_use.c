@@ -64,6 +64,11 @@ void res_event_put(res_dev_t *d, use_event_t *e)
     event_put(d, e);
 }
 
+use_event_t *res_event_ref(use_event_t *e)
+{
+    return event_ref(e);
+}
+
 /* The host waits for e unless it is done; the time blocked is added to *blocked. */
 void res_event_wait(use_event_t *e, double *blocked)
 {
