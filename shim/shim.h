@@ -216,7 +216,6 @@ int shim_proc_find(const shim_driver_t *d, const void *real);
     X(ARRAY, "array") X(2D, "2d") X(3D, "3d") X(3D_PEER, "3d-peer") X(BATCH, "batch")          \
     X(MEMSET, "memset")
 
-
 typedef enum shim_copy_kind {
 #define X(e, name) SHIM_COPY_##e,
     SHIM_COPY_KINDS(X)

@@ -26,20 +26,6 @@
 #define SPIN_MS 400
 #define AFTER_MS 50
 
-static const char ptx[] =
-    ".version 8.0\n.target sm_90\n.address_size 64\n"
-    ".visible .entry peek(.param .u64 p)\n{\n ret;\n}\n";
-
-/* peek(p): reads the word at p. */
-SIM_KERNEL void peek(const sim_launch_t *l, void **params)
-{
-    volatile uint32_t *p = *(uint32_t **)params[0];
-    (void)l;
-
-    sim_kernel_access((const void *)p, 4, SIM_ACCESS_READ);
-    (void)*p;
-}
-
 static uint32_t host[WORDS];
 static CUcontext ctx;
 static CUdeviceptr c_buf;
@@ -64,7 +50,7 @@ static void *other(void *arg)
         return NULL;
     void *args[] = { &c_buf };
     double t0 = sh_now_ms();
-    other_result = sh_launch(st_function(ptx, "peek"), s, args);
+    other_result = sh_launch(st_function(sh_res_ptx, "sh_peek"), s, args);
     other_ms = sh_now_ms() - t0;
     if (other_result == CUDA_SUCCESS)
         other_result = cuStreamSynchronize(s);

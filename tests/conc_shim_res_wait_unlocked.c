@@ -50,19 +50,8 @@
 
 static const char ptx[] =
     ".version 8.0\n.target sm_90\n.address_size 64\n"
-    ".visible .entry peek(.param .u64 p)\n{\n ret;\n}\n"
     ".visible .entry add3(.param .u64 p, .param .u64 q, .param .u64 r, .param .u64 n)\n"
     "{\n ret;\n}\n";
-
-/* peek(p): reads the word at p. */
-SIM_KERNEL void peek(const sim_launch_t *l, void **params)
-{
-    volatile uint32_t *p = *(uint32_t **)params[0];
-    (void)l;
-
-    sim_kernel_access((const void *)p, 4, SIM_ACCESS_READ);
-    (void)*p;
-}
 
 /* add3(p, q, r, n): adds 1 to each of the n words at p, at q and at r. */
 SIM_KERNEL void add3(const sim_launch_t *l, void **params)
@@ -94,7 +83,7 @@ static CUresult peek_on(CUstream s, CUdeviceptr p)
 {
     void *args[] = { &p };
 
-    return sh_launch(st_function(ptx, "peek"), s, args);
+    return sh_launch(st_function(sh_res_ptx, "sh_peek"), s, args);
 }
 
 /* The second thread: once the main thread's launch (or free) has begun, reads *reads on its

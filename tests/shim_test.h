@@ -357,7 +357,8 @@ static const char sh_res_ptx[] =
     ".visible .entry sh_verify(.param .u64 p, .param .u64 n, .param .u64 seed,"
     " .param .u64 bad)\n{\n ret;\n}\n"
     ".visible .entry sh_add(.param .u64 p, .param .u64 n, .param .u32 v)\n{\n ret;\n}\n"
-    ".visible .entry sh_slow_add(.param .u64 p, .param .u64 n, .param .u64 ms)\n{\n ret;\n}\n";
+    ".visible .entry sh_slow_add(.param .u64 p, .param .u64 n, .param .u64 ms)\n{\n ret;\n}\n"
+    ".visible .entry sh_peek(.param .u64 p)\n{\n ret;\n}\n";
 
 static inline uint32_t sh_pattern(uint32_t seed, uint64_t i)
 {
@@ -419,6 +420,16 @@ static inline void sh_spin_ms(double ms)
 {
     for (double t0 = sh_now_ms(); sh_now_ms() - t0 < ms;)
         ;
+}
+
+/* sh_peek(p): reads the word at p (a launch that needs p's chunk and changes nothing). */
+SIM_KERNEL void sh_peek(const sim_launch_t *l, void **params)
+{
+    volatile uint32_t *p = *(uint32_t **)params[0];
+    (void)l;
+
+    sim_kernel_access((const void *)p, 4, SIM_ACCESS_READ);
+    (void)*p;
 }
 
 /* sh_slow_add(p, n, ms): spins ms milliseconds (a kernel that keeps its stream busy), then
