@@ -341,13 +341,7 @@ static unsigned deferred_wait_unlocked(res_dev_t *d)
         return res_deferred_drain(d, 1);    /* (no room to list them: waits under the lock) */
     for (const deferred_t *f = d->deferred; f; f = f->next)
         ev[i++] = res_event_ref(f->ev);
-    double t0 = res_now_s();
-    shim_unlock(&d->lock);
-    for (i = 0; i < n; i++)
-        if (ev[i])
-            DRV(cuEventSynchronize)(ev[i]->ev);
-    shim_lock(&d->lock);
-    d->blocked_free_s += res_now_s() - t0;
+    res_events_wait_unlocked(d, ev, n, &d->blocked_free_s);
     for (i = 0; i < n; i++)
         res_event_put(d, ev[i]);
     free(ev);

@@ -424,5 +424,9 @@ void res_event_wait(use_event_t *e, double *blocked);
 void res_event_put(res_dev_t *d, use_event_t *e);
 /* One more reference to e (NULL: none), which keeps it while d's lock is dropped. */
 use_event_t *res_event_ref(use_event_t *e);
+/* The host waits for events ev[0, n) (NULL entries skipped; the caller holds a reference to
+ * each) with d's lock dropped meanwhile (d locked on entry and on return, no other lock
+ * held, outside arena calls); the time blocked is added to *blocked. */
+void res_events_wait_unlocked(res_dev_t *d, use_event_t *const *ev, size_t n, double *blocked);
 
 #endif

@@ -69,6 +69,17 @@ use_event_t *res_event_ref(use_event_t *e)
     return event_ref(e);
 }
 
+void res_events_wait_unlocked(res_dev_t *d, use_event_t *const *ev, size_t n, double *blocked)
+{
+    double t0 = res_now_s();
+    shim_unlock(&d->lock);
+    for (size_t i = 0; i < n; i++)
+        if (ev[i])
+            DRV(cuEventSynchronize)(ev[i]->ev);
+    shim_lock(&d->lock);
+    *blocked += res_now_s() - t0;
+}
+
 /* The host waits for e unless it is done; the time blocked is added to *blocked. */
 void res_event_wait(use_event_t *e, double *blocked)
 {
@@ -167,13 +178,7 @@ int res_idle_unlocked(res_dev_t *d, uint32_t ci, double *blocked)
     if (running) {
         res_hold(d, ci);
         c->waiting = 1;
-        double t0 = res_now_s();
-        shim_unlock(&d->lock);
-        for (int i = 0; i < 4; i++)
-            if (ev[i])
-                DRV(cuEventSynchronize)(ev[i]->ev);
-        shim_lock(&d->lock);
-        *blocked += res_now_s() - t0;
+        res_events_wait_unlocked(d, ev, 4, blocked);
         if (!c->waiting)
             r = -1;                     /* freed meanwhile (res_unback cleared the chunk) */
         else {
