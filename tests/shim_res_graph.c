@@ -10,9 +10,10 @@
  * capture nor need the buffers resident: captured work runs only when the graph is
  * launched).  G1 is launched three times on s while kernels on a second stream read C, which
  * pages A and B out while a launch of G1 may still be using them.  Then an explicit graph G2
- * (one kernel node, C += 3) is launched twice on s while a kernel on the second stream adds 10
- * to A.  At the end A = pattern + 13, B = pattern + 6, C = pattern + 6, and the race checker
- * (ELIXIR_SIM_RACECHECK=fail) found nothing.
+ * (one kernel node, C += 3) is launched twice on s while a kernel on the second stream, after
+ * an event recorded behind G1's launches, adds 10 to A.  At the end A = pattern + 13,
+ * B = pattern + 6, C = pattern + 6, and the race checker (ELIXIR_SIM_RACECHECK=fail) found
+ * nothing.  The scenario orders A's adds itself: a migration of A must not be what does.
  */
 #define SH_RES_KERNELS
 #include "shim_test.h"
@@ -104,7 +105,14 @@ static void scenario(void)
     alloc_filled(buf, s);
     CUgraphExec g1 = capture(s, &buf[0], &buf[1]), g2 = explicit_graph(&buf[2]);
     run_g1(g1, s, s2, buf[2], bad);
+    /* A's adds on s2 come after G1's on s, as the program orders them (an event), not as a
+     * migration of A happens to: where evicted chunks are unmapped, the graph launches map
+     * every chunk back and pin it, and nothing moves. */
+    CUevent g1_done;
+    CHECK_CU(cuEventCreate(&g1_done, CU_EVENT_DISABLE_TIMING));
+    CHECK_CU(cuEventRecord(g1_done, s));
     CHECK_CU(cuGraphLaunch(g2, s));
+    CHECK_CU(cuStreamWaitEvent(s2, g1_done, 0));
     add_async(s2, &buf[0], &ten);
     CHECK_CU(cuGraphLaunch(g2, s));
     CHECK_CU(cuCtxSynchronize());
@@ -113,6 +121,7 @@ static void scenario(void)
     expect_buffer(buf[2], 3, 6, "C");
     CHECK_CU(cuGraphExecDestroy(g1));
     CHECK_CU(cuGraphExecDestroy(g2));
+    CHECK_CU(cuEventDestroy(g1_done));
     printf("captured and explicit graphs over paged memory: results right\n");
 }
 
