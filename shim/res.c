@@ -1030,11 +1030,11 @@ void res_stats_print(void)
                        mib(d->host_budget));
         shim_log_plain("device %d: migrations to host %llu (%llu MiB), to GPU %llu (%llu MiB), "
                        "evictions forced %llu, blocked on migrations %.3f s, blocked on frees "
-                       "%.3f s", d->device,
+                       "%.3f s, operations refused (no room) %llu", d->device,
                        (unsigned long long)d->migrations_out, mib(d->bytes_out),
                        (unsigned long long)d->migrations_in, mib(d->bytes_in),
                        (unsigned long long)d->evictions_forced, d->blocked_s,
-                       d->blocked_free_s);
+                       d->blocked_free_s, (unsigned long long)d->refused);
         shim_log_plain("device %d: application VMM memory %llu MiB (peak %llu), pools %llu MiB "
                        "(peak %llu); chunks pinned %u (total %llu, fences that pinned %llu); "
                        "frees deferred %llu, in captures %llu; evicted chunks %s", d->device,

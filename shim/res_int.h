@@ -158,6 +158,7 @@ typedef struct res_dev {
     uint32_t grants_lost;
     uint64_t migrations_out, migrations_in, bytes_out, bytes_in, evictions_forced;
     uint64_t pins, frees_deferred, frees_captured, fences_pinned;
+    uint64_t refused;               /* operations refused: what they reach did not fit */
     double blocked_s, blocked_free_s;   /* host waits of migrations, of frees and releases */
 } res_dev_t;
 
@@ -380,12 +381,17 @@ void res_pin(res_dev_t *d, uint32_t ci);
 /* Make what operation k reaches usable before it is enqueued (see the definition of
  * res_reach_away); nothing to do while every chunk it collected is in GPU memory, unless it
  * reached unknown memory on a device whose evicted chunks are unmapped.  `gap`: evictions may
- * drop d's lock while they wait (only where the caller holds no other lock). */
-void res_reach_away(res_dev_t *d, collect_t *k, int promote, int gap);
-static inline void res_reach(res_dev_t *d, collect_t *k, int promote, int gap)
+ * drop d's lock while they wait (only where the caller holds no other lock).  0, or -ENOMEM
+ * when a chunk k reaches stayed unmapped (the operation should not be enqueued), which is
+ * logged as `what` (the operation) reaching them, and `then`, what follows. */
+int res_reach_away(res_dev_t *d, collect_t *k, int promote, int gap, const char *what,
+                   const char *then);
+static inline int res_reach(res_dev_t *d, collect_t *k, int promote, int gap, const char *what,
+                            const char *then)
 {
     if (k->away || (k->unknown && !d->host_mappable))
-        res_reach_away(d, k, promote, gap);
+        return res_reach_away(d, k, promote, gap, what, then);
+    return 0;
 }
 
 /* ---------------------------------------------------------------- res_launch.c */

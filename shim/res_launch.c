@@ -887,14 +887,18 @@ static SHIM_ALWAYS_INLINE res_dev_t *op_dev(CUstream s, CUcontext *ctx)
     return stream_dev_slow(s, ctx);
 }
 
-void res_launch_begin(shim_launch_t *l)
+/* What the log says of an operation refused because what it reaches does not fit. */
+#define REFUSED "refused with CUDA_ERROR_OUT_OF_MEMORY"
+
+CUresult res_launch_begin(shim_launch_t *l)
 {
     CUcontext ctx = NULL;
     res_dev_t *d = op_dev(l->stream, &ctx);
     collect_t *k;
+    CUresult r = CUDA_SUCCESS;
     l->res = NULL;
     if (!d || !(k = collect_open(d, ctx)))
-        return;
+        return r;
     l->res = k;             /* the lock stays held until res_launch_end */
     relax_t rx = relax_begin();
     if (l->op)
@@ -906,10 +910,13 @@ void res_launch_begin(shim_launch_t *l)
         collect_launch(k, l, NULL);     /* (the tracer has its words already) */
     if (k) {
         k->capturing = res_stream_capturing(l->stream, shim_hook_per_thread[l->hook]);
-        if (!k->capturing)
-            res_reach(d, k, 1, 1);
+        if (!k->capturing && res_reach(d, k, 1, 1, shim_hook_names[l->hook], REFUSED) < 0) {
+            r = CUDA_ERROR_OUT_OF_MEMORY;
+            d->refused++;
+        }
     }
     relax_end(rx);
+    return r;
 }
 
 _Static_assert(SHIM_ARRAY_LEN(((shim_fast_t *)0)->ids) == INLINE_IDS, "shim_fast_t.ids");
@@ -1085,29 +1092,34 @@ static void copy_unlock(collect_t *k)
     shim_unlock(&k->d->lock);
 }
 
-void res_copy_begin(shim_copy_t *c)
+CUresult res_copy_begin(shim_copy_t *c)
 {
     CUcontext ctx = NULL;
     res_dev_t *d = op_dev(c->stream, &ctx);
     collect_t *k;
     int ptds = shim_hook_per_thread[c->hook];
+    CUresult r = CUDA_SUCCESS;
     c->res = NULL;
     if (!d || !(k = collect_open(d, ctx)))
-        return;
+        return r;
     collect_copy(k, c);
     if (SHIM_UNLIKELY(k->nothers) && (k = others_take(k, c->stream, ptds, 0)))
         collect_copy(k, c);
     if (!k)
-        return;
+        return r;
     k->capturing = res_stream_capturing(c->stream, ptds);
     if (!k->capturing) {            /* (evictions may wait without the lock, as a launch's) */
         relax_t rx = relax_begin();
-        res_reach(d, k, 0, 1);
+        if (res_reach(d, k, 0, 1, shim_hook_names[c->hook], REFUSED) < 0) {
+            r = CUDA_ERROR_OUT_OF_MEMORY;
+            d->refused++;
+        }
         relax_end(rx);
     }
     c->res = k;
     if (!copy_keeps_lock(c, k))
         copy_unlock(k);
+    return r;
 }
 
 void res_copy_end(shim_copy_t *c, CUresult r)

@@ -693,16 +693,22 @@ static int bring_in(res_dev_t *d, uint32_t ci, uint32_t serial, int must, int ga
         if (r != CUDA_ERROR_OUT_OF_MEMORY)
             break;
     }
-    if (r != CUDA_SUCCESS && must)
-        SHIM_WARN(RES, "device %d: cannot map chunk %u back into GPU memory (CUresult %d): "
-                  "an operation that reaches it will fault", d->device, ci, (int)r);
     return r == CUDA_SUCCESS ? 0 : -ENOMEM;
+}
+
+/* bring_in with `must`, where the chunk is unmapped: a chunk left unmapped is reported, with
+ * what follows from it (`then`). */
+static void map_back_or_warn(res_dev_t *d, uint32_t ci, const char *then)
+{
+    if (bring_in(d, ci, 0, 1, 0) < 0 && d->chunks[ci].tier == TIER_HOST)
+        SHIM_WARN(RES, "device %d: cannot map chunk %u back into GPU memory: %s", d->device, ci,
+                  then);
 }
 
 void res_map_back(res_dev_t *d, uint32_t ci)
 {
     if (d->chunks[ci].tier == TIER_HOST && !d->host_mappable)
-        bring_in(d, ci, 0, 1, 0);
+        map_back_or_warn(d, ci, "the driver answers the query for unmapped memory");
 }
 
 static void pin(res_dev_t *d, uint32_t ci)
@@ -737,8 +743,10 @@ void res_pin(res_dev_t *d, uint32_t ci)
     chunk_t *c = &d->chunks[ci];
     if (c->pinned || c->tier == TIER_NONE)
         return;
-    if (c->tier == TIER_HOST)
-        bring_in(d, ci, 0, !d->host_mappable, 0);
+    if (c->tier == TIER_HOST && d->host_mappable)
+        bring_in(d, ci, 0, 0, 0);
+    else if (c->tier == TIER_HOST)
+        map_back_or_warn(d, ci, "an operation the shim does not see that reaches it will fault");
     if (c->tier != TIER_NONE)       /* (making room may have completed a deferred free) */
         pin(d, ci);
 }
@@ -785,13 +793,18 @@ static void pin_everything(res_dev_t *d)
  * evictions for them wait for their victims' last uses without d's lock: where evicted
  * chunks stay mapped another thread may meanwhile move k's chunks too, which only leaves them
  * in mapped host memory; where they are unmapped k's chunks are held until all are back, so
- * that none is unmapped again before the operation is enqueued.
+ * that none is unmapped again before the operation is enqueued.  Where they are unmapped and
+ * some cannot come back (what the operation reaches does not fit in GPU memory at once), the
+ * operation is refused: -ENOMEM, reported with `what` (the operation) and `then` (what
+ * follows), and the wrapper returns CUDA_ERROR_OUT_OF_MEMORY rather than enqueue work that
+ * would fault and take the context with it.
  */
-void res_reach_away(res_dev_t *d, collect_t *k, int promote, int gap)
+int res_reach_away(res_dev_t *d, collect_t *k, int promote, int gap, const char *what,
+                   const char *then)
 {
     int must = !d->host_mappable;
     if (!must && !promote)
-        return;
+        return 0;
     if (must && k->unknown)
         pin_everything(d);
     gap = gap && !d->arena_busy;
@@ -805,4 +818,13 @@ void res_reach_away(res_dev_t *d, collect_t *k, int promote, int gap)
     if (gap && must)
         for (size_t i = 0; i < k->n; i++)
             res_unhold(d, k->ids[i]);
+    size_t left = 0;
+    for (size_t i = 0; must && i < k->n; i++)
+        left += d->chunks[k->ids[i]].tier == TIER_HOST;
+    if (!left)
+        return 0;
+    SHIM_WARN(RES, "device %d: %s reaches %zu chunks (%zu MiB), of which %zu cannot come back "
+              "into GPU memory (budget %llu MiB): %s", d->device, what, k->n,
+              (k->n * d->chunk) >> 20, left, (unsigned long long)(d->gpu_budget >> 20), then);
+    return -ENOMEM;
 }

@@ -286,8 +286,12 @@ int res_meminfo(size_t *free_b, size_t *total, CUresult *r);
 int res_pointer_attribute(void *data, CUpointer_attribute a, CUdeviceptr p, CUresult *r);
 int res_address_range(CUdeviceptr *base, size_t *size, CUdeviceptr p, CUresult *r);
 /* Around the driver call of a launch or copy: make what it reaches resident (begin), and
- * record its use (end).  begin holds the device's residency lock until end. */
-void res_launch_begin(shim_launch_t *l);
+ * record its use (end).  begin holds the device's residency lock until end.  begin returns
+ * CUDA_SUCCESS, or CUDA_ERROR_OUT_OF_MEMORY where evicted chunks are unmapped and those the
+ * operation reaches cannot all come back into GPU memory: the wrapper then passes that to
+ * end and returns it without calling the driver (which would enqueue work that faults, and
+ * lose the context). */
+CUresult res_launch_begin(shim_launch_t *l);
 void res_launch_end(shim_launch_t *l, CUresult r);
 /*
  * The usual launch without the general machinery: kernel f (not NULL) with kernelParams
@@ -306,7 +310,7 @@ typedef struct shim_fast {
 int res_launch_fast(shim_fast_t *fl, CUfunction f, void **params, CUstream s, int ptds,
                     int traced);
 void res_launch_fast_end(shim_fast_t *fl, CUresult r);
-void res_copy_begin(shim_copy_t *c);
+CUresult res_copy_begin(shim_copy_t *c);
 void res_copy_end(shim_copy_t *c, CUresult r);
 /* Around an NCCL call (res_nccl.c): the chunks of its send and receive ranges (ptr 0: none;
  * bytes 0: the whole allocation) are made usable and held; end records their use on the

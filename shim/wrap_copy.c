@@ -4,7 +4,8 @@
  * arrays, 2D, 3D and batches; synchronous and asynchronous; default and per-thread streams.
  *
  * Each wrapper describes the operation in a shim_copy_t and calls copy_begin before the
- * driver and copy_end after it: copy_begin is where residency makes the operands accessible.
+ * driver and copy_end after it: copy_begin is where residency makes the operands accessible,
+ * or refuses the copy (its result is then returned without the driver: see shim.h).
  * While a trace is recorded the wrapper takes the traced path, as the launch wrappers do
  * (wrap_launch.c): the tracer gives the operation its id first, times it around the driver
  * call and records it after.  A wrapper is one COPY_WRAPPER line: its
@@ -13,10 +14,11 @@
  */
 #include "shim.h"
 
-/* Before the driver enqueues the copy or memset. */
-static inline void copy_begin(shim_copy_t *c)
+/* Before the driver enqueues the copy or memset: CUDA_SUCCESS, or the call's result without
+ * the driver (res_copy_begin refused the copy). */
+static inline CUresult copy_begin(shim_copy_t *c)
 {
-    res_copy_begin(c);
+    return res_copy_begin(c);
 }
 
 /* After the driver returned r; returns r unchanged. */
@@ -74,14 +76,14 @@ static size_t bytes_3d_batch(const CUDA_MEMCPY3D_BATCH_OP *ops, size_t count)
         shim_copy_t c = { .hook = SHIM_HOOK_##sym, __VA_ARGS__ };                              \
         if (SHIM_TRACING()) {                                                                  \
             shim_trace_copy_begin(&c);                                                         \
-            copy_begin(&c);                                                                    \
+            CUresult no = copy_begin(&c);                                                      \
             shim_trace_issue(c.op, c.stream, c.hook);                                          \
-            CUresult r = real args;                                                            \
+            CUresult r = no ? no : real args;                                                  \
             shim_trace_copy_end(&c, r);                                                        \
             return copy_end(&c, r);                                                            \
         }                                                                                      \
-        copy_begin(&c);                                                                        \
-        return copy_end(&c, real args);                                                        \
+        CUresult no = copy_begin(&c);                                                          \
+        return copy_end(&c, no ? no : real args);                                              \
     }
 
 /* ------------------------------------------------------------ unified and peer */

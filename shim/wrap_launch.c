@@ -4,7 +4,8 @@
  *
  * Each launch wrapper describes the launch in a shim_launch_t (kernel, arguments, stream,
  * config) and calls launch_begin before the driver and launch_end after it.  launch_begin is
- * where residency makes every allocation the launch may touch accessible (invariant 1).  The
+ * where residency makes every allocation the launch may touch accessible (invariant 1), or
+ * refuses the launch (its result is then returned without the driver: see shim.h).  The
  * usual launch (kernelParams, untraced) first tries residency's fast path, res_launch_fast,
  * which needs no descriptor and gives way to launch_begin whenever anything has to be done.
  * While a trace is recorded (one test of shim_trace_on) the wrapper takes the traced path
@@ -15,10 +16,11 @@
  */
 #include "shim.h"
 
-/* Before the driver enqueues the launch. */
-static inline void launch_begin(shim_launch_t *l)
+/* Before the driver enqueues the launch: CUDA_SUCCESS, or the call's result without the
+ * driver (res_launch_begin refused the launch). */
+static inline CUresult launch_begin(shim_launch_t *l)
 {
-    res_launch_begin(l);
+    return res_launch_begin(l);
 }
 
 /* The driver returned r for launch l: counted and logged; returns r. */
@@ -64,16 +66,15 @@ static inline CUresult launch_end(shim_launch_t *l, CUresult r)
                 return launch_logged(LAUNCH_DESC(sym, __VA_ARGS__), r);                        \
             }                                                                                  \
             shim_launch_t l = LAUNCH_DESC(sym, __VA_ARGS__);                                   \
-            launch_begin(&l);                                                                  \
-            return launch_end(&l, real args);                                                  \
+            CUresult no = launch_begin(&l);                                                    \
+            return launch_end(&l, no ? no : real args);                                        \
         }                                                                                      \
         shim_launch_t l = LAUNCH_DESC(sym, __VA_ARGS__);                                       \
         shim_trace_launch_begin(&l);                                                           \
         int fast = launch_fast(&fl, l);                                                        \
-        if (!fast)                                                                             \
-            launch_begin(&l);                                                                  \
+        CUresult no = fast ? CUDA_SUCCESS : launch_begin(&l);                                  \
         shim_trace_issue(l.op, l.stream, l.hook);                                              \
-        CUresult r = real args;                                                                \
+        CUresult r = no ? no : real args;                                                      \
         shim_trace_launch_end(&l, r);                                                          \
         if (!fast)                                                                             \
             return launch_end(&l, r);                                                          \

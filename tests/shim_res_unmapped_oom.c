@@ -1,0 +1,126 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * shim_res_unmapped_oom.c - where evicted chunks are unmapped, an operation whose memory
+ * cannot all be in GPU memory at once is refused with CUDA_ERROR_OUT_OF_MEMORY, and nothing
+ * else changes: the data are intact and the context goes on working.
+ *
+ * The simulated device has 6 MiB (three 2 MiB chunks), the GPU budget is 4 MiB, and
+ * ELIXIR_SIM_HOST_VMM=0 makes evicted chunks unmapped.  Two 4 MiB buffers A and B are filled
+ * by kernels, so A is evicted.  A kernel that adds B into A reaches four chunks, and so do
+ * cuMemcpyDtoD and cuMemcpyDtoDAsync of all of B into A: more than the device holds, beyond
+ * the budget or not.  Each must return CUDA_ERROR_OUT_OF_MEMORY without being enqueued (a
+ * launch that went ahead would fault on the unmapped chunk and leave the context unusable).
+ * Then cuCtxSynchronize succeeds, A and B still hold their patterns, and a copy of half of
+ * B into a new 2 MiB buffer, which fits (three chunks: beyond the budget, within the device),
+ * succeeds.  (A copy reaches the whole allocations its operands lie in, so half of B into A
+ * would still reach four.)  The statistics count three refused operations, and the
+ * log names the refusal.  The scenario runs a second time recording a trace (the wrappers'
+ * traced path), and once where evicted chunks stay mapped: there nothing is refused and the
+ * kernel and copies run, A ending as B's pattern.
+ */
+#define SH_RES_KERNELS
+#include "shim_test.h"
+
+#define BUF (4 * SH_MIB)
+#define WORDS (BUF / 4)
+
+static const char into_ptx[] =
+    ".version 8.0\n.target sm_90\n.address_size 64\n"
+    ".visible .entry add_into(.param .u64 dst, .param .u64 src, .param .u64 n)\n{\n ret;\n}\n";
+
+/* dst[i] += src[i] for n 32-bit words. */
+SIM_KERNEL void add_into(const sim_launch_t *l, void **params)
+{
+    uint32_t *dst = *(uint32_t **)params[0];
+    const uint32_t *src = *(const uint32_t **)params[1];
+    uint64_t n = *(uint64_t *)params[2];
+    (void)l;
+    sim_kernel_access(dst, n * 4, SIM_ACCESS_READWRITE);
+    sim_kernel_access(src, n * 4, SIM_ACCESS_READ);
+    for (uint64_t i = 0; i < n; i++)
+        dst[i] += src[i];
+}
+
+/* r is what an operation reaching more than the device holds returns: refused where evicted
+ * chunks are unmapped, else done. */
+static void expect_refused(CUresult r, int refused, const char *what)
+{
+    CUresult want = refused ? CUDA_ERROR_OUT_OF_MEMORY : CUDA_SUCCESS;
+    EXPECT(r == want, "%s returned %d, expected %d", what, (int)r, (int)want);
+    printf("%s: %s\n", what, refused ? "refused" : "done");
+}
+
+static void scenario(void)
+{
+    int refused = getenv("OOM_REFUSED") && atoi(getenv("OOM_REFUSED"));
+    CUfunction fill, verify, into;
+    CUdeviceptr buf[2], bad;
+    CUstream s;
+    uint64_t n = WORDS;
+
+    sh_res_start(&fill, &verify, &bad);
+    into = st_function(into_ptx, "add_into");
+    CHECK_CU(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    sh_alloc_filled(fill, buf, 2, BUF, 1, s);
+    CHECK_CU(cuStreamSynchronize(s));
+    if (refused)
+        EXPECT(sh_where(buf[0]) == 'U', "A lives in '%c', expected it unmapped",
+               sh_where(buf[0]));
+
+    void *args[] = { &buf[0], &buf[1], &n };
+    expect_refused(sh_launch(into, s, args), refused, "a kernel adding B into A");
+    CHECK_CU(cuStreamSynchronize(s));   /* (s does not wait for the legacy stream's copy) */
+    expect_refused(cuMemcpyDtoD(buf[0], buf[1], BUF), refused, "cuMemcpyDtoD of B into A");
+    expect_refused(cuMemcpyDtoDAsync(buf[0], buf[1], BUF, s), refused,
+                   "cuMemcpyDtoDAsync of B into A");
+    CHECK_CU(cuCtxSynchronize());
+    /* Refused: A as filled.  Done: A = A + B, then B twice over. */
+    sh_expect_verified(verify, buf[0], WORDS, refused ? 1 : 2, bad, "A");
+    sh_expect_verified(verify, buf[1], WORDS, 2, bad, "B");
+    CUdeviceptr half;
+    CHECK_CU(cuMemAlloc(&half, BUF / 2));
+    CHECK_CU(cuMemcpyDtoD(half, buf[1], BUF / 2));
+    sh_expect_verified(verify, half, WORDS / 2, 2, bad, "B's first half, copied");
+    printf("data intact, the context usable\n");
+    CHECK_CU(cuStreamDestroy(s));
+    CHECK_CU(cuMemFree(half));
+    CHECK_CU(cuMemFree(buf[0]));
+    CHECK_CU(cuMemFree(buf[1]));
+    CHECK_CU(cuMemFree(bad));
+}
+
+/* The scenario under the shim with env added; refused: ELIXIR_SIM_HOST_VMM=0. */
+static void run(int refused, const char *trace)
+{
+    const char *env[] = { refused ? "ELIXIR_SIM_HOST_VMM=0" : "ELIXIR_SIM_HOST_VMM=1",
+                          refused ? "OOM_REFUSED=1" : "OOM_REFUSED=0",
+                          "ELIXIR_SIM_MEMORY=6M", "ELIXIR_GPU_MEMORY=4M", "ELIXIR_STATS=1",
+                          trace, NULL };
+    sh_run_t r = sh_run_ok("scenario", env);
+
+    printf("%s", r.out);
+    EXPECT(sh_stat(r.err, "operations refused (no room) ") == (refused ? 3 : 0),
+           "expected %d refused operations counted:\n%s", refused ? 3 : 0, r.err);
+    EXPECT(sh_count(r.err, "refused with CUDA_ERROR_OUT_OF_MEMORY") == (refused ? 3 : 0),
+           "expected %d refusals logged:\n%s", refused ? 3 : 0, r.err);
+    if (refused)
+        EXPECT(sh_stat(r.err, "migrations to host ") > 0, "nothing was evicted:\n%s", r.err);
+    sh_run_free(&r);
+}
+
+int main(int argc, char **argv)
+{
+    char trace[64], env[96];
+
+    sh_scenario_child(argc, argv, scenario);
+    run(1, NULL);
+    snprintf(trace, sizeof(trace), "/tmp/shim-res-unmapped-oom-%d.trace", (int)getpid());
+    snprintf(env, sizeof(env), "ELIXIR_TRACE=%s", trace);
+    unlink(trace);
+    run(1, env);
+    EXPECT(access(trace, F_OK) == 0, "no trace was written at %s", trace);
+    unlink(trace);
+    run(0, NULL);
+    printf("refused where the memory cannot fit, done where it stays mapped\n");
+    return 0;
+}
