@@ -111,7 +111,9 @@ res_nccl_t *res_nccl_begin(const uint64_t ptr[2], const uint64_t bytes[2], CUstr
     for (int i = 0; i < h->ndev; i++) {
         held_dev_t *e = &h->dev[i];
         relax_t rx = relax_begin();
-        res_reach(e->d, &e->k, 1, 0, "an NCCL call",   /* (other devices' locks held) */
+        /* (Other devices' locks held.)  Not refused where it does not fit: the other ranks
+         * would wait for it forever. */
+        res_reach(e->d, &e->k, 1, 0, "an NCCL call",
                   "it goes ahead, and faults where it reaches them");
         relax_end(rx);
         for (size_t j = 0; j < e->k.n; j++)
