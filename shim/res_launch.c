@@ -157,6 +157,33 @@ static SHIM_ALWAYS_INLINE void collect_ptr(collect_t *k, const geo_t *g, uint64_
         collect_chunk(k, g, first + i);
 }
 
+/*
+ * The chunks of [p, p + bytes), a 1D copy's or memset's operand, when they lie in one
+ * allocation's span: a copy reaches only the bytes it names, so a slice of a large allocation
+ * does not bring the whole allocation in.  Anything else (another device's arena, no bytes, a
+ * range that leaves its allocation's chunks) is collected as the pointer p is.
+ */
+static void collect_range(collect_t *k, const geo_t *g, uint64_t p, uint64_t bytes)
+{
+    uint64_t off = p - g->base;
+    if (off >= g->size || !bytes || bytes > g->size - off) {
+        collect_ptr(k, g, p);
+        return;
+    }
+    uint32_t first = (uint32_t)(g->shift >= 0 ? off >> g->shift : off / g->chunk);
+    uint32_t last = (uint32_t)(g->shift >= 0 ? (off + bytes - 1) >> g->shift
+                                             : (off + bytes - 1) / g->chunk);
+    const chunk_t *c = &g->chunks[first];
+    uint32_t span_first = c->span_n > 1 ? c->span_first : first;
+    uint32_t span_last = span_first + (c->span_n > 1 ? c->span_n : 1) - 1;
+    if (c->tier == TIER_NONE || first < span_first || last > span_last) {
+        collect_ptr(k, g, p);
+        return;
+    }
+    for (uint32_t ci = first; ci <= last; ci++)
+        collect_chunk(k, g, ci);
+}
+
 void res_collect_chunk(collect_t *k, uint32_t ci)
 {
     geo_t g = geo_of(k);
@@ -1062,9 +1089,9 @@ static CUdeviceptr copy_operand(const shim_copy_t *c, size_t i)
 static void collect_copy(collect_t *k, const shim_copy_t *c)
 {
     geo_t g = geo_of(k);
-    if (SHIM_LIKELY(!c->desc && !c->count)) {
-        collect_ptr(k, &g, c->dst);
-        collect_ptr(k, &g, c->src);
+    if (SHIM_LIKELY(!c->desc && !c->count)) {   /* 1D: each operand's bytes, c->bytes long */
+        collect_range(k, &g, c->dst, c->bytes);
+        collect_range(k, &g, c->src, c->bytes);
         return;
     }
     for (size_t i = 0, n = copy_noperands(c); i < n; i++)
