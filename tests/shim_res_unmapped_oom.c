@@ -12,10 +12,10 @@
  * launch that went ahead would fault on the unmapped chunk and leave the context unusable).
  * Then cuCtxSynchronize succeeds, and A and B still hold their patterns.  A copy reaches
  * only the bytes it names, so a copy of the first half of B into A (one chunk of each)
- * succeeds, and A's second half is left as it was.  The statistics count three refused operations, and the
- * log names the refusal.  The scenario runs a second time recording a trace (the wrappers'
- * traced path), and once where evicted chunks stay mapped: there nothing is refused and the
- * kernel and copies run, A ending as B's pattern.
+ * succeeds, and A's second half is left as it was.  The statistics count three refused
+ * operations, and the log names the refusal.  The scenario runs a second time recording a
+ * trace (the wrappers' traced path), and once where evicted chunks stay mapped: there nothing
+ * is refused and the kernel and copies run, A ending as B's pattern.
  */
 #define SH_RES_KERNELS
 #include "shim_test.h"
