@@ -14,7 +14,10 @@
  * current context").  The test runs the scenario without the shim and under it; the two
  * transcripts must be the same, and the shim's statistics must show the three earlier chunks
  * paged out and none brought back, so the second round really saw host-backed memory.  It
- * runs on device 0 of one and on device 1 of two (the device ordinal must be 1 there).
+ * runs on device 0 of one and on device 1 of two (the device ordinal must be 1 there), and
+ * on device 0 where evicted chunks are unmapped: there the attributes the driver answers
+ * (sync memops, access flags, mempool) need the chunk's mapping, which the shim maps back
+ * first, so the transcript is the same and chunks come back in.
  */
 #include "shim_test.h"
 #include "simtest.h"
@@ -121,17 +124,25 @@ static void scenario(void)
     CHECK_CU(cuMemFree(big));
 }
 
-/* The scenario on device `dev` of `devices`, without the shim and under it. */
-static void run(const char *devices, const char *dev)
+/* The scenario on device `dev` of `devices`, without the shim and under it; `unmapped`:
+ * with ELIXIR_SIM_HOST_VMM=0. */
+static void run(const char *devices, const char *dev, int unmapped)
 {
-    const char *plain_env[] = { devices, dev, NULL };
-    const char *env[] = { devices, dev, "ELIXIR_GPU_MEMORY=6M", "ELIXIR_STATS=1", NULL };
+    const char *host_vmm = unmapped ? "ELIXIR_SIM_HOST_VMM=0" : "ELIXIR_SIM_HOST_VMM=1";
+    const char *plain_env[] = { devices, dev, host_vmm, NULL };
+    const char *env[] = { devices, dev, host_vmm, "ELIXIR_GPU_MEMORY=6M", "ELIXIR_STATS=1",
+                          NULL };
     sh_run_t plain = sh_run_plain_ok(plain_env), shim = sh_run_ok("scenario", env);
+    long long out = sh_stat(shim.err, "migrations to host "), in = sh_stat(shim.err, "to GPU ");
 
-    EXPECT(sh_stat(shim.err, "migrations to host ") == 3 && sh_stat(shim.err, "to GPU ") == 0,
-           "%s: expected the three earlier chunks paged out and none back:\n%s", dev, shim.err);
+    if (unmapped)
+        EXPECT(out > 3 && in > 0, "%s, unmapped: expected the earlier chunks paged out, and "
+               "mapped back for the attributes the driver answers:\n%s", dev, shim.err);
+    else
+        EXPECT(out == 3 && in == 0, "%s: expected the three earlier chunks paged out and none "
+               "back:\n%s", dev, shim.err);
     sh_compare(plain.out, shim.out);
-    printf("%s:\n%s", dev, shim.out);
+    printf("%s%s:\n%s", dev, unmapped ? ", evicted chunks unmapped" : "", shim.out);
     sh_run_free(&plain);
     sh_run_free(&shim);
 }
@@ -139,7 +150,8 @@ static void run(const char *devices, const char *dev)
 int main(int argc, char **argv)
 {
     sh_scenario_child(argc, argv, scenario);
-    run("ELIXIR_SIM_DEVICES=1", "PTR_ATTRS_DEVICE=0");
-    run("ELIXIR_SIM_DEVICES=2", "PTR_ATTRS_DEVICE=1");
+    run("ELIXIR_SIM_DEVICES=1", "PTR_ATTRS_DEVICE=0", 0);
+    run("ELIXIR_SIM_DEVICES=2", "PTR_ATTRS_DEVICE=1", 0);
+    run("ELIXIR_SIM_DEVICES=1", "PTR_ATTRS_DEVICE=0", 1);
     return 0;
 }
