@@ -320,6 +320,11 @@ void res_capture_end(void)
     atomic_fetch_sub_explicit(&res_captures, 1, memory_order_acq_rel);
 }
 
+int res_capture_open(void)
+{
+    return atomic_load_explicit(&res_captures, memory_order_acquire) > 0;
+}
+
 /* An event recorded now on the operation's stream (which is not capturing), or NULL. */
 use_event_t *res_record(res_dev_t *d, CUstream s, int ptds)
 {

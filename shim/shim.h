@@ -338,6 +338,10 @@ void res_peer_access(CUcontext peer, int on);
  * that one ended (or failed to begin). */
 void res_capture_begin(void);
 void res_capture_end(void);
+/* 1 while a stream capture may be open in the process (between res_capture_begin and _end):
+ * then an API call the capture mode may forbid (an event query or synchronisation, a stream
+ * created) must wait. */
+int res_capture_open(void);
 void res_stats_print(void);
 void res_after_fork(void);
 

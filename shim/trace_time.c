@@ -267,7 +267,9 @@ void *shim_timing_before(uint64_t op, CUstream s, shim_hook_t h)
         trc_cupti_push(TM.cupti, op);
         return PUSHED;
     }
-    if (TM.source != SRC_EVENTS || capturing(s, h))
+    /* Not while a capture may be open anywhere: making a context's reference creates a stream
+     * and synchronises, which a capture in global mode forbids (it would be invalidated). */
+    if (TM.source != SRC_EVENTS || res_capture_open() || capturing(s, h))
         return NULL;
     ref_t *ref = ref_current();
     pair_t *p = ref ? pair_get(ref) : NULL;
@@ -338,7 +340,9 @@ void shim_timing_poll(void)
 {
     int ok;
 
-    if (!atomic_load_explicit(&shim_timing_pending, memory_order_relaxed))
+    /* An event query while a capture may be open could invalidate it (global mode forbids
+     * it); the pairs wait until no capture is. */
+    if (!atomic_load_explicit(&shim_timing_pending, memory_order_relaxed) || res_capture_open())
         return;
     for (int i = 0; i < POLL_MAX; i++) {
         pair_t *p = take_done(&ok);
