@@ -34,10 +34,7 @@ static _Atomic int go, other_done;
 static void *other(void *arg)
 {
     (void)arg;
-    while (!go)
-        ;
-    sh_spin_ms(AFTER_MS);
-    other_result = cuCtxSetCurrent(ctx);
+    other_result = sh_second_thread_start(&go, AFTER_MS, ctx);
     if (other_result == CUDA_SUCCESS)
         other_result = cuMemAlloc(&b, BYTES);
     if (other_result == CUDA_SUCCESS)

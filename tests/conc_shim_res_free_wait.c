@@ -40,10 +40,7 @@ static void *other(void *arg)
     CUstream s;
     (void)arg;
 
-    while (!go)
-        ;
-    sh_spin_ms(AFTER_MS);
-    other_result = cuCtxSetCurrent(ctx);
+    other_result = sh_second_thread_start(&go, AFTER_MS, ctx);
     if (other_result == CUDA_SUCCESS)
         other_result = cuStreamCreate(&s, CU_STREAM_NON_BLOCKING);
     if (other_result != CUDA_SUCCESS)

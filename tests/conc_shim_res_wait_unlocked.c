@@ -92,10 +92,7 @@ static CUresult peek_on(CUstream s, CUdeviceptr p)
 static void *other(void *arg)
 {
     (void)arg;
-    while (!go)
-        ;
-    sh_spin_ms(AFTER_MS);
-    other_result = cuCtxSetCurrent(ctx);
+    other_result = sh_second_thread_start(&go, AFTER_MS, ctx);
     if (other_result == CUDA_SUCCESS && other_frees) {
         other_result = cuMemFree(w);
     } else if (other_result == CUDA_SUCCESS && other_allocs) {

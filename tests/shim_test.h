@@ -422,6 +422,18 @@ static inline void sh_spin_ms(double ms)
         ;
 }
 
+/* A second thread's start in the concurrency tests: once *go is set (the main thread has
+ * begun the call that waits), after_ms more for that call to reach its wait, then ctx made
+ * current; returns what cuCtxSetCurrent did. */
+static inline CUresult sh_second_thread_start(const _Atomic int *go, double after_ms,
+                                              CUcontext ctx)
+{
+    while (!*go)
+        ;
+    sh_spin_ms(after_ms);
+    return cuCtxSetCurrent(ctx);
+}
+
 /* sh_peek(p): reads the word at p (a launch that needs p's chunk and changes nothing). */
 SIM_KERNEL void sh_peek(const sim_launch_t *l, void **params)
 {
