@@ -33,6 +33,7 @@ static void scenario(void)
     CHECK_CU(cuMemAlloc(&y, WORDS * 4));
     CHECK_CU(cuMemsetD32(x, 0, WORDS));
     CHECK_CU(cuMemsetD32(y, 0, WORDS));
+    CHECK_CU(cuCtxSynchronize());           /* (the streams below do not wait for the memsets) */
     CHECK_CU(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
     CHECK_CU(cuStreamCreate(&c, CU_STREAM_NON_BLOCKING));
     CHECK_CU(tt_launch1(k1, s, x, WORDS));  /* timed; still queued (lazy executor) */
