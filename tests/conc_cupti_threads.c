@@ -4,9 +4,10 @@
  * and memsets on their own streams, each call with its own external id pushed on that
  * thread's stack, while another thread keeps calling cuptiActivityFlushAll and the delivery
  * thread completes small buffers as they fill.  Every call must yield exactly one external
- * record with its id and one kernel or memset record with the same correlation id on the
- * calling thread's stream; no record may be lost or delivered twice, and every buffer
- * requested comes back.  (Run under the thread sanitizer as well: tests named conc_*.)
+ * record with its id, one DRIVER API record and one kernel or memset record with the same
+ * correlation id on the calling thread's stream; no record may be lost or delivered twice,
+ * and every buffer requested comes back.  (Run under the thread sanitizer as well: tests
+ * named conc_*.)
  */
 #include <stdatomic.h>
 
@@ -95,6 +96,7 @@ int main(void)
     CHECK_CUPTI(ct.enable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL));
     CHECK_CUPTI(ct.enable(CUPTI_ACTIVITY_KIND_MEMSET));
     CHECK_CUPTI(ct.enable(CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION));
+    CHECK_CUPTI(ct.enable(CUPTI_ACTIVITY_KIND_DRIVER)); /* external records come with API ones */
     fn = st_function(ct_costly_ptx, "costly");
     for (int t = 0; t < THREADS; t++)
         CHECK_CU(cuMemAlloc(&mem[t], 256));
@@ -113,7 +115,7 @@ int main(void)
     pthread_mutex_lock(&ct_lock);
     EXPECT(ct_requests == ct_completions, "every buffer came back: %d requested, %d completed",
            ct_requests, ct_completions);
-    EXPECT(ct_nrecords == 4 * THREADS * ITERS, "%d records, got %zu", 4 * THREADS * ITERS,
+    EXPECT(ct_nrecords == 6 * THREADS * ITERS, "%d records, got %zu", 6 * THREADS * ITERS,
            ct_nrecords);
     for (size_t i = 0; i < ct_nrecords; i++) {
         const CUpti_ActivityExternalCorrelation *e = &ct_records[i].ext;

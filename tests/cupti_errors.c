@@ -23,7 +23,7 @@ static void check_kinds(void)
     EXPECT_CUPTI(CUPTI_ERROR_INVALID_KIND, ct.enable(CUPTI_ACTIVITY_KIND_INVALID));
     EXPECT_CUPTI(CUPTI_ERROR_INVALID_KIND, ct.enable(CUPTI_ACTIVITY_KIND_COUNT));
     EXPECT_CUPTI(CUPTI_ERROR_INVALID_KIND, ct.enable((CUpti_ActivityKind)1000));
-    EXPECT_CUPTI(CUPTI_ERROR_NOT_COMPATIBLE, ct.enable(CUPTI_ACTIVITY_KIND_DRIVER));
+    EXPECT_CUPTI(CUPTI_ERROR_NOT_COMPATIBLE, ct.enable(CUPTI_ACTIVITY_KIND_RUNTIME));
     EXPECT_CUPTI(CUPTI_ERROR_NOT_COMPATIBLE, ct.enable(CUPTI_ACTIVITY_KIND_MEMCPY2));
     EXPECT_CUPTI(CUPTI_ERROR_INVALID_KIND, ct.disable(CUPTI_ACTIVITY_KIND_INVALID));
     EXPECT_CUPTI(CUPTI_ERROR_INVALID_KIND, ct.disable((CUpti_ActivityKind)-3));
@@ -48,7 +48,7 @@ static void check_next_record(void)
     EXPECT(rec == (CUpti_Activity *)buf, "the first record at the buffer's start");
     EXPECT_CUPTI(CUPTI_ERROR_MAX_LIMIT_REACHED, ct.next_record(buf, n, &rec));
 
-    CUpti_Activity bad = { CUPTI_ACTIVITY_KIND_DRIVER };   /* a kind never written here */
+    CUpti_Activity bad = { CUPTI_ACTIVITY_KIND_RUNTIME };   /* a kind never written here */
     memcpy(buf + n, &bad, sizeof(bad));
     rec = NULL;
     CHECK_CUPTI(ct.next_record(buf, 2 * n, &rec));

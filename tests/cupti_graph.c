@@ -49,6 +49,7 @@ int main(void)
     CHECK_CUPTI(ct.enable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL));
     CHECK_CUPTI(ct.enable(CUPTI_ACTIVITY_KIND_MEMSET));
     CHECK_CUPTI(ct.enable(CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION));
+    CHECK_CUPTI(ct.enable(CUPTI_ACTIVITY_KIND_DRIVER)); /* external records come with API ones */
     CHECK_CU(cuModuleLoadData(&mod, ct_costly_ptx));
     CHECK_CU(cuModuleGetFunction(&f, mod, "costly"));
     CHECK_CU(cuMemAlloc(&d, 4096));

@@ -7,11 +7,14 @@
  * pushed (one with two kinds pushed at once).  After a flush there must be one
  * CONCURRENT_KERNEL record per kernel with the launch's stream, context, device, grid, block
  * and name; one EXTERNAL_CORRELATION record per pushed kind, delivered before the kernel
- * record it names and carrying the innermost id; durations equal to the machine model; and
- * start/end times that agree with cuEventElapsedTime and cuptiGetTimestamp, since all of them
- * read the same virtual clock.  The kernel name stays valid after its module is unloaded.
+ * record it names and before the launch's DRIVER API record, and carrying the innermost id;
+ * durations equal to the machine model; and start/end times that agree with
+ * cuEventElapsedTime and cuptiGetTimestamp, since all of them read the same virtual clock.
+ * The kernel name stays valid after its module is unloaded.  First, with DRIVER off, a launch
+ * with an id pushed gets no external record: CUPTI makes them only before API records.
  */
 #include <math.h>
+#include <unistd.h>
 
 #include "cupti_test.h"
 
@@ -28,7 +31,20 @@ static const CUpti_ActivityKernel10 *kernel_with_corr(uint32_t corr)
     return NULL;
 }
 
-/* The external record (kind, id): its correlation id, checking it precedes its kernel. */
+/* The DRIVER record of correlation id corr, checking there is exactly one; its index. */
+static size_t api_of(uint32_t corr)
+{
+    size_t n = 0, at = 0;
+    for (size_t i = 0; i < ct_nrecords; i++)
+        if (ct_records[i].any.kind == CUPTI_ACTIVITY_KIND_DRIVER &&
+            ct_records[i].api.correlationId == corr)
+            n++, at = i;
+    EXPECT(n == 1, "one DRIVER record for correlation id %u, got %zu", corr, n);
+    return at;
+}
+
+/* The external record (kind, id): its correlation id, checking it precedes its kernel and its
+ * API record. */
 static uint32_t corr_of(CUpti_ExternalCorrelationKind kind, uint64_t id)
 {
     for (size_t i = 0; i < ct_nrecords; i++) {
@@ -41,6 +57,8 @@ static uint32_t corr_of(CUpti_ExternalCorrelationKind kind, uint64_t id)
                      ct_records[j].kernel.correlationId == e->correlationId),
                    "external record (%d, %llu) delivered after its kernel", (int)kind,
                    (unsigned long long)id);
+        EXPECT(api_of(e->correlationId) > i, "external record (%d, %llu) before its API record",
+               (int)kind, (unsigned long long)id);
         return e->correlationId;
     }
     fprintf(stderr, "no external correlation record for kind %d id %llu\n", (int)kind,
@@ -101,6 +119,22 @@ int main(void)
     for (size_t i = 0; i < 4; i++)
         CHECK_CU(cuEventCreate(evs[i], CU_EVENT_DEFAULT));
 
+    /* Without API records, no external ones. */
+    CHECK_CUPTI(ct.push(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, 100));
+    ct_launch(f, a, 0, 0);
+    CHECK_CUPTI(ct.pop(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, NULL));
+    CHECK_CU(cuCtxSynchronize());
+    ct_flush();
+    EXPECT(ct_count(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) == 1 &&
+           ct_count(CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION) == 0 &&
+           ct_count(CUPTI_ACTIVITY_KIND_DRIVER) == 0,
+           "DRIVER off: the kernel's record alone, got %zu kernel, %zu external, %zu API",
+           ct_count(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL),
+           ct_count(CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION),
+           ct_count(CUPTI_ACTIVITY_KIND_DRIVER));
+    ct_reset();
+    CHECK_CUPTI(ct.enable(CUPTI_ACTIVITY_KIND_DRIVER));
+
     CHECK_CUPTI(ct.push(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, 101));
     CHECK_CUPTI(ct.timestamp(&t0));
     CHECK_CU(cuEventRecord(a0, a));
@@ -157,6 +191,11 @@ int main(void)
     check_kernel(k3, "k3", a, ctx_id, 0.5e6 + LAUNCH_NS);
     check_kernel(k4, "k4", a, ctx_id, LAUNCH_NS);
     EXPECT(k4->correlationId != 0, "k4 has a correlation id of its own");
+    const CUpti_ActivityAPI *api = &ct_records[api_of(k4->correlationId)].api;
+    EXPECT(api->start >= t0 && api->start <= k4->start && api->end >= api->start &&
+           api->threadId == (uint32_t)gettid() && api->processId == (uint32_t)getpid(),
+           "k4's API record: submitted at %llu before the kernel started (%llu), this thread",
+           (unsigned long long)api->start, (unsigned long long)k4->start);
 
     /* One clock: events, records and cuptiGetTimestamp agree. */
     expect_ns("a0 -> a1 against t0 -> k1.end", elapsed_ns(a0, a1), (double)(k1->end - t0));

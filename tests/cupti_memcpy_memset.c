@@ -146,6 +146,7 @@ int main(void)
     CHECK_CUPTI(ct.enable(CUPTI_ACTIVITY_KIND_MEMCPY));
     CHECK_CUPTI(ct.enable(CUPTI_ACTIVITY_KIND_MEMSET));
     CHECK_CUPTI(ct.enable(CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION));
+    CHECK_CUPTI(ct.enable(CUPTI_ACTIVITY_KIND_DRIVER)); /* external records come with API ones */
     CHECK_CU(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
     CHECK_CU(cuStreamGetId(s, &sid));
     CHECK_CU(cuMemAlloc(&d1, MB));

@@ -97,6 +97,7 @@ typedef union ct_record {
     CUpti_ActivityMemcpy6 memcpy;
     CUpti_ActivityMemset4 memset;
     CUpti_ActivityExternalCorrelation ext;
+    CUpti_ActivityAPI api;
 } ct_record_t;
 
 #define CT_MAX_RECORDS 8192
@@ -126,6 +127,7 @@ static inline size_t ct_record_size(CUpti_ActivityKind kind)
     case CUPTI_ACTIVITY_KIND_MEMCPY: return sizeof(CUpti_ActivityMemcpy6);
     case CUPTI_ACTIVITY_KIND_MEMSET: return sizeof(CUpti_ActivityMemset4);
     case CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION: return sizeof(CUpti_ActivityExternalCorrelation);
+    case CUPTI_ACTIVITY_KIND_DRIVER: return sizeof(CUpti_ActivityAPI);
     default: return 0;
     }
 }

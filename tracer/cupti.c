@@ -67,10 +67,13 @@ static const struct sym {
     { "cuptiGetResultString", offsetof(api_t, result_string) },
 };
 
-/* The kinds collected while enabled; MEMCPY2 (peer copies) only where the library has it. */
+/* The kinds collected while enabled; MEMCPY2 (peer copies) only where the library has it.
+ * DRIVER is there for the external correlation records alone: CUPTI makes one only before a
+ * driver or runtime API record, so without API records none come and no activity can be
+ * matched to an operation (on_record skips the API records themselves). */
 static const CUpti_ActivityKind kinds[] = {
-    CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION, CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL,
-    CUPTI_ACTIVITY_KIND_MEMCPY, CUPTI_ACTIVITY_KIND_MEMSET,
+    CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION, CUPTI_ACTIVITY_KIND_DRIVER,
+    CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY, CUPTI_ACTIVITY_KIND_MEMSET,
 };
 
 /* ------------------------------------------------------------------ correlation maps */

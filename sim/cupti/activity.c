@@ -10,6 +10,13 @@
  * it completes, work launched after does not.  Each API call that submits a kernel, copy or
  * memset gets a correlation id; every node of a graph launch shares the launch's.
  *
+ * With CUPTI_ACTIVITY_KIND_DRIVER enabled such a call also gets a CUpti_ActivityAPI record,
+ * made when it submits, preceded by its external correlation records (external.c).  As in
+ * CUPTI, external correlation records accompany API records only: with DRIVER off, none are
+ * made even when EXTERNAL_CORRELATION is on.  The stand-in sees only the calls that submit
+ * work, so other driver calls get no API record, and it does not know which function made
+ * the call: cbid is CUPTI_DRIVER_TRACE_CBID_INVALID and start = end.
+ *
  * Kernel names in records point into a table of interned strings that lives as long as the
  * process (the library is never unloaded: it is linked with -z nodelete).
  */
@@ -17,13 +24,15 @@
 #include <stdlib.h>
 #include <string.h>
 #include <pthread.h>
+#include <unistd.h>
 
 #include "cupti_sim.h"
 
 #define KERNEL_BITS (SIM_CUPTI_BIT(CUPTI_ACTIVITY_KIND_KERNEL) | \
                      SIM_CUPTI_BIT(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL))
 #define EXT_BIT SIM_CUPTI_BIT(CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION)
-#define SUPPORTED (KERNEL_BITS | EXT_BIT | SIM_CUPTI_BIT(CUPTI_ACTIVITY_KIND_MEMCPY) | \
+#define API_BIT SIM_CUPTI_BIT(CUPTI_ACTIVITY_KIND_DRIVER)
+#define SUPPORTED (KERNEL_BITS | EXT_BIT | API_BIT | SIM_CUPTI_BIT(CUPTI_ACTIVITY_KIND_MEMCPY) | \
                    SIM_CUPTI_BIT(CUPTI_ACTIVITY_KIND_MEMSET))
 
 static _Atomic uint64_t enabled;
@@ -180,6 +189,20 @@ static void emit_memset(const sim_activity_t *a)
     sim_cupti_emit(&s, sizeof(s));
 }
 
+/* The driver API record of the calling thread's submitting call. */
+static void emit_api(uint32_t corr)
+{
+    CUpti_ActivityAPI r;
+    memset(&r, 0, sizeof(r));
+    r.kind = CUPTI_ACTIVITY_KIND_DRIVER;
+    r.cbid = CUPTI_DRIVER_TRACE_CBID_INVALID;
+    r.start = r.end = sim_activity_clock();
+    r.processId = (uint32_t)getpid();
+    r.threadId = (uint32_t)gettid();
+    r.correlationId = corr;
+    sim_cupti_emit(&r, sizeof(r));
+}
+
 /* ---------------------------------------------------------------- the simulator's observer */
 
 static uint64_t kind_bits(int sim_kind)
@@ -201,18 +224,21 @@ static uint32_t new_correlation(void)
     return c;
 }
 
-/* Submitting thread: give the call its id (and external correlation records) on first use. */
+/* Submitting thread: give the call its id, and its external correlation and API records,
+ * on first use. */
 static int on_submit(void *ctx, int kind, uint32_t *corr)
 {
     uint64_t m = sim_cupti_enabled();
     int want = (m & kind_bits(kind)) != 0;
-    int ext = (m & EXT_BIT) && sim_cupti_ext_pushed();
-    if (!want && !ext)
+    int api = (m & API_BIT) != 0;
+    if (!want && !api)
         return 0;
     if (*corr == 0) {
         *corr = new_correlation();
-        if (ext)
+        if (api && (m & EXT_BIT) && sim_cupti_ext_pushed())
             sim_cupti_ext_emit(*corr);
+        if (api)
+            emit_api(*corr);
     }
     return want;
 }

@@ -3,10 +3,11 @@
  * external.c - external correlation: per-thread stacks of ids, one per external kind.
  *
  * A client pushes its own id around a region of CUDA calls; while CUPTI_ACTIVITY_KIND_
- * EXTERNAL_CORRELATION is enabled, every API call in the region that submits a kernel, copy or
- * memset is preceded by one CUpti_ActivityExternalCorrelation record per kind with an id
- * pushed, carrying the innermost id and the call's correlation id.  (CUPTI attaches these to
- * its driver and runtime API records; the stand-in sees only the calls that submit work.)
+ * EXTERNAL_CORRELATION is enabled, the API record of every call in the region is preceded by
+ * one CUpti_ActivityExternalCorrelation record per kind with an id pushed, carrying the
+ * innermost id and the call's correlation id.  CUPTI attaches these to its driver and runtime
+ * API records, so they need CUPTI_ACTIVITY_KIND_DRIVER (or RUNTIME) enabled too; the stand-in
+ * makes API records (DRIVER) only for the calls that submit work (activity.c).
  * The stacks belong to the thread and are freed when it exits.
  */
 #include <pthread.h>
