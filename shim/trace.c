@@ -156,6 +156,7 @@ static struct {
     int asym;                       /* membarrier registered: enter() needs no fence */
     _Atomic int window;             /* WIN_* */
     int64_t win_end;                /* first iteration after the window */
+    _Atomic int64_t retire_at;      /* iteration at which CUPTI is retired (0: none due) */
     pthread_mutex_t win_lock;
     _Atomic uint64_t op_blocks, alloc_next, stream_next;
     _Atomic uint64_t alloc_gen;     /* allocations and frees so far (word caches) */
@@ -203,10 +204,11 @@ static uint64_t mono_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-/* The trace's clock, read inline where every operation reads it. */
+/* The trace's clock, read inline where every operation reads it (acquire: a clock installed
+ * while recording, shim_timing_retire's, reads what was set before it). */
 static inline uint64_t now(void)
 {
-    trace_clock_t c = atomic_load_explicit(&T.clock, memory_order_relaxed);
+    trace_clock_t c = atomic_load_explicit(&T.clock, memory_order_acquire);
     return c ? c() : mono_ns();
 }
 
@@ -683,6 +685,18 @@ static __attribute__((noinline)) uint32_t call_site(void)
 /* ---------------------------------------------------------------- iterations */
 
 /* After iteration `cur` began: open or close the profiling window. */
+/* CUPTI has nothing left to time (T.win_lock held): its clock is given up too. */
+static void retire_cupti(int64_t cur)
+{
+    atomic_store(&T.retire_at, 0);
+    trace_clock_t c = shim_timing_retire();
+    if (!c)
+        return;
+    atomic_store_explicit(&T.clock, c, memory_order_release);
+    SHIM_INFO(INIT, "trace: CUPTI released at iteration %lld (the trace's clock carries on "
+              "from its last time)", (long long)cur);
+}
+
 static void window_at(int64_t cur)
 {
     pthread_mutex_lock(&T.win_lock);
@@ -697,12 +711,16 @@ static void window_at(int64_t cur)
                       (long long)T.win_end - 1);
         } else {
             atomic_store(&T.window, WIN_AFTER);
+            retire_cupti(cur);
         }
     } else if (w == WIN_OPEN && cur >= T.win_end) {
         atomic_store(&T.window, WIN_AFTER);
         atomic_store(&shim_trace_timed, 0);
         shim_timing_window(0);
+        atomic_store(&T.retire_at, cur + 1);
         SHIM_INFO(INIT, "trace: profiling done at iteration %lld", (long long)cur);
+    } else if (w == WIN_AFTER && atomic_load(&T.retire_at) && cur >= atomic_load(&T.retire_at)) {
+        retire_cupti(cur); /* the window's last operations, and their records, are done */
     }
     pthread_mutex_unlock(&T.win_lock);
 }
@@ -715,7 +733,8 @@ static __attribute__((noinline)) void iterations(const iter_mark_t *marks, int n
         ev.u.iteration.index = marks[i].index;
         shim_trace_emit(&ev);
     }
-    if (atomic_load_explicit(&T.window, memory_order_relaxed) != WIN_AFTER)
+    if (atomic_load_explicit(&T.window, memory_order_relaxed) != WIN_AFTER ||
+        atomic_load_explicit(&T.retire_at, memory_order_relaxed))
         window_at((int64_t)marks[n - 1].index);
 }
 

@@ -37,8 +37,14 @@ void shim_timing_after(void *handle, CUresult r, CUstream s, shim_hook_t h);
  * while shim_timing_pending (event pairs not yet read) is 0, which callers test inline. */
 extern _Atomic unsigned shim_timing_pending;
 void shim_timing_poll(void);
-/* At exit: the last times (waiting for their events), then CUPTI closed; returns the clock
- * to use from now on (CUPTI's is no longer available), or NULL to keep the current one. */
+/* Once the profiled iterations' records have all come (an iteration after them): CUPTI's
+ * records flushed, its subscription given up, and its clock replaced, since reading it costs
+ * a call into the library per event; the client stays open, as a thread may be reading its
+ * clock.  Returns the clock to use from now on (CUPTI's last time carried on by the
+ * monotonic clock), or NULL to keep the current one. */
+trace_clock_t shim_timing_retire(void);
+/* At exit: the last times (waiting for their events), then CUPTI retired and closed; returns
+ * the clock to use from now on, or NULL to keep the current one. */
 trace_clock_t shim_timing_stop(void);
 void shim_timing_after_fork(void);
 

@@ -58,7 +58,7 @@ static struct {
                                      * its activity (shim_timing_window) */
     trc_cupti_t *cupti;             /* open while subscribed (its clock is the trace's) */
     int enabled;                    /* CUPTI activity on */
-    int closed;                     /* CUPTI closed (shim_timing_stop) */
+    int closed;                     /* CUPTI's clock given up (shim_timing_retire) */
     PFN_cuEventElapsedTime_v2000 elapsed;
     pthread_mutex_t lock;
     pair_t *head, **tail;           /* waiting for their second event */
@@ -386,19 +386,28 @@ static void drain_events(void)
     }
 }
 
-trace_clock_t shim_timing_stop(void)
+trace_clock_t shim_timing_retire(void)
 {
-    drain_events();
     if (!TM.cupti || TM.closed)
         return NULL;
     shim_timing_window(0);
     trc_cupti_flush(TM.cupti);
     TM.closed_at = trc_cupti_now(TM.cupti);
     TM.mono_at = mono_ns();
-    trc_cupti_close(TM.cupti);
+    trc_cupti_unsubscribe(TM.cupti);
     TM.closed = 1;
     TM.source = SRC_NONE;
     return closed_clock;
+}
+
+trace_clock_t shim_timing_stop(void)
+{
+    drain_events();
+    trace_clock_t after = shim_timing_retire();
+    if (TM.cupti)
+        trc_cupti_close(TM.cupti);
+    TM.cupti = NULL;
+    return after;
 }
 
 void shim_timing_after_fork(void)

@@ -14,7 +14,9 @@
  * in the "held" case it attaches its own observer to the simulator's activity, so the shim
  * subscribes but cannot turn CUPTI's activity on when the window opens (events then time it);
  * ELIXIR_CUPTI naming a missing library falls back to events too, and naming the simulator's
- * library loads that one.
+ * library loads that one.  In the "late" case the scenario subscribes after its loop: the
+ * shim must have given its subscription up an iteration after the profiled ones (with the
+ * profiled iterations' times all recorded), so that another tool can attach.
  */
 #define TT_KERNELS
 #include "shim_trace_test.h"
@@ -85,6 +87,8 @@ static void scenario(const char *mode)
         CHECK_CU(cuMemcpyDtoHAsync(out, x, sizeof(out), s));
         CHECK_CU(cuStreamSynchronize(s));
     }
+    if (strcmp(mode, "late") == 0)
+        subscribe_first();
     CUdeviceptr z;
     CHECK_CU(cuMemFree(y));                 /* made before the profiled iterations */
     CHECK_CU(cuMemAlloc(&z, 4096));         /* and after them */
@@ -244,10 +248,12 @@ int main(int argc, char **argv)
         { "CUPTI missing", "cupti", { "ELIXIR_CUPTI=/nonexistent/libcupti.so", NULL }, 1, 1,
           TRC_TIMING_EVENTS, "from CUDA events" },
         { "CUPTI by path", "cupti", { cupti_path, NULL }, 1, 1, TRC_TIMING_CUPTI, NULL },
+        { "CUPTI released", "late", { "ELIXIR_LOG=info", NULL }, 1, 1, TRC_TIMING_CUPTI,
+          "CUPTI released at iteration 3 " },
     };
 
     if (argc > 1 && (strcmp(argv[1], "cupti") == 0 || strcmp(argv[1], "busy") == 0 ||
-                     strcmp(argv[1], "held") == 0)) {
+                     strcmp(argv[1], "held") == 0 || strcmp(argv[1], "late") == 0)) {
         scenario(argv[1]);
         return 0;
     }

@@ -403,6 +403,13 @@ int trc_cupti_flush(trc_cupti_t *c)
     return c->api.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED) == CUPTI_SUCCESS ? 0 : -EIO;
 }
 
+void trc_cupti_unsubscribe(trc_cupti_t *c)
+{
+    if (c->sub)
+        c->api.unsubscribe(c->sub);
+    c->sub = NULL;
+}
+
 void trc_cupti_close(trc_cupti_t *c)
 {
     if (!c)
@@ -415,6 +422,6 @@ void trc_cupti_close(trc_cupti_t *c)
     map_free(&c->ext);
     map_free(&c->act);
     pthread_mutex_unlock(&g_lock);
-    c->api.unsubscribe(c->sub);
+    trc_cupti_unsubscribe(c);
     free(c);
 }

@@ -40,6 +40,9 @@ void trc_cupti_pop(trc_cupti_t *c);
 uint64_t trc_cupti_now(trc_cupti_t *c);
 /* Delivers every completed record to the sink (cuptiActivityFlushAll). */
 int trc_cupti_flush(trc_cupti_t *c);
+/* Gives up the subscription (another tool may then subscribe); the clock stays readable and
+ * the client open.  Once is enough; close does it if it was not done. */
+void trc_cupti_unsubscribe(trc_cupti_t *c);
 /* Disables, flushes, unsubscribes; the library stays loaded. */
 void trc_cupti_close(trc_cupti_t *c);
 
