@@ -123,7 +123,7 @@ $(BUILD)/bench/%: bench/%.c $(SIM_LIB)
 # ---------------------------------------------------------------- top-level targets
 ALL := $(SIM_LIB) $(EXAMPLES) $(TOOLS) $(TESTS) $(RUNNER) $(BENCHES)
 
-.PHONY: all test bench deps clean
+.PHONY: all test bench gpu-check deps clean
 all: $(ALL)
 
 # The runner reads tests/*.c programs and tests/*.sh scripts from the build and source trees.
@@ -134,6 +134,14 @@ test: all
 bench: all
 	$(Q)for b in $(BENCHES); do LD_LIBRARY_PATH=$(BUILD)/sim $$b || exit 1; done
 	$(Q)for s in bench/*.sh; do BUILD=$(BUILD) PYTHON=$(PYTHON) bash $$s || exit 1; done
+
+# The checks that need an NVIDIA GPU and its driver (tools/gpu/check.sh): outputs in
+# GPU_CHECK_OUT; GPU_CHECKS picks some of train,trace,torch,bench,sim.
+GPU_CHECK_OUT ?= $(BUILD)/gpu-check
+GPU_CHECKS    ?=
+gpu-check: all
+	$(Q)BUILD=$(BUILD) PYTHON=$(PYTHON) CUDA_HOME=$(CUDA_HOME) bash tools/gpu/check.sh \
+	    $(if $(GPU_CHECKS),-k $(GPU_CHECKS)) $(GPU_CHECK_OUT)
 
 deps:
 	$(Q)CUDA_HOME=$(CUDA_HOME) sh .ci/deps.sh

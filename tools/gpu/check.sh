@@ -1,0 +1,249 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+# check.sh - the checks that need an NVIDIA GPU and its driver (`make gpu-check`).
+#
+# Usage: tools/gpu/check.sh [-k CHECKS] OUTDIR
+#   BUILD (default build) holds a finished build; OUTDIR receives every run's output.
+#   -k takes a comma-separated subset of: train, trace, torch, bench, sim.
+#
+# train  examples/train.py on the GPU (both allocation patterns, which must agree), then under
+#        libelixir.so unlimited and with ELIXIR_GPU_MEMORY at 1/2, 1/4 and 1/8 of the footprint
+#        the shim measured: every run must print the digest of the run without the shim, and
+#        the budgeted ones must have paged memory out.  `--preset tiny --check` compares the
+#        GPU's losses and gradients with the float64 reference, without and with the shim.
+# trace  the same job at 1/4 recording a trace, timed by NVIDIA's CUPTI (found beside the CUDA
+#        toolkit or in Python's nvidia packages) and by CUDA events (ELIXIR_CUPTI=off): the
+#        digest again, and `elixir-trace summary` and `kernels` must read each trace.
+# torch  tools/gpu/torch_mlp.py (when python3 imports torch): without the shim, under it
+#        unlimited and with the budget at 1/2 and 1/4 of the caching allocator's peak: the same
+#        digest.
+# bench  bench/shim_launch and bench/shim_alloc on the real driver (figures only).
+# sim    every C test program run directly against the real driver (no simulator): a table of
+#        exit codes in OUTDIR/sim.txt, to compare the simulator's semantics with the driver's.
+#        Tests whose kernels are host functions cannot pass here (their PTX bodies are empty);
+#        the table is read, not judged.
+#
+# Prints PASS/FAIL/SKIP per check and ends with "N passed, N failed, N skipped"; exits 1 when
+# a check failed.
+set -u
+BUILD=${BUILD:-build}
+PYTHON=${PYTHON:-python3}
+CHECKS=train,trace,torch,bench,sim
+if [ "${1:-}" = -k ]; then
+    CHECKS=$2
+    shift 2
+fi
+if [ $# -ne 1 ]; then
+    echo "usage: $0 [-k train,trace,torch,bench,sim] OUTDIR" >&2
+    exit 2
+fi
+out=$(realpath -m "$1")
+mkdir -p "$out" || exit 2
+SHIM=$(realpath -m "$BUILD/libelixir.so")
+TRACE_TOOL=$BUILD/bin/elixir-trace
+if [ ! -e /proc/driver/nvidia/version ]; then
+    echo "no NVIDIA driver is loaded (/proc/driver/nvidia/version is missing): nothing to check"
+    exit 2
+fi
+for f in "$SHIM" "$TRACE_TOOL"; do
+    [ -e "$f" ] || { echo "$f is missing: run make (BUILD=$BUILD) first" >&2; exit 2; }
+done
+
+npass=0 nfail=0 nskip=0
+pass() { echo "PASS $*"; npass=$((npass + 1)); }
+fail() { echo "FAIL $*"; nfail=$((nfail + 1)); }
+skip() { echo "SKIP $*"; nskip=$((nskip + 1)); }
+want() { case ",$CHECKS," in *",$1,"*) return 0 ;; esac; return 1; }
+digest_of() { awk '/^digest / { print $2 }' "$1"; }
+# stat_of FILE TEXT: the number after the first "TEXT " in the shim's statistics.
+stat_of() { sed -n "s/.*$2 \([0-9]*\).*/\1/p" "$1" | head -n 1; }
+
+# run NAME TIMEOUT CMD...: CMD's stdout and stderr into OUTDIR/NAME.out and .err; its status.
+run() {
+    local name=$1 limit=$2
+    shift 2
+    timeout -k 10 "$limit" "$@" >"$out/$name.out" 2>"$out/$name.err"
+}
+
+{
+    cat /proc/driver/nvidia/version
+    nvidia-smi --query-gpu=name,driver_version,memory.total,memory.used --format=csv 2>&1
+    ldconfig -p | grep -E 'libcuda\.so\.1|libcupti|libnccl' || true
+} >"$out/env.txt"
+head -n 1 /proc/driver/nvidia/version
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader 2>/dev/null
+
+# ---------------------------------------------------------------- train.py
+TRAIN=(examples/train.py --preset demo)
+train_peak=""
+check_train() {
+    local mode frac ref got moved peak
+    for mode in per-tensor pooled; do
+        run "train-$mode" 300 "$PYTHON" "${TRAIN[@]}" --alloc "$mode"
+        [ $? -eq 0 ] || { fail "train.py --alloc $mode on the GPU (see train-$mode.err)"; return; }
+    done
+    if ! cmp -s "$out/train-per-tensor.out" "$out/train-pooled.out"; then
+        fail "train.py: the two allocation patterns disagree on the GPU"
+        return
+    fi
+    ref=$(digest_of "$out/train-per-tensor.out")
+    pass "train.py on the GPU, both allocation patterns: digest $ref"
+    for mode in per-tensor pooled; do
+        run "shim-$mode" 300 env LD_PRELOAD="$SHIM" ELIXIR_STATS=1 "$PYTHON" "${TRAIN[@]}" \
+            --alloc "$mode"
+        got=$(digest_of "$out/shim-$mode.out")
+        peak=$(stat_of "$out/shim-$mode.err" "GPU peak")
+        if [ "$got" != "$ref" ] || [ -z "$peak" ]; then
+            fail "train.py --alloc $mode under the shim, unlimited: digest '$got', peak '$peak'"
+            continue
+        fi
+        pass "train.py --alloc $mode under the shim, unlimited: same digest, GPU peak $peak MiB"
+        [ "$mode" = per-tensor ] && train_peak=$peak
+        for frac in 2 4 8; do
+            run "shim-$mode-$frac" 300 env LD_PRELOAD="$SHIM" ELIXIR_STATS=1 \
+                ELIXIR_GPU_MEMORY=$((peak * 1048576 / frac)) "$PYTHON" "${TRAIN[@]}" --alloc "$mode"
+            got=$(digest_of "$out/shim-$mode-$frac.out")
+            moved=$(stat_of "$out/shim-$mode-$frac.err" "migrations to host")
+            if [ "$got" = "$ref" ] && [ "${moved:-0}" -gt 0 ]; then
+                pass "train.py --alloc $mode at 1/$frac ($((peak / frac)) MiB): same digest," \
+                     "$moved migrations out"
+            else
+                fail "train.py --alloc $mode at 1/$frac: digest '$got', migrations '$moved'" \
+                     "(see shim-$mode-$frac.err)"
+            fi
+        done
+    done
+    run train-check 300 "$PYTHON" examples/train.py --preset tiny --check
+    [ $? -eq 0 ] && pass "train.py --preset tiny --check on the GPU" \
+        || fail "train.py --preset tiny --check on the GPU (see train-check.out)"
+    run shim-check 300 env LD_PRELOAD="$SHIM" "$PYTHON" examples/train.py --preset tiny --check
+    [ $? -eq 0 ] && pass "train.py --preset tiny --check under the shim" \
+        || fail "train.py --preset tiny --check under the shim (see shim-check.out)"
+}
+
+# ---------------------------------------------------------------- traces
+# The first libcupti beside the CUDA toolkit or in Python's nvidia packages.
+find_cupti() {
+    local cuda=${CUDA_HOME:-/usr/local/cuda} d
+    for d in "$cuda/extras/CUPTI/lib64" "$cuda/lib64" $("$PYTHON" -c '
+import os, nvidia
+for p in nvidia.__path__:
+    print(os.path.join(p, "cu13", "lib"), os.path.join(p, "cuda_cupti", "lib"))' 2>/dev/null)
+    do
+        ls "$d"/libcupti.so* 2>/dev/null | head -n 1
+    done | head -n 1
+}
+
+check_trace() {
+    local ref peak cupti name how got
+    if [ ! -s "$out/train-per-tensor.out" ]; then
+        run train-per-tensor 300 "$PYTHON" "${TRAIN[@]}" --alloc per-tensor
+    fi
+    if [ -z "$train_peak" ] && [ ! -s "$out/shim-per-tensor.err" ]; then
+        run shim-per-tensor 300 env LD_PRELOAD="$SHIM" ELIXIR_STATS=1 "$PYTHON" "${TRAIN[@]}"
+    fi
+    ref=$(digest_of "$out/train-per-tensor.out")
+    peak=${train_peak:-$(stat_of "$out/shim-per-tensor.err" "GPU peak")}
+    if [ -z "$ref" ] || [ -z "$peak" ]; then
+        fail "traces: no digest or footprint from the job (see train-per-tensor.err," \
+             "shim-per-tensor.err)"
+        return
+    fi
+    cupti=$(find_cupti)
+    for name in cupti events; do
+        if [ $name = cupti ]; then
+            [ -n "$cupti" ] || { fail "traces: no libcupti found"; continue; }
+            how=$cupti
+        else
+            how=off
+        fi
+        rm -f "$out/trace-$name.etr"
+        run "trace-$name" 300 env LD_PRELOAD="$SHIM" ELIXIR_STATS=1 ELIXIR_LOG=info \
+            ELIXIR_CUPTI="$how" ELIXIR_TRACE="$out/trace-$name.etr" \
+            ELIXIR_GPU_MEMORY=$((peak * 1048576 / 4)) "$PYTHON" "${TRAIN[@]}"
+        got=$(digest_of "$out/trace-$name.out")
+        if [ $name = cupti ] && grep -q "device times from CUDA events" "$out/trace-$name.err"
+        then
+            fail "trace with $cupti: CUPTI was not used: $(grep -m1 "device times" \
+                "$out/trace-$name.err")"
+            continue
+        fi
+        if [ "$got" != "$ref" ]; then
+            fail "trace ($name timing) at 1/4: digest '$got' (see trace-$name.err)"
+            continue
+        fi
+        if ! "$TRACE_TOOL" summary "$out/trace-$name.etr" >"$out/trace-$name.summary" 2>&1 ||
+            ! "$TRACE_TOOL" kernels --top 10 "$out/trace-$name.etr" >"$out/trace-$name.kernels" 2>&1
+        then
+            fail "trace ($name timing): elixir-trace could not read it (see trace-$name.summary)"
+        elif [ "$(awk 'NR == 3 { print $1 }' "$out/trace-$name.kernels")" = - ]; then
+            fail "trace ($name timing): no kernel has a device time (see trace-$name.kernels)"
+        else
+            pass "trace ($name timing, ELIXIR_CUPTI=$how) at 1/4: same digest, kernels timed" \
+                 "($(awk 'NR == 3 { print $NF ": " $1 " " $2 " in " $3 " launches" }' \
+                     "$out/trace-$name.kernels"))"
+        fi
+    done
+}
+
+# ---------------------------------------------------------------- PyTorch
+check_torch() {
+    local ref peak frac got
+    if ! "$PYTHON" -c 'import torch; assert torch.cuda.is_available()' 2>/dev/null; then
+        skip "PyTorch: python3 cannot import torch or sees no GPU"
+        return
+    fi
+    run torch 300 "$PYTHON" tools/gpu/torch_mlp.py ||
+        { fail "PyTorch without the shim (see torch.err)"; return; }
+    ref=$(digest_of "$out/torch.out")
+    peak=$(awk '/^peak / { print int($2 / 1048576) }' "$out/torch.out")
+    pass "PyTorch MLP without the shim: peak $peak MiB, digest $ref"
+    run torch-shim 300 env LD_PRELOAD="$SHIM" ELIXIR_STATS=1 "$PYTHON" tools/gpu/torch_mlp.py
+    got=$(digest_of "$out/torch-shim.out")
+    [ "$got" = "$ref" ] && pass "PyTorch MLP under the shim, unlimited: same digest" \
+        || fail "PyTorch MLP under the shim, unlimited: digest '$got' (see torch-shim.err)"
+    for frac in 2 4; do
+        run "torch-shim-$frac" 300 env LD_PRELOAD="$SHIM" ELIXIR_STATS=1 \
+            ELIXIR_GPU_MEMORY=$((peak * 1048576 / frac)) "$PYTHON" tools/gpu/torch_mlp.py
+        got=$(digest_of "$out/torch-shim-$frac.out")
+        [ "$got" = "$ref" ] && pass "PyTorch MLP at 1/$frac ($((peak / frac)) MiB): same digest," \
+            "$(stat_of "$out/torch-shim-$frac.err" "migrations to host") migrations out" \
+            || fail "PyTorch MLP at 1/$frac: digest '$got' (see torch-shim-$frac.err)"
+    done
+}
+
+# ---------------------------------------------------------------- benchmarks
+check_bench() {
+    local b
+    for b in shim_launch shim_alloc; do
+        if run "bench-$b" 300 env BUILD="$BUILD" "$BUILD/bench/$b"; then
+            pass "bench/$b on the GPU (figures in bench-$b.out)"
+        else
+            fail "bench/$b on the GPU (see bench-$b.err)"
+        fi
+    done
+}
+
+# ---------------------------------------------------------------- the simulator's tests
+check_sim() {
+    local t n=0 ok=0
+    : >"$out/sim.txt"
+    for t in "$BUILD"/tests/*; do
+        case ${t##*/} in runner|*.d|*.sh|unit_*) continue ;; esac
+        [ -x "$t" ] && [ -f "$t" ] || continue
+        echo "$t"
+    done | xargs -P 4 -I{} sh -c 'timeout -k 5 30 "$1" >/dev/null 2>"$2/sim-$(basename "$1").err";
+        echo "$? $(basename "$1")" >>"$2/sim.txt"' _ {} "$out"
+    sort -k2 -o "$out/sim.txt" "$out/sim.txt"
+    n=$(wc -l <"$out/sim.txt")
+    ok=$(awk '$1 == 0' "$out/sim.txt" | wc -l)
+    pass "simulator tests on the real driver: $ok of $n exit 0 (table in sim.txt)"
+}
+
+want train && check_train
+want trace && check_trace
+want torch && check_torch
+want bench && check_bench
+want sim && check_sim
+echo "$npass passed, $nfail failed, $nskip skipped"
+[ "$nfail" -eq 0 ]
