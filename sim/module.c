@@ -428,18 +428,20 @@ static CUresult func_handle(CUfunction f, struct CUfunc_st **out)
     return r;
 }
 
+/* The offset is always returned and only the size is optional ("paramSize can be set to NULL
+ * if only the parameter offset is desired"): a NULL paramOffset is CUDA_ERROR_INVALID_VALUE,
+ * as the real driver answers it. */
 static CUresult param_info(CUfunction f, size_t index, size_t *offset, size_t *size)
 {
     struct CUfunc_st *fn;
     CUresult r = func_handle(f, &fn);
     if (r != CUDA_SUCCESS)
         return r;
-    if (!offset && !size)
+    if (!offset)
         return CUDA_ERROR_INVALID_VALUE;
     if (index >= fn->entry->nparams)
         return CUDA_ERROR_INVALID_VALUE;
-    if (offset)
-        *offset = fn->entry->params[index].offset;
+    *offset = fn->entry->params[index].offset;
     if (size)
         *size = fn->entry->params[index].size;
     return CUDA_SUCCESS;

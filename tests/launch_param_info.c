@@ -2,9 +2,11 @@
 /*
  * launch_param_info.c - cuFuncGetParamInfo and cuKernelGetParamInfo report each parameter's
  * offset and size in the argument buffer as the PTX lays it out, including a structure passed
- * by value (.param .align 8 .b8 s[24]) and the padding before an aligned parameter; an index
- * past the last parameter is CUDA_ERROR_INVALID_VALUE, and so is a CUkernel handed to
- * cuFuncGetParamInfo (which takes a CUfunction; cuKernelGetParamInfo is the CUkernel's).
+ * by value (.param .align 8 .b8 s[24]) and the padding before an aligned parameter; the size
+ * is optional but the offset is not (a NULL paramOffset is CUDA_ERROR_INVALID_VALUE, as on the
+ * real driver); an index past the last parameter is CUDA_ERROR_INVALID_VALUE, and so is a
+ * CUkernel handed to cuFuncGetParamInfo (which takes a CUfunction; cuKernelGetParamInfo is the
+ * CUkernel's).
  */
 #include "simtest.h"
 
@@ -45,8 +47,11 @@ int main(void)
     }
     CHECK_CU(cuFuncGetParamInfo(f, 1, &off, NULL));
     EXPECT(off == 8, "offset alone: %zu", off);
-    CHECK_CU(cuFuncGetParamInfo(f, 1, NULL, &size));
-    EXPECT(size == 24, "size alone: %zu", size);
+    CHECK_CU(cuKernelGetParamInfo(k, 1, &off, NULL));
+    EXPECT(off == 8, "kernel offset alone: %zu", off);
+    /* Only paramSize is optional: the real driver refuses a NULL paramOffset. */
+    EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuFuncGetParamInfo(f, 1, NULL, &size));
+    EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuKernelGetParamInfo(k, 1, NULL, &size));
     EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuFuncGetParamInfo(f, 5, &off, &size));
     EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuKernelGetParamInfo(k, 5, &off, &size));
     /* A CUkernel is asked through cuKernelGetParamInfo, not in a CUfunction's place. */
