@@ -563,10 +563,6 @@ int res_meminfo(size_t *free_b, size_t *total, CUresult *r)
     arena_stats_t st;
     if (!d)
         return 0;
-    if (!free_b || !total) {
-        *r = CUDA_ERROR_INVALID_VALUE;
-        return 1;
-    }
     shim_lock(&d->lock);
     relax_t rx = relax_begin();
     if (d->deferred)
@@ -577,8 +573,10 @@ int res_meminfo(size_t *free_b, size_t *total, CUresult *r)
     arena_stats(d->arena, &st);
     uint64_t cap = capacity(d), used = held(d, &st);
     shim_unlock(&d->lock);
-    *total = cap;
-    *free_b = used < cap ? cap - used : 0;
+    if (total)                          /* either may be NULL, as the driver allows */
+        *total = cap;
+    if (free_b)
+        *free_b = used < cap ? cap - used : 0;
     *r = CUDA_SUCCESS;
     return 1;
 }

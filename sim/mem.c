@@ -392,18 +392,20 @@ SIM_API CUresult CUDAAPI cuIpcGetMemHandle(CUipcMemHandle *pHandle, CUdeviceptr 
     return CUDA_SUCCESS;
 }
 
+/* Either output may be NULL, as the real driver allows (it answers CUDA_SUCCESS for a NULL
+ * free, a NULL total and both): only the values asked for are written. */
 SIM_API CUresult CUDAAPI cuMemGetInfo_v2(size_t *free_bytes, size_t *total)
 {
     CUcontext ctx;
     CUresult r = sim_ctx_get(&ctx);
     if (r != CUDA_SUCCESS)
         return r;
-    if (!free_bytes || !total)
-        return CUDA_ERROR_INVALID_VALUE;
     sim_device_t *d = &sim_devs[ctx->device];
     uint64_t used = atomic_load(&d->used);
-    *total = d->total;
-    *free_bytes = used > d->total ? 0 : d->total - used;
+    if (total)
+        *total = d->total;
+    if (free_bytes)
+        *free_bytes = used > d->total ? 0 : d->total - used;
     return CUDA_SUCCESS;
 }
 

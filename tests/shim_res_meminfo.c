@@ -4,7 +4,8 @@
  * host budget) by default, the device's own figures with ELIXIR_MEMINFO=physical.
  *
  * The scenario prints cuMemGetInfo at start, after allocating 4 MiB, 8 MiB more and 256 bytes,
- * and after freeing the two large buffers.  The test runs it under the shim three times:
+ * and after freeing the two large buffers, checking each time that a NULL free or total pointer
+ * is allowed and the other still answered.  The test runs it under the shim four times:
  *  - ELIXIR_GPU_MEMORY=8M ELIXIR_HOST_MEMORY=16M: total is 24 MiB throughout, and free is
  *    total less the chunks in use (the small allocation takes a whole 2 MiB chunk);
  *  - ELIXIR_GPU_MEMORY=auto: total is the automatic capacity (the device's free memory less
@@ -20,11 +21,18 @@
 #define MIB ((size_t)1 << 20)
 #define STEPS 5
 
+/* Print free and total; each asked for alone (the other pointer NULL, which the driver allows)
+ * must be the same. */
 static void print_info(void)
 {
-    size_t free_b = 0, total = 0;
+    size_t free_b = 0, total = 0, free_alone = 0, total_alone = 0;
 
     CHECK_CU(cuMemGetInfo(&free_b, &total));
+    CHECK_CU(cuMemGetInfo(&free_alone, NULL));
+    CHECK_CU(cuMemGetInfo(NULL, &total_alone));
+    CHECK_CU(cuMemGetInfo(NULL, NULL));
+    EXPECT(free_alone == free_b && total_alone == total, "alone: free %zu, total %zu; "
+           "together: %zu, %zu", free_alone, total_alone, free_b, total);
     printf("%zu %zu\n", free_b, total);
 }
 
