@@ -22,9 +22,14 @@
  * an ARRAY operand is CUDA_ERROR_NOT_SUPPORTED (the simulator has no CUDA arrays, and no handle
  * a program holds can be one); a capturing stream is CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, and
  * the capture stays valid, as CUDA 13 drivers are reported to do (rapidsai/rmm issue 2518: the
- * batch is missing from a graph that ends and launches without error).  The 12.8 ABI's
- * *failIdx receives, on failure only, the index of the copy the error is about, or SIZE_MAX
- * when it is about no one copy.
+ * batch is missing from a graph that ends and launches without error).
+ *
+ * The 12.8 ABI's failIdx ("the index of the copy where a failure was encountered ... SIZE_MAX
+ * if the error doesn't pertain to any specific copy") is written whatever the result, as the
+ * real driver (580, CUDA 13) writes it: SIZE_MAX on success and for an error about no one
+ * copy, which includes a bad attribute entry (an access order or flag in attrs[k]: the entry
+ * is wrong, not a copy, and the driver answers SIZE_MAX there too); the copy's index for an
+ * error in one copy or one 3D operation.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -172,32 +177,33 @@ static CUresult batch_submit(batch_t *b)
 }
 
 /* The end of a batch call that got to r: every copy submitted when r is CUDA_SUCCESS; else
- * nothing is queued, and *fail_idx (when asked for) names the copy the error is about. */
+ * nothing is queued.  *fail_idx (when asked for) names the copy the error is about: SIZE_MAX
+ * on success and for an error about no one copy. */
 static CUresult batch_end(batch_t *b, CUresult r, size_t *fail_idx)
 {
     if (r == CUDA_SUCCESS)
-        return batch_submit(b);
-    batch_abandon(b);
+        r = batch_submit(b);
+    else
+        batch_abandon(b);
     if (fail_idx)
-        *fail_idx = b->fail;
+        *fail_idx = r == CUDA_SUCCESS ? SIZE_MAX : b->fail;
     return r;
 }
 
 /* ---------------------------------------------------------------- cuMemcpyBatchAsync */
 
-/* The attribute rules of cuMemcpyBatchAsync; *fail: the first copy a bad entry applies to. */
+/* The attribute rules of cuMemcpyBatchAsync.  A bad entry is about no one copy (failIdx
+ * SIZE_MAX, as on the real driver), even when it applies to a single one. */
 static CUresult check_attrs(size_t count, const CUmemcpyAttributes *attrs, const size_t *idxs,
-                            size_t n, size_t *fail)
+                            size_t n)
 {
     if (!attrs || !idxs || n == 0 || n > count || idxs[0] != 0)
         return CUDA_ERROR_INVALID_VALUE;
     for (size_t k = 0; k < n; k++) {
         if (idxs[k] >= count || (k > 0 && idxs[k] <= idxs[k - 1]))
             return CUDA_ERROR_INVALID_VALUE;
-        if (!order_valid(attrs[k].srcAccessOrder) || (attrs[k].flags & ~KNOWN_FLAGS)) {
-            *fail = idxs[k];
+        if (!order_valid(attrs[k].srcAccessOrder) || (attrs[k].flags & ~KNOWN_FLAGS))
             return CUDA_ERROR_INVALID_VALUE;
-        }
     }
     return CUDA_SUCCESS;
 }
@@ -213,7 +219,7 @@ static CUresult batch_1d(const CUdeviceptr *dsts, const CUdeviceptr *srcs, const
     if (r == CUDA_SUCCESS && (count == 0 || !dsts || !srcs || !sizes))
         r = CUDA_ERROR_INVALID_VALUE;
     if (r == CUDA_SUCCESS)
-        r = check_attrs(count, attrs, idxs, nattrs, &b.fail);
+        r = check_attrs(count, attrs, idxs, nattrs);
     if (r == CUDA_SUCCESS)
         r = batch_begin(&b, name, s, count);
     for (size_t i = 0, k = 0; r == CUDA_SUCCESS && i < count; i++) {
