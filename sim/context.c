@@ -4,9 +4,21 @@
  * sticky error state a context enters after a fault.
  *
  * A context owns its legacy default stream and a list of its streams.  Context structures
- * are never freed (a destroyed context keeps its magic cleared), so a stale handle is
- * reported as CUDA_ERROR_INVALID_CONTEXT instead of being a use after free; they stay on one
- * list for the life of the process (which also tells a leak checker they are kept on purpose).
+ * are never freed (a destroyed context keeps its magic and is marked destroyed), so a stale
+ * handle is an error instead of a use after free; they stay on one list for the life of the
+ * process (which also tells a leak checker they are kept on purpose).
+ *
+ * A destroyed context, passed in or current to a thread, is CUDA_ERROR_CONTEXT_IS_DESTROYED
+ * ("the context current to the calling thread has been destroyed using cuCtxDestroy"; and
+ * cuCtxDestroy: "If ctx is current to other threads, then ctx will remain current to those
+ * threads, and attempting to access ctx from those threads will result in the error
+ * CUDA_ERROR_CONTEXT_IS_DESTROYED"), as the real driver answers it (580, CUDA 13): for
+ * cuCtxSynchronize_v2, cuCtxDestroy, cuCtxGetId and the peer calls given one, and for every
+ * call that needs the current context.  Passing a destroyed context is undefined behaviour
+ * ("doing so will result in undefined behavior"): cuCtxPushCurrent and cuCtxSetCurrent refuse
+ * one the same way, where the real driver answers CUDA_SUCCESS and then corrupts its heap at
+ * the next pop or set; cuCtxGetApiVersion and cuCtxGetDevice_v2 given one keep answering
+ * CUDA_ERROR_INVALID_CONTEXT (the real driver's answer for the first).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -26,10 +38,20 @@ CUcontext sim_ctx_current(void)
     return ctx_depth ? ctx_stack[ctx_depth - 1] : NULL;
 }
 
+/* A context handle: CUDA_ERROR_INVALID_CONTEXT unless it is one, and
+ * CUDA_ERROR_CONTEXT_IS_DESTROYED once cuCtxDestroy destroyed it. */
+static CUresult ctx_handle(CUcontext ctx)
+{
+    if (!ctx || ctx->magic != SIM_CTX_MAGIC)
+        return CUDA_ERROR_INVALID_CONTEXT;
+    return ctx->destroyed ? CUDA_ERROR_CONTEXT_IS_DESTROYED : CUDA_SUCCESS;
+}
+
 CUresult sim_ctx_check(CUcontext ctx)
 {
-    if (!ctx || ctx->magic != SIM_CTX_MAGIC || ctx->destroyed)
-        return CUDA_ERROR_INVALID_CONTEXT;
+    CUresult r = ctx_handle(ctx);
+    if (r != CUDA_SUCCESS)
+        return r;
     int sticky = atomic_load(&ctx->sticky);
     return sticky ? (CUresult)sticky : CUDA_SUCCESS;
 }
@@ -159,7 +181,9 @@ SIM_API CUresult CUDAAPI cuCtxDestroy_v2(CUcontext ctx)
     CUresult r = sim_check_init();
     if (r != CUDA_SUCCESS)
         return r;
-    if (!ctx || ctx->magic != SIM_CTX_MAGIC || ctx->destroyed || ctx->is_primary)
+    if ((r = ctx_handle(ctx)) != CUDA_SUCCESS)
+        return r;
+    if (ctx->is_primary)
         return CUDA_ERROR_INVALID_CONTEXT;
     sim_ctx_wait_idle(ctx);
     ctx->destroyed = 1;
@@ -177,8 +201,8 @@ SIM_API CUresult CUDAAPI cuCtxPushCurrent_v2(CUcontext ctx)
     CUresult r = sim_check_init();
     if (r != CUDA_SUCCESS)
         return r;
-    if (!ctx || ctx->magic != SIM_CTX_MAGIC || ctx->destroyed)
-        return CUDA_ERROR_INVALID_CONTEXT;
+    if ((r = ctx_handle(ctx)) != CUDA_SUCCESS)
+        return r;
     return push(ctx);
 }
 
@@ -215,8 +239,8 @@ SIM_API CUresult CUDAAPI cuCtxSetCurrent(CUcontext ctx)
             ctx_depth--;
         return CUDA_SUCCESS;
     }
-    if (ctx->magic != SIM_CTX_MAGIC || ctx->destroyed)
-        return CUDA_ERROR_INVALID_CONTEXT;
+    if ((r = ctx_handle(ctx)) != CUDA_SUCCESS)
+        return r;
     if (ctx_depth)
         ctx_stack[ctx_depth - 1] = ctx;
     else
@@ -254,10 +278,9 @@ static CUresult peer_pair(CUcontext peer, CUcontext *cur)
     if (r != CUDA_SUCCESS)
         return r;
     *cur = sim_ctx_current();
-    if (!*cur || (*cur)->magic != SIM_CTX_MAGIC || (*cur)->destroyed || !peer ||
-        peer->magic != SIM_CTX_MAGIC || peer->destroyed || peer == *cur)
-        return CUDA_ERROR_INVALID_CONTEXT;
-    return CUDA_SUCCESS;
+    if ((r = ctx_handle(*cur)) != CUDA_SUCCESS || (r = ctx_handle(peer)) != CUDA_SUCCESS)
+        return r;
+    return peer == *cur ? CUDA_ERROR_INVALID_CONTEXT : CUDA_SUCCESS;
 }
 
 SIM_API CUresult CUDAAPI cuCtxEnablePeerAccess(CUcontext peerContext, unsigned int Flags)
@@ -355,20 +378,27 @@ SIM_API CUresult CUDAAPI cuCtxGetId(CUcontext ctx, unsigned long long *ctxId)
         ctx = sim_ctx_current();
     if (!ctxId)
         return CUDA_ERROR_INVALID_VALUE;
-    if (!ctx || ctx->magic != SIM_CTX_MAGIC || ctx->destroyed)
-        return CUDA_ERROR_INVALID_CONTEXT;
+    CUresult r = ctx_handle(ctx);
+    if (r != CUDA_SUCCESS)
+        return r;
     *ctxId = ctx->id;
     return CUDA_SUCCESS;
 }
 
+/* A destroyed context: CUDA_ERROR_CONTEXT_IS_DESTROYED when it is the current one, but
+ * CUDA_ERROR_INVALID_CONTEXT when passed in, as the real driver answers. */
 SIM_API CUresult CUDAAPI cuCtxGetApiVersion(CUcontext ctx, unsigned int *version)
 {
+    int explicit = ctx != NULL;
     if (!ctx)
         ctx = sim_ctx_current();
     if (!version)
         return CUDA_ERROR_INVALID_VALUE;
-    if (!ctx || ctx->magic != SIM_CTX_MAGIC || ctx->destroyed)
-        return CUDA_ERROR_INVALID_CONTEXT;
+    CUresult r = ctx_handle(ctx);
+    if (r == CUDA_ERROR_CONTEXT_IS_DESTROYED && explicit)
+        r = CUDA_ERROR_INVALID_CONTEXT;
+    if (r != CUDA_SUCCESS)
+        return r;
     *version = 13000;
     return CUDA_SUCCESS;
 }
@@ -432,8 +462,8 @@ SIM_API CUresult CUDAAPI cuCtxSynchronize(void)
     if (r != CUDA_SUCCESS)
         return r;
     ctx = sim_ctx_current();
-    if (!ctx || ctx->magic != SIM_CTX_MAGIC || ctx->destroyed)
-        return CUDA_ERROR_INVALID_CONTEXT;
+    if ((r = ctx_handle(ctx)) != CUDA_SUCCESS)
+        return r;
     if (sim_on_executor())
         return CUDA_ERROR_NOT_PERMITTED;
     if ((r = sim_capture_ctx_sync(ctx)) != CUDA_SUCCESS)
@@ -449,8 +479,8 @@ SIM_API CUresult CUDAAPI cuCtxSynchronize_v2(CUcontext ctx)
         return r;
     if (!ctx)
         return cuCtxSynchronize();
-    if (ctx->magic != SIM_CTX_MAGIC || ctx->destroyed)
-        return CUDA_ERROR_INVALID_CONTEXT;
+    if ((r = ctx_handle(ctx)) != CUDA_SUCCESS)
+        return r;
     if (sim_on_executor())
         return CUDA_ERROR_NOT_PERMITTED;
     if ((r = sim_capture_ctx_sync(ctx)) != CUDA_SUCCESS)

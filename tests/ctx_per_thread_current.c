@@ -3,7 +3,9 @@
  * ctx_per_thread_current.c - the current context belongs to the calling thread: a new thread
  * starts with none (calls that need one fail with CUDA_ERROR_INVALID_CONTEXT), making a context
  * current there does not change the main thread's, and a context is usable from any thread
- * it is made current in.
+ * it is made current in.  A context destroyed by another thread stays current to a thread,
+ * where what needs it fails with CUDA_ERROR_CONTEXT_IS_DESTROYED (cuCtxDestroy's documentation;
+ * the real driver answers so), until that thread pops it.
  */
 #include <pthread.h>
 
@@ -23,6 +25,41 @@ static void *worker(void *unused)
     CHECK_CU(cuMemsetD32(dev, 0x5eed, 64));
     CHECK_CU(cuCtxSynchronize());
     return NULL;
+}
+
+/* Current in this thread while the main thread destroys it (between the two barriers). */
+static pthread_barrier_t destroying;
+
+static void *orphan(void *ctx)
+{
+    CUcontext c = NULL;
+    CUdeviceptr d;
+    CHECK_CU(cuCtxSetCurrent(ctx));
+    pthread_barrier_wait(&destroying);
+    pthread_barrier_wait(&destroying);
+    CHECK_CU(cuCtxGetCurrent(&c));
+    EXPECT(c == ctx, "the destroyed context is no longer current here (%p)", (void *)c);
+    EXPECT_CU(CUDA_ERROR_CONTEXT_IS_DESTROYED, cuMemAlloc(&d, 256));
+    EXPECT_CU(CUDA_ERROR_CONTEXT_IS_DESTROYED, cuCtxSynchronize());
+    CHECK_CU(cuCtxPopCurrent(&c));
+    EXPECT(c == ctx, "popped %p, expected the destroyed context", (void *)c);
+    EXPECT_CU(CUDA_ERROR_INVALID_CONTEXT, cuCtxSynchronize());
+    return NULL;
+}
+
+static void destroyed_elsewhere(void)
+{
+    CUcontext ctx;
+    pthread_t t;
+    CHECK_CU(cuCtxCreate(&ctx, NULL, 0, 0));
+    CHECK_CU(cuCtxPopCurrent(NULL));
+    EXPECT(pthread_barrier_init(&destroying, NULL, 2) == 0, "pthread_barrier_init");
+    EXPECT(pthread_create(&t, NULL, orphan, ctx) == 0, "pthread_create");
+    pthread_barrier_wait(&destroying);
+    CHECK_CU(cuCtxDestroy(ctx));
+    pthread_barrier_wait(&destroying);
+    pthread_join(t, NULL);
+    pthread_barrier_destroy(&destroying);
 }
 
 int main(void)
@@ -46,5 +83,6 @@ int main(void)
     CHECK_CU(cuCtxGetCurrent(&mine));
     EXPECT(mine == primary, "after destroying: current %p, expected the primary %p",
            (void *)mine, (void *)primary);
+    destroyed_elsewhere();
     return 0;
 }

@@ -2,8 +2,9 @@
 /*
  * peer_access.c - cuCtxEnablePeerAccess and cuCtxDisablePeerAccess, and what they allow.  On a
  * two-device machine (ELIXIR_SIM_DEVICES=2; the test re-executes itself): the calls' errors (no
- * current context, the current context as its own peer, a destroyed peer, flags, a second
- * enable, a disable of access never enabled); a kernel on device 0 that writes device 1's
+ * current context, the current context as its own peer, a destroyed peer, which is
+ * CUDA_ERROR_CONTEXT_IS_DESTROYED as on the real driver, flags, a second enable, a disable of
+ * access never enabled); a kernel on device 0 that writes device 1's
  * cuMemAlloc memory once peer access is enabled (the words land there), and again after it was
  * disabled (CUDA_ERROR_ILLEGAL_ADDRESS: device 0's context is lost, device 1's carries on);
  * copies between the two devices, which need no peer access.  The same holds for a pointer a
@@ -46,7 +47,7 @@ static void peers(void *unused)
     CHECK_CU(cuMemAlloc(&p0, WORDS * 4));
 
     EXPECT_CU(CUDA_ERROR_INVALID_CONTEXT, cuCtxEnablePeerAccess(c0, 0));
-    EXPECT_CU(CUDA_ERROR_INVALID_CONTEXT, cuCtxEnablePeerAccess(other, 0));
+    EXPECT_CU(CUDA_ERROR_CONTEXT_IS_DESTROYED, cuCtxEnablePeerAccess(other, 0));
     EXPECT_CU(CUDA_ERROR_INVALID_CONTEXT, cuCtxEnablePeerAccess(NULL, 0));
     EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuCtxEnablePeerAccess(c1, 1));
     EXPECT_CU(CUDA_ERROR_PEER_ACCESS_NOT_ENABLED, cuCtxDisablePeerAccess(c1));
