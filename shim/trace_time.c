@@ -58,7 +58,7 @@ static struct {
                                      * its activity (shim_timing_window) */
     trc_cupti_t *cupti;             /* open while subscribed (its clock is the trace's) */
     int enabled;                    /* CUPTI activity on */
-    int closed;                     /* CUPTI's clock given up (shim_timing_retire) */
+    _Atomic int closed;             /* CUPTI's clock given up (shim_timing_retire) */
     PFN_cuEventElapsedTime_v2000 elapsed;
     pthread_mutex_t lock;
     pair_t *head, **tail;           /* waiting for their second event */
@@ -91,11 +91,6 @@ static void sink(void *ctx, uint64_t op, int kind, uint64_t start, uint64_t end)
         emit_timing(op, TRC_TIMING_CUPTI, start, end, end);
 }
 
-static uint64_t cupti_clock(void)
-{
-    return trc_cupti_now(TM.cupti);
-}
-
 static uint64_t mono_ns(void)
 {
     struct timespec ts;
@@ -107,6 +102,15 @@ static uint64_t mono_ns(void)
 static uint64_t closed_clock(void)
 {
     return TM.closed_at + (mono_ns() - TM.mono_at);
+}
+
+/* CUPTI's clock, until it is detached: a thread that read the trace's clock pointer just
+ * before shim_timing_retire replaced it carries on with the monotonic one instead. */
+static uint64_t cupti_clock(void)
+{
+    if (atomic_load_explicit(&TM.closed, memory_order_acquire))
+        return closed_clock();
+    return trc_cupti_now(TM.cupti);
 }
 
 trace_clock_t shim_timing_open(PFN_cuEventElapsedTime_v2000 elapsed)
@@ -394,9 +398,9 @@ trace_clock_t shim_timing_retire(void)
     trc_cupti_flush(TM.cupti);
     TM.closed_at = trc_cupti_now(TM.cupti);
     TM.mono_at = mono_ns();
-    trc_cupti_unsubscribe(TM.cupti);
-    TM.closed = 1;
+    atomic_store_explicit(&TM.closed, 1, memory_order_release);
     TM.source = SRC_NONE;
+    trc_cupti_detach(TM.cupti);
     return closed_clock;
 }
 

@@ -8,7 +8,8 @@
  * launched after it are not, while memsets, still enabled, are.  Once every kind is disabled
  * the stand-in detaches from the simulator (another observer can attach: the simulator pays
  * nothing per operation), it attaches again when a kind is enabled, and nothing submitted
- * while all kinds are off is ever recorded.
+ * while all kinds are off is ever recorded.  cuptiFinalize turns every kind off and forgets
+ * the buffer callbacks (a flush is then refused); registering and enabling again works.
  */
 #include <errno.h>
 
@@ -71,6 +72,22 @@ int main(void)
     ct_flush();
     EXPECT(ct_nrecords == 0, "nothing recorded with every kind off, got %zu records",
            ct_nrecords);
+
+    CHECK_CUPTI(ct.enable(CUPTI_ACTIVITY_KIND_MEMSET));
+    CHECK_CUPTI(ct.finalize());
+    EXPECT(sim_activity_attach(&other) == 0, "cuptiFinalize detached the stand-in");
+    sim_activity_detach(&other);
+    CHECK_CU(cuMemsetD8Async(d, 3, 4096, NULL));
+    CHECK_CU(cuCtxSynchronize());
+    EXPECT_CUPTI(CUPTI_ERROR_INVALID_OPERATION, ct.flush_all(0));
+    EXPECT(ct_nrecords == 0, "nothing recorded after cuptiFinalize, got %zu", ct_nrecords);
+    ct_register();
+    CHECK_CUPTI(ct.enable(CUPTI_ACTIVITY_KIND_MEMSET));
+    CHECK_CU(cuMemsetD8Async(d, 4, 4096, NULL));
+    CHECK_CU(cuCtxSynchronize());
+    ct_flush();
+    EXPECT(ct_count(CUPTI_ACTIVITY_KIND_MEMSET) == 1, "recording again after registering: %zu",
+           ct_count(CUPTI_ACTIVITY_KIND_MEMSET));
 
     CHECK_CU(cuMemFree(d));
     CHECK_CU(cuModuleUnload(mod));

@@ -3,7 +3,8 @@
  * cupti_subscribe_twice.c - CUPTI admits one subscriber: a second cuptiSubscribe (or
  * cuptiSubscribe_v2) fails with CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED, which is how a
  * tool learns that a profiler already holds CUPTI; _v2 names the holder.  Unsubscribing
- * accepts only the live handle, and frees the place for a new subscriber.
+ * accepts only the live handle, and frees the place for a new subscriber; so does
+ * cuptiFinalize (CUPTI detached from the process).
  */
 #include "cupti_test.h"
 
@@ -39,6 +40,8 @@ int main(void)
     CHECK_CUPTI(ct.subscribe(&third, callback, NULL));
     EXPECT_CUPTI(CUPTI_ERROR_MULTIPLE_SUBSCRIBERS_NOT_SUPPORTED,
                  ct.subscribe(&second, NULL, NULL));
-    CHECK_CUPTI(ct.unsubscribe(third));
+    CHECK_CUPTI(ct.finalize());
+    CHECK_CUPTI(ct.subscribe(&second, callback, NULL));
+    CHECK_CUPTI(ct.unsubscribe(second));
     return 0;
 }

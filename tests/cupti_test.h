@@ -35,6 +35,7 @@ typedef struct ct_api {
     __typeof__(cuptiUnsubscribe) *unsubscribe;
     __typeof__(cuptiGetResultString) *result_string;
     __typeof__(cuptiGetErrorMessage) *error_message;
+    __typeof__(cuptiFinalize) *finalize;
 } ct_api_t;
 
 static ct_api_t ct;
@@ -86,6 +87,7 @@ static inline void ct_open(void)
     ct.unsubscribe = ct_sym(lib, "cuptiUnsubscribe");
     ct.result_string = ct_sym(lib, "cuptiGetResultString");
     ct.error_message = ct_sym(lib, "cuptiGetErrorMessage");
+    ct.finalize = ct_sym(lib, "cuptiFinalize");
 }
 
 /* ---------------------------------------------------------------- collected records */

@@ -40,10 +40,11 @@ void trc_cupti_pop(trc_cupti_t *c);
 uint64_t trc_cupti_now(trc_cupti_t *c);
 /* Delivers every completed record to the sink (cuptiActivityFlushAll). */
 int trc_cupti_flush(trc_cupti_t *c);
-/* Gives up the subscription (another tool may then subscribe); the clock stays readable and
- * the client open.  Once is enough; close does it if it was not done. */
-void trc_cupti_unsubscribe(trc_cupti_t *c);
-/* Disables, flushes, unsubscribes; the library stays loaded. */
+/* Disables, flushes, unsubscribes, and detaches CUPTI from the process (cuptiFinalize, where
+ * the library has it), after which nothing may call into CUPTI: not even trc_cupti_now.
+ * Another tool may subscribe then.  Once is enough; close does it if it was not done. */
+void trc_cupti_detach(trc_cupti_t *c);
+/* Detaches (above) and frees the client; the library stays loaded. */
 void trc_cupti_close(trc_cupti_t *c);
 
 #endif

@@ -280,6 +280,14 @@ static CUptiResult set_kind(CUpti_ActivityKind kind, int on)
     return r;
 }
 
+void sim_cupti_activity_off(void)
+{
+    pthread_mutex_lock(&enable_lock);
+    if (atomic_exchange(&enabled, 0))
+        sim_activity_detach(&observer);
+    pthread_mutex_unlock(&enable_lock);
+}
+
 CUPTI_EXPORT CUptiResult CUPTIAPI cuptiActivityEnable(CUpti_ActivityKind kind)
 {
     return set_kind(kind, 1);

@@ -133,6 +133,8 @@ static int request_buffer(void)
 {
     uint8_t *buf = NULL;
     size_t size = 0, max = 0;
+    if (!cb_request)
+        return -1;                      /* forgotten by cuptiFinalize */
     cb_request(&buf, &size, &max);
     if (!buf)
         return -1;
@@ -239,6 +241,17 @@ cuptiActivityRegisterCallbacks(CUpti_BuffersCallbackRequestFunc funcBufferReques
     pthread_once(&worker_once, start_worker);
     atomic_store_explicit(&registered, 1, memory_order_release);
     return CUPTI_SUCCESS;
+}
+
+void sim_cupti_buffers_forget(void)
+{
+    if (!atomic_exchange_explicit(&registered, 0, memory_order_acq_rel))
+        return;
+    deliver_all(1);
+    pthread_mutex_lock(&deliver);
+    cb_request = NULL;
+    cb_complete = NULL;
+    pthread_mutex_unlock(&deliver);
 }
 
 CUPTI_EXPORT CUptiResult CUPTIAPI cuptiActivityFlushAll(uint32_t flag)

@@ -27,6 +27,8 @@
 
 /* The activity kinds enabled now, one bit per CUpti_ActivityKind. */
 uint64_t sim_cupti_enabled(void);
+/* cuptiFinalize: every kind off (the stand-in detaches from the simulator). */
+void sim_cupti_activity_off(void);
 
 /* ------------------------------------------------------------------------- external.c */
 
@@ -45,5 +47,7 @@ size_t sim_cupti_record_size(CUpti_ActivityKind kind);
  * most a short internal lock.  Without registered buffer callbacks it is counted as dropped.
  */
 void sim_cupti_emit(const void *record, size_t size);
+/* cuptiFinalize: queued records delivered, then the buffer callbacks forgotten. */
+void sim_cupti_buffers_forget(void);
 
 #endif /* SIM_CUPTI_SIM_H */

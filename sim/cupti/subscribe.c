@@ -71,6 +71,18 @@ CUPTI_EXPORT CUptiResult CUPTIAPI cuptiSubscribe_v2(CUpti_SubscriberHandle *subs
                      p ? p->oldSubscriberName : NULL, p ? p->oldSubscriberSize : 0);
 }
 
+/* CUPTI detached from the process: as if freshly loaded, with no kind on, no buffer
+ * callbacks (the records still queued are delivered first) and no subscriber. */
+CUPTI_EXPORT CUptiResult CUPTIAPI cuptiFinalize(void)
+{
+    sim_cupti_activity_off();
+    sim_cupti_buffers_forget();
+    pthread_mutex_lock(&sub_lock);
+    subscribed = 0;
+    pthread_mutex_unlock(&sub_lock);
+    return CUPTI_SUCCESS;
+}
+
 CUPTI_EXPORT CUptiResult CUPTIAPI cuptiUnsubscribe(CUpti_SubscriberHandle subscriber)
 {
     CUptiResult r = CUPTI_ERROR_INVALID_PARAMETER;
