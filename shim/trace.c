@@ -1505,6 +1505,7 @@ void shim_trace_after_fork(void)
     trc_rec_abandon(shim_trace_rec);
     shim_trace_rec = NULL;
     shim_timing_after_fork();
+    atomic_store(&T.clock, NULL);       /* CUPTI's clock was the parent's (now() falls back) */
     pthread_mutex_init(&T.states_lock, NULL);
     pthread_mutex_init(&T.win_lock, NULL);
     pthread_mutex_init(&T.stream_lock, NULL);

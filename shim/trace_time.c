@@ -399,7 +399,8 @@ trace_clock_t shim_timing_retire(void)
     TM.closed_at = trc_cupti_now(TM.cupti);
     TM.mono_at = mono_ns();
     atomic_store_explicit(&TM.closed, 1, memory_order_release);
-    TM.source = SRC_NONE;
+    if (TM.source == SRC_CUPTI)
+        TM.source = SRC_NONE;
     trc_cupti_detach(TM.cupti);
     return closed_clock;
 }
