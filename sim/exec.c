@@ -464,6 +464,7 @@ CUresult sim_submit(CUstream s, sim_op_t *op, uint64_t *seq)
             e->stream = s;
         }
         e->seq = op->seq;
+        e->capture_ended = 0;
     }
     if (q_tail)
         q_tail->next = op;

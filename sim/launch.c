@@ -12,8 +12,6 @@
 
 #include "sim.h"
 
-#define MAX_SHARED (227u * 1024u)
-
 typedef struct launch_req {
     CUfunction f;
     unsigned grid[3], block[3];
@@ -46,6 +44,10 @@ static CUresult pack_args(void **params, void **extra, const sim_ptx_entry_t *e,
                           sim_kernel_op_t *k)
 {
     k->args_size = e->args_size;
+    k->params_end = 0;
+    for (uint32_t i = 0; i < e->nparams; i++)
+        if (e->params[i].offset + e->params[i].size > k->params_end)
+            k->params_end = e->params[i].offset + e->params[i].size;
     k->args = calloc(1, e->args_size ? e->args_size : 1);
     k->params = calloc(e->nparams ? e->nparams : 1, sizeof(void *));
     if (!k->args || !k->params)
@@ -53,9 +55,14 @@ static CUresult pack_args(void **params, void **extra, const sim_ptx_entry_t *e,
     if (extra) {
         void *buf;
         size_t size;
-        if (params || parse_extra(extra, &buf, &size) < 0 || size < e->args_size)
+        if (params || parse_extra(extra, &buf, &size) < 0 || size < k->params_end)
             return CUDA_ERROR_INVALID_VALUE;
-        memcpy(k->args, buf, e->args_size);
+        /* The size must be the parameters' own, without the tail padding a struct would
+         * have: "Passing arguments of the wrong size ... is equivalent to passing too many
+         * arguments" (CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES, what the real driver returns). */
+        if (size > k->params_end)
+            return CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES;
+        memcpy(k->args, buf, k->params_end);
     } else if (e->nparams) {
         if (!params)
             return CUDA_ERROR_INVALID_VALUE;
@@ -70,7 +77,11 @@ static CUresult pack_args(void **params, void **extra, const sim_ptx_entry_t *e,
     return CUDA_SUCCESS;
 }
 
-static CUresult check_dims(const unsigned grid[3], const unsigned block[3], unsigned shared)
+/* The launch shape against the device's limits, and the dynamic shared memory against the
+ * function's CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES ("If the user-specified dynamic
+ * shared memory size is larger than this value, the launch will fail"). */
+static CUresult check_dims(const unsigned grid[3], const unsigned block[3], unsigned shared,
+                           const struct CUfunc_st *fn)
 {
     static const unsigned gmax[3] = { 2147483647u, 65535u, 65535u };
     static const unsigned bmax[3] = { 1024u, 1024u, 64u };
@@ -80,7 +91,7 @@ static CUresult check_dims(const unsigned grid[3], const unsigned block[3], unsi
             return CUDA_ERROR_INVALID_VALUE;
         threads *= block[i];
     }
-    if (threads > 1024 || shared > MAX_SHARED)
+    if (threads > 1024 || shared > (unsigned)fn->max_dyn_shared)
         return CUDA_ERROR_INVALID_VALUE;
     return CUDA_SUCCESS;
 }
@@ -88,7 +99,7 @@ static CUresult check_dims(const unsigned grid[3], const unsigned block[3], unsi
 CUresult sim_kernel_op_build(struct CUfunc_st *fn, const sim_launch_t *cfg, void **params,
                              void **extra, sim_op_t **out)
 {
-    CUresult r = check_dims(cfg->grid, cfg->block, cfg->shared_bytes);
+    CUresult r = check_dims(cfg->grid, cfg->block, cfg->shared_bytes, fn);
     if (r != CUDA_SUCCESS)
         return r;
     sim_op_t *op = sim_op_new(SIM_OP_KERNEL);

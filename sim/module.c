@@ -219,6 +219,7 @@ static CUresult module_build(const void *image, int device, struct CUmod_st **ou
         m->funcs[i].mod = m;
         m->funcs[i].entry = &m->ptx.entries[i];
         m->funcs[i].fn = find_kernel(m->ptx.entries[i].name);
+        m->funcs[i].max_dyn_shared = SIM_SHARED_PER_BLOCK;   /* no static shared memory */
     }
     module_link(m);
     *out = m;
@@ -470,10 +471,11 @@ SIM_API CUresult CUDAAPI cuKernelGetParamInfo(CUkernel kernel, size_t paramIndex
     return param_info(kernel->func, paramIndex, paramOffset, paramSize);
 }
 
+/* "If either **name or hfunc is NULL, CUDA_ERROR_INVALID_VALUE is returned" (both calls). */
 SIM_API CUresult CUDAAPI cuFuncGetName(const char **name, CUfunction hfunc)
 {
     struct CUfunc_st *fn;
-    if (!name)
+    if (!name || !hfunc)
         return CUDA_ERROR_INVALID_VALUE;
     CUresult r = func_handle(hfunc, &fn);
     if (r == CUDA_SUCCESS)
@@ -483,7 +485,9 @@ SIM_API CUresult CUDAAPI cuFuncGetName(const char **name, CUfunction hfunc)
 
 SIM_API CUresult CUDAAPI cuKernelGetName(const char **name, CUkernel hfunc)
 {
-    if (!hfunc || hfunc->magic != SIM_KERN_MAGIC)
+    if (!name || !hfunc)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (hfunc->magic != SIM_KERN_MAGIC)
         return CUDA_ERROR_INVALID_HANDLE;
     return cuFuncGetName(name, hfunc->func);
 }
@@ -499,14 +503,14 @@ SIM_API CUresult CUDAAPI cuFuncGetModule(CUmodule *hmod, CUfunction hfunc)
     return r;
 }
 
-static int func_attribute(CUfunction_attribute a, int *v)
+static int func_attribute(const struct CUfunc_st *fn, CUfunction_attribute a, int *v)
 {
     switch (a) {
     case CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK: *v = 1024; return 0;
     case CU_FUNC_ATTRIBUTE_NUM_REGS: *v = 32; return 0;
     case CU_FUNC_ATTRIBUTE_PTX_VERSION: *v = 90; return 0;
     case CU_FUNC_ATTRIBUTE_BINARY_VERSION: *v = 90; return 0;
-    case CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES: *v = 49152; return 0;
+    case CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES: *v = fn->max_dyn_shared; return 0;
     case CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT: *v = -1; return 0;
     default:
         if ((int)a < 0 || a >= CU_FUNC_ATTRIBUTE_MAX)
@@ -524,9 +528,13 @@ SIM_API CUresult CUDAAPI cuFuncGetAttribute(int *pi, CUfunction_attribute attrib
     CUresult r = func_handle(hfunc, &fn);
     if (r != CUDA_SUCCESS)
         return r;
-    return func_attribute(attrib, pi) < 0 ? CUDA_ERROR_INVALID_VALUE : CUDA_SUCCESS;
+    return func_attribute(fn, attrib, pi) < 0 ? CUDA_ERROR_INVALID_VALUE : CUDA_SUCCESS;
 }
 
+/* Only the dynamic shared memory limit is kept ("The sum of this value and the function
+ * attribute CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES cannot exceed the device attribute
+ * CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN"); launches asking for more dynamic
+ * shared memory than it allows fail.  Other attributes are accepted and ignored. */
 SIM_API CUresult CUDAAPI cuFuncSetAttribute(CUfunction hfunc, CUfunction_attribute attrib,
                                             int value)
 {
@@ -535,7 +543,14 @@ SIM_API CUresult CUDAAPI cuFuncSetAttribute(CUfunction hfunc, CUfunction_attribu
     if (r != CUDA_SUCCESS)
         return r;
     int cur;
-    return func_attribute(attrib, &cur) < 0 ? CUDA_ERROR_INVALID_VALUE : CUDA_SUCCESS;
+    if (func_attribute(fn, attrib, &cur) < 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (attrib == CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES) {
+        if (value < 0 || value > SIM_SHARED_PER_BLOCK_OPTIN)
+            return CUDA_ERROR_INVALID_VALUE;
+        fn->max_dyn_shared = value;
+    }
+    return CUDA_SUCCESS;
 }
 
 SIM_API CUresult CUDAAPI cuFuncSetCacheConfig(CUfunction hfunc, CUfunc_cache config)

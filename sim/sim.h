@@ -253,6 +253,7 @@ struct CUevent_st {
     double t;                   /* virtual time of the last executed record (executor) */
     sim_vc_t *vc;               /* race clock of the last executed record (executor) */
     int recorded;               /* a record has executed */
+    int capture_ended;          /* under sim_lock: the latest record was in an ended capture */
     int refs;                   /* under sim_lock: handle + queued ops that name it */
     int destroyed;
 };
@@ -302,6 +303,7 @@ typedef struct sim_kernel_op {
     void **params;          /* nparams pointers into args */
     unsigned char *args;    /* packed private copy */
     size_t args_size;
+    size_t params_end;      /* end of the last parameter: the size an `extra` buffer has */
 } sim_kernel_op_t;
 
 typedef struct sim_op {
@@ -406,12 +408,18 @@ CUresult sim_kernel_op_build(struct CUfunc_st *fn, const sim_launch_t *cfg, void
 
 #define SIM_FUNC_MAGIC 0x434e5546u
 
+/* Shared memory per block (bytes): what a function may use by default, and the most that
+ * CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES may allow it (the device's opt-in limit). */
+#define SIM_SHARED_PER_BLOCK 49152
+#define SIM_SHARED_PER_BLOCK_OPTIN 232448
+
 struct CUfunc_st {
     uint32_t magic;
     struct CUmod_st *mod;
     const sim_ptx_entry_t *entry;
     sim_kernel_fn fn;
     struct CUkern_st *kernel;   /* set when reached through a library */
+    _Atomic int max_dyn_shared; /* CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES */
 };
 
 CUresult sim_func_resolve(CUfunction f, struct CUfunc_st **out);

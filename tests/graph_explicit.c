@@ -5,10 +5,12 @@
  * with cuGraphAddDependencies.  Checks the edge queries, the parameter queries, that changing
  * a node's parameters affects later instantiations only, that cuGraphExecKernelNodeSetParams
  * affects only the executable graph, that invalid edges are refused and that a cycle fails
- * instantiation with the offending node reported.
+ * instantiation with the offending node reported.  An `extra` buffer size with a struct's tail
+ * padding (more than the parameters) is CUDA_ERROR_INVALID_VALUE, as the real driver says.
  */
 #define ST_KERNEL_ADD_CONST
 
+#include <stddef.h>
 #include <string.h>
 
 #include "simtest.h"
@@ -77,11 +79,13 @@ static void build(CUgraph g, CUfunction add_const_f, CUfunction add_into_f, CUde
     CUDA_MEMSET_NODE_PARAMS ms = { b, 0, bits, 4, N, 1 };
     CHECK_CU(cuGraphAddMemsetNode(&nd->mset, g, NULL, 0, &ms, NULL));
 
-    struct { CUdeviceptr dst, src; unsigned n; } buf = { b, a, N };
-    size_t size = sizeof(buf);
+    struct add_into_args { CUdeviceptr dst, src; unsigned n; } buf = { b, a, N };
+    size_t size = sizeof(buf);      /* with tail padding: more than the parameters */
     void *extra[] = { CU_LAUNCH_PARAM_BUFFER_POINTER, &buf, CU_LAUNCH_PARAM_BUFFER_SIZE, &size,
                       CU_LAUNCH_PARAM_END };
     CUDA_KERNEL_NODE_PARAMS p2 = kparams(add_into_f, NULL, extra);
+    EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuGraphAddKernelNode(&nd->k2, g, &nd->mset, 1, &p2));
+    size = offsetof(struct add_into_args, n) + sizeof(buf.n);
     CHECK_CU(cuGraphAddKernelNode(&nd->k2, g, &nd->mset, 1, &p2));
     CHECK_CU(cuGraphAddDependencies(g, &nd->k1, &nd->k2, NULL, 1));
 
@@ -126,7 +130,7 @@ static void check_structure(CUgraph g, const nodes_t *nd, CUdeviceptr a, CUdevic
     EXPECT(!kp.kernelParams && kp.extra && kp.extra[0] == CU_LAUNCH_PARAM_BUFFER_POINTER,
            "extra form not returned");
     const CUdeviceptr *packed = kp.extra[1];
-    EXPECT(packed[0] == b && packed[1] == a && *(size_t *)kp.extra[3] >= 20,
+    EXPECT(packed[0] == b && packed[1] == a && *(size_t *)kp.extra[3] == 20,
            "packed arguments 0x%llx 0x%llx", (unsigned long long)packed[0],
            (unsigned long long)packed[1]);
     CUDA_HOST_NODE_PARAMS hp;

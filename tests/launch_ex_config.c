@@ -75,11 +75,10 @@ int main(void)
     cfg.gridDimY = cfg.gridDimZ = 1;
     cfg.hStream = NULL;
     tag = 78;
-    size_t bytes = 16;
-    unsigned char buf[16];
+    size_t bytes = 12;      /* the parameters' end, without tail padding */
+    unsigned char buf[12];
     memcpy(buf, &d, 8);
     memcpy(buf + 8, &tag, 4);
-    memset(buf + 12, 0, 4);
     void *extra[] = { CU_LAUNCH_PARAM_BUFFER_POINTER, buf, CU_LAUNCH_PARAM_BUFFER_SIZE, &bytes,
                       CU_LAUNCH_PARAM_END };
     CHECK_CU(cuLaunchKernelEx(&cfg, f, NULL, extra));

@@ -2,7 +2,9 @@
 /*
  * launch_extra.c - cuLaunchKernel with the `extra` form: the arguments packed by the caller
  * into one buffer laid out at the offsets cuFuncGetParamInfo reports, passed with
- * CU_LAUNCH_PARAM_BUFFER_POINTER and CU_LAUNCH_PARAM_BUFFER_SIZE.  Giving both kernelParams and
+ * CU_LAUNCH_PARAM_BUFFER_POINTER and CU_LAUNCH_PARAM_BUFFER_SIZE.  The size is the end of the
+ * last parameter: one with a struct's tail padding is "arguments of the wrong size", refused
+ * with CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES as by the real driver.  Giving both kernelParams and
  * extra is CUDA_ERROR_INVALID_VALUE.
  */
 #include <stdint.h>
@@ -54,6 +56,9 @@ int main(void)
     size_t bytes = (off[2] + size[2] + 7) & ~(size_t)7;   /* as sizeof a matching struct */
     void *extra[] = { CU_LAUNCH_PARAM_BUFFER_POINTER, buf, CU_LAUNCH_PARAM_BUFFER_SIZE, &bytes,
                       CU_LAUNCH_PARAM_END };
+    EXPECT_CU(CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES,
+              cuLaunchKernel(f, 1, 1, 1, 64, 1, 1, 0, NULL, NULL, extra));
+    bytes = off[2] + size[2];
     CHECK_CU(cuLaunchKernel(f, 1, 1, 1, 64, 1, 1, 0, NULL, NULL, extra));
     CHECK_CU(cuMemcpyDtoH(host, d, sizeof(host)));
     for (int i = 0; i < 64; i++) {

@@ -2,7 +2,7 @@
 /*
  * launch_func_name.c - cuFuncGetName returns the entry's name for a module function, for the
  * CUfunction of a library kernel and for the CUkernel itself (cuKernelGetName); a NULL output
- * is CUDA_ERROR_INVALID_VALUE and a NULL function CUDA_ERROR_INVALID_HANDLE.
+ * or a NULL function is CUDA_ERROR_INVALID_VALUE ("If either **name or hfunc is NULL").
  */
 #include <string.h>
 
@@ -53,7 +53,9 @@ int main(void)
     expect_name(name, "second_kernel", "cuKernelGetName");
 
     EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuFuncGetName(NULL, f1));
-    EXPECT_CU(CUDA_ERROR_INVALID_HANDLE, cuFuncGetName(&name, NULL));
+    EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuFuncGetName(&name, NULL));
+    EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuKernelGetName(NULL, k));
+    EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuKernelGetName(&name, NULL));
 
     CHECK_CU(cuLibraryUnload(lib));
     CHECK_CU(cuModuleUnload(mod));

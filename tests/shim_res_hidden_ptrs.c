@@ -78,12 +78,13 @@ static void launch_extra(CUstream s, CUdeviceptr src, CUdeviceptr dst, uint64_t 
 {
     const void *vals[] = { &src, &dst, &n, &tag };
     unsigned char buf[32] = { 0 };
-    size_t off, size, bytes = sizeof(buf);
+    size_t off, size, bytes = 0;
 
     for (size_t i = 0; i < 4; i++) {
         CHECK_CU(cuFuncGetParamInfo(pair_add, i, &off, &size));
         EXPECT(off + size <= sizeof(buf), "parameter %zu at %zu+%zu", i, off, size);
         memcpy(buf + off, vals[i], size);
+        bytes = off + size;     /* the buffer size is the last parameter's end */
     }
     void *extra[] = { CU_LAUNCH_PARAM_BUFFER_POINTER, buf, CU_LAUNCH_PARAM_BUFFER_SIZE, &bytes,
                       CU_LAUNCH_PARAM_END };
