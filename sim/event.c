@@ -113,6 +113,18 @@ static void latest(CUevent e, CUstream *s, uint64_t *seq)
     pthread_mutex_unlock(&sim_lock);
 }
 
+/* The latest record of e was made in a stream capture that has since ended: there is no
+ * record to query or wait for.  cuda.h is silent; the real driver (580) answered
+ * CUDA_ERROR_INVALID_VALUE after a capture that was invalidated, until the event was recorded
+ * again; a capture that ended normally is assumed to leave the event the same way. */
+static int recorded_in_ended_capture(CUevent e)
+{
+    pthread_mutex_lock(&sim_lock);
+    int ended = e->capture_ended;
+    pthread_mutex_unlock(&sim_lock);
+    return ended;
+}
+
 static void release_stream(CUstream s)
 {
     pthread_mutex_lock(&sim_lock);
@@ -131,6 +143,8 @@ SIM_API CUresult CUDAAPI cuEventQuery(CUevent e)
         return CUDA_ERROR_INVALID_HANDLE;
     if ((r = sim_capture_event_check(e, "cuEventQuery")) != CUDA_SUCCESS)
         return r;
+    if (recorded_in_ended_capture(e))
+        return CUDA_ERROR_INVALID_VALUE;
     latest(e, &s, &seq);
     if (!s)
         return CUDA_SUCCESS;
@@ -155,6 +169,8 @@ SIM_API CUresult CUDAAPI cuEventSynchronize(CUevent e)
         return CUDA_ERROR_NOT_PERMITTED;
     if ((r = sim_capture_event_check(e, "cuEventSynchronize")) != CUDA_SUCCESS)
         return r;
+    if (recorded_in_ended_capture(e))
+        return CUDA_ERROR_INVALID_VALUE;
     latest(e, &s, &seq);
     if (!s)
         return CUDA_SUCCESS;

@@ -478,7 +478,8 @@ static int legacy_conflict(CUcontext ctx, int bad)
     return found;
 }
 
-/* Forget the events recorded in capture c.  Under graph_lock. */
+/* Forget the events recorded in capture c; one whose latest record was in it is marked, so
+ * that querying or synchronizing it fails until it is recorded again.  Under graph_lock. */
 static void drop_events(capture_t *c)
 {
     for (cap_event_t **p = &cap_events; *p;) {
@@ -489,6 +490,8 @@ static void drop_events(capture_t *c)
         }
         *p = ce->next;
         pthread_mutex_lock(&sim_lock);
+        if (ce->e->stream == ce->stream && ce->e->seq == ce->seq)
+            ce->e->capture_ended = 1;
         sim_event_unref_locked(ce->e);
         pthread_mutex_unlock(&sim_lock);
         free(ce->nodes.v);
@@ -1159,14 +1162,17 @@ static CUresult kernel_op(const CUDA_KERNEL_NODE_PARAMS *p, CUcontext *ctx, sim_
     sim_launch_t cfg = { { p->gridDimX, p->gridDimY, p->gridDimZ },
                          { p->blockDimX, p->blockDimY, p->blockDimZ },
                          p->sharedMemBytes, (*ctx)->device, NULL, NULL };
-    return sim_kernel_op_build(fn, &cfg, p->kernelParams, p->extra, op);
+    r = sim_kernel_op_build(fn, &cfg, p->kernelParams, p->extra, op);
+    /* An `extra` buffer larger than the parameters: a launch would be refused as out of
+     * resources, a node is refused as an invalid value (as the real driver does). */
+    return r == CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES ? CUDA_ERROR_INVALID_VALUE : r;
 }
 
 /* Remember which argument form was set last, for GetParams.  Under graph_lock. */
 static void kernel_form(CUgraphNode n, int from_extra)
 {
     n->from_extra = from_extra;
-    n->extra_size = n->op->u.kernel.args_size;
+    n->extra_size = n->op->u.kernel.params_end;
     n->extra[0] = CU_LAUNCH_PARAM_BUFFER_POINTER;
     n->extra[1] = n->op->u.kernel.args;
     n->extra[2] = CU_LAUNCH_PARAM_BUFFER_SIZE;

@@ -4,7 +4,9 @@
  * or twice; synchronising or querying a capturing stream, cuCtxSynchronize, using the legacy
  * stream while a blocking stream captures, querying a captured event and stream callbacks
  * fail and invalidate the capture, after which the stream's work fails and ending the capture
- * returns CUDA_ERROR_STREAM_CAPTURE_INVALIDATED and no graph, and the stream works again.
+ * returns CUDA_ERROR_STREAM_CAPTURE_INVALIDATED and no graph, and the stream works again; the
+ * event, last recorded in that capture, is CUDA_ERROR_INVALID_VALUE to query until recorded
+ * again (as on the real driver).
  * Synchronous copies are "potentially unsafe": refused in GLOBAL and THREAD_LOCAL captures,
  * allowed when the capture or the thread is RELAXED; another thread is refused them only
  * while a GLOBAL capture runs.  Ending a capture from another thread is refused.
@@ -127,7 +129,12 @@ static void event_and_callback_rules(CUstream s)
     CHECK_CU(cuEventRecord(e, s));
     EXPECT_CU(CUDA_ERROR_CAPTURED_EVENT, cuEventQuery(e));
     expect_invalidated(s);
-    CHECK_CU(cuEventQuery(e));          /* after the capture: never really recorded */
+    /* Last recorded in a capture that is over: nothing to query until recorded again. */
+    EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuEventQuery(e));
+    EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuEventSynchronize(e));
+    CHECK_CU(cuEventRecord(e, s));
+    CHECK_CU(cuEventSynchronize(e));
+    CHECK_CU(cuEventQuery(e));
 
     CHECK_CU(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
     EXPECT_CU(CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED,
