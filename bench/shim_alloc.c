@@ -5,7 +5,8 @@
  * This program runs itself as two children, one on the plain simulator (cuMemAlloc served by
  * the simulated driver) and one with LD_PRELOAD=libelixir.so (served from the shim's arena:
  * sub-allocated from shared chunks below the chunk size, backed chunk by chunk with
- * cuMemCreate + cuMemMap above it).  Each child times cuMemAlloc + cuMemFree pairs of one size
+ * cuMemCreate + cuMemMap above it, where a freed allocation's chunks stay mapped, parked, for
+ * the next one at the same address).  Each child times cuMemAlloc + cuMemFree pairs of one size
  * at a time, 256 B to 64 MiB, nothing else live, in rounds of a fixed duration, and reports
  * its best round.  The pair of children runs a few times, alternately, and each figure is the
  * best seen.  The parent prints pairs per second for both and the ratio; it asserts nothing

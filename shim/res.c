@@ -37,10 +37,15 @@ _Atomic unsigned res_stream_gen = 1;
 
 /* ---------------------------------------------------------------- arena callbacks */
 
-/* A chunk came into use: back it with GPU memory, or host memory when the GPU is full. */
+/* A chunk came into use: a parked one as it is, others backed with GPU memory, or host
+ * memory when the GPU is full. */
 static int back_chunk(void *ctx, uint32_t ci)
 {
     res_dev_t *d = ctx;
+    if (d->chunks[ci].parked) {
+        res_unpark(d, ci);
+        return 0;
+    }
     int tier = res_make_room(d, 0) == 0 ? TIER_GPU : TIER_HOST;
 
     if (tier == TIER_HOST && !res_has_room(d, TIER_HOST))
@@ -55,13 +60,14 @@ static int back_chunk(void *ctx, uint32_t ci)
     return r == CUDA_SUCCESS ? 0 : -ENOMEM;
 }
 
-/* A chunk fell out of use: once nothing in flight uses it, give its memory back. */
+/* A chunk fell out of use: once nothing in flight uses it, it is parked (its GPU memory stays
+ * mapped for the arena's next use of it) or gives its memory back. */
 static int release_chunk(void *ctx, uint32_t ci)
 {
     res_dev_t *d = ctx;
 
     res_wait_idle(d, &d->chunks[ci], &d->blocked_free_s);
-    res_unback(d, ci);
+    res_park(d, ci);
     return 0;
 }
 
@@ -1042,6 +1048,9 @@ void res_stats_print(void)
                        (unsigned long long)d->frees_deferred,
                        (unsigned long long)d->frees_captured,
                        d->host_mappable ? "stay mapped" : "unmapped");
+        shim_log_plain("device %d: freed chunks kept mapped (parked) %u, taken back into use "
+                       "%llu, unmapped for room %llu", d->device, d->parked.n,
+                       (unsigned long long)d->parked_reused, (unsigned long long)d->parked_dropped);
     }
 }
 

@@ -69,12 +69,15 @@ typedef struct kparams {
  * One chunk of an arena (64 bytes).  `phys` is its physical memory: a VMM handle mapped at
  * the chunk's address, except for a TIER_HOST chunk of a device without host VMM mapping
  * (res_dev_t.host_mappable = 0), where it is the address of the pinned host piece holding
- * the chunk's contents while its address is unmapped.
+ * the chunk's contents while its address is unmapped.  A parked chunk is out of use (tier
+ * TIER_NONE, as the arena sees it) but keeps the GPU memory it had mapped and accessible at
+ * its address, so that the arena's next use of it costs no driver call (res_park).
  */
 typedef struct chunk {
     uint8_t tier;
     uint8_t pinned : 1;             /* never evicted again (res_pin) */
     uint8_t waiting : 1;            /* its eviction waits without the lock (res_idle_unlocked) */
+    uint8_t parked : 1;             /* out of use, its GPU memory still mapped (d->parked) */
     uint16_t held;                  /* not evicted while > 0: operations in flight (res_hold) */
     uint32_t seen;                  /* serial of the last launch that collected it */
     CUmemGenericAllocationHandle phys;
@@ -136,6 +139,7 @@ typedef struct res_dev {
     int host_mappable;              /* VMM host allocations supported; else evictions unmap */
     CUmemLocation host_loc;         /* where host chunks are created when host_mappable */
     clist_t host;                   /* chunks in host memory, in the order they were evicted */
+    clist_t parked;                 /* parked chunks, in the order they fell out of use */
     uint32_t pinned;                /* chunks pinned resident */
     int arena_busy;                 /* inside an arena call: deferred frees wait */
     deferred_t *deferred;           /* cuMemFreeAsync frees waiting, oldest first */
@@ -159,6 +163,7 @@ typedef struct res_dev {
     uint64_t migrations_out, migrations_in, bytes_out, bytes_in, evictions_forced;
     uint64_t pins, frees_deferred, frees_captured, fences_pinned;
     uint64_t refused;               /* operations refused: what they reach did not fit */
+    uint64_t parked_reused, parked_dropped; /* parked chunks taken back into use, unmapped */
     double blocked_s, blocked_free_s;   /* host waits of migrations, of frees and releases */
 } res_dev_t;
 
@@ -286,8 +291,14 @@ void res_phys_put(res_dev_t *d, int tier, CUmemGenericAllocationHandle h);
 CUresult res_map_new(res_dev_t *d, int tier, CUdeviceptr va, CUmemGenericAllocationHandle *h);
 /* Back chunk ci, coming into use, with memory of `tier` and put it on its list. */
 CUresult res_back(res_dev_t *d, uint32_t ci, int tier);
-/* Chunk ci goes out of use: off its list, its memory back to the spares (unmapped already). */
+/* Chunk ci goes out of use: unmapped, off its list, its memory back to the spares. */
 void res_unback(res_dev_t *d, uint32_t ci);
+/* Chunk ci goes out of use, nothing in flight using it: in GPU memory (and the device within
+ * its budget) it stays mapped, parked, until the arena uses it again (res_unpark) or its
+ * memory is wanted elsewhere; otherwise res_unback. */
+void res_park(res_dev_t *d, uint32_t ci);
+/* Parked chunk ci comes into use again, in GPU memory as it was: no driver call. */
+void res_unpark(res_dev_t *d, uint32_t ci);
 int res_make_room(res_dev_t *d, uint32_t serial);
 /* Evict until `bytes` more fit in the GPU budget with no spare chunk held; 0 or -ENOMEM. */
 int res_make_bytes(res_dev_t *d, uint64_t bytes);

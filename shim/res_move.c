@@ -76,10 +76,11 @@ static CUresult set_access(res_dev_t *d, CUdeviceptr va, uint64_t size)
     return r;
 }
 
-/* Is chunk c's memory mapped at its address (both tiers where host memory maps)? */
+/* Is chunk c's memory mapped at its address (both tiers where host memory maps, and parked
+ * chunks, whose access must follow the peers' as a new mapping's would)? */
 static int mapped(const res_dev_t *d, const chunk_t *c)
 {
-    return c->tier == TIER_GPU || (c->tier == TIER_HOST && d->host_mappable);
+    return c->tier == TIER_GPU || c->parked || (c->tier == TIER_HOST && d->host_mappable);
 }
 
 /* Grant (on) or take back device `dev`'s access to every mapped chunk of o's arena (o's lock
@@ -175,9 +176,12 @@ static void list_del(res_dev_t *d, clist_t *l, uint32_t ci)
 }
 
 /* The list chunk c belongs on, from its state: evictable GPU chunks on the LRU list, host
- * chunks on the host list, the others (pinned or held on the GPU, not in use) on none. */
+ * chunks on the host list, parked ones on the parked list, the others (pinned or held on the
+ * GPU, not in use) on none. */
 static clist_t *list_of(res_dev_t *d, const chunk_t *c)
 {
+    if (c->parked)
+        return &d->parked;
     if (c->tier == TIER_GPU)
         return c->pinned || c->held ? NULL : &d->lru;
     return c->tier == TIER_HOST ? &d->host : NULL;
@@ -420,6 +424,88 @@ void res_unback(res_dev_t *d, uint32_t ci)
     memset(c, 0, sizeof(*c));
 }
 
+/*
+ * Parked chunks.  A training job frees and allocates the same sizes every step, and the arena
+ * hands a freed range out again at the same addresses (arena.h, "Placement"); unmapping a
+ * chunk when it falls out of use and mapping it again when it comes back costs a real driver
+ * about 60 us per 2 MiB chunk (cuMemUnmap, cuMemMap, cuMemSetAccess: batching them over a
+ * range saves nothing), against nothing at all for a chunk that simply stays mapped.  So a
+ * GPU chunk that falls out of use stays mapped and charged to the budget, parked, on the parked
+ * list; cuMemGetInfo and the arena's statistics count it free.  Its contents are dead: when
+ * GPU memory is wanted for anything else, parked chunks go first, before any chunk in use is
+ * evicted (make_room, res_make_bytes), unmapped without a copy or a wait.
+ */
+
+/* Device access that other devices' operations were granted to chunk ci (res_dev_t.grants)
+ * goes with its allocation: a parked chunk keeps only what a new mapping would get (d's device
+ * and its peers: set_access). */
+static void grants_drop(res_dev_t *d, uint32_t ci)
+{
+    uint32_t peers = atomic_load_explicit(&res_peers[d->device], memory_order_relaxed);
+    for (int i = 0; i < MAX_DEVICES; i++) {
+        if (!d->grants[i] || !d->grants[i][ci])
+            continue;
+        d->grants[i][ci] = 0;
+        CUmemAccessDesc a = { .location = { CU_MEM_LOCATION_TYPE_DEVICE, i },
+                              .flags = CU_MEM_ACCESS_FLAGS_PROT_NONE };
+        if (!(peers >> i & 1))
+            DRV(cuMemSetAccess)(arena_chunk_addr(d->arena, ci), d->chunk, &a, 1);
+    }
+}
+
+void res_park(res_dev_t *d, uint32_t ci)
+{
+    chunk_t *c = &d->chunks[ci];
+    CUmemGenericAllocationHandle h = c->phys;
+    /* (GPU memory above the budget, after pinning went beyond it, goes back at once.) */
+    if (c->tier != TIER_GPU || res_gpu_charged(d) > d->gpu_budget) {
+        res_unback(d, ci);
+        return;
+    }
+    unlist(d, ci);
+    account(d, TIER_GPU, TIER_NONE);
+    if (c->pinned)
+        d->pinned--;
+    grants_drop(d, ci);
+    res_use_clear(d, &c->use);
+    memset(c, 0, sizeof(*c));           /* (a waiter's mark too: res_idle_unlocked looks again) */
+    c->phys = h;
+    c->parked = 1;
+    relist(d, ci);
+}
+
+void res_unpark(res_dev_t *d, uint32_t ci)
+{
+    chunk_t *c = &d->chunks[ci];
+    unlist(d, ci);
+    c->parked = 0;
+    c->tier = TIER_GPU;
+    c->lru = ++d->clock;
+    relist(d, ci);
+    account(d, TIER_NONE, TIER_GPU);
+    d->parked_reused++;
+}
+
+/* Unmap the parked chunk that fell out of use first, its memory to the spares (or back to the
+ * driver); 0, or -1 when there is none.  Inside arena_alloc the chunks of the allocation being
+ * placed are in use already: those parked ones are about to be reused, and are skipped. */
+static int park_drop(res_dev_t *d)
+{
+    for (uint32_t i = d->parked.head; i; i = d->chunks[i - 1].next) {
+        chunk_t *c = &d->chunks[i - 1];
+        if (arena_chunk_in_use(d->arena, i - 1))
+            continue;
+        CUmemGenericAllocationHandle h = c->phys;
+        DRV(cuMemUnmap)(arena_chunk_addr(d->arena, i - 1), d->chunk);
+        list_del(d, &d->parked, i - 1);
+        memset(c, 0, sizeof(*c));
+        res_phys_put(d, TIER_GPU, h);
+        d->parked_dropped++;
+        return 0;
+    }
+    return -1;
+}
+
 /* ---------------------------------------------------------------- migration */
 
 /* Host memory mapped: copy chunk ci into new memory of `tier` mapped at the staging address,
@@ -617,18 +703,29 @@ static int room_for(const res_dev_t *d, uint32_t n)
     return res_gpu_charged(d) + fresh * d->chunk <= d->gpu_budget;
 }
 
-/* Make room for n more GPU chunks by evicting to host memory (with `gap`, see evict_one:
- * after GAP_TRIES evictions abandoned because their victims were used again meanwhile, the
- * rest wait under the lock, so that threads that keep using chunks cannot starve this one);
- * 0 or -ENOMEM. */
+/* Of n chunks about to come into use, how many need room when the parked chunks stay: each
+ * parked one is either taken back into use by them or unmapped to make room for one of them. */
+static uint32_t beyond_parked(const res_dev_t *d, uint32_t n)
+{
+    return n > d->parked.n ? n - d->parked.n : 0;
+}
+
+/* Make room for n more GPU chunks: parked chunks go first, then chunks in use are evicted to
+ * host memory (with `gap`, see evict_one: after GAP_TRIES evictions abandoned because their
+ * victims were used again meanwhile, the rest wait under the lock, so that threads that keep
+ * using chunks cannot starve this one).  With `keep_parked`, parked chunks stay and count as
+ * room (beyond_parked): the allocation about to enter the arena may take them back, and the
+ * arena's callbacks unmap those it does not, which costs no wait.  0 or -ENOMEM. */
 #define GAP_TRIES 4
 
-static int make_room(res_dev_t *d, uint32_t serial, uint32_t n, int gap)
+static int make_room(res_dev_t *d, uint32_t serial, uint32_t n, int gap, int keep_parked)
 {
     int abandoned = 0;
-    if (!room_for(d, n))
+    if (!room_for(d, keep_parked ? beyond_parked(d, n) : n))
         reclaim(d);
-    while (!room_for(d, n)) {
+    while (!room_for(d, keep_parked ? beyond_parked(d, n) : n)) {
+        if (!keep_parked && park_drop(d) == 0)
+            continue;
         int r = evict_or_wait(d, serial, gap);
         if (r < 0)
             return -ENOMEM;
@@ -640,13 +737,13 @@ static int make_room(res_dev_t *d, uint32_t serial, uint32_t n, int gap)
 
 int res_make_room(res_dev_t *d, uint32_t serial)
 {
-    return make_room(d, serial, 1, 0);
+    return make_room(d, serial, 1, 0, 0);
 }
 
 void res_make_room_for(res_dev_t *d, uint32_t n)
 {
     uint64_t most = d->gpu_budget / d->chunk;
-    make_room(d, 0, n > most ? (uint32_t)most : n, 1);
+    make_room(d, 0, n > most ? (uint32_t)most : n, 1, 1);
 }
 
 int res_make_bytes(res_dev_t *d, uint64_t bytes)
@@ -656,7 +753,7 @@ int res_make_bytes(res_dev_t *d, uint64_t bytes)
         spares_release(d, TIER_GPU);
         if (res_gpu_charged(d) + bytes <= d->gpu_budget)
             return 0;
-        if (evict_or_wait(d, 0, 0) < 0)
+        if (park_drop(d) < 0 && evict_or_wait(d, 0, 0) < 0)
             return -ENOMEM;
     }
 }
@@ -681,7 +778,7 @@ static int bring_in(res_dev_t *d, uint32_t ci, uint32_t serial, int must, int ga
         return 0;
     /* A second try when the driver refused the GPU chunk (the budget then came down). */
     for (int tries = 0; tries < 2; tries++) {
-        if (make_room(d, serial, 1, gap) < 0) {
+        if (make_room(d, serial, 1, gap, 0) < 0) {
             if (!must)
                 return -ENOMEM;
             evict_one(d, serial, 1, 0); /* trade places through the swap piece if it can */

@@ -23,6 +23,20 @@
 
 #define PHYS_MAGIC 0x53594850u
 
+/* sim_vmm_calls: how often each call was made, whatever it returned. */
+static struct {
+    _Atomic uint64_t create, map, set_access, unmap, release;
+} calls;
+
+SIM_API void sim_vmm_calls(sim_vmm_calls_t *out)
+{
+    out->create = atomic_load_explicit(&calls.create, memory_order_relaxed);
+    out->map = atomic_load_explicit(&calls.map, memory_order_relaxed);
+    out->set_access = atomic_load_explicit(&calls.set_access, memory_order_relaxed);
+    out->unmap = atomic_load_explicit(&calls.unmap, memory_order_relaxed);
+    out->release = atomic_load_explicit(&calls.release, memory_order_relaxed);
+}
+
 struct sim_phys {
     uint32_t magic;
     int fd;
@@ -211,6 +225,7 @@ SIM_API CUresult CUDAAPI cuMemCreate(CUmemGenericAllocationHandle *handle, size_
                                      const CUmemAllocationProp *prop, unsigned long long flags)
 {
     CUresult r = sim_check_init();
+    atomic_fetch_add_explicit(&calls.create, 1, memory_order_relaxed);
     if (r != CUDA_SUCCESS)
         return r;
     if (!handle || size == 0 || !aligned(size) || flags != 0)
@@ -263,6 +278,7 @@ static struct sim_phys *phys_of(CUmemGenericAllocationHandle h)
 SIM_API CUresult CUDAAPI cuMemRelease(CUmemGenericAllocationHandle handle)
 {
     CUresult r = sim_check_init();
+    atomic_fetch_add_explicit(&calls.release, 1, memory_order_relaxed);
     if (r != CUDA_SUCCESS)
         return r;
     if (!phys_of(handle))
@@ -342,6 +358,7 @@ SIM_API CUresult CUDAAPI cuMemMap(CUdeviceptr ptr, size_t size, size_t offset,
                                   CUmemGenericAllocationHandle handle, unsigned long long flags)
 {
     CUresult r = sim_check_init();
+    atomic_fetch_add_explicit(&calls.map, 1, memory_order_relaxed);
     if (r != CUDA_SUCCESS)
         return r;
     struct sim_phys *ph = phys_of(handle);
@@ -392,6 +409,7 @@ SIM_API CUresult CUDAAPI cuMemUnmap(CUdeviceptr ptr, size_t size)
 {
     size_t first, last;
     CUresult r = sim_check_init();
+    atomic_fetch_add_explicit(&calls.unmap, 1, memory_order_relaxed);
     if (r != CUDA_SUCCESS)
         return r;
     if (size == 0 || !aligned(ptr) || !aligned(size))
@@ -463,6 +481,7 @@ SIM_API CUresult CUDAAPI cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUme
 {
     size_t first, last;
     CUresult r = sim_check_init();
+    atomic_fetch_add_explicit(&calls.set_access, 1, memory_order_relaxed);
     if (r != CUDA_SUCCESS)
         return r;
     if (!desc || count == 0 || size == 0)

@@ -138,6 +138,18 @@ void sim_activity_detach(const sim_activity_ops_t *ops);
 /* The host's virtual clock in nanoseconds: the time base of every activity's start and end. */
 uint64_t sim_activity_clock(void);
 
+/* ------------------------------------------------------------------------- VMM calls */
+
+/* How many times each call that creates, maps, grants access to, unmaps or releases virtual
+ * memory was made in this process since cuInit, by anyone (the program or a library preloaded
+ * into it), whatever it returned: tests check with it that a library of theirs makes these
+ * calls (which cost tens of microseconds each on a real GPU) only where it must. */
+typedef struct sim_vmm_calls {
+    uint64_t create, map, set_access, unmap, release;
+} sim_vmm_calls_t;
+
+void sim_vmm_calls(sim_vmm_calls_t *out);
+
 #ifdef __cplusplus
 }
 #endif
