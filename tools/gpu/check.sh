@@ -13,7 +13,8 @@
 #        GPU's losses and gradients with the float64 reference, without and with the shim.
 # trace  the same job at 1/4 recording a trace, timed by NVIDIA's CUPTI (found beside the CUDA
 #        toolkit or in Python's nvidia packages) and by CUDA events (ELIXIR_CUPTI=off): the
-#        digest again, and `elixir-trace summary` and `kernels` must read each trace.
+#        digest again, `elixir-trace summary` and `kernels` must read each trace, and kernels
+#        must have device times.
 # torch  tools/gpu/torch_mlp.py (when python3 imports torch): without the shim, under it
 #        unlimited and with the budget at 1/2 and 1/4 of the caching allocator's peak: the same
 #        digest.
@@ -28,15 +29,24 @@
 set -u
 BUILD=${BUILD:-build}
 PYTHON=${PYTHON:-python3}
-CHECKS=train,trace,torch,bench,sim
+ALL_CHECKS=train,trace,torch,bench,sim
+CHECKS=$ALL_CHECKS
+usage() {
+    echo "usage: $0 [-k CHECKS] OUTDIR   (CHECKS: comma-separated, of $ALL_CHECKS)" >&2
+    exit 2
+}
 if [ "${1:-}" = -k ]; then
+    [ $# -ge 2 ] || usage
     CHECKS=$2
     shift 2
+    for c in ${CHECKS//,/ }; do
+        case ",$ALL_CHECKS," in
+        *",$c,"*) ;;
+        *) echo "$0: unknown check '$c' in -k $CHECKS (accepted: $ALL_CHECKS)" >&2; exit 2 ;;
+        esac
+    done
 fi
-if [ $# -ne 1 ]; then
-    echo "usage: $0 [-k train,trace,torch,bench,sim] OUTDIR" >&2
-    exit 2
-fi
+[ $# -eq 1 ] || usage
 out=$(realpath -m "$1")
 mkdir -p "$out" || exit 2
 SHIM=$(realpath -m "$BUILD/libelixir.so")
