@@ -242,8 +242,9 @@ check_sim() {
         case ${t##*/} in runner|*.d|*.sh|unit_*) continue ;; esac
         [ -x "$t" ] && [ -f "$t" ] || continue
         echo "$t"
-    done | xargs -P 4 -I{} sh -c 'timeout -k 5 30 "$1" >/dev/null 2>"$2/sim-$(basename "$1").err";
-        echo "$? $(basename "$1")" >>"$2/sim.txt"' _ {} "$out"
+    done | xargs -P 4 -I{} sh -c 'n=$(basename "$1");
+        timeout -k 5 30 "$1" >"$2/sim-$n.out" 2>"$2/sim-$n.err";
+        echo "$? $n" >>"$2/sim.txt"' _ {} "$out"
     sort -k2 -o "$out/sim.txt" "$out/sim.txt"
     n=$(wc -l <"$out/sim.txt")
     ok=$(awk '$1 == 0' "$out/sim.txt" | wc -l)
