@@ -362,8 +362,9 @@ SIM_API CUresult CUDAAPI cuMemMap(CUdeviceptr ptr, size_t size, size_t offset,
     if (r != CUDA_SUCCESS)
         return r;
     struct sim_phys *ph = phys_of(handle);
-    if (!ph || offset != 0 || flags != 0 || size == 0 || !aligned(ptr) || !aligned(size) ||
-        size > ph->size)
+    if (ph && offset != 0)
+        return CUDA_ERROR_NOT_SUPPORTED;    /* "currently must be zero"; so the driver says */
+    if (!ph || flags != 0 || size == 0 || !aligned(ptr) || !aligned(size) || size > ph->size)
         return CUDA_ERROR_INVALID_VALUE;
     pthread_rwlock_wrlock(&sim_reg_lock);
     sim_range_t *rg = sim_range_lookup_locked(ptr);
