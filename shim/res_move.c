@@ -407,21 +407,30 @@ CUresult res_back(res_dev_t *d, uint32_t ci, int tier)
     return CUDA_SUCCESS;
 }
 
-void res_unback(res_dev_t *d, uint32_t ci)
+/* Chunk ci's bookkeeping as it goes out of use: off its list and its tier's count, unpinned,
+ * its grants and use records dropped, its state cleared (a waiter's mark too:
+ * res_idle_unlocked looks again).  Its memory is the caller's business. */
+static void out_of_use(res_dev_t *d, uint32_t ci)
 {
     chunk_t *c = &d->chunks[ci];
-    if (mapped(d, c))
-        DRV(cuMemUnmap)(arena_chunk_addr(d->arena, ci), d->chunk);
     unlist(d, ci);
-    res_phys_put(d, c->tier, c->phys);
     account(d, c->tier, TIER_NONE);
     if (c->pinned)
         d->pinned--;
     for (int i = 0; i < MAX_DEVICES; i++)
         if (d->grants[i])
-            d->grants[i][ci] = 0;       /* the access went with the mapping */
+            d->grants[i][ci] = 0;
     res_use_clear(d, &c->use);
     memset(c, 0, sizeof(*c));
+}
+
+void res_unback(res_dev_t *d, uint32_t ci)
+{
+    chunk_t *c = &d->chunks[ci];
+    if (mapped(d, c))
+        DRV(cuMemUnmap)(arena_chunk_addr(d->arena, ci), d->chunk);  /* access goes with it */
+    res_phys_put(d, c->tier, c->phys);
+    out_of_use(d, ci);
 }
 
 /*
@@ -438,18 +447,16 @@ void res_unback(res_dev_t *d, uint32_t ci)
 
 /* Device access that other devices' operations were granted to chunk ci (res_dev_t.grants)
  * goes with its allocation: a parked chunk keeps only what a new mapping would get (d's device
- * and its peers: set_access). */
-static void grants_drop(res_dev_t *d, uint32_t ci)
+ * and its peers: set_access).  The grants themselves are forgotten by out_of_use. */
+static void grants_revoke(res_dev_t *d, uint32_t ci)
 {
     uint32_t peers = atomic_load_explicit(&res_peers[d->device], memory_order_relaxed);
+    CUmemAccessDesc a = { .flags = CU_MEM_ACCESS_FLAGS_PROT_NONE };
     for (int i = 0; i < MAX_DEVICES; i++) {
-        if (!d->grants[i] || !d->grants[i][ci])
+        if (!d->grants[i] || !d->grants[i][ci] || (peers >> i & 1))
             continue;
-        d->grants[i][ci] = 0;
-        CUmemAccessDesc a = { .location = { CU_MEM_LOCATION_TYPE_DEVICE, i },
-                              .flags = CU_MEM_ACCESS_FLAGS_PROT_NONE };
-        if (!(peers >> i & 1))
-            DRV(cuMemSetAccess)(arena_chunk_addr(d->arena, ci), d->chunk, &a, 1);
+        a.location = (CUmemLocation){ CU_MEM_LOCATION_TYPE_DEVICE, i };
+        DRV(cuMemSetAccess)(arena_chunk_addr(d->arena, ci), d->chunk, &a, 1);
     }
 }
 
@@ -462,13 +469,8 @@ void res_park(res_dev_t *d, uint32_t ci)
         res_unback(d, ci);
         return;
     }
-    unlist(d, ci);
-    account(d, TIER_GPU, TIER_NONE);
-    if (c->pinned)
-        d->pinned--;
-    grants_drop(d, ci);
-    res_use_clear(d, &c->use);
-    memset(c, 0, sizeof(*c));           /* (a waiter's mark too: res_idle_unlocked looks again) */
+    grants_revoke(d, ci);
+    out_of_use(d, ci);
     c->phys = h;
     c->parked = 1;
     relist(d, ci);

@@ -684,7 +684,6 @@ static __attribute__((noinline)) uint32_t call_site(void)
 
 /* ---------------------------------------------------------------- iterations */
 
-/* After iteration `cur` began: open or close the profiling window. */
 /* CUPTI has nothing left to time (T.win_lock held): its clock is given up too. */
 static void retire_cupti(int64_t cur)
 {
@@ -697,6 +696,8 @@ static void retire_cupti(int64_t cur)
               "from its last time)", (long long)cur);
 }
 
+/* After iteration `cur` began: open or close the profiling window, and retire CUPTI an
+ * iteration after it closed. */
 static void window_at(int64_t cur)
 {
     pthread_mutex_lock(&T.win_lock);

@@ -44,10 +44,7 @@ static CUresult pack_args(void **params, void **extra, const sim_ptx_entry_t *e,
                           sim_kernel_op_t *k)
 {
     k->args_size = e->args_size;
-    k->params_end = 0;
-    for (uint32_t i = 0; i < e->nparams; i++)
-        if (e->params[i].offset + e->params[i].size > k->params_end)
-            k->params_end = e->params[i].offset + e->params[i].size;
+    k->params_end = e->params_end;
     k->args = calloc(1, e->args_size ? e->args_size : 1);
     k->params = calloc(e->nparams ? e->nparams : 1, sizeof(void *));
     if (!k->args || !k->params)

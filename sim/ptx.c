@@ -796,6 +796,7 @@ static int layout(parser_t *ps, sim_ptx_entry_t *e, unsigned line)
             maxa = p->align;
     }
     e->args_size = e->nparams ? (uint32_t)((off + maxa - 1) & ~(uint64_t)(maxa - 1)) : 0;
+    e->params_end = (uint32_t)off;
     return 0;
 }
 

@@ -24,6 +24,7 @@ typedef struct sim_ptx_entry {
     uint32_t nparams;
     sim_ptx_param_t *params;    /* nparams entries (malloc'd, may be NULL when 0) */
     uint32_t args_size;         /* total packed size: last offset + size, rounded to max align */
+    uint32_t params_end;        /* last offset + size: the size an `extra` buffer must have */
 } sim_ptx_entry_t;
 
 typedef struct sim_ptx_global {
