@@ -24,8 +24,8 @@
 #        Tests whose kernels are host functions cannot pass here (their PTX bodies are empty);
 #        the table is read, not judged.
 #
-# Prints PASS/FAIL/SKIP per check and ends with "N passed, N failed, N skipped"; exits 1 when
-# a check failed.
+# Prints PASS/FAIL/SKIP per check (NOTE for the sim table, which is not counted) and ends with
+# "N passed, N failed, N skipped"; exits 1 when a check failed.
 set -u
 BUILD=${BUILD:-build}
 PYTHON=${PYTHON:-python3}
@@ -248,7 +248,8 @@ check_sim() {
     sort -k2 -o "$out/sim.txt" "$out/sim.txt"
     n=$(wc -l <"$out/sim.txt")
     ok=$(awk '$1 == 0' "$out/sim.txt" | wc -l)
-    pass "simulator tests on the real driver: $ok of $n exit 0 (table in sim.txt)"
+    # A report, not a check: it passes or fails nothing.
+    echo "NOTE simulator tests on the real driver: $ok of $n exit 0 (table in sim.txt)"
 }
 
 want train && check_train
