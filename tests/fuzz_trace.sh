@@ -1,8 +1,9 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
-# fuzz_trace.sh - builds the trace reader's libFuzzer target (tests/fuzz/trace_reader.c, with
-# clang -fsanitize=fuzzer,address,undefined) and runs it for a bounded time
-# (ELIXIR_FUZZ_SECONDS, default 20) from a seed corpus that unit_trace_roundtrip writes.
+# fuzz_trace.sh - builds the libFuzzer targets of the trace reader (tests/fuzz/trace_reader.c)
+# and of elixir-trace's DWARF line-table reader (tests/fuzz/dwarf_line.c), with clang
+# -fsanitize=fuzzer,address,undefined, and runs each for a bounded time (ELIXIR_FUZZ_SECONDS,
+# default 20) from seed corpora that unit_trace_roundtrip and unit_dwarf_line write.
 # Skips (77) when clang or libFuzzer is missing: on Debian 12 they are the packages clang and
 # libclang-rt-14-dev (or clang-NN with libclang-rt-NN-dev).  Crashes are kept in
 # $BUILD/fuzz/artifacts.
@@ -11,7 +12,7 @@ build=${BUILD:-build}
 secs=${ELIXIR_FUZZ_SECONDS:-20}
 clang=${CLANG:-clang}
 out=$build/fuzz
-mkdir -p "$out/corpus" "$out/seeds" "$out/artifacts"
+mkdir -p "$out/artifacts"
 
 probe=$(mktemp -d)
 trap 'rm -rf "$probe"' EXIT
@@ -22,30 +23,52 @@ if ! command -v "$clang" >/dev/null 2>&1 ||
     exit 77
 fi
 
-target=$out/trace_reader
-echo "building $target"
-if ! "$clang" -std=c11 -D_GNU_SOURCE -g -O1 -fsanitize=fuzzer,address,undefined \
-    -fno-sanitize-recover=all -Wall -Wextra -Werror -Wno-unused-parameter \
-    -o "$target" tests/fuzz/trace_reader.c tracer/reader.c tracer/encode.c; then
-    echo "FAIL: the fuzz target does not build"
-    exit 1
-fi
+# build NAME SOURCES...: the target $out/NAME.
+build() {
+    local name=$1
+    shift
+    echo "building $out/$name"
+    if ! "$clang" -std=c11 -D_GNU_SOURCE -g -O1 -fsanitize=fuzzer,address,undefined \
+        -fno-sanitize-recover=all -Wall -Wextra -Werror -Wno-unused-parameter \
+        -o "$out/$name" "$@"; then
+        echo "FAIL: the fuzz target $name does not build"
+        exit 1
+    fi
+}
 
-# Seeds: the traces the round-trip test writes (when it is built), and a header alone.
-rm -f "$out/seeds"/*
+# fuzz NAME: runs $out/NAME for secs seconds on its corpus and seeds; exits 1 on a finding.
+fuzz() {
+    local name=$1
+    mkdir -p "$out/corpus-$name"
+    echo "fuzzing $name for ${secs}s with seeds: $(ls "$out/seeds-$name" | tr '\n' ' ')"
+    "$out/$name" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 -max_len=65536 \
+        -print_final_stats=1 -artifact_prefix="$out/artifacts/$name-" "$out/corpus-$name" \
+        "$out/seeds-$name" 2>&1 | tail -n 25
+    local rc=${PIPESTATUS[0]}
+    if [ "$rc" -ne 0 ]; then
+        echo "FAIL: the fuzzer found a problem in $name (status $rc); inputs in $out/artifacts"
+        exit 1
+    fi
+}
+
+build trace_reader tests/fuzz/trace_reader.c tracer/reader.c tracer/encode.c
+build dwarf_line tests/fuzz/dwarf_line.c tools/trace/dwarf_line.c
+
+# Seeds: the traces the round-trip test writes (when it is built) and a header alone; the
+# line programs unit_dwarf_line writes.
+rm -rf "$out/seeds-trace_reader" "$out/seeds-dwarf_line"
+mkdir -p "$out/seeds-trace_reader" "$out/seeds-dwarf_line"
 if [ -x "$build/tests/unit_trace_roundtrip" ]; then
-    ELIXIR_TRACE_SEED_DIR=$out/seeds "$build/tests/unit_trace_roundtrip" >/dev/null ||
-        echo "warning: unit_trace_roundtrip failed while writing seeds"
+    ELIXIR_TRACE_SEED_DIR=$out/seeds-trace_reader "$build/tests/unit_trace_roundtrip" \
+        >/dev/null || echo "warning: unit_trace_roundtrip failed while writing seeds"
 fi
-printf 'ELXTRACE\001\000\000\000\040\000\000\000' >"$out/seeds/header-start"
+printf 'ELXTRACE\001\000\000\000\040\000\000\000' >"$out/seeds-trace_reader/header-start"
+if [ -x "$build/tests/unit_dwarf_line" ]; then
+    ELIXIR_DWARF_SEED_DIR=$out/seeds-dwarf_line "$build/tests/unit_dwarf_line" >/dev/null ||
+        echo "warning: unit_dwarf_line failed while writing its seed"
+fi
+printf '\000' >"$out/seeds-dwarf_line/empty"
 
-echo "fuzzing for ${secs}s with seeds: $(ls "$out/seeds" | tr '\n' ' ')"
-"$target" -max_total_time="$secs" -timeout=10 -rss_limit_mb=2048 -max_len=65536 \
-    -print_final_stats=1 -artifact_prefix="$out/artifacts/" "$out/corpus" "$out/seeds" 2>&1 |
-    tail -n 25
-rc=${PIPESTATUS[0]}
-if [ "$rc" -ne 0 ]; then
-    echo "FAIL: the fuzzer found a problem (status $rc); inputs in $out/artifacts"
-    exit 1
-fi
-echo "fuzz_trace: no crash in ${secs}s"
+fuzz trace_reader
+fuzz dwarf_line
+echo "fuzz_trace: no crash in ${secs}s per target"

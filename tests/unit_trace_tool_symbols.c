@@ -8,10 +8,15 @@
  * in the table and in the JSON; a function of the C library (a shared object, stripped of
  * .symtab: .dynsym) is named too, and so is a function of a fixed-address executable built
  * here (cc -no-pie) from either kind of offset (virtual address, or from dladdr's base).
+ * Source lines come from the DWARF line tables: the call in trace_tool_caller() must come
+ * out as its line of this file (the build's default DWARF version, 5 with gcc 12), the
+ * first byte of trace_tool_other() as a line of that function, and the fixed-address
+ * program, built with -gdwarf-4, as its function's line.
  * Frames of a missing module, of a garbage file, of this
- * executable cut short and of 40 copies of it with random bytes in the ELF header, the
- * program and section headers and the symbol table fall back to module+0xoffset (or to
- * some symbol) without crashing (the sanitizer build checks the reads).
+ * executable cut short and of 50 copies of it with random bytes in the ELF header, the
+ * program and section headers, the symbol table and the line table fall back to
+ * module+0xoffset (or to some symbol or line) without crashing (the sanitizer build checks
+ * the reads).
  */
 #include "unit_trace_tool.h"
 
@@ -33,6 +38,9 @@ __attribute__((noinline)) static void *return_address(void)
 /* Non-static, never inlined: the names the tool must find. */
 __attribute__((noinline)) void *trace_tool_caller(void);
 __attribute__((noinline)) int trace_tool_other(int x);
+
+/* The lines the tool must find: the call below, and trace_tool_other's first and last. */
+enum { CALL_LINE = __LINE__ + 4, OTHER_FIRST = __LINE__ + 9, OTHER_LAST = __LINE__ + 12 };
 
 void *trace_tool_caller(void)
 {
@@ -86,6 +94,29 @@ static void scramble(unsigned char *buf, size_t n, size_t lo, size_t hi, int cou
         buf[lo + (size_t)rand() % (hi - lo)] = (unsigned char)rand();
 }
 
+/* This program's section named `name`, or NULL. */
+static const Elf64_Shdr *section(const char *name)
+{
+    const Elf64_Ehdr *e = (const Elf64_Ehdr *)self_bytes;
+    const Elf64_Shdr *sh = (const Elf64_Shdr *)(self_bytes + e->e_shoff);
+    const char *names = (const char *)self_bytes + sh[e->e_shstrndx].sh_offset;
+    for (unsigned i = 0; i < e->e_shnum; i++)
+        if (strcmp(names + sh[i].sh_name, name) == 0)
+            return &sh[i];
+    return NULL;
+}
+
+/* The line table, which the checks need. */
+static const Elf64_Shdr *debug_line(void)
+{
+    const Elf64_Shdr *s = section(".debug_line");
+    if (!s) {
+        printf("FAIL: this program has no .debug_line (built without -g?)\n");
+        exit(1);
+    }
+    return s;
+}
+
 /* A copy of this program with random bytes in one of its ELF structures. */
 static const char *damaged_copy(int k)
 {
@@ -95,16 +126,24 @@ static const char *damaged_copy(int k)
     memcpy(buf, self_bytes, self_len);
     size_t sh = (size_t)e->e_shoff, shlen = (size_t)e->e_shnum * sizeof(Elf64_Shdr);
     size_t ph = (size_t)e->e_phoff, phlen = (size_t)e->e_phnum * sizeof(Elf64_Phdr);
-    switch (k % 4) {
+    switch (k % 5) {
     case 0: scramble(buf, self_len, 0, sizeof(*e), 4); break;
     case 1: scramble(buf, self_len, ph, ph + phlen, 8); break;
     case 2: scramble(buf, self_len, sh, sh + shlen, 24); break;
-    default:
+    case 3:
         for (size_t i = 0; sh + shlen <= self_len && i < e->e_shnum; i++) {
             const Elf64_Shdr *s = (const Elf64_Shdr *)(self_bytes + sh) + i;
             if (s->sh_type == SHT_SYMTAB)
                 scramble(buf, self_len, s->sh_offset, s->sh_offset + s->sh_size, 200);
         }
+        break;
+    default: {
+        const Elf64_Shdr *s = debug_line(), *ls = section(".debug_line_str");
+        if (s)
+            scramble(buf, self_len, s->sh_offset, s->sh_offset + s->sh_size, 20 + 20 * (k % 3));
+        if (ls && k % 2)
+            scramble(buf, self_len, ls->sh_offset, ls->sh_offset + ls->sh_size, 20);
+    }
     }
     snprintf(name, sizeof(name), "damaged%d", k);
     const char *p = tt_write_file(name, buf, self_len);
@@ -140,7 +179,7 @@ static void make_trace(expect_t *x)
     uint64_t id = 1;
     TT_EMIT(trc_emit_alloc(w, 10, &(trc_alloc_t){ id++, 0, 0x1000, 1 << 20,
                                                   (uint32_t)trc_writer_stack(w, f, 3), NULL }));
-    for (int i = 0; i < 4 + 40; i++) {
+    for (int i = 0; i < 4 + 50; i++) {
         const char *m = i < 4 ? bad[i] : damaged_copy(i - 4);
         trc_frame_t g = { tt_str(w, m), x->caller_off, NULL };
         TT_EMIT(trc_emit_alloc(w, 20 + (uint64_t)i, &(trc_alloc_t){
@@ -160,12 +199,17 @@ static const char *base(const char *p)
 static void check_table(const expect_t *x)
 {
     char caller[PATH_MAX + 64], other[PATH_MAX + 64], fallback[128];
-    snprintf(caller, sizeof(caller), "trace_tool_caller+0x%" PRIx64 " (%s)", x->caller_sym_off,
-             base(x->module));
-    snprintf(other, sizeof(other), " < trace_tool_other+0x0 (%s) < ", base(x->module));
+    snprintf(caller, sizeof(caller), "trace_tool_caller+0x%" PRIx64 " (%s) at %s:%d < ",
+             x->caller_sym_off, base(x->module), base(__FILE__), CALL_LINE);
+    snprintf(other, sizeof(other), " < trace_tool_other+0x0 (%s) at %s:", base(x->module),
+             base(__FILE__));
     tt_result_t r = tt_run("allocs", trace, "--top", "0", "--stack-depth", "0", NULL);
     TT_CHECK("exit status", 0, r.status);
     TT_LINE(r.out, "1.00 MiB", caller, other, "fopen");
+    const char *at = strstr(r.out, other);
+    int line = at ? atoi(at + strlen(other)) : 0;
+    if (line < OTHER_FIRST || line > OTHER_LAST)
+        TT_CHECK("trace_tool_other's first byte is a line of it", OTHER_FIRST, line);
     for (int i = 0; i < 4; i++) {
         const char *names[4] = { "libgone.so", "garbage.so", "head.so", "half.so" };
         snprintf(fallback, sizeof(fallback), "  %s+0x%" PRIx64, names[i], x->caller_off);
@@ -185,6 +229,9 @@ static void check_json(const expect_t *x)
                    "(d['allocations'][0]['stack'][0])", want);
     TT_JSON(r.out, "(lambda f: (f['symbol'], f['symbol_offset']))"
                    "(d['allocations'][0]['stack'][1])", "('trace_tool_other', 0)");
+    snprintf(want, sizeof(want), "(True, %d)", CALL_LINE);
+    TT_JSON(r.out, "(lambda f: (f['file'].endswith('/" __FILE__ "'), f['line']))"
+                   "(d['allocations'][0]['stack'][0])", want);
     TT_JSON(r.out, "(lambda f: ('fopen' in f['symbol'], f['symbol_offset']))"
                    "(d['allocations'][0]['stack'][2])", "(True, 0)");
     tt_free(&r);
@@ -204,8 +251,8 @@ static void fixed_address(void)
         "         (unsigned long)p); return 0; }\n";
     const char *c = tt_write_file("fixed.c", (const unsigned char *)src, sizeof(src) - 1);
     const char *exe = tt_path("fixed"), *tr = tt_path("fixed.trace");
-    char *cc[] = { "cc", "-D_GNU_SOURCE", "-O1", "-no-pie", "-fno-pie", "-o", (char *)exe,
-                   (char *)c, "-ldl", NULL };
+    char *cc[] = { "cc", "-D_GNU_SOURCE", "-O1", "-gdwarf-4", "-no-pie", "-fno-pie", "-o",
+                   (char *)exe, (char *)c, "-ldl", NULL };
     tt_result_t r = tt_exec(cc);
     if (r.status != 0) {
         printf("note: no C compiler for a fixed-address executable (%s); part skipped\n",
@@ -228,7 +275,8 @@ static void fixed_address(void)
                                                  (uint32_t)trc_writer_stack(w, f, 2), NULL }));
     tt_close(w);
     r = tt_run("allocs", tr, "--stack-depth", "0", NULL);
-    TT_LINE(r.out, "fixed_address_function+0x0 (fixed) < fixed_address_function+0x0 (fixed)");
+    TT_LINE(r.out, "fixed_address_function+0x0 (fixed) at fixed.c:3 < "
+                   "fixed_address_function+0x0 (fixed) at fixed.c:3");
     tt_free(&r);
 }
 

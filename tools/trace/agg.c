@@ -301,6 +301,8 @@ void tm_stack_text(const trc_stack_t *s, unsigned frames, char *buf, size_t len)
         uint64_t off;
         const char *sep = i ? " < " : "";
         int k;
+        char file[4096];
+        uint32_t line;
         if (tsym_lookup(f->module, f->offset, name, sizeof(name), &off) == 0)
             k = snprintf(buf + at, len - at, "%s%s+0x%" PRIx64 " (%s)", sep, name, off,
                          base_name(f->module));
@@ -308,5 +310,9 @@ void tm_stack_text(const trc_stack_t *s, unsigned frames, char *buf, size_t len)
             k = snprintf(buf + at, len - at, "%s%s+0x%" PRIx64, sep, base_name(f->module),
                          f->offset);
         at += k > 0 ? (size_t)k : 0;
+        if (at < len && tsym_line(f->module, f->offset, file, sizeof(file), &line) == 0) {
+            k = snprintf(buf + at, len - at, " at %s:%" PRIu32, base_name(file), line);
+            at += k > 0 ? (size_t)k : 0;
+        }
     }
 }

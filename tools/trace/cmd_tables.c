@@ -132,6 +132,13 @@ static void json_stack(const trc_stack_t *s, unsigned depth)
             text_json(stdout, name);
             printf(", \"symbol_offset\": %" PRIu64, off);
         }
+        char file[4096];
+        uint32_t line;
+        if (tsym_line(f->module, f->offset, file, sizeof(file), &line) == 0) {
+            printf(", \"file\": ");
+            text_json(stdout, file);
+            printf(", \"line\": %" PRIu32, line);
+        }
         printf("}");
     }
     printf("]");

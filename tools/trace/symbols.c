@@ -1,17 +1,22 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * symbols.c - function names for (module, offset) frames, from the modules' ELF files.
+ * symbols.c - function names for (module, offset) frames, from the modules' ELF files, and
+ * their source lines, from the files' DWARF line tables (dwarf_line.c).
  *
  * A module is read once: its ELF header, program headers (the PT_LOAD segments give the load
  * base and the address ranges) and section headers, then its function symbols from .symtab,
  * or from .dynsym when the file is stripped, sorted by address.  The file is not trusted:
  * every offset, size, count and index is checked against the file's size and the format
  * before anything is read or allocated, names are bounded by their string table, and any
- * failure leaves the module unresolvable (cached as such) instead of crashing.  At most
+ * failure leaves the module unresolvable (cached as such) instead of crashing.  The line
+ * table is read separately, at the first question about a line: a module without one (or
+ * whose debug sections are compressed) has no lines, and its names still resolve.  At most
  * CACHE_MAX modules and CACHE_BYTES of their tables are kept, the least recently used going
  * first.
  */
 #include "symbols.h"
+
+#include "dwarf_line.h"
 
 #include <elf.h>
 #include <errno.h>
@@ -46,8 +51,10 @@ typedef struct module {
     sym_t *syms;
     size_t nsyms;
     char *strtab;                      /* NUL-terminated at its end, whatever the file says */
-    uint64_t bytes;                    /* of syms and strtab */
+    uint64_t bytes;                    /* of syms, strtab and lines */
     uint64_t used;                     /* tick of the last use */
+    int lines_read;                    /* lines holds the DWARF line table, or none exists */
+    dl_table_t lines;
 } module_t;
 
 static module_t *cache[CACHE_MAX];
@@ -217,6 +224,72 @@ static void load(module_t *m)
     close(f.fd);
 }
 
+/* The section named `name` of the file, whole, in *len bytes; NULL when there is none (or
+ * it holds no bytes in the file, or is compressed: no decompressor here). */
+static uint8_t *read_named(const elf_file_t *f, const Elf64_Shdr *sh, unsigned n,
+                           const char *names, uint64_t names_len, const char *name, size_t *len)
+{
+    for (unsigned i = 0; i < n; i++) {
+        if (sh[i].sh_name >= names_len || strcmp(names + sh[i].sh_name, name) != 0)
+            continue;
+        if (sh[i].sh_type == SHT_NOBITS || (sh[i].sh_flags & SHF_COMPRESSED))
+            return NULL;
+        *len = (size_t)sh[i].sh_size;
+        return read_at(f, sh[i].sh_offset, sh[i].sh_size);
+    }
+    return NULL;
+}
+
+/* The DWARF line table of the file (header e) into m->lines; 0, or a negative errno. */
+static int read_lines(module_t *m, const elf_file_t *f, const Elf64_Ehdr *e)
+{
+    unsigned n = 0;
+    Elf64_Shdr *sh = read_sections(f, e, &n);
+    int rc = -ENOENT;
+    if (sh && e->e_shstrndx < n && sh[e->e_shstrndx].sh_type == SHT_STRTAB) {
+        const Elf64_Shdr *ns = &sh[e->e_shstrndx];
+        char *names = read_at(f, ns->sh_offset, ns->sh_size);
+        uint64_t nlen = names ? ns->sh_size : 0;
+        if (nlen && names[nlen - 1] != 0)
+            nlen = 0;                  /* (section names must end inside it) */
+        dl_sections_t s = { 0 };
+        uint8_t *line = read_named(f, sh, n, names, nlen, ".debug_line", &s.line_len);
+        uint8_t *lstr = read_named(f, sh, n, names, nlen, ".debug_line_str", &s.line_str_len);
+        uint8_t *str = read_named(f, sh, n, names, nlen, ".debug_str", &s.str_len);
+        s.line = line, s.line_str = lstr, s.str = str;
+        if (line)
+            rc = dl_parse(&m->lines, &s);
+        free(line);
+        free(lstr);
+        free(str);
+        free(names);
+    }
+    free(sh);
+    return rc;
+}
+
+/* Reads m's line table, once (none is remembered too). */
+static void load_lines(module_t *m)
+{
+    Elf64_Ehdr e;
+    struct stat st;
+    m->lines_read = 1;
+    elf_file_t f = { open(m->path, O_RDONLY | O_CLOEXEC), 0 };
+    if (f.fd < 0)
+        return;
+    if (fstat(f.fd, &st) == 0 && S_ISREG(st.st_mode)) {
+        f.size = (uint64_t)st.st_size;
+        void *hdr = read_at(&f, 0, sizeof(e));
+        if (hdr) {
+            memcpy(&e, hdr, sizeof(e));
+            free(hdr);
+            if (check_ident(&e) == 0)
+                read_lines(m, &f, &e);
+        }
+    }
+    close(f.fd);
+}
+
 /* ------------------------------------------------------------------ the cache */
 
 static void drop(module_t *m)
@@ -227,6 +300,7 @@ static void drop(module_t *m)
     free(m->path);
     free(m->syms);
     free(m->strtab);
+    dl_free(&m->lines);
     free(m);
 }
 
@@ -252,6 +326,16 @@ static int victim(const module_t *keep, int empty)
     return v;
 }
 
+/* Older modules than `keep` go while the cache holds more than CACHE_BYTES. */
+static void trim(const module_t *keep)
+{
+    int v;
+    while (cached_bytes > CACHE_BYTES && (v = victim(keep, 0)) >= 0) {
+        drop(cache[v]);
+        cache[v] = NULL;
+    }
+}
+
 /* The cached module of path, loaded on first use; older modules go when the cache is over
  * its count or its bytes. */
 static module_t *module_of(const char *path)
@@ -272,10 +356,7 @@ static module_t *module_of(const char *path)
     int v = victim(m, 1);
     drop(cache[v]);
     cache[v] = m;
-    while (cached_bytes > CACHE_BYTES && (v = victim(m, 0)) >= 0) {
-        drop(cache[v]);
-        cache[v] = NULL;
-    }
+    trim(m);
     return m;
 }
 
@@ -325,6 +406,13 @@ static const sym_t *find(const module_t *m, uint64_t addr)
     return NULL;
 }
 
+/* The address in m of the frame at `offset`, and its function (NULL when none). */
+static const sym_t *frame(const module_t *m, uint64_t offset, uint64_t *addr)
+{
+    *addr = in_segments(m, offset) ? offset : offset + m->base;
+    return in_segments(m, *addr) || in_segments(m, *addr - 1) ? find(m, *addr) : NULL;
+}
+
 int tsym_lookup(const char *module, uint64_t offset, char *name, size_t len,
                 uint64_t *sym_off)
 {
@@ -335,11 +423,36 @@ int tsym_lookup(const char *module, uint64_t offset, char *name, size_t len,
         return -ENOMEM;
     if (m->err)
         return m->err;
-    uint64_t addr = in_segments(m, offset) ? offset : offset + m->base;
-    const sym_t *s = in_segments(m, addr) || in_segments(m, addr - 1) ? find(m, addr) : NULL;
+    uint64_t addr;
+    const sym_t *s = frame(m, offset, &addr);
     if (!s)
         return -ENOENT;
     snprintf(name, len, "%s", m->strtab + s->name);
     *sym_off = addr - s->value;
+    return 0;
+}
+
+int tsym_line(const char *module, uint64_t offset, char *file, size_t len, uint32_t *line)
+{
+    if (!module || !module[0])
+        return -ENOENT;
+    module_t *m = module_of(module);
+    if (!m)
+        return -ENOMEM;
+    if (m->err && m->err != -ENOENT)
+        return m->err;
+    if (!m->lines_read) {
+        load_lines(m);
+        m->bytes += dl_bytes(&m->lines);
+        cached_bytes += dl_bytes(&m->lines);
+        trim(m);
+    }
+    uint64_t addr;
+    const sym_t *s = frame(m, offset, &addr);   /* (no symbols: -ENOENT, none found) */
+    /* The call's line, before the return address; a function's first byte is its own. */
+    const char *f;
+    if (addr == 0 || dl_find(&m->lines, s && s->value == addr ? addr : addr - 1, &f, line))
+        return -ENOENT;
+    snprintf(file, len, "%s", f);
     return 0;
 }

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * symbols.h - symbol names for call-site frames, read from the modules' ELF files.
+ * symbols.h - symbol names and source lines for call-site frames, read from the modules' ELF
+ * files (symbol tables, DWARF line tables).
  *
  * A frame is (module path, offset from the module's load base), as the recorder writes it.
  * The module's ELF file is read at most once (a bounded cache of the most recently used
@@ -31,6 +32,14 @@
  */
 int tsym_lookup(const char *module, uint64_t offset, char *name, size_t len,
                 uint64_t *sym_off);
+
+/* The source line of the frame at `offset` of `module` (the one tsym_lookup names), from
+ * the module's DWARF line table (.debug_line: built with -g, not stripped of it): 0 with the
+ * file's path as the table gives it in file (len bytes, cut when longer) and the line in
+ * *line; -ENOENT when the module has no line for it (no table, compressed debug sections,
+ * code of no line), or another negative errno as tsym_lookup.  The table is read at the
+ * first question about the module and counts toward its share of the cache. */
+int tsym_line(const char *module, uint64_t offset, char *file, size_t len, uint32_t *line);
 
 /* Forgets every cached module. */
 void tsym_clear(void);

@@ -6,7 +6,7 @@
 # tracer/tracer.mk into $(BUILD)/bin/elixir-trace.  The Makefile's generic tools rule only
 # takes tools/*.c, one file per tool, hence this rule.  Its tests are the
 # tests/unit_trace_tool_* programs (linked by tracer/tracer.mk's rule), which write traces
-# and run this binary.
+# and run this binary; tests/unit_dwarf_line tests the line-table reader alone.
 
 TT_SRCS := $(wildcard tools/trace/*.c)
 TT_OBJS := $(TT_SRCS:%.c=$(BUILD)/obj/%.o)
@@ -18,3 +18,9 @@ $(TT_BIN): $(TT_OBJS) $(TRC_LIB)
 	$(Q)$(CC) -o $@ $(TT_OBJS) $(TRC_LIB) $(LDFLAGS) $(TRC_LDLIBS) -lm
 
 all: $(TT_BIN)
+
+# tests/unit_dwarf_line tests the DWARF line reader on its own, linked with its object only.
+$(BUILD)/tests/unit_dwarf_line: tests/unit_dwarf_line.c $(BUILD)/obj/tools/trace/dwarf_line.o
+	$(call msg,CC,$<)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(CFLAGS) -o $@ $< $(BUILD)/obj/tools/trace/dwarf_line.o $(LDFLAGS)
