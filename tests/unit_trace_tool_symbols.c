@@ -11,7 +11,8 @@
  * Source lines come from the DWARF line tables: the call in trace_tool_caller() must come
  * out as its line of this file (the build's default DWARF version, 5 with gcc 12), the
  * first byte of trace_tool_other() as a line of that function, and the fixed-address
- * program, built with -gdwarf-4, as its function's line.
+ * program, built with -gdwarf-4, as its function's line.  A function named in C++'s
+ * mangling (elixir::demo::probe(int)) is printed demangled where libstdc++ can be opened.
  * Frames of a missing module, of a garbage file, of this
  * executable cut short and of 50 copies of it with random bytes in the ELF header, the
  * program and section headers, the symbol table and the line table fall back to
@@ -52,6 +53,13 @@ void *trace_tool_caller(void)
 int trace_tool_other(int x)
 {
     return x * 3 + 1;
+}
+
+/* A function under a C++ name (elixir::demo::probe(int)), which the tool demangles. */
+__attribute__((noinline)) int cxx_probe(int x) __asm__("_ZN6elixir4demo5probeEi");
+int cxx_probe(int x)
+{
+    return x * 5 + 2;
 }
 
 /* The module path and offset of addr, as a recorder computes them. */
@@ -155,7 +163,7 @@ static const char *damaged_copy(int k)
 
 typedef struct expect {
     char module[PATH_MAX];
-    uint64_t caller_off, caller_sym_off, other_off, libc_off;
+    uint64_t caller_off, caller_sym_off, other_off, libc_off, cxx_off;
     char libc[PATH_MAX];
 } expect_t;
 
@@ -166,11 +174,12 @@ static void make_trace(expect_t *x)
     x->caller_sym_off = (uint64_t)((uintptr_t)ra - (uintptr_t)trace_tool_caller);
     x->other_off = offset_of((void *)trace_tool_other, x->module, sizeof(x->module));
     x->libc_off = offset_of((void *)fopen, x->libc, sizeof(x->libc));
+    x->cxx_off = offset_of((void *)cxx_probe, x->module, sizeof(x->module));
     trace = tt_path("symbols.trace");
     trc_writer_t *w = tt_writer(trace, 0);
     uint32_t me = tt_str(w, x->module), libc = tt_str(w, x->libc);
-    trc_frame_t f[3] = { { me, x->caller_off, NULL }, { me, x->other_off, NULL },
-                         { libc, x->libc_off, NULL } };
+    trc_frame_t f[4] = { { me, x->caller_off, NULL }, { me, x->other_off, NULL },
+                         { libc, x->libc_off, NULL }, { me, x->cxx_off, NULL } };
     static const char junk[72] = "\x7f" "ELF\2\1\1 garbage: an ELF ident, then nothing";
     const char *bad[4] = { "/nonexistent/libgone.so",
                            tt_write_file("garbage.so", (const unsigned char *)junk, sizeof(junk)),
@@ -178,7 +187,7 @@ static void make_trace(expect_t *x)
                            tt_write_file("half.so", self_bytes, self_len / 2) };
     uint64_t id = 1;
     TT_EMIT(trc_emit_alloc(w, 10, &(trc_alloc_t){ id++, 0, 0x1000, 1 << 20,
-                                                  (uint32_t)trc_writer_stack(w, f, 3), NULL }));
+                                                  (uint32_t)trc_writer_stack(w, f, 4), NULL }));
     for (int i = 0; i < 4 + 50; i++) {
         const char *m = i < 4 ? bad[i] : damaged_copy(i - 4);
         trc_frame_t g = { tt_str(w, m), x->caller_off, NULL };
@@ -196,6 +205,22 @@ static const char *base(const char *p)
     return s ? s + 1 : p;
 }
 
+/* Can the C++ runtime, which demangles names, be opened here? */
+static int cxx_runtime(void)
+{
+    void *h = dlopen("libstdc++.so.6", RTLD_LAZY | RTLD_LOCAL);
+    if (h)
+        dlclose(h);
+    return h != NULL;
+}
+
+/* How the C++ function's frame must read: demangled where the C++ runtime can be opened. */
+static const char *cxx_name(void)
+{
+    return cxx_runtime() ? " < elixir::demo::probe(int)+0x0 ("
+                         : " < _ZN6elixir4demo5probeEi+0x0 (";
+}
+
 static void check_table(const expect_t *x)
 {
     char caller[PATH_MAX + 64], other[PATH_MAX + 64], fallback[128];
@@ -205,7 +230,7 @@ static void check_table(const expect_t *x)
              base(__FILE__));
     tt_result_t r = tt_run("allocs", trace, "--top", "0", "--stack-depth", "0", NULL);
     TT_CHECK("exit status", 0, r.status);
-    TT_LINE(r.out, "1.00 MiB", caller, other, "fopen");
+    TT_LINE(r.out, "1.00 MiB", caller, other, "fopen", cxx_name());
     const char *at = strstr(r.out, other);
     int line = at ? atoi(at + strlen(other)) : 0;
     if (line < OTHER_FIRST || line > OTHER_LAST)
@@ -229,6 +254,10 @@ static void check_json(const expect_t *x)
                    "(d['allocations'][0]['stack'][0])", want);
     TT_JSON(r.out, "(lambda f: (f['symbol'], f['symbol_offset']))"
                    "(d['allocations'][0]['stack'][1])", "('trace_tool_other', 0)");
+    TT_JSON(r.out, "(lambda f: (f['symbol'], f.get('demangled')))"
+                   "(d['allocations'][0]['stack'][3])",
+            cxx_runtime() ? "('_ZN6elixir4demo5probeEi', 'elixir::demo::probe(int)')"
+                          : "('_ZN6elixir4demo5probeEi', None)");
     snprintf(want, sizeof(want), "(True, %d)", CALL_LINE);
     TT_JSON(r.out, "(lambda f: (f['file'].endswith('/" __FILE__ "'), f['line']))"
                    "(d['allocations'][0]['stack'][0])", want);
@@ -292,6 +321,7 @@ int main(void)
     read_self();
     make_trace(&x);
     TT_CHECK("trace_tool_other works", 7, trace_tool_other(2));
+    TT_CHECK("cxx_probe works", 12, cxx_probe(2));
     check_table(&x);
     check_json(&x);
     fixed_address();

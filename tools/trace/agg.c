@@ -297,15 +297,15 @@ void tm_stack_text(const trc_stack_t *s, unsigned frames, char *buf, size_t len)
         depth = frames;
     for (uint32_t i = 0; i < depth && at < len; i++) {
         const trc_frame_t *f = &s->frames[i];
-        char name[256];
+        char name[1024];
         uint64_t off;
         const char *sep = i ? " < " : "";
         int k;
-        char file[4096];
+        char file[4096], plain[512];
         uint32_t line;
         if (tsym_lookup(f->module, f->offset, name, sizeof(name), &off) == 0)
-            k = snprintf(buf + at, len - at, "%s%s+0x%" PRIx64 " (%s)", sep, name, off,
-                         base_name(f->module));
+            k = snprintf(buf + at, len - at, "%s%s+0x%" PRIx64 " (%s)", sep,
+                         tsym_demangle(name, plain, sizeof(plain)), off, base_name(f->module));
         else
             k = snprintf(buf + at, len - at, "%s%s+0x%" PRIx64, sep, base_name(f->module),
                          f->offset);

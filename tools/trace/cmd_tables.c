@@ -122,7 +122,7 @@ static void json_stack(const trc_stack_t *s, unsigned depth)
     printf("[");
     for (uint32_t i = 0; i < n; i++) {
         const trc_frame_t *f = &s->frames[i];
-        char name[256];
+        char name[1024];
         uint64_t off;
         printf("%s{\"module\": ", i ? ", " : "");
         text_json(stdout, f->module);
@@ -131,6 +131,12 @@ static void json_stack(const trc_stack_t *s, unsigned depth)
             printf(", \"symbol\": ");
             text_json(stdout, name);
             printf(", \"symbol_offset\": %" PRIu64, off);
+            char plain[1024];
+            const char *d = tsym_demangle(name, plain, sizeof(plain));
+            if (d != name) {
+                printf(", \"demangled\": ");
+                text_json(stdout, d);
+            }
         }
         char file[4096];
         uint32_t line;

@@ -18,6 +18,7 @@
 
 #include "dwarf_line.h"
 
+#include <dlfcn.h>
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -455,4 +456,31 @@ int tsym_line(const char *module, uint64_t offset, char *file, size_t len, uint3
         return -ENOENT;
     snprintf(file, len, "%s", f);
     return 0;
+}
+
+/* ------------------------------------------------------------------ C++ names */
+
+typedef char *(*demangle_fn)(const char *mangled, char *buf, size_t *len, int *status);
+
+const char *tsym_demangle(const char *name, char *buf, size_t len)
+{
+    static demangle_fn demangle;
+    static int tried;
+    if (!name || strncmp(name, "_Z", 2) != 0 || !len)
+        return name;
+    if (!tried) {
+        tried = 1;
+        void *h = dlopen("libstdc++.so.6", RTLD_LAZY | RTLD_LOCAL);
+        if (h)
+            *(void **)&demangle = dlsym(h, "__cxa_demangle");
+    }
+    int status = -1;
+    char *d = demangle ? demangle(name, NULL, NULL, &status) : NULL;
+    if (!d || status != 0) {
+        free(d);
+        return name;
+    }
+    snprintf(buf, len, "%s", d);
+    free(d);
+    return buf;
 }

@@ -41,6 +41,11 @@ int tsym_lookup(const char *module, uint64_t offset, char *name, size_t len,
  * first question about the module and counts toward its share of the cache. */
 int tsym_line(const char *module, uint64_t offset, char *file, size_t len, uint32_t *line);
 
+/* A C++ symbol's name demangled into buf (len bytes, cut when longer), through the C++
+ * runtime's __cxa_demangle (libstdc++.so.6, opened at the first mangled name); name itself
+ * when it is not a mangled name, or no runtime can be opened, or it cannot demangle it. */
+const char *tsym_demangle(const char *name, char *buf, size_t len);
+
 /* Forgets every cached module. */
 void tsym_clear(void);
 
