@@ -13,6 +13,7 @@
 
 #include "../tracer/trace.h"
 
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
@@ -205,6 +206,15 @@ static inline tt_result_t tt_run(const char *arg, ...)
     tt_result_t r = tt_execv(pre, arg, ap);
     va_end(ap);
     return r;
+}
+
+/* Can the C++ runtime, through which the tool demangles C++ names, be opened here? */
+static inline int tt_cxx_runtime(void)
+{
+    void *h = dlopen("libstdc++.so.6", RTLD_LAZY | RTLD_LOCAL);
+    if (h)
+        dlclose(h);
+    return h != NULL;
 }
 
 static inline void tt_free(tt_result_t *r)

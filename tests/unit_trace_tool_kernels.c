@@ -6,7 +6,9 @@
  * bytes that are not UTF-8 included), and the table.  Device times come from the launch
  * records' spans and from TIMING records, one written after its launch and one before it
  * (buffers of different threads may land in either order); a TIMING for an unknown id is
- * ignored.  Collectives and copies are not kernels.
+ * ignored.  Collectives and copies are not kernels.  C++ kernel names are shown demangled
+ * (where libstdc++ can be opened) in the table and the JSON, and --name matches the shown
+ * name; a name that only looks mangled stays as it is.
  */
 #include "unit_trace_tool.h"
 
@@ -104,6 +106,31 @@ static void table(void)
     tt_free(&r);
 }
 
+/* A trace of two C++ kernels (one launched twice) and a name that only looks mangled. */
+static void demangling(void)
+{
+    const char *tr = tt_path("cxx.trace"), *want;
+    w = tt_writer(tr, 0);
+    launch(1, "_ZN2at6native13reduce_kernelILi512ELi1EEEvi", 0, 50);
+    launch(2, "_ZN2at6native13reduce_kernelILi512ELi1EEEvi", 0, 70);
+    launch(3, "_ZN5flash7fwd_runEv", 0, 10);
+    launch(4, "_Zbogus", 0, 5);
+    tt_close(w);
+    want = tt_cxx_runtime() ? "void at::native::reduce_kernel<512, 1>(int):2 flash::fwd_run():1 "
+                              "_Zbogus:1"
+                            : "_ZN2at6native13reduce_kernelILi512ELi1EEEvi:2 "
+                              "_ZN5flash7fwd_runEv:1 _Zbogus:1";
+    TT_RUN_JSON("' '.join('%s:%d' % (k['name'], k['launches']) for k in d['kernels'])", want,
+                "kernels", tr, "--json");
+    if (!tt_cxx_runtime())
+        return;
+    TT_RUN_JSON("[k['name'] for k in d['kernels']]", "['flash::fwd_run()']", "kernels", tr,
+                "--json", "--name", "flash::");
+    tt_result_t r = tt_run("kernels", tr, NULL);
+    TT_LINE(r.out, "120 ns", "  2 ", "void at::native::reduce_kernel<512, 1>(int)");
+    tt_free(&r);
+}
+
 int main(void)
 {
     tt_init();
@@ -112,5 +139,6 @@ int main(void)
     filters();
     json_fields();
     table();
+    demangling();
     return tt_done();
 }

@@ -205,19 +205,10 @@ static const char *base(const char *p)
     return s ? s + 1 : p;
 }
 
-/* Can the C++ runtime, which demangles names, be opened here? */
-static int cxx_runtime(void)
-{
-    void *h = dlopen("libstdc++.so.6", RTLD_LAZY | RTLD_LOCAL);
-    if (h)
-        dlclose(h);
-    return h != NULL;
-}
-
 /* How the C++ function's frame must read: demangled where the C++ runtime can be opened. */
 static const char *cxx_name(void)
 {
-    return cxx_runtime() ? " < elixir::demo::probe(int)+0x0 ("
+    return tt_cxx_runtime() ? " < elixir::demo::probe(int)+0x0 ("
                          : " < _ZN6elixir4demo5probeEi+0x0 (";
 }
 
@@ -256,7 +247,7 @@ static void check_json(const expect_t *x)
                    "(d['allocations'][0]['stack'][1])", "('trace_tool_other', 0)");
     TT_JSON(r.out, "(lambda f: (f['symbol'], f.get('demangled')))"
                    "(d['allocations'][0]['stack'][3])",
-            cxx_runtime() ? "('_ZN6elixir4demo5probeEi', 'elixir::demo::probe(int)')"
+            tt_cxx_runtime() ? "('_ZN6elixir4demo5probeEi', 'elixir::demo::probe(int)')"
                           : "('_ZN6elixir4demo5probeEi', None)");
     snprintf(want, sizeof(want), "(True, %d)", CALL_LINE);
     TT_JSON(r.out, "(lambda f: (f['file'].endswith('/" __FILE__ "'), f['line']))"

@@ -13,6 +13,8 @@
  */
 #include "model.h"
 
+#include "symbols.h"
+
 #include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
@@ -35,6 +37,9 @@ typedef struct priv {
     size_t ntimings, cap_timings;
     size_t cap_devices, cap_options, cap_allocs, cap_ops, cap_migrations, cap_evictions,
         cap_iterations, cap_memory;
+    idmap_t name_ix;                   /* a mangled kernel name (its interned pointer) ... */
+    char **names;                      /* ... -> its demangled copy */
+    size_t nnames, cap_names;
 } priv_t;
 
 /* ------------------------------------------------------------------ id maps */
@@ -210,6 +215,40 @@ static tm_op_t *new_op(tm_trace_t *t, priv_t *p, const trc_event_t *ev, uint64_t
     return o;
 }
 
+/* The name a kernel is shown by: a C++ name demangled (once per name: the reader interns
+ * them, so a name's pointer identifies it), any other as it is.  NULL when out of memory. */
+static const char *kernel_name(priv_t *p, const char *raw)
+{
+    static char buf[16384];
+    if (!raw)
+        return "";
+    if (strncmp(raw, "_Z", 2) != 0)
+        return raw;
+    size_t i = idmap_get(&p->name_ix, (uint64_t)(uintptr_t)raw);
+    if (i != SIZE_MAX)
+        return p->names[i];
+    const char *d = tsym_demangle(raw, buf, sizeof(buf));
+    char *copy = strdup(d);
+    if (!copy)
+        return NULL;
+    if (p->nnames == p->cap_names) {
+        size_t nc = p->cap_names ? p->cap_names * 2 : 64;
+        char **nn = realloc(p->names, nc * sizeof(*nn));
+        if (!nn) {
+            free(copy);
+            return NULL;
+        }
+        p->names = nn;
+        p->cap_names = nc;
+    }
+    if (idmap_put(&p->name_ix, (uint64_t)(uintptr_t)raw, p->nnames) < 0) {
+        free(copy);
+        return NULL;
+    }
+    p->names[p->nnames++] = copy;
+    return copy;
+}
+
 /* A launch's allocation ids go to the shared pool; pointers are set once it stops moving. */
 static int add_launch(tm_trace_t *t, priv_t *p, const trc_event_t *ev)
 {
@@ -217,7 +256,8 @@ static int add_launch(tm_trace_t *t, priv_t *p, const trc_event_t *ev)
     tm_op_t *o = new_op(t, p, ev, l->id, &l->span, l->device, l->stream);
     if (!o)
         return -ENOMEM;
-    o->name = l->func;
+    if (!(o->name = kernel_name(p, l->func)))
+        return -ENOMEM;
     if (!l->nallocs)
         return 0;
     if (p->nids + l->nallocs > p->cap_ids) {
@@ -440,6 +480,10 @@ void tm_free(tm_trace_t *t)
         trc_reader_close(p->r);
         idmap_free(&p->alloc_ix);
         idmap_free(&p->op_ix);
+        idmap_free(&p->name_ix);
+        for (size_t i = 0; i < p->nnames; i++)
+            free(p->names[i]);
+        free(p->names);
         free(p->ids);
         free(p->timings);
         free(p->path);

@@ -34,7 +34,8 @@ typedef struct tm_op {
     uint64_t time;                     /* when it was enqueued (recorder clock) */
     int32_t device;
     uint64_t stream;
-    const char *name;                  /* kernel or collective name; "" for copies, memsets */
+    const char *name;                  /* kernel (demangled when a C++ name) or collective
+                                        * name; "" for copies, memsets */
     uint32_t copy_kind;                /* trc_copy_kind_t, copies only */
     uint64_t bytes;                    /* copies, memsets, collectives */
     int has_times;                     /* device start/end known (span or TIMING) */
