@@ -13,6 +13,8 @@
  * first byte of trace_tool_other() as a line of that function, and the fixed-address
  * program, built with -gdwarf-4, as its function's line.  A function named in C++'s
  * mangling (elixir::demo::probe(int)) is printed demangled where libstdc++ can be opened.
+ * Names and lines are also found in a separate debug file, next to the program
+ * (.gnu_debuglink, its CRC checked) and by build id under ELIXIR_DEBUG_DIRS.
  * Frames of a missing module, of a garbage file, of this
  * executable cut short and of 50 copies of it with random bytes in the ELF header, the
  * program and section headers, the symbol table and the line table fall back to
@@ -300,6 +302,106 @@ static void fixed_address(void)
     tt_free(&r);
 }
 
+/* The GNU build id of the ELF file at path, in hex, or "" (read with this test's section
+ * look-up over the file's bytes). */
+static void build_id_hex(const char *path, char *hex, size_t len)
+{
+    size_t n = 0;
+    unsigned char *b = (unsigned char *)tt_slurp_len(path, &n);
+    const Elf64_Ehdr *e = (const Elf64_Ehdr *)b;
+    hex[0] = 0;
+    for (unsigned i = 0; b && n >= sizeof(*e) && i < e->e_shnum; i++) {
+        const Elf64_Shdr *sh = (const Elf64_Shdr *)(b + e->e_shoff) + i;
+        if (sh->sh_type != SHT_NOTE || sh->sh_size < 16)
+            continue;
+        const uint32_t *note = (const uint32_t *)(b + sh->sh_offset);
+        if (note[2] != NT_GNU_BUILD_ID || note[0] != 4 || 2 * note[1] + 1 > len)
+            continue;
+        for (uint32_t k = 0; k < note[1]; k++)
+            snprintf(hex + 2 * k, 3, "%02x", b[sh->sh_offset + 16 + k]);
+    }
+    free(b);
+}
+
+/* Runs argv; 0, or prints a note that the part is skipped. */
+static int tool(char *const argv[])
+{
+    tt_result_t r = tt_exec(argv);
+    int rc = r.status;
+    if (rc)
+        printf("note: %s failed (%s); separate debug files not checked\n", argv[0], r.err);
+    tt_free(&r);
+    return rc;
+}
+
+/* A program whose symbols and debug information are split off into a separate file (objcopy
+ * --only-keep-debug, --strip-all, --add-gnu-debuglink), built here when the tools are at
+ * hand: its function's name and line come from the debug file next to it (its CRC checked: a
+ * damaged copy gives neither), and from ELIXIR_DEBUG_DIRS/.build-id/xx/rest.debug (its build
+ * id matched). */
+static void split_debug(void)
+{
+    static const char src[] =
+        "#include <dlfcn.h>\n#include <stdio.h>\n"
+        "__attribute__((noinline)) void split_function(void) { __asm__ volatile(\"\"); }\n"
+        "int main(void) { Dl_info i; void *p = (void *)split_function;\n"
+        "  if (!dladdr(p, &i)) return 1; split_function();\n"
+        "  printf(\"%lx\\n\", (unsigned long)((char *)p - (char *)i.dli_fbase)); return 0; }\n";
+    const char *c = tt_write_file("split.c", (const unsigned char *)src, sizeof(src) - 1);
+    const char *exe = tt_path("split"), *dbg = tt_path("split.debug");
+    const char *tr = tt_path("split.trace"), *dirs = tt_path("debug-dirs");
+    char link[PATH_MAX + 32], hex[160], dir[PATH_MAX], file[2 * PATH_MAX];
+    snprintf(link, sizeof(link), "--add-gnu-debuglink=%s", dbg);
+    char *cc[] = { "cc", "-D_GNU_SOURCE", "-g", "-O1", "-Wl,--build-id", "-o", (char *)exe,
+                   (char *)c, "-ldl", NULL };
+    char *keep[] = { "objcopy", "--only-keep-debug", (char *)exe, (char *)dbg, NULL };
+    char *strip[] = { "objcopy", "--strip-all", (char *)exe, NULL };
+    char *add[] = { "objcopy", link, (char *)exe, NULL };
+    if (tool(cc) || tool(keep) || tool(strip) || tool(add))
+        return;
+    char *run[] = { (char *)exe, NULL };
+    tt_result_t r = tt_exec(run);
+    unsigned long off = strtoul(r.out, NULL, 16);
+    tt_free(&r);
+    trc_writer_t *w = tt_writer(tr, 0);
+    trc_frame_t f = { tt_str(w, exe), off, NULL };
+    TT_EMIT(trc_emit_alloc(w, 1, &(trc_alloc_t){ 1, 0, 0x1000, 4096,
+                                                 (uint32_t)trc_writer_stack(w, &f, 1), NULL }));
+    tt_close(w);
+    setenv("ELIXIR_DEBUG_DIRS", dirs, 1);
+    r = tt_run("allocs", tr, NULL);
+    TT_LINE(r.out, "split_function+0x0 (split) at split.c:3");
+    tt_free(&r);
+
+    size_t n = 0;
+    unsigned char *bytes = (unsigned char *)tt_slurp_len(dbg, &n);
+    bytes[n / 2] ^= 0x5a;               /* the debuglink's CRC no longer matches */
+    tt_write_file("split.debug", bytes, n);
+    r = tt_run("allocs", tr, NULL);
+    TT_LINE(r.out, "  split+0x");
+    TT_HASNT(r.out, "split_function");
+    TT_HASNT(r.out, " at split.c");
+    tt_free(&r);
+
+    bytes[n / 2] ^= 0x5a;               /* the good one, found by build id only */
+    unlink(dbg);
+    build_id_hex(exe, hex, sizeof(hex));
+    TT_CHECK("the program has a build id", 1, strlen(hex) > 2);
+    snprintf(dir, sizeof(dir), "%s/.build-id/%.2s", dirs, hex);
+    snprintf(file, sizeof(file), "%s/%s.debug", dir, hex + 2);
+    char *mk[] = { "mkdir", "-p", dir, NULL };
+    tool(mk);
+    FILE *out = fopen(file, "wb");
+    TT_CHECK("debug file written", 1, out && fwrite(bytes, 1, n, out) == n);
+    if (out)
+        fclose(out);
+    free(bytes);
+    r = tt_run("allocs", tr, NULL);
+    TT_LINE(r.out, "split_function+0x0 (split) at split.c:3");
+    tt_free(&r);
+    unsetenv("ELIXIR_DEBUG_DIRS");
+}
+
 int main(void)
 {
     expect_t x;
@@ -316,6 +418,7 @@ int main(void)
     check_table(&x);
     check_json(&x);
     fixed_address();
+    split_debug();
     free(self_bytes);
     return tt_done();
 }

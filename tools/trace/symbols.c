@@ -22,6 +22,7 @@
 #include <elf.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -173,11 +174,14 @@ static int keep_functions(module_t *m, const Elf64_Sym *syms, size_t count, uint
     return 0;
 }
 
-static int read_symbols(module_t *m, const elf_file_t *f, const Elf64_Ehdr *e)
+/* The function symbols of the file into m; *kind is the table's type (SHT_SYMTAB, or
+ * SHT_DYNSYM for a stripped file; 0: none). */
+static int read_symbols(module_t *m, const elf_file_t *f, const Elf64_Ehdr *e, unsigned *kind)
 {
     unsigned n = 0;
     Elf64_Shdr *sh = read_sections(f, e, &n);
     int i = sh ? pick_symtab(sh, n) : -1, rc = -ENOENT;
+    *kind = i >= 0 ? sh[i].sh_type : 0;
     if (i >= 0) {
         const Elf64_Shdr *st = &sh[i], *ss = &sh[st->sh_link];
         Elf64_Sym *syms = read_at(f, st->sh_offset, st->sh_size);
@@ -198,11 +202,237 @@ static int read_symbols(module_t *m, const elf_file_t *f, const Elf64_Ehdr *e)
     return rc;
 }
 
-/* Reads the module's file into m; m->err says why it cannot be used. */
+/* An ELF file opened for its sections: the header, the section headers and their names. */
+typedef struct elf_view {
+    elf_file_t f;
+    Elf64_Ehdr e;
+    Elf64_Shdr *sh;
+    unsigned n;
+    char *names;                       /* section names, NUL-terminated at nlen */
+    uint64_t nlen;
+} elf_view_t;
+
+static void view_close(elf_view_t *v)
+{
+    if (v->f.fd >= 0)
+        close(v->f.fd);
+    free(v->sh);
+    free(v->names);
+}
+
+/* Opens path as a 64-bit little-endian ELF file with section headers: 0, or -errno. */
+static int view_open(elf_view_t *v, const char *path)
+{
+    struct stat st;
+    memset(v, 0, sizeof(*v));
+    v->f.fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (v->f.fd < 0)
+        return -errno;
+    if (fstat(v->f.fd, &st) != 0 || !S_ISREG(st.st_mode))
+        return -ENOEXEC;
+    v->f.size = (uint64_t)st.st_size;
+    void *hdr = read_at(&v->f, 0, sizeof(v->e));
+    if (!hdr)
+        return -ENOEXEC;
+    memcpy(&v->e, hdr, sizeof(v->e));
+    free(hdr);
+    int rc = check_ident(&v->e);
+    if (rc < 0)
+        return rc;
+    if (!(v->sh = read_sections(&v->f, &v->e, &v->n)) || v->e.e_shstrndx >= v->n ||
+        v->sh[v->e.e_shstrndx].sh_type != SHT_STRTAB)
+        return -ENOEXEC;
+    const Elf64_Shdr *ns = &v->sh[v->e.e_shstrndx];
+    v->names = read_at(&v->f, ns->sh_offset, ns->sh_size);
+    v->nlen = v->names ? ns->sh_size : 0;
+    if (v->nlen && v->names[v->nlen - 1] != 0)
+        v->nlen = 0;                   /* (section names must end inside it) */
+    return 0;
+}
+
+/* The section named `name`, whole, in *len bytes; NULL when there is none (or it holds no
+ * bytes in the file, or is compressed: no decompressor here). */
+static uint8_t *read_named(const elf_view_t *v, const char *name, size_t *len)
+{
+    for (unsigned i = 0; i < v->n; i++) {
+        if (v->sh[i].sh_name >= v->nlen || strcmp(v->names + v->sh[i].sh_name, name) != 0)
+            continue;
+        if (v->sh[i].sh_type == SHT_NOBITS || (v->sh[i].sh_flags & SHF_COMPRESSED))
+            return NULL;
+        *len = (size_t)v->sh[i].sh_size;
+        return read_at(&v->f, v->sh[i].sh_offset, v->sh[i].sh_size);
+    }
+    return NULL;
+}
+
+/* The DWARF line table of v into m->lines: 0, or -ENOENT when v has none. */
+static int read_lines(module_t *m, const elf_view_t *v)
+{
+    dl_sections_t s = { 0 };
+    uint8_t *line = read_named(v, ".debug_line", &s.line_len);
+    uint8_t *lstr = read_named(v, ".debug_line_str", &s.line_str_len);
+    uint8_t *str = read_named(v, ".debug_str", &s.str_len);
+    s.line = line, s.line_str = lstr, s.str = str;
+    int rc = line ? dl_parse(&m->lines, &s) : -ENOENT;
+    free(line);
+    free(lstr);
+    free(str);
+    return rc;
+}
+
+/* ------------------------------------------------------------------ separate debug files */
+
+/* v's GNU build id (NT_GNU_BUILD_ID note) in id, its length (0: none). */
+static size_t build_id(const elf_view_t *v, uint8_t id[64])
+{
+    size_t len = 0, got = 0;
+    uint8_t *note = read_named(v, ".note.gnu.build-id", &len);
+    for (size_t at = 0; note && at + 12 <= len && !got;) {
+        uint32_t nsz, dsz, type;
+        memcpy(&nsz, note + at, 4);
+        memcpy(&dsz, note + at + 4, 4);
+        memcpy(&type, note + at + 8, 4);
+        size_t name = at + 12, desc = name + (((size_t)nsz + 3) & ~(size_t)3);
+        if (nsz > len || dsz > len || desc > len || dsz > len - desc)
+            break;
+        if (type == NT_GNU_BUILD_ID && nsz == 4 && memcmp(note + name, "GNU", 4) == 0 &&
+            dsz > 0 && dsz <= 64) {
+            memcpy(id, note + desc, dsz);
+            got = dsz;
+        }
+        at = desc + (((size_t)dsz + 3) & ~(size_t)3);
+    }
+    free(note);
+    return got;
+}
+
+/* The CRC-32 of the whole file at path (the one .gnu_debuglink records), or -1 when it
+ * cannot be read. */
+static int64_t file_crc(const char *path)
+{
+    static uint32_t table[256];
+    if (!table[1])
+        for (uint32_t i = 0; i < 256; i++) {
+            uint32_t c = i;
+            for (int k = 0; k < 8; k++)
+                c = c & 1 ? 0xedb88320u ^ (c >> 1) : c >> 1;
+            table[i] = c;
+        }
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    uint8_t buf[65536];
+    uint32_t crc = 0xffffffffu;
+    ssize_t k;
+    while ((k = read(fd, buf, sizeof(buf))) > 0 || (k < 0 && errno == EINTR))
+        for (ssize_t i = 0; i < k; i++)
+            crc = table[(crc ^ buf[i]) & 0xff] ^ (crc >> 8);
+    close(fd);
+    return k < 0 ? -1 : (int64_t)(crc ^ 0xffffffffu);
+}
+
+/* Opens the candidate debug file at path into d when it belongs to the module: its build id
+ * is `id` (when the module has one), and its CRC is `crc` (when one is given, >= 0). */
+static int debug_candidate(elf_view_t *d, const char *path, const uint8_t *id, size_t idlen,
+                           int64_t crc)
+{
+    uint8_t did[64];
+    if (view_open(d, path) < 0)
+        goto no;
+    if (idlen && (build_id(d, did) != idlen || memcmp(did, id, idlen) != 0))
+        goto no;
+    if (crc >= 0 && file_crc(path) != crc)
+        goto no;
+    return 0;
+no:
+    view_close(d);
+    d->f.fd = -1;
+    return -ENOENT;
+}
+
+/* The directories searched for separate debug files: ELIXIR_DEBUG_DIRS (colon-separated),
+ * else /usr/lib/debug. */
+static const char *debug_dirs(void)
+{
+    const char *e = getenv("ELIXIR_DEBUG_DIRS");
+    return e && *e ? e : "/usr/lib/debug";
+}
+
+/* The separate debug file of the module at path (opened as v), opened into d, as a debugger
+ * finds it: by build id under each debug directory (.build-id/xx/rest.debug), then by the
+ * .gnu_debuglink name next to the module, in its .debug/ directory and under each debug
+ * directory followed by the module's own.  0, or -ENOENT. */
+static int debug_file(elf_view_t *d, const char *path, const elf_view_t *v)
+{
+    uint8_t id[64];
+    char cand[3 * PATH_MAX], hex[129];
+    size_t idlen = build_id(v, id);
+    for (size_t i = 0; i < idlen; i++)
+        snprintf(hex + 2 * i, 3, "%02x", id[i]);
+    const char *dirs = debug_dirs();
+    for (const char *p = dirs; idlen > 1 && *p;) {
+        size_t n = strcspn(p, ":");
+        snprintf(cand, sizeof(cand), "%.*s/.build-id/%.2s/%s.debug", (int)n, p, hex, hex + 2);
+        if (n && debug_candidate(d, cand, id, idlen, -1) == 0)
+            return 0;
+        p += n + (p[n] == ':');
+    }
+    size_t len = 0;
+    char *link = (char *)read_named(v, ".gnu_debuglink", &len);
+    size_t nl = link ? strnlen(link, len) : 0, at = (nl + 4) & ~(size_t)3;
+    int rc = -ENOENT;
+    if (link && nl && nl < len && at + 4 <= len && !strchr(link, '/')) {
+        uint32_t crc;
+        memcpy(&crc, link + at, 4);
+        const char *slash = strrchr(path, '/');
+        int dl = slash ? (int)(slash - path) : 0;
+        snprintf(cand, sizeof(cand), "%.*s/%s", dl, path, link);
+        if (strcmp(cand, path) != 0 && debug_candidate(d, cand, id, idlen, crc) == 0)
+            rc = 0;
+        snprintf(cand, sizeof(cand), "%.*s/.debug/%s", dl, path, link);
+        if (rc && debug_candidate(d, cand, id, idlen, crc) == 0)
+            rc = 0;
+        for (const char *p = dirs; rc && *p;) {
+            size_t n = strcspn(p, ":");
+            snprintf(cand, sizeof(cand), "%.*s%.*s/%s", (int)n, p, dl, path, link);
+            if (n && debug_candidate(d, cand, id, idlen, crc) == 0)
+                rc = 0;
+            p += n + (p[n] == ':');
+        }
+    }
+    free(link);
+    return rc;
+}
+
+/* The .symtab of m's separate debug file replaces m's symbols (a stripped module's .dynsym,
+ * or none), when there is such a file and table. */
+static void debug_symbols(module_t *m)
+{
+    elf_view_t v, d;
+    module_t t = { 0 };
+    unsigned kind = 0;
+    if (view_open(&v, m->path) == 0 && debug_file(&d, m->path, &v) == 0) {
+        if (read_symbols(&t, &d.f, &d.e, &kind) == 0 && kind == SHT_SYMTAB && t.nsyms) {
+            free(m->syms);
+            free(m->strtab);
+            m->syms = t.syms, m->nsyms = t.nsyms, m->strtab = t.strtab, m->bytes = t.bytes;
+            m->err = 0;
+            t.syms = NULL, t.strtab = NULL;
+        }
+        free(t.syms);
+        free(t.strtab);
+        view_close(&d);
+    }
+    view_close(&v);
+}
+
+/* Reads the module's file into m; m->err says why it cannot be used.  A module stripped of
+ * its .symtab takes the one of its separate debug file, when there is one. */
 static void load(module_t *m)
 {
     Elf64_Ehdr e;
     struct stat st;
+    unsigned kind = 0;
     elf_file_t f = { open(m->path, O_RDONLY | O_CLOEXEC), 0 };
     if (f.fd < 0) {
         m->err = -errno;
@@ -219,76 +449,26 @@ static void load(module_t *m)
             if (!m->err)
                 m->err = read_segments(m, &f, &e);
             if (!m->err)
-                m->err = read_symbols(m, &f, &e);
+                m->err = read_symbols(m, &f, &e, &kind);
         }
     }
     close(f.fd);
+    if ((m->err == 0 || m->err == -ENOENT) && kind != SHT_SYMTAB)
+        debug_symbols(m);
 }
 
-/* The section named `name` of the file, whole, in *len bytes; NULL when there is none (or
- * it holds no bytes in the file, or is compressed: no decompressor here). */
-static uint8_t *read_named(const elf_file_t *f, const Elf64_Shdr *sh, unsigned n,
-                           const char *names, uint64_t names_len, const char *name, size_t *len)
-{
-    for (unsigned i = 0; i < n; i++) {
-        if (sh[i].sh_name >= names_len || strcmp(names + sh[i].sh_name, name) != 0)
-            continue;
-        if (sh[i].sh_type == SHT_NOBITS || (sh[i].sh_flags & SHF_COMPRESSED))
-            return NULL;
-        *len = (size_t)sh[i].sh_size;
-        return read_at(f, sh[i].sh_offset, sh[i].sh_size);
-    }
-    return NULL;
-}
-
-/* The DWARF line table of the file (header e) into m->lines; 0, or a negative errno. */
-static int read_lines(module_t *m, const elf_file_t *f, const Elf64_Ehdr *e)
-{
-    unsigned n = 0;
-    Elf64_Shdr *sh = read_sections(f, e, &n);
-    int rc = -ENOENT;
-    if (sh && e->e_shstrndx < n && sh[e->e_shstrndx].sh_type == SHT_STRTAB) {
-        const Elf64_Shdr *ns = &sh[e->e_shstrndx];
-        char *names = read_at(f, ns->sh_offset, ns->sh_size);
-        uint64_t nlen = names ? ns->sh_size : 0;
-        if (nlen && names[nlen - 1] != 0)
-            nlen = 0;                  /* (section names must end inside it) */
-        dl_sections_t s = { 0 };
-        uint8_t *line = read_named(f, sh, n, names, nlen, ".debug_line", &s.line_len);
-        uint8_t *lstr = read_named(f, sh, n, names, nlen, ".debug_line_str", &s.line_str_len);
-        uint8_t *str = read_named(f, sh, n, names, nlen, ".debug_str", &s.str_len);
-        s.line = line, s.line_str = lstr, s.str = str;
-        if (line)
-            rc = dl_parse(&m->lines, &s);
-        free(line);
-        free(lstr);
-        free(str);
-        free(names);
-    }
-    free(sh);
-    return rc;
-}
-
-/* Reads m's line table, once (none is remembered too). */
+/* Reads m's line table, once (none is remembered too): from the module itself, else from
+ * its separate debug file. */
 static void load_lines(module_t *m)
 {
-    Elf64_Ehdr e;
-    struct stat st;
+    elf_view_t v, d;
     m->lines_read = 1;
-    elf_file_t f = { open(m->path, O_RDONLY | O_CLOEXEC), 0 };
-    if (f.fd < 0)
-        return;
-    if (fstat(f.fd, &st) == 0 && S_ISREG(st.st_mode)) {
-        f.size = (uint64_t)st.st_size;
-        void *hdr = read_at(&f, 0, sizeof(e));
-        if (hdr) {
-            memcpy(&e, hdr, sizeof(e));
-            free(hdr);
-            if (check_ident(&e) == 0)
-                read_lines(m, &f, &e);
-        }
+    if (view_open(&v, m->path) == 0 && read_lines(m, &v) == -ENOENT &&
+        debug_file(&d, m->path, &v) == 0) {
+        read_lines(m, &d);
+        view_close(&d);
     }
-    close(f.fd);
+    view_close(&v);
 }
 
 /* ------------------------------------------------------------------ the cache */
