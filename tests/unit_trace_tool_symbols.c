@@ -259,19 +259,26 @@ static void check_json(const expect_t *x)
     tt_free(&r);
 }
 
+/* The program built by fixed_address and split_debug, written as `name`: it prints the
+ * offset of its function probe_function (line 3) from dladdr's base, and its address. */
+static const char *probe_source(const char *name)
+{
+    static const char src[] =
+        "#include <dlfcn.h>\n#include <stdio.h>\n"
+        "__attribute__((noinline)) void probe_function(void) { __asm__ volatile(\"\"); }\n"
+        "int main(void) { Dl_info i; void *p = (void *)probe_function;\n"
+        "  if (!dladdr(p, &i)) return 1; probe_function();\n"
+        "  printf(\"%lx %lx\\n\", (unsigned long)((char *)p - (char *)i.dli_fbase),\n"
+        "         (unsigned long)p); return 0; }\n";
+    return tt_write_file(name, (const unsigned char *)src, sizeof(src) - 1);
+}
+
 /* A fixed-address executable (cc -no-pie), built here when a compiler is at hand: its
  * function is found both from the recorder's offset (the virtual address: load bias 0) and
  * from dladdr's (from the start of the lowest segment, 0x400000 typically). */
 static void fixed_address(void)
 {
-    static const char src[] =
-        "#include <dlfcn.h>\n#include <stdio.h>\n"
-        "__attribute__((noinline)) void fixed_address_function(void) { __asm__ volatile(\"\"); }\n"
-        "int main(void) { Dl_info i; void *p = (void *)fixed_address_function;\n"
-        "  if (!dladdr(p, &i)) return 1; fixed_address_function();\n"
-        "  printf(\"%lx %lx\\n\", (unsigned long)((char *)p - (char *)i.dli_fbase),\n"
-        "         (unsigned long)p); return 0; }\n";
-    const char *c = tt_write_file("fixed.c", (const unsigned char *)src, sizeof(src) - 1);
+    const char *c = probe_source("fixed.c");
     const char *exe = tt_path("fixed"), *tr = tt_path("fixed.trace");
     char *cc[] = { "cc", "-D_GNU_SOURCE", "-O1", "-gdwarf-4", "-no-pie", "-fno-pie", "-o",
                    (char *)exe, (char *)c, "-ldl", NULL };
@@ -297,8 +304,8 @@ static void fixed_address(void)
                                                  (uint32_t)trc_writer_stack(w, f, 2), NULL }));
     tt_close(w);
     r = tt_run("allocs", tr, "--stack-depth", "0", NULL);
-    TT_LINE(r.out, "fixed_address_function+0x0 (fixed) at fixed.c:3 < "
-                   "fixed_address_function+0x0 (fixed) at fixed.c:3");
+    TT_LINE(r.out, "probe_function+0x0 (fixed) at fixed.c:3 < "
+                   "probe_function+0x0 (fixed) at fixed.c:3");
     tt_free(&r);
 }
 
@@ -341,13 +348,7 @@ static int tool(char *const argv[])
  * id matched). */
 static void split_debug(void)
 {
-    static const char src[] =
-        "#include <dlfcn.h>\n#include <stdio.h>\n"
-        "__attribute__((noinline)) void split_function(void) { __asm__ volatile(\"\"); }\n"
-        "int main(void) { Dl_info i; void *p = (void *)split_function;\n"
-        "  if (!dladdr(p, &i)) return 1; split_function();\n"
-        "  printf(\"%lx\\n\", (unsigned long)((char *)p - (char *)i.dli_fbase)); return 0; }\n";
-    const char *c = tt_write_file("split.c", (const unsigned char *)src, sizeof(src) - 1);
+    const char *c = probe_source("split.c");
     const char *exe = tt_path("split"), *dbg = tt_path("split.debug");
     const char *tr = tt_path("split.trace"), *dirs = tt_path("debug-dirs");
     char link[PATH_MAX + 32], hex[160], dir[PATH_MAX], file[2 * PATH_MAX];
@@ -370,7 +371,7 @@ static void split_debug(void)
     tt_close(w);
     setenv("ELIXIR_DEBUG_DIRS", dirs, 1);
     r = tt_run("allocs", tr, NULL);
-    TT_LINE(r.out, "split_function+0x0 (split) at split.c:3");
+    TT_LINE(r.out, "probe_function+0x0 (split) at split.c:3");
     tt_free(&r);
 
     size_t n = 0;
@@ -379,7 +380,7 @@ static void split_debug(void)
     tt_write_file("split.debug", bytes, n);
     r = tt_run("allocs", tr, NULL);
     TT_LINE(r.out, "  split+0x");
-    TT_HASNT(r.out, "split_function");
+    TT_HASNT(r.out, "probe_function");
     TT_HASNT(r.out, " at split.c");
     tt_free(&r);
 
@@ -397,7 +398,7 @@ static void split_debug(void)
         fclose(out);
     free(bytes);
     r = tt_run("allocs", tr, NULL);
-    TT_LINE(r.out, "split_function+0x0 (split) at split.c:3");
+    TT_LINE(r.out, "probe_function+0x0 (split) at split.c:3");
     tt_free(&r);
     unsetenv("ELIXIR_DEBUG_DIRS");
 }

@@ -51,23 +51,9 @@ static uint64_t get_fixed(cur_t *c, unsigned n)
     return v;
 }
 
-static uint64_t get_uleb(cur_t *c)
-{
-    uint64_t v = 0;
-    for (unsigned shift = 0; !c->bad; shift += 7) {
-        if (c->p == c->end || shift > 63) {
-            c->bad = 1;
-            break;
-        }
-        uint8_t b = *c->p++;
-        v |= (uint64_t)(b & 0x7f) << shift;
-        if (!(b & 0x80))
-            return v;
-    }
-    return 0;
-}
-
-static int64_t get_sleb(cur_t *c)
+/* A LEB128 number's bits, their count in *bits and its last byte in *last (at most ten
+ * bytes: anything longer breaks the rules). */
+static uint64_t get_leb(cur_t *c, unsigned *bits, uint8_t *last)
 {
     uint64_t v = 0;
     for (unsigned shift = 0; !c->bad; shift += 7) {
@@ -78,12 +64,29 @@ static int64_t get_sleb(cur_t *c)
         uint8_t b = *c->p++;
         v |= (uint64_t)(b & 0x7f) << shift;
         if (!(b & 0x80)) {
-            if (shift < 57 && (b & 0x40))
-                v |= ~(uint64_t)0 << (shift + 7);
-            return (int64_t)v;
+            *bits = shift + 7;
+            *last = b;
+            return v;
         }
     }
     return 0;
+}
+
+static uint64_t get_uleb(cur_t *c)
+{
+    unsigned bits;
+    uint8_t last;
+    return get_leb(c, &bits, &last);
+}
+
+static int64_t get_sleb(cur_t *c)
+{
+    unsigned bits = 0;
+    uint8_t last = 0;
+    uint64_t v = get_leb(c, &bits, &last);
+    if (bits < 64 && (last & 0x40))
+        v |= ~(uint64_t)0 << bits;      /* the sign bit of the last byte, extended */
+    return (int64_t)v;
 }
 
 static void skip(cur_t *c, uint64_t n)
