@@ -117,6 +117,12 @@ void sim_host_charge(double us)
     pthread_mutex_unlock(&sim_lock);
 }
 
+void sim_alloc_cost(double us)
+{
+    if (sim_cfg.alloc_costs)
+        sim_host_charge(us);
+}
+
 static void race_report(void *ctx, const char *detail)
 {
     SIM_WARN("%s", detail);

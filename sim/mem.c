@@ -304,6 +304,12 @@ CUresult sim_free_device(uint64_t base, int want_kind)
     return CUDA_SUCCESS;
 }
 
+/* The host time of a cuMemAlloc or cuMemFree of `bytes` (sim.h, SIM_COST_ALLOC_US). */
+static void alloc_cost(uint64_t bytes)
+{
+    sim_alloc_cost(SIM_COST_ALLOC_US + SIM_COST_ALLOC_US_MIB * (double)bytes / (1 << 20));
+}
+
 SIM_API CUresult CUDAAPI cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize)
 {
     CUcontext ctx;
@@ -312,7 +318,10 @@ SIM_API CUresult CUDAAPI cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize)
         return r;
     if (!dptr || bytesize == 0)
         return CUDA_ERROR_INVALID_VALUE;
-    return sim_alloc_device(bytesize, SIM_RANGE_DEVICE, NULL, ctx->device, dptr);
+    r = sim_alloc_device(bytesize, SIM_RANGE_DEVICE, NULL, ctx->device, dptr);
+    if (r == CUDA_SUCCESS)
+        alloc_cost(bytesize);
+    return r;
 }
 
 SIM_API CUresult CUDAAPI cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pitch, size_t width,
@@ -329,8 +338,10 @@ SIM_API CUresult CUDAAPI cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pitch, si
     if (height > SIZE_MAX / p)
         return CUDA_ERROR_INVALID_VALUE;
     r = sim_alloc_device((uint64_t)p * height, SIM_RANGE_DEVICE, NULL, ctx->device, dptr);
-    if (r == CUDA_SUCCESS)
+    if (r == CUDA_SUCCESS) {
         *pitch = p;
+        alloc_cost((uint64_t)p * height);
+    }
     return r;
 }
 
@@ -355,7 +366,10 @@ SIM_API CUresult CUDAAPI cuMemFree_v2(CUdeviceptr dptr)
         /* Like the real driver, freeing waits for work that may still use the memory. */
         sim_wait_all();
     }
-    return sim_free_device((uint64_t)dptr, rg.kind);
+    r = sim_free_device((uint64_t)dptr, rg.kind);
+    if (r == CUDA_SUCCESS && rg.kind == SIM_RANGE_DEVICE)
+        alloc_cost(rg.size);
+    return r;
 }
 
 /* ---------------------------------------------------------------- IPC */

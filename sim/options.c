@@ -98,6 +98,8 @@ static const option_t options[] = {
       "async: a thread runs queued work at once; lazy: only when the host waits" },
     { "HOST_VMM", OPT_CHOICE, "1", "0 1",
       "1: cuMemCreate takes HOST and HOST_NUMA locations; 0: a device without host VMM" },
+    { "ALLOC_COSTS", OPT_CHOICE, "1", "0 1",
+      "1: allocation and VMM calls take host time as on an H100 (sim.h); 0: none" },
     { "KERNELS", OPT_STRING, "", NULL, "colon-separated shared objects holding host kernels" },
     { "VERBOSE", OPT_CHOICE, "0", "0 1", "print every option at start-up" },
 };
@@ -185,6 +187,8 @@ static int apply(const option_t *o, const char *v)
             sim_cfg.lazy = i;
         else if (strcmp(o->name, "HOST_VMM") == 0)
             sim_cfg.host_vmm = i;
+        else if (strcmp(o->name, "ALLOC_COSTS") == 0)
+            sim_cfg.alloc_costs = i;
         return 0;
     }
     case OPT_STRING:

@@ -55,6 +55,7 @@ typedef struct sim_config {
     int log_level;          /* 0 error, 1 warn, 2 info, 3 trace */
     int lazy;               /* run queued work only when the host waits */
     int host_vmm;           /* HOST/HOST_NUMA locations for cuMemCreate (ELIXIR_SIM_HOST_VMM) */
+    int alloc_costs;        /* allocation and VMM calls take host time (ELIXIR_SIM_ALLOC_COSTS) */
     char kernels[4096];     /* ELIXIR_SIM_KERNELS */
 } sim_config_t;
 
@@ -348,6 +349,8 @@ int sim_on_executor(void);
 double sim_host_now(void);
 void sim_host_advance(double t);        /* host clock = max(host clock, t) */
 void sim_host_charge(double us);        /* host clock += us */
+/* sim_host_charge(us) unless ELIXIR_SIM_ALLOC_COSTS=0 (the costs: SIM_COST_*, simcuda.h) */
+void sim_alloc_cost(double us);
 void sim_host_acquire(const sim_vc_t *vc);  /* host now happens after vc */
 /* The host itself touches [addr, addr+len) now (unmapping counts as a write). */
 void sim_host_access(uint64_t addr, uint64_t len, int write, const char *what);

@@ -253,6 +253,7 @@ SIM_API CUresult CUDAAPI cuMemCreate(CUmemGenericAllocationHandle *handle, size_
     ph->prop = *prop;
     ph->id = sim_next_buffer_id();
     *handle = (CUmemGenericAllocationHandle)(uintptr_t)ph;
+    sim_alloc_cost(SIM_COST_CREATE_US * (double)(size / GRANULARITY));
     return CUDA_SUCCESS;
 }
 
@@ -284,8 +285,10 @@ SIM_API CUresult CUDAAPI cuMemRelease(CUmemGenericAllocationHandle handle)
     if (!phys_of(handle))
         return CUDA_ERROR_INVALID_VALUE;
     pthread_rwlock_wrlock(&sim_reg_lock);
+    size_t size = phys_of(handle)->size;
     phys_unref(phys_of(handle));
     pthread_rwlock_unlock(&sim_reg_lock);
+    sim_alloc_cost(SIM_COST_RELEASE_US * (double)(size / GRANULARITY));
     return CUDA_SUCCESS;
 }
 
@@ -384,6 +387,8 @@ SIM_API CUresult CUDAAPI cuMemMap(CUdeviceptr ptr, size_t size, size_t offset,
         }
     }
     pthread_rwlock_unlock(&sim_reg_lock);
+    if (r == CUDA_SUCCESS)
+        sim_alloc_cost(SIM_COST_MAP_US * (double)(size / GRANULARITY));
     return r;
 }
 
@@ -431,6 +436,7 @@ SIM_API CUresult CUDAAPI cuMemUnmap(CUdeviceptr ptr, size_t size)
     pages_index(rg, first);
     pthread_rwlock_unlock(&sim_reg_lock);
     sim_host_access(ptr, size, 1, "cuMemUnmap");
+    sim_alloc_cost(SIM_COST_UNMAP_US * (double)(size / GRANULARITY));
     return CUDA_SUCCESS;
 }
 
@@ -505,6 +511,7 @@ SIM_API CUresult CUDAAPI cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUme
         mprotect((void *)(uintptr_t)m->va, m->size, prot);
     }
     pthread_rwlock_unlock(&sim_reg_lock);
+    sim_alloc_cost(SIM_COST_ACCESS_US * (double)(size / GRANULARITY));
     return CUDA_SUCCESS;
 }
 

@@ -89,6 +89,22 @@ enum sim_copy_kind {
     SIM_COPY_HTOH = 5,
 };
 
+/*
+ * The host time the driver takes in allocation and virtual-memory calls, as measured on an
+ * H100 (driver 580.159, CUDA 13; tools/gpu): the middle of each measured range, per 2 MiB
+ * granule for calls over a range (the same calls over 32 granules at once took as long per
+ * granule).  cuMemAlloc with its cuMemFree took 60 us for up to 16 MiB and 88 us for 64 MiB:
+ * half is charged to each.  The simulator charges them to its host clock
+ * (sim_activity_clock) unless ELIXIR_SIM_ALLOC_COSTS=0.
+ */
+#define SIM_COST_ALLOC_US      30.0     /* cuMemAlloc, cuMemAllocPitch; cuMemFree the same */
+#define SIM_COST_ALLOC_US_MIB   0.24    /* ... and per MiB */
+#define SIM_COST_CREATE_US     26.0     /* cuMemCreate, per granule (measured 14-39) */
+#define SIM_COST_MAP_US         1.5     /* cuMemMap (1-2) */
+#define SIM_COST_ACCESS_US     38.0     /* cuMemSetAccess (34-42) */
+#define SIM_COST_UNMAP_US      26.5     /* cuMemUnmap (22-31) */
+#define SIM_COST_RELEASE_US    17.5     /* cuMemRelease (16-19) */
+
 /* One completed operation, as the executor saw it.  Times are virtual nanoseconds on the
  * clock of sim_activity_clock; ids are those cuCtxGetId and cuStreamGetId report. */
 typedef struct sim_activity {
