@@ -38,13 +38,21 @@ SIM_API void sim_vmm_calls(sim_vmm_calls_t *out)
 }
 
 struct sim_phys {
-    uint32_t magic;
+    uint32_t magic;             /* PHYS_MAGIC while the memory exists, then 0 */
     int fd;
     uint64_t size;
-    int refs;                   /* the handle plus each mapping; under sim_reg_lock */
+    int refs;                   /* the handles plus each mapping; under sim_reg_lock */
+    int handles;                /* the application's: cuMemCreate and each retain */
     CUmemAllocationProp prop;
     uint64_t id;
+    struct sim_phys *next_free; /* on phys_free */
 };
+
+/* Structs of memory that is gone, kept for the next cuMemCreate (under sim_reg_lock): never
+ * returned to malloc, so that a handle the application uses after releasing it reads a dead
+ * struct (or one reused for a later handle, as the driver reuses handle values), never freed
+ * memory. */
+static struct sim_phys *phys_free;
 
 /* sim_vmm_lookup, inlined where a launch asks for every pointer argument. */
 static inline const sim_mapping_t *lookup(const sim_range_t *r, uint64_t addr)
@@ -236,7 +244,15 @@ SIM_API CUresult CUDAAPI cuMemCreate(CUmemGenericAllocationHandle *handle, size_
     int on_device = prop->location.type == CU_MEM_LOCATION_TYPE_DEVICE;
     if (on_device && sim_reserve_charge(prop->location.id, size) < 0)
         return CUDA_ERROR_OUT_OF_MEMORY;
-    struct sim_phys *ph = calloc(1, sizeof(*ph));
+    pthread_rwlock_wrlock(&sim_reg_lock);
+    struct sim_phys *ph = phys_free;
+    if (ph)
+        phys_free = ph->next_free;
+    pthread_rwlock_unlock(&sim_reg_lock);
+    if (ph)
+        memset(ph, 0, sizeof(*ph));
+    else
+        ph = calloc(1, sizeof(*ph));
     int fd = memfd_create("elixir-sim-memory", MFD_CLOEXEC);
     if (!ph || fd < 0 || ftruncate(fd, (off_t)size) < 0) {
         if (fd >= 0)
@@ -250,6 +266,7 @@ SIM_API CUresult CUDAAPI cuMemCreate(CUmemGenericAllocationHandle *handle, size_
     ph->fd = fd;
     ph->size = size;
     ph->refs = 1;
+    ph->handles = 1;
     ph->prop = *prop;
     ph->id = sim_next_buffer_id();
     *handle = (CUmemGenericAllocationHandle)(uintptr_t)ph;
@@ -266,14 +283,16 @@ static void phys_unref(struct sim_phys *ph)
     ph->magic = 0;
     if (ph->prop.location.type == CU_MEM_LOCATION_TYPE_DEVICE)
         sim_reserve_uncharge(ph->prop.location.id, ph->size);
-    free(ph);
+    ph->next_free = phys_free;
+    phys_free = ph;
 }
 
-/* The allocation behind a handle, or NULL for a value that is not a live handle. */
+/* The allocation behind a handle, or NULL for a value that is not a handle the application
+ * holds (never one, or released: its mappings may still keep the memory). */
 static struct sim_phys *phys_of(CUmemGenericAllocationHandle h)
 {
     struct sim_phys *ph = (struct sim_phys *)(uintptr_t)h;
-    return ph && ph->magic == PHYS_MAGIC ? ph : NULL;
+    return ph && ph->magic == PHYS_MAGIC && ph->handles > 0 ? ph : NULL;
 }
 
 SIM_API CUresult CUDAAPI cuMemRelease(CUmemGenericAllocationHandle handle)
@@ -282,12 +301,16 @@ SIM_API CUresult CUDAAPI cuMemRelease(CUmemGenericAllocationHandle handle)
     atomic_fetch_add_explicit(&calls.release, 1, memory_order_relaxed);
     if (r != CUDA_SUCCESS)
         return r;
-    if (!phys_of(handle))
-        return CUDA_ERROR_INVALID_VALUE;
     pthread_rwlock_wrlock(&sim_reg_lock);
-    size_t size = phys_of(handle)->size;
-    phys_unref(phys_of(handle));
+    struct sim_phys *ph = phys_of(handle);
+    size_t size = ph ? ph->size : 0;
+    if (ph) {
+        ph->handles--;
+        phys_unref(ph);
+    }
     pthread_rwlock_unlock(&sim_reg_lock);
+    if (!ph)
+        return CUDA_ERROR_INVALID_VALUE;
     sim_alloc_cost(SIM_COST_RELEASE_US * (double)(size / GRANULARITY));
     return CUDA_SUCCESS;
 }
@@ -553,6 +576,7 @@ SIM_API CUresult CUDAAPI cuMemRetainAllocationHandle(CUmemGenericAllocationHandl
         rg && rg->kind == SIM_RANGE_RESERVED ? sim_vmm_lookup(rg, (uint64_t)(uintptr_t)addr) : NULL;
     if (m) {
         m->phys->refs++;
+        m->phys->handles++;
         *handle = (CUmemGenericAllocationHandle)(uintptr_t)m->phys;
     }
     pthread_rwlock_unlock(&sim_reg_lock);
