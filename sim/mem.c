@@ -304,7 +304,7 @@ CUresult sim_free_device(uint64_t base, int want_kind)
     return CUDA_SUCCESS;
 }
 
-/* The host time of a cuMemAlloc or cuMemFree of `bytes` (sim.h, SIM_COST_ALLOC_US). */
+/* The host time of a cuMemAlloc or cuMemFree of `bytes` (SIM_COST_ALLOC_US, simcuda.h). */
 static void alloc_cost(uint64_t bytes)
 {
     sim_alloc_cost(SIM_COST_ALLOC_US + SIM_COST_ALLOC_US_MIB * (double)bytes / (1 << 20));

@@ -99,7 +99,7 @@ static const option_t options[] = {
     { "HOST_VMM", OPT_CHOICE, "1", "0 1",
       "1: cuMemCreate takes HOST and HOST_NUMA locations; 0: a device without host VMM" },
     { "ALLOC_COSTS", OPT_CHOICE, "1", "0 1",
-      "1: allocation and VMM calls take host time as on an H100 (sim.h); 0: none" },
+      "1: allocation and VMM calls take host time as on an H100 (simcuda.h); 0: none" },
     { "KERNELS", OPT_STRING, "", NULL, "colon-separated shared objects holding host kernels" },
     { "VERBOSE", OPT_CHOICE, "0", "0 1", "print every option at start-up" },
 };

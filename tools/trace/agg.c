@@ -301,7 +301,7 @@ void tm_stack_text(const trc_stack_t *s, unsigned frames, char *buf, size_t len)
         uint64_t off;
         const char *sep = i ? " < " : "";
         int k;
-        char file[4096], plain[512];
+        char file[4096], plain[1024];
         uint32_t line;
         if (tsym_lookup(f->module, f->offset, name, sizeof(name), &off) == 0)
             k = snprintf(buf + at, len - at, "%s%s+0x%" PRIx64 " (%s)", sep,
