@@ -164,6 +164,14 @@ SIM_API CUresult CUDAAPI cuMemGetAllocationGranularity(size_t *granularity,
     if (!granularity || (option != CU_MEM_ALLOC_GRANULARITY_MINIMUM &&
                          option != CU_MEM_ALLOC_GRANULARITY_RECOMMENDED))
         return CUDA_ERROR_INVALID_VALUE;
+    /* The docs do not say what the type must be here; the driver (580, on an H100) answers
+     * for CU_MEM_ALLOCATION_TYPE_INVALID as for PINNED, the one type cuMemCreate takes. */
+    CUmemAllocationProp p;
+    if (prop && prop->type == CU_MEM_ALLOCATION_TYPE_INVALID) {
+        p = *prop;
+        p.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+        prop = &p;
+    }
     r = check_prop(prop);
     if (r == CUDA_SUCCESS)
         *granularity = GRANULARITY;
