@@ -1049,8 +1049,10 @@ void res_stats_print(void)
                        (unsigned long long)d->frees_captured,
                        d->host_mappable ? "stay mapped" : "unmapped");
         shim_log_plain("device %d: freed chunks kept mapped (parked) %u, taken back into use "
-                       "%llu, unmapped for room %llu", d->device, d->parked.n,
-                       (unsigned long long)d->parked_reused, (unsigned long long)d->parked_dropped);
+                       "%llu, unmapped for room %llu; migrations copied through a shadow "
+                       "mapping %llu (%u mapped)", d->device, d->parked.n,
+                       (unsigned long long)d->parked_reused, (unsigned long long)d->parked_dropped,
+                       (unsigned long long)d->shadow_hits, d->sh_n);
     }
 }
 

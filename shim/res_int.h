@@ -151,6 +151,15 @@ typedef struct res_dev {
     kparams_t kcache[KCACHE];
     CUmemGenericAllocationHandle spare[2][SPARES];  /* unmapped physical chunks, per tier */
     int nspare[2];
+    /* Migration targets' shadow mappings (res_move.c): a handle that received a migration
+     * stays mapped, accessible, at its own slot of the `shadow` reservation. */
+    CUdeviceptr shadow;             /* 0: not reserved yet */
+    int shadow_off;                 /* the reservation failed: staging only */
+    uint32_t shadow_slots, shadow_top;  /* slots reserved; slots ever handed out */
+    uint32_t *shadow_free, nshadow_free;    /* slots given back */
+    CUmemGenericAllocationHandle *sh_keys;  /* handle -> 1 + slot, open addressing */
+    uint32_t *sh_vals, sh_cap, sh_n;
+    uint64_t shadow_hits;           /* migrations copied to a target's shadow mapping */
     CUmemGenericAllocationHandle swap;  /* no host mapping: the swap piece (res_move.c) */
     int swap_owed;                  /* the swap piece is out: the next host piece put refills it */
     use_event_t *free_events;
