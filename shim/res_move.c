@@ -5,11 +5,11 @@
  * Each chunk in use is backed by exactly one physical allocation.  Where the device maps host
  * memory through VMM, both tiers are mapped at the chunk's address: moving a chunk copies into
  * new memory of the target tier through its shadow mapping (or mapped at a staging address),
- * after the chunk's last use, then swaps the mappings under the chunk's address.  Where it cannot (no host VMM), a chunk
- * in host memory lives in a piece of plain pinned host memory and its address is unmapped:
- * eviction copies it out and unmaps, and every operation that reaches it maps GPU memory
- * back and copies it in first (res_reach).  On failure the source stays mapped and
- * authoritative (DESIGN.md invariant 5).
+ * after the chunk's last use, then swaps the mappings under the chunk's address.  Where it
+ * cannot (no host VMM), a chunk in host memory lives in a piece of plain pinned host memory
+ * and its address is unmapped: eviction copies it out and unmaps, and every operation that
+ * reaches it maps GPU memory back and copies it in first (res_reach).  On failure the source
+ * stays mapped and authoritative (DESIGN.md invariant 5).
  *
  * Eviction takes the least recently used GPU chunk that the operation being prepared does
  * not need, in O(1): evictable GPU chunks sit on an intrusive list in order of last use
