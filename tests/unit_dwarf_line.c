@@ -278,36 +278,46 @@ static void expect(const dl_table_t *t, uint64_t addr, const char *file, uint32_
     }
 }
 
+/* Every address checked against the units above: its file and line, or none (NULL). */
+static const struct {
+    uint64_t addr;
+    const char *file;
+    uint32_t line;
+} rows[] = {
+    { 0x0, NULL, 0 },
+    { 0x10, NULL, 0 }, /* the discarded sequence */
+    { 0xfff, NULL, 0 },
+    { 0x1000, "a.c", 1 },
+    { 0x1003, "a.c", 1 },
+    { 0x1004, "a.c", 3 },
+    { 0x100b, "a.c", 3 },
+    { 0x100c, "inc/b.h", 2 },
+    { 0x101d, "inc/b.h", 42 },
+    { 0x1030, "inc/b.h", 44 },
+    { 0x103f, "inc/b.h", 44 },
+    { 0x1040, "inc/c.h", 44 },
+    { 0x104f, "inc/c.h", 44 },
+    { 0x1050, NULL, 0 },
+    { 0x2000, "/abs/d.c", 10 },
+    { 0x2008, "/abs/d.c", 15 },
+    { 0x200f, "/abs/d.c", 15 },
+    { 0x2010, "/abs/d.c", 20 },
+    { 0x2013, "/abs/d.c", 20 },
+    { 0x2014, NULL, 0 },
+    { 0x3000, "/usr/include/f.h", 1 },
+    { 0x3004, "/comp/sub/e.c", 2 },
+    { 0x3008, "/comp/g.c", 3 },
+    { 0x300c, "/x/h.c", 4 },
+    { 0x3010, NULL, 0 },
+    { 0x3014, NULL, 0 },
+    { 0x4000, NULL, 0 }, /* the unit whose sequence never ends */
+    { 0x4004, NULL, 0 },
+};
+
 static void check_all(const dl_table_t *t)
 {
-    expect(t, 0x0, NULL, 0);
-    expect(t, 0x10, NULL, 0);           /* the discarded sequence */
-    expect(t, 0xfff, NULL, 0);
-    expect(t, 0x1000, "a.c", 1);
-    expect(t, 0x1003, "a.c", 1);
-    expect(t, 0x1004, "a.c", 3);
-    expect(t, 0x100b, "a.c", 3);
-    expect(t, 0x100c, "inc/b.h", 2);
-    expect(t, 0x101d, "inc/b.h", 42);
-    expect(t, 0x1030, "inc/b.h", 44);
-    expect(t, 0x103f, "inc/b.h", 44);
-    expect(t, 0x1040, "inc/c.h", 44);
-    expect(t, 0x104f, "inc/c.h", 44);
-    expect(t, 0x1050, NULL, 0);
-    expect(t, 0x2000, "/abs/d.c", 10);
-    expect(t, 0x2008, "/abs/d.c", 15);
-    expect(t, 0x200f, "/abs/d.c", 15);
-    expect(t, 0x2010, "/abs/d.c", 20);
-    expect(t, 0x2013, "/abs/d.c", 20);
-    expect(t, 0x2014, NULL, 0);
-    expect(t, 0x3000, "/usr/include/f.h", 1);
-    expect(t, 0x3004, "/comp/sub/e.c", 2);
-    expect(t, 0x3008, "/comp/g.c", 3);
-    expect(t, 0x300c, "/x/h.c", 4);
-    expect(t, 0x3010, NULL, 0);
-    expect(t, 0x3014, NULL, 0);
-    expect(t, 0x4000, NULL, 0);         /* the unit whose sequence never ends */
-    expect(t, 0x4004, NULL, 0);
+    for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++)
+        expect(t, rows[i].addr, rows[i].file, rows[i].line);
 }
 
 static void parse(dl_table_t *t, const out_t *sec, const out_t *line_str)
