@@ -128,6 +128,45 @@ void sim_reserve_uncharge(int device, uint64_t bytes)
     atomic_fetch_sub(&sim_devs[device].used, bytes);
 }
 
+/* Page-locked host memory of the whole process (ELIXIR_SIM_HOST_MEMORY; 0: no limit). */
+static _Atomic uint64_t host_pinned;
+
+int sim_pinned_charge(uint64_t bytes)
+{
+    uint64_t limit = sim_cfg.host_memory, used = atomic_load(&host_pinned);
+
+    do {
+        if (limit && (bytes > limit || used > limit - bytes))
+            return -ENOMEM;
+    } while (!atomic_compare_exchange_weak(&host_pinned, &used, used + bytes));
+    return 0;
+}
+
+void sim_pinned_uncharge(uint64_t bytes)
+{
+    atomic_fetch_sub(&host_pinned, bytes);
+}
+
+SIM_API int sim_other_process_memory(int device, uint64_t bytes)
+{
+    static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+
+    if (sim_check_init() != CUDA_SUCCESS || device < 0 || device >= sim_ndevs)
+        return -EINVAL;
+    pthread_mutex_lock(&lock);
+    sim_device_t *d = &sim_devs[device];
+    uint64_t held = d->others;
+    int err = 0;
+    if (bytes > held)
+        err = sim_reserve_charge(device, bytes - held);
+    else
+        sim_reserve_uncharge(device, held - bytes);
+    if (!err)
+        d->others = bytes;
+    pthread_mutex_unlock(&lock);
+    return err;
+}
+
 SIM_API CUresult CUDAAPI cuDriverGetVersion(int *version)
 {
     if (!version)

@@ -453,14 +453,19 @@ SIM_API CUresult CUDAAPI cuMemHostAlloc(void **pp, size_t bytesize, unsigned int
                              CU_MEMHOSTALLOC_WRITECOMBINED)))
         return CUDA_ERROR_INVALID_VALUE;
     uint64_t size = (bytesize + PAGE - 1) & ~(PAGE - 1);
-    void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    if (p == MAP_FAILED)
+    if (size < bytesize || sim_pinned_charge(size) < 0)
         return CUDA_ERROR_OUT_OF_MEMORY;
+    void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) {
+        sim_pinned_uncharge(size);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
     sim_range_t rg = { .base = (uint64_t)(uintptr_t)p, .size = size, .kind = SIM_RANGE_HOST,
                        .device = ctx->device, .ctx = ctx, .flags = flags,
                        .buffer_id = sim_next_buffer_id() };
     if (sim_range_add(&rg) < 0) {
         munmap(p, size);
+        sim_pinned_uncharge(size);
         return CUDA_ERROR_OUT_OF_MEMORY;
     }
     *pp = p;
@@ -488,6 +493,7 @@ SIM_API CUresult CUDAAPI cuMemFreeHost(void *p)
         return CUDA_ERROR_INVALID_VALUE;
     sim_race_forget_range(rg.base, rg.size);
     munmap(p, rg.size);
+    sim_pinned_uncharge(rg.size);
     return CUDA_SUCCESS;
 }
 
@@ -518,7 +524,11 @@ SIM_API CUresult CUDAAPI cuMemHostRegister_v2(void *p, size_t bytesize, unsigned
     sim_range_t rg = { .base = (uint64_t)(uintptr_t)p, .size = bytesize,
                        .kind = SIM_RANGE_REGISTERED, .device = ctx->device, .ctx = ctx,
                        .flags = flags, .buffer_id = sim_next_buffer_id() };
+    if (sim_pinned_charge(bytesize) < 0)
+        return CUDA_ERROR_OUT_OF_MEMORY;
     int err = sim_range_add(&rg);
+    if (err)
+        sim_pinned_uncharge(bytesize);
     if (err == -EEXIST)
         return CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED;
     return err ? CUDA_ERROR_OUT_OF_MEMORY : CUDA_SUCCESS;
@@ -541,6 +551,7 @@ SIM_API CUresult CUDAAPI cuMemHostUnregister(void *p)
     sim_wait_all();
     if (take_range(rg.base, KIND(SIM_RANGE_REGISTERED), &rg) < 0)
         return CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED;
+    sim_pinned_uncharge(rg.size);
     sim_race_forget_range(rg.base, rg.size);
     return CUDA_SUCCESS;
 }

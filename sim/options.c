@@ -70,7 +70,7 @@ int sim_parse_size(const char *s, uint64_t *out)
     return 0;
 }
 
-enum opt_kind { OPT_MODEL, OPT_INT, OPT_SIZE, OPT_DOUBLE, OPT_CHOICE, OPT_STRING };
+enum opt_kind { OPT_MODEL, OPT_INT, OPT_SIZE, OPT_LIMIT, OPT_DOUBLE, OPT_CHOICE, OPT_STRING };
 
 typedef struct option {
     const char *name;
@@ -100,6 +100,8 @@ static const option_t options[] = {
       "1: cuMemCreate takes HOST and HOST_NUMA locations; 0: a device without host VMM" },
     { "ALLOC_COSTS", OPT_CHOICE, "1", "0 1",
       "1: allocation and VMM calls take host time as on an H100 (simcuda.h); 0: none" },
+    { "HOST_MEMORY", OPT_LIMIT, "unlimited", NULL,
+      "page-locked host memory of the process, e.g. 8G, or unlimited" },
     { "KERNELS", OPT_STRING, "", NULL, "colon-separated shared objects holding host kernels" },
     { "VERBOSE", OPT_CHOICE, "0", "0 1", "print every option at start-up" },
 };
@@ -159,6 +161,13 @@ static int apply(const option_t *o, const char *v)
             return -EINVAL;
         m->memory = sz;
         return 0;
+    case OPT_LIMIT:
+        if (strcasecmp(v, "unlimited") == 0)
+            sz = 0;
+        else if (sim_parse_size(v, &sz) || sz == 0)
+            return -EINVAL;
+        sim_cfg.host_memory = sz;
+        return 0;
     case OPT_DOUBLE: {
         double d = strtod(v, &end);
         if (*v == 0 || *end || d < 0 || d > 1e7)
@@ -206,6 +215,7 @@ static const char *form_of(const option_t *o)
     case OPT_MODEL: return "default, h100-pcie, h100-nvlink-4";
     case OPT_INT: return "an integer from 1 to 16";
     case OPT_SIZE: return "a size of at least 2M, digits with an optional K/M/G/T suffix";
+    case OPT_LIMIT: return "unlimited, or a size above 0, digits with an optional K/M/G/T suffix";
     case OPT_DOUBLE: return "a positive number";
     case OPT_CHOICE: return o->choices;
     default: return "a string";

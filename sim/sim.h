@@ -56,6 +56,7 @@ typedef struct sim_config {
     int lazy;               /* run queued work only when the host waits */
     int host_vmm;           /* HOST/HOST_NUMA locations for cuMemCreate (ELIXIR_SIM_HOST_VMM) */
     int alloc_costs;        /* allocation and VMM calls take host time (ELIXIR_SIM_ALLOC_COSTS) */
+    uint64_t host_memory;   /* page-locked host memory limit, 0: none (ELIXIR_SIM_HOST_MEMORY) */
     char kernels[4096];     /* ELIXIR_SIM_KERNELS */
 } sim_config_t;
 
@@ -78,6 +79,7 @@ typedef struct sim_device {
     int ordinal;
     uint64_t total;
     _Atomic uint64_t used;          /* bytes of device memory allocated, all kinds */
+    uint64_t others;                /* of which other processes hold (sim_other_process_memory) */
     CUuuid uuid;
     struct CUctx_st *primary;       /* created on first retain, kept for the process */
     int primary_refs;
@@ -99,6 +101,8 @@ CUresult sim_check_init(void);
 CUresult sim_device_get(CUdevice dev, sim_device_t **out);
 int sim_reserve_charge(int device, uint64_t bytes);   /* 0 or -ENOMEM */
 void sim_reserve_uncharge(int device, uint64_t bytes);
+int sim_pinned_charge(uint64_t bytes);   /* page-locked host memory: 0 or -ENOMEM */
+void sim_pinned_uncharge(uint64_t bytes);
 
 /* ------------------------------------------------------------------------- context.c */
 

@@ -250,7 +250,7 @@ SIM_API CUresult CUDAAPI cuMemCreate(CUmemGenericAllocationHandle *handle, size_
     if (r != CUDA_SUCCESS)
         return r;
     int on_device = prop->location.type == CU_MEM_LOCATION_TYPE_DEVICE;
-    if (on_device && sim_reserve_charge(prop->location.id, size) < 0)
+    if (on_device ? sim_reserve_charge(prop->location.id, size) < 0 : sim_pinned_charge(size) < 0)
         return CUDA_ERROR_OUT_OF_MEMORY;
     pthread_rwlock_wrlock(&sim_reg_lock);
     struct sim_phys *ph = phys_free;
@@ -265,9 +265,16 @@ SIM_API CUresult CUDAAPI cuMemCreate(CUmemGenericAllocationHandle *handle, size_
     if (!ph || fd < 0 || ftruncate(fd, (off_t)size) < 0) {
         if (fd >= 0)
             close(fd);
-        free(ph);
+        if (ph) {                   /* back to the dead ones: a stale handle may name it */
+            pthread_rwlock_wrlock(&sim_reg_lock);
+            ph->next_free = phys_free;
+            phys_free = ph;
+            pthread_rwlock_unlock(&sim_reg_lock);
+        }
         if (on_device)
             sim_reserve_uncharge(prop->location.id, size);
+        else
+            sim_pinned_uncharge(size);
         return CUDA_ERROR_OUT_OF_MEMORY;
     }
     ph->magic = PHYS_MAGIC;
@@ -291,6 +298,8 @@ static void phys_unref(struct sim_phys *ph)
     ph->magic = 0;
     if (ph->prop.location.type == CU_MEM_LOCATION_TYPE_DEVICE)
         sim_reserve_uncharge(ph->prop.location.id, ph->size);
+    else
+        sim_pinned_uncharge(ph->size);
     ph->next_free = phys_free;
     phys_free = ph;
 }

@@ -166,6 +166,16 @@ typedef struct sim_vmm_calls {
 
 void sim_vmm_calls(sim_vmm_calls_t *out);
 
+/* ------------------------------------------------------------------------- other processes */
+
+/* Other processes now hold `bytes` of device `device`'s memory (0: none; the default): it
+ * counts as used, so cuMemGetInfo reports less free and allocations (cuMemAlloc, cuMemCreate,
+ * pools) fail with CUDA_ERROR_OUT_OF_MEMORY once the rest is taken, as on a GPU that another
+ * job shares.  Tests set it after a library under test sized itself, to see what it does when
+ * the device runs short later.  Returns 0; -EINVAL for a device that does not exist (or no
+ * driver); -ENOMEM, changing nothing, when that much is not free. */
+int sim_other_process_memory(int device, uint64_t bytes);
+
 #ifdef __cplusplus
 }
 #endif
