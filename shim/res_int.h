@@ -132,7 +132,7 @@ typedef struct res_dev {
     CUstream stream;                /* the shim's own copy stream */
     CUstream join;                  /* where last uses on different streams are joined */
     uint64_t gpu_budget, host_budget, gpu_used, host_used, gpu_peak, host_peak;
-    int budget_shrunk;              /* the driver refused GPU memory within the budget */
+    int budget_shrunk[2];           /* the driver refused GPU, host memory within the budget */
     uint64_t resident[3];           /* bytes of chunks in use per TIER_* (traced as MEMORY) */
     uint64_t app_used, app_peak;    /* the application's own device memory (cuMemCreate) */
     uint64_t pool_used, pool_peak;  /* growth of the application's own pools */

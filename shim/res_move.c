@@ -455,23 +455,28 @@ static void phys_release(res_dev_t *d, int tier, CUmemGenericAllocationHandle h)
 }
 
 /*
- * The driver refused a GPU chunk the budget allowed: memory outside the budget (the driver's
- * own, libraries', other processes') took the rest of the device.  The budget comes down to
- * what is charged to it now, so that the next chunk to come in evicts another first; the
- * first time, the log says so.
+ * The driver refused a chunk of `tier` that its budget allowed.  GPU: memory outside the
+ * budget (the driver's own, libraries', other processes') took the rest of the device.  Host:
+ * the system has no more memory to pin.  The budget comes down to what is charged to it now,
+ * so that the next chunk evicts another first (GPU) or does not fit (host), and cuMemGetInfo
+ * no longer counts what cannot be had; the first time for each tier, the log says so.
  */
-static void gpu_budget_shrink(res_dev_t *d)
+static void budget_shrink(res_dev_t *d, int tier)
 {
-    uint64_t now = res_gpu_charged(d) / d->chunk * d->chunk;
-    if (now >= d->gpu_budget)
+    int gpu = tier == TIER_GPU;
+    uint64_t *budget = gpu ? &d->gpu_budget : &d->host_budget;
+    uint64_t now = (gpu ? res_gpu_charged(d) : d->host_used) / d->chunk * d->chunk;
+    if (now >= *budget)
         return;
-    if (!d->budget_shrunk)
-        SHIM_WARN(RES, "device %d: the driver has no GPU memory left within the %llu MiB "
-                  "budget (memory outside it is in use); the budget is now %llu MiB",
-                  d->device, (unsigned long long)(d->gpu_budget >> 20),
+    if (!d->budget_shrunk[!gpu])
+        SHIM_WARN(RES, "device %d: the driver has no %s memory left within the %llu MiB "
+                  "%sbudget (%s); the budget is now %llu MiB", d->device,
+                  gpu ? "GPU" : "page-locked host", (unsigned long long)(*budget >> 20),
+                  gpu ? "" : "host ",
+                  gpu ? "memory outside it is in use" : "the system has no more to pin",
                   (unsigned long long)(now >> 20));
-    d->budget_shrunk = 1;
-    d->gpu_budget = now;
+    d->budget_shrunk[!gpu] = 1;
+    *budget = now;
 }
 
 static CUresult phys_get(res_dev_t *d, int tier, CUmemGenericAllocationHandle *h)
@@ -484,8 +489,8 @@ static CUresult phys_get(res_dev_t *d, int tier, CUmemGenericAllocationHandle *h
     CUresult r = phys_create(d, tier, h);
     if (r == CUDA_SUCCESS)
         charge(d, tier, (int64_t)d->chunk);
-    else if (r == CUDA_ERROR_OUT_OF_MEMORY && tier == TIER_GPU)
-        gpu_budget_shrink(d);
+    else if (r == CUDA_ERROR_OUT_OF_MEMORY)
+        budget_shrink(d, tier);
     return r;
 }
 
@@ -494,7 +499,9 @@ static CUresult phys_get(res_dev_t *d, int tier, CUmemGenericAllocationHandle *h
  * budget, so that a chunk that must come back while both budgets are full can trade places
  * with a victim: the victim goes out into the swap piece, and the piece the incoming chunk
  * leaves becomes the swap piece (res_phys_put).  The number of charged pieces equals the
- * chunks on the host plus the spares throughout, so the budgets hold.
+ * chunks on the host plus the spares throughout, so the budgets hold.  It is made at the first
+ * eviction, before the first piece the budget counts, so that it is there when the system
+ * pins no more (budget_shrink) and the budgets are full.
  */
 static int swap_take(res_dev_t *d, CUmemGenericAllocationHandle *h)
 {
@@ -716,6 +723,8 @@ static CUresult swap_mapped(res_dev_t *d, uint32_t ci, int tier, CUmemGenericAll
 static CUresult unmap_out(res_dev_t *d, uint32_t ci, CUmemGenericAllocationHandle *h, int swap)
 {
     CUdeviceptr va = arena_chunk_addr(d->arena, ci);
+    if (!d->swap && !d->swap_owed)
+        piece_alloc(d, &d->swap);               /* (a failure is seen at swap_take) */
     CUresult r = swap ? (swap_take(d, h) == 0 ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY)
                       : phys_get(d, TIER_HOST, h);
     if (r != CUDA_SUCCESS)
