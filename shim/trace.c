@@ -153,6 +153,7 @@ static struct {
     int sim, level, depth;
     long warmup, profile;
     _Atomic int closing;
+    _Atomic int write_failed;       /* a write error stopped recording (rec_failed said so) */
     int asym;                       /* membarrier registered: enter() needs no fence */
     _Atomic int window;             /* WIN_* */
     int64_t win_end;                /* first iteration after the window */
@@ -1392,6 +1393,15 @@ static void begin_recording(trc_rec_t *rec, const char *path)
               cupti ? "CUPTI's" : T.sim ? "the simulator's virtual" : "the monotonic");
 }
 
+/* The recorder met a write error and stopped (from whichever thread met it). */
+static void rec_failed(int err)
+{
+    atomic_store(&T.write_failed, 1);
+    SHIM_WARN(INIT, "trace: writing the trace (ELIXIR_TRACE=%s) failed: %s; recording has "
+              "stopped, and the file keeps what was written before (readable, without its END "
+              "record)", shim_opt_str(SHIM_OPT_TRACE), strerror(-err));
+}
+
 static void start(const shim_driver_t *d)
 {
     const char *path = shim_opt_str(SHIM_OPT_TRACE);
@@ -1406,7 +1416,8 @@ static void start(const shim_driver_t *d)
     resolve_driver(d);
     T.sim = T.drv.sim_clock != NULL;
     T.clock = T.sim ? T.drv.sim_clock : mono_ns;
-    trc_rec_config_t cfg = { .flags = T.sim ? TRC_FLAG_VIRTUAL_TIME : 0, .clock = rec_clock };
+    trc_rec_config_t cfg = { .flags = T.sim ? TRC_FLAG_VIRTUAL_TIME : 0, .clock = rec_clock,
+                             .on_error = rec_failed };
     int rc = prepare();
     if (rc == 0)
         rc = trc_rec_open(path, &cfg, &rec);
@@ -1493,7 +1504,7 @@ void shim_trace_stop(void)
     trc_rec_t *rec = shim_trace_rec;
     shim_trace_rec = NULL;
     int rc = trc_rec_close(rec);
-    if (rc < 0)
+    if (rc < 0 && !atomic_load(&T.write_failed))
         SHIM_WARN(INIT, "trace: writing the trace failed: %s", strerror(-rc));
 }
 

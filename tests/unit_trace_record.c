@@ -22,6 +22,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -482,11 +483,19 @@ static void test_fork(void)
 
 /* ------------------------------------------------------------------ errors */
 
+static _Atomic int error_calls, error_seen;
+
+static void on_error(int err)
+{
+    atomic_fetch_add(&error_calls, 1);
+    atomic_store(&error_seen, err);
+}
+
 static void write_error_child(const char *path)
 {
     struct rlimit rl = { 16384, 16384 };
     trc_rec_t *rec;
-    trc_rec_config_t cfg = { .buffer_bytes = 4096 };
+    trc_rec_config_t cfg = { .buffer_bytes = 4096, .on_error = on_error };
     trc_event_t ev;
     signal(SIGXFSZ, SIG_IGN);
     setrlimit(RLIMIT_FSIZE, &rl);
@@ -500,9 +509,12 @@ static void write_error_child(const char *path)
     int flush = trc_rec_flush(rec);
     gen(50, 5000, &names[50], &ev);
     int after = trc_rec_event(rec, &ev), close = trc_rec_close(rec);
-    printf("write error: flush %d, event after %d, close %d\n", flush, after, close);
+    int calls = atomic_load(&error_calls), seen = atomic_load(&error_seen);
+    printf("write error: flush %d, event after %d, close %d; on_error called %d times (%d)\n",
+           flush, after, close, calls, seen);
     fflush(stdout);
-    _exit(flush == -EFBIG && after == -EFBIG && close == -EFBIG ? 0 : 1);
+    _exit(flush == -EFBIG && after == -EFBIG && close == -EFBIG && calls == 1 && seen == -EFBIG
+              ? 0 : 1);
 }
 
 static void test_errors(void)
@@ -522,7 +534,7 @@ static void test_errors(void)
     CHECK("missing directory", -ENOENT, trc_rec_open("/nonexistent-dir/x.trace", NULL, &rec2));
 
     path_of(path, sizeof(path), "write-error");
-    CHECK("write error disables recording, returned by flush and close", 0,
+    CHECK("write error disables recording, told once, returned by flush and close", 0,
           exit_code(in_child(write_error_child, path)));
     /* The file was cut back to its last whole buffer: it reads to its end without an error
      * (and without END). */

@@ -90,6 +90,7 @@ struct trc_rec {
     size_t buffer_bytes;
     uint32_t flush_ms;
     uint64_t (*clock)(void);
+    void (*on_error)(int err);
 
     pthread_mutex_t reg_lock;          /* threads, retired */
     tstate_t *threads;
@@ -138,16 +139,19 @@ int trc_rec_status(const trc_rec_t *rec)
     }
 }
 
-/* Remembers the first write error and turns recording off; wakes producers waiting for room. */
+/* Remembers the first write error and turns recording off; wakes producers waiting for room;
+ * the first time, tells the owner (on_error). */
 static void fail(trc_rec_t *rec, int err)
 {
     int zero = 0;
-    atomic_compare_exchange_strong(&rec->error, &zero, err);
+    int first = atomic_compare_exchange_strong(&rec->error, &zero, err);
     int on = REC_ON;
     atomic_compare_exchange_strong(&rec->off, &on, REC_FAILED);
     pthread_mutex_lock(&rec->q_lock);
     pthread_cond_broadcast(&rec->space_cond);
     pthread_mutex_unlock(&rec->q_lock);
+    if (first && rec->on_error)
+        rec->on_error(err);
 }
 
 static uint64_t mono_ns(void)
@@ -689,6 +693,7 @@ static int configure(trc_rec_t *rec, const trc_rec_config_t *cfg)
     rec->buffer_bytes = cfg && cfg->buffer_bytes ? cfg->buffer_bytes : DEFAULT_BUFFER;
     rec->flush_ms = cfg && cfg->flush_ms ? cfg->flush_ms : DEFAULT_FLUSH_MS;
     rec->clock = cfg ? cfg->clock : NULL;
+    rec->on_error = cfg ? cfg->on_error : NULL;
     rec->tail = &rec->head;
     rec->serial = atomic_fetch_add(&rec_serials, 1) + 1;
     if (rec->buffer_bytes < MIN_BUFFER || rec->buffer_bytes > MAX_BLOCK)

@@ -28,6 +28,10 @@ typedef struct trc_rec_config {
     size_t buffer_bytes;               /* per-thread buffer, 256 B to 4 MiB; 0: 64 KiB */
     uint32_t flush_ms;                 /* hand over a buffer at least this often; 0: 200 ms */
     uint64_t (*clock)(void);           /* event times in ns; NULL: CLOCK_MONOTONIC */
+    /* Called once, by whichever thread met it, when a write error (disk full, file too large,
+     * I/O error: the negative errno) turned recording off; NULL: none.  No lock of the
+     * recorder is held, but it must not call the recorder. */
+    void (*on_error)(int err);
 } trc_rec_config_t;
 
 /* Creates the file as trc_writer_open does (%p = pid, 0600, never overwrites: -EEXIST) and

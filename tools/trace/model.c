@@ -468,7 +468,7 @@ int tm_load(const char *path, int partial, tm_trace_t *t, char *err, size_t err_
     t->complete = trc_reader_complete(p->r);
     if (!t->complete && !t->partial)
         snprintf(t->warning, sizeof(t->warning), "%s: no END record (the recorder did not "
-                 "close the trace: crashed or killed?); read %" PRIu64 " events", path,
+                 "close the trace: crashed, killed, or it could not write?); read %" PRIu64 " events", path,
                  t->events);
     return 0;
 }
