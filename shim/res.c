@@ -26,11 +26,13 @@
 #include <unistd.h>
 
 #include "res_int.h"
+#include "sysmem.h"
 
 res_dev_t res_devs[MAX_DEVICES];
 static pthread_mutex_t setup_lock = PTHREAD_MUTEX_INITIALIZER;
 _Atomic int res_captures;
 _Atomic int res_arenas;
+res_host_t res_host;
 _Atomic uint64_t res_span_lo, res_span_len;
 _Atomic unsigned res_code_gen = 1;
 _Atomic unsigned res_stream_gen = 1;
@@ -127,8 +129,11 @@ static void set_budgets(res_dev_t *d)
         gpu = automatic;
     }
     d->gpu_budget = gpu / d->chunk * d->chunk;
-    uint64_t ram = (uint64_t)sysconf(_SC_PHYS_PAGES) * (uint64_t)sysconf(_SC_PAGESIZE);
-    d->host_budget = budget(SHIM_OPT_HOST_MEMORY, ram, ram / 2) / d->chunk * d->chunk;
+    if (atomic_load(&res_arenas) == 0) {        /* (the first arena, under setup_lock) */
+        uint64_t ram = shim_host_memory();
+        uint64_t host = budget(SHIM_OPT_HOST_MEMORY, ram, ram / 2);
+        atomic_store(&res_host.budget, host / d->chunk * d->chunk);
+    }
 }
 
 static int attribute(CUdevice_attribute a, int device)
@@ -169,7 +174,7 @@ static int setup(res_dev_t *d, int device, CUcontext ctx)
     d->chunk_shift = (gran & (gran - 1)) == 0 ? __builtin_ctzll(gran) : -1;
     host_location(d);
     set_budgets(d);
-    d->size = round_up(2 * (d->gpu_budget + d->host_budget) + d->chunk, d->chunk);
+    d->size = round_up(2 * (d->gpu_budget + atomic_load(&res_host.budget)) + d->chunk, d->chunk);
     CUdeviceptr base;
     if (DRV(cuMemAddressReserve)(&base, d->size + d->chunk, d->chunk, 0, 0) != CUDA_SUCCESS)
         return -1;
@@ -184,7 +189,8 @@ static int setup(res_dev_t *d, int device, CUcontext ctx)
         return -1;
     SHIM_INFO(RES, "device %d: GPU budget %llu MiB, host budget %llu MiB, chunk %llu KiB%s",
               device, (unsigned long long)(d->gpu_budget >> 20),
-              (unsigned long long)(d->host_budget >> 20), (unsigned long long)(d->chunk >> 10),
+              (unsigned long long)(atomic_load(&res_host.budget) >> 20),
+              (unsigned long long)(d->chunk >> 10),
               d->host_mappable ? "" : ", no host mapping: evicted chunks are unmapped");
     return 0;
 }
@@ -291,7 +297,7 @@ res_dev_t *res_owner(CUdeviceptr p)
 /* Every budget together: what cuMemGetInfo reports as the total. */
 static uint64_t capacity(const res_dev_t *d)
 {
-    return d->gpu_budget + d->host_budget;
+    return d->gpu_budget + atomic_load(&res_host.budget);
 }
 
 /* Bytes of the capacity in use: arena chunks and the application's own device memory. */
@@ -1031,7 +1037,7 @@ void res_stats_print(void)
                        "host peak %llu MiB of %llu", d->device,
                        (unsigned long long)st.live_allocs, (unsigned long long)st.peak_live_allocs,
                        mib(d->gpu_peak), mib(d->gpu_budget), mib(d->host_peak),
-                       mib(d->host_budget));
+                       mib(atomic_load(&res_host.budget)));
         shim_log_plain("device %d: migrations to host %llu (%llu MiB), to GPU %llu (%llu MiB), "
                        "evictions forced %llu, blocked on migrations %.3f s, blocked on frees "
                        "%.3f s, operations refused (no room) %llu", d->device,

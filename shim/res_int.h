@@ -131,8 +131,8 @@ typedef struct res_dev {
     CUdeviceptr staging;            /* one chunk of address space for migrations */
     CUstream stream;                /* the shim's own copy stream */
     CUstream join;                  /* where last uses on different streams are joined */
-    uint64_t gpu_budget, host_budget, gpu_used, host_used, gpu_peak, host_peak;
-    int budget_shrunk[2];           /* the driver refused GPU, host memory within the budget */
+    uint64_t gpu_budget, gpu_used, host_used, gpu_peak, host_peak;
+    int gpu_shrunk;                 /* the driver refused GPU memory within the budget */
     uint64_t resident[3];           /* bytes of chunks in use per TIER_* (traced as MEMORY) */
     uint64_t app_used, app_peak;    /* the application's own device memory (cuMemCreate) */
     uint64_t pool_used, pool_peak;  /* growth of the application's own pools */
@@ -186,6 +186,19 @@ extern res_dev_t res_devs[MAX_DEVICES];
 extern _Atomic int res_captures;
 /* Devices with an arena set up. */
 extern _Atomic int res_arenas;
+/* The host budget is the process's, shared by every device's arena (ELIXIR_HOST_MEMORY is
+ * one figure for the job): set with the first arena, it may only come down (budget_shrink);
+ * `used` is what every device's host chunks and spares take (res_move.c: charge).  A device
+ * checks and charges under its own lock only, so devices paging at once may overshoot it by a
+ * chunk each.  A device that finds no room says so in `wanted` (until it finds room), and
+ * the others then give back the host memory they free, spares included, instead of keeping
+ * it. */
+typedef struct res_host {
+    _Atomic uint64_t budget, used;
+    _Atomic int shrunk;                 /* the driver refused pinned memory within it */
+    _Atomic unsigned wanted;            /* bit d: device d found no room (until it does) */
+} res_host_t;
+extern res_host_t res_host;
 /* The address range every arena lies in, [res_span_lo, +res_span_len) (gaps included): a
  * word outside the current device's arena but inside it may point into another's. */
 extern _Atomic uint64_t res_span_lo, res_span_len;

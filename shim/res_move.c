@@ -237,6 +237,7 @@ static void charge(res_dev_t *d, int tier, int64_t bytes)
         if (d->gpu_used > d->gpu_peak)
             d->gpu_peak = d->gpu_used;
     } else if (tier == TIER_HOST) {
+        atomic_fetch_add(&res_host.used, (uint64_t)bytes);     /* (wraps down for bytes < 0) */
         d->host_used += bytes;
         if (d->host_used > d->host_peak)
             d->host_peak = d->host_used;
@@ -260,7 +261,18 @@ int res_has_room(const res_dev_t *d, int tier)
     if (tier == TIER_GPU)
         return (d->nspare[0] && res_gpu_charged(d) <= d->gpu_budget) ||
                res_gpu_charged(d) + d->chunk <= d->gpu_budget;
-    return d->nspare[1] || d->host_used + d->chunk <= d->host_budget;
+    if (d->nspare[1])
+        return 1;
+    /* The host budget is shared: without room, the other devices are asked to give back the
+     * host memory they free (res_phys_put), until this one finds room again. */
+    int room = atomic_load(&res_host.used) + d->chunk <= atomic_load(&res_host.budget);
+    unsigned me = 1u << d->device;
+    unsigned wanted = atomic_load_explicit(&res_host.wanted, memory_order_relaxed);
+    if (!room && !(wanted & me))
+        atomic_fetch_or(&res_host.wanted, me);
+    else if (room && (wanted & me))
+        atomic_fetch_and(&res_host.wanted, ~me);
+    return room;
 }
 
 /* A chunk-sized piece of pinned host memory, allocated in the arena's context (a context the
@@ -378,7 +390,7 @@ static int shadow_reserve(res_dev_t *d)
         return 0;
     if (d->shadow_off)
         return -1;
-    uint64_t slots = (d->gpu_budget + d->host_budget) / d->chunk + 2 * SPARES + 2;
+    uint64_t slots = (d->gpu_budget + atomic_load(&res_host.budget)) / d->chunk + 2 * SPARES + 2;
     slots = slots < SHADOW_MAX ? slots : SHADOW_MAX;
     d->shadow_free = malloc(slots * sizeof(*d->shadow_free));
     if (!d->shadow_free ||
@@ -457,26 +469,32 @@ static void phys_release(res_dev_t *d, int tier, CUmemGenericAllocationHandle h)
 /*
  * The driver refused a chunk of `tier` that its budget allowed.  GPU: memory outside the
  * budget (the driver's own, libraries', other processes') took the rest of the device.  Host:
- * the system has no more memory to pin.  The budget comes down to what is charged to it now,
- * so that the next chunk evicts another first (GPU) or does not fit (host), and cuMemGetInfo
- * no longer counts what cannot be had; the first time for each tier, the log says so.
+ * the system has no more memory to pin.  The budget comes down to what is charged to it now
+ * (the host budget, the process's, to what every device holds), so that the next chunk
+ * evicts another first (GPU) or does not fit (host), and cuMemGetInfo no longer counts what
+ * cannot be had; the first time for each budget, the log says so.
  */
 static void budget_shrink(res_dev_t *d, int tier)
 {
     int gpu = tier == TIER_GPU;
-    uint64_t *budget = gpu ? &d->gpu_budget : &d->host_budget;
-    uint64_t now = (gpu ? res_gpu_charged(d) : d->host_used) / d->chunk * d->chunk;
-    if (now >= *budget)
+    uint64_t before = gpu ? d->gpu_budget : atomic_load(&res_host.budget);
+    uint64_t now = (gpu ? res_gpu_charged(d) : atomic_load(&res_host.used)) / d->chunk * d->chunk;
+    if (now >= before)
         return;
-    if (!d->budget_shrunk[!gpu])
+    if (gpu ? !d->gpu_shrunk : !atomic_exchange(&res_host.shrunk, 1))
         SHIM_WARN(RES, "device %d: the driver has no %s memory left within the %llu MiB "
                   "%sbudget (%s); the budget is now %llu MiB", d->device,
-                  gpu ? "GPU" : "page-locked host", (unsigned long long)(*budget >> 20),
+                  gpu ? "GPU" : "page-locked host", (unsigned long long)(before >> 20),
                   gpu ? "" : "host ",
                   gpu ? "memory outside it is in use" : "the system has no more to pin",
                   (unsigned long long)(now >> 20));
-    d->budget_shrunk[!gpu] = 1;
-    *budget = now;
+    if (gpu) {
+        d->gpu_shrunk = 1;
+        d->gpu_budget = now;
+    } else {
+        while (now < before && !atomic_compare_exchange_weak(&res_host.budget, &before, now))
+            ;
+    }
 }
 
 static CUresult phys_get(res_dev_t *d, int tier, CUmemGenericAllocationHandle *h)
@@ -515,6 +533,14 @@ static int swap_take(res_dev_t *d, CUmemGenericAllocationHandle *h)
     return 0;
 }
 
+/* Give the spare chunks of a tier back to the driver (their budget becomes free). */
+static void spares_release(res_dev_t *d, int tier)
+{
+    int t = tier == TIER_GPU ? 0 : 1;
+    while (d->nspare[t])
+        phys_release(d, tier, d->spare[t][--d->nspare[t]]);
+}
+
 void res_phys_put(res_dev_t *d, int tier, CUmemGenericAllocationHandle h)
 {
     int t = tier == TIER_GPU ? 0 : 1;
@@ -523,19 +549,17 @@ void res_phys_put(res_dev_t *d, int tier, CUmemGenericAllocationHandle h)
         d->swap_owed = 0;
         return;
     }
-    if (d->nspare[t] < SPARES && (tier != TIER_GPU || res_gpu_charged(d) <= d->gpu_budget)) {
+    int others = (atomic_load(&res_host.wanted) & ~(1u << d->device)) != 0;
+    if (d->nspare[t] < SPARES && (tier == TIER_GPU ? res_gpu_charged(d) <= d->gpu_budget
+                                                   : !others)) {
         d->spare[t][d->nspare[t]++] = h;
         return;
     }
-    phys_release(d, tier, h);           /* (GPU memory above the budget goes back at once) */
-}
-
-/* Give the spare chunks of a tier back to the driver (their budget becomes free). */
-static void spares_release(res_dev_t *d, int tier)
-{
-    int t = tier == TIER_GPU ? 0 : 1;
-    while (d->nspare[t])
-        phys_release(d, tier, d->spare[t][--d->nspare[t]]);
+    /* (GPU memory above the budget goes back at once; host memory another device wants, with
+     * the spares) */
+    phys_release(d, tier, h);
+    if (tier == TIER_HOST && others)
+        spares_release(d, TIER_HOST);
 }
 
 /* Memory h mapped and accessible at va (nothing mapped there on failure). */

@@ -462,7 +462,8 @@ static inline unsigned res_code_generation(void)
       "GPU memory budget: a size (K/M/G/T) or N% of the device; auto: free memory less a "     \
       "reserve for the driver and libraries")                                                  \
     X(HOST_MEMORY, MEMORY, "auto",                                                             \
-      "pinned host memory budget: a size (K/M/G/T) or N% of physical memory")                  \
+      "pinned host memory budget of the process: a size (K/M/G/T) or N% of the memory it may " \
+      "use (physical, or its cgroup's limit); auto: half")                                     \
     X(MEMINFO, MEMINFO, "virtual",                                                             \
       "what cuMemGetInfo reports: virtual (all budgets together) or physical (the device)")    \
     X(TRACE, PATH, "",                                                                         \

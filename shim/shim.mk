@@ -41,6 +41,12 @@ $(BUILD)/tests/unit_arena: tests/unit_arena.c $(BUILD)/obj/shim/arena.o
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(CFLAGS) -o $@ $< $(BUILD)/obj/shim/arena.o $(LDFLAGS)
 
+# tests/unit_sysmem reads made-up cgroup trees through shim/sysmem.c's object alone.
+$(BUILD)/tests/unit_sysmem: tests/unit_sysmem.c $(BUILD)/obj/shim/sysmem.o
+	$(call msg,CC,$<)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(CFLAGS) -o $@ $< $(BUILD)/obj/shim/sysmem.o $(LDFLAGS)
+
 # tests/shim_late_driver is not linked with the driver at all: the shim must start first and
 # open it; an explicit rule, so it wins over the generic one (which links libcuda).
 $(BUILD)/tests/shim_late_driver: tests/shim_late_driver.c $(SHIM_LIB)

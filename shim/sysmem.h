@@ -1,0 +1,20 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * sysmem.h - how much memory this process may use: physical memory, or less where a control
+ * group limits it (sysmem.c).
+ */
+#ifndef ELIXIR_SYSMEM_H
+#define ELIXIR_SYSMEM_H
+
+#include <stdint.h>
+
+/* The lowest memory limit of the cgroups that the file `proc_cgroup` (the format of
+ * /proc/self/cgroup) places the process in, the cgroup file systems being mounted under
+ * `root` (cgroup v2 at root, v1's memory controller at root/memory); UINT64_MAX when none
+ * limits it or nothing can be read. */
+uint64_t shim_cgroup_limit(const char *proc_cgroup, const char *root);
+/* Physical memory, or the process's cgroup limit (/proc/self/cgroup, /sys/fs/cgroup) where
+ * that is lower; in bytes. */
+uint64_t shim_host_memory(void);
+
+#endif /* ELIXIR_SYSMEM_H */
