@@ -130,9 +130,15 @@ static void set_budgets(res_dev_t *d)
     }
     d->gpu_budget = gpu / d->chunk * d->chunk;
     if (atomic_load(&res_arenas) == 0) {        /* (the first arena, under setup_lock) */
+        const char *from;
         uint64_t ram = shim_host_memory();
-        uint64_t host = budget(SHIM_OPT_HOST_MEMORY, ram, ram / 2);
+        unsigned procs = shim_local_processes(&from);
+        uint64_t host = budget(SHIM_OPT_HOST_MEMORY, ram, ram / 2 / procs);
         atomic_store(&res_host.budget, host / d->chunk * d->chunk);
+        if (from && shim_opt_mem(SHIM_OPT_HOST_MEMORY).kind == SHIM_MEM_AUTO)
+            SHIM_INFO(RES, "host budget: half of the %llu MiB this process may use, shared "
+                      "by the %u processes %s=%u says run here", (unsigned long long)(ram >> 20),
+                      procs, from, procs);
     }
 }
 

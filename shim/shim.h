@@ -463,7 +463,7 @@ static inline unsigned res_code_generation(void)
       "reserve for the driver and libraries")                                                  \
     X(HOST_MEMORY, MEMORY, "auto",                                                             \
       "pinned host memory budget of the process: a size (K/M/G/T) or N% of the memory it may " \
-      "use (physical, or its cgroup's limit); auto: half")                                     \
+      "use (physical, or its cgroup's limit); auto: half, shared by LOCAL_WORLD_SIZE procs")   \
     X(MEMINFO, MEMINFO, "virtual",                                                             \
       "what cuMemGetInfo reports: virtual (all budgets together) or physical (the device)")    \
     X(TRACE, PATH, "",                                                                         \

@@ -47,6 +47,15 @@ $(BUILD)/tests/unit_sysmem: tests/unit_sysmem.c $(BUILD)/obj/shim/sysmem.o
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(CFLAGS) -o $@ $< $(BUILD)/obj/shim/sysmem.o $(LDFLAGS)
 
+# tests/shim_res_meminfo computes the host budget's default as the shim does, with
+# shim/sysmem.c's object.
+$(BUILD)/tests/shim_res_meminfo: tests/shim_res_meminfo.c tests/lib/simtest.h $(TEST_LIB_OBJS) \
+                                 $(SIM_LIB) $(SHIM_LIB) $(BUILD)/obj/shim/sysmem.o
+	$(call msg,CC,$<)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(CFLAGS) -Itests/lib -rdynamic -o $@ $< $(TEST_LIB_OBJS) \
+	    $(BUILD)/obj/shim/sysmem.o -L$(BUILD)/sim -l:libcuda.so.1 $(LDFLAGS) -ldl -lm
+
 # tests/shim_late_driver is not linked with the driver at all: the shim must start first and
 # open it; an explicit rule, so it wins over the generic one (which links libcuda).
 $(BUILD)/tests/shim_late_driver: tests/shim_late_driver.c $(SHIM_LIB)

@@ -11,6 +11,10 @@
  * of the memory controller's cgroups likewise (an unlimited one holds a huge number).  The
  * lowest one found holds.  A path that leads outside the cgroup namespace ("/.." in
  * /proc/self/cgroup) is not followed: only the namespace's root is read.
+ *
+ * A job often runs one process per GPU, several on one machine (torchrun, mpirun), each
+ * preloaded with the shim: each process's share of the machine is then what it may use
+ * divided by their number, which launchers put in the environment.
  */
 #include "sysmem.h"
 
@@ -105,4 +109,23 @@ uint64_t shim_host_memory(void)
     long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
     uint64_t phys = pages > 0 && page > 0 ? (uint64_t)pages * (uint64_t)page : UINT64_MAX;
     return min_u64(phys, shim_cgroup_limit("/proc/self/cgroup", "/sys/fs/cgroup"));
+}
+
+unsigned shim_local_processes(const char **from)
+{
+    static const char *const vars[] = { "LOCAL_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_SIZE",
+                                        "MPI_LOCALNRANKS" };
+    *from = NULL;
+    for (size_t i = 0; i < sizeof(vars) / sizeof(vars[0]); i++) {
+        const char *v = getenv(vars[i]);
+        char *end;
+        if (!v || !*v)
+            continue;
+        unsigned long n = strtoul(v, &end, 10);
+        if (*end || n < 1 || n > 65536 || *v == '-' || *v == '+')
+            return 1;
+        *from = vars[i];
+        return (unsigned)n;
+    }
+    return 1;
 }

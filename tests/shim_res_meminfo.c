@@ -5,11 +5,15 @@
  *
  * The scenario prints cuMemGetInfo at start, after allocating 4 MiB, 8 MiB more and 256 bytes,
  * and after freeing the two large buffers, checking each time that a NULL free or total pointer
- * is allowed and the other still answered.  The test runs it under the shim four times:
+ * is allowed and the other still answered.  The test runs it under the shim six times:
  *  - ELIXIR_GPU_MEMORY=8M ELIXIR_HOST_MEMORY=16M: total is 24 MiB throughout, and free is
  *    total less the chunks in use (the small allocation takes a whole 2 MiB chunk);
  *  - ELIXIR_GPU_MEMORY=auto: total is the automatic capacity (the device's free memory less
- *    a reserve of 10% of it, at least 64 MiB, plus half the RAM), and free equals it at start;
+ *    a reserve of 10% of it, at least 64 MiB, plus half the memory the process may use:
+ *    shim/sysmem.c's figure, shared by the processes a launcher says run here), and free
+ *    equals it at start;
+ *  - LOCAL_WORLD_SIZE=4: the automatic host budget is a quarter of that (and LOCAL_WORLD_SIZE
+ *    =four is ignored);
  *  - ELIXIR_GPU_MEMORY=50% with a 16 MiB host budget: total is half the device plus 16 MiB;
  *  - ELIXIR_MEMINFO=physical with an 8 MiB GPU budget: total is the device's, as this process
  *    reads it from the simulator without the shim, and free falls by the GPU memory the shim
@@ -17,6 +21,7 @@
  */
 #include "shim_test.h"
 #include "simtest.h"
+#include "../shim/sysmem.h"
 
 #define MIB ((size_t)1 << 20)
 #define STEPS 5
@@ -99,14 +104,15 @@ static unsigned long long chunks_of(unsigned long long bytes)
 }
 
 /* The automatic budgets, as README states them: the device's free memory less a reserve of
- * 10% of the device (at least 64 MiB), and half the physical memory; each whole chunks. */
+ * 10% of the device (at least 64 MiB), and half the memory the process may use, shared by the
+ * processes its launcher says run here; each whole chunks. */
 static void check_auto(size_t phys_free, size_t phys_total)
 {
     static const char *const env[] = { "ELIXIR_GPU_MEMORY=auto", NULL };
     unsigned long long free_b[STEPS], total[STEPS];
     unsigned long long reserve = phys_total / 10 > 64 * MIB ? phys_total / 10 : 64 * MIB;
-    unsigned long long ram = (unsigned long long)sysconf(_SC_PHYS_PAGES) *
-                             (unsigned long long)sysconf(_SC_PAGESIZE);
+    const char *from;
+    unsigned long long ram = shim_host_memory() / shim_local_processes(&from);
     unsigned long long want = chunks_of(phys_free - reserve) + chunks_of(ram / 2);
 
     run(env, free_b, total);
@@ -114,7 +120,25 @@ static void check_auto(size_t phys_free, size_t phys_total)
            "automatic budgets: free %llu, total %llu; expected %llu (device %zu free of %zu)",
            free_b[0], total[0], want, phys_free, phys_total);
     printf("automatic: total %llu MiB, the device's free memory less the reserve plus half "
-           "the RAM\n", total[0] / MIB);
+           "the memory the process may use\n", total[0] / MIB);
+}
+
+/* The automatic host budget of one of four processes on the machine (LOCAL_WORLD_SIZE=4, as
+ * torchrun says it), and with a value that is no count (ignored). */
+static void check_local(void)
+{
+    static const char *const four[] = { "ELIXIR_GPU_MEMORY=8M", "LOCAL_WORLD_SIZE=4", NULL };
+    static const char *const bad[] = { "ELIXIR_GPU_MEMORY=8M", "LOCAL_WORLD_SIZE=four", NULL };
+    unsigned long long free_b[STEPS], total[STEPS];
+    unsigned long long mem = shim_host_memory();
+
+    run(four, free_b, total);
+    EXPECT(total[0] == 8 * MIB + chunks_of(mem / 4 / 2), "LOCAL_WORLD_SIZE=4: total %llu, "
+           "expected 8 MiB and half of a quarter of %llu", total[0], mem);
+    run(bad, free_b, total);
+    EXPECT(total[0] == 8 * MIB + chunks_of(mem / 2), "LOCAL_WORLD_SIZE=four: total %llu, "
+           "expected 8 MiB and half of %llu", total[0], mem);
+    printf("four processes here: the host budget is half of a quarter of the memory\n");
 }
 
 /* A GPU budget as a percentage of the device. */
@@ -160,6 +184,7 @@ int main(int argc, char **argv)
     CHECK_CU(cuMemGetInfo(&phys_free, &phys_total));
     check_virtual();
     check_auto(phys_free, phys_total);
+    check_local();
     check_percent(phys_total);
     check_physical(phys_free, phys_total);
     return 0;

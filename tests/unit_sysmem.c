@@ -7,8 +7,9 @@
  * limit); v1: the memory controller's memory.limit_in_bytes likewise, found in a controller
  * list; both in one file (a hybrid mount): the lower.  No file, no memory line, unreadable or
  * malformed limits: no limit (UINT64_MAX).  A path leading outside the cgroup namespace
- * ("/..") reads only the namespace's root.  And the real thing: shim_host_memory() is at
- * most physical memory.
+ * ("/..") reads only the namespace's root.  The number of processes on the machine comes
+ * from the first launcher variable set, and a value that is no count from 1 to 65536 counts
+ * as none.  And the real thing: shim_host_memory() is at most physical memory.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -69,6 +70,48 @@ static void cleanup(void)
         printf("could not remove %s\n", dir);
 }
 
+/* LOCAL_WORLD_SIZE, OMPI_COMM_WORLD_LOCAL_SIZE, MPI_LOCALNRANKS set to l, o, m (NULL: unset):
+ * shim_local_processes must say `want`, from variable `var` (NULL: none). */
+static void expect_procs(const char *l, const char *o, const char *m, unsigned want,
+                         const char *var)
+{
+    const char *names[] = { "LOCAL_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS" };
+    const char *values[] = { l, o, m };
+    const char *from = "unset";
+    for (int i = 0; i < 3; i++)
+        if (values[i])
+            setenv(names[i], values[i], 1);
+        else
+            unsetenv(names[i]);
+    unsigned got = shim_local_processes(&from);
+    int same = (from == NULL && var == NULL) || (from && var && strcmp(from, var) == 0);
+    if (got != want || !same) {
+        printf("FAIL local processes (%s, %s, %s): %u from %s, expected %u from %s\n",
+               l ? l : "-", o ? o : "-", m ? m : "-", got, from ? from : "none", want,
+               var ? var : "none");
+        failures++;
+    } else {
+        printf("ok   local processes (%s, %s, %s): %u\n", l ? l : "-", o ? o : "-",
+               m ? m : "-", got);
+    }
+}
+
+static void local_processes(void)
+{
+    expect_procs(NULL, NULL, NULL, 1, NULL);
+    expect_procs("8", NULL, NULL, 8, "LOCAL_WORLD_SIZE");
+    expect_procs("8", "3", "2", 8, "LOCAL_WORLD_SIZE");
+    expect_procs(NULL, "3", "2", 3, "OMPI_COMM_WORLD_LOCAL_SIZE");
+    expect_procs("", NULL, "2", 2, "MPI_LOCALNRANKS");
+    expect_procs("0", "3", NULL, 1, NULL);
+    expect_procs("-2", NULL, NULL, 1, NULL);
+    expect_procs("+2", NULL, NULL, 1, NULL);
+    expect_procs("4x", NULL, NULL, 1, NULL);
+    expect_procs("65537", NULL, NULL, 1, NULL);
+    expect_procs("65536", NULL, NULL, 65536, "LOCAL_WORLD_SIZE");
+    expect_procs(NULL, NULL, NULL, 1, NULL);
+}
+
 int main(void)
 {
     snprintf(dir, sizeof(dir), "/tmp/elixir-unit-sysmem-XXXXXX");
@@ -114,6 +157,8 @@ int main(void)
     expect("a malformed limit", "0::/bad\n", UINT64_MAX);
     put("fs/bad/memory.max", "123abc\n");
     expect("a number with junk after it", "0::/bad\n", UINT64_MAX);
+
+    local_processes();
 
     long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
     uint64_t phys = (uint64_t)pages * (uint64_t)page, host = shim_host_memory();
