@@ -112,8 +112,9 @@ static uint64_t budget(shim_opt_t o, uint64_t whole, uint64_t automatic)
 
 /* Budgets from the options; the GPU default keeps a reserve for the driver and libraries.
  * A GPU budget beyond the device's free memory could never be backed (the driver would
- * refuse chunks the budget still allows, and nothing would be evicted for them): it is
- * reported and the default is used instead. */
+ * refuse chunks the budget still allows, and nothing would be evicted for them), nor a host
+ * budget beyond the memory the process may use: each is reported and its default used
+ * instead.  The host budget is set with the first arena (res_host). */
 static void set_budgets(res_dev_t *d)
 {
     size_t free_b = 0, total = 0;
@@ -134,6 +135,14 @@ static void set_budgets(res_dev_t *d)
         uint64_t ram = shim_host_memory();
         unsigned procs = shim_local_processes(&from);
         uint64_t host = budget(SHIM_OPT_HOST_MEMORY, ram, ram / 2 / procs);
+        if (host > ram) {
+            SHIM_WARN(RES, "ELIXIR_HOST_MEMORY asks for %llu MiB, more than the %llu MiB this "
+                      "process may use (pinned memory cannot be swapped out); using the "
+                      "default, %llu MiB", (unsigned long long)(host >> 20),
+                      (unsigned long long)(ram >> 20),
+                      (unsigned long long)(ram / 2 / procs >> 20));
+            host = ram / 2 / procs;
+        }
         atomic_store(&res_host.budget, host / d->chunk * d->chunk);
         if (from && shim_opt_mem(SHIM_OPT_HOST_MEMORY).kind == SHIM_MEM_AUTO)
             SHIM_INFO(RES, "host budget: half of the %llu MiB this process may use, shared "

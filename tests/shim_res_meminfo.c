@@ -5,7 +5,7 @@
  *
  * The scenario prints cuMemGetInfo at start, after allocating 4 MiB, 8 MiB more and 256 bytes,
  * and after freeing the two large buffers, checking each time that a NULL free or total pointer
- * is allowed and the other still answered.  The test runs it under the shim six times:
+ * is allowed and the other still answered.  The test runs it under the shim seven times:
  *  - ELIXIR_GPU_MEMORY=8M ELIXIR_HOST_MEMORY=16M: total is 24 MiB throughout, and free is
  *    total less the chunks in use (the small allocation takes a whole 2 MiB chunk);
  *  - ELIXIR_GPU_MEMORY=auto: total is the automatic capacity (the device's free memory less
@@ -14,6 +14,8 @@
  *    equals it at start;
  *  - LOCAL_WORLD_SIZE=4: the automatic host budget is a quarter of that (and LOCAL_WORLD_SIZE
  *    =four is ignored);
+ *  - ELIXIR_HOST_MEMORY=1000T: more than the process may use, reported once and the default
+ *    used;
  *  - ELIXIR_GPU_MEMORY=50% with a 16 MiB host budget: total is half the device plus 16 MiB;
  *  - ELIXIR_MEMINFO=physical with an 8 MiB GPU budget: total is the device's, as this process
  *    reads it from the simulator without the shim, and free falls by the GPU memory the shim
@@ -141,6 +143,25 @@ static void check_local(void)
     printf("four processes here: the host budget is half of a quarter of the memory\n");
 }
 
+/* A host budget beyond the memory the process may use: reported once, naming the option,
+ * and the default used. */
+static void check_host_too_big(void)
+{
+    static const char *const env[] = { "ELIXIR_GPU_MEMORY=8M", "ELIXIR_HOST_MEMORY=1000T",
+                                       "LOCAL_WORLD_SIZE=1", NULL };
+    unsigned long long mem = shim_host_memory();
+    sh_run_t r = sh_run_ok("scenario", env);
+    unsigned long long free_b, total;
+
+    EXPECT(sscanf(r.out, "%llu %llu", &free_b, &total) == 2, "output:\n%s", r.out);
+    EXPECT(total == 8 * MIB + chunks_of(mem / 2), "ELIXIR_HOST_MEMORY=1000T: total %llu, "
+           "expected 8 MiB and half of %llu", total, mem);
+    EXPECT(sh_count(r.err, "ELIXIR_HOST_MEMORY asks for 1048576000 MiB, more than the ") == 1,
+           "the host budget beyond memory was not reported once:\n%s", r.err);
+    sh_run_free(&r);
+    printf("1000T of host budget: reported, the default used\n");
+}
+
 /* A GPU budget as a percentage of the device. */
 static void check_percent(size_t phys_total)
 {
@@ -185,6 +206,7 @@ int main(int argc, char **argv)
     check_virtual();
     check_auto(phys_free, phys_total);
     check_local();
+    check_host_too_big();
     check_percent(phys_total);
     check_physical(phys_free, phys_total);
     return 0;
