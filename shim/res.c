@@ -207,6 +207,8 @@ static int setup(res_dev_t *d, int device, CUcontext ctx)
               (unsigned long long)(atomic_load(&res_host.budget) >> 20),
               (unsigned long long)(d->chunk >> 10),
               d->host_mappable ? "" : ", no host mapping: evicted chunks are unmapped");
+    if (SHIM_TRACING())
+        shim_trace_budget(device, d->gpu_budget, atomic_load(&res_host.budget));
     return 0;
 }
 

@@ -495,6 +495,8 @@ static void budget_shrink(res_dev_t *d, int tier)
         while (now < before && !atomic_compare_exchange_weak(&res_host.budget, &before, now))
             ;
     }
+    if (SHIM_TRACING())
+        shim_trace_budget(d->device, d->gpu_budget, atomic_load(&res_host.budget));
 }
 
 static CUresult phys_get(res_dev_t *d, int tier, CUmemGenericAllocationHandle *h)

@@ -427,6 +427,8 @@ void shim_trace_migration(int device, uint64_t chunk, uint64_t bytes, int from, 
 void shim_trace_eviction(int device, uint64_t chunk, uint64_t alloc_base, uint64_t bytes,
                          int from, int to, unsigned reason);
 void shim_trace_memory(int device, const uint64_t bytes[4]);
+/* Device `device`'s budgets from now on: its GPU budget, and the process's host budget. */
+void shim_trace_budget(int device, uint64_t gpu, uint64_t host);
 /* An NCCL operation NCCL accepted (wrap_nccl.c): its name ("allReduce", ...), buffers, the
  * larger of its send and receive sizes, communicator, root or peer (-1: none), stream and
  * device (-1: not known).  Recorded at level all, like launches. */

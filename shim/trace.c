@@ -1255,6 +1255,21 @@ void shim_trace_memory(int device, const uint64_t bytes[4])
     leave(th);
 }
 
+void shim_trace_budget(int device, uint64_t gpu, uint64_t host)
+{
+    tstate_t *th = enter();
+
+    if (!th)
+        return;
+    device_seen(device);
+    trc_event_t ev = { .type = TRC_EV_BUDGET, .time = shim_trace_now() };
+    ev.u.budget = (trc_budget_t){ .device = device };
+    ev.u.budget.bytes[TRC_TIER_GPU] = gpu;
+    ev.u.budget.bytes[TRC_TIER_HOST] = host;
+    shim_trace_emit(&ev);
+    leave(th);
+}
+
 /* ---------------------------------------------------------------- start-up */
 
 /* Reads a small file whole (NUL bytes become spaces), into buf; its length. */

@@ -230,6 +230,7 @@ static void same_event(const trc_event_t *e, const trc_event_t *g)
         CHECK("timing.end", te->end, tg->end);
         break;
     case TRC_EV_MEMORY:
+    case TRC_EV_BUDGET:                 /* (the same fields) */
         CHECK("memory.device", e->u.memory.device, g->u.memory.device);
         for (int i = 0; i < TRC_TIERS; i++)
             CHECK("memory.bytes[i]", e->u.memory.bytes[i], g->u.memory.bytes[i]);
@@ -319,6 +320,13 @@ static void write_all_types(trc_writer_t *w)
     ev.time = 4601;
     ev.u.memory = (trc_memory_t){ 1, { 5, 6, 7, 8 } };
     CHECK("trc_emit_memory", 0, trc_emit_memory(w, ev.time, &ev.u.memory));
+    expect[nexpect++] = ev;
+    ev = (trc_event_t){ .type = TRC_EV_BUDGET, .time = 4700 };
+    ev.u.budget = (trc_budget_t){ 0, { 80ull << 30, 0, 512ull << 30, 0 } };
+    emit(w, &ev);
+    ev.time = 4701;
+    ev.u.budget = (trc_budget_t){ 3, { 1, 0, UINT64_MAX, 2 } };
+    CHECK("trc_emit_budget", 0, trc_emit_budget(w, ev.time, &ev.u.budget));
     expect[nexpect++] = ev;
     ev = (trc_event_t){ .type = TRC_EV_NCCL, .time = 5000 };
     ev.u.nccl = (trc_nccl_t){ sid(w, "allReduce"), 0x7f0000000000ull, 0x7f0000000000ull,

@@ -71,8 +71,9 @@ static void files(void)
     unsigned char v2[64];
     memcpy(v2, bytes, 64);
     v2[8] = 2;                         /* major version 2 */
+    v2[10] = 7;                        /* minor 7 */
     expect_refused(tt_write_file("v2.trace", v2, 64), "offset 8",
-                   "trace format version 2.1, this reader reads 1.x");
+                   "trace format version 2.7, this reader reads 1.x");
     unsigned char *bad = malloc(nbytes);
     memcpy(bad, bytes, nbytes);
     memset(bad + 33, 0xff, 11);        /* the first record's length: an overlong varint */

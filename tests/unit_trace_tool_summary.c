@@ -6,7 +6,8 @@
  * 14 kernels by device time (one launch timed by a TIMING record after it), the top 10 of
  * 12 allocations by size with their call sites, migrations per direction, and the share of
  * migration time hidden behind kernels on the same device, computed by hand below;
- * evictions by reason; and with --iterations the launches and migrations of each
+ * evictions by reason; the budgets at the start and when they came down (BUDGET records);
+ * and with --iterations the launches and migrations of each
  * iteration.
  */
 #include "unit_trace_tool.h"
@@ -98,15 +99,27 @@ static void work(void)
     TT_EMIT(trc_emit_timing(w, 9500, &tm));
 }
 
+/* A BUDGET record: device dev's GPU budget and the process's host budget. */
+static void budget(uint64_t time, int32_t dev, uint64_t gpu, uint64_t host)
+{
+    trc_budget_t b = { .device = dev, .bytes = { gpu, 0, host, 0 } };
+    TT_EMIT(trc_emit_budget(w, time, &b));
+}
+
 static void make_trace(const char *path)
 {
     w = tt_writer(path, 0);
     header_events();
     tt_memory(w, 1500, 0, MiB, 0, 0);
+    budget(1500, 0, 8ull << 30, 12ull << 30);
+    budget(1600, 1, 4ull << 30, 12ull << 30);
     allocations();
     tt_memory(w, 3000, 0, 6 * MiB, 2 * MiB, 0);
     tt_memory(w, 3500, 1, 512 << 10, 0, 1ull << 30);
     tt_memory(w, 5000, 0, 4 * MiB, 3 * MiB, 0);
+    budget(5500, 1, 3ull << 30, 12ull << 30);          /* device 1's GPU budget came down */
+    budget(5600, 0, 8ull << 30, 96 * MiB);             /* the host budget came down */
+    budget(5700, 1, 3ull << 30, 96 * MiB);             /* (the same figures: nothing new) */
     work();
     eviction(6200, TRC_EVICT_FOR_LAUNCH);
     eviction(6300, TRC_EVICT_FOR_LAUNCH);
@@ -120,7 +133,7 @@ static void make_trace(const char *path)
 
 static void check_process(const char *out)
 {
-    TT_LINE(out, "format 1.1", "complete");
+    TT_LINE(out, "format 1.2", "complete");
     TT_LINE(out, "pid 4242 (parent 1) on node7");
     TT_LINE(out, "exe", "/usr/bin/python3");
     TT_LINE(out, "cmdline", "python3 train.py --steps 3");
@@ -141,6 +154,21 @@ static void check_peaks(const char *out)
     TT_LINE(out, "device", "gpu", "peer", "host", "nvme");
     TT_LINE(out, "  0  ", "6.00 MiB", "0 B", "3.00 MiB");
     TT_LINE(out, "  1  ", "512.00 KiB", "0 B", "1.00 GiB");
+}
+
+/* Budgets: each device's at its first record, the host budget once, then each time one came
+ * down, at its time into the trace (which starts at 1000 ns). */
+static void check_budgets(const char *out)
+{
+    TT_LINE(out, "budgets");
+    TT_LINE(out, "  device 0: GPU 8.00 GiB");
+    TT_LINE(out, "  device 1: GPU 4.00 GiB");
+    const char *host = strstr(out, "  host (the process's): 12.00 GiB\n");
+    TT_CHECK("the host budget at the start, once", 1,
+             host && !strstr(host + 1, "  host (the process's)"));
+    TT_LINE(out, "  at 4.50 us: device 1's GPU budget came down to 3.00 GiB");
+    TT_LINE(out, "  at 4.60 us: the host budget came down to 96.00 MiB");
+    TT_HASNT(out, "at 4.70 us");                       /* nothing came down then */
 }
 
 static void check_kernels(const char *out)
@@ -204,6 +232,7 @@ int main(void)
     TT_CHECK("stderr bytes", 0, strlen(r.err));
     check_process(r.out);
     check_peaks(r.out);
+    check_budgets(r.out);
     check_kernels(r.out);
     check_allocs(r.out);
     check_migrations(r.out);

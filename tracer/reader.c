@@ -423,6 +423,7 @@ static void event(cur_t *c, trc_event_t *ev)
     case TRC_EV_EVICTION: ev_eviction(c, &ev->u.eviction); break;
     case TRC_EV_TIMING: ev_timing(c, t, &ev->u.timing); break;
     case TRC_EV_MEMORY: ev_memory(c, &ev->u.memory); break;
+    case TRC_EV_BUDGET: ev_memory(c, &ev->u.budget); break;
     default: ev->u.iteration.index = u64(c); break;
     }
 }
@@ -435,7 +436,7 @@ static int record(trc_reader_t *r, uint64_t type, const uint8_t *p, size_t len, 
                   trc_event_t *ev)
 {
     cur_t c = { .b = { p, p + len, 0, 0 }, .r = r };
-    int is_event = type >= TRC_EV_PROCESS && type <= TRC_EV_MEMORY;
+    int is_event = type >= TRC_EV_PROCESS && type <= TRC_EV_BUDGET;
     memset(ev, 0, sizeof(*ev));
     ev->type = (trc_type_t)type;
     ev->offset = off;

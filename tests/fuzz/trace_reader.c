@@ -43,6 +43,7 @@ static size_t visit(const trc_event_t *ev)
     case TRC_EV_NCCL: n += touch(ev->u.nccl.op); break;
     case TRC_EV_TIMING: n += ev->u.timing.end - ev->u.timing.start; break;
     case TRC_EV_MEMORY:
+    case TRC_EV_BUDGET:
         for (int i = 0; i < TRC_TIERS; i++)
             n += ev->u.memory.bytes[i];
         break;

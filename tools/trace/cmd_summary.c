@@ -124,6 +124,42 @@ static void print_peaks(const tm_trace_t *t, const tm_device_t **dv)
     }
 }
 
+/* The budgets at the start (each device's first BUDGET record) and every time one came down
+ * (a later record with a lower figure), at its time into the trace; the host budget is the
+ * process's, shared by its devices. */
+static void print_budgets(const tm_trace_t *t)
+{
+    char b[3][32];
+    uint64_t host = 0;
+    int seen_host = 0;
+    if (t->nbudgets == 0) {
+        printf("budgets unknown (no BUDGET records)\n");
+        return;
+    }
+    printf("budgets\n");
+    for (size_t i = 0; i < t->nbudgets; i++) {
+        const tm_memory_t *r = &t->budgets[i];
+        uint64_t gpu = r->bytes[TRC_TIER_GPU], h = r->bytes[TRC_TIER_HOST];
+        const tm_memory_t *before = NULL;
+        for (size_t j = i; j-- > 0 && !before;)
+            if (t->budgets[j].device == r->device)
+                before = &t->budgets[j];
+        if (!before)
+            printf("  device %s: GPU %s\n", fmt_device(r->device, b[0]), text_bytes(gpu, b[1]));
+        else if (gpu < before->bytes[TRC_TIER_GPU])
+            printf("  at %s: device %s's GPU budget came down to %s\n",
+                   text_ns(r->time - t->t_first, b[0]), fmt_device(r->device, b[1]),
+                   text_bytes(gpu, b[2]));
+        if (!seen_host)
+            printf("  host (the process's): %s\n", text_bytes(h, b[0]));
+        else if (h < host)
+            printf("  at %s: the host budget came down to %s\n",
+                   text_ns(r->time - t->t_first, b[0]), text_bytes(h, b[1]));
+        host = seen_host && h > host ? host : h;
+        seen_host = 1;
+    }
+}
+
 static void print_kernels(const tm_trace_t *t, size_t top)
 {
     tm_kernel_stat_t *k;
@@ -260,6 +296,7 @@ static int run_summary(const cli_cmd_t *c, char **pos)
     print_devices(&t, dv);
     print_iterations(&t, cli_get(c, "--iterations") != NULL);
     print_peaks(&t, dv);
+    print_budgets(&t);
     print_kernels(&t, top);
     print_allocs(&t, top, depth);
     print_migrations(&t);

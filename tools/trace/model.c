@@ -36,7 +36,7 @@ typedef struct priv {
     trc_timing_t *timings;             /* matched to operations after the load */
     size_t ntimings, cap_timings;
     size_t cap_devices, cap_options, cap_allocs, cap_ops, cap_migrations, cap_evictions,
-        cap_iterations, cap_memory;
+        cap_iterations, cap_memory, cap_budgets;
     idmap_t name_ix;                   /* a mangled kernel name (its interned pointer) ... */
     char **names;                      /* ... -> its demangled copy */
     size_t nnames, cap_names;
@@ -365,6 +365,14 @@ static int add_event(tm_trace_t *t, priv_t *p, const trc_event_t *ev)
     case TRC_EV_LAUNCH: return add_launch(t, p, ev);
     case TRC_EV_COPY: case TRC_EV_MEMSET: case TRC_EV_NCCL: return add_op(t, p, ev);
     case TRC_EV_MEMORY: return add_memory(t, p, ev->time, &ev->u.memory);
+    case TRC_EV_BUDGET: {
+        tm_memory_t *b = PUSH(t, p, budgets);
+        if (!b)
+            return -ENOMEM;
+        *b = (tm_memory_t){ .time = ev->time, .device = ev->u.budget.device };
+        memcpy(b->bytes, ev->u.budget.bytes, sizeof(b->bytes));
+        return 0;
+    }
     case TRC_EV_MIGRATION: case TRC_EV_EVICTION: case TRC_EV_ITERATION: case TRC_EV_TIMING:
         return add_small(t, p, ev);
     default: return 0;                 /* an event type this tool does not use */
@@ -497,6 +505,7 @@ void tm_free(tm_trace_t *t)
     free(t->evictions);
     free(t->iterations);
     free(t->memory);
+    free(t->budgets);
     memset(t, 0, sizeof(*t));
 }
 

@@ -94,6 +94,7 @@ typedef struct tm_trace {
     tm_eviction_t *evictions;   size_t nevictions;
     tm_iteration_t *iterations; size_t niterations;
     tm_memory_t *memory;        size_t nmemory;
+    tm_memory_t *budgets;       size_t nbudgets;   /* BUDGET records (1.2), in file order */
     uint64_t t_first, t_last;          /* earliest and latest time of any event; t_last
                                         * also covers the end of device work (operations'
                                         * and migrations' end times) */
