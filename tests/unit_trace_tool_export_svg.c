@@ -11,7 +11,11 @@
  *  - long: 100,000 samples that change every time, with one sample of a spike 5x the rest in
  *    the middle: the path stays at most a few points per pixel column, and the spike still
  *    reaches its full height at its own time;
- *  - two devices: summed by default, one with --device 1;
+ *  - two devices: summed by default, one with --device 1; their GPU budgets (BUDGET records)
+ *    as a dashed line at their sum, stepping down when one comes down, from the first record
+ *    on, 500 ns into the trace (the y axis then reaches the budget, above the peak);
+ *  - in the long case, a budget far above the samples is not drawn but named in the
+ *    subtitle;
  *  - no memory samples: a picture saying so, exit status 0;
  *  - bad options (an unknown device, a size too small): a failure and no output file.
  * The exe and device names hold <, &, ", ' and a newline: the XML must parse and the title
@@ -45,6 +49,9 @@ static const char check_py[] =
     "got['iterations'] = [int(e.get('data-index')) for e in els('line', 'iteration')]\n"
     "got['labels'] = [text(e) for e in els('text', 'iteration-label')]\n"
     "got['migrations'] = sorted(e.get('data-direction') for e in els('path', 'migrations'))\n"
+    "got['subtitle'] = ' '.join(text(e) for e in els('text', 'subtitle'))\n"
+    "budget = [e.get('d') for e in els('path', 'budget')]\n"
+    "got['budget_paths'] = len(budget)\n"
     "def linear(pairs):\n"
     "    (v0, p0), (v1, p1) = pairs[0], pairs[-1]\n"
     "    k = (p1 - p0) / (v1 - v0)\n"
@@ -75,11 +82,25 @@ static const char check_py[] =
     "            fails.append('%s area: top at %.0f bytes, expected %.0f' % (tier, yinv(top), want[0]))\n"
     "        if len(want) > 1 and not (xinv(min(xs)) - ns_px <= want[1] <= xinv(max(xs)) + ns_px):\n"
     "            fails.append('%s area: top at %.0f..%.0f ns, expected %.0f' % (tier, xinv(min(xs)), xinv(max(xs)), want[1]))\n"
+    "    if budget and 'budget' in exp:\n"
+    "        pts, _ = points(budget[0])\n"
+    "        hi, last = min(y for x, y in pts), pts[-1][1]\n"
+    "        want = exp['budget']\n"
+    "        frame = float(els('rect', 'frame')[0].get('y'))\n"
+    "        if hi < frame - 0.1:\n"
+    "            fails.append('budget line: above the plot (y %.1f, the frame at %.1f)' % (hi, frame))\n"
+    "        if abs(hi - ymap(want[0])) > 0.15 or abs(last - ymap(want[1])) > 0.15:\n"
+    "            fails.append('budget line: highest %.0f, last %.0f bytes; expected %.0f, %.0f' % (yinv(hi), yinv(last), want[0], want[1]))\n"
+    "        if len(want) > 2 and abs(xinv(pts[0][0]) - want[2]) > ns_px:\n"
+    "            fails.append('budget line: starts at %.0f ns, expected %.0f' % (xinv(pts[0][0]), want[2]))\n"
     "for key, want in exp.items():\n"
     "    if key == 'max_cmds':\n"
     "        if got.get(key, 0) > want:\n"
     "            fails.append('path commands: expected at most %d, got %d' % (want, got.get(key, 0)))\n"
-    "    elif key != 'top' and got.get(key) != want:\n"
+    "    elif key == 'subtitle_has':\n"
+    "        if want not in got['subtitle']:\n"
+    "            fails.append('subtitle %r lacks %r' % (got['subtitle'], want))\n"
+    "    elif key not in ('top', 'budget') and got.get(key) != want:\n"
     "        fails.append('%s: expected %r, got %r' % (key, want, got.get(key)))\n"
     "for f in fails:\n"
     "    print('FAIL', path, f)\n"
@@ -118,6 +139,13 @@ static trc_writer_t *open_trace(const char *path, int devices)
     return w;
 }
 
+/* A BUDGET record: device dev's GPU budget (and a host budget, which the plot does not draw). */
+static void budget(trc_writer_t *w, uint64_t time, int32_t dev, uint64_t gpu)
+{
+    trc_budget_t b = { .device = dev, .bytes = { gpu, 0, 64 * GiB, 0 } };
+    TT_EMIT(trc_emit_budget(w, time, &b));
+}
+
 static void migrate(trc_writer_t *w, uint64_t time, uint32_t from, uint32_t to)
 {
     trc_migration_t m = { .chunk = time, .bytes = 2 * MiB, .from = from, .to = to,
@@ -133,6 +161,7 @@ static void migrate(trc_writer_t *w, uint64_t time, uint32_t from, uint32_t to)
 static void write_long(const char *path)
 {
     trc_writer_t *w = open_trace(path, 1);
+    budget(w, 1000, 0, 1024 * GiB);    /* far above the samples: not drawn, only named */
     for (uint64_t i = 0; i < NSAMPLES; i++) {
         uint64_t t = 1000 + i * 1000;
         if (i % 20000 == 0)
@@ -158,7 +187,8 @@ static void test_long(void)
     snprintf(expect, sizeof(expect), "{\"root\": \"{http://www.w3.org/2000/svg}svg\", "
              "\"size\": [\"800\", \"300\"], \"tiers\": [\"gpu\", \"host\", \"nvme\"], "
              "\"iterations\": [0, 1, 2, 3, 4], \"labels\": [\"0\", \"1\", \"2\", \"3\", \"4\"], "
-             "\"migrations\": [\"evict\", \"fetch\"], \"max_cmds\": %d, "
+             "\"migrations\": [\"evict\", \"fetch\"], \"max_cmds\": %d, \"budget_paths\": 0, "
+             "\"subtitle_has\": \"GPU budget 1.00 TiB, above the scale\", "
              "\"top\": {\"nvme\": [%" PRIu64 ", %" PRIu64 "], \"gpu\": [%" PRIu64 ", %" PRIu64
              "]}, \"title\": [", 4 * 710 + 8, spike, spike_ns, 8 * GiB, spike_ns);
     char title[128];
@@ -176,19 +206,24 @@ static void test_devices(void)
     const char *out1 = tt_path("two-1.svg");
     char expect[1024], title[128];
     trc_writer_t *w = open_trace(trace, 2);
+    budget(w, 1500, 0, 4 * GiB);
+    budget(w, 1500, 1, 2 * GiB);
     tt_memory(w, 2000, 0, GiB, 0, 0);
     tt_memory(w, 3000, 1, 2 * GiB, 0, 0);
     tt_memory(w, 4000, 1, 2 * GiB, GiB, 0);
+    budget(w, 6000, 1, 3 * GiB / 2);
     trc_emit_iteration(w, 10000, &(trc_iteration_t){ 9 });
     tt_close(w);
     TT_RUN(0, "plot", trace, out);
     snprintf(expect, sizeof(expect), "{\"size\": [\"960\", \"420\"], \"tiers\": [\"gpu\", "
              "\"host\"], \"iterations\": [9], \"migrations\": [], \"top\": {\"gpu\": [%" PRIu64
-             "], \"host\": [%" PRIu64 "]}}", 3 * GiB, 4 * GiB);
+             "], \"host\": [%" PRIu64 "]}, \"budget_paths\": 1, \"budget\": [%" PRIu64 ", %"
+             PRIu64 ", 500]}", 3 * GiB, 4 * GiB, 6 * GiB, 11 * GiB / 2);
     TT_CHECK("two devices summed", 0, measure(out, expect));
     TT_RUN(0, "plot", trace, out1, "--device", "1");
     snprintf(expect, sizeof(expect), "{\"tiers\": [\"gpu\", \"host\"], \"top\": {\"gpu\": [%"
-             PRIu64 "], \"host\": [%" PRIu64 "]}, \"title\": [", 2 * GiB, 3 * GiB);
+             PRIu64 "], \"host\": [%" PRIu64 "]}, \"budget\": [%" PRIu64 ", %" PRIu64 "], "
+             "\"title\": [", 2 * GiB, 3 * GiB, 2 * GiB, 3 * GiB / 2);
     snprintf(title, sizeof(title), "Memory per tier: %s, device 1 (%s)", exe_base, dev_name);
     append_json_str(expect, sizeof(expect), title);
     strcat(expect, "]}");

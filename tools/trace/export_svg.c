@@ -9,7 +9,10 @@
  * at most two points per column and boundary, and a peak shorter than a pixel still reaches
  * its full height.  Iteration marks are dashed vertical lines labelled with their index (at
  * most one per column); migrations are ticks in a lane under the plot, one per column and
- * direction (fetch to a faster tier, eviction to a slower one).  The axes have round ticks in
+ * direction (fetch to a faster tier, eviction to a slower one).  The GPU budget (BUDGET
+ * records, summed over the selected devices) is a dashed step line, drawn where it is at most
+ * four times the peak (the y axis then reaches it), else named in the subtitle, so that a
+ * generous budget does not squash the areas to nothing.  The axes have round ticks in
  * binary byte units and ns/µs/ms/s; grid lines carry their value (data-bytes, data-ns) so
  * that a reader of the file can map coordinates back to figures.
  *
@@ -53,6 +56,9 @@ typedef struct plot {
     int present[TRC_TIERS];            /* tier k holds bytes somewhere in the selection */
     double peak, ymax;                 /* highest total; bytes at the top of the y axis */
     uint64_t peak_time;
+    double *budget;                    /* per column: the selection's GPU budget (0: unknown) */
+    double budget_max;
+    int budget_shown;                  /* drawn (else above the scale, or none) */
     size_t nmigrations;                /* migrations of the selection */
 } plot_t;
 
@@ -252,6 +258,36 @@ static void reduce(plot_t *p)
     }
 }
 
+/* Fills p->budget: per column, the GPU budgets of the selected devices added up (BUDGET
+ * records, 1.2), as they stand at the column's right edge; 0 before the first.  0 or -ENOMEM. */
+static int budget_columns(plot_t *p)
+{
+    const tm_trace_t *t = p->t;
+    size_t n = 0, ndev = 0, cap = t->nbudgets ? t->nbudgets : 1;
+    const tm_memory_t **r = malloc(cap * sizeof(*r));
+    int32_t *devs = malloc(cap * sizeof(*devs));
+    double *cur = calloc(cap, sizeof(*cur)), sum = 0;
+    int rc = r && devs && cur ? 0 : -ENOMEM;
+    for (size_t i = 0; !rc && i < t->nbudgets; i++)
+        if (p->device < 0 || t->budgets[i].device == p->device)
+            r[n++] = &t->budgets[i];
+    if (!rc)
+        qsort(r, n, sizeof(*r), by_time);
+    for (size_t c = 0, i = 0; !rc && c < p->cols; c++) {
+        for (; i < n && column(p, r[i]->time) <= c; i++) {
+            size_t k = device_index(devs, &ndev, r[i]->device);
+            sum += (double)r[i]->bytes[TRC_TIER_GPU] - cur[k];
+            cur[k] = (double)r[i]->bytes[TRC_TIER_GPU];
+        }
+        p->budget[c] = sum;
+        p->budget_max = sum > p->budget_max ? sum : p->budget_max;
+    }
+    free(r);
+    free(devs);
+    free(cur);
+    return rc;
+}
+
 /* ------------------------------------------------------------------ drawing */
 
 static double x_of(const plot_t *p, uint64_t time)
@@ -298,8 +334,14 @@ static void draw_subtitle(const plot_t *p)
     fmt_bytes(p->peak, peak, sizeof(peak));
     fmt_time(p->peak_time - p->t0, when, sizeof(when));
     fprintf(p->f, "<text class=\"subtitle\" x=\"%.1f\" y=\"39\" fill=\"#555\">peak %s at %s; "
-            "%zu iterations; %zu migrations; %zu memory samples</text>\n", p->px, peak, when,
+            "%zu iterations; %zu migrations; %zu memory samples", p->px, peak, when,
             p->t->niterations, p->nmigrations, p->nsamples);
+    if (p->budget_max > 0 && !p->budget_shown) {
+        char b[32];
+        fmt_bytes(p->budget_max, b, sizeof(b));
+        fprintf(p->f, "; GPU budget %s, above the scale", b);
+    }
+    fputs("</text>\n", p->f);
 }
 
 /* One legend entry at x: a swatch (rectangle, tick or dashed line) and a label. */
@@ -328,7 +370,12 @@ static void draw_legend(const plot_t *p)
     if (p->t->niterations) {
         snprintf(sw, sizeof(sw), "<line x1=\"%.1f\" y1=\"53\" x2=\"%.1f\" y2=\"53\" "
                  "stroke=\"#444\" stroke-dasharray=\"3 2\"/>", x, x + 11);
-        legend_item(p, x, sw, "iteration");
+        x = legend_item(p, x, sw, "iteration");
+    }
+    if (p->budget_shown) {
+        snprintf(sw, sizeof(sw), "<line x1=\"%.1f\" y1=\"53\" x2=\"%.1f\" y2=\"53\" "
+                 "stroke=\"#c00\" stroke-width=\"1.5\" stroke-dasharray=\"6 3\"/>", x, x + 11);
+        legend_item(p, x, sw, "GPU budget");
     }
 }
 
@@ -397,6 +444,27 @@ static void draw_areas(const plot_t *p)
         path_back(p, k ? p->top[k - 1] : NULL);
         fputs("\"/>\n", p->f);
     }
+}
+
+/* The GPU budget: a dashed step line over the columns where it is known. */
+static void draw_budget(const plot_t *p)
+{
+    if (!p->budget_shown)
+        return;
+    fputs("<path class=\"budget\" data-tier=\"gpu\" fill=\"none\" stroke=\"#c00\" "
+          "stroke-width=\"1.5\" stroke-dasharray=\"6 3\" d=\"", p->f);
+    for (unsigned c = 0; c < p->cols; c++) {
+        double v = p->budget[c];
+        if (v <= 0)
+            continue;
+        if (c == 0 || p->budget[c - 1] <= 0)
+            fprintf(p->f, "M%.1f %.1f", p->px + c, y_of(p, v));
+        else if (v != p->budget[c - 1])
+            fprintf(p->f, "H%.1fV%.1f", p->px + c, y_of(p, v));
+        if (c + 1 == p->cols || p->budget[c + 1] <= 0)
+            fprintf(p->f, "H%.1f", p->px + c + 1);
+    }
+    fputs("\"/>\n", p->f);
 }
 
 /* One dashed line per iteration (at most one per pixel column), labelled with its index
@@ -493,12 +561,19 @@ static int draw(plot_t *p)
     for (int k = 0; k < TRC_TIERS && !rc; k++)
         if (!(p->top[k] = calloc(p->cols, sizeof(double))))
             rc = -ENOMEM;
+    if (!rc && !(p->budget = calloc(p->cols, sizeof(double))))
+        rc = -ENOMEM;
+    if (!rc)
+        rc = budget_columns(p);
     if (!rc) {
         p->peak_time = p->t0;
         reduce(p);
-        axis_t a = byte_axis(p->peak > 0 ? p->peak : 1 << 20);
+        /* The budget line is drawn where it does not squash the areas: up to 4x the peak. */
+        p->budget_shown = p->budget_max > 0 && p->budget_max <= 4 * p->peak;
+        double high = p->budget_shown && p->budget_max > p->peak ? p->budget_max : p->peak;
+        axis_t a = byte_axis(high > 0 ? high : 1 << 20);
         double step = a.step * a.unit;
-        p->ymax = step * (double)(uint64_t)((p->peak > 0 ? p->peak : 1) / step + 1 - 1e-9);
+        p->ymax = step * (double)(uint64_t)((high > 0 ? high : 1) / step + 1 - 1e-9);
         for (size_t i = 0; i < p->t->nmigrations; i++)
             p->nmigrations += p->device < 0 || p->t->migrations[i].m.device == p->device;
         open_svg(p);
@@ -507,6 +582,7 @@ static int draw(plot_t *p)
         draw_y_axis(p, &a);
         draw_x_axis(p);
         draw_areas(p);
+        draw_budget(p);
         draw_iterations(p);
         draw_migrations(p, mark);
         close_svg(p);
@@ -588,5 +664,6 @@ int tx_svg(const tm_trace_t *t, const tx_plot_opts_t *o, FILE *out, char *err, s
     free(p.samples);
     free(p.slot);
     free(p.cur);
+    free(p.budget);
     return text_finish(out, rc, "plot", err, err_len);
 }
