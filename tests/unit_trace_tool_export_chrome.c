@@ -13,7 +13,7 @@
  * microsecond (a timed copy's also on its engine's thread), an instant per untimed
  * operation, a slice per migration with its arguments, a flow from each cause to its
  * migration (each end inside its slice, forward in time), one memory counter series per tier
- * a device used, global instants for iterations, and every string unchanged after decoding.
+ * a device used, a budget counter from the BUDGET records, global instants for iterations, and every string unchanged after decoding.
  * A trace with nothing but a process record must give valid JSON too.
  * Skips (77) when $BUILD/bin/elixir-trace (BUILD default "build") or python3 is missing.
  */
@@ -81,6 +81,8 @@ static void write_trace(const char *path)
     head(w);
     tt_memory(w, 2000, 0, MiB, 0, 0);
     tt_memory(w, 2100, 1, 4 * MiB, 0, 0);
+    TT_EMIT(trc_emit_budget(w, 2000, &(trc_budget_t){ 0, { 8 * MiB, 0, 64 * MiB, 0 } }));
+    TT_EMIT(trc_emit_budget(w, 7000, &(trc_budget_t){ 0, { 8 * MiB, 0, 6 * MiB, 0 } }));
     migrate(w, 0, TRC_TIER_HOST, TRC_TIER_GPU, 2000, 2100, 3);   /* untimed launch */
     migrate(w, 0, TRC_TIER_GPU, TRC_TIER_HOST, 2950, 3050, 1);   /* before launch 1 */
     tt_memory(w, 3050, 0, MiB, 2 * MiB, 0);
@@ -166,8 +168,10 @@ static const char check_py[] =
     "        fails.append('flow %r does not join a migration to its cause: %r' % (fid, ends)); continue\n"
     "    linked.add(op[0]['args']['id'])\n"
     "check('causes linked by flows', {1, 2, 3, 4}, linked)\n"
-    "cnt = [e for e in ev if e['ph'] == 'C']\n"
+    "cnt = [e for e in ev if e['ph'] == 'C' and e['name'] == 'memory']\n"
     "check('counter events', 4, len(cnt))\n"
+    "bud = [(e['pid'], e['ts'], e['args']) for e in ev if e['ph'] == 'C' and e['name'] == 'budget']\n"
+    "check('budget counters', [(p0, 1.0, {'gpu': 8388608, 'host': 67108864}), (p0, 6.0, {'gpu': 8388608, 'host': 6291456})], bud)\n"
     "keys = {}\n"
     "for e in cnt:\n"
     "    keys.setdefault(e['pid'], set()).update(e['args'])\n"

@@ -11,7 +11,8 @@
  * engine"); operations known only by their enqueue time are thread-scoped "i" instants on
  * their stream.  Migrations are "X" slices on their direction's thread, and a flow ("s" then "f" with "bp":"e", one id per
  * migration) links each to the operation that caused it (the migration's `cause`).  Bytes per
- * tier are one "C" counter per device ("memory", one series per tier the device ever used);
+ * tier are one "C" counter per device ("memory", one series per tier the device ever used),
+ * and the budgets another ("budget": the device's GPU budget and the process's host budget);
  * iteration marks are global "i" instants.
  *
  * Times are microseconds since the earliest time in the trace, printed exactly from integer
@@ -141,7 +142,7 @@ static int on_engine(const tm_op_t *o)
 static int collect(cx_t *c)
 {
     const tm_trace_t *t = c->t;
-    size_t nd = t->ndevices + t->nops + t->nmigrations + t->nmemory;
+    size_t nd = t->ndevices + t->nops + t->nmigrations + t->nmemory + t->nbudgets;
     c->devs = malloc((nd ? nd : 1) * sizeof(*c->devs));
     c->streams = malloc((t->nops ? t->nops : 1) * sizeof(thr_t));
     c->dirs = malloc((t->nmigrations ? t->nmigrations : 1) * sizeof(thr_t));
@@ -163,6 +164,8 @@ static int collect(cx_t *c)
     }
     for (size_t i = 0; i < t->nmemory; i++)
         c->devs[c->ndevs++] = t->memory[i].device;
+    for (size_t i = 0; i < t->nbudgets; i++)
+        c->devs[c->ndevs++] = t->budgets[i].device;
     c->ndevs = uniq(c->devs, c->ndevs, sizeof(*c->devs), cmp_dev);
     c->nstreams = uniq(c->streams, c->nstreams, sizeof(thr_t), cmp_key);
     c->ndirs = uniq(c->dirs, c->ndirs, sizeof(thr_t), cmp_key);
@@ -184,6 +187,9 @@ static uint64_t earliest(const tm_trace_t *t)
     for (size_t i = 0; i < t->nmemory; i++)
         if (t->memory[i].time < lo)
             lo = t->memory[i].time;
+    for (size_t i = 0; i < t->nbudgets; i++)
+        if (t->budgets[i].time < lo)
+            lo = t->budgets[i].time;
     return lo;
 }
 
@@ -392,6 +398,14 @@ static void write_counters(cx_t *c)
                 fprintf(c->f, "%s\"%s\":%" PRIu64, n++ ? "," : "", tm_tier_name(k),
                         m->bytes[k]);
         fputs("}}", c->f);
+    }
+    for (size_t i = 0; i < t->nbudgets; i++) {
+        const tm_memory_t *b = &t->budgets[i];
+        begin(c, "C", pid_of(c, b->device), 0);
+        fputs(",\"name\":\"budget\",\"cat\":\"memory\"", c->f);
+        field_ts(c, "ts", b->time);
+        fprintf(c->f, ",\"args\":{\"gpu\":%" PRIu64 ",\"host\":%" PRIu64 "}}",
+                b->bytes[TRC_TIER_GPU], b->bytes[TRC_TIER_HOST]);
     }
 }
 
