@@ -1393,7 +1393,7 @@ static void begin_recording(trc_rec_t *rec, const char *path)
 {
     shim_trace_rec = rec;
     T.asym = syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0;
-    trace_clock_t cupti = shim_timing_open(T.drv.elapsed);
+    trace_clock_t cupti = shim_timing_open(T.drv.elapsed, T.clock);
     if (cupti)
         T.clock = cupti;
     record_process();

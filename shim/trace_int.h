@@ -25,8 +25,9 @@ void shim_trace_emit(const trc_event_t *ev);
 
 /* Chooses where device times come from (ELIXIR_CUPTI; CUPTI's activity or CUDA events) and
  * says so in the log, once.  elapsed: the driver's cuEventElapsedTime (NULL: no events
- * timing).  Returns CUPTI's clock when CUPTI is in use, else NULL. */
-trace_clock_t shim_timing_open(PFN_cuEventElapsedTime_v2000 elapsed);
+ * timing); base: the trace's clock until now, which carries CUPTI's on once it is retired.
+ * Returns CUPTI's clock when CUPTI is in use, else NULL. */
+trace_clock_t shim_timing_open(PFN_cuEventElapsedTime_v2000 elapsed, trace_clock_t base);
 /* The profiled iterations begin (1) or end (0). */
 void shim_timing_window(int open);
 /* Around the driver call of operation op on stream s (hook h): before returns a handle for

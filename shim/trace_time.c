@@ -64,7 +64,8 @@ static struct {
     pair_t *head, **tail;           /* waiting for their second event */
     ref_t refs[MAX_CTX];
     int nrefs;
-    uint64_t closed_at, mono_at;    /* CUPTI's last time, and the monotonic time then */
+    trace_clock_t base;             /* the trace's clock before CUPTI's (monotonic, virtual) */
+    uint64_t closed_at, base_at;    /* CUPTI's last time, and the base clock's then */
 } TM = { .lock = PTHREAD_MUTEX_INITIALIZER, .tail = &TM.head };
 
 _Atomic unsigned shim_timing_pending;
@@ -98,14 +99,15 @@ static uint64_t mono_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-/* Once CUPTI is closed: its clock carried on by the monotonic one. */
+/* Once CUPTI is closed: its clock carried on by the base clock (the monotonic one on a GPU;
+ * on the simulator, its virtual clock, which CUPTI's stand-in reports too). */
 static uint64_t closed_clock(void)
 {
-    return TM.closed_at + (mono_ns() - TM.mono_at);
+    return TM.closed_at + (TM.base() - TM.base_at);
 }
 
 /* CUPTI's clock, until it is detached: a thread that read the trace's clock pointer just
- * before shim_timing_retire replaced it carries on with the monotonic one instead. */
+ * before shim_timing_retire replaced it carries on with the base one instead. */
 static uint64_t cupti_clock(void)
 {
     if (atomic_load_explicit(&TM.closed, memory_order_acquire))
@@ -113,12 +115,13 @@ static uint64_t cupti_clock(void)
     return trc_cupti_now(TM.cupti);
 }
 
-trace_clock_t shim_timing_open(PFN_cuEventElapsedTime_v2000 elapsed)
+trace_clock_t shim_timing_open(PFN_cuEventElapsedTime_v2000 elapsed, trace_clock_t base)
 {
     long mode = shim_opt_int(SHIM_OPT_CUPTI);
     char why[256] = "";
 
     TM.elapsed = elapsed;
+    TM.base = base ? base : mono_ns;
     TM.source = elapsed ? SRC_EVENTS : SRC_NONE;
     if (mode == SHIM_CUPTI_OFF) {
         SHIM_INFO(INIT, "trace: device times from CUDA events (ELIXIR_CUPTI=off)");
@@ -397,7 +400,7 @@ trace_clock_t shim_timing_retire(void)
     shim_timing_window(0);
     trc_cupti_flush(TM.cupti);
     TM.closed_at = trc_cupti_now(TM.cupti);
-    TM.mono_at = mono_ns();
+    TM.base_at = TM.base();
     atomic_store_explicit(&TM.closed, 1, memory_order_release);
     if (TM.source == SRC_CUPTI)
         TM.source = SRC_NONE;
