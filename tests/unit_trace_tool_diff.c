@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * unit_trace_tool_diff.c - `elixir-trace diff A B` on two hand-made runs with known
- * changes: peaks per tier and device (up, unchanged, new in B, a device only B has),
+ * changes: peaks per tier and device (up, unchanged, new in B, a device only B has), the
+ * budgets each run started with (a GPU budget down, one only B has, the host budget the same;
+ * a later BUDGET record that lowers them does not count),
  * iteration count and mean time, migrations and migrated bytes, kernel time; as a table and
  * as JSON parsed back with python3; and against a trace without iterations or MEMORY
  * records, whose missing figures show as '-' (null in JSON).
@@ -14,6 +16,7 @@ typedef struct run {
     uint64_t marks[3], t_end;
     int migrations;
     uint64_t kernel_ns;                       /* per launch, three launches */
+    uint64_t budget0, budget1, host;          /* GPU budgets (0: none), the host budget */
 } run_t;
 
 static void make_trace(const char *path, const run_t *r, int with_memory)
@@ -25,6 +28,11 @@ static void make_trace(const char *path, const run_t *r, int with_memory)
         TT_EMIT(trc_emit_memory(w, 950, &(trc_memory_t){ 0, { MiB, 0, 0, 0 } }));
         if (r->gpu1)
             TT_EMIT(trc_emit_memory(w, 960, &(trc_memory_t){ 1, { r->gpu1, 0, 0, 0 } }));
+        TT_EMIT(trc_emit_budget(w, 900, &(trc_budget_t){ 0, { r->budget0, 0, r->host, 0 } }));
+        if (r->budget1)
+            TT_EMIT(trc_emit_budget(w, 960, &(trc_budget_t){ 1, { r->budget1, 0, r->host, 0 } }));
+        /* a budget that came down later: diff compares what each run started with */
+        TT_EMIT(trc_emit_budget(w, 990, &(trc_budget_t){ 0, { MiB, 0, MiB, 0 } }));
     }
     for (int i = 0; i < 3 && r->marks[0]; i++)
         TT_EMIT(trc_emit_iteration(w, r->marks[i], &(trc_iteration_t){ (uint64_t)i }));
@@ -52,6 +60,9 @@ static void table(const char *a, const char *b)
     TT_LINE(r.out, "peak nvme, device 0", "0 B", "2.00 MiB", "new (was 0)");
     TT_LINE(r.out, "peak gpu, device 1", "0 B", "1.00 MiB", "new (was 0)");
     TT_HASNT(r.out, "peak peer");
+    TT_LINE(r.out, "budget gpu, device 0", "8.00 MiB", "4.00 MiB", "-50.0% (x0.50)");
+    TT_LINE(r.out, "budget gpu, device 1", " - ", "2.00 MiB", " - ");
+    TT_LINE(r.out, "budget host", "64.00 MiB", "64.00 MiB", "same");
     TT_LINE(r.out, "iterations ", "3", "3", "same");
     TT_LINE(r.out, "iteration time (mean)", "1.00 us", "1.50 us", "+50.0% (x1.50)");
     TT_LINE(r.out, "migrations ", "2", "4", "+100.0% (x2.00)");
@@ -76,6 +87,9 @@ static void json(const char *a, const char *b)
                    "if f['figure'] == 'peak' and f['device'] == 1]", "[(0, 1048576, None)]");
     TT_JSON(r.out, "[(f['unit'], f['a'], f['b']) for f in d['figures'] "
                    "if f['figure'] == 'iteration time (mean)']", "[('ns', 1000, 1500)]");
+    TT_JSON(r.out, "[(f['device'], f['tier'], f['a'], f['b'], f['ratio']) for f in d['figures'] "
+                   "if f['figure'] == 'budget']",
+            "[(0, 'gpu', 8388608, 4194304, 0.5), (1, 'gpu', None, 2097152, None)]");
     TT_JSON(r.out, "[f['change_pct'] for f in d['figures'] if f['figure'] == 'migrations']",
             "[100]");
     TT_JSON(r.out, "[f['b'] for f in d['figures'] if f['figure'] == 'kernel time (total)']",
@@ -89,6 +103,7 @@ static void missing(const char *a, const char *c)
     TT_CHECK("exit status", 0, r.status);
     TT_LINE(r.out, "iteration time (mean)", "1.00 us", " - ");
     TT_LINE(r.out, "peak gpu, device 0", "4.00 MiB", " - ");
+    TT_LINE(r.out, "budget gpu, device 0", "8.00 MiB", " - ");
     TT_LINE(r.out, "iterations ", "3", "0");
     tt_free(&r);
     r = tt_run("diff", a, c, "--json", NULL);
@@ -101,9 +116,10 @@ int main(void)
 {
     tt_init();
     const char *a = tt_path("a.trace"), *b = tt_path("b.trace"), *c = tt_path("c.trace");
-    run_t ra = { 4 * MiB, MiB, 0, 0, { 1000, 2000, 3000 }, 4000, 2, 100 };
-    run_t rb = { 6 * MiB, MiB, 2 * MiB, MiB, { 1000, 2500, 4000 }, 5500, 4, 150 };
-    run_t rc = { 0, 0, 0, 0, { 0, 0, 0 }, 4000, 0, 100 };
+    run_t ra = { 4 * MiB, MiB, 0, 0, { 1000, 2000, 3000 }, 4000, 2, 100, 8 * MiB, 0, 64 * MiB };
+    run_t rb = { 6 * MiB, MiB, 2 * MiB, MiB, { 1000, 2500, 4000 }, 5500, 4, 150, 4 * MiB, 2 * MiB,
+                 64 * MiB };
+    run_t rc = { 0, 0, 0, 0, { 0, 0, 0 }, 4000, 0, 100, 0, 0, 0 };
     make_trace(a, &ra, 1);
     make_trace(b, &rb, 1);
     make_trace(c, &rc, 0);

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * cmd_diff.c - `elixir-trace diff A B`: what changed between two runs.  The same figures are
- * taken from both traces (peak bytes per tier per device, iteration count and mean time,
- * migrations, migrated bytes and their busy time, launches and total kernel time) and shown
+ * taken from both traces (peak bytes per tier per device, the budgets each run started with,
+ * iteration count and mean time, migrations, migrated bytes and their busy time, launches
+ * and total kernel time) and shown
  * side by side with the change as a percentage and a ratio, as a table or as JSON.
  */
 #include "cli.h"
@@ -16,9 +17,9 @@
 typedef enum unit { U_BYTES, U_NS, U_COUNT } unit_t;
 
 typedef struct figure {
-    char name[64];                     /* "peak", "iteration mean", ... */
-    int32_t device;                    /* peaks only */
-    int tier;                          /* peaks only; -1 otherwise */
+    char name[64];                     /* "peak", "budget", "iteration mean", ... */
+    int32_t device;                    /* peaks and GPU budgets only */
+    int tier;                          /* peaks and GPU budgets only; -1 otherwise */
     unit_t unit;
     int known[2];                      /* A, B: the value exists (an iteration mean may not) */
     uint64_t v[2];
@@ -123,6 +124,44 @@ static void peak_figures(const tm_trace_t *t[2], figure_t *f, size_t *n)
         }
 }
 
+/* The budget of `tier` a trace started with (its first BUDGET record: of device dev for the
+ * GPU; of any device for the host, whose budget is the process's); 0 when it has none. */
+static int first_budget(const tm_trace_t *t, int32_t dev, int tier, uint64_t *v)
+{
+    for (size_t i = 0; i < t->nbudgets; i++)
+        if (tier == TRC_TIER_HOST || t->budgets[i].device == dev) {
+            *v = t->budgets[i].bytes[tier];
+            return 1;
+        }
+    *v = 0;
+    return 0;
+}
+
+/* The GPU budget of every device of either trace that has one, and the host budget: as each
+ * run started (a figure is missing from a trace before format 1.2). */
+static void budget_figures(const tm_trace_t *t[2], figure_t *f, size_t *n)
+{
+    int32_t devs[64];
+    size_t nd = device_union(t, devs);
+    uint64_t va, vb;
+    for (size_t i = 0; i < nd; i++) {
+        int ka = first_budget(t[0], devs[i], TRC_TIER_GPU, &va);
+        int kb = first_budget(t[1], devs[i], TRC_TIER_GPU, &vb);
+        if (!ka && !kb)
+            continue;
+        figure_t *x = add(f, n, "budget", U_BYTES);
+        set2(x, ka, va, kb, vb);
+        if (x) {
+            x->device = devs[i];
+            x->tier = TRC_TIER_GPU;
+        }
+    }
+    int ka = first_budget(t[0], 0, TRC_TIER_HOST, &va);
+    int kb = first_budget(t[1], 0, TRC_TIER_HOST, &vb);
+    if (ka || kb)
+        set2(add(f, n, "budget host", U_BYTES), ka, va, kb, vb);
+}
+
 static void total_figures(const totals_t o[2], figure_t *f, size_t *n)
 {
     set2(add(f, n, "iterations", U_COUNT), 1, o[0].iterations, 1, o[1].iterations);
@@ -163,19 +202,19 @@ static const char *change_text(const figure_t *x, char buf[48])
     return buf;
 }
 
-static const char *figure_label(const figure_t *x, char buf[64])
+static const char *figure_label(const figure_t *x, char buf[96])
 {
     char d[32];
     if (x->tier < 0)
         return x->name;
-    snprintf(buf, 64, "peak %s, device %s", tm_tier_name((uint32_t)x->tier),
+    snprintf(buf, 96, "%.40s %s, device %s", x->name, tm_tier_name((uint32_t)x->tier),
              fmt_device(x->device, d));
     return buf;
 }
 
 static void print_table(const char *pa, const char *pb, const figure_t *f, size_t n)
 {
-    char l[64], a[32], b[32], c[48];
+    char l[96], a[32], b[32], c[48];
     printf("A  %s\nB  %s\n\n", pa, pb);
     printf("%-28s  %14s  %14s  %s\n", "figure", "A", "B", "change");
     for (size_t i = 0; i < n; i++)
@@ -246,6 +285,7 @@ static int run_diff(const cli_cmd_t *c, char **pos)
     int rc = totals_of(&a, &o[0]) < 0 || totals_of(&b, &o[1]) < 0 ? -1 : 0;
     if (rc == 0) {
         peak_figures(t, f, &n);
+        budget_figures(t, f, &n);
         total_figures(o, f, &n);
         if (cli_get(c, "--json"))
             print_json(a.path, b.path, f, n);
@@ -261,8 +301,10 @@ const cli_cmd_t cmd_diff = {
     .name = "diff",
     .args = "A B",
     .npos = 2,
-    .summary = "what changed between two runs: peaks, iteration time, migrations, kernels",
+    .summary = "what changed between two runs: peaks, budgets, iteration time, migrations, "
+               "kernels",
     .details = "Compares two traces: peak bytes per tier and device (tiers used by either),\n"
+               "the budgets each run started with (GPU per device, host),\n"
                "iteration count and mean time, migrations (count, bytes, busy time),\n"
                "launches and total kernel time.  The change is B against A, as a\n"
                "percentage and a ratio; '-' when a figure is missing from either trace.",

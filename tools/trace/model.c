@@ -367,7 +367,7 @@ static int add_event(tm_trace_t *t, priv_t *p, const trc_event_t *ev)
     case TRC_EV_MEMORY: return add_memory(t, p, ev->time, &ev->u.memory);
     case TRC_EV_BUDGET: {
         tm_memory_t *b = PUSH(t, p, budgets);
-        if (!b)
+        if (!b || !device_slot(t, p, ev->u.budget.device))
             return -ENOMEM;
         *b = (tm_memory_t){ .time = ev->time, .device = ev->u.budget.device };
         memcpy(b->bytes, ev->u.budget.bytes, sizeof(b->bytes));
