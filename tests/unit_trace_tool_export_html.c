@@ -9,9 +9,10 @@
  * report is self-contained (no src= or href= anywhere, no script, link, img, iframe, object
  * or embed element, no url( or @import in the style) and well-formed enough to parse as XML,
  * that no markup from the trace got through unescaped, and that it holds the memory plot
- * (an inline SVG with its areas) and the tables with the right figures: devices, iterations,
- * migrations by direction with the share hidden behind kernels, top kernels, the largest
- * allocations first with their call sites, and the options.  A trace with no events but its
+ * (an inline SVG with its areas) and the tables with the right figures: devices (with the
+ * GPU budget and what it came down to), iterations, migrations by direction with the share
+ * hidden behind kernels, top kernels, the largest allocations first with their call sites,
+ * and the options.  A trace with no events but its
  * process must give a report too, and one with memory samples of several devices (the host's
  * -1 among them) a plot of all devices and one per GPU.  Skips (77) when $BUILD/bin/elixir-trace (BUILD default
  * "build") or python3 is missing.
@@ -84,7 +85,9 @@ static void work(trc_writer_t *w)
     l = (trc_launch_t){ .id = 5, .func_id = k, .device = 0, .span = { 1, 7000, 7400 } };
     trc_emit_launch(w, 6900, &l);
     tt_memory(w, 1200, 0, GiB, 64 * MiB, 0);
+    TT_EMIT(trc_emit_budget(w, 1200, &(trc_budget_t){ 0, { 2 * GiB, 0, 4 * GiB, 0 } }));
     tt_memory(w, 5100, 0, GiB + 64 * MiB, 0, 0);
+    TT_EMIT(trc_emit_budget(w, 5200, &(trc_budget_t){ 0, { 3 * GiB / 2, 0, 4 * GiB, 0 } }));
 }
 
 /* ------------------------------------------------------------------ the checks */
@@ -133,7 +136,7 @@ static const char check_py[] =
     "    check('plot areas', ['gpu', 'host'], areas)\n"
     "    check('tables', ['allocations', 'devices', 'iterations', 'kernels', 'migrations', 'options', 'overview'], sorted(tables))\n"
     "    dev = tables.get('devices', [[], []])[1]\n"
-    "    check('device row', ['0', 'H100 <&>', '80.00 GiB', '9.0', '132', '1.06 GiB', '0 B', '64.00 MiB', '0 B'], dev)\n"
+    "    check('device row', ['0', 'H100 <&>', '80.00 GiB', '9.0', '132', '2.00 GiB \u2192 1.50 GiB', '1.06 GiB', '0 B', '64.00 MiB', '0 B'], dev)\n"
     "    its = tables.get('iterations', [])[1:]\n"
     "    check('iterations', [['0', '0 ns', '3.00 \\u00b5s', '3', '1', '2.00 MiB'], ['1', '3.00 \\u00b5s', '5.00 \\u00b5s', '2', '1', '2.00 MiB']], its)\n"
     "    check('migration rows', [['gpu \\u2192 host', '1', '2.00 MiB'], ['host \\u2192 gpu', '1', '2.00 MiB']], tables.get('migrations', [])[1:])\n"
