@@ -299,6 +299,15 @@ static CUresult phys_create(res_dev_t *d, int tier, CUmemGenericAllocationHandle
     return DRV(cuMemCreate)(h, d->chunk, &p, 0);
 }
 
+/* Memory h mapped and accessible at va (nothing mapped there on failure). */
+static CUresult map_at(res_dev_t *d, CUdeviceptr va, CUmemGenericAllocationHandle h)
+{
+    CUresult r = DRV(cuMemMap)(va, d->chunk, 0, h, 0);
+    if (r == CUDA_SUCCESS && (r = set_access(d, va, d->chunk)) != CUDA_SUCCESS)
+        DRV(cuMemUnmap)(va, d->chunk);
+    return r;
+}
+
 /* ---------------------------------------------------------------- shadow mappings */
 
 /*
@@ -407,12 +416,10 @@ static int shadow_reserve(res_dev_t *d)
     return 0;
 }
 
-/* Maps h, with access for d's device, at a free shadow slot: its address, or 0 when it
- * cannot be (no slot left, a driver error). */
+/* Maps h, accessible as the arena is (map_at), at a free shadow slot: its address, or 0 when
+ * it cannot be (no slot left, a driver error). */
 static CUdeviceptr shadow_add(res_dev_t *d, CUmemGenericAllocationHandle h)
 {
-    CUmemAccessDesc a = { { CU_MEM_LOCATION_TYPE_DEVICE, d->device },
-                          CU_MEM_ACCESS_FLAGS_PROT_READWRITE };
     if (shadow_reserve(d) < 0 || ((d->sh_n + 1) * 2 > d->sh_cap && sh_grow(d) < 0))
         return 0;
     uint32_t slot;
@@ -423,10 +430,7 @@ static CUdeviceptr shadow_add(res_dev_t *d, CUmemGenericAllocationHandle h)
     else
         return 0;
     CUdeviceptr va = shadow_addr(d, slot);
-    CUresult r = DRV(cuMemMap)(va, d->chunk, 0, h, 0);
-    if (r == CUDA_SUCCESS && (r = DRV(cuMemSetAccess)(va, d->chunk, &a, 1)) != CUDA_SUCCESS)
-        DRV(cuMemUnmap)(va, d->chunk);
-    if (r != CUDA_SUCCESS) {
+    if (map_at(d, va, h) != CUDA_SUCCESS) {
         d->shadow_free[d->nshadow_free++] = slot;
         return 0;
     }
@@ -562,15 +566,6 @@ void res_phys_put(res_dev_t *d, int tier, CUmemGenericAllocationHandle h)
     phys_release(d, tier, h);
     if (tier == TIER_HOST && others)
         spares_release(d, TIER_HOST);
-}
-
-/* Memory h mapped and accessible at va (nothing mapped there on failure). */
-static CUresult map_at(res_dev_t *d, CUdeviceptr va, CUmemGenericAllocationHandle h)
-{
-    CUresult r = DRV(cuMemMap)(va, d->chunk, 0, h, 0);
-    if (r == CUDA_SUCCESS && (r = set_access(d, va, d->chunk)) != CUDA_SUCCESS)
-        DRV(cuMemUnmap)(va, d->chunk);
-    return r;
 }
 
 /* Physical memory of `tier` mapped and accessible at va. */

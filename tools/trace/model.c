@@ -227,26 +227,15 @@ static const char *kernel_name(priv_t *p, const char *raw)
     size_t i = idmap_get(&p->name_ix, (uint64_t)(uintptr_t)raw);
     if (i != SIZE_MAX)
         return p->names[i];
-    const char *d = tsym_demangle(raw, buf, sizeof(buf));
-    char *copy = strdup(d);
-    if (!copy)
-        return NULL;
-    if (p->nnames == p->cap_names) {
-        size_t nc = p->cap_names ? p->cap_names * 2 : 64;
-        char **nn = realloc(p->names, nc * sizeof(*nn));
-        if (!nn) {
-            free(copy);
-            return NULL;
-        }
-        p->names = nn;
-        p->cap_names = nc;
-    }
-    if (idmap_put(&p->name_ix, (uint64_t)(uintptr_t)raw, p->nnames) < 0) {
+    char *copy = strdup(tsym_demangle(raw, buf, sizeof(buf)));
+    char **slot = copy ? push(&p->names, &p->nnames, &p->cap_names, sizeof(*slot)) : NULL;
+    if (!slot || idmap_put(&p->name_ix, (uint64_t)(uintptr_t)raw, p->nnames - 1) < 0) {
+        if (slot)
+            p->nnames--;
         free(copy);
         return NULL;
     }
-    p->names[p->nnames++] = copy;
-    return copy;
+    return *slot = copy;
 }
 
 /* A launch's allocation ids go to the shared pool; pointers are set once it stops moving. */
@@ -476,8 +465,8 @@ int tm_load(const char *path, int partial, tm_trace_t *t, char *err, size_t err_
     t->complete = trc_reader_complete(p->r);
     if (!t->complete && !t->partial)
         snprintf(t->warning, sizeof(t->warning), "%s: no END record (the recorder did not "
-                 "close the trace: crashed, killed, or it could not write?); read %" PRIu64 " events", path,
-                 t->events);
+                 "close the trace: crashed, killed, or it could not write?); read %" PRIu64
+                 " events", path, t->events);
     return 0;
 }
 

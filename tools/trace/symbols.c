@@ -100,6 +100,26 @@ static int check_ident(const Elf64_Ehdr *e)
     return 0;
 }
 
+/* Opens the ELF file at path into *f (fd -1 when it cannot be opened; the caller closes it
+ * otherwise) and reads its header into *e: 0, or -errno (-ENOEXEC: not a regular file, or
+ * not an executable or shared object; -ENOTSUP: not 64-bit little-endian). */
+static int elf_open(elf_file_t *f, Elf64_Ehdr *e, const char *path)
+{
+    struct stat st;
+    *f = (elf_file_t){ open(path, O_RDONLY | O_CLOEXEC), 0 };
+    if (f->fd < 0)
+        return -errno;
+    if (fstat(f->fd, &st) != 0 || !S_ISREG(st.st_mode))
+        return -ENOEXEC;
+    f->size = (uint64_t)st.st_size;
+    void *hdr = read_at(f, 0, sizeof(*e));
+    if (!hdr)
+        return -ENOEXEC;
+    memcpy(e, hdr, sizeof(*e));
+    free(hdr);
+    return check_ident(e);
+}
+
 /* The PT_LOAD segments and the load base. */
 static int read_segments(module_t *m, const elf_file_t *f, const Elf64_Ehdr *e)
 {
@@ -220,23 +240,12 @@ static void view_close(elf_view_t *v)
     free(v->names);
 }
 
-/* Opens path as a 64-bit little-endian ELF file with section headers: 0, or -errno. */
+/* Opens path as a 64-bit little-endian ELF file with section headers: 0, or -errno.
+ * view_close is called either way. */
 static int view_open(elf_view_t *v, const char *path)
 {
-    struct stat st;
     memset(v, 0, sizeof(*v));
-    v->f.fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (v->f.fd < 0)
-        return -errno;
-    if (fstat(v->f.fd, &st) != 0 || !S_ISREG(st.st_mode))
-        return -ENOEXEC;
-    v->f.size = (uint64_t)st.st_size;
-    void *hdr = read_at(&v->f, 0, sizeof(v->e));
-    if (!hdr)
-        return -ENOEXEC;
-    memcpy(&v->e, hdr, sizeof(v->e));
-    free(hdr);
-    int rc = check_ident(&v->e);
+    int rc = elf_open(&v->f, &v->e, path);
     if (rc < 0)
         return rc;
     if (!(v->sh = read_sections(&v->f, &v->e, &v->n)) || v->e.e_shstrndx >= v->n ||
@@ -431,28 +440,15 @@ static void debug_symbols(module_t *m)
 static void load(module_t *m)
 {
     Elf64_Ehdr e;
-    struct stat st;
+    elf_file_t f;
     unsigned kind = 0;
-    elf_file_t f = { open(m->path, O_RDONLY | O_CLOEXEC), 0 };
-    if (f.fd < 0) {
-        m->err = -errno;
-        return;
-    }
-    m->err = -ENOEXEC;
-    if (fstat(f.fd, &st) == 0 && S_ISREG(st.st_mode)) {
-        f.size = (uint64_t)st.st_size;
-        void *hdr = read_at(&f, 0, sizeof(e));
-        if (hdr) {
-            memcpy(&e, hdr, sizeof(e));
-            free(hdr);
-            m->err = check_ident(&e);
-            if (!m->err)
-                m->err = read_segments(m, &f, &e);
-            if (!m->err)
-                m->err = read_symbols(m, &f, &e, &kind);
-        }
-    }
-    close(f.fd);
+    m->err = elf_open(&f, &e, m->path);
+    if (!m->err)
+        m->err = read_segments(m, &f, &e);
+    if (!m->err)
+        m->err = read_symbols(m, &f, &e, &kind);
+    if (f.fd >= 0)
+        close(f.fd);
     if ((m->err == 0 || m->err == -ENOENT) && kind != SHT_SYMTAB)
         debug_symbols(m);
 }
