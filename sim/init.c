@@ -167,6 +167,25 @@ SIM_API int sim_other_process_memory(int device, uint64_t bytes)
     return err;
 }
 
+SIM_API int sim_other_process_pinned(uint64_t bytes)
+{
+    static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+    static uint64_t held;           /* what the other processes pin now */
+
+    if (sim_check_init() != CUDA_SUCCESS)
+        return -EINVAL;
+    pthread_mutex_lock(&lock);
+    int err = 0;
+    if (bytes > held)
+        err = sim_pinned_charge(bytes - held);
+    else
+        sim_pinned_uncharge(held - bytes);
+    if (!err)
+        held = bytes;
+    pthread_mutex_unlock(&lock);
+    return err;
+}
+
 SIM_API CUresult CUDAAPI cuDriverGetVersion(int *version)
 {
     if (!version)

@@ -176,6 +176,13 @@ void sim_vmm_calls(sim_vmm_calls_t *out);
  * driver); -ENOMEM, changing nothing, when that much is not free. */
 int sim_other_process_memory(int device, uint64_t bytes);
 
+/* Other processes now pin `bytes` of host memory (0: none; the default): it counts against
+ * ELIXIR_SIM_HOST_MEMORY, so page-locked allocations (cuMemHostAlloc, cuMemAllocHost,
+ * cuMemHostRegister, host cuMemCreate) fail with CUDA_ERROR_OUT_OF_MEMORY once the rest is
+ * pinned, as on a machine whose memory other jobs took.  Returns 0; -EINVAL without a driver;
+ * -ENOMEM, changing nothing, when that much is not left within the limit. */
+int sim_other_process_pinned(uint64_t bytes);
+
 #ifdef __cplusplus
 }
 #endif
