@@ -10,9 +10,9 @@
  * or embed element, no url( or @import in the style) and well-formed enough to parse as XML,
  * that no markup from the trace got through unescaped, and that it holds the memory plot
  * (an inline SVG with its areas) and the tables with the right figures: devices (with the
- * GPU budget and what it came down to), iterations, migrations by direction with the share
- * hidden behind kernels, top kernels, the largest allocations first with their call sites,
- * and the options.  A trace with no events but its
+ * GPU budget, what it came down to and back up to), iterations, migrations by direction
+ * with the share hidden behind kernels, top kernels, the largest allocations first with
+ * their call sites, and the options.  A trace with no events but its
  * process must give a report too, and one with memory samples of several devices (the host's
  * -1 among them) a plot of all devices and one per GPU.  Skips (77) when $BUILD/bin/elixir-trace (BUILD default
  * "build") or python3 is missing.
@@ -126,7 +126,8 @@ static const char check_py[] =
     "ov = {r[0]: r[1] for r in tables.get('overview', [])}\n"
     "check('command line', cmdline, ov.get('command line'))\n"
     "if kind == 'multi':\n"
-    "    pass\n"
+    "    dev = tables.get('devices', [[], []])[1]\n"
+    "    check('budget down and back up', ['0', '2.00 GiB \u2192 1.00 GiB \u2192 1.50 GiB'], [dev[0], dev[5]] if len(dev) > 5 else dev)\n"
     "elif kind == 'empty':\n"
     "    check('tables of an empty trace', ['overview'], sorted(tables))\n"
     "    check('plot of an empty trace', ['no memory samples in this trace'],\n"
@@ -159,6 +160,10 @@ static void multi(trc_writer_t *w)
     setup(w);
     for (int32_t d = -1; d <= 1; d++)
         tt_memory(w, 2000 + (uint64_t)(d + 1) * 1000, d, GiB, 0, 0);
+    /* device 0's GPU budget comes down, and back up part of the way */
+    TT_EMIT(trc_emit_budget(w, 2000, &(trc_budget_t){ 0, { 2 * GiB, 0, 4 * GiB, 0 } }));
+    TT_EMIT(trc_emit_budget(w, 2500, &(trc_budget_t){ 0, { GiB, 0, 4 * GiB, 0 } }));
+    TT_EMIT(trc_emit_budget(w, 3500, &(trc_budget_t){ 0, { 3 * GiB / 2, 0, 4 * GiB, 0 } }));
 }
 
 static void full(trc_writer_t *w)

@@ -6,7 +6,8 @@
  * 14 kernels by device time (one launch timed by a TIMING record after it), the top 10 of
  * 12 allocations by size with their call sites, migrations per direction, and the share of
  * migration time hidden behind kernels on the same device, computed by hand below;
- * evictions by reason; the budgets at the start and when they came down (BUDGET records);
+ * evictions by reason; the budgets at the start and when they came down or went back up
+ * (BUDGET records);
  * and with --iterations the launches and migrations of each
  * iteration.
  */
@@ -120,6 +121,8 @@ static void make_trace(const char *path)
     budget(5500, 1, 3ull << 30, 12ull << 30);          /* device 1's GPU budget came down */
     budget(5600, 0, 8ull << 30, 96 * MiB);             /* the host budget came down */
     budget(5700, 1, 3ull << 30, 96 * MiB);             /* (the same figures: nothing new) */
+    budget(5800, 1, 3584ull << 20, 96 * MiB);          /* device 1's went back up */
+    budget(5900, 0, 8ull << 30, 6ull << 30);           /* and the host budget */
     work();
     eviction(6200, TRC_EVICT_FOR_LAUNCH);
     eviction(6300, TRC_EVICT_FOR_LAUNCH);
@@ -157,7 +160,7 @@ static void check_peaks(const char *out)
 }
 
 /* Budgets: each device's at its first record, the host budget once, then each time one came
- * down, at its time into the trace (which starts at 1000 ns). */
+ * down or went back up, at its time into the trace (which starts at 1000 ns). */
 static void check_budgets(const char *out)
 {
     TT_LINE(out, "budgets");
@@ -169,6 +172,8 @@ static void check_budgets(const char *out)
     TT_LINE(out, "  at 4.50 us: device 1's GPU budget came down to 3.00 GiB");
     TT_LINE(out, "  at 4.60 us: the host budget came down to 96.00 MiB");
     TT_HASNT(out, "at 4.70 us");                       /* nothing came down then */
+    TT_LINE(out, "  at 4.80 us: device 1's GPU budget went back up to 3.50 GiB");
+    TT_LINE(out, "  at 4.90 us: the host budget went back up to 6.00 GiB");
 }
 
 static void check_kernels(const char *out)

@@ -125,8 +125,8 @@ static void print_peaks(const tm_trace_t *t, const tm_device_t **dv)
 }
 
 /* The budgets at the start (each device's first BUDGET record) and every time one came down
- * (a later record with a lower figure), at its time into the trace; the host budget is the
- * process's, shared by its devices. */
+ * or went back up (a later record with another figure), at its time into the trace; the host
+ * budget is the process's, shared by its devices. */
 static void print_budgets(const tm_trace_t *t)
 {
     char b[3][32];
@@ -146,16 +146,17 @@ static void print_budgets(const tm_trace_t *t)
                 before = &t->budgets[j];
         if (!before)
             printf("  device %s: GPU %s\n", fmt_device(r->device, b[0]), text_bytes(gpu, b[1]));
-        else if (gpu < before->bytes[TRC_TIER_GPU])
-            printf("  at %s: device %s's GPU budget came down to %s\n",
+        else if (gpu != before->bytes[TRC_TIER_GPU])
+            printf("  at %s: device %s's GPU budget %s to %s\n",
                    text_ns(r->time - t->t_first, b[0]), fmt_device(r->device, b[1]),
+                   gpu < before->bytes[TRC_TIER_GPU] ? "came down" : "went back up",
                    text_bytes(gpu, b[2]));
         if (!seen_host)
             printf("  host (the process's): %s\n", text_bytes(h, b[0]));
-        else if (h < host)
-            printf("  at %s: the host budget came down to %s\n",
-                   text_ns(r->time - t->t_first, b[0]), text_bytes(h, b[1]));
-        host = seen_host && h > host ? host : h;
+        else if (h != host)
+            printf("  at %s: the host budget %s to %s\n", text_ns(r->time - t->t_first, b[0]),
+                   h < host ? "came down" : "went back up", text_bytes(h, b[1]));
+        host = h;
         seen_host = 1;
     }
 }

@@ -5,7 +5,7 @@
  *
  * Sections: the process and the trace file, the memory plot (tx_svg inline, all devices
  * summed, then one per device when several have samples), the devices with their GPU
- * budget (and what it came down to) and their peak per tier, iterations
+ * budget (what it came down to, and back up to) and their peak per tier, iterations
  * (tm_iteration_stats), migrations by direction with the share of their time hidden behind
  * kernels (tm_migration_totals), the top kernels (tm_kernel_stats), the
  * largest allocations with their call sites (tm_stack_text) and the option snapshot.
@@ -173,23 +173,30 @@ static int plots(FILE *f, const tm_trace_t *t, char *err, size_t len)
     return rc;
 }
 
-/* Device dev's GPU budget as text: the first BUDGET record's, and the last one's after an
- * arrow when it came down; "-" without any. */
-static const char *budget_text(const tm_trace_t *t, int32_t dev, char buf[80])
+/* Device dev's GPU budget as text: the first BUDGET record's; after an arrow, the lowest
+ * when it came down, and after another the last when it went back up from there; "-"
+ * without any. */
+static const char *budget_text(const tm_trace_t *t, int32_t dev, char buf[120])
 {
     const tm_memory_t *first = NULL, *last = NULL;
-    char a[32], b[32];
+    uint64_t low = UINT64_MAX;
+    char a[32], b[32], c[32];
     for (size_t i = 0; i < t->nbudgets; i++)
         if (t->budgets[i].device == dev) {
             first = first ? first : &t->budgets[i];
             last = &t->budgets[i];
+            low = last->bytes[TRC_TIER_GPU] < low ? last->bytes[TRC_TIER_GPU] : low;
         }
     if (!first)
         return "-";
     uint64_t from = first->bytes[TRC_TIER_GPU], to = last->bytes[TRC_TIER_GPU];
-    if (to == from)
+    if (low == from)
         return text_bytes(from, buf);
-    snprintf(buf, 80, "%s \xe2\x86\x92 %s", text_bytes(from, a), text_bytes(to, b));
+    if (to == low)
+        snprintf(buf, 120, "%s \xe2\x86\x92 %s", text_bytes(from, a), text_bytes(to, b));
+    else
+        snprintf(buf, 120, "%s \xe2\x86\x92 %s \xe2\x86\x92 %s", text_bytes(from, a),
+                 text_bytes(low, b), text_bytes(to, c));
     return buf;
 }
 
@@ -213,7 +220,7 @@ static void devices(FILE *f, const tm_trace_t *t)
         snprintf(b, sizeof(b), "%" PRIu32 ".%" PRIu32, d->cc_major, d->cc_minor);
         td_num(f, b);
         td_num(f, hcount(d->sm_count, b));
-        char bb[80];
+        char bb[120];
         td_num(f, budget_text(t, d->device, bb));
         for (int k = 0; k < TRC_TIERS; k++)
             td_num(f, text_bytes(d->peak[k], b));
