@@ -110,6 +110,12 @@ static uint64_t budget(shim_opt_t o, uint64_t whole, uint64_t automatic)
     return automatic;
 }
 
+uint64_t res_gpu_headroom(uint64_t free_b, uint64_t total)
+{
+    uint64_t reserve = total / 10 > RESERVE_MIN ? total / 10 : RESERVE_MIN;
+    return free_b > reserve ? free_b - reserve : free_b / 2;
+}
+
 /* Budgets from the options; the GPU default keeps a reserve for the driver and libraries.
  * A GPU budget beyond the device's free memory could never be backed (the driver would
  * refuse chunks the budget still allows, and nothing would be evicted for them), nor a host
@@ -119,17 +125,18 @@ static void set_budgets(res_dev_t *d)
 {
     size_t free_b = 0, total = 0;
     DRV(cuMemGetInfo_v2)(&free_b, &total);
-    uint64_t reserve = total / 10 > RESERVE_MIN ? total / 10 : RESERVE_MIN;
-    uint64_t automatic = free_b > reserve ? free_b - reserve : free_b / 2;
+    uint64_t automatic = res_gpu_headroom(free_b, total);
     uint64_t gpu = budget(SHIM_OPT_GPU_MEMORY, total, automatic);
+    d->gpu_budget_auto = shim_opt_mem(SHIM_OPT_GPU_MEMORY).kind == SHIM_MEM_AUTO;
     if (gpu > free_b) {
         SHIM_WARN(RES, "device %d: ELIXIR_GPU_MEMORY asks for %llu MiB, more than the %llu MiB "
                   "the device has free; using the default, %llu MiB (free memory less a "
                   "reserve)", d->device, (unsigned long long)(gpu >> 20),
                   (unsigned long long)(free_b >> 20), (unsigned long long)(automatic >> 20));
         gpu = automatic;
+        d->gpu_budget_auto = 1;
     }
-    d->gpu_budget = gpu / d->chunk * d->chunk;
+    d->gpu_budget = d->gpu_budget_set = gpu / d->chunk * d->chunk;
     if (atomic_load(&res_arenas) == 0) {        /* (the first arena, under setup_lock) */
         const char *from;
         uint64_t ram = shim_host_memory();
@@ -144,6 +151,7 @@ static void set_budgets(res_dev_t *d)
             host = ram / 2 / procs;
         }
         atomic_store(&res_host.budget, host / d->chunk * d->chunk);
+        atomic_store(&res_host.budget_set, host / d->chunk * d->chunk);
         if (from && shim_opt_mem(SHIM_OPT_HOST_MEMORY).kind == SHIM_MEM_AUTO)
             SHIM_INFO(RES, "host budget: half of the %llu MiB this process may use, shared "
                       "by the %u processes %s=%u says run here", (unsigned long long)(ram >> 20),
@@ -378,13 +386,16 @@ static unsigned deferred_wait_unlocked(res_dev_t *d)
 }
 
 /* Allocate from d's arena (d locked, no other lock held): frees that completed go back
- * first, a large request's room is made before the arena is entered (res_make_room_for), and
- * when the request does not fit, the host waits for the frees still pending (without the
- * lock: deferred_wait_unlocked) and tries again. */
+ * first, budgets that came down may go back up when a large request is beyond them, a large
+ * request's room is made before the arena is entered (res_make_room_for), and when the
+ * request does not fit, the host waits for the frees still pending (without the lock:
+ * deferred_wait_unlocked) and tries again. */
 static int alloc_locked(res_dev_t *d, size_t bytes, arena_info_t *info)
 {
     if (d->deferred)
         res_deferred_drain(d, 0);
+    if (res_budgets_down(d) && beyond_capacity(d, bytes))
+        res_budgets_regrow(d);
     if (!arena_small_class(d->arena, bytes) && !beyond_capacity(d, bytes))
         res_make_room_for(d, (uint32_t)(round_up(bytes, d->chunk) / d->chunk));
     int err = beyond_capacity(d, bytes) ? -ENOMEM : arena_do_alloc(d, bytes, info);

@@ -133,6 +133,9 @@ typedef struct res_dev {
     CUstream join;                  /* where last uses on different streams are joined */
     uint64_t gpu_budget, gpu_used, host_used, gpu_peak, host_peak;
     int gpu_shrunk;                 /* the driver refused GPU memory within the budget */
+    uint64_t gpu_budget_set;        /* the budget as set up; it comes back up to this at most */
+    int gpu_budget_auto;            /* it is the default (free memory less a reserve) */
+    double regrow_at;               /* looks at free memory again from then (res_move.c) */
     uint64_t resident[3];           /* bytes of chunks in use per TIER_* (traced as MEMORY) */
     uint64_t app_used, app_peak;    /* the application's own device memory (cuMemCreate) */
     uint64_t pool_used, pool_peak;  /* growth of the application's own pools */
@@ -187,7 +190,8 @@ extern _Atomic int res_captures;
 /* Devices with an arena set up. */
 extern _Atomic int res_arenas;
 /* The host budget is the process's, shared by every device's arena (ELIXIR_HOST_MEMORY is
- * one figure for the job): set with the first arena, it may only come down (budget_shrink);
+ * one figure for the job): set with the first arena, it comes down when the system pins no
+ * more (budget_shrink) and back up to budget_set when it does again (host_regrow);
  * `used` is what every device's host chunks and spares take (res_move.c: charge).  A device
  * checks and charges under its own lock only, so devices paging at once may overshoot it by a
  * chunk each.  A device that finds no room says so in `wanted` (until it finds room), and
@@ -195,7 +199,9 @@ extern _Atomic int res_arenas;
  * it. */
 typedef struct res_host {
     _Atomic uint64_t budget, used;
+    _Atomic uint64_t budget_set;        /* as set up */
     _Atomic int shrunk;                 /* the driver refused pinned memory within it */
+    _Atomic uint64_t regrow_at_ms;      /* tries pinning beyond it again from then */
     _Atomic unsigned wanted;            /* bit d: device d found no room (until it does) */
 } res_host_t;
 extern res_host_t res_host;
@@ -301,6 +307,10 @@ res_dev_t *res_owner(CUdeviceptr p);
 unsigned res_deferred_drain(res_dev_t *d, int wait);
 /* Bring the charges of d's application pools up to date (they shrink at the driver's will). */
 void res_pools_sync(res_dev_t *d);
+/* Of a device's free memory (cuMemGetInfo's free and total), what the default GPU budget
+ * takes: all but a reserve for the driver and libraries (a tenth, RESERVE_MIN at least), or
+ * half when less is free. */
+uint64_t res_gpu_headroom(uint64_t free_b, uint64_t total);
 
 /* ---------------------------------------------------------------- res_move.c */
 double res_now_s(void);
@@ -308,7 +318,17 @@ double res_now_s(void);
 CUmemAllocationProp res_prop_for(const res_dev_t *d, int tier);
 /* Device memory charged to d's GPU budget: arena chunks, the application's own. */
 uint64_t res_gpu_charged(const res_dev_t *d);
-int res_has_room(const res_dev_t *d, int tier);
+int res_has_room(res_dev_t *d, int tier);
+/* Budgets that came down go back up where the memory is there again (at most every 100 ms:
+ * see gpu_regrow, host_regrow); d locked.  Memory short calls it. */
+void res_budgets_regrow(res_dev_t *d);
+/* Is d's GPU budget or the host budget below the one set up? */
+static inline int res_budgets_down(const res_dev_t *d)
+{
+    return d->gpu_budget < d->gpu_budget_set ||
+           atomic_load_explicit(&res_host.budget, memory_order_relaxed) <
+               atomic_load_explicit(&res_host.budget_set, memory_order_relaxed);
+}
 void res_phys_put(res_dev_t *d, int tier, CUmemGenericAllocationHandle h);
 CUresult res_map_new(res_dev_t *d, int tier, CUdeviceptr va, CUmemGenericAllocationHandle *h);
 /* Back chunk ci, coming into use, with memory of `tier` and put it on its list. */

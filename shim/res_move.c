@@ -249,32 +249,6 @@ uint64_t res_gpu_charged(const res_dev_t *d)
     return d->gpu_used + d->app_used + d->pool_used;
 }
 
-/*
- * Physical chunks of a tier: a few unmapped ones are kept (they stay charged to the tier's
- * budget) so that a migration usually reuses memory rather than creating and releasing it,
- * which costs the driver far more than the copy.
- */
-int res_has_room(const res_dev_t *d, int tier)
-{
-    /* A spare is room only within the budget: chunks pinned beyond it leave spares when they
-     * go, which must not keep the device over budget for good. */
-    if (tier == TIER_GPU)
-        return (d->nspare[0] && res_gpu_charged(d) <= d->gpu_budget) ||
-               res_gpu_charged(d) + d->chunk <= d->gpu_budget;
-    if (d->nspare[1])
-        return 1;
-    /* The host budget is shared: without room, the other devices are asked to give back the
-     * host memory they free (res_phys_put), until this one finds room again. */
-    int room = atomic_load(&res_host.used) + d->chunk <= atomic_load(&res_host.budget);
-    unsigned me = 1u << d->device;
-    unsigned wanted = atomic_load_explicit(&res_host.wanted, memory_order_relaxed);
-    if (!room && !(wanted & me))
-        atomic_fetch_or(&res_host.wanted, me);
-    else if (room && (wanted & me))
-        atomic_fetch_and(&res_host.wanted, ~me);
-    return room;
-}
-
 /* A chunk-sized piece of pinned host memory, allocated in the arena's context (a context the
  * application destroys would take its pinned memory with it), usable from every context. */
 static CUresult piece_alloc(res_dev_t *d, CUmemGenericAllocationHandle *h)
@@ -471,6 +445,78 @@ static void phys_release(res_dev_t *d, int tier, CUmemGenericAllocationHandle h)
 }
 
 /*
+ * A budget that came down (budget_shrink) goes back up when the memory is there again.  When
+ * a budget has no room for a chunk, at most every REGROW_MS milliseconds, the shim looks:
+ * - GPU: the device's free memory (cuMemGetInfo).  The budget rises to what the shim holds
+ *   plus that memory (less the reserve, as the default budget leaves one), never above the
+ *   budget it was set up with.
+ * - Host: it pins one chunk beyond the budget.  If the system gives it, the budget is back to
+ *   the one set up (a later refusal brings it down again), and the chunk is kept as a spare.
+ * A look costs one driver call; memory that comes back is used within REGROW_MS of the next
+ * shortage.
+ */
+#define REGROW_MS 100
+
+/* The GPU budget's look at free memory, when one is due (memory short, d locked). */
+static void gpu_regrow(res_dev_t *d)
+{
+    size_t free_b = 0, total = 0;
+    CUcontext popped;
+    if (d->gpu_budget >= d->gpu_budget_set)
+        return;
+    double now = res_now_s();
+    if (now < d->regrow_at)
+        return;
+    d->regrow_at = now + REGROW_MS / 1e3;
+    int pushed = DRV(cuCtxPushCurrent_v2)(d->ctx) == CUDA_SUCCESS;
+    CUresult r = DRV(cuMemGetInfo_v2)(&free_b, &total);
+    if (pushed)
+        DRV(cuCtxPopCurrent_v2)(&popped);
+    if (r != CUDA_SUCCESS)
+        return;
+    uint64_t room = d->gpu_budget_auto ? res_gpu_headroom(free_b, total) : free_b;
+    uint64_t to = (res_gpu_charged(d) + room) / d->chunk * d->chunk;
+    to = to < d->gpu_budget_set ? to : d->gpu_budget_set;
+    if (to <= d->gpu_budget)
+        return;
+    SHIM_INFO(RES, "device %d: GPU memory is free again; the budget is back up to %llu MiB "
+              "(set up with %llu MiB)", d->device, (unsigned long long)(to >> 20),
+              (unsigned long long)(d->gpu_budget_set >> 20));
+    d->gpu_budget = to;
+    if (SHIM_TRACING())
+        shim_trace_budget(d->device, d->gpu_budget, atomic_load(&res_host.budget));
+}
+
+/* The host budget's try at pinning beyond it, when one is due (no room, d locked): 1 when
+ * the budget is back up, with the chunk pinned as a spare, else 0. */
+static int host_regrow(res_dev_t *d)
+{
+    uint64_t set = atomic_load(&res_host.budget_set), now = atomic_load(&res_host.budget);
+    uint64_t ms = (uint64_t)(res_now_s() * 1e3), at = atomic_load(&res_host.regrow_at_ms);
+    CUmemGenericAllocationHandle h;
+    if (now >= set || ms < at ||
+        !atomic_compare_exchange_strong(&res_host.regrow_at_ms, &at, ms + REGROW_MS))
+        return 0;               /* (another device claimed this look) */
+    if (phys_create(d, TIER_HOST, &h) != CUDA_SUCCESS)
+        return 0;
+    charge(d, TIER_HOST, (int64_t)d->chunk);
+    while (now < set && !atomic_compare_exchange_weak(&res_host.budget, &now, set))
+        ;
+    SHIM_INFO(RES, "device %d: the system pins host memory again; the host budget is back up "
+              "to %llu MiB", d->device, (unsigned long long)(set >> 20));
+    if (SHIM_TRACING())
+        shim_trace_budget(d->device, d->gpu_budget, set);
+    res_phys_put(d, TIER_HOST, h);
+    return 1;
+}
+
+void res_budgets_regrow(res_dev_t *d)
+{
+    gpu_regrow(d);
+    host_regrow(d);
+}
+
+/*
  * The driver refused a chunk of `tier` that its budget allowed.  GPU: memory outside the
  * budget (the driver's own, libraries', other processes') took the rest of the device.  Host:
  * the system has no more memory to pin.  The budget comes down to what is charged to it now
@@ -495,7 +541,9 @@ static void budget_shrink(res_dev_t *d, int tier)
     if (gpu) {
         d->gpu_shrunk = 1;
         d->gpu_budget = now;
+        d->regrow_at = res_now_s() + REGROW_MS / 1e3;
     } else {
+        atomic_store(&res_host.regrow_at_ms, (uint64_t)(res_now_s() * 1e3) + REGROW_MS);
         while (now < before && !atomic_compare_exchange_weak(&res_host.budget, &before, now))
             ;
     }
@@ -516,6 +564,33 @@ static CUresult phys_get(res_dev_t *d, int tier, CUmemGenericAllocationHandle *h
     else if (r == CUDA_ERROR_OUT_OF_MEMORY)
         budget_shrink(d, tier);
     return r;
+}
+
+/*
+ * Physical chunks of a tier: a few unmapped ones are kept (they stay charged to the tier's
+ * budget) so that a migration usually reuses memory rather than creating and releasing it,
+ * which costs the driver far more than the copy.
+ */
+int res_has_room(res_dev_t *d, int tier)
+{
+    /* A spare is room only within the budget: chunks pinned beyond it leave spares when they
+     * go, which must not keep the device over budget for good. */
+    if (tier == TIER_GPU)
+        return (d->nspare[0] && res_gpu_charged(d) <= d->gpu_budget) ||
+               res_gpu_charged(d) + d->chunk <= d->gpu_budget;
+    if (d->nspare[1])
+        return 1;
+    /* The host budget is shared: without room, the other devices are asked to give back the
+     * host memory they free (res_phys_put), until this one finds room again. */
+    int room = atomic_load(&res_host.used) + d->chunk <= atomic_load(&res_host.budget) ||
+               host_regrow(d);
+    unsigned me = 1u << d->device;
+    unsigned wanted = atomic_load_explicit(&res_host.wanted, memory_order_relaxed);
+    if (!room && !(wanted & me))
+        atomic_fetch_or(&res_host.wanted, me);
+    else if (room && (wanted & me))
+        atomic_fetch_and(&res_host.wanted, ~me);
+    return room;
 }
 
 /*
@@ -875,9 +950,11 @@ static int evict_one(res_dev_t *d, uint32_t serial, int swap, int gap)
 }
 
 /* Memory is short: first take back what frees and the application's pools no longer hold
- * (never from inside an arena call, which deferred frees would re-enter). */
+ * (never from inside an arena call, which deferred frees would re-enter), and the GPU memory
+ * that came free again (gpu_regrow). */
 static void reclaim(res_dev_t *d)
 {
+    gpu_regrow(d);
     if (d->deferred && !d->arena_busy)
         res_deferred_drain(d, 0);
     if (d->npools)

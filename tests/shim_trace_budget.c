@@ -1,14 +1,17 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * shim_trace_budget.c - the budgets in the trace: a BUDGET record when the arena is set up,
- * and another when a budget comes down.
+ * another when a budget comes down, and another when it goes back up.
  *
  * The scenario (recording) runs with an 8 MiB GPU budget and a 64 MiB host budget on a
- * machine that pins 16 MiB at most (ELIXIR_SIM_HOST_MEMORY): it allocates 2 MiB buffers until
- * an allocation fails, which brings the host budget down to what the shim holds.  The trace
- * must hold, for device 0, first a BUDGET of 8 MiB (GPU) and 64 MiB (host), before any MEMORY
- * record, then exactly one more, with the GPU budget unchanged and the host budget at most
- * 16 MiB, whole chunks; and `elixir-trace summary` must say so.
+ * machine that pins 64 MiB at most (ELIXIR_SIM_HOST_MEMORY), 48 of which other processes pin
+ * (sim_other_process_pinned): it allocates 2 MiB buffers until an allocation fails, which
+ * brings the host budget down to what the shim holds.  The other processes then let go, and
+ * after a pause (the shim looks at most every 100 ms) one more buffer is allocated, which
+ * brings the budget back up.  The trace must hold, for device 0, first a BUDGET of 8 MiB
+ * (GPU) and 64 MiB (host), before any MEMORY record, then exactly two more: the GPU budget
+ * unchanged, the host budget at most 16 MiB, whole chunks, then 64 MiB again; and
+ * `elixir-trace summary` must say so.
  */
 #define TT_KERNELS
 #include "shim_trace_test.h"
@@ -22,9 +25,13 @@ static void scenario(void)
     int n = 0;
 
     st_setup(0);
-    while (n < MAXBUF && cuMemAlloc(&buf[n], 2 * MIB) == CUDA_SUCCESS)
+    EXPECT(sim_other_process_pinned(48 * MIB) == 0, "other processes pinning 48 MiB");
+    while (n < MAXBUF - 1 && cuMemAlloc(&buf[n], 2 * MIB) == CUDA_SUCCESS)
         n++;
     printf("%d buffers before the pinned memory ran out\n", n);
+    EXPECT(sim_other_process_pinned(0) == 0, "the other processes letting go");
+    usleep(150 * 1000);
+    CHECK_CU(cuMemAlloc(&buf[n++], 2 * MIB));
     while (n-- > 0)
         CHECK_CU(cuMemFree(buf[n]));
 }
@@ -39,9 +46,11 @@ static void check_budgets(const tt_trace_t *t)
         if (t->ev[i].type == TRC_EV_BUDGET && first_budget == SIZE_MAX)
             first_budget = i;
     }
-    EXPECT(n == 2 && first_budget < first_memory, "%zu BUDGET records (the first at %zu, the "
-           "first MEMORY at %zu); expected 2, the first before any MEMORY", n, first_budget,
+    EXPECT(n == 3 && first_budget < first_memory, "%zu BUDGET records (the first at %zu, the "
+           "first MEMORY at %zu); expected 3, the first before any MEMORY", n, first_budget,
            first_memory);
+    if (n != 3)
+        return;
     const trc_budget_t *a = &tt_nth(t, TRC_EV_BUDGET, 0)->u.budget;
     const trc_budget_t *b = &tt_nth(t, TRC_EV_BUDGET, 1)->u.budget;
     EXPECT(a->device == 0 && a->bytes[TRC_TIER_GPU] == 8 * MIB &&
@@ -58,6 +67,12 @@ static void check_budgets(const tt_trace_t *t)
            "the second BUDGET: device %d, GPU %llu, host %llu; expected the host budget down "
            "to what was held", b->device, (unsigned long long)b->bytes[TRC_TIER_GPU],
            (unsigned long long)host);
+    const trc_budget_t *c = &tt_nth(t, TRC_EV_BUDGET, 2)->u.budget;
+    EXPECT(c->device == 0 && c->bytes[TRC_TIER_GPU] == 8 * MIB &&
+               c->bytes[TRC_TIER_HOST] == 64 * MIB,
+           "the third BUDGET: device %d, GPU %llu, host %llu; expected the host budget back up "
+           "to 64 MiB", c->device, (unsigned long long)c->bytes[TRC_TIER_GPU],
+           (unsigned long long)c->bytes[TRC_TIER_HOST]);
 }
 
 int main(int argc, char **argv)
@@ -65,7 +80,7 @@ int main(int argc, char **argv)
     sh_scenario_child(argc, argv, scenario);
     const char *path = tt_path("budget", 0);
     const char *env[] = { tt_env_trace(path, 0), "ELIXIR_GPU_MEMORY=8M", "ELIXIR_HOST_MEMORY=64M",
-                          "ELIXIR_SIM_HOST_MEMORY=16M", NULL };
+                          "ELIXIR_SIM_HOST_MEMORY=64M", NULL };
     sh_run_t r = sh_run_ok("scenario", env);
     tt_trace_t t;
 
@@ -77,10 +92,12 @@ int main(int argc, char **argv)
     const char *summary = tt_tool(args, out, out);
     EXPECT(strstr(summary, "  device 0: GPU 8.00 MiB\n") &&
                strstr(summary, "  host (the process's): 64.00 MiB\n") &&
-               strstr(summary, ": the host budget came down to "),
+               strstr(summary, ": the host budget came down to ") &&
+               strstr(summary, ": the host budget went back up to 64.00 MiB\n"),
            "elixir-trace summary does not show the budgets:\n%s", summary);
     printf("%s", r.out);
-    printf("the trace holds the budgets at the start and the host budget's coming down\n");
+    printf("the trace holds the budgets at the start and the host budget's coming down and "
+           "going back up\n");
     tt_free(&t);
     sh_run_free(&r);
     return 0;
