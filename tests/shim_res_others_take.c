@@ -28,12 +28,11 @@ static void scenario(void)
     CUdeviceptr first[NBUF], second[NBUF], bad;
     CUfunction fill, verify;
     uint64_t taken = 32 * SH_MIB;
-    size_t free_b, total;
+    size_t total;
 
     sh_res_start(&fill, &verify, &bad);
-    CHECK_CU(cuMemGetInfo(&free_b, &total));
-    EXPECT(total == CAPACITY, "cuMemGetInfo's total %zu MiB, want %llu", total >> 20,
-           CAPACITY >> 20);
+    EXPECT((total = sh_capacity()) == CAPACITY, "cuMemGetInfo's total %zu MiB, want %llu",
+           total >> 20, CAPACITY >> 20);
     sh_alloc_filled(fill, first, NBUF, BYTES, 10, NULL);
     CHECK_CU(cuCtxSynchronize());
     while (taken && sim_other_process_memory(0, taken) != 0)
@@ -46,8 +45,8 @@ static void scenario(void)
     for (int i = 0; i < NBUF; i++)
         sh_expect_verified(verify, second[i], BYTES / 4, 20 + (uint32_t)i, bad, "second");
     printf("the second buffers hold their patterns\n");
-    CHECK_CU(cuMemGetInfo(&free_b, &total));
-    EXPECT(total < CAPACITY, "cuMemGetInfo's total stayed %zu MiB", total >> 20);
+    EXPECT((total = sh_capacity()) < CAPACITY, "cuMemGetInfo's total stayed %zu MiB",
+           total >> 20);
     EXPECT(sim_other_process_memory(0, 0) == 0, "the other process giving its memory back");
     usleep(150 * 1000);   /* past the shim's next look (REGROW_MS) */
     for (int r = 0; r < ROUNDS; r++)
@@ -55,9 +54,8 @@ static void scenario(void)
             sh_expect_verified(verify, first[i], BYTES / 4, 30 + (uint32_t)i, bad, "first");
             sh_expect_verified(verify, second[i], BYTES / 4, 20 + (uint32_t)i, bad, "second");
         }
-    CHECK_CU(cuMemGetInfo(&free_b, &total));
-    EXPECT(total == CAPACITY, "after the other process left, cuMemGetInfo's total is %zu MiB, "
-           "want %llu", total >> 20, CAPACITY >> 20);
+    EXPECT((total = sh_capacity()) == CAPACITY, "after the other process left, cuMemGetInfo's "
+           "total is %zu MiB, want %llu", total >> 20, CAPACITY >> 20);
     printf("the budget came back up\n");
     sh_expect_filled_free(verify, first, NBUF, BYTES, 30, bad);
     sh_expect_filled_free(verify, second, NBUF, BYTES, 20, bad);

@@ -20,14 +20,6 @@
 #define BYTES (2 * SH_MIB)
 #define CAPACITY (40 * SH_MIB)
 
-static size_t capacity(void)
-{
-    size_t free_b, total;
-
-    CHECK_CU(cuMemGetInfo(&free_b, &total));
-    return total;
-}
-
 static void scenario(void)
 {
     CUdeviceptr buf[MAXBUF + MORE], bad;
@@ -37,7 +29,7 @@ static void scenario(void)
     int n = 0;
 
     sh_res_start(&fill, &verify, &bad);
-    EXPECT(capacity() == CAPACITY, "capacity at the start: %zu MiB, want 40", capacity() >> 20);
+    EXPECT(sh_capacity() == CAPACITY, "capacity at the start: %zu MiB, want 40", sh_capacity() >> 20);
     while (taken && sim_other_process_pinned(taken) != 0)
         taken -= BYTES;
     EXPECT(taken >= 48 * SH_MIB, "other processes could pin only %llu MiB",
@@ -47,7 +39,7 @@ static void scenario(void)
     EXPECT(r == CUDA_ERROR_OUT_OF_MEMORY && n >= 4,
            "allocation %d returned %d; expected CUDA_ERROR_OUT_OF_MEMORY after at least 4", n,
            (int)r);
-    EXPECT(capacity() < CAPACITY, "capacity stayed %zu MiB", capacity() >> 20);
+    EXPECT(sh_capacity() < CAPACITY, "capacity stayed %zu MiB", sh_capacity() >> 20);
     printf("with the machine's memory pinned by others, allocation %d failed with "
            "CUDA_ERROR_OUT_OF_MEMORY\n", n);
     EXPECT(sim_other_process_pinned(0) == 0, "the other processes letting their memory go");
@@ -56,8 +48,8 @@ static void scenario(void)
         CHECK_CU(cuMemAlloc(&buf[n], BYTES));
         CHECK_CU(sh_fill_async(fill, buf[n], BYTES / 4, 100 + (uint32_t)n, NULL));
     }
-    EXPECT(capacity() == CAPACITY, "capacity once the memory came back: %zu MiB, want 40",
-           capacity() >> 20);
+    EXPECT(sh_capacity() == CAPACITY, "capacity once the memory came back: %zu MiB, want 40",
+           sh_capacity() >> 20);
     for (int i = 0; i < n; i++)
         sh_expect_verified(verify, buf[i], BYTES / 4, 100 + (uint32_t)i, bad, "buffer");
     printf("once the others let go, %d more buffers fit; all %d hold their patterns\n", MORE, n);

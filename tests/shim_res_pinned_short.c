@@ -21,14 +21,6 @@
 #define MAXBUF 32
 #define BYTES (2 * SH_MIB)
 
-static size_t capacity(void)
-{
-    size_t free_b, total;
-
-    CHECK_CU(cuMemGetInfo(&free_b, &total));
-    return total;
-}
-
 static void scenario(void)
 {
     CUdeviceptr buf[MAXBUF], bad;
@@ -37,14 +29,14 @@ static void scenario(void)
     int n = 0;
 
     sh_res_start(&fill, &verify, &bad);
-    size_t before = capacity();
+    size_t before = sh_capacity();
     EXPECT(before == 72 * SH_MIB, "capacity at the start: %zu bytes, expected 72 MiB", before);
     for (; n < MAXBUF && (r = cuMemAlloc(&buf[n], BYTES)) == CUDA_SUCCESS; n++)
         CHECK_CU(sh_fill_async(fill, buf[n], BYTES / 4, 100 + (uint32_t)n, NULL));
     EXPECT(r == CUDA_ERROR_OUT_OF_MEMORY && n >= 6,
            "allocation %d returned %d; expected CUDA_ERROR_OUT_OF_MEMORY after at least 6", n,
            (int)r);
-    size_t after = capacity();
+    size_t after = sh_capacity();
     EXPECT(after <= 24 * SH_MIB, "capacity once the system pins no more: %zu bytes (8 MiB of "
            "GPU budget and 16 MiB that can be pinned)", after);
     for (int i = 0; i < n; i++)

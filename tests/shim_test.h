@@ -627,6 +627,15 @@ static inline size_t sh_free_now(void)
     CHECK_CU(cuMemGetInfo(&free_b, &total));
     return free_b;
 }
+
+/* The total cuMemGetInfo reports now: under the shim, every budget together. */
+static inline size_t sh_capacity(void)
+{
+    size_t free_b, total;
+
+    CHECK_CU(cuMemGetInfo(&free_b, &total));
+    return total;
+}
 #endif /* SH_RES_KERNELS */
 
 #endif /* SHIM_TEST_H */
