@@ -946,8 +946,6 @@ CUresult res_launch_begin(shim_launch_t *l)
     return r;
 }
 
-_Static_assert(SHIM_ARRAY_LEN(((shim_fast_t *)0)->ids) == INLINE_IDS, "shim_fast_t.ids");
-
 /* A recorded launch's fast path: its words handed to the tracer, as collect_traced does.  Out
  * of line, so that the untraced launch carries neither its stack nor its registers. */
 static __attribute__((noinline)) unsigned fast_traced(res_dev_t *d, CUcontext ctx, CUfunction f,
@@ -964,35 +962,24 @@ static __attribute__((noinline)) unsigned fast_traced(res_dev_t *d, CUcontext ct
     return me;
 }
 
-int res_launch_fast(shim_fast_t *fl, CUfunction f, void **params, CUstream s, int ptds,
-                    int traced)
+shim_lock_t *res_launch_fast(CUfunction f, void **params, CUstream s, int ptds, int traced)
 {
     CUcontext ctx = NULL;
     res_dev_t *d;
+    uint32_t ids[INLINE_IDS];
     unsigned n;
     if (s == CU_STREAM_PER_THREAD || (!s && ptds) || !(d = op_dev(s, &ctx)))
-        return 0;
+        return NULL;
     shim_lock(&d->lock);
     unsigned me = SHIM_LIKELY(!traced)
-                      ? fast_collect(d, ctx, f, params, s, next_serial(d), fl->ids, &n, NULL,
-                                     NULL)
-                      : fast_traced(d, ctx, f, params, s, fl->ids, &n);
+                      ? fast_collect(d, ctx, f, params, s, next_serial(d), ids, &n, NULL, NULL)
+                      : fast_traced(d, ctx, f, params, s, ids, &n);
     if (!me) {
         shim_unlock(&d->lock);
-        return 0;
+        return NULL;
     }
-    fl->d = d;
-    fl->n = n;
-    fl->slot = me - 1;
-    return 1;
-}
-
-void res_launch_fast_end(shim_fast_t *fl, CUresult r)
-{
-    res_dev_t *d = fl->d;
-    if (r == CUDA_SUCCESS)
-        res_use_tick(d, fl->ids, fl->n, 0, (int)fl->slot);
-    shim_unlock(&d->lock);
+    res_use_tick(d, ids, n, 0, (int)me - 1);
+    return &d->lock;
 }
 
 /* The end of an operation k on stream s: record its use if the driver took it; release what

@@ -296,20 +296,16 @@ void res_launch_end(shim_launch_t *l, CUresult r);
 /*
  * The usual launch without the general machinery: kernel f (not NULL) with kernelParams
  * `params` (not NULL) and no `extra`, on stream s (ptds: the _ptsz ABI); `traced`: recorded
- * (its argument words go to the tracer, as res_launch_begin gives them).  res_launch_fast
- * returns 1 when every chunk its arguments reach is in GPU memory and nothing has to move or
- * wait (res_launch.c, fast_collect); the device's lock is then held until
- * res_launch_fast_end, which records the use when the driver took the launch.  0: nothing
- * was taken, and the launch goes through res_launch_begin.
+ * (its argument words go to the tracer, as res_launch_begin gives them).  When every chunk
+ * its arguments reach is in GPU memory and nothing has to move or wait (res_launch.c,
+ * fast_collect), res_launch_fast records their use by the launch and returns the device's
+ * residency lock, held: the wrapper releases it (shim_unlock) once the driver returned.  A
+ * use recorded for a launch the driver then refused only makes a later eviction of those
+ * chunks wait for the stream's work up to there.  NULL: nothing was taken, and the launch
+ * goes through res_launch_begin.
  */
-typedef struct shim_fast {
-    void *d;                    /* the device (res_dev_t) */
-    uint32_t n, slot;           /* chunks in ids; the stream's slot */
-    uint32_t ids[32];           /* (INLINE_IDS) */
-} shim_fast_t;
-int res_launch_fast(shim_fast_t *fl, CUfunction f, void **params, CUstream s, int ptds,
-                    int traced);
-void res_launch_fast_end(shim_fast_t *fl, CUresult r);
+struct shim_lock *res_launch_fast(CUfunction f, void **params, CUstream s, int ptds,
+                                  int traced);
 CUresult res_copy_begin(shim_copy_t *c);
 void res_copy_end(shim_copy_t *c, CUresult r);
 /* Around an NCCL call (res_nccl.c): the chunks of its send and receive ranges (ptr 0: none;

@@ -7,13 +7,16 @@
  * where residency makes every allocation the launch may touch accessible (invariant 1), or
  * refuses the launch (its result is then returned without the driver: see shim.h).  The
  * usual launch (kernelParams, untraced) first tries residency's fast path, res_launch_fast,
- * which needs no descriptor and gives way to launch_begin whenever anything has to be done.
+ * which needs no descriptor and gives way to launch_begin whenever anything has to be done;
+ * when it takes the launch, it returns the device's lock, which the wrapper drops after the
+ * driver call.
  * While a trace is recorded (one test of shim_trace_on) the wrapper takes the traced path
  * instead: the tracer gives the launch its id before residency (whose migrations name it as
  * their cause), starts its device timing just before the driver call (inside the profiled
  * iterations) and records it just after.  The _ptsz variants differ only
  * in the driver function called, so the two share the descriptor and the plug points.
  */
+#include "lock.h"
 #include "shim.h"
 
 /* Before the driver enqueues the launch: CUDA_SUCCESS, or the call's result without the
@@ -35,10 +38,11 @@ static SHIM_ALWAYS_INLINE CUresult launch_logged(shim_launch_t l, CUresult r)
 
 /* Launch l begun without the general machinery, when it can be (l by value, so that the
  * usual launch builds no descriptor; forms without kernelParams never ask). */
-static SHIM_ALWAYS_INLINE int launch_fast(shim_fast_t *fl, shim_launch_t l)
+static SHIM_ALWAYS_INLINE shim_lock_t *launch_fast(shim_launch_t l)
 {
-    return l.f && l.params && !l.extra &&
-           res_launch_fast(fl, l.f, l.params, l.stream, shim_hook_per_thread[l.hook], l.op != 0);
+    return l.f && l.params && !l.extra
+               ? res_launch_fast(l.f, l.params, l.stream, shim_hook_per_thread[l.hook], l.op != 0)
+               : NULL;
 }
 
 /* After the driver returned r for the launch; returns r unchanged. */
@@ -58,11 +62,11 @@ static inline CUresult launch_end(shim_launch_t *l, CUresult r)
     SHIM_EXPORT CUresult CUDAAPI sym params                                                    \
     {                                                                                          \
         SHIM_ENTER(sym, real);                                                                 \
-        shim_fast_t fl;                                                                        \
+        shim_lock_t *fast;                                                                     \
         if (!SHIM_TRACING()) {                                                                 \
-            if (launch_fast(&fl, LAUNCH_DESC(sym, __VA_ARGS__))) {                             \
+            if ((fast = launch_fast(LAUNCH_DESC(sym, __VA_ARGS__)))) {                         \
                 CUresult r = real args;                                                        \
-                res_launch_fast_end(&fl, r);                                                   \
+                shim_unlock(fast);                                                             \
                 return launch_logged(LAUNCH_DESC(sym, __VA_ARGS__), r);                        \
             }                                                                                  \
             shim_launch_t l = LAUNCH_DESC(sym, __VA_ARGS__);                                   \
@@ -71,14 +75,14 @@ static inline CUresult launch_end(shim_launch_t *l, CUresult r)
         }                                                                                      \
         shim_launch_t l = LAUNCH_DESC(sym, __VA_ARGS__);                                       \
         shim_trace_launch_begin(&l);                                                           \
-        int fast = launch_fast(&fl, l);                                                        \
+        fast = launch_fast(l);                                                                 \
         CUresult no = fast ? CUDA_SUCCESS : launch_begin(&l);                                  \
         shim_trace_issue(l.op, l.stream, l.hook);                                              \
         CUresult r = no ? no : real args;                                                      \
         shim_trace_launch_end(&l, r);                                                          \
         if (!fast)                                                                             \
             return launch_end(&l, r);                                                          \
-        res_launch_fast_end(&fl, r);                                                           \
+        shim_unlock(fast);                                                                     \
         return launch_logged(l, r);                                                            \
     }
 
