@@ -194,30 +194,28 @@ SIM_API CUresult CUDAAPI cuDriverGetVersion(int *version)
     return CUDA_SUCCESS;
 }
 
-SIM_API CUresult CUDAAPI cuGetErrorName(CUresult error, const char **str)
+/* cuGetErrorName (name) and cuGetErrorString: the error's entry, *str NULL for an unknown one. */
+static CUresult error_text(CUresult error, const char **str, int name)
 {
     if (!str)
         return CUDA_ERROR_INVALID_VALUE;
     for (size_t i = 0; i < SIM_ARRAY_LEN(errors); i++)
         if (errors[i].value == error) {
-            *str = errors[i].name;
+            *str = name ? errors[i].name : errors[i].text;
             return CUDA_SUCCESS;
         }
     *str = NULL;
     return CUDA_ERROR_INVALID_VALUE;
 }
 
+SIM_API CUresult CUDAAPI cuGetErrorName(CUresult error, const char **str)
+{
+    return error_text(error, str, 1);
+}
+
 SIM_API CUresult CUDAAPI cuGetErrorString(CUresult error, const char **str)
 {
-    if (!str)
-        return CUDA_ERROR_INVALID_VALUE;
-    for (size_t i = 0; i < SIM_ARRAY_LEN(errors); i++)
-        if (errors[i].value == error) {
-            *str = errors[i].text;
-            return CUDA_SUCCESS;
-        }
-    *str = NULL;
-    return CUDA_ERROR_INVALID_VALUE;
+    return error_text(error, str, 0);
 }
 
 SIM_API CUresult CUDAAPI cuDeviceGetCount(int *count)

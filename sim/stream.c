@@ -206,16 +206,23 @@ SIM_API CUresult CUDAAPI cuStreamDestroy(CUstream h)
 
 /* ---------------------------------------------------------------- queries */
 
+/* Stream h (ptds: the _ptsz ABI) of a query that answers in `out`: CUDA_SUCCESS with *s, or
+ * the error: an invalid handle first, then a NULL out. */
+static CUresult query_into(CUstream h, int ptds, const void *out, CUstream *s)
+{
+    CUresult r = sim_stream_resolve(h, ptds, s);
+    if (r != CUDA_SUCCESS)
+        return r;
+    return out ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
 static CUresult get_priority(CUstream h, int *priority, int ptds)
 {
     CUstream s;
-    CUresult r = sim_stream_resolve(h, ptds, &s);
-    if (r != CUDA_SUCCESS)
-        return r;
-    if (!priority)
-        return CUDA_ERROR_INVALID_VALUE;
-    *priority = s->priority;
-    return CUDA_SUCCESS;
+    CUresult r = query_into(h, ptds, priority, &s);
+    if (r == CUDA_SUCCESS)
+        *priority = s->priority;
+    return r;
 }
 
 SIM_API CUresult CUDAAPI cuStreamGetPriority(CUstream h, int *p) { return get_priority(h, p, 0); }
@@ -224,13 +231,10 @@ SIM_API CUresult CUDAAPI cuStreamGetPriority_ptsz(CUstream h, int *p) { return g
 static CUresult get_flags(CUstream h, unsigned *flags, int ptds)
 {
     CUstream s;
-    CUresult r = sim_stream_resolve(h, ptds, &s);
-    if (r != CUDA_SUCCESS)
-        return r;
-    if (!flags)
-        return CUDA_ERROR_INVALID_VALUE;
-    *flags = s->flags;
-    return CUDA_SUCCESS;
+    CUresult r = query_into(h, ptds, flags, &s);
+    if (r == CUDA_SUCCESS)
+        *flags = s->flags;
+    return r;
 }
 
 SIM_API CUresult CUDAAPI cuStreamGetFlags(CUstream h, unsigned int *f) { return get_flags(h, f, 0); }
@@ -239,13 +243,10 @@ SIM_API CUresult CUDAAPI cuStreamGetFlags_ptsz(CUstream h, unsigned int *f) { re
 static CUresult get_id(CUstream h, unsigned long long *id, int ptds)
 {
     CUstream s;
-    CUresult r = sim_stream_resolve(h, ptds, &s);
-    if (r != CUDA_SUCCESS)
-        return r;
-    if (!id)
-        return CUDA_ERROR_INVALID_VALUE;
-    *id = s->kind == SIM_STREAM_LEGACY ? 0 : s->id;
-    return CUDA_SUCCESS;
+    CUresult r = query_into(h, ptds, id, &s);
+    if (r == CUDA_SUCCESS)
+        *id = s->kind == SIM_STREAM_LEGACY ? 0 : s->id;
+    return r;
 }
 
 SIM_API CUresult CUDAAPI cuStreamGetId(CUstream h, unsigned long long *id) { return get_id(h, id, 0); }
@@ -254,13 +255,10 @@ SIM_API CUresult CUDAAPI cuStreamGetId_ptsz(CUstream h, unsigned long long *id) 
 static CUresult get_ctx(CUstream h, CUcontext *pctx, int ptds)
 {
     CUstream s;
-    CUresult r = sim_stream_resolve(h, ptds, &s);
-    if (r != CUDA_SUCCESS)
-        return r;
-    if (!pctx)
-        return CUDA_ERROR_INVALID_VALUE;
-    *pctx = s->ctx;
-    return CUDA_SUCCESS;
+    CUresult r = query_into(h, ptds, pctx, &s);
+    if (r == CUDA_SUCCESS)
+        *pctx = s->ctx;
+    return r;
 }
 
 SIM_API CUresult CUDAAPI cuStreamGetCtx(CUstream h, CUcontext *c) { return get_ctx(h, c, 0); }
