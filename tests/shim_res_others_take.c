@@ -12,8 +12,7 @@
  * back, the budget goes back up once memory is short again (the shim looks at most every
  * 100 ms): after a pause and rounds of checking every buffer (which page them),
  * cuMemGetInfo's total is the whole device plus the host budget again, the log said so, and
- * every buffer still holds its data.  With host memory mapped
- * and without.
+ * every buffer still holds its data.  With host memory mapped and without.
  */
 #define SH_RES_KERNELS
 #include "shim_test.h"

@@ -29,7 +29,8 @@ static void scenario(void)
     int n = 0;
 
     sh_res_start(&fill, &verify, &bad);
-    EXPECT(sh_capacity() == CAPACITY, "capacity at the start: %zu MiB, want 40", sh_capacity() >> 20);
+    EXPECT(sh_capacity() == CAPACITY, "capacity at the start: %zu MiB, want 40",
+           sh_capacity() >> 20);
     while (taken && sim_other_process_pinned(taken) != 0)
         taken -= BYTES;
     EXPECT(taken >= 48 * SH_MIB, "other processes could pin only %llu MiB",
