@@ -373,7 +373,8 @@ static int shadow_reserve(res_dev_t *d)
         return 0;
     if (d->shadow_off)
         return -1;
-    uint64_t slots = (d->gpu_budget + atomic_load(&res_host.budget)) / d->chunk + 2 * SPARES + 2;
+    uint64_t slots = (d->gpu_budget_set + atomic_load(&res_host.budget_set)) / d->chunk +
+                     2 * SPARES + 2;    /* (the budgets as set up: they may come back up) */
     slots = slots < SHADOW_MAX ? slots : SHADOW_MAX;
     d->shadow_free = malloc(slots * sizeof(*d->shadow_free));
     if (!d->shadow_free ||
@@ -492,11 +493,12 @@ static void gpu_regrow(res_dev_t *d)
 static int host_regrow(res_dev_t *d)
 {
     uint64_t set = atomic_load(&res_host.budget_set), now = atomic_load(&res_host.budget);
-    uint64_t ms = (uint64_t)(res_now_s() * 1e3), at = atomic_load(&res_host.regrow_at_ms);
     CUmemGenericAllocationHandle h;
-    if (now >= set || ms < at ||
-        !atomic_compare_exchange_strong(&res_host.regrow_at_ms, &at, ms + REGROW_MS))
-        return 0;               /* (another device claimed this look) */
+    if (now >= set)
+        return 0;
+    uint64_t ms = (uint64_t)(res_now_s() * 1e3), at = atomic_load(&res_host.regrow_at_ms);
+    if (ms < at || !atomic_compare_exchange_strong(&res_host.regrow_at_ms, &at, ms + REGROW_MS))
+        return 0;               /* (not due, or another device claimed this look) */
     if (phys_create(d, TIER_HOST, &h) != CUDA_SUCCESS)
         return 0;
     charge(d, TIER_HOST, (int64_t)d->chunk);

@@ -45,17 +45,12 @@ static void scenario(void)
            "CUDA_ERROR_OUT_OF_MEMORY\n", n);
     EXPECT(sim_other_process_pinned(0) == 0, "the other processes letting their memory go");
     usleep(150 * 1000);                 /* past the shim's next look */
-    for (int i = 0; i < MORE; i++, n++) {
-        CHECK_CU(cuMemAlloc(&buf[n], BYTES));
-        CHECK_CU(sh_fill_async(fill, buf[n], BYTES / 4, 100 + (uint32_t)n, NULL));
-    }
+    sh_alloc_filled(fill, buf + n, MORE, BYTES, 100 + (uint32_t)n, NULL);
+    n += MORE;
     EXPECT(sh_capacity() == CAPACITY, "capacity once the memory came back: %zu MiB, want 40",
            sh_capacity() >> 20);
-    for (int i = 0; i < n; i++)
-        sh_expect_verified(verify, buf[i], BYTES / 4, 100 + (uint32_t)i, bad, "buffer");
-    printf("once the others let go, %d more buffers fit; all %d hold their patterns\n", MORE, n);
-    for (int i = 0; i < n; i++)
-        CHECK_CU(cuMemFree(buf[i]));
+    printf("once the others let go, %d more buffers fit\n", MORE);
+    sh_expect_filled_free(verify, buf, n, BYTES, 100, bad);
     CHECK_CU(cuMemFree(bad));
 }
 
