@@ -141,6 +141,14 @@ static void set_budgets(res_dev_t *d)
         const char *from;
         uint64_t ram = shim_host_memory();
         unsigned procs = shim_local_processes(&from);
+        if (procs == 0) {
+            if (shim_opt_mem(SHIM_OPT_HOST_MEMORY).kind == SHIM_MEM_AUTO)
+                SHIM_WARN(RES, "%s=\"%s\" is not a number of processes (1 to 65536); the "
+                          "automatic host budget is not divided among the job's processes",
+                          from, getenv(from));
+            procs = 1;
+            from = NULL;
+        }
         uint64_t host = budget(SHIM_OPT_HOST_MEMORY, ram, ram / 2 / procs);
         if (host > ram) {
             SHIM_WARN(RES, "ELIXIR_HOST_MEMORY asks for %llu MiB, more than the %llu MiB this "

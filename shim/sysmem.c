@@ -122,9 +122,9 @@ unsigned shim_local_processes(const char **from)
         if (!v || !*v)
             continue;
         unsigned long n = strtoul(v, &end, 10);
-        if (*end || n < 1 || n > 65536 || *v == '-' || *v == '+')
-            return 1;
         *from = vars[i];
+        if (*end || n < 1 || n > 65536 || *v == '-' || *v == '+')
+            return 0;
         return (unsigned)n;
     }
     return 1;

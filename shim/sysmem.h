@@ -18,9 +18,9 @@ uint64_t shim_cgroup_limit(const char *proc_cgroup, const char *root);
 uint64_t shim_host_memory(void);
 
 /* How many processes of this job run on this machine, as its launcher says (the first of
- * LOCAL_WORLD_SIZE: torchrun; OMPI_COMM_WORLD_LOCAL_SIZE: Open MPI; MPI_LOCALNRANKS: MPICH),
- * in *from the variable's name; 1 (and *from NULL) when none says, or says something that is
- * not a number from 1 to 65536. */
+ * LOCAL_WORLD_SIZE: torchrun; OMPI_COMM_WORLD_LOCAL_SIZE: Open MPI; MPI_LOCALNRANKS: MPICH
+ * that is set and not empty), in *from the variable's name; 0 when that variable says
+ * something that is not a number from 1 to 65536; 1 (and *from NULL) when none says. */
 unsigned shim_local_processes(const char **from);
 
 #endif /* ELIXIR_SYSMEM_H */

@@ -13,7 +13,7 @@
  *    shim/sysmem.c's figure, shared by the processes a launcher says run here), and free
  *    equals it at start;
  *  - LOCAL_WORLD_SIZE=4: the automatic host budget is a quarter of that (and LOCAL_WORLD_SIZE
- *    =four is ignored);
+ *    =four is reported once and ignored);
  *  - ELIXIR_HOST_MEMORY=1000T: more than the process may use, reported once and the default
  *    used;
  *  - ELIXIR_GPU_MEMORY=50% with a 16 MiB host budget: total is half the device plus 16 MiB;
@@ -126,7 +126,7 @@ static void check_auto(size_t phys_free, size_t phys_total)
 }
 
 /* The automatic host budget of one of four processes on the machine (LOCAL_WORLD_SIZE=4, as
- * torchrun says it), and with a value that is no count (ignored). */
+ * torchrun says it), and with a value that is no count (reported once, and ignored). */
 static void check_local(void)
 {
     static const char *const four[] = { "ELIXIR_GPU_MEMORY=8M", "LOCAL_WORLD_SIZE=4", NULL };
@@ -137,9 +137,13 @@ static void check_local(void)
     run(four, free_b, total);
     EXPECT(total[0] == 8 * MIB + chunks_of(mem / 4 / 2), "LOCAL_WORLD_SIZE=4: total %llu, "
            "expected 8 MiB and half of a quarter of %llu", total[0], mem);
-    run(bad, free_b, total);
+    sh_run_t r = sh_run_ok("scenario", bad);
+    EXPECT(sscanf(r.out, "%llu %llu", &free_b[0], &total[0]) == 2, "output:\n%s", r.out);
     EXPECT(total[0] == 8 * MIB + chunks_of(mem / 2), "LOCAL_WORLD_SIZE=four: total %llu, "
            "expected 8 MiB and half of %llu", total[0], mem);
+    EXPECT(sh_count(r.err, "LOCAL_WORLD_SIZE=\"four\" is not a number of processes") == 1,
+           "LOCAL_WORLD_SIZE=four was not reported once:\n%s", r.err);
+    sh_run_free(&r);
     printf("four processes here: the host budget is half of a quarter of the memory\n");
 }
 

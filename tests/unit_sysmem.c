@@ -103,11 +103,11 @@ static void local_processes(void)
     expect_procs("8", "3", "2", 8, "LOCAL_WORLD_SIZE");
     expect_procs(NULL, "3", "2", 3, "OMPI_COMM_WORLD_LOCAL_SIZE");
     expect_procs("", NULL, "2", 2, "MPI_LOCALNRANKS");
-    expect_procs("0", "3", NULL, 1, NULL);
-    expect_procs("-2", NULL, NULL, 1, NULL);
-    expect_procs("+2", NULL, NULL, 1, NULL);
-    expect_procs("4x", NULL, NULL, 1, NULL);
-    expect_procs("65537", NULL, NULL, 1, NULL);
+    expect_procs("0", "3", NULL, 0, "LOCAL_WORLD_SIZE");
+    expect_procs("-2", NULL, NULL, 0, "LOCAL_WORLD_SIZE");
+    expect_procs("+2", NULL, NULL, 0, "LOCAL_WORLD_SIZE");
+    expect_procs("4x", NULL, NULL, 0, "LOCAL_WORLD_SIZE");
+    expect_procs("65537", NULL, NULL, 0, "LOCAL_WORLD_SIZE");
     expect_procs("65536", NULL, NULL, 65536, "LOCAL_WORLD_SIZE");
     expect_procs(NULL, NULL, NULL, 1, NULL);
 }
