@@ -89,6 +89,15 @@ $(BUILD)/bin/%: tools/%.c | $(DEPS_OK)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(CFLAGS) -o $@ $< $(LDFLAGS)
 
+# tools/gpu/*.c: programs for `make gpu-check`, built everywhere (the suite runs them on the
+# simulator too), linked against libcuda.so.1 like the tests.
+GPU_TOOL_SRCS := $(wildcard tools/gpu/*.c)
+GPU_TOOLS     := $(GPU_TOOL_SRCS:tools/gpu/%.c=$(BUILD)/gpu/%)
+$(BUILD)/gpu/%: tools/gpu/%.c $(SIM_LIB)
+	$(call msg,CC,$<)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(CFLAGS) -o $@ $< -L$(BUILD)/sim -l:libcuda.so.1 $(LDFLAGS) -ldl
+
 # ---------------------------------------------------------------- tests and benchmarks
 # Every tests/NAME.c is one test program; tests/lib/*.c is shared helper code linked into each.
 TEST_LIB_SRCS := $(wildcard tests/lib/*.c)
@@ -121,7 +130,7 @@ $(BUILD)/bench/%: bench/%.c $(SIM_LIB)
 	$(Q)$(CC) $(CFLAGS) -Itests/lib -rdynamic -o $@ $< -L$(BUILD)/sim -l:libcuda.so.1 $(LDFLAGS) -ldl -lm
 
 # ---------------------------------------------------------------- top-level targets
-ALL := $(SIM_LIB) $(EXAMPLES) $(TOOLS) $(TESTS) $(RUNNER) $(BENCHES)
+ALL := $(SIM_LIB) $(EXAMPLES) $(TOOLS) $(GPU_TOOLS) $(TESTS) $(RUNNER) $(BENCHES)
 
 .PHONY: all test bench gpu-check deps clean
 all: $(ALL)

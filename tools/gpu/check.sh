@@ -4,7 +4,7 @@
 #
 # Usage: tools/gpu/check.sh [-k CHECKS] OUTDIR
 #   BUILD (default build) holds a finished build; OUTDIR receives every run's output.
-#   -k takes a comma-separated subset of: train, trace, torch, bench, sim.
+#   -k takes a comma-separated subset of: train, trace, share, torch, bench, sim.
 #
 # train  examples/train.py on the GPU (both allocation patterns, which must agree), then under
 #        libelixir.so unlimited and with ELIXIR_GPU_MEMORY at 1/2, 1/4 and 1/8 of the footprint
@@ -15,6 +15,10 @@
 #        toolkit or in Python's nvidia packages) and by CUDA events (ELIXIR_CUPTI=off): the
 #        digest again, `elixir-trace summary` and `kernels` must read each trace, and kernels
 #        must have device times.
+# share  tools/gpu/share under the shim with a 1 GiB budget: another process (the program run
+#        again without the shim) takes all the GPU's free memory but 512 MiB while the job
+#        pages 2 GiB through it, then exits: every buffer must keep its data, and the shim must
+#        say once that its budget came down and once that it went back up to 1024 MiB.
 # torch  tools/gpu/torch_mlp.py (when python3 imports torch): without the shim, under it
 #        unlimited and with the budget at 1/2 and 1/4 of the caching allocator's peak: the same
 #        digest.
@@ -29,7 +33,7 @@
 set -u
 BUILD=${BUILD:-build}
 PYTHON=${PYTHON:-python3}
-ALL_CHECKS=train,trace,torch,bench,sim
+ALL_CHECKS=train,trace,share,torch,bench,sim
 CHECKS=$ALL_CHECKS
 usage() {
     echo "usage: $0 [-k CHECKS] OUTDIR   (CHECKS: comma-separated, of $ALL_CHECKS)" >&2
@@ -196,6 +200,29 @@ check_trace() {
     done
 }
 
+# ---------------------------------------------------------------- another process
+check_share() {
+    local prog=$BUILD/gpu/share down
+    [ -x "$prog" ] || { fail "share: $prog is missing (run make)"; return; }
+    if ! run share 300 env LD_PRELOAD="$SHIM" ELIXIR_GPU_MEMORY=1024M ELIXIR_LOG=info \
+        ELIXIR_STATS=1 "$prog" 1024; then
+        fail "share: tools/gpu/share failed (see share.out, share.err)"
+        return
+    fi
+    down='.*no GPU memory left within the 1024 MiB budget.*the budget is now \([0-9]*\) MiB.*'
+    down=$(sed -n "s/$down/\1/p" "$out/share.err")
+    if [ "$(echo "$down" | grep -c .)" -ne 1 ]; then
+        fail "share: the budget's coming down was not reported once (see share.err)"
+    elif [ "$(grep -c 'GPU memory is free again; the budget is back up to 1024 MiB' \
+        "$out/share.err")" -ne 1 ]; then
+        fail "share: the budget's going back up was not reported once (see share.err)"
+    else
+        pass "share: another process took the GPU's memory and gave it back: the budget came" \
+             "down to $down MiB and back up to 1024 MiB, every buffer kept its data" \
+             "($(stat_of "$out/share.err" "migrations to host") migrations out)"
+    fi
+}
+
 # ---------------------------------------------------------------- PyTorch
 check_torch() {
     local ref peak frac got
@@ -254,6 +281,7 @@ check_sim() {
 
 want train && check_train
 want trace && check_trace
+want share && check_share
 want torch && check_torch
 want bench && check_bench
 want sim && check_sim
