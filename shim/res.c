@@ -478,8 +478,8 @@ again:
     return arena_do_free(d, dptr, &info);
 }
 
-/* The arena owning dptr, when the shim serves a free of it: with no context current the
- * driver's answer (CUDA_ERROR_INVALID_CONTEXT) is the one. */
+/* The arena owning dptr, when the shim serves a stream-ordered free of it: with no context
+ * current the driver's answer is the one. */
 static res_dev_t *free_owner(CUdeviceptr dptr)
 {
     CUcontext cur = NULL;
@@ -487,11 +487,16 @@ static res_dev_t *free_owner(CUdeviceptr dptr)
     return d && DRV(cuCtxGetCurrent)(&cur) == CUDA_SUCCESS && cur ? d : NULL;
 }
 
+/* A free needs no current context: the allocation names its own, and the real driver frees
+ * with none current too.  Then the arena's context is pushed for the waits and unmapping. */
 int res_free(CUdeviceptr dptr, CUresult *r)
 {
-    res_dev_t *d = free_owner(dptr);
+    CUcontext cur = NULL, popped;
+    res_dev_t *d = res_owner(dptr);
     if (!d)
         return 0;
+    int pushed = DRV(cuCtxGetCurrent)(&cur) == CUDA_SUCCESS && !cur &&
+                 DRV(cuCtxPushCurrent_v2)(d->ctx) == CUDA_SUCCESS;
     shim_lock(&d->lock);
     relax_t rx = relax_begin();
     if (d->deferred)
@@ -499,6 +504,8 @@ int res_free(CUdeviceptr dptr, CUresult *r)
     int err = free_now(d, dptr);
     relax_end(rx);
     shim_unlock(&d->lock);
+    if (pushed)
+        DRV(cuCtxPopCurrent_v2)(&popped);
     *r = err ? CUDA_ERROR_INVALID_VALUE : CUDA_SUCCESS;
     return 1;
 }

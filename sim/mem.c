@@ -345,9 +345,13 @@ SIM_API CUresult CUDAAPI cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pitch, si
     return r;
 }
 
+/* The allocation names its context, so no context need be current: the real driver (580)
+ * frees it then too (the docs do not ask for one).  A current context must be usable. */
 SIM_API CUresult CUDAAPI cuMemFree_v2(CUdeviceptr dptr)
 {
-    CUresult r = sim_ctx_get(NULL);
+    CUresult r = sim_check_init();
+    if (r == CUDA_SUCCESS && sim_ctx_current())
+        r = sim_ctx_get(NULL);
     if (r != CUDA_SUCCESS)
         return r;
     if (dptr == 0)

@@ -2,17 +2,19 @@
 /*
  * mem_free_errors.c - cuMemFree takes only a pointer that cuMemAlloc returned: an interior
  * pointer, a pointer freed already, a host pointer or pinned host memory is
- * CUDA_ERROR_INVALID_VALUE, and such a failed call leaves the allocation intact.
+ * CUDA_ERROR_INVALID_VALUE, and such a failed call leaves the allocation intact.  No context
+ * need be current: the allocation names its own (the real driver, 580, frees it then too).
  */
 #include "memtest.h"
 
 int main(void)
 {
-    CUdeviceptr d, e;
+    CUdeviceptr d, e, f, base;
     void *pinned;
     int local;
+    size_t size;
 
-    st_setup(0);
+    CUcontext ctx = st_setup(0);
     CHECK_CU(cuMemAlloc(&d, 1 << 20));
     CHECK_CU(cuMemAlloc(&e, 4096));
     CHECK_CU(cuMemsetD32(d, 0x12345678u, (1 << 20) / 4));
@@ -34,6 +36,12 @@ int main(void)
     CHECK_CU(cuMemsetD8(e, 1, 4096));
     CHECK_CU(cuMemFree(e));
     EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuMemFree(e));
+
+    CHECK_CU(cuMemAlloc(&f, 4096));
+    CHECK_CU(cuCtxSetCurrent(NULL));
+    CHECK_CU(cuMemFree(f));
+    CHECK_CU(cuCtxSetCurrent(ctx));
+    EXPECT_CU(CUDA_ERROR_NOT_FOUND, cuMemGetAddressRange(&base, &size, f));
     CHECK_CU(cuCtxSynchronize());
     return 0;
 }

@@ -4,10 +4,11 @@
  * nothing.
  *
  * The scenario frees interior pointers of a large (two-chunk) and of small (sub-allocated)
- * allocations with cuMemFree and cuMemFreeAsync, frees each allocation twice, frees with no
- * context current, frees the null pointer, and after each bad free checks that the allocation
- * still works (a memset and a read back) and that freed memory is unknown to
- * cuMemGetAddressRange and cuPointerGetAttribute.  It prints every result.  The test runs it
+ * allocations with cuMemFree and cuMemFreeAsync, frees each allocation twice, frees the null
+ * pointer, and after each bad free checks that the allocation still works (a memset and a read
+ * back) and that freed memory is unknown to cuMemGetAddressRange and cuPointerGetAttribute.  A
+ * free with no context current frees (the allocation names its context; the real driver does
+ * so too).  It prints every result.  The test runs it
  * without and with libelixir.so (a 4 MiB GPU budget, so the large allocation is partly paged
  * out); the transcripts must be the same: CUDA_ERROR_INVALID_VALUE where the driver says so.
  */
@@ -59,13 +60,13 @@ static void interior_frees(CUdeviceptr big, CUdeviceptr small, CUstream s)
 }
 
 /* Each allocation freed twice; a neighbour of a freed slot is unharmed. */
-static void double_frees(CUdeviceptr big, CUdeviceptr small, CUdeviceptr other, CUstream s)
+static void double_frees(CUdeviceptr big, CUdeviceptr small, CUdeviceptr neighbour, CUstream s)
 {
     SHOW("free small", cuMemFree(small));
     SHOW("free small again", cuMemFree(small));
     SHOW("free async small again", cuMemFreeAsync(small, s));
     gone("freed small", small);
-    still_works("other beside the freed slot", other, 4096);
+    still_works("a neighbour of the freed slot", neighbour, 4096);
     SHOW("free big", cuMemFree(big));
     SHOW("free big again", cuMemFree(big));
     gone("freed big", big);
@@ -75,22 +76,24 @@ static void double_frees(CUdeviceptr big, CUdeviceptr small, CUdeviceptr other, 
 static void scenario(void)
 {
     CUcontext ctx = st_setup(0);
-    CUdeviceptr big, small, other, spare;
+    CUdeviceptr big, small, other, neighbour, spare;
     CUstream s;
 
     CHECK_CU(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
     CHECK_CU(cuMemAlloc(&big, 4 * MIB));
     CHECK_CU(cuMemAlloc(&small, 4096));
     CHECK_CU(cuMemAlloc(&other, 4096));
+    CHECK_CU(cuMemAlloc(&neighbour, 4096));
     CHECK_CU(cuMemAlloc(&spare, 2 * MIB));          /* pushes part of big out to host memory */
     interior_frees(big, small, s);
     SHOW("free null", cuMemFree(0));
     CHECK_CU(cuCtxSetCurrent(NULL));
     SHOW("free other, no context current", cuMemFree(other));
     CHECK_CU(cuCtxSetCurrent(ctx));
-    still_works("other after a free without context", other, 4096);
-    double_frees(big, small, other, s);
-    SHOW("free other", cuMemFree(other));
+    gone("other, freed with no context current", other);
+    double_frees(big, small, neighbour, s);
+    SHOW("free other again", cuMemFree(other));
+    SHOW("free neighbour", cuMemFree(neighbour));
     SHOW("free spare", cuMemFree(spare));
     CHECK_CU(cuStreamSynchronize(s));
     CHECK_CU(cuStreamDestroy(s));
