@@ -24,11 +24,6 @@ SIM_API CUresult CUDAAPI cuGetProcAddress(const char *symbol, void **pfn, int cu
 /* The version the simulated driver reports (cuDriverGetVersion); asking for more is invalid. */
 #define SIM_PROC_DRIVER_VERSION CUDA_VERSION
 
-/* What a lookup that finds no usable variant returns.  The cuda.h comment says CUDA_SUCCESS
- * with *pfn = NULL, but drivers in the field return CUDA_ERROR_NOT_FOUND, and callers such as
- * cudart treat either as "not available" as long as *pfn is NULL and symbolStatus says why. */
-#define SIM_PROC_MISS CUDA_ERROR_NOT_FOUND
-
 #define SIM_PROC_DEFAULT 0
 #define SIM_PROC_PTDS 1
 
@@ -64,9 +59,10 @@ static unsigned first_row(const char *symbol)
 /*
  * The newest row from `first` on (rows of one name, per_thread then version ascending) of the
  * given kind with version <= `version`, or NULL.  Sets *any when the name has a row of that kind
- * at all, whatever its version.
+ * at all, whatever its version.  Versions compare unsigned: the real driver (580) takes a
+ * negative cudaVersion as newer than any.
  */
-static const sim_proc_t *newest(unsigned first, int per_thread, int version, int *any)
+static const sim_proc_t *newest(unsigned first, int per_thread, unsigned version, int *any)
 {
     const sim_proc_t *best = NULL;
     const char *name = sim_procs[first].name;
@@ -75,7 +71,7 @@ static const sim_proc_t *newest(unsigned first, int per_thread, int version, int
         if (sim_procs[i].per_thread != per_thread)
             continue;
         *any = 1;
-        if (sim_procs[i].version <= version)
+        if ((unsigned)sim_procs[i].version <= version)
             best = &sim_procs[i];
     }
     return best;
@@ -84,36 +80,58 @@ static const sim_proc_t *newest(unsigned first, int per_thread, int version, int
 /*
  * Choose the variant of `symbol` for `version`: the newest default variant, replaced by the
  * newest per-thread one when `ptds` is set and that one is at least as new (a per-thread
- * variant of an older ABI must not stand in for a newer default one).  Returns NULL and sets
- * *status when there is none.
+ * variant of an older ABI must not stand in for a newer default one).  A name that has
+ * per-thread variants, asked for one at a version older than all of them, has none: the real
+ * driver (580) does not fall back to the default variant then (cuMemcpyHtoD at 3020).
+ * Returns NULL and sets *status when there is none.
  */
-static const sim_proc_t *choose(const char *symbol, int version, int ptds,
+static const sim_proc_t *choose(const char *symbol, unsigned version, int ptds,
                                 CUdriverProcAddressQueryResult *status)
 {
     unsigned first = first_row(symbol);
-    int any = 0;
+    int any_def = 0, any_pt = 0;
     const sim_proc_t *def, *pt;
 
     if (first == sim_nprocs) {
         *status = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
         return NULL;
     }
-    def = newest(first, SIM_PROC_DEFAULT, version, &any);
-    pt = ptds ? newest(first, SIM_PROC_PTDS, version, &any) : NULL;
-    if (pt && (!def || pt->version >= def->version))
+    def = newest(first, SIM_PROC_DEFAULT, version, &any_def);
+    pt = ptds ? newest(first, SIM_PROC_PTDS, version, &any_pt) : NULL;
+    if (any_pt && !pt)
+        def = NULL;
+    else if (pt && (!def || pt->version >= def->version))
         def = pt;
     *status = def ? CU_GET_PROC_ADDRESS_SUCCESS : CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT;
     return def;
 }
 
 /*
- * Contract (cuda.h, Driver Entry Point Access): `symbol` is a base name without version
- * suffix; flags is CU_GET_PROC_ADDRESS_DEFAULT or _LEGACY_STREAM (the default-stream variant)
- * or _PER_THREAD_DEFAULT_STREAM (the _ptds/_ptsz variant, falling back to the default one).
- * NULL symbol or pfn, any other flags value (both stream bits together included) or a version
- * above the driver's: CUDA_ERROR_INVALID_VALUE, symbolStatus untouched.  *pfn (when pfn is not
- * NULL) and the optional *symbolStatus are always set otherwise; a miss (unknown name, or no
- * variant as old as cudaVersion) returns SIM_PROC_MISS with *pfn = NULL.
+ * The lookup both entry points share.  flags: CU_GET_PROC_ADDRESS_DEFAULT or _LEGACY_STREAM
+ * (the default-stream variant), _PER_THREAD_DEFAULT_STREAM (the _ptds/_ptsz variant where the
+ * name has one), or both stream bits, which the real driver (580) takes as per-thread.
+ * CUDA_ERROR_INVALID_VALUE for other flags, a version above the driver's, or a NULL symbol or
+ * pfn (the real driver crashes; the docs do not say); then *pfn and *status are untouched.
+ * Otherwise *status says what was found and *row is it, or NULL.
+ */
+static CUresult lookup(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags,
+                       CUdriverProcAddressQueryResult *status, const sim_proc_t **row)
+{
+    const cuuint64_t known = CU_GET_PROC_ADDRESS_LEGACY_STREAM |
+                             CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM;
+
+    if (!symbol || !pfn || cudaVersion > SIM_PROC_DRIVER_VERSION || (flags & ~known))
+        return CUDA_ERROR_INVALID_VALUE;
+    *row = choose(symbol, (unsigned)cudaVersion,
+                  (flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) != 0, status);
+    return CUDA_SUCCESS;
+}
+
+/*
+ * Contract (Driver Entry Point Access): `symbol` is a base name without version suffix.  A
+ * lookup that finds no usable variant (an unknown name, or none as old as cudaVersion) returns
+ * CUDA_SUCCESS with *pfn = NULL, and the optional *symbolStatus says why, as the docs say and
+ * the real driver (580) does.  Invalid arguments: see lookup.
  */
 SIM_API CUresult CUDAAPI cuGetProcAddress_v2(const char *symbol, void **pfn, int cudaVersion,
                                              cuuint64_t flags,
@@ -121,27 +139,29 @@ SIM_API CUresult CUDAAPI cuGetProcAddress_v2(const char *symbol, void **pfn, int
 {
     CUdriverProcAddressQueryResult status;
     const sim_proc_t *row;
+    CUresult r = lookup(symbol, pfn, cudaVersion, flags, &status, &row);
 
-    if (pfn)
-        *pfn = NULL;
-    if (!symbol || !pfn || cudaVersion > SIM_PROC_DRIVER_VERSION)
-        return CUDA_ERROR_INVALID_VALUE;
-    if (flags != CU_GET_PROC_ADDRESS_DEFAULT && flags != CU_GET_PROC_ADDRESS_LEGACY_STREAM &&
-        flags != CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM)
-        return CUDA_ERROR_INVALID_VALUE;
-    row = choose(symbol, cudaVersion,
-                 flags == CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM, &status);
+    if (r != CUDA_SUCCESS)
+        return r;
     if (symbolStatus)
         *symbolStatus = status;
-    if (!row)
-        return SIM_PROC_MISS;
-    *pfn = row->fn;
+    *pfn = row ? row->fn : NULL;
     return CUDA_SUCCESS;
 }
 
-/* The CUDA 11.3 entry point: the same lookup without the status out-parameter. */
+/* The CUDA 11.3 entry point: the same lookup without the status out-parameter.  A miss is
+ * CUDA_ERROR_NOT_FOUND with *pfn untouched (the real driver, 580). */
 SIM_API CUresult CUDAAPI cuGetProcAddress(const char *symbol, void **pfn, int cudaVersion,
                                           cuuint64_t flags)
 {
-    return cuGetProcAddress_v2(symbol, pfn, cudaVersion, flags, NULL);
+    CUdriverProcAddressQueryResult status;
+    const sim_proc_t *row;
+    CUresult r = lookup(symbol, pfn, cudaVersion, flags, &status, &row);
+
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (!row)
+        return CUDA_ERROR_NOT_FOUND;
+    *pfn = row->fn;
+    return CUDA_SUCCESS;
 }

@@ -3,7 +3,8 @@
  * init_error_names.c - cuGetErrorName and cuGetErrorString as documented: the name and the
  * description of every CUresult the header declares (checked on a few, and that the two
  * differ), CUDA_ERROR_INVALID_VALUE with *pStr set to NULL for a code that is not one, and
- * CUDA_ERROR_INVALID_VALUE for a NULL pStr.  Both work before cuInit.
+ * on the simulator CUDA_ERROR_INVALID_VALUE for a NULL pStr (the docs do not say; the real
+ * driver crashes).  Both work before cuInit.
  */
 #include <string.h>
 
@@ -39,10 +40,12 @@ int main(void)
     expect_name(CUDA_ERROR_UNKNOWN, "CUDA_ERROR_UNKNOWN");
     expect_unknown((CUresult)12345);
     expect_unknown((CUresult)-1);
-    EXPECT(cuGetErrorName(CUDA_SUCCESS, NULL) == CUDA_ERROR_INVALID_VALUE,
-           "cuGetErrorName with a NULL pStr");
-    EXPECT(cuGetErrorString(CUDA_SUCCESS, NULL) == CUDA_ERROR_INVALID_VALUE,
-           "cuGetErrorString with a NULL pStr");
+    if (st_simulated()) {               /* the real driver (580) crashes */
+        EXPECT(cuGetErrorName(CUDA_SUCCESS, NULL) == CUDA_ERROR_INVALID_VALUE,
+               "cuGetErrorName with a NULL pStr");
+        EXPECT(cuGetErrorString(CUDA_SUCCESS, NULL) == CUDA_ERROR_INVALID_VALUE,
+               "cuGetErrorString with a NULL pStr");
+    }
     printf("names and descriptions as documented\n");
     return 0;
 }

@@ -4,17 +4,26 @@
  *
  * Each case names a base symbol, a CUDA version and flags, and the exported name that must
  * come back, read off cuda.h and cudaTypedefs.h by hand (PFN_<name>_v<version> typedefs and the
- * #define NAME NAME_vN lines), not from the generator.  Then the error cases: NULL arguments,
- * bad flags, a version above the driver's, unknown and empty names.  Both entry points are
- * checked: cuGetProcAddress_v2 (5 arguments) and the legacy 4-argument cuGetProcAddress.
- * Nothing here calls cuInit: like the real driver, the lookup works before it.
+ * #define NAME NAME_vN lines), not from the generator, and where the docs leave it open, the
+ * real driver's answers (580): a negative version is newer than any, both stream flags
+ * together ask for the per-thread variant, and a name with per-thread variants asked for one
+ * at a version before them has none.  A lookup that finds
+ * nothing returns CUDA_SUCCESS with *pfn NULL and the reason in symbolStatus through
+ * cuGetProcAddress_v2 (5 arguments; the docs say so), CUDA_ERROR_NOT_FOUND with *pfn untouched
+ * through the legacy 4-argument cuGetProcAddress (the driver does so).  Then the error cases,
+ * which leave *pfn and symbolStatus untouched: bad flags, a version above the driver's, and on
+ * the simulator NULL arguments (the real driver crashes on them).  Nothing here calls cuInit:
+ * like the real driver, the lookup works before it.
  */
+#include <limits.h>
 #include <dlfcn.h>
 #include <stdio.h>
 #include <string.h>
 
 #include <cuda.h>
 #include <cudaTypedefs.h>
+
+#include "simtest.h"
 
 #define DEF CU_GET_PROC_ADDRESS_DEFAULT
 #define LEG CU_GET_PROC_ADDRESS_LEGACY_STREAM
@@ -45,7 +54,12 @@ static const proc_case_t cases[] = {
     { "cuMemcpy", 7000, PTDS, "cuMemcpy_ptds", 0 },
     { "cuMemcpy", 7000, DEF, "cuMemcpy", 0 },
     { "cuMemcpy", 7000, LEG, "cuMemcpy", 0 },
-    { "cuMemcpy", 6050, PTDS, "cuMemcpy", 0 },                  /* per-thread came in 7.0 */
+    { "cuMemcpy", 7000, LEG | PTDS, "cuMemcpy_ptds", 0 },
+    { "cuMemcpy", 6050, LEG | PTDS, NULL, OLD },
+    { "cuMemAlloc", 13000, LEG | PTDS, "cuMemAlloc_v2", 0 },
+    { "cuMemcpy", 6050, PTDS, NULL, OLD },                      /* per-thread came in 7.0 */
+    { "cuMemcpyHtoD", 3020, PTDS, NULL, OLD },                  /* not cuMemcpyHtoD_v2 */
+    { "cuLaunchKernel", 6050, PTDS, NULL, OLD },
     { "cuLaunchKernel", 7000, PTDS, "cuLaunchKernel_ptsz", 0 },
     { "cuLaunchKernel", 4000, DEF, "cuLaunchKernel", 0 },
     { "cuLaunchKernel", 3020, DEF, NULL, OLD },
@@ -93,7 +107,9 @@ static const proc_case_t cases[] = {
     { "cuDeviceGetHostAtomicCapabilities", 13000, DEF, "cuDeviceGetHostAtomicCapabilities", 0 },
     { "cuInit", 2000, DEF, "cuInit", 0 },
     { "cuInit", 0, DEF, NULL, OLD },
-    { "cuInit", -1, DEF, NULL, OLD },
+    { "cuInit", -1, DEF, "cuInit", 0 },                         /* negative: the newest */
+    { "cuCtxSynchronize", -1, DEF, "cuCtxSynchronize_v2", 0 },
+    { "cuMemAlloc", INT_MIN, DEF, "cuMemAlloc_v2", 0 },
     { "cuNoSuchFunction", 13000, DEF, NULL, NOSYM },
     { "", 0, DEF, NULL, NOSYM },
     { "", 13000, PTDS, NULL, NOSYM },
@@ -119,9 +135,10 @@ static const char *name_of(void *fn)
     return "(none)";
 }
 
-/* Check one lookup's outcome (res, fn, status) against case c. */
+/* Check one lookup's outcome (res, fn, status) against case c; `untouched` is what fn held
+ * before, which a miss through the legacy entry point leaves. */
 static void check_case(const char *via, const proc_case_t *c, CUresult res, void *fn,
-                       int status, int have_status)
+                       int status, int have_status, int legacy, void *untouched)
 {
     char what[160], exp[96], got[160];
 
@@ -137,8 +154,15 @@ static void check_case(const char *via, const proc_case_t *c, CUresult res, void
         return;
     }
     snprintf(got, sizeof(got), "result %d status %d pfn %p", res, status, fn);
-    snprintf(exp, sizeof(exp), "result %d status %d pfn (nil)", CUDA_ERROR_NOT_FOUND, c->status);
-    if (res != CUDA_ERROR_NOT_FOUND || fn || (have_status && status != c->status))
+    if (legacy) {
+        snprintf(exp, sizeof(exp), "result %d pfn untouched (%p)", CUDA_ERROR_NOT_FOUND,
+                 untouched);
+        if (res != CUDA_ERROR_NOT_FOUND || fn != untouched)
+            fail(what, exp, got);
+        return;
+    }
+    snprintf(exp, sizeof(exp), "result 0 status %d pfn (nil)", c->status);
+    if (res != CUDA_SUCCESS || fn || (have_status && status != c->status))
         fail(what, exp, got);
 }
 
@@ -150,46 +174,49 @@ static void run_cases(PFN_cuGetProcAddress_v11030 legacy)
         void *fn = (void *)&status;
         CUresult res = cuGetProcAddress_v2(c->symbol, &fn, c->version, c->flags, &status);
 
-        check_case("cuGetProcAddress_v2", c, res, fn, (int)status, 1);
+        check_case("cuGetProcAddress_v2", c, res, fn, (int)status, 1, 0, NULL);
         fn = (void *)&status;
         res = cuGetProcAddress_v2(c->symbol, &fn, c->version, c->flags, NULL);
-        check_case("cuGetProcAddress_v2/no status", c, res, fn, 0, 0);
+        check_case("cuGetProcAddress_v2/no status", c, res, fn, 0, 0, 0, NULL);
         fn = (void *)&status;
         res = legacy(c->symbol, &fn, c->version, c->flags);
-        check_case("cuGetProcAddress", c, res, fn, 0, 0);
+        check_case("cuGetProcAddress", c, res, fn, 0, 0, 1, (void *)&status);
     }
 }
 
-/* One invalid call: must return CUDA_ERROR_INVALID_VALUE and leave symbolStatus alone. */
-static void check_invalid(const char *what, const char *symbol, void **pfn, int version,
-                          cuuint64_t flags)
+/* One invalid call, through both entry points: must return CUDA_ERROR_INVALID_VALUE and leave
+ * *pfn and symbolStatus alone. */
+static void check_invalid(const char *what, PFN_cuGetProcAddress_v11030 legacy,
+                          const char *symbol, int null_pfn, int version, cuuint64_t flags)
 {
     CUdriverProcAddressQueryResult status = 99;
+    void *fn = &fn;
+    void **pfn = null_pfn ? NULL : &fn;
     CUresult res = cuGetProcAddress_v2(symbol, pfn, version, flags, &status);
-    char got[64];
+    char got[96];
 
-    snprintf(got, sizeof(got), "result %d status %d pfn %p", res, (int)status,
-             pfn ? *pfn : NULL);
-    if (res != CUDA_ERROR_INVALID_VALUE || status != 99 || (pfn && *pfn))
-        fail(what, "result 1 (CUDA_ERROR_INVALID_VALUE) status untouched pfn (nil)", got);
+    snprintf(got, sizeof(got), "result %d status %d pfn %s", res, (int)status,
+             fn == (void *)&fn ? "untouched" : "changed");
+    if (res != CUDA_ERROR_INVALID_VALUE || status != 99 || fn != (void *)&fn)
+        fail(what, "result 1 (CUDA_ERROR_INVALID_VALUE) status and pfn untouched", got);
+    res = legacy(symbol, pfn, version, flags);
+    snprintf(got, sizeof(got), "legacy: result %d pfn %s", res,
+             fn == (void *)&fn ? "untouched" : "changed");
+    if (res != CUDA_ERROR_INVALID_VALUE || fn != (void *)&fn)
+        fail(what, "legacy: result 1 (CUDA_ERROR_INVALID_VALUE) pfn untouched", got);
 }
 
-static void run_invalid(void)
+static void run_invalid(PFN_cuGetProcAddress_v11030 legacy)
 {
-    void *fn = &fn;
-
-    check_invalid("NULL symbol", NULL, &fn, 13000, DEF);
-    check_invalid("NULL pfn", "cuMemAlloc", NULL, 13000, DEF);
-    fn = &fn;
-    check_invalid("flags 4", "cuMemAlloc", &fn, 13000, 4);
-    fn = &fn;
-    check_invalid("flags LEGACY|PTDS", "cuMemAlloc", &fn, 13000, LEG | PTDS);
-    fn = &fn;
-    check_invalid("flags bit 40", "cuMemcpy", &fn, 13000, 1ull << 40);
-    fn = &fn;
-    check_invalid("version above the driver's", "cuMemAlloc", &fn, CUDA_VERSION + 10, DEF);
-    if (cuGetProcAddress_v2(NULL, NULL, 13000, DEF, NULL) != CUDA_ERROR_INVALID_VALUE)
-        fail("all NULL", "CUDA_ERROR_INVALID_VALUE", "another result");
+    check_invalid("flags 4", legacy, "cuMemAlloc", 0, 13000, 4);
+    check_invalid("flags bit 40", legacy, "cuMemcpy", 0, 13000, 1ull << 40);
+    check_invalid("version above the driver's", legacy, "cuMemAlloc", 0, CUDA_VERSION + 10,
+                  DEF);
+    if (!st_simulated())
+        return;
+    check_invalid("NULL symbol", legacy, NULL, 0, 13000, DEF);
+    check_invalid("NULL pfn", legacy, "cuMemAlloc", 1, 13000, DEF);
+    check_invalid("all NULL", legacy, NULL, 1, 13000, DEF);
 }
 
 /* The pointers handed out for cuGetProcAddress itself are usable entry points. */
@@ -225,7 +252,7 @@ int main(void)
         return 1;
     }
     run_cases(legacy);
-    run_invalid();
+    run_invalid(legacy);
     run_self();
     if (failures) {
         printf("proc_variants: %d failure(s)\n", failures);

@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * sim_basic.c - the simulator's first contract: init, one 1 GiB device by default, a
- * round trip through device memory, and a PTX kernel bound to a host function.
+ * round trip through device memory, and a PTX kernel bound to a host function.  The tests see
+ * it as the simulator (st_simulated, which keeps them from checking on a real driver what
+ * only the simulator defines).
  */
 #include <string.h>
 
@@ -28,6 +30,7 @@ int main(void)
     CUdevice dev;
     float host[1000];
 
+    EXPECT(st_simulated(), "the tests do not see libcuda.so.1 as the simulator");
     EXPECT_CU(CUDA_ERROR_NOT_INITIALIZED, cuDeviceGetCount(&count));
     st_setup(0);
     CHECK_CU(cuDriverGetVersion(&version));

@@ -8,6 +8,7 @@
 #define SIMTEST_H
 
 #include <cuda.h>
+#include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -46,6 +47,14 @@ static inline const char *st_err(CUresult r)
             exit(1);                                                                        \
         }                                                                                   \
     } while (0)
+
+/* 1 when libcuda.so.1 is the simulator.  The tests also run against the real driver
+ * (`make gpu-check`), which crashes on some arguments the docs do not cover, such as a NULL
+ * out-parameter, where the simulator refuses them: tests check those only here. */
+static inline int st_simulated(void)
+{
+    return dlsym(RTLD_DEFAULT, "sim_other_process_memory") != NULL;
+}
 
 /* The list of the cuGetProcAddress requests libcudart 13 makes at start-up: the file named by
  * ELIXIR_PROC_REQUESTS, else the project's shared copy, else the one kept in tests/fixtures
