@@ -97,6 +97,10 @@ $(BUILD)/gpu/%: tools/gpu/%.c $(SIM_LIB)
 	$(call msg,CC,$<)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(CFLAGS) -o $@ $< -L$(BUILD)/sim -l:libcuda.so.1 $(LDFLAGS) -ldl
+$(BUILD)/gpu/nccl_paging: tools/gpu/nccl_paging.c $(SIM_LIB) $(NCCL_LIB)
+	$(call msg,CC,$<)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(CFLAGS) -o $@ $< -L$(BUILD)/sim -l:libnccl.so.2 -l:libcuda.so.1 $(LDFLAGS)
 
 # ---------------------------------------------------------------- tests and benchmarks
 # Every tests/NAME.c is one test program; tests/lib/*.c is shared helper code linked into each.

@@ -4,7 +4,7 @@
 #
 # Usage: tools/gpu/check.sh [-k CHECKS] OUTDIR
 #   BUILD (default build) holds a finished build; OUTDIR receives every run's output.
-#   -k takes a comma-separated subset of: train, trace, share, torch, bench, sim.
+#   -k takes a comma-separated subset of: train, trace, share, nccl, torch, bench, sim.
 #
 # train  examples/train.py on the GPU (both allocation patterns, which must agree), then under
 #        libelixir.so unlimited and with ELIXIR_GPU_MEMORY at 1/2, 1/4 and 1/8 of the footprint
@@ -19,6 +19,10 @@
 #        again without the shim) takes all the GPU's free memory but 512 MiB while the job
 #        pages 2 GiB through it, then exits: every buffer must keep its data, and the shim must
 #        say once that its budget came down and once that it went back up to 1024 MiB.
+# nccl   tools/gpu/nccl_paging under the shim with a 1 GiB budget: 4 GiB of send and receive
+#        buffers through NCCL's all-reduce, broadcast, all-gather and reduce-scatter (one
+#        rank), alone and in groups: every receive buffer must be right, with memory paged out
+#        and back.  Skipped where ldconfig knows no libnccl.so.2.
 # torch  tools/gpu/torch_mlp.py (when python3 imports torch): without the shim, under it
 #        unlimited and with the budget at 1/2 and 1/4 of the caching allocator's peak: the same
 #        digest.
@@ -33,7 +37,7 @@
 set -u
 BUILD=${BUILD:-build}
 PYTHON=${PYTHON:-python3}
-ALL_CHECKS=train,trace,share,torch,bench,sim
+ALL_CHECKS=train,trace,share,nccl,torch,bench,sim
 CHECKS=$ALL_CHECKS
 usage() {
     echo "usage: $0 [-k CHECKS] OUTDIR   (CHECKS: comma-separated, of $ALL_CHECKS)" >&2
@@ -223,6 +227,29 @@ check_share() {
     fi
 }
 
+# ---------------------------------------------------------------- NCCL
+check_nccl() {
+    local prog=$BUILD/gpu/nccl_paging moved back
+    [ -x "$prog" ] || { fail "nccl: $prog is missing (run make)"; return; }
+    if ! ldconfig -p | grep -q 'libnccl\.so\.2 '; then
+        skip "nccl: ldconfig knows no libnccl.so.2"
+        return
+    fi
+    if ! run nccl 300 env LD_PRELOAD="$SHIM" ELIXIR_GPU_MEMORY=1024M ELIXIR_STATS=1 "$prog" 1024
+    then
+        fail "nccl: tools/gpu/nccl_paging failed (see nccl.out, nccl.err)"
+        return
+    fi
+    moved=$(stat_of "$out/nccl.err" "migrations to host")
+    back=$(stat_of "$out/nccl.err" "to GPU")
+    if [ "${moved:-0}" -gt 0 ] && [ "${back:-0}" -gt 0 ]; then
+        pass "nccl: every collective, alone and grouped, found its buffers (4 GiB through a" \
+             "1 GiB budget: $moved migrations out, $back back)"
+    else
+        fail "nccl: nothing was paged out and back (see nccl.err)"
+    fi
+}
+
 # ---------------------------------------------------------------- PyTorch
 check_torch() {
     local ref peak frac got
@@ -282,6 +309,7 @@ check_sim() {
 want train && check_train
 want trace && check_trace
 want share && check_share
+want nccl && check_nccl
 want torch && check_torch
 want bench && check_bench
 want sim && check_sim
