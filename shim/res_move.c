@@ -449,8 +449,8 @@ static void phys_release(res_dev_t *d, int tier, CUmemGenericAllocationHandle h)
  * A budget that came down (budget_shrink) goes back up when the memory is there again.  When
  * a budget has no room for a chunk, at most every REGROW_MS milliseconds, the shim looks:
  * - GPU: the device's free memory (cuMemGetInfo).  The budget rises to what the shim holds
- *   plus that memory (less the reserve, as the default budget leaves one), never above the
- *   budget it was set up with.
+ *   plus that memory (for the automatic budget, less the reserve, by the default's rule over
+ *   the two together), never above the budget it was set up with.
  * - Host: it pins one chunk beyond the budget.  If the system gives it, the budget is back to
  *   the one set up (a later refusal brings it down again), and the chunk is kept as a spare.
  * A look costs one driver call; memory that comes back is used within REGROW_MS of the next
@@ -475,8 +475,11 @@ static void gpu_regrow(res_dev_t *d)
         DRV(cuCtxPopCurrent_v2)(&popped);
     if (r != CUDA_SUCCESS)
         return;
-    uint64_t room = d->gpu_budget_auto ? res_gpu_headroom(free_b, total) : free_b;
-    uint64_t to = (res_gpu_charged(d) + room) / d->chunk * d->chunk;
+    /* The default's rule over what the shim could hold (its own and the free memory), so that
+     * a later look with nothing changed finds the same budget, not half of what is left. */
+    uint64_t could = res_gpu_charged(d) + free_b;
+    uint64_t to = (d->gpu_budget_auto ? res_gpu_headroom(could, total) : could) / d->chunk *
+                  d->chunk;
     to = to < d->gpu_budget_set ? to : d->gpu_budget_set;
     if (to <= d->gpu_budget)
         return;
