@@ -9,14 +9,10 @@ set -u
 . tests/lib/sim_env.sh
 sim_setup
 sim_tmpdir
-export LD_LIBRARY_PATH=$BUILD/sim${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+export ELIXIR_SIM_MEMORY=64M ELIXIR_GPU_MEMORY=16M ELIXIR_STATS=1
 
 for vmm in 1 0; do
-    ELIXIR_SIM_HOST_VMM=$vmm ELIXIR_SIM_MEMORY=64M ELIXIR_GPU_MEMORY=16M ELIXIR_STATS=1 \
-        LD_PRELOAD=${LD_PRELOAD:+$LD_PRELOAD:}$SHIM "$BUILD/gpu/nccl_paging" 16 \
-        >"$tmp/o.out" 2>"$tmp/o.err" ||
-        fail_showing "$tmp/o.err" "nccl_paging exited $? (host mapping $vmm)"
-    cat "$tmp/o.out"
+    shim_gpu_tool "$vmm" nccl_paging 16
     out=$(shim_stat "$tmp/o.err" "migrations to host")
     back=$(shim_stat "$tmp/o.err" "to GPU")
     echo "host mapping $vmm: $out migrations to host, $back to the GPU"

@@ -10,14 +10,10 @@ set -u
 . tests/lib/sim_env.sh
 sim_setup
 sim_tmpdir
-export LD_LIBRARY_PATH=$BUILD/sim${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+export ELIXIR_SIM_MEMORY=64M ELIXIR_GPU_MEMORY=32M ELIXIR_LOG=info ELIXIR_STATS=1
 
 for vmm in 1 0; do
-    ELIXIR_SIM_HOST_VMM=$vmm ELIXIR_SIM_MEMORY=64M ELIXIR_GPU_MEMORY=32M ELIXIR_LOG=info \
-        ELIXIR_STATS=1 LD_PRELOAD=${LD_PRELOAD:+$LD_PRELOAD:}$SHIM "$BUILD/gpu/share" 32 \
-        >"$tmp/o.out" 2>"$tmp/o.err" ||
-        fail_showing "$tmp/o.err" "share exited $? (host mapping $vmm)"
-    cat "$tmp/o.out"
+    shim_gpu_tool "$vmm" share 32
     [ "$(grep -c 'no GPU memory left within the 32 MiB budget .*the budget is now 20 MiB' \
         "$tmp/o.err")" -eq 1 ] ||
         fail_showing "$tmp/o.err" "the budget's coming down was not reported once"

@@ -11,6 +11,7 @@
 #   shim_train ARGS...  the same under the shim ($SHIM) with ELIXIR_STATS=1
 #   run_or_fail WHAT NAME CMD...  CMD into $tmp/NAME.out and .err, failing the script if it fails
 #   fail_showing FILE MESSAGE  the end of FILE, then "FAIL: MESSAGE" and exit 1
+#   shim_gpu_tool HOST_VMM NAME ARGS...  a program of `make gpu-check` under the shim
 #   shim_stat FILE TEXT  a figure of the shim's statistics
 #   shim_train_reference, shim_train_budget, shim_train_device  the job without the shim, under
 #                 it, under a budget, on a smaller simulated GPU
@@ -85,6 +86,20 @@ fail_showing() {
 # ---- reading the shim's statistics (ELIXIR_STATS=1 on stderr): the first device's figures
 
 # shim_stat FILE TEXT: the number that follows the first "TEXT " in FILE, or nothing.
+# shim_gpu_tool HOST_VMM NAME ARGS...: $BUILD/gpu/NAME ARGS (a program of `make gpu-check`)
+# under the shim, with the simulator's host mapping through VMM on (1) or off (0), its output
+# in $tmp/o.out (printed) and $tmp/o.err; fails the script when it fails.  The caller's
+# environment sets the budgets.
+shim_gpu_tool() {
+    local vmm=$1 name=$2
+    shift 2
+    LD_LIBRARY_PATH=$BUILD/sim${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} ELIXIR_SIM_HOST_VMM=$vmm \
+        LD_PRELOAD=${LD_PRELOAD:+$LD_PRELOAD:}$SHIM "$BUILD/gpu/$name" "$@" \
+        >"$tmp/o.out" 2>"$tmp/o.err" ||
+        fail_showing "$tmp/o.err" "$name exited $? (host mapping $vmm)"
+    cat "$tmp/o.out"
+}
+
 shim_stat() {
     sed -n "s/.*$2 \([0-9]*\).*/\1/p" "$1" | head -n 1
 }
