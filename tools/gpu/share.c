@@ -13,8 +13,8 @@
  * Then the other process exits; after a pause longer than the shim's 100 ms between looks,
  * the job frees half of the buffers, allocates and fills them again (new chunks, so memory is
  * short and the shim looks) and reads every buffer back: the budget must be back where it
- * was.  cuMemGetInfo's total (the budgets together, under the
- * shim) is read at the three points: it must drop while the memory is taken and come back.
+ * was.  cuMemGetInfo's total (the budgets together, under the shim) is read at the three
+ * points: it must drop while the memory is taken and come back.
  *
  * The other process: on a real driver, this program run again as `share hog LEAVE_MIB`
  * without the shim, holding its memory until its standard input closes; on the simulator,
@@ -25,6 +25,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <spawn.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,11 +39,15 @@
 
 extern char **environ;
 
-static void die(const char *fmt, const char *what, long long v)
+__attribute__((format(printf, 1, 2), noreturn)) static void die(const char *fmt, ...)
 {
+    va_list ap;
+
+    va_start(ap, fmt);
     fprintf(stderr, "share: ");
-    fprintf(stderr, fmt, what, v);
+    vfprintf(stderr, fmt, ap);
     fputc('\n', stderr);
+    va_end(ap);
     exit(1);
 }
 
@@ -50,7 +55,7 @@ static void die(const char *fmt, const char *what, long long v)
     do {                                                                                    \
         CUresult r_ = (call);                                                               \
         if (r_ != CUDA_SUCCESS)                                                             \
-            die("%s failed: CUresult %lld", #call, (long long)r_);                          \
+            die("%s failed: CUresult %d", #call, (int)r_);                                  \
     } while (0)
 
 /* ------------------------------------------------------------ the other process */
@@ -77,7 +82,7 @@ static int hog(const char *leave_mib)
     CK(cuCtxSetCurrent(ctx));
     CK(cuMemGetInfo(&free_b, &total));
     if (free_b <= leave)
-        die("%s: only %lld MiB free", "hog", (long long)(free_b / MIB));
+        die("hog: only %zu MiB free", free_b / MIB);
     CK(cuMemAlloc(&p, free_b - leave));
     printf("%llu\n", (unsigned long long)((free_b - leave) / MIB));
     fflush(stdout);
@@ -94,7 +99,7 @@ static char **plain_environ(void)
         n++;
     char **env = calloc(n + 1, sizeof(*env));
     if (!env)
-        die("%s: out of memory (%lld)", "environment", 0);
+        die("no memory for the environment");
     for (size_t i = 0; i < n; i++)
         if (strncmp(environ[i], "LD_PRELOAD=", 11) != 0)
             env[k++] = environ[i];
@@ -116,8 +121,7 @@ static uint64_t others_take(uint64_t leave)
                 hi = mid - 1;
         }
         if (lo * MIB <= leave || sim_take(0, lo * MIB - leave) != 0)
-            die("%s: the simulated device has only %lld MiB free", "others_take",
-                (long long)lo);
+            die("the simulated device has only %" PRIu64 " MiB free", lo);
         return lo - leave / MIB;
     }
 
@@ -128,7 +132,7 @@ static uint64_t others_take(uint64_t leave)
 
     snprintf(leave_mib, sizeof(leave_mib), "%llu", (unsigned long long)(leave / MIB));
     if (pipe(in) || pipe(out))
-        die("%s: pipe: errno %lld", "others_take", errno);
+        die("pipe: %s", strerror(errno));
     posix_spawn_file_actions_init(&fa);
     posix_spawn_file_actions_adddup2(&fa, in[0], 0);
     posix_spawn_file_actions_adddup2(&fa, out[1], 1);
@@ -136,14 +140,14 @@ static uint64_t others_take(uint64_t leave)
     posix_spawn_file_actions_addclose(&fa, out[0]);
     int e = posix_spawn(&hog_pid, "/proc/self/exe", &fa, NULL, argv, plain_environ());
     if (e)
-        die("%s: posix_spawn: errno %lld", "others_take", e);
+        die("posix_spawn: %s", strerror(e));
     close(in[0]);
     close(out[1]);
     hog_stdin = in[1];
     FILE *f = fdopen(out[0], "r");
     if (!f || !fgets(line, sizeof(line), f))
-        die("%s: the other process took nothing (exit status %lld)", "others_take",
-            waitpid(hog_pid, &e, 0) == hog_pid ? (long long)e : -1);
+        die("the other process took nothing (wait status %d)",
+            waitpid(hog_pid, &e, 0) == hog_pid ? e : -1);
     fclose(f);
     return strtoull(line, NULL, 10);
 }
@@ -156,12 +160,12 @@ static void others_leave(void)
 
     if (sim_take) {
         if (sim_take(0, 0) != 0)
-            die("%s: sim_other_process_memory(0, 0) failed (%lld)", "others_leave", 0);
+            die("sim_other_process_memory(0, 0) failed");
         return;
     }
     close(hog_stdin);
     if (waitpid(hog_pid, &st, 0) != hog_pid || !WIFEXITED(st) || WEXITSTATUS(st) != 0)
-        die("%s: the other process ended with status %lld", "others_leave", st);
+        die("the other process ended with wait status %d", st);
 }
 
 /* ------------------------------------------------------------ the job */
@@ -191,8 +195,8 @@ static void verify(const CUdeviceptr *buf, size_t bytes, const unsigned *gen, ui
         CK(cuMemcpyDtoH(host, buf[i], bytes));
         for (size_t w = 0; w < bytes / 4; w++)
             if (host[w] != pattern(gen, i))
-                die("%s: word %lld is wrong", gen[i] ? "a buffer allocated after the other "
-                    "process left" : "a buffer filled while it held memory", (long long)w);
+                die("%s: word %zu is wrong", gen[i] ? "a buffer allocated after the other "
+                    "process left" : "a buffer filled while it held memory", w);
     }
 }
 
@@ -215,7 +219,7 @@ int main(int argc, char **argv)
     uint32_t *host = malloc(bytes);
 
     if (!host)
-        die("%s: no %lld bytes of host memory", "main", (long long)bytes);
+        die("no %zu bytes of host memory", bytes);
     CK(cuInit(0));
     CK(cuDeviceGet(&dev, 0));
     CK(cuDevicePrimaryCtxRetain(&ctx, dev));
@@ -246,9 +250,9 @@ int main(int argc, char **argv)
     printf("cuMemGetInfo's total: %" PRIu64 " MiB, %" PRIu64 " MiB while the memory was taken, "
            "%" PRIu64 " MiB after\n", before, during, after);
     if (during >= before)
-        die("%s: the total did not drop (%lld MiB)", "cuMemGetInfo", (long long)during);
+        die("cuMemGetInfo: the total did not drop (%" PRIu64 " MiB)", during);
     if (after != before)
-        die("%s: the total did not come back (%lld MiB)", "cuMemGetInfo", (long long)after);
+        die("cuMemGetInfo: the total did not come back (%" PRIu64 " MiB)", after);
     for (unsigned i = 0; i < NBUF; i++)
         CK(cuMemFree(buf[i]));
     free(host);
