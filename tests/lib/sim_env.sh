@@ -83,9 +83,6 @@ fail_showing() {
     exit 1
 }
 
-# ---- reading the shim's statistics (ELIXIR_STATS=1 on stderr): the first device's figures
-
-# shim_stat FILE TEXT: the number that follows the first "TEXT " in FILE, or nothing.
 # shim_gpu_tool HOST_VMM NAME ARGS...: $BUILD/gpu/NAME ARGS (a program of `make gpu-check`)
 # under the shim, with the simulator's host mapping through VMM on (1) or off (0), its output
 # in $tmp/o.out (printed) and $tmp/o.err; fails the script when it fails.  The caller's
@@ -100,6 +97,9 @@ shim_gpu_tool() {
     cat "$tmp/o.out"
 }
 
+# ---- reading the shim's statistics (ELIXIR_STATS=1 on stderr): the first device's figures
+
+# shim_stat FILE TEXT: the number that follows the first "TEXT " in FILE, or nothing.
 shim_stat() {
     sed -n "s/.*$2 \([0-9]*\).*/\1/p" "$1" | head -n 1
 }
