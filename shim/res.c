@@ -534,7 +534,7 @@ static int free_async(res_dev_t *d, CUdeviceptr dptr, CUstream s, int ptds)
         return 0;
     }
     deferred_t *f = malloc(sizeof(*f));
-    use_event_t *e = f ? res_record(d, s, ptds) : NULL;
+    use_event_t *e = f ? res_record(d, s, ptds, res_stream_ctx(s)) : NULL;
     if (!e) {
         free(f);
         return free_now(d, dptr);       /* no event: the host waits instead */

@@ -29,6 +29,7 @@ enum { TIER_NONE, TIER_GPU, TIER_HOST };
 
 typedef struct use_event {
     CUevent ev;
+    CUcontext ctx;                  /* its context: it is recorded on that context's streams */
     int refs;                       /* uses, stream slots and joins naming it */
     uint32_t joined;                /* serial of the operation that last joined it */
     struct use_event *next_free;
@@ -50,6 +51,7 @@ typedef struct use {
 /* An application stream whose uses are recorded lazily. */
 typedef struct strm {
     CUstream s;                     /* the handle (the legacy stream of the arena's context) */
+    CUcontext ctx;                  /* its context, whose events it records */
     int live;                       /* 1: in use; -1: destroyed (ev covers all it ran); 0: free */
     uint64_t tick;                  /* operations recorded on it */
     uint64_t covered;               /* ticks up to this one complete before ev (NULL: done) */
@@ -476,8 +478,12 @@ void res_wait_idle(res_dev_t *d, chunk_t *c, double *blocked);
  * no arena call. */
 int res_idle_unlocked(res_dev_t *d, uint32_t ci, double *blocked);
 void res_finish(res_dev_t *d, collect_t *k, CUstream s, int ptds);
-/* An event recorded now on stream s (an application stream, ptds: the _ptsz ABI), or NULL. */
-use_event_t *res_record(res_dev_t *d, CUstream s, int ptds);
+/* An event recorded now on stream s (an application stream of context ctx, ptds: the _ptsz
+ * ABI), or NULL. */
+use_event_t *res_record(res_dev_t *d, CUstream s, int ptds, CUcontext ctx);
+/* The context of stream s, whose events it records: an ordinary stream's own, the current
+ * one for a default stream; NULL when the driver does not say. */
+CUcontext res_stream_ctx(CUstream s);
 int res_event_done(use_event_t *e);
 void res_event_wait(use_event_t *e, double *blocked);
 void res_event_put(res_dev_t *d, use_event_t *e);

@@ -20,30 +20,53 @@
 
 /* ---------------------------------------------------------------- last-use events */
 
-static use_event_t *event_get(res_dev_t *d)
+/*
+ * An event of context ctx with one reference.  An event can be recorded only on a stream of
+ * its own context, and the streams that reach an arena need not all be its context's (a
+ * context made with cuCtxCreate on the same device, or a free issued while another device's
+ * context is current), so every event keeps its context.  Those of the arena's context are
+ * kept for reuse on d's free list; another context's are made for the one use, in that
+ * context (pushed while the event is made when it is not current), and destroyed when the
+ * last reference goes, so that no free event outlives a context the application destroys.
+ */
+static use_event_t *event_get(res_dev_t *d, CUcontext ctx)
 {
-    use_event_t *e = d->free_events;
+    use_event_t *e = ctx == d->ctx ? d->free_events : NULL;
     if (e) {
         d->free_events = e->next_free;
     } else {
+        CUcontext cur = NULL, popped;
+        int pushed = DRV(cuCtxGetCurrent)(&cur) == CUDA_SUCCESS && cur != ctx &&
+                     DRV(cuCtxPushCurrent_v2)(ctx) == CUDA_SUCCESS;
         e = calloc(1, sizeof(*e));
-        if (!e || DRV(cuEventCreate)(&e->ev, CU_EVENT_DISABLE_TIMING) != CUDA_SUCCESS) {
+        CUresult r = e ? DRV(cuEventCreate)(&e->ev, CU_EVENT_DISABLE_TIMING)
+                       : CUDA_ERROR_OUT_OF_MEMORY;
+        if (pushed)
+            DRV(cuCtxPopCurrent_v2)(&popped);
+        if (r != CUDA_SUCCESS) {
             free(e);
             return NULL;
         }
+        e->ctx = ctx;
     }
     e->refs = 1;
     e->joined = 0;
     return e;
 }
 
-/* Drop one reference to e; the last one returns it to the free list. */
+/* Drop one reference to e; the last one returns it to the free list (the arena context's)
+ * or destroys it. */
 static void event_put(res_dev_t *d, use_event_t *e)
 {
-    if (e && --e->refs <= 0) {
+    if (!e || --e->refs > 0)
+        return;
+    if (e->ctx == d->ctx) {
         e->next_free = d->free_events;
         d->free_events = e;
+        return;
     }
+    DRV(cuEventDestroy_v2)(e->ev);
+    free(e);
 }
 
 static use_event_t *event_ref(use_event_t *e)
@@ -99,7 +122,7 @@ static use_event_t *record_slot(res_dev_t *d, const strm_t *st)
     CUcontext popped;
     if (legacy && DRV(cuCtxPushCurrent_v2)(d->ctx) != CUDA_SUCCESS)
         legacy = 0;
-    use_event_t *e = event_get(d);
+    use_event_t *e = event_get(d, legacy ? d->ctx : st->ctx);
     if (!e || DRV(cuEventRecord)(e->ev, st->s) != CUDA_SUCCESS) {
         event_put(d, e);
         if (DRV(cuStreamSynchronize)(st->s) != CUDA_SUCCESS)
@@ -202,7 +225,7 @@ int res_idle_unlocked(res_dev_t *d, uint32_t ci, double *blocked)
 
 /* Take a slot for stream s: a new one, or one of a destroyed stream whose work is done
  * (its ticks stay monotonic, so older uses of the slot read as covered); -1 when none. */
-static int stream_take(res_dev_t *d, CUstream s)
+static int stream_take(res_dev_t *d, CUstream s, CUcontext ctx)
 {
     unsigned i = d->nstreams;
     if (i == MAX_STREAMS)
@@ -219,6 +242,7 @@ static int stream_take(res_dev_t *d, CUstream s)
     st->ev = NULL;
     st->covered = st->tick;
     st->s = s;
+    st->ctx = ctx;
     st->live = 1;
     return (int)i;
 }
@@ -243,7 +267,7 @@ static int stream_slot(res_dev_t *d, CUstream s, int per_thread, CUcontext ctx)
             d->last_slot = i;
             return (int)i;
         }
-    int i = stream_take(d, s);
+    int i = stream_take(d, s, ctx);
     if (i >= 0)
         d->last_slot = (unsigned)i;
     return i;
@@ -325,15 +349,24 @@ int res_capture_open(void)
     return atomic_load_explicit(&res_captures, memory_order_acquire) > 0;
 }
 
-/* An event recorded now on the operation's stream (which is not capturing), or NULL. */
-use_event_t *res_record(res_dev_t *d, CUstream s, int ptds)
+/* An event recorded now on the operation's stream (which is not capturing; ctx its context),
+ * or NULL. */
+use_event_t *res_record(res_dev_t *d, CUstream s, int ptds, CUcontext ctx)
 {
-    use_event_t *e = event_get(d);
+    use_event_t *e = ctx ? event_get(d, ctx) : NULL;
     if (e && (ptds ? DRV(cuEventRecord_ptsz)(e->ev, s) : DRV(cuEventRecord)(e->ev, s)) ==
                  CUDA_SUCCESS)
         return e;
     event_put(d, e);
     return NULL;
+}
+
+CUcontext res_stream_ctx(CUstream s)
+{
+    CUcontext ctx = NULL;
+    if (!s || s == CU_STREAM_LEGACY || s == CU_STREAM_PER_THREAD)
+        return DRV(cuCtxGetCurrent)(&ctx) == CUDA_SUCCESS ? ctx : NULL;
+    return DRV(cuStreamGetCtx)(s, &ctx) == CUDA_SUCCESS ? ctx : NULL;
 }
 
 /* Make the join stream wait for o, unless o is done (once per operation k); if the join
@@ -372,7 +405,7 @@ static int join_use(res_dev_t *d, collect_t *k, use_t *u, use_event_t *e)
  * reference; when that fails the host waits for the join stream and e is returned. */
 static use_event_t *join_record(res_dev_t *d, use_event_t *e)
 {
-    use_event_t *j = event_get(d);
+    use_event_t *j = event_get(d, d->ctx);
     if (j && (!e || DRV(cuStreamWaitEvent)(d->join, e->ev, 0) == CUDA_SUCCESS) &&
         DRV(cuEventRecord)(j->ev, d->join) == CUDA_SUCCESS)
         return j;
@@ -423,12 +456,17 @@ static int finish_on_slot(res_dev_t *d, const collect_t *k, int slot)
 }
 
 /* res_finish where finish_on_slot does not do: an event recorded at once (slot < 0), or
- * uses that must be joined. */
+ * uses that must be joined.  Where the driver records no event, the host waits for the
+ * stream instead (under d's lock: only when the driver fails), so that the operation is done
+ * and its chunks' recorded uses stay as they were. */
 static SHIM_COLD void finish_joined(res_dev_t *d, collect_t *k, CUstream s, int ptds, int slot)
 {
-    use_event_t *e = slot < 0 ? res_record(d, s, ptds) : NULL;
-    if (slot < 0 && !e)
+    use_event_t *e = slot < 0 ? res_record(d, s, ptds, k->ctx) : NULL;
+    if (slot < 0 && !e) {
+        if (DRV(cuStreamSynchronize)(!s && ptds ? CU_STREAM_PER_THREAD : s) != CUDA_SUCCESS)
+            DRV(cuCtxSynchronize)();
         return;
+    }
     int n = join_op(d, k, slot, e);
     use_event_t *j = n ? join_record(d, e) : event_ref(e);
     uint64_t tick = slot >= 0 ? ++d->streams[slot].tick : 0;
