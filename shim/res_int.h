@@ -344,7 +344,9 @@ void res_park(res_dev_t *d, uint32_t ci);
 /* Parked chunk ci comes into use again, in GPU memory as it was: no driver call. */
 void res_unpark(res_dev_t *d, uint32_t ci);
 int res_make_room(res_dev_t *d, uint32_t serial);
-/* Evict until `bytes` more fit in the GPU budget with no spare chunk held; 0 or -ENOMEM. */
+/* Evict until `bytes` more fit in the GPU budget with no spare chunk held, waiting for the
+ * victims without d's lock as make_room does (d locked, no other lock held, outside arena
+ * calls); 0 or -ENOMEM. */
 int res_make_bytes(res_dev_t *d, uint64_t bytes);
 /* Before an allocation of n chunks enters the arena (whose callbacks must not drop d's lock):
  * room in GPU memory for as many of them as the budget holds, as far as evicting makes it,

@@ -1032,13 +1032,19 @@ void res_make_room_for(res_dev_t *d, uint32_t n)
 
 int res_make_bytes(res_dev_t *d, uint64_t bytes)
 {
+    int gap = 1, abandoned = 0;
     reclaim(d);
     for (;;) {
         spares_release(d, TIER_GPU);
         if (res_gpu_charged(d) + bytes <= d->gpu_budget)
             return 0;
-        if (park_drop(d) < 0 && evict_or_wait(d, 0, 0) < 0)
+        if (park_drop(d) == 0)
+            continue;
+        int r = evict_or_wait(d, 0, gap);
+        if (r < 0)
             return -ENOMEM;
+        if (r > 0 && ++abandoned == GAP_TRIES)
+            gap = 0;                    /* as make_room: the rest wait under the lock */
     }
 }
 

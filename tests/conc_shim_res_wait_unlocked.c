@@ -22,7 +22,10 @@
  * thread frees W instead of adding to V, which waits for the kernel, while the other thread
  * reads Z as in the first run; with MODE=alloc it allocates a fifth buffer Y instead, for
  * which W must make room under the shim (the allocation waits for the kernel, not the other
- * thread).  With MODE=evict-free the other thread frees W (which waits
+ * thread); with MODE=create it creates 2 MiB of device memory of its own instead
+ * (cuMemCreate, counted against the GPU budget), and with MODE=pool it allocates them from a
+ * pool of its own (cuMemAllocFromPoolAsync), for which W must make room in the same way.
+ * With MODE=evict-free the other thread frees W (which waits
  * for the kernel) while the main thread's eviction of W waits for it: the eviction must give
  * W up, and V come back all the same.  With MODE=evict-own Z and X are read (and the host
  * waits for the reads) before the spinning kernel is enqueued, so that W is the most recently
@@ -124,6 +127,10 @@ static void scenario(void)
 
     const char *mode = getenv("MODE") ? getenv("MODE") : "evict-z";
     int freeing = !strcmp(mode, "free"), allocating = !strcmp(mode, "alloc");
+    int creating = !strcmp(mode, "create"), pooling = !strcmp(mode, "pool");
+    CUmemGenericAllocationHandle made = 0;
+    CUmemoryPool pool = NULL;
+    CUdeviceptr pooled = 0;
     int copying = !strcmp(mode, "copy");
     reads = !strcmp(mode, "evict-w") ? &w : &z;
     other_frees = !strcmp(mode, "evict-free");
@@ -165,6 +172,17 @@ static void scenario(void)
     } else if (allocating) {
         CHECK_CU(cuMemAlloc(&y, BYTES));
         printf("y allocated while the kernel using w ran\n");
+    } else if (creating) {
+        CUmemAllocationProp prop = { .type = CU_MEM_ALLOCATION_TYPE_PINNED,
+                                     .location = { CU_MEM_LOCATION_TYPE_DEVICE, 0 } };
+        CHECK_CU(cuMemCreate(&made, BYTES, &prop, 0));
+        printf("device memory created while the kernel using w ran\n");
+    } else if (pooling) {
+        CUmemPoolProps props = { .allocType = CU_MEM_ALLOCATION_TYPE_PINNED,
+                                 .location = { CU_MEM_LOCATION_TYPE_DEVICE, 0 } };
+        CHECK_CU(cuMemPoolCreate(&pool, &props));
+        CHECK_CU(cuMemAllocFromPoolAsync(&pooled, BYTES, pool, s_add));
+        printf("pool memory allocated while the kernel using w ran\n");
     } else if (other_allocs) {
         void *add3_args[] = { &z, &x, &v, &n };
         CHECK_CU(sh_launch(st_function(ptx, "add3"), s_add, add3_args));
@@ -178,7 +196,7 @@ static void scenario(void)
     }
     if (freeing) {
         sh_expect_where(v, 0, "v, not needed by anything");
-    } else if (allocating) {
+    } else if (allocating || creating || pooling) {
         sh_expect_where(w, 0, "w, paged out for y once the kernel using it was done");
     } else if (other_frees) {
         sh_expect_where(v, 1, "v, brought back while w was freed");
@@ -219,8 +237,15 @@ static void scenario(void)
         CHECK_CU(cuMemcpyDtoH(host, v, BYTES));
         sh_expect_pattern(host, WORDS, 7, "v");
         printf("v holds pattern 7\n");
-    } else if (!freeing && !allocating) {
+    } else if (!freeing && !allocating && !creating && !pooling) {
         expect_plus_one(v, 1, "v");
+    }
+    if (made)
+        CHECK_CU(cuMemRelease(made));
+    if (pooled) {
+        CHECK_CU(cuMemFreeAsync(pooled, s_add));
+        CHECK_CU(cuStreamSynchronize(s_add));
+        CHECK_CU(cuMemPoolDestroy(pool));
     }
     if (other_allocs) {
         expect_plus_one(z, 2, "z");
@@ -242,7 +267,8 @@ int main(int argc, char **argv)
 {
     sh_scenario_child(argc, argv, scenario);
     const char *modes[] = { "MODE=evict-z", "MODE=evict-w", "MODE=free", "MODE=alloc",
-                            "MODE=evict-free", "MODE=evict-own", "MODE=copy" };
+                            "MODE=create", "MODE=pool", "MODE=evict-free", "MODE=evict-own",
+                            "MODE=copy" };
     enum { NMODES = sizeof(modes) / sizeof(modes[0]) };
     for (int i = 0; i < 2 * NMODES; i++) {
         int mapped = i < NMODES;
