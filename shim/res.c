@@ -62,13 +62,26 @@ static int back_chunk(void *ctx, uint32_t ci)
     return r == CUDA_SUCCESS ? 0 : -ENOMEM;
 }
 
-/* A chunk fell out of use: once nothing in flight uses it, it is parked (its GPU memory stays
- * mapped for the arena's next use of it) or gives its memory back. */
+/*
+ * A chunk fell out of use: once nothing in flight uses it, it is parked (its GPU memory stays
+ * mapped for the arena's next use of it) or gives its memory back.  When the frees that
+ * released it were stream-ordered ones whose point the stream has passed (d->freed_in_order),
+ * nothing may use it any more ("the allocation must not be accessed after stream execution
+ * reaches the free", cuda.h), so nothing is waited for: the uses recorded on it, and the fence
+ * of operations the shim cannot see into, are the application's earlier work, which stream
+ * order put before the free.  Waiting for them would hold d's lock for as long as unrelated
+ * work runs (a graph launched since, which is a fence).  Holds of other devices' operations
+ * are released all the same (their events are done by the same order).
+ */
 static int release_chunk(void *ctx, uint32_t ci)
 {
     res_dev_t *d = ctx;
+    chunk_t *c = &d->chunks[ci];
 
-    res_wait_idle(d, &d->chunks[ci], &d->blocked_free_s);
+    if (!d->freed_in_order)
+        res_wait_idle(d, c, &d->blocked_free_s);
+    else if (c->held && d->foreign_holds)
+        res_foreign_wait(d, ci, &d->blocked_free_s);
     res_park(d, ci);
     return 0;
 }
@@ -595,7 +608,9 @@ unsigned res_deferred_drain(res_dev_t *d, int wait)
         *p = f->next;
         if (d->deferred_end == &f->next)
             d->deferred_end = p;
+        d->freed_in_order = 1;
         arena_do_free(d, f->base, NULL);
+        d->freed_in_order = 0;
         res_event_put(d, f->ev);
         free(f);
         n++;

@@ -147,6 +147,8 @@ typedef struct res_dev {
     clist_t parked;                 /* parked chunks, in the order they fell out of use */
     uint32_t pinned;                /* chunks pinned resident */
     int arena_busy;                 /* inside an arena call: deferred frees wait */
+    int freed_in_order;             /* the arena call releases what stream-ordered frees
+                                     * gave back: nothing left may use it (release_chunk) */
     deferred_t *deferred;           /* cuMemFreeAsync frees waiting, oldest first */
     deferred_t **deferred_end;      /* where the next one goes */
     app_pool_t *pools;              /* the application's pools seen allocating on this device */
