@@ -359,17 +359,34 @@ SHIM_EXPORT ncclResult_t ncclGroupStart(void)
     return r;
 }
 
-/* The outermost ncclGroupEnd enqueued the group's operations: their uses are recorded
- * (whatever it returned: an operation it did enqueue must not be raced, and recording the
- * use of one it did not costs only an event). */
-SHIM_EXPORT ncclResult_t ncclGroupEnd(void)
+/* After a group end: the outermost one enqueued the group's operations, whose uses are
+ * recorded (whatever it returned: an operation it did enqueue must not be raced, and
+ * recording the use of one it did not costs only an event). */
+static void group_ended(void)
 {
-    NCCL_ENTER(ncclGroupEnd, fn);
-    ncclResult_t r = fn();
     if (group_depth > 0 && --group_depth == 0) {
         for (size_t i = 0; i < group_n; i++)
             res_nccl_end(group_held[i], 1);
         group_n = 0;
     }
+}
+
+SHIM_EXPORT ncclResult_t ncclGroupEnd(void)
+{
+    NCCL_ENTER(ncclGroupEnd, fn);
+    ncclResult_t r = fn();
+    group_ended();
+    return r;
+}
+
+/* Ends the group as ncclGroupEnd does, NCCL's way (its depth goes down whatever simInfo
+ * holds); with simInfo it runs nothing ("simulate a ncclGroupEnd() call", nccl.h).  The
+ * group's holds end with it: otherwise every later operation of the thread would count as
+ * grouped, its buffers held for good and its uses never recorded. */
+SHIM_EXPORT ncclResult_t ncclGroupSimulateEnd(ncclSimInfo_t *simInfo)
+{
+    NCCL_ENTER(ncclGroupSimulateEnd, fn);
+    ncclResult_t r = fn(simInfo);
+    group_ended();
     return r;
 }

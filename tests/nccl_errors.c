@@ -10,6 +10,12 @@
  * outside a group (one thread drives both ranks: it could never complete), parts that
  * disagree on the count inside a group, and ncclCommInitRank with a bad rank or an id that
  * ncclGetUniqueId did not make.  A count of 0 is accepted and does nothing.
+ *
+ * ncclGroupSimulateEnd ends a group without running it: the outermost one drops the group
+ * (the receive buffers keep what they held) and sets the estimated time of a simInfo made with
+ * NCCL_SIM_INFO_INITIALIZER; an inner one only ends its level; after it ncclGroupEnd has no
+ * group to end.  One without a group is ncclInvalidUsage, and a simInfo not set up is
+ * ncclInvalidArgument at the outermost end, which still drops the group.
  */
 #include "nccl_test.h"
 
@@ -87,6 +93,50 @@ static void bad_usage(void)
     expect_allreduce_works();
 }
 
+/* A group of all-reduces of rank-dependent values into b, ended by ncclGroupSimulateEnd:
+ * nothing may reach b, which holds -1 before. */
+static void simulated_group(void)
+{
+    int32_t mine[8], minus[8], got[8];
+    ncclSimInfo_t si = NCCL_SIM_INFO_INITIALIZER, bad = NCCL_SIM_INFO_INITIALIZER;
+
+    bad.magic = 0;
+    EXPECT_NCCL(ncclInvalidUsage, ncclGroupSimulateEnd(&si));
+    for (int i = 0; i < 8; i++)
+        minus[i] = -1;
+    for (int r = 0; r < N; r++) {
+        for (int i = 0; i < 8; i++)
+            mine[i] = 10 * (r + 1) + i;
+        nt_put(&rk[r], rk[r].a, mine, sizeof(mine));
+        nt_put(&rk[r], rk[r].b, minus, sizeof(minus));
+    }
+    for (int round = 0; round < 2; round++) {   /* a nested group, then a bad simInfo */
+        CHECK_NCCL(ncclGroupStart());
+        if (round == 0)
+            CHECK_NCCL(ncclGroupStart());
+        for (int r = 0; r < N; r++)
+            CHECK_NCCL(ncclAllReduce((void *)rk[r].a, (void *)rk[r].b, 8, ncclInt32, ncclSum,
+                                     rk[r].comm, rk[r].stream));
+        if (round == 0) {
+            CHECK_NCCL(ncclGroupSimulateEnd(&si));
+            CHECK_NCCL(ncclGroupSimulateEnd(&si));
+            EXPECT(si.estimatedTime == 0, "estimated time %g, want 0", si.estimatedTime);
+        } else {
+            EXPECT_NCCL(ncclInvalidArgument, ncclGroupSimulateEnd(&bad));
+            expect_message(NULL, "NCCL_SIM_INFO_INITIALIZER");
+        }
+        EXPECT_NCCL(ncclInvalidUsage, ncclGroupEnd());
+        for (int r = 0; r < N; r++) {
+            CHECK_CU(cuStreamSynchronize(rk[r].stream));
+            nt_get(&rk[r], got, rk[r].b, sizeof(got));
+            for (int i = 0; i < 8; i++)
+                EXPECT(got[i] == -1, "round %d rank %d element %d: %d after a simulated group",
+                       round, r, i, got[i]);
+        }
+    }
+    expect_allreduce_works();
+}
+
 static void bad_init(void)
 {
     ncclUniqueId id;
@@ -108,6 +158,7 @@ int main(void)
     nt_ranks_all(rk, N, 4096);
     bad_arguments();
     bad_usage();
+    simulated_group();
     bad_init();
     nt_ranks_free(rk, N);
     printf("bad calls refused with clear errors; the communicators still work\n");

@@ -433,6 +433,29 @@ NCCL_API ncclResult_t ncclGroupEnd(void)
     return submit(group_parts, n);
 }
 
+/* Ends the group as ncclGroupEnd does, NCCL's way: the depth goes down first, and only the
+ * outermost end looks at simInfo.  With simInfo NULL it is ncclGroupEnd.  Otherwise the group
+ * is dropped, not enqueued (a simulation), and simInfo, which must have been set up with
+ * NCCL_SIM_INFO_INITIALIZER (its magic number is checked, ncclInvalidArgument if not), gets
+ * an estimated time of 0: the stand-in models no time. */
+NCCL_API ncclResult_t ncclGroupSimulateEnd(ncclSimInfo_t *simInfo)
+{
+    const ncclSimInfo_t init = NCCL_SIM_INFO_INITIALIZER;
+    if (!simInfo)
+        return ncclGroupEnd();
+    if (group_depth == 0)
+        return nccl_error(NULL, ncclInvalidUsage,
+                          "ncclGroupSimulateEnd without ncclGroupStart");
+    if (--group_depth > 0)
+        return ncclSuccess;
+    group_n = 0;
+    if (simInfo->magic != init.magic)
+        return nccl_error(NULL, ncclInvalidArgument, "ncclGroupSimulateEnd: simInfo is not "
+                          "set up with NCCL_SIM_INFO_INITIALIZER (the group is dropped)");
+    simInfo->estimatedTime = 0;
+    return ncclSuccess;
+}
+
 /* ---------------------------------------------------------------- the operations */
 
 /* Check a call and submit it; count 0 is a no-op. */
