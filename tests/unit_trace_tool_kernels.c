@@ -8,7 +8,9 @@
  * (buffers of different threads may land in either order); a TIMING for an unknown id is
  * ignored.  Collectives and copies are not kernels.  C++ kernel names are shown demangled
  * (where libstdc++ can be opened) in the table and the JSON, and --name matches the shown
- * name; a name that only looks mangled stays as it is.
+ * name; a name that only looks mangled stays as it is.  A graph launch timed by CUPTI has one
+ * TIMING record per kernel node, all for the launch's id: its time is their whole span, as
+ * timing by events gives it, not the last node's.
  */
 #include "unit_trace_tool.h"
 
@@ -131,6 +133,27 @@ static void demangling(void)
     tt_free(&r);
 }
 
+/* A graph launch with three TIMING records from CUPTI (its nodes, not in order), and a kernel
+ * timed once: the graph's time runs from its first node's start to its last node's end. */
+static void graph_nodes(void)
+{
+    const char *tr = tt_path("graph.trace");
+    w = tt_writer(tr, 0);
+    launch(1, "cuGraphLaunch", 0, 0);
+    launch(2, "after", 0, 0);
+    trc_timing_t nodes[] = { { .op = 1, .source = TRC_TIMING_CUPTI, .start = 5000, .end = 25000 },
+                             { .op = 1, .source = TRC_TIMING_CUPTI, .start = 4000, .end = 4500 },
+                             { .op = 1, .source = TRC_TIMING_CUPTI, .start = 25000, .end = 25100 },
+                             { .op = 2, .source = TRC_TIMING_CUPTI, .start = 26000, .end = 26200 } };
+    for (size_t i = 0; i < sizeof(nodes) / sizeof(nodes[0]); i++)
+        TT_EMIT(trc_emit_timing(w, 30000 + i, &nodes[i]));
+    tt_close(w);
+    tt_result_t r = tt_run("kernels", tr, "--json", "--sort", "name", NULL);
+    TT_JSON(r.out, "[(k['name'], k['timed'], k['total_ns']) for k in d['kernels']]",
+            "[('after', 1, 200), ('cuGraphLaunch', 1, 21100)]");
+    tt_free(&r);
+}
+
 int main(void)
 {
     tt_init();
@@ -140,5 +163,6 @@ int main(void)
     json_fields();
     table();
     demangling();
+    graph_nodes();
     return tt_done();
 }

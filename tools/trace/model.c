@@ -371,7 +371,11 @@ static int add_event(tm_trace_t *t, priv_t *p, const trc_event_t *ev)
 /* ------------------------------------------------------------------ after the last record */
 
 /* Gives each launch its slice of the id pool, applies TIMING records to their operations
- * (a TIMING for an unknown id is dropped) and stretches the time span to the latest end. */
+ * (a TIMING for an unknown id is dropped; the first replaces the times of the operation's own
+ * record) and stretches the time span to the latest end.  An
+ * operation with several TIMING records (a graph launch timed by CUPTI: one per kernel node,
+ * all with the launch's correlation id) takes their whole span, from the earliest start to the
+ * latest end, as events around the launch would time it. */
 static void resolve(tm_trace_t *t, priv_t *p)
 {
     size_t at = 0;
@@ -385,9 +389,12 @@ static void resolve(tm_trace_t *t, priv_t *p)
         if (k == SIZE_MAX || tm->end < tm->start)
             continue;
         tm_op_t *o = &t->ops[k];
+        int first = !o->has_times || o->timing_source == TM_TIMING_SPAN;  /* replaces a span */
+        if (first || tm->start < o->start)
+            o->start = tm->start;
+        if (first || tm->end > o->end)
+            o->end = tm->end;
         o->has_times = 1;
-        o->start = tm->start;
-        o->end = tm->end;
         o->timing_source = tm->source;
     }
     for (size_t i = 0; i < t->nops; i++)
