@@ -15,7 +15,8 @@
  * mangling (elixir::demo::probe(int)) is printed demangled where libstdc++ can be opened.
  * Names and lines are also found in a separate debug file, next to the program
  * (.gnu_debuglink, its CRC checked) and by build id under ELIXIR_DEBUG_DIRS.
- * Frames of a missing module, of a garbage file, of this
+ * Frames of a missing module, of a garbage file, of a FIFO and of /dev/zero (not regular
+ * files: neither may be opened in a way that blocks or read without end), of this
  * executable cut short and of 50 copies of it with random bytes in the ELF header, the
  * program and section headers, the symbol table and the line table fall back to
  * module+0xoffset (or to some symbol or line) without crashing (the sanitizer build checks
@@ -25,6 +26,9 @@
 
 #include <dlfcn.h>
 #include <elf.h>
+#include <sys/stat.h>
+
+#define NBAD 6               /* modules that cannot be read as ELF files (make_trace) */
 
 static char self[PATH_MAX];
 static const char *trace;
@@ -183,15 +187,20 @@ static void make_trace(expect_t *x)
     trc_frame_t f[4] = { { me, x->caller_off, NULL }, { me, x->other_off, NULL },
                          { libc, x->libc_off, NULL }, { me, x->cxx_off, NULL } };
     static const char junk[72] = "\x7f" "ELF\2\1\1 garbage: an ELF ident, then nothing";
-    const char *bad[4] = { "/nonexistent/libgone.so",
-                           tt_write_file("garbage.so", (const unsigned char *)junk, sizeof(junk)),
-                           tt_write_file("head.so", self_bytes, 200),
-                           tt_write_file("half.so", self_bytes, self_len / 2) };
+    const char *fifo = tt_path("fifo.so");
+    if (mkfifo(fifo, 0600) != 0)
+        TT_FAIL("mkfifo %s: %s", fifo, strerror(errno));
+    const char *bad[NBAD] = { "/nonexistent/libgone.so",
+                              tt_write_file("garbage.so", (const unsigned char *)junk,
+                                            sizeof(junk)),
+                              tt_write_file("head.so", self_bytes, 200),
+                              tt_write_file("half.so", self_bytes, self_len / 2), fifo,
+                              "/dev/zero" };
     uint64_t id = 1;
     TT_EMIT(trc_emit_alloc(w, 10, &(trc_alloc_t){ id++, 0, 0x1000, 1 << 20,
                                                   (uint32_t)trc_writer_stack(w, f, 4), NULL }));
-    for (int i = 0; i < 4 + 50; i++) {
-        const char *m = i < 4 ? bad[i] : damaged_copy(i - 4);
+    for (int i = 0; i < NBAD + 50; i++) {
+        const char *m = i < NBAD ? bad[i] : damaged_copy(i - NBAD);
         trc_frame_t g = { tt_str(w, m), x->caller_off, NULL };
         TT_EMIT(trc_emit_alloc(w, 20 + (uint64_t)i, &(trc_alloc_t){
             id++, 0, 0x100000 * id, 4096, (uint32_t)trc_writer_stack(w, &g, 1), NULL }));
@@ -228,8 +237,9 @@ static void check_table(const expect_t *x)
     int line = at ? atoi(at + strlen(other)) : 0;
     if (line < OTHER_FIRST || line > OTHER_LAST)
         TT_CHECK("trace_tool_other's first byte is a line of it", OTHER_FIRST, line);
-    for (int i = 0; i < 4; i++) {
-        const char *names[4] = { "libgone.so", "garbage.so", "head.so", "half.so" };
+    for (int i = 0; i < NBAD; i++) {
+        const char *names[NBAD] = { "libgone.so", "garbage.so", "head.so", "half.so", "fifo.so",
+                                    "zero" };
         snprintf(fallback, sizeof(fallback), "  %s+0x%" PRIx64, names[i], x->caller_off);
         TT_LINE(r.out, "4.00 KiB", fallback);
     }

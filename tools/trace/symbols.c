@@ -100,18 +100,34 @@ static int check_ident(const Elf64_Ehdr *e)
     return 0;
 }
 
+/* Opens path for reading when it is a regular file (its size in *size): the fd, or -errno
+ * (-ENOEXEC: not a regular file).  Module paths come from the trace, so the open must not
+ * block: O_NONBLOCK, which changes nothing for a regular file, keeps a FIFO with no writer
+ * from hanging it, and a device (/dev/zero) is refused before anything reads it. */
+static int open_regular(const char *path, uint64_t *size)
+{
+    struct stat st;
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (fd < 0)
+        return -errno;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        close(fd);
+        return -ENOEXEC;
+    }
+    *size = (uint64_t)st.st_size;
+    return fd;
+}
+
 /* Opens the ELF file at path into *f (fd -1 when it cannot be opened; the caller closes it
  * otherwise) and reads its header into *e: 0, or -errno (-ENOEXEC: not a regular file, or
  * not an executable or shared object; -ENOTSUP: not 64-bit little-endian). */
 static int elf_open(elf_file_t *f, Elf64_Ehdr *e, const char *path)
 {
-    struct stat st;
-    *f = (elf_file_t){ open(path, O_RDONLY | O_CLOEXEC), 0 };
-    if (f->fd < 0)
-        return -errno;
-    if (fstat(f->fd, &st) != 0 || !S_ISREG(st.st_mode))
-        return -ENOEXEC;
-    f->size = (uint64_t)st.st_size;
+    *f = (elf_file_t){ -1, 0 };
+    int fd = open_regular(path, &f->size);
+    if (fd < 0)
+        return fd;
+    f->fd = fd;
     void *hdr = read_at(f, 0, sizeof(*e));
     if (!hdr)
         return -ENOEXEC;
@@ -327,7 +343,8 @@ static int64_t file_crc(const char *path)
                 c = c & 1 ? 0xedb88320u ^ (c >> 1) : c >> 1;
             table[i] = c;
         }
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    uint64_t size;
+    int fd = open_regular(path, &size);
     if (fd < 0)
         return -1;
     uint8_t buf[65536];
