@@ -10,7 +10,8 @@
  * (where libstdc++ can be opened) in the table and the JSON, and --name matches the shown
  * name; a name that only looks mangled stays as it is.  A graph launch timed by CUPTI has one
  * TIMING record per kernel node, all for the launch's id: its time is their whole span, as
- * timing by events gives it, not the last node's.
+ * timing by events gives it, not the last node's.  Control bytes in a name (terminal escape
+ * sequences) are shown as '?' in text and escaped in JSON.
  */
 #include "unit_trace_tool.h"
 
@@ -154,6 +155,32 @@ static void graph_nodes(void)
     tt_free(&r);
 }
 
+/* A kernel named with terminal controls (ESC, BEL, CR, DEL, and U+009B, CSI, in UTF-8): the
+ * table and the summary show each control byte as '?', the JSON escapes them. */
+static void control_bytes(void)
+{
+    const char *tr = tt_path("controls.trace");
+    w = tt_writer(tr, 0);
+    launch(1, "evil\x1b[2J\x07\r\x7f\xc2\x9bname", 0, 40);
+    tt_close(w);
+    const char *cmds[2] = { "kernels", "summary" };
+    for (int i = 0; i < 2; i++) {
+        tt_result_t r = tt_run(cmds[i], tr, NULL);
+        TT_CHECK("exit status", 0, r.status);
+        TT_HAS(r.out, "evil?[2J?????name");
+        for (const unsigned char *p = (const unsigned char *)r.out; *p; p++)
+            if ((*p < 0x20 && *p != '\n' && *p != '\t') || *p == 0x7f ||
+                (p[0] == 0xc2 && p[1] >= 0x80 && p[1] <= 0x9f)) {
+                TT_FAIL("%s printed control byte 0x%02x", cmds[i], *p);
+                break;
+            }
+        tt_free(&r);
+    }
+    tt_result_t r = tt_run("kernels", tr, "--json", NULL);
+    TT_JSON(r.out, "d['kernels'][0]['name'] == 'evil\\x1b[2J\\x07\\r\\x7f\\x9bname'", "True");
+    tt_free(&r);
+}
+
 int main(void)
 {
     tt_init();
@@ -164,5 +191,6 @@ int main(void)
     table();
     demangling();
     graph_nodes();
+    control_bytes();
     return tt_done();
 }

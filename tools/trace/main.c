@@ -197,8 +197,80 @@ void cli_load(const cli_cmd_t *c, const char *path, tm_trace_t *t)
 
 /* ------------------------------------------------------------------ main */
 
+/*
+ * Standard output and error pass through a filter that shows every control character as '?',
+ * newline and tab aside: names in a trace are whatever bytes it holds, and one crafted to
+ * carry terminal escape sequences must not drive the terminal a table is printed on.  C0
+ * controls, DEL and the C1 controls of UTF-8 (U+0080 to U+009F, 0xC2 then 0x80 to 0x9F, even
+ * split across two writes) are replaced; JSON, SVG and HTML escape them already.
+ */
+typedef struct shown {
+    FILE *to;
+    int pending_c2;                 /* the last byte written was 0xC2, not yet passed on */
+} shown_t;
+
+static ssize_t shown_write(void *cookie, const char *buf, size_t n)
+{
+    shown_t *s = cookie;
+    char out[4096 + 1];
+    size_t done = 0;
+    while (done < n) {
+        size_t k = 0;
+        if (s->pending_c2) {            /* decided by the byte after it */
+            unsigned char c = (unsigned char)buf[done];
+            s->pending_c2 = 0;
+            if (c >= 0x80 && c <= 0x9f) {
+                out[k++] = '?';
+                out[k++] = '?';
+                done++;
+            } else {
+                out[k++] = (char)0xc2;
+            }
+        }
+        for (; done < n && k < sizeof(out) - 1; done++) {
+            unsigned char c = (unsigned char)buf[done];
+            if (c == 0xc2 && done + 1 == n) {
+                s->pending_c2 = 1;
+            } else if (c == 0xc2 && (unsigned char)buf[done + 1] >= 0x80 &&
+                       (unsigned char)buf[done + 1] <= 0x9f) {
+                out[k++] = '?';
+                out[k++] = '?';
+                done++;
+            } else {
+                out[k++] = (c < 0x20 && c != '\n' && c != '\t') || c == 0x7f ? '?' : (char)c;
+            }
+        }
+        if (fwrite(out, 1, k, s->to) != k)
+            return -1;
+    }
+    return (ssize_t)n;
+}
+
+static int shown_close(void *cookie)
+{
+    shown_t *s = cookie;
+    if (s->pending_c2 && fputc(0xc2, s->to) == EOF)
+        return -1;
+    return fflush(s->to);
+}
+
+/* *stream replaced with a filtered one writing to it (left as it is when that fails). */
+static void show_safely(FILE **stream, shown_t *s)
+{
+    cookie_io_functions_t io = { .write = shown_write, .close = shown_close };
+    *s = (shown_t){ .to = *stream };
+    setvbuf(*stream, NULL, _IONBF, 0);  /* its write errors reach shown_write at once */
+    FILE *f = fopencookie(s, "w", io);
+    if (f)
+        *stream = f;
+}
+
 int main(int argc, char **argv)
 {
+    static shown_t out, err;
+    show_safely(&stdout, &out);
+    show_safely(&stderr, &err);
+    setvbuf(stderr, NULL, _IONBF, 0);
     if (argc < 2) {
         main_help(stderr);
         return CLI_EXIT_USAGE;

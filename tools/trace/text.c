@@ -44,34 +44,53 @@ static int xml_char_len(const unsigned char *s)
 
 /* ------------------------------------------------------------------ XML and JSON */
 
-/* The escape of a character whose first byte is c, in buf or a constant; NULL: as it is. */
-typedef const char *escape_t(unsigned c, char buf[8]);
+/* The escape of the character of n bytes at s (well formed), in buf or a constant; NULL: as
+ * it is. */
+typedef const char *escape_t(const unsigned char *s, int n, char buf[12]);
 
-static const char *xml_escape(unsigned c, char buf[8])
+/* The code of a control character DEL or U+0080 to U+009F (C1) at s of n bytes, else 0. */
+static unsigned del_or_c1(const unsigned char *s, int n)
 {
-    switch (c) {
+    if (n == 1 && s[0] == 0x7f)
+        return 0x7f;
+    return n == 2 && s[0] == 0xc2 && s[1] <= 0x9f ? s[1] : 0;
+}
+
+static const char *xml_escape(const unsigned char *s, int n, char buf[12])
+{
+    unsigned c = del_or_c1(s, n);
+    if (c) {                            /* allowed, but shown only as a reference */
+        snprintf(buf, 12, "&#%u;", c);
+        return buf;
+    }
+    switch (n == 1 ? s[0] : 0) {
     case '&': return "&amp;";
     case '<': return "&lt;";
     case '>': return "&gt;";
     case '"': return "&quot;";
     case '\'': return "&#39;";
-    case '\t': case '\n': case '\r': snprintf(buf, 8, "&#%u;", c); return buf;
+    case '\t': case '\n': case '\r': snprintf(buf, 12, "&#%u;", s[0]); return buf;
     default: return NULL;
     }
 }
 
-static const char *json_escape(unsigned c, char buf[8])
+static const char *json_escape(const unsigned char *s, int n, char buf[12])
 {
-    switch (c) {
+    unsigned c = del_or_c1(s, n);
+    if (c) {
+        snprintf(buf, 12, "\\u%04x", c);
+        return buf;
+    }
+    switch (n == 1 ? s[0] : 0x80) {
     case '"': return "\\\"";
     case '\\': return "\\\\";
     case '\n': return "\\n";
     case '\r': return "\\r";
     case '\t': return "\\t";
     default:
-        if (c >= 0x20)
+        if (n > 1 || s[0] >= 0x20)
             return NULL;
-        snprintf(buf, 8, "\\u%04x", c);
+        snprintf(buf, 12, "\\u%04x", s[0]);
         return buf;
     }
 }
@@ -82,10 +101,10 @@ static void escape(FILE *f, const char *str, int (*len)(const unsigned char *), 
                    const char *bad)
 {
     const unsigned char *s = (const unsigned char *)(str ? str : "");
-    char buf[8];
+    char buf[12];
     while (*s) {
         int n = len(s);
-        const char *e = n ? esc(*s, buf) : bad;
+        const char *e = n ? esc(s, n, buf) : bad;
         if (e)
             fputs(e, f);
         else

@@ -16,12 +16,14 @@
 #include <stdio.h>
 
 /* Writes s (NULL: "") as XML character data, fit for text and quoted attribute values alike
- * (and so for HTML): the markup characters as entities, tab, newline and CR as character
- * references, every byte that does not start a character XML 1.0 allows as U+FFFD. */
+ * (and so for HTML): the markup characters as entities, tab, newline, CR, DEL and the C1
+ * controls as character references, every byte that does not start a character XML 1.0
+ * allows as U+FFFD. */
 void text_xml(FILE *f, const char *s);
 
 /* Writes s (NULL: "") as a JSON string, quotes included: '"' and '\\' escaped, newline, CR
- * and tab as \n, \r, \t, other control bytes as \u00XX, bytes that are not UTF-8 as U+FFFD. */
+ * and tab as \n, \r, \t, other control characters (DEL and C1 included) as \u00XX, bytes
+ * that are not UTF-8 as U+FFFD: the output holds no raw control character. */
 void text_json(FILE *f, const char *s);
 
 /* A JSON number for a double, or null when it is not finite. */
