@@ -3,10 +3,14 @@
  * unit_trace_tool_errors.c - every way elixir-trace refuses its input exits 2 with a message
  * that names the problem: a missing file, an empty file, a foreign file, a trace cut inside
  * the header and inside records at several places, a corrupt record, a newer major version
- * ("PATH: offset N: reason" for the trace files), bad option values (naming the option and
- * the accepted values), unknown options and commands, missing and extra arguments.
+ * ("PATH: offset N: reason" for the trace files), a trace naming more devices than any
+ * libelixir.so writes (with --partial, what came before it is read, with a warning), bad
+ * option values (naming the option and the accepted values), unknown options and commands,
+ * missing and extra arguments.
  */
 #include "unit_trace_tool.h"
+
+#include "../tools/trace/model.h"
 
 static const char *good;               /* a small valid trace */
 static unsigned char *bytes;
@@ -82,6 +86,25 @@ static void files(void)
     free(bad);
 }
 
+/* MEMORY records for devices 0 to TM_MAX_DEVICES: one device too many. */
+static void too_many_devices(void)
+{
+    const char *path = tt_path("devices.trace");
+    trc_writer_t *w = tt_writer(path, 0);
+    for (int32_t d = 0; d <= TM_MAX_DEVICES; d++)
+        TT_EMIT(trc_emit_memory(w, 100 + (uint64_t)d, &(trc_memory_t){ d, { 4096 } }));
+    tt_close(w);
+    char beyond[64];
+    snprintf(beyond, sizeof(beyond), "names device %d, beyond %d devices", TM_MAX_DEVICES,
+             TM_MAX_DEVICES);
+    expect_refused(path, beyond, "not a trace libelixir.so writes");
+    tt_result_t r = tt_run("summary", path, "--partial", NULL);
+    TT_CHECK("exit status with --partial", 0, r.status);
+    TT_HAS(r.err, beyond);
+    TT_HAS(r.err, "loaded the 1024 events before it");
+    tt_free(&r);
+}
+
 /* `elixir-trace args...` exits 2; stderr has n1 and n2 on one line. */
 #define USAGE(n1, n2, ...)                                                                    \
     do {                                                                                      \
@@ -137,6 +160,7 @@ int main(void)
     TT_CHECK("the good trace reads", 0, r.status);
     tt_free(&r);
     files();
+    too_many_devices();
     options();
     no_command();
     return tt_done();

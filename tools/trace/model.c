@@ -31,6 +31,8 @@ typedef struct priv {
     trc_reader_t *r;
     char *path;
     idmap_t alloc_ix, op_ix;
+    idmap_t dev_ix, opt_ix;            /* device id -> devices[], option name -> options[] */
+    int32_t beyond;                    /* the device that was one too many */
     uint64_t *ids;                     /* launch allocation ids, all launches in order */
     size_t nids, cap_ids;
     trc_timing_t *timings;             /* matched to operations after the load */
@@ -132,24 +134,33 @@ static void *push(void *arr, size_t *n, size_t *cap, size_t elem)
 
 /* ------------------------------------------------------------------ events */
 
-static tm_device_t *device_slot(tm_trace_t *t, priv_t *p, int32_t device)
+/* The entry of device `device`, added when new: NULL with *rc -ENOMEM, or -E2BIG when it
+ * would be device TM_MAX_DEVICES + 1. */
+static tm_device_t *device_slot(tm_trace_t *t, priv_t *p, int32_t device, int *rc)
 {
-    for (size_t i = 0; i < t->ndevices; i++)
-        if (t->devices[i].device == device)
-            return &t->devices[i];
-    tm_device_t *d = PUSH(t, p, devices);
-    if (d) {
-        d->device = device;
-        d->name = "";
+    uint64_t key = (uint32_t)device;
+    size_t i = idmap_get(&p->dev_ix, key);
+    if (i != SIZE_MAX)
+        return &t->devices[i];
+    *rc = t->ndevices == TM_MAX_DEVICES ? -E2BIG : -ENOMEM;
+    if (*rc == -E2BIG) {
+        p->beyond = device;
+        return NULL;
     }
+    tm_device_t *d = PUSH(t, p, devices);
+    if (!d || idmap_put(&p->dev_ix, key, t->ndevices - 1) < 0)
+        return NULL;
+    d->device = device;
+    d->name = "";
     return d;
 }
 
 static int add_device(tm_trace_t *t, priv_t *p, const trc_device_t *e)
 {
-    tm_device_t *d = device_slot(t, p, e->device);
+    int rc;
+    tm_device_t *d = device_slot(t, p, e->device, &rc);
     if (!d)
-        return -ENOMEM;
+        return rc;
     d->name = e->name;
     d->total_mem = e->total_mem;
     d->cc_major = e->cc_major;
@@ -158,15 +169,16 @@ static int add_device(tm_trace_t *t, priv_t *p, const trc_device_t *e)
     return 0;
 }
 
-/* A later snapshot's value of an option replaces an earlier one; new names are appended. */
+/* A later snapshot's value of an option replaces an earlier one; new names are appended.
+ * Names are interned by the reader, so one name is one pointer (a file that gives one name
+ * two string ids gets two entries). */
 static int add_options(tm_trace_t *t, priv_t *p, const trc_options_t *o)
 {
     for (uint32_t i = 0; i < o->count; i++) {
-        tm_option_t *opt = NULL;
-        for (size_t k = 0; k < t->noptions && !opt; k++)
-            if (strcmp(t->options[k].name, o->opts[i].name) == 0)
-                opt = &t->options[k];
-        if (!opt && !(opt = PUSH(t, p, options)))
+        uint64_t key = (uint64_t)(uintptr_t)o->opts[i].name;
+        size_t k = idmap_get(&p->opt_ix, key);
+        tm_option_t *opt = k != SIZE_MAX ? &t->options[k] : PUSH(t, p, options);
+        if (!opt || (k == SIZE_MAX && idmap_put(&p->opt_ix, key, t->noptions - 1) < 0))
             return -ENOMEM;
         opt->name = o->opts[i].name;
         opt->value = o->opts[i].value;
@@ -292,10 +304,11 @@ static int add_op(tm_trace_t *t, priv_t *p, const trc_event_t *ev)
 
 static int add_memory(tm_trace_t *t, priv_t *p, uint64_t time, const trc_memory_t *e)
 {
-    tm_memory_t *m = PUSH(t, p, memory);
-    tm_device_t *d = device_slot(t, p, e->device);
-    if (!m || !d)
-        return -ENOMEM;
+    int rc;
+    tm_device_t *d = device_slot(t, p, e->device, &rc);
+    tm_memory_t *m = d ? PUSH(t, p, memory) : NULL;
+    if (!m)
+        return d ? -ENOMEM : rc;
     m->time = time;
     m->device = e->device;
     for (int k = 0; k < TRC_TIERS; k++) {
@@ -355,8 +368,11 @@ static int add_event(tm_trace_t *t, priv_t *p, const trc_event_t *ev)
     case TRC_EV_COPY: case TRC_EV_MEMSET: case TRC_EV_NCCL: return add_op(t, p, ev);
     case TRC_EV_MEMORY: return add_memory(t, p, ev->time, &ev->u.memory);
     case TRC_EV_BUDGET: {
+        int rc;
+        if (!device_slot(t, p, ev->u.budget.device, &rc))
+            return rc;
         tm_memory_t *b = PUSH(t, p, budgets);
-        if (!b || !device_slot(t, p, ev->u.budget.device))
+        if (!b)
             return -ENOMEM;
         *b = (tm_memory_t){ .time = ev->time, .device = ev->u.budget.device };
         memcpy(b->bytes, ev->u.budget.bytes, sizeof(b->bytes));
@@ -433,20 +449,32 @@ static int read_all(tm_trace_t *t, priv_t *p, int partial, char *err, size_t len
 {
     trc_event_t ev;
     int rc;
-    while ((rc = trc_reader_next(p->r, &ev)) == 1)
-        if (add_event(t, p, &ev) < 0) {
+    char why[128] = "";
+    while ((rc = trc_reader_next(p->r, &ev)) == 1) {
+        int a = add_event(t, p, &ev);
+        if (a == -E2BIG) {              /* corrupt: read as the reader's own errors are */
+            t->events--;
+            snprintf(why, sizeof(why), "offset %" PRIu64 ": a record names device %" PRId32
+                     ", beyond %d devices: not a trace libelixir.so writes", ev.offset,
+                     p->beyond, TM_MAX_DEVICES);
+            rc = -EBADMSG;
+            break;
+        }
+        if (a < 0) {
             snprintf(err, len, "%s: out of memory", p->path);
             return -ENOMEM;
         }
+    }
     if (rc == 0)
         return 0;
+    const char *e = why[0] ? why : trc_reader_error(p->r);
     if (!partial || !recoverable(rc)) {
-        snprintf(err, len, "%s: %s", p->path, trc_reader_error(p->r));
+        snprintf(err, len, "%s: %s", p->path, e);
         return rc;
     }
     t->partial = 1;
     snprintf(t->warning, sizeof(t->warning), "%s: %s; loaded the %" PRIu64
-             " events before it", p->path, trc_reader_error(p->r), t->events);
+             " events before it", p->path, e, t->events);
     return 0;
 }
 
@@ -484,6 +512,8 @@ void tm_free(tm_trace_t *t)
         trc_reader_close(p->r);
         idmap_free(&p->alloc_ix);
         idmap_free(&p->op_ix);
+        idmap_free(&p->dev_ix);
+        idmap_free(&p->opt_ix);
         idmap_free(&p->name_ix);
         for (size_t i = 0; i < p->nnames; i++)
             free(p->names[i]);

@@ -18,6 +18,9 @@
 #include "../../tracer/trace.h"
 
 #define TM_LIVE UINT64_MAX             /* t_free of an allocation never freed */
+/* Distinct devices a trace may name (libelixir.so records at most 16); a trace naming more
+ * is refused as corrupt, so that work per device stays bounded. */
+#define TM_MAX_DEVICES 1024
 #define TM_TIMING_SPAN UINT32_MAX      /* timing_source: times from the operation's own record */
 
 typedef struct tm_alloc {
