@@ -5,8 +5,8 @@
  * version script (libelixir.map.in).  No NCCL header is needed to read it.
  *
  * X(sym): exported and wrapped: the operations whose buffers must be resident (collectives,
- * sends, receives) and the group calls that delay their enqueueing or end the group.  The profiling aliases
- * (pnccl*) are not wrapped: a tool calling them means to reach NCCL itself.
+ * sends, receives) and the group calls that delay their enqueueing or end the group.  The
+ * profiling aliases (pnccl*) are not wrapped: a tool calling them means to reach NCCL itself.
  */
 #ifndef SHIM_HOOKS_NCCL_H
 #define SHIM_HOOKS_NCCL_H

@@ -142,10 +142,11 @@ static void graph_nodes(void)
     w = tt_writer(tr, 0);
     launch(1, "cuGraphLaunch", 0, 0);
     launch(2, "after", 0, 0);
-    trc_timing_t nodes[] = { { .op = 1, .source = TRC_TIMING_CUPTI, .start = 5000, .end = 25000 },
-                             { .op = 1, .source = TRC_TIMING_CUPTI, .start = 4000, .end = 4500 },
-                             { .op = 1, .source = TRC_TIMING_CUPTI, .start = 25000, .end = 25100 },
-                             { .op = 2, .source = TRC_TIMING_CUPTI, .start = 26000, .end = 26200 } };
+    const trc_timing_source_t cupti = TRC_TIMING_CUPTI;
+    trc_timing_t nodes[] = { { .op = 1, .source = cupti, .start = 5000, .end = 25000 },
+                             { .op = 1, .source = cupti, .start = 4000, .end = 4500 },
+                             { .op = 1, .source = cupti, .start = 25000, .end = 25100 },
+                             { .op = 2, .source = cupti, .start = 26000, .end = 26200 } };
     for (size_t i = 0; i < sizeof(nodes) / sizeof(nodes[0]); i++)
         TT_EMIT(trc_emit_timing(w, 30000 + i, &nodes[i]));
     tt_close(w);
