@@ -37,6 +37,46 @@ SIM_API void sim_vmm_calls(sim_vmm_calls_t *out)
     out->release = atomic_load_explicit(&calls.release, memory_order_relaxed);
 }
 
+/* sim_vmm_fail: one injected failure per call, at an address (cuMemMap, cuMemSetAccess,
+ * cuMemUnmap) or at the next call (ptr 0); armed while `result` is not CUDA_SUCCESS. */
+enum { FAIL_CREATE, FAIL_MAP, FAIL_SET_ACCESS, FAIL_UNMAP, FAIL_RELEASE, FAILS };
+static const char *const fail_names[FAILS] = { "cuMemCreate", "cuMemMap", "cuMemSetAccess",
+                                               "cuMemUnmap", "cuMemRelease" };
+static struct {
+    pthread_mutex_t lock;
+    CUdeviceptr ptr[FAILS];
+    CUresult result[FAILS];
+} fails = { .lock = PTHREAD_MUTEX_INITIALIZER };
+
+SIM_API int sim_vmm_fail(const char *call, uint64_t ptr, int result)
+{
+    for (int i = 0; call && i < FAILS; i++)
+        if (strcmp(call, fail_names[i]) == 0) {
+            if (ptr && (i == FAIL_CREATE || i == FAIL_RELEASE))
+                return -EINVAL;
+            pthread_mutex_lock(&fails.lock);
+            int waiting = fails.result[i] != CUDA_SUCCESS;
+            fails.ptr[i] = (CUdeviceptr)ptr;
+            fails.result[i] = (CUresult)result;
+            pthread_mutex_unlock(&fails.lock);
+            return result == CUDA_SUCCESS && waiting;
+        }
+    return -EINVAL;
+}
+
+/* The failure armed for call i at ptr (disarmed as it is returned), or CUDA_SUCCESS. */
+static CUresult injected(int i, CUdeviceptr ptr)
+{
+    CUresult r = CUDA_SUCCESS;
+    pthread_mutex_lock(&fails.lock);
+    if (fails.result[i] != CUDA_SUCCESS && (!fails.ptr[i] || fails.ptr[i] == ptr)) {
+        r = fails.result[i];
+        fails.result[i] = CUDA_SUCCESS;
+    }
+    pthread_mutex_unlock(&fails.lock);
+    return r;
+}
+
 struct sim_phys {
     uint32_t magic;             /* PHYS_MAGIC while the memory exists, then 0 */
     int fd;
@@ -242,7 +282,7 @@ SIM_API CUresult CUDAAPI cuMemCreate(CUmemGenericAllocationHandle *handle, size_
 {
     CUresult r = sim_check_init();
     atomic_fetch_add_explicit(&calls.create, 1, memory_order_relaxed);
-    if (r != CUDA_SUCCESS)
+    if (r != CUDA_SUCCESS || (r = injected(FAIL_CREATE, 0)) != CUDA_SUCCESS)
         return r;
     if (!handle || size == 0 || !aligned(size) || flags != 0)
         return CUDA_ERROR_INVALID_VALUE;
@@ -316,7 +356,7 @@ SIM_API CUresult CUDAAPI cuMemRelease(CUmemGenericAllocationHandle handle)
 {
     CUresult r = sim_check_init();
     atomic_fetch_add_explicit(&calls.release, 1, memory_order_relaxed);
-    if (r != CUDA_SUCCESS)
+    if (r != CUDA_SUCCESS || (r = injected(FAIL_RELEASE, 0)) != CUDA_SUCCESS)
         return r;
     pthread_rwlock_wrlock(&sim_reg_lock);
     struct sim_phys *ph = phys_of(handle);
@@ -402,7 +442,7 @@ SIM_API CUresult CUDAAPI cuMemMap(CUdeviceptr ptr, size_t size, size_t offset,
 {
     CUresult r = sim_check_init();
     atomic_fetch_add_explicit(&calls.map, 1, memory_order_relaxed);
-    if (r != CUDA_SUCCESS)
+    if (r != CUDA_SUCCESS || (r = injected(FAIL_MAP, ptr)) != CUDA_SUCCESS)
         return r;
     struct sim_phys *ph = phys_of(handle);
     if (ph && offset != 0)
@@ -456,7 +496,7 @@ SIM_API CUresult CUDAAPI cuMemUnmap(CUdeviceptr ptr, size_t size)
     size_t first, last;
     CUresult r = sim_check_init();
     atomic_fetch_add_explicit(&calls.unmap, 1, memory_order_relaxed);
-    if (r != CUDA_SUCCESS)
+    if (r != CUDA_SUCCESS || (r = injected(FAIL_UNMAP, ptr)) != CUDA_SUCCESS)
         return r;
     if (size == 0 || !aligned(ptr) || !aligned(size))
         return CUDA_ERROR_INVALID_VALUE;
@@ -529,7 +569,7 @@ SIM_API CUresult CUDAAPI cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUme
     size_t first, last;
     CUresult r = sim_check_init();
     atomic_fetch_add_explicit(&calls.set_access, 1, memory_order_relaxed);
-    if (r != CUDA_SUCCESS)
+    if (r != CUDA_SUCCESS || (r = injected(FAIL_SET_ACCESS, ptr)) != CUDA_SUCCESS)
         return r;
     if (!desc || count == 0 || size == 0)
         return CUDA_ERROR_INVALID_VALUE;

@@ -166,6 +166,16 @@ typedef struct sim_vmm_calls {
 
 void sim_vmm_calls(sim_vmm_calls_t *out);
 
+/* Fault injection: the next call of `call` ("cuMemCreate", "cuMemMap", "cuMemSetAccess",
+ * "cuMemUnmap" or "cuMemRelease"), or with ptr not 0 the next one at that address (cuMemMap,
+ * cuMemSetAccess and cuMemUnmap only), fails with `result` (a CUresult) and does nothing
+ * else, once; a later call for the same name replaces it, and CUDA_SUCCESS disarms it.
+ * Tests use it to see a library under test keep its state when a driver call fails where a
+ * real GPU may fail it (out of memory, or an error left by earlier work).  Returns 0 (when
+ * disarming, 1 if the failure armed before had not happened yet), or -EINVAL for another
+ * name or an address given where none is taken. */
+int sim_vmm_fail(const char *call, uint64_t ptr, int result);
+
 /* ------------------------------------------------------------------------- other processes */
 
 /* Other processes now hold `bytes` of device `device`'s memory (0: none; the default): it
