@@ -803,14 +803,19 @@ static CUresult swap_mapped(res_dev_t *d, uint32_t ci, int tier, CUmemGenericAll
         r = DRV(cuStreamSynchronize)(d->stream);
     if (staged)
         DRV(cuMemUnmap)(d->staging, d->chunk);
-    if (r == CUDA_SUCCESS) {
-        DRV(cuMemUnmap)(va, d->chunk);
+    int mapped_new = 0;
+    if (r == CUDA_SUCCESS && (r = DRV(cuMemUnmap)(va, d->chunk)) == CUDA_SUCCESS) {
         r = DRV(cuMemMap)(va, d->chunk, 0, *h, 0);
-        if (r == CUDA_SUCCESS)
+        mapped_new = r == CUDA_SUCCESS;
+        if (mapped_new)
             r = set_access(d, va, d->chunk);
     }
     if (r != CUDA_SUCCESS) {
-        /* The source stays authoritative (invariant 5): put it back if it was unmapped. */
+        /* The source stays authoritative (invariant 5): the new memory leaves the chunk's
+         * address before it goes back (a spare still mapped there would be handed out under
+         * it), and the source is mapped back if it was unmapped. */
+        if (mapped_new)
+            DRV(cuMemUnmap)(va, d->chunk);
         res_phys_put(d, tier, *h);
         if (DRV(cuMemMap)(va, d->chunk, 0, c->phys, 0) == CUDA_SUCCESS)
             set_access(d, va, d->chunk);
