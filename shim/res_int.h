@@ -146,6 +146,7 @@ typedef struct res_dev {
     clist_t host;                   /* chunks in host memory, in the order they were evicted */
     clist_t parked;                 /* parked chunks, in the order they fell out of use */
     uint32_t pinned;                /* chunks pinned resident */
+    uint32_t nheld;                 /* chunks held (res_hold) by operations in flight */
     int arena_busy;                 /* inside an arena call: deferred frees wait */
     int freed_in_order;             /* the arena call releases what stream-ordered frees
                                      * gave back: nothing left may use it (release_chunk) */

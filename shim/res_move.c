@@ -685,6 +685,8 @@ static void out_of_use(res_dev_t *d, uint32_t ci)
     account(d, c->tier, TIER_NONE);
     if (c->pinned)
         d->pinned--;
+    if (c->held)
+        d->nheld--;                     /* (its holders' res_unhold then finds none) */
     for (int i = 0; i < MAX_DEVICES; i++)
         if (d->grants[i])
             d->grants[i][ci] = 0;
@@ -1117,7 +1119,8 @@ static void pin(res_dev_t *d, uint32_t ci)
 void res_hold(res_dev_t *d, uint32_t ci)
 {
     unlist(d, ci);
-    d->chunks[ci].held++;
+    if (d->chunks[ci].held++ == 0)
+        d->nheld++;
     relist(d, ci);
 }
 
@@ -1126,7 +1129,8 @@ void res_unhold(res_dev_t *d, uint32_t ci)
     if (!d->chunks[ci].held)
         return;
     unlist(d, ci);
-    d->chunks[ci].held--;
+    if (--d->chunks[ci].held == 0)
+        d->nheld--;
     relist(d, ci);
 }
 
@@ -1151,17 +1155,36 @@ void res_pin(res_dev_t *d, uint32_t ci)
  * device memory, in a graph's nodes, in a library's state), so a later operation that looks
  * fully visible may still follow it: only memory whose every use was seen may be unmapped
  * (DESIGN.md invariant 2).  The cost is one pass over the chunks not yet pinned, so each
- * chunk is pinned once in its life and a fence with nothing left to pin costs two tests;
- * chunks that come into use later may be evicted again until the next such operation.
+ * chunk is pinned once in its life and a fence with nothing left to pin costs three tests
+ * (and, while other operations hold chunks, a pass to find them: pin_held); chunks that come
+ * into use later may be evicted again until the next such operation.
  * Evictable GPU chunks are pinned first, so that bringing the host ones back evicts nothing.
  */
+/* The chunks held by operations in flight, on no list, pinned where they are (one pass over
+ * the arena, made only while some chunk is held): in GPU memory, since where evicted chunks
+ * are unmapped every operation brings back what it holds.  Returns how many were pinned. */
+static uint32_t pin_held(res_dev_t *d)
+{
+    uint32_t n = 0, left = d->nheld, count = (uint32_t)arena_chunk_count(d->arena);
+    for (uint32_t ci = 0; ci < count && left; ci++) {
+        chunk_t *c = &d->chunks[ci];
+        if (!c->held)
+            continue;
+        left--;
+        if (c->tier == TIER_GPU && !c->pinned) {
+            pin(d, ci);
+            n++;
+        }
+    }
+    return n;
+}
+
 static void pin_everything(res_dev_t *d)
 {
-    if (!d->lru.n && !d->host.n)
+    if (!d->lru.n && !d->host.n && !d->nheld)
         return;
-    d->fences_pinned++;
-    SHIM_INFO(RES, "device %d: an operation the shim cannot see into pins %u GPU and %u host "
-              "chunks resident", d->device, d->lru.n, d->host.n);
+    uint32_t gpu = d->lru.n, host = d->host.n;
+    uint64_t pins = d->pins;
     while (d->lru.head)
         pin(d, d->lru.head - 1);
     for (uint32_t i = d->host.head, next; i; i = next) {
@@ -1174,6 +1197,12 @@ static void pin_everything(res_dev_t *d)
                       "%d): an operation that reaches it will fault", d->device, i - 1, (int)r);
         pin(d, i - 1);
     }
+    uint32_t held = d->nheld ? pin_held(d) : 0;
+    if (d->pins == pins)
+        return;                         /* (held chunks pinned by an earlier fence) */
+    d->fences_pinned++;
+    SHIM_INFO(RES, "device %d: an operation the shim cannot see into pinned %u GPU, %u host and "
+              "%u held chunks resident", d->device, gpu, host, held);
 }
 
 /*
