@@ -28,7 +28,9 @@
  *
  * Fork: the child keeps the published driver (the same mappings), unlocks cfg_lock, starts
  * its statistics from zero, reopens a per-process log file, and records no trace (the
- * parent's stays the parent's).
+ * parent's stays the parent's).  Residency forgets the arenas set up in the parent (CUDA
+ * cannot be used in a child of a process that initialised it) and sets up a device's arena
+ * afresh in a child forked before CUDA was initialised, which may use CUDA.
  */
 #include <dlfcn.h>
 #include <pthread.h>

@@ -1120,9 +1120,13 @@ void res_stats_print(void)
     }
 }
 
-/* In a forked child the driver is unusable: forget every arena, serve nothing. */
+/* In a forked child the driver is unusable if the parent had initialised it, as it had for
+ * every arena set up: those are forgotten and serve nothing.  A device never set up stays
+ * so: a child forked before cuInit may initialise CUDA and use it, and is served like any
+ * process (where the parent had initialised CUDA, the driver refuses the set-up's calls). */
 void res_after_fork(void)
 {
     for (int i = 0; i < MAX_DEVICES; i++)
-        res_devs[i].ready = -1;
+        if (res_devs[i].ready != 0)
+            res_devs[i].ready = -1;
 }
