@@ -233,6 +233,7 @@
     X(cuMemGetAllocationGranularity, cuMemGetAllocationGranularity, 10020, )                    \
     X(cuMemSetAccess, cuMemSetAccess, 10020, )                                                  \
     X(cuStreamCreate, cuStreamCreate, 2000, )                                                   \
+    X(cuStreamDestroy_v2, cuStreamDestroy, 4000, )                                              \
     X(cuStreamSynchronize, cuStreamSynchronize, 2000, )                                         \
     X(cuStreamWaitEvent, cuStreamWaitEvent, 3020, )                                             \
     X(cuStreamGetCtx, cuStreamGetCtx, 9020, )                                                   \

@@ -285,6 +285,8 @@ static res_dev_t *ctx_dev(CUcontext ctx)
         }
         pthread_mutex_unlock(&setup_lock);
     }
+    if (d->ready > 0 && !res_dev_ctx(d))
+        res_home(d, ctx);               /* the arena's context was destroyed */
     return d->ready > 0 ? d : NULL;
 }
 
@@ -508,8 +510,9 @@ int res_free(CUdeviceptr dptr, CUresult *r)
     res_dev_t *d = res_owner(dptr);
     if (!d)
         return 0;
-    int pushed = DRV(cuCtxGetCurrent)(&cur) == CUDA_SUCCESS && !cur &&
-                 DRV(cuCtxPushCurrent_v2)(d->ctx) == CUDA_SUCCESS;
+    CUcontext home = res_dev_ctx(d);
+    int pushed = DRV(cuCtxGetCurrent)(&cur) == CUDA_SUCCESS && !cur && home &&
+                 DRV(cuCtxPushCurrent_v2)(home) == CUDA_SUCCESS;
     shim_lock(&d->lock);
     relax_t rx = relax_begin();
     if (d->deferred)
@@ -691,7 +694,7 @@ int res_pointer_attribute(void *data, CUpointer_attribute a, CUdeviceptr p, CUre
     shim_unlock(&d->lock);
     *r = CUDA_SUCCESS;
     switch (a) {
-    case CU_POINTER_ATTRIBUTE_CONTEXT: *(CUcontext *)data = d->ctx; break;
+    case CU_POINTER_ATTRIBUTE_CONTEXT: *(CUcontext *)data = res_dev_ctx(d); break;
     case CU_POINTER_ATTRIBUTE_MEMORY_TYPE: *(unsigned *)data = CU_MEMORYTYPE_DEVICE; break;
     case CU_POINTER_ATTRIBUTE_DEVICE_POINTER: *(CUdeviceptr *)data = p; break;
     case CU_POINTER_ATTRIBUTE_HOST_POINTER:

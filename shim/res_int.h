@@ -335,6 +335,9 @@ static inline int res_budgets_down(const res_dev_t *d)
                atomic_load_explicit(&res_host.budget_set, memory_order_relaxed);
 }
 void res_phys_put(res_dev_t *d, int tier, CUmemGenericAllocationHandle h);
+/* No host mapping (d locked): the spare pinned host pieces and the swap piece, which are
+ * memory of d's context, go back before that context is destroyed. */
+void res_pieces_drop(res_dev_t *d);
 CUresult res_map_new(res_dev_t *d, int tier, CUdeviceptr va, CUmemGenericAllocationHandle *h);
 /* Back chunk ci, coming into use, with memory of `tier` and put it on its list. */
 CUresult res_back(res_dev_t *d, uint32_t ci, int tier);
@@ -471,6 +474,14 @@ void res_collect_chunk(collect_t *k, uint32_t ci);
 void res_collect_ptr(collect_t *k, uint64_t p);
 
 /* ---------------------------------------------------------------- res_use.c */
+/* d's context, read without d's lock (NULL while the arena has none: res_home). */
+static inline CUcontext res_dev_ctx(res_dev_t *d)
+{
+    return atomic_load_explicit((_Atomic(CUcontext) *)&d->ctx, memory_order_relaxed);
+}
+/* d, whose context was destroyed, adopts ctx (current, a context of d's device) for its own
+ * streams and events (d not locked); nothing changes when d has a context. */
+void res_home(res_dev_t *d, CUcontext ctx);
 void res_use_clear(res_dev_t *d, use_t *u);
 void res_wait_idle(res_dev_t *d, chunk_t *c, double *blocked);
 /* Chunk ci of d (d locked) is about to move or be freed: while its last use or the fence may

@@ -877,7 +877,7 @@ static SHIM_COLD __attribute__((noinline)) res_dev_t *stream_dev_slow(CUstream s
         return res_active_dev(ctx);
     for (int i = 0; i < MAX_DEVICES && !d; i++)
         if (atomic_load_explicit((_Atomic int *)&res_devs[i].ready, memory_order_acquire) > 0 &&
-            res_devs[i].ctx == sc)
+            res_dev_ctx(&res_devs[i]) == sc)
             d = &res_devs[i];
     if (!d && (!(d = res_active_dev(ctx)) || *ctx != sc))
         return d;                   /* another context's stream: the current one decides */

@@ -463,8 +463,8 @@ static void gpu_regrow(res_dev_t *d)
 {
     size_t free_b = 0, total = 0;
     CUcontext popped;
-    if (d->gpu_budget >= d->gpu_budget_set)
-        return;
+    if (d->gpu_budget >= d->gpu_budget_set || !d->ctx)
+        return;                         /* (no context: the device's memory cannot be asked) */
     double now = res_now_s();
     if (now < d->regrow_at)
         return;
@@ -625,6 +625,22 @@ static void spares_release(res_dev_t *d, int tier)
     int t = tier == TIER_GPU ? 0 : 1;
     while (d->nspare[t])
         phys_release(d, tier, d->spare[t][--d->nspare[t]]);
+}
+
+/* (The swap piece carries no charge of its own: see swap_take.) */
+void res_pieces_drop(res_dev_t *d)
+{
+    CUcontext popped;
+    if (d->host_mappable)
+        return;
+    spares_release(d, TIER_HOST);
+    if (d->swap) {
+        int pushed = DRV(cuCtxPushCurrent_v2)(d->ctx) == CUDA_SUCCESS;
+        DRV(cuMemFreeHost)(piece(d->swap));
+        if (pushed)
+            DRV(cuCtxPopCurrent_v2)(&popped);
+        d->swap = 0;
+    }
 }
 
 void res_phys_put(res_dev_t *d, int tier, CUmemGenericAllocationHandle h)
@@ -888,6 +904,8 @@ static CUresult migrate(res_dev_t *d, uint32_t ci, int tier, int swap)
     int from = d->chunks[ci].tier;
     if (from == tier)
         return CUDA_SUCCESS;
+    if (!d->stream)
+        return CUDA_ERROR_INVALID_CONTEXT;     /* no context to copy in (res_home) */
     uint64_t start = SHIM_TRACING() ? shim_trace_now() : 0;
     CUresult r = d->host_mappable ? swap_mapped(d, ci, tier, &h)
                  : tier == TIER_HOST ? unmap_out(d, ci, &h, swap)

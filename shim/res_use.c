@@ -308,15 +308,111 @@ void res_stream_destroy(CUstream s)
         cover_all(s, 0);
 }
 
+/* ---------------------------------------------------------------- the arena's context */
+
+/*
+ * The arena's own streams (copies and joins) and its reusable events are objects of the
+ * context it was set up in, which the application may destroy (cuCtxDestroy) and then go on
+ * in another context of the device; its memory is not (cuCtxDestroy does not free cuMemCreate
+ * memory).  Left alone, every migration after that would fail, and pushing the destroyed
+ * context again is undefined (the real driver corrupts its heap at the next pop).  So before
+ * the driver destroys it, the arena gives up everything it has there (home_lost): the host
+ * waits for the context's work (without d's lock, as the driver's destroy would), after which
+ * every use recorded on its streams is done, the events of the context that uses, stream
+ * slots and stream-ordered frees refer to are dropped (each waited for first, should one have
+ * been recorded since), and its streams and free events are destroyed.  The arena then has no
+ * context (ctx NULL: no migration can be made, so nothing moves) until an operation finds a
+ * context of its device current, which it adopts (res_home).
+ */
+
+/* Forget u's earlier uses when they are an event of ctx (after the host waited for it). */
+static void forget_event_of(res_dev_t *d, use_t *u, CUcontext ctx)
+{
+    if (u->prior && u->prior->ctx == ctx) {
+        res_event_wait(u->prior, &d->blocked_s);
+        event_put(d, u->prior);
+        u->prior = NULL;
+    }
+}
+
+/* d's context is about to be destroyed, and the host waited for its work (d locked): d gives
+ * up its streams and events there. */
+static void home_lost(res_dev_t *d)
+{
+    CUcontext ctx = d->ctx;
+    for (const deferred_t *f = d->deferred; f; f = f->next)
+        if (f->ev && f->ev->ctx == ctx)
+            res_event_wait(f->ev, &d->blocked_free_s);
+    res_deferred_drain(d, 0);           /* frees waiting for the context's events go back */
+    for (uint32_t i = 0, n = arena_chunk_count(d->arena); i < n; i++)
+        forget_event_of(d, &d->chunks[i].use, ctx);
+    forget_event_of(d, &d->fence, ctx);
+    for (unsigned i = 0; i < d->nstreams; i++) {
+        strm_t *st = &d->streams[i];
+        if (st->ctx != ctx)
+            continue;
+        res_event_wait(st->ev, &d->blocked_s);
+        event_put(d, st->ev);           /* everything on the stream is done */
+        st->ev = NULL;
+        st->covered = st->tick;
+        st->live = -1;
+    }
+    while (d->free_events) {
+        use_event_t *e = d->free_events;
+        d->free_events = e->next_free;
+        DRV(cuEventDestroy_v2)(e->ev);
+        free(e);
+    }
+    res_pieces_drop(d);
+    DRV(cuStreamDestroy_v2)(d->stream);
+    DRV(cuStreamDestroy_v2)(d->join);
+    d->stream = d->join = NULL;
+    atomic_store_explicit((_Atomic(CUcontext) *)&d->ctx, NULL, memory_order_relaxed);
+}
+
+void res_home(res_dev_t *d, CUcontext ctx)
+{
+    shim_lock(&d->lock);
+    if (!d->ctx && DRV(cuStreamCreate)(&d->stream, CU_STREAM_NON_BLOCKING) == CUDA_SUCCESS) {
+        if (DRV(cuStreamCreate)(&d->join, CU_STREAM_NON_BLOCKING) == CUDA_SUCCESS) {
+            atomic_store_explicit((_Atomic(CUcontext) *)&d->ctx, ctx, memory_order_relaxed);
+            SHIM_INFO(RES, "device %d: the arena's context was destroyed; it now uses the "
+                      "current one", d->device);
+        } else {
+            DRV(cuStreamDestroy_v2)(d->stream);
+            d->stream = NULL;
+        }
+    }
+    shim_unlock(&d->lock);
+}
+
 /* A context is about to be destroyed or reset: the driver waits for its work, but the uses
  * recorded on its streams are covered first all the same (conservative: a destroyed stream's
  * handle may come back for a new stream).  Which streams are the context's is not known, so
- * every stream's uses are covered. */
-void res_ctx_destroy(void)
+ * every stream's uses are covered.  An arena whose context it is gives it up (home_lost). */
+void res_ctx_destroy(CUcontext ctx)
 {
     res_stream_gone();
     cover_all(NULL, 1);
     res_foreign_drain_all(1);           /* holds whose events the context may own */
+    for (int i = 0; ctx && i < MAX_DEVICES; i++) {
+        res_dev_t *d = &res_devs[i];
+        if (atomic_load_explicit((_Atomic int *)&d->ready, memory_order_acquire) <= 0 ||
+            res_dev_ctx(d) != ctx)
+            continue;
+        CUcontext cur = NULL, popped;
+        relax_t rx = relax_begin();
+        int pushed = DRV(cuCtxGetCurrent)(&cur) == CUDA_SUCCESS && cur != ctx &&
+                     DRV(cuCtxPushCurrent_v2)(ctx) == CUDA_SUCCESS;
+        DRV(cuCtxSynchronize)();
+        if (pushed)
+            DRV(cuCtxPopCurrent_v2)(&popped);
+        shim_lock(&d->lock);
+        if (d->ctx == ctx)
+            home_lost(d);
+        shim_unlock(&d->lock);
+        relax_end(rx);
+    }
 }
 
 /* After code or a context went away: cached kernel layouts and devices are forgotten. */
@@ -370,7 +466,8 @@ CUcontext res_stream_ctx(CUstream s)
 }
 
 /* Make the join stream wait for o, unless o is done (once per operation k); if the join
- * stream cannot wait, the host does.  Returns 1 when the join stream waits for o. */
+ * stream cannot wait (or there is none: the arena has no context), the host does.  Returns 1
+ * when the join stream waits for o. */
 static int join_one(res_dev_t *d, collect_t *k, use_event_t *o, use_event_t *e)
 {
     if (!o || o == e || o->joined == k->serial)
@@ -378,7 +475,7 @@ static int join_one(res_dev_t *d, collect_t *k, use_event_t *o, use_event_t *e)
     o->joined = k->serial;
     if (DRV(cuEventQuery)(o->ev) == CUDA_SUCCESS)
         return 0;                       /* done: nothing left of it to cover */
-    if (DRV(cuStreamWaitEvent)(d->join, o->ev, 0) == CUDA_SUCCESS)
+    if (d->join && DRV(cuStreamWaitEvent)(d->join, o->ev, 0) == CUDA_SUCCESS)
         return 1;
     DRV(cuEventSynchronize)(o->ev);
     return 0;

@@ -315,9 +315,11 @@ typedef struct res_nccl res_nccl_t;
 res_nccl_t *res_nccl_begin(const uint64_t ptr[2], const uint64_t bytes[2], CUstream s);
 void res_nccl_end(res_nccl_t *h, int used);
 /* Before the driver destroys stream s, or a context (or resets a primary context): uses
- * recorded lazily on their streams get their event while the streams exist. */
+ * recorded lazily on their streams get their event while the streams exist.  ctx: the
+ * context cuCtxDestroy destroys (NULL for the primary context calls); an arena set up in it
+ * gives up its own streams and events there (home_lost in res_use.c). */
 void res_stream_destroy(CUstream s);
-void res_ctx_destroy(void);
+void res_ctx_destroy(CUcontext ctx);
 /* After a module or library unload, a context destroyed or reset: cached kernel parameter
  * layouts and context -> device pairs may be stale. */
 void res_code_unload(void);

@@ -34,13 +34,13 @@
         return r;                                                                              \
     }
 
-TEARDOWN_WRAPPER(cuCtxDestroy, CUcontext, res_ctx_destroy())
-TEARDOWN_WRAPPER(cuCtxDestroy_v2, CUcontext, res_ctx_destroy())
+TEARDOWN_WRAPPER(cuCtxDestroy, CUcontext, res_ctx_destroy(arg))
+TEARDOWN_WRAPPER(cuCtxDestroy_v2, CUcontext, res_ctx_destroy(arg))
 /* Releasing the last reference destroys the primary context; resetting always does. */
-TEARDOWN_WRAPPER(cuDevicePrimaryCtxRelease, CUdevice, res_ctx_destroy())
-TEARDOWN_WRAPPER(cuDevicePrimaryCtxRelease_v2, CUdevice, res_ctx_destroy())
-TEARDOWN_WRAPPER(cuDevicePrimaryCtxReset, CUdevice, res_ctx_destroy())
-TEARDOWN_WRAPPER(cuDevicePrimaryCtxReset_v2, CUdevice, res_ctx_destroy())
+TEARDOWN_WRAPPER(cuDevicePrimaryCtxRelease, CUdevice, res_ctx_destroy(NULL))
+TEARDOWN_WRAPPER(cuDevicePrimaryCtxRelease_v2, CUdevice, res_ctx_destroy(NULL))
+TEARDOWN_WRAPPER(cuDevicePrimaryCtxReset, CUdevice, res_ctx_destroy(NULL))
+TEARDOWN_WRAPPER(cuDevicePrimaryCtxReset_v2, CUdevice, res_ctx_destroy(NULL))
 TEARDOWN_WRAPPER(cuModuleUnload, CUmodule, (void)0)
 TEARDOWN_WRAPPER(cuLibraryUnload, CUlibrary, (void)0)
 
