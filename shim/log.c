@@ -77,23 +77,22 @@ static int expand_pattern(const char *pat, char *out, size_t size)
     return 0;
 }
 
-/* Open the log file named by the pattern; on failure keep logging to stderr. */
+/* Open the log file named by the pattern; on failure log to stderr (in a forked child, rather
+ * than into the parent's file, whose name says another process). */
 static void open_log_file(void)
 {
     char path[PATH_MAX];
-    int fd = -1, old;
+    int fd = -1, old, err = ENAMETOOLONG;
 
-    if (expand_pattern(pattern, path, sizeof(path)) == 0)
-        fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-    if (fd < 0) {
-        int err = errno;
-        SHIM_WARN(INIT, "cannot open the log file ELIXIR_LOG_FILE=\"%s\": %s; logging to stderr",
-                  pattern, strerror(err));
-        return;
-    }
-    old = atomic_exchange(&log_fd, fd);
+    if (expand_pattern(pattern, path, sizeof(path)) == 0 &&
+        (fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644)) < 0)
+        err = errno;
+    old = atomic_exchange(&log_fd, fd >= 0 ? fd : STDERR_FILENO);
     if (old != STDERR_FILENO)
         close(old);
+    if (fd < 0)
+        SHIM_WARN(INIT, "cannot open the log file ELIXIR_LOG_FILE=\"%s\": %s; logging to stderr",
+                  pattern, strerror(err));
 }
 
 void shim_log_configure(void)
