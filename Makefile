@@ -123,6 +123,15 @@ $(BUILD)/tests/%: tests/%.c tests/lib/simtest.h $(TEST_LIB_OBJS) $(SIM_LIB)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(CFLAGS) -Itests/lib -rdynamic -o $@ $< $(TEST_LIB_OBJS) -L$(BUILD)/sim -l:libcuda.so.1 $(LDFLAGS) -ldl -lm
 
+# tests/preload/NAME.c: shared objects that tests preload beside libelixir.so.
+TEST_PRELOAD_SRCS := $(wildcard tests/preload/*.c)
+TEST_PRELOADS     := $(TEST_PRELOAD_SRCS:tests/preload/%.c=$(BUILD)/tests/preload/%.so)
+
+$(BUILD)/tests/preload/%.so: tests/preload/%.c | $(DEPS_OK)
+	$(call msg,CC,$<)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(CFLAGS) -shared -o $@ $< $(LDFLAGS) -ldl
+
 $(RUNNER): tests/runner.c | $(DEPS_OK)
 	$(call msg,CC,$<)
 	$(Q)mkdir -p $(@D)
@@ -134,7 +143,8 @@ $(BUILD)/bench/%: bench/%.c $(SIM_LIB)
 	$(Q)$(CC) $(CFLAGS) -Itests/lib -rdynamic -o $@ $< -L$(BUILD)/sim -l:libcuda.so.1 $(LDFLAGS) -ldl -lm
 
 # ---------------------------------------------------------------- top-level targets
-ALL := $(SIM_LIB) $(EXAMPLES) $(TOOLS) $(GPU_TOOLS) $(TESTS) $(RUNNER) $(BENCHES)
+ALL := $(SIM_LIB) $(EXAMPLES) $(TOOLS) $(GPU_TOOLS) $(TESTS) $(TEST_PRELOADS) $(RUNNER) \
+       $(BENCHES)
 
 .PHONY: all test bench gpu-check deps clean
 all: $(ALL)

@@ -15,9 +15,16 @@
  * of names we do not hook are resolved relative to libelixir.so.  The fast path is not
  * instrumented by sanitizers: their runtimes call dlsym before they are ready.
  *
- * A hooked name is looked up with the real dlsym, then:
- *   - not found: NULL, as without us (for RTLD_NEXT, our wrapper: we are next for callers
- *     loaded before us);
+ * RTLD_NEXT of a hooked name from outside libelixir.so also goes to the C library's dlsym by
+ * the tail jump: only it can resolve "next" from the caller.  Asked from here it would answer
+ * what follows libelixir.so, which for a caller loaded before us skips our export for
+ * whatever comes after us, and for one loaded after us (another interposer preloaded after
+ * us) may be the caller's own definition, which then calls itself forever.  A caller loaded
+ * before us gets our wrapper (or an interposer between us); one loaded after us (or opened
+ * with RTLD_LOCAL) gets what follows it, as without us, the driver's own function included.
+ * With ELIXIR_DISABLE a caller loaded before us gets what follows us, as below.  Otherwise a
+ * hooked name is looked up with the real dlsym, then:
+ *   - not found: NULL, as without us (for RTLD_NEXT from inside libelixir.so, our wrapper);
  *   - found in libelixir.so (RTLD_DEFAULT finds our export first): our wrapper;
  *   - found in the driver: our wrapper of that variant (through the cuGetProcAddress map once
  *     the shim has started; before that, when the defining object is a CUDA driver and the
@@ -36,6 +43,7 @@
  * straight through.
  */
 #include <dlfcn.h>
+#include <link.h>
 #include <string.h>
 
 #include "shim.h"
@@ -101,6 +109,31 @@ static void *wrap_found(dlsym_fn_t rdlsym, void *sym, int h)
     return driver_symbol(rdlsym, sym, shim_hook_names[h]) ? shim_hook_wrappers[h] : sym;
 }
 
+/* Is the object holding `caller` loaded after libelixir.so?  The link map chain is in load
+ * order, which is the order of the global search list that RTLD_NEXT walks; an object opened
+ * with RTLD_LOCAL is after us too (its RTLD_NEXT never reaches us). */
+static int loaded_after_us(const void *caller)
+{
+    struct link_map *lm_caller = NULL, *lm_us = NULL;
+    Dl_info info;
+
+    if (!dladdr1(caller, &info, (void **)&lm_caller, RTLD_DL_LINKMAP) ||
+        !dladdr1((void *)loaded_after_us, &info, (void **)&lm_us, RTLD_DL_LINKMAP))
+        return 0;
+    for (const struct link_map *l = lm_us ? lm_us->l_next : NULL; l; l = l->l_next)
+        if (l == lm_caller)
+            return 1;
+    return 0;
+}
+
+/* Is dlsym(handle, ...) from `caller` an RTLD_NEXT lookup that only the C library can answer
+ * (see the file comment)? */
+static int next_of_caller(void *handle, const void *caller)
+{
+    return handle == RTLD_NEXT && !shim_is_own(caller) &&
+           (!shim_disabled() || loaded_after_us(caller));
+}
+
 /* dlsym(handle, name) for a hooked name (see the file comment). */
 static void *hooked_lookup(dlsym_fn_t rdlsym, void *handle, const char *name, int h)
 {
@@ -118,11 +151,11 @@ static void *hooked_lookup(dlsym_fn_t rdlsym, void *handle, const char *name, in
 }
 
 /*
- * Called by the dlsym entry with the caller's arguments.  Returns the function the entry
- * must tail-jump to (the real dlsym), or NULL when *out holds the answer.
+ * Called by the dlsym entry with the caller's arguments and return address.  Returns the
+ * function the entry must tail-jump to (the real dlsym), or NULL when *out holds the answer.
  */
 __attribute__((used)) SHIM_NO_SANITIZE void *shim_dlsym_route(void *handle, const char *name,
-                                                               void **out)
+                                                               void **out, const void *caller)
 {
     dlsym_fn_t rdlsym = shim_real_dlsym();
     int h;
@@ -131,12 +164,15 @@ __attribute__((used)) SHIM_NO_SANITIZE void *shim_dlsym_route(void *handle, cons
     if (!rdlsym)
         return NULL;
     if (!in_dlsym && name[0] == 'n' && name[1] == 'c' && (h = shim_nccl_find(name)) >= 0) {
+        if (next_of_caller(handle, caller))
+            return (void *)rdlsym;
         in_dlsym = 1;
         *out = shim_nccl_lookup(rdlsym, handle, name, h);
         in_dlsym = 0;
         return NULL;
     }
-    if (name[0] != 'c' || name[1] != 'u' || in_dlsym || (h = shim_hook_find(name)) < 0)
+    if (name[0] != 'c' || name[1] != 'u' || in_dlsym || (h = shim_hook_find(name)) < 0 ||
+        next_of_caller(handle, caller))
         return (void *)rdlsym;
     in_dlsym = 1;
     *out = hooked_lookup(rdlsym, handle, name, h);
@@ -146,9 +182,10 @@ __attribute__((used)) SHIM_NO_SANITIZE void *shim_dlsym_route(void *handle, cons
 
 #if defined(__x86_64__)
 /*
- * dlsym(handle, name): keep the arguments, ask shim_dlsym_route, then either jump to the real
- * dlsym with the arguments and return address untouched or return its answer.  The 24 bytes
- * hold *out and keep the stack 16-byte aligned at the call.
+ * dlsym(handle, name): keep the arguments, ask shim_dlsym_route (with the caller's return
+ * address, 40 bytes up once they are kept), then either jump to the real dlsym with the
+ * arguments and return address untouched or return its answer.  The 24 bytes hold *out and
+ * keep the stack 16-byte aligned at the call.
  */
 __asm__(".pushsection .text\n"
         ".globl dlsym\n"
@@ -166,6 +203,7 @@ __asm__(".pushsection .text\n"
         "  subq $24, %rsp\n"
         "  .cfi_adjust_cfa_offset 24\n"
         "  movq %rsp, %rdx\n"
+        "  movq 40(%rsp), %rcx\n"
         "  call shim_dlsym_route\n"
         "  movq (%rsp), %rcx\n"
         "  addq $24, %rsp\n"
@@ -187,7 +225,8 @@ __asm__(".pushsection .text\n"
 SHIM_EXPORT void *dlsym(void *restrict handle, const char *restrict name)
 {
     void *out;
-    dlsym_fn_t next = (dlsym_fn_t)shim_dlsym_route(handle, name, &out);
+    dlsym_fn_t next = (dlsym_fn_t)shim_dlsym_route(handle, name, &out,
+                                                   __builtin_return_address(0));
 
     return next ? next(handle, name) : out;
 }
