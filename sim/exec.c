@@ -337,9 +337,10 @@ static void activity_detail(const sim_op_t *op, sim_activity_t *a)
 static void activity_complete(const sim_op_t *op, double start, double end)
 {
     CUstream s = op->stream;
+    CUcontext ctx = sim_op_ctx(op);
     sim_activity_t a = { .kind = activity_kind(op->kind), .correlation = op->act_corr,
                          .start = (uint64_t)start, .end = (uint64_t)end,
-                         .device = s->ctx->device, .context_id = s->ctx->id,
+                         .device = ctx->device, .context_id = ctx->id,
                          .stream_id = s->kind == SIM_STREAM_LEGACY ? 0 : s->id };
     activity_detail(op, &a);
     op->act->on_complete(op->act->ctx, &a);
@@ -565,7 +566,7 @@ static int kernel_precheck(const sim_op_t *op, uint64_t *bad)
     for (size_t off = 0; off + 8 <= k->args_size; off += 8) {
         uint64_t v;
         memcpy(&v, k->args + off, 8);
-        if (v >= 4096 && sim_launch_denied(v, op->stream->ctx)) {
+        if (v >= 4096 && sim_launch_denied(v, sim_op_ctx(op))) {
             *bad = v;
             return -EFAULT;
         }
@@ -579,8 +580,8 @@ static void fault(sim_op_t *op, uint64_t addr)
     SIM_ERR("illegal address 0x%llx in %s (op %llu, stream %llu, device %d): "
             "CUDA_ERROR_ILLEGAL_ADDRESS, context is now unusable",
             (unsigned long long)addr, op_name(op), (unsigned long long)op->opno,
-            (unsigned long long)op->stream->id, op->stream->ctx->device);
-    sim_ctx_fault(op->stream->ctx, CUDA_ERROR_ILLEGAL_ADDRESS);
+            (unsigned long long)op->stream->id, sim_op_ctx(op)->device);
+    sim_ctx_fault(sim_op_ctx(op), CUDA_ERROR_ILLEGAL_ADDRESS);
 }
 
 /* Execute the body of op under the fault guard; returns 0 or -EFAULT. */
@@ -589,7 +590,7 @@ static int execute(sim_op_t *op)
     uint64_t bad = 0;
     run_arg_t arg = { op };
 
-    if (atomic_load(&op->stream->ctx->sticky) &&
+    if (atomic_load(&sim_op_ctx(op)->sticky) &&
         !(op->kind == SIM_OP_HOSTFN && op->u.host.cb))
         return -EFAULT;
     if (op->poison) {
@@ -602,7 +603,7 @@ static int execute(sim_op_t *op)
             return -EFAULT;
         }
         cur.active = 1;
-        cur.ctx = op->stream->ctx;
+        cur.ctx = sim_op_ctx(op);
         cur.flops = cur.bytes = 0;
         cur.nacc = 0;
     }
@@ -759,7 +760,7 @@ static void event_recorded(struct CUevent_st *e, double t, sim_vc_t *vc)
 static double account(sim_op_t *op, int err, sim_vc_t **vc, double *t_start)
 {
     CUstream s = op->stream;
-    sim_device_t *d = &sim_devs[s->ctx->device];
+    sim_device_t *d = &sim_devs[sim_op_ctx(op)->device];
     uint64_t bytes = 0;
 
     if (race) {

@@ -9,6 +9,10 @@
  * each cuGraphLaunch submits fresh copies of them to the launch stream, in that order.  Running
  * a graph serially on its stream is one of the executions CUDA allows; the race checker sees
  * the graph's work as ordered after the stream's earlier work and before its later work.
+ * Each node's work runs in the node's context all the same (sim_op_t.ctx): its device
+ * executes it, checks its accesses and takes its faults, as for a graph whose nodes belong
+ * to several devices (a capture that forked to another device's stream, a node naming
+ * another context).
  * Successive launches of one executable graph are ordered even across streams (an internal
  * event), as CUDA orders them.
  *
@@ -263,6 +267,7 @@ static sim_op_t *op_clone(const sim_op_t *src)
     if (!op)
         return NULL;
     op->u = src->u;
+    op->ctx = src->ctx;
     op->poison = src->poison;
     if (src->kind == SIM_OP_COPY)
         op->u.copy.staging = NULL;
@@ -311,6 +316,15 @@ static void copy_params(const sim_copy_t *c, int device, CUDA_MEMCPY3D *p)
     p->WidthInBytes = c->width;
     p->Height = c->height;
     p->Depth = c->depth;
+}
+
+/* The node's work runs in the node's context, wherever the graph is launched (cuda.h: a kernel
+ * node's "context for the kernel task to run in", a memset or memcpy node's "context on which
+ * to run the node"); a host node runs in none. */
+static void node_op_ctx(CUgraphNode n)
+{
+    if (n->op && n->op->kind != SIM_OP_HOSTFN)
+        n->op->ctx = n->ctx;
 }
 
 /* Addresses may have been mapped or unmapped since the node was made: check them again. */
@@ -365,6 +379,7 @@ static CUgraphNode node_new(CUgraph g, CUgraphNodeType type, CUcontext ctx, sim_
     }
     *n = (struct CUgraphNode_st){ .magic = NODE_MAGIC, .graph = g, .type = type, .ctx = ctx,
                                   .op = op };
+    node_op_ctx(n);
     for (size_t i = 0; i < ndeps; i++)
         if (vec_push(&n->deps, deps[i]) < 0 || vec_push(&deps[i]->outs, n) < 0) {
             node_unlink(n);     /* removes n only where it was added */
@@ -615,8 +630,9 @@ static CUresult capture_work(struct sim_graph_capture *m, sim_op_t *op, const CU
         free(op->u.copy.staging);       /* the node reads its source when it runs */
         op->u.copy.staging = NULL;
     }
-    CUgraphNode n = node_new(m->cap->graph, types[op->kind], m->stream->ctx, op, m->deps.v,
-                             m->deps.n);
+    /* (A graph launched into the capture keeps its nodes' contexts.) */
+    CUgraphNode n = node_new(m->cap->graph, types[op->kind], op->ctx ? op->ctx : m->stream->ctx,
+                             op, m->deps.v, m->deps.n);
     if (!n) {
         invalidate(m->cap, "out of memory");
         return CUDA_ERROR_OUT_OF_MEMORY;
@@ -727,7 +743,7 @@ int sim_capture_op(CUstream s, sim_op_t *op, CUresult *res)
     int taken = 1, kept = 0;
 
     if (s->capture && op->kind == SIM_OP_COPY) {   /* outside graph_lock: it reads ranges */
-        copy_params(&op->u.copy, s->ctx->device, &cp);
+        copy_params(&op->u.copy, op->ctx ? op->ctx->device : s->ctx->device, &cp);
         pcp = &cp;
     }
     pthread_mutex_lock(&graph_lock);
@@ -1289,6 +1305,7 @@ static CUresult node_swap_op(CUgraphNode node, CUgraphNodeType type, sim_op_t *o
         sim_op_t *old = node->op;
         node->op = op;
         op = old;
+        node_op_ctx(node);
         if (type == CU_GRAPH_NODE_TYPE_KERNEL)
             kernel_form(node, from_extra);
         if (copy)
@@ -1881,6 +1898,7 @@ SIM_API CUresult CUDAAPI cuGraphExecKernelNodeSetParams_v2(CUgraphExec x, CUgrap
     for (size_t i = 0; i < x->n && r != CUDA_SUCCESS; i++)
         if (x->items[i].node == node) {
             sim_op_t *old = x->items[i].op;
+            op->ctx = old->ctx;         /* (the node's context does not change) */
             x->items[i].op = op;
             op = old;
             r = CUDA_SUCCESS;
@@ -1933,7 +1951,7 @@ static CUresult submit_all(CUstream s, CUstream h, sim_op_t **ops, size_t n)
         }
         if (ops[i]->kind == SIM_OP_KERNEL)
             ops[i]->u.kernel.launch.stream = h;
-        recheck_poison(ops[i], s->ctx->device);
+        recheck_poison(ops[i], ops[i]->ctx ? ops[i]->ctx->device : s->ctx->device);
         r = sim_submit(s, ops[i], NULL);
     }
     sim_activity_call_end();

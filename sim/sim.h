@@ -317,6 +317,8 @@ typedef struct sim_op {
     uint32_t act_corr;      /* correlation id given by the activity observer */
     const sim_activity_ops_t *act;  /* non-NULL: report completion to this observer */
     CUstream stream;
+    CUcontext ctx;          /* the context it runs in when not its stream's (a graph node of
+                             * another context: sim_op_ctx); NULL: its stream's */
     uint64_t seq;           /* position in its stream */
     uint64_t opno;          /* global number */
     double t_submit;        /* host virtual time at submission */
@@ -333,6 +335,12 @@ typedef struct sim_op {
 } sim_op_t;
 
 sim_op_t *sim_op_new(int kind);
+/* The context op runs in: whose device executes it and checks its accesses, and whose
+ * sticky error it takes. */
+static inline CUcontext sim_op_ctx(const sim_op_t *op)
+{
+    return op->ctx ? op->ctx : op->stream->ctx;
+}
 void sim_op_discard(sim_op_t *op);      /* free an op that was never submitted */
 /*
  * Submit op on stream s (takes sim_lock) and take ownership of it; *seq, when not NULL,
