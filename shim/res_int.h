@@ -270,6 +270,8 @@ typedef struct collect {
     uint64_t *others;
     uint32_t nothers, cap_others;
     void *foreign;
+    uint32_t fenced;                /* bit i: device i's lock held for a graph launch, whose
+                                     * fence it gets at the end (res_launch.c) */
 } collect_t;
 
 /* ---------------------------------------------------------------- res.c */

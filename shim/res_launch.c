@@ -917,6 +917,61 @@ static SHIM_ALWAYS_INLINE res_dev_t *op_dev(CUstream s, CUcontext *ctx)
 /* What the log says of an operation refused because what it reaches does not fit. */
 #define REFUSED "refused with CUDA_ERROR_OUT_OF_MEMORY"
 
+/*
+ * A graph may hold nodes of any device: a capture that forked to another device's stream, a
+ * node naming another context, a copy node between two devices' memory.  Its launch is a
+ * fence on every device with an arena, not only on its stream's: each one's lock is held from
+ * before the driver call until the launch is that device's fence (res_finish of an operation
+ * that reached unknown memory), so that no migration of that device runs beside the graph,
+ * and where evicted chunks are unmapped, each one's chunks are brought back and pinned first
+ * (res_reach of such an operation), since any node may reach any of them.  The locks are
+ * taken in device order, as NCCL calls take theirs (d's dropped and taken again in its turn:
+ * nothing has been done under it yet), so that two such operations never wait on each other.
+ */
+static SHIM_COLD __attribute__((noinline)) void fence_others_begin(collect_t *k)
+{
+    res_dev_t *d = k->d;
+    shim_unlock(&d->lock);
+    for (int i = 0; i < MAX_DEVICES; i++) {
+        res_dev_t *o = &res_devs[i];
+        if (o != d && atomic_load_explicit((_Atomic int *)&o->ready, memory_order_acquire) <= 0)
+            continue;
+        shim_lock(&o->lock);
+        if (o == d)
+            continue;
+        k->fenced |= 1u << i;
+        if (o->host_mappable)
+            continue;
+        CUcontext popped;           /* o's context current for its migrations */
+        int pushed = DRV(cuCtxPushCurrent_v2)(o->ctx) == CUDA_SUCCESS;
+        collect_t ko = { .d = o, .ctx = k->ctx, .unknown = 1 };    /* reaching nothing seen */
+        res_reach(o, &ko, 1, 0, "a graph launch", "");  /* (pins everything, refuses nothing) */
+        if (pushed)
+            DRV(cuCtxPopCurrent_v2)(&popped);
+    }
+}
+
+/* After the driver returned r for the graph launch k on stream s: each device of k->fenced
+ * gets the launch as its fence (when the driver took it and it was not captured), and its
+ * lock is dropped. */
+static SHIM_COLD __attribute__((noinline)) void fence_others_end(collect_t *k, CUresult r,
+                                                                 CUstream s, int ptds)
+{
+    for (int i = 0; i < MAX_DEVICES; i++) {
+        if (!(k->fenced >> i & 1))
+            continue;
+        res_dev_t *o = &res_devs[i];
+        if (r == CUDA_SUCCESS && !k->capturing) {
+            collect_t ko = { .d = o, .ctx = k->ctx, .serial = next_serial(o), .unknown = 1 };
+            ko.ids = ko.inline_ids;
+            ko.cap = INLINE_IDS;
+            res_finish(o, &ko, s, ptds);
+        }
+        shim_unlock(&o->lock);
+    }
+    k->fenced = 0;
+}
+
 CUresult res_launch_begin(shim_launch_t *l)
 {
     CUcontext ctx = NULL;
@@ -937,7 +992,11 @@ CUresult res_launch_begin(shim_launch_t *l)
         collect_launch(k, l, NULL);     /* (the tracer has its words already) */
     if (k) {
         k->capturing = res_stream_capturing(l->stream, shim_hook_per_thread[l->hook]);
-        if (!k->capturing && res_reach(d, k, 1, 1, shim_hook_names[l->hook], REFUSED) < 0) {
+        if (l->kind == SHIM_LAUNCH_GRAPH && !k->capturing &&
+            atomic_load_explicit(&res_arenas, memory_order_acquire) > 1)
+            fence_others_begin(k);
+        if (!k->capturing &&
+            res_reach(d, k, 1, !k->fenced, shim_hook_names[l->hook], REFUSED) < 0) {
             r = CUDA_ERROR_OUT_OF_MEMORY;
             d->refused++;
         }
@@ -990,8 +1049,12 @@ static SHIM_ALWAYS_INLINE void op_end(collect_t *k, CUresult r, CUstream s, shim
     if (r == CUDA_SUCCESS && !k->capturing) {
         relax_t rx = relax_begin();
         res_finish(k->d, k, s, shim_hook_per_thread[h]);
+        if (SHIM_UNLIKELY(k->fenced))
+            fence_others_end(k, r, s, shim_hook_per_thread[h]);
         relax_end(rx);
     }
+    if (SHIM_UNLIKELY(k->fenced))   /* (refused or failed: their locks only) */
+        fence_others_end(k, r, s, shim_hook_per_thread[h]);
     if (SHIM_UNLIKELY(f != NULL || k->others != NULL)) {
         free(k->others);
         k->others = NULL;

@@ -17,7 +17,9 @@
  * checker failing the run on any race.  Under the shim, device 0's access to device 1's
  * memory, granted for each copy, is taken back after it, and no chunk was pinned by them; a
  * peer copy captured into a graph (from x into e1 on device 1) pins the chunk it reaches
- * instead, as other captured work does, and the graph's run writes e1.
+ * instead, as other captured work does, and the graph's run writes e1.  The graph runs last,
+ * when device 1 has nothing else in use: its launch is a fence on device 1 too, which where
+ * evicted chunks are unmapped pins whatever device 1 has in use.
  */
 #define SH_RES_KERNELS
 #include "shim_test.h"
@@ -142,7 +144,6 @@ static void scenario(void)
     CHECK_CU(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
     CHECK_CU(cuMemcpyPeerAsync(c, c1, x, c0, BYTES, s));
     CHECK_CU(cuStreamSynchronize(s));
-    captured_copy(s, e1, x, c1, c0);
     CHECK_CU(cuStreamDestroy(s));
     CHECK_CU(cuMemAlloc(&y, BYTES));
     copy_2d(y, b);
@@ -166,20 +167,28 @@ static void scenario(void)
     expect_holds(e, 5, "e, a new buffer on device 1");
     expect_holds(a, 1, "a afterwards");
     expect_holds(b, 2, "b afterwards");
-    expect_holds(e1, 1, "e1 on device 1, written by a captured copy from device 0");
     expect_rows(g, 2, "g on device 1, a 3D peer copy from y on device 0");
     expect_gathered(h, "h on device 1, a 3D batch's copy of z on device 0");
     CHECK_CU(cuMemFree(h));
-    CHECK_CU(cuMemFree(e1));
     CHECK_CU(cuMemFree(g));
     CHECK_CU(cuMemFree(a));
     CHECK_CU(cuMemFree(b));
     CHECK_CU(cuMemFree(c));
     CHECK_CU(cuMemFree(e));
+
+    /* Last, with only e1 left in use on device 1 and x on device 0: a graph launch is a fence
+     * on every device, which where evicted chunks are unmapped pins all they have in use. */
     CHECK_CU(cuCtxSetCurrent(c0));
-    CHECK_CU(cuMemFree(x));
     CHECK_CU(cuMemFree(y));
     CHECK_CU(cuMemFree(z));
+    CHECK_CU(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    captured_copy(s, e1, x, c1, c0);
+    CHECK_CU(cuStreamDestroy(s));
+    CHECK_CU(cuCtxSetCurrent(c1));
+    expect_holds(e1, 1, "e1 on device 1, written by a captured copy from device 0");
+    CHECK_CU(cuMemFree(e1));
+    CHECK_CU(cuCtxSetCurrent(c0));
+    CHECK_CU(cuMemFree(x));
 }
 
 static void run(const char *what, const char *host_vmm)

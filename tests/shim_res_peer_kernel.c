@@ -3,23 +3,26 @@
  * shim_res_peer_kernel.c - kernels on one device that dereference another device's arena
  * (peer access).
  *
- * Two simulated devices, a 4 MiB GPU budget each.  On device 1, buffers a, b, c and e1 (2 MiB
- * each, filled by kernel) leave a and b on the host.  Device 0's context enables peer access
- * to device 1's and launches, on the legacy stream: sh_add on a (evicted: it adds 10 to every
- * word); sh_verify of b into a word on device 0 (a kernel whose parameters are all words,
- * launched before on device 0's own memory: the shim's fast path must give way); sh_add on
- * the middle of c.  On a stream of its own: sh_fill of c's first half; a graph captured there
- * that adds 5 to e1, run; a launch adding 1 to e1; the graph run again (the access the capture
- * left must outlast that launch's).  Last, add_via adds to a, and to f1 (allocated on
- * device 1 after the enable), through pointers it loads from device 0's memory, which the
- * shim never sees: it reaches them because the shim mirrors the peer access the application
- * enabled onto device 1's arena, its present mappings and its later ones (with evicted chunks
- * mapped only: where they are unmapped, such a pointer faults, a documented limit).  Then
- * device 0 disables peer access, and has none left to a, b or c.  Each kernel finds its data,
- * and back on device 1 every buffer holds what it should, and a new buffer still pages the
- * others out (nothing stayed held).  The transcript must equal the one without the shim, with
- * evicted chunks mapped (host VMM) and unmapped (ELIXIR_SIM_HOST_VMM=0), and with the race
- * checker failing the run on any race.
+ * Two simulated devices, a 4 MiB GPU budget each.  On device 1, buffer e1 (2 MiB, filled by
+ * kernel).  Device 0's context enables peer access to device 1's; on a stream of its own, a
+ * graph captured there that adds 5 to e1 is run, a launch adds 1 to e1, and the graph runs
+ * again (the access the capture left must outlast that launch's).  The graph runs while e1 is
+ * all device 1 has in use: a graph launch is a fence on every device, which where evicted
+ * chunks are unmapped pins all a device has in use.  Then on device 1, buffers a, b and c
+ * (2 MiB each, filled by kernel) leave a and b on the host (e1, pinned by the capture, stays).
+ * Device 0 launches, on the legacy stream: sh_add on a (evicted: it adds 10 to every word);
+ * sh_verify of b into a word on device 0 (a kernel whose parameters are all words, launched
+ * before on device 0's own memory: the shim's fast path must give way); sh_add on the middle
+ * of c; and on its stream, sh_fill of c's first half.  Last, add_via adds to a, and to f1
+ * (allocated on device 1 after the enable), through pointers it loads from device 0's memory,
+ * which the shim never sees: it reaches them because the shim mirrors the peer access the
+ * application enabled onto device 1's arena, its present mappings and its later ones (with
+ * evicted chunks mapped only: where they are unmapped, such a pointer faults, a documented
+ * limit).  Then device 0 disables peer access, and has none left to a, b or c.  Each kernel
+ * finds its data, and back on device 1 every buffer holds what it should, and a new buffer
+ * still pages the others out (nothing stayed held).  The transcript must equal the one
+ * without the shim, with evicted chunks mapped (host VMM) and unmapped
+ * (ELIXIR_SIM_HOST_VMM=0), and with the race checker failing the run on any race.
  */
 #define SH_RES_KERNELS
 #define ST_KERNEL_ADD_VIA
@@ -89,12 +92,6 @@ static void scenario(void)
 
     CUcontext c1 = st_setup(1);
     CUfunction fill1 = st_function(sh_res_ptx, "sh_fill");
-    CHECK_CU(cuMemAlloc(&a, BYTES));
-    CHECK_CU(sh_fill_async(fill1, a, WORDS, 1, NULL));
-    CHECK_CU(cuMemAlloc(&b, BYTES));
-    CHECK_CU(sh_fill_async(fill1, b, WORDS, 2, NULL));
-    CHECK_CU(cuMemAlloc(&c, BYTES));
-    CHECK_CU(sh_fill_async(fill1, c, WORDS, 3, NULL));
     CHECK_CU(cuMemAlloc(&e1, BYTES));
     CHECK_CU(sh_fill_async(fill1, e1, WORDS, 4, NULL));
     CHECK_CU(cuCtxSynchronize());
@@ -108,16 +105,27 @@ static void scenario(void)
     CHECK_CU(cuMemAlloc(&x, BYTES));
     CHECK_CU(sh_fill_async(fill, x, WORDS, 9, NULL));
     sh_expect_verified(verify, x, WORDS, 9, bad, "x on device 0");
+    CHECK_CU(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    captured_add(addf, s, e1);          /* (while e1 is all device 1 has in use) */
+
+    CHECK_CU(cuCtxSetCurrent(c1));
+    CHECK_CU(cuMemAlloc(&a, BYTES));
+    CHECK_CU(sh_fill_async(fill1, a, WORDS, 1, NULL));
+    CHECK_CU(cuMemAlloc(&b, BYTES));
+    CHECK_CU(sh_fill_async(fill1, b, WORDS, 2, NULL));
+    CHECK_CU(cuMemAlloc(&c, BYTES));
+    CHECK_CU(sh_fill_async(fill1, c, WORDS, 3, NULL));
+    CHECK_CU(cuCtxSynchronize());
+
+    CHECK_CU(cuCtxSetCurrent(c0));
     add(addf, NULL, a, WORDS, 10);
     CHECK_CU(sh_verify_async(verify, b, WORDS, 2, bad, NULL));
     CHECK_CU(cuMemcpyDtoH(&wrong, bad, 4));
     EXPECT(wrong == 0, "device 0's sh_verify of b on device 1: %u words wrong", wrong);
     printf("b on device 1 verified by a kernel on device 0\n");
     add(addf, NULL, c + BYTES / 2, HALF, 20);
-    CHECK_CU(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
     CHECK_CU(sh_fill_async(fill, c, HALF, 7, s));
     CHECK_CU(cuStreamSynchronize(s));
-    captured_add(addf, s, e1);
     CHECK_CU(cuStreamDestroy(s));
     CHECK_CU(cuCtxSynchronize());
     const char *host_vmm = getenv("ELIXIR_SIM_HOST_VMM");
