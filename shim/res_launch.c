@@ -1179,20 +1179,22 @@ CUresult res_copy_begin(shim_copy_t *c)
     c->res = NULL;
     if (!d || !(k = collect_open(d, ctx)))
         return r;
+    /* Relaxed from here, as a launch is: taking what the copy reaches on another device may
+     * wait for evictions there even when the copy is captured (it pins what it reaches). */
+    relax_t rx = relax_begin();
     collect_copy(k, c);
     if (SHIM_UNLIKELY(k->nothers) && (k = others_take(k, c->stream, ptds, 0)))
         collect_copy(k, c);
+    if (k)
+        k->capturing = res_stream_capturing(c->stream, ptds);
+    /* (Its evictions may wait without the lock, as a launch's.) */
+    if (k && !k->capturing && res_reach(d, k, 0, 1, shim_hook_names[c->hook], REFUSED) < 0) {
+        r = CUDA_ERROR_OUT_OF_MEMORY;
+        d->refused++;
+    }
+    relax_end(rx);
     if (!k)
         return r;
-    k->capturing = res_stream_capturing(c->stream, ptds);
-    if (!k->capturing) {            /* (evictions may wait without the lock, as a launch's) */
-        relax_t rx = relax_begin();
-        if (res_reach(d, k, 0, 1, shim_hook_names[c->hook], REFUSED) < 0) {
-            r = CUDA_ERROR_OUT_OF_MEMORY;
-            d->refused++;
-        }
-        relax_end(rx);
-    }
     c->res = k;
     if (!copy_keeps_lock(c, k))
         copy_unlock(k);
