@@ -13,8 +13,8 @@
  * executes it, checks its accesses and takes its faults, as for a graph whose nodes belong
  * to several devices (a capture that forked to another device's stream, a node naming
  * another context).
- * Successive launches of one executable graph are ordered even across streams (an internal
- * event), as CUDA orders them.
+ * Successive launches of one executable graph are ordered even across streams, those of other
+ * contexts included (internal events, one per context launched in), as CUDA orders them.
  *
  * Stream capture: while a stream captures, sim_submit hands its operations here
  * (sim_capture_op) and they become nodes that depend on the stream's current dependency set.
@@ -95,13 +95,21 @@ typedef struct exec_node {
     sim_op_t *op;
 } exec_node_t;
 
+#define EXEC_CTXS 8             /* contexts an executable graph keeps an ordering event in */
+
 struct CUgraphExec_st {
     uint32_t magic;
     exec_node_t *items;         /* operations in launch order (empty nodes left out) */
     size_t n;
     cuuint64_t flags;
-    CUevent done;               /* recorded after each launch, orders the next one */
-    uint64_t last_stream;       /* id of the stream of the last launch; 0 before the first */
+    /* Recorded after each launch to order the next one, wherever it runs: one event per
+     * context launched in, since an event is recorded only on its own context's streams. */
+    struct {
+        CUcontext ctx;
+        CUevent ev;
+    } done[EXEC_CTXS];
+    CUevent last;               /* the last launch's event; NULL before the first */
+    uint64_t last_stream;       /* id of the stream of the last launch */
 };
 
 typedef struct capture capture_t;
@@ -1740,8 +1748,8 @@ static void exec_free(CUgraphExec x)
     for (size_t i = 0; i < x->n; i++)
         sim_op_discard(x->items[i].op);
     free(x->items);
-    if (x->done)
-        cuEventDestroy_v2(x->done);
+    for (size_t i = 0; i < EXEC_CTXS && x->done[i].ev; i++)
+        cuEventDestroy_v2(x->done[i].ev);
     x->magic = 0;
     free(x);
 }
@@ -1791,9 +1799,6 @@ static CUresult instantiate(CUgraphExec *px, CUgraph g, cuuint64_t flags, CUgrap
     pthread_mutex_lock(&graph_lock);
     r = exec_fill(x, g, bad);
     pthread_mutex_unlock(&graph_lock);
-    if (r == CUDA_SUCCESS && sim_ctx_current() &&
-        cuEventCreate(&x->done, CU_EVENT_DISABLE_TIMING) != CUDA_SUCCESS)
-        x->done = NULL;                 /* launches are then ordered only within a stream */
     if (r != CUDA_SUCCESS)
         exec_free(x);
     else
@@ -1958,6 +1963,26 @@ static CUresult submit_all(CUstream s, CUstream h, sim_op_t **ops, size_t n)
     return r;
 }
 
+/* x's ordering event in ctx, made at the first launch there; NULL when none can be (the
+ * launch is then ordered after the last one, but the next one only within its stream). */
+static CUevent exec_done(CUgraphExec x, CUcontext ctx)
+{
+    size_t i = 0;
+    while (i < EXEC_CTXS && x->done[i].ev && x->done[i].ctx != ctx)
+        i++;
+    if (i == EXEC_CTXS || x->done[i].ev)
+        return i == EXEC_CTXS ? NULL : x->done[i].ev;
+    CUcontext popped;
+    if (cuCtxPushCurrent_v2(ctx) != CUDA_SUCCESS)
+        return NULL;
+    if (cuEventCreate(&x->done[i].ev, CU_EVENT_DISABLE_TIMING) == CUDA_SUCCESS)
+        x->done[i].ctx = ctx;
+    else
+        x->done[i].ev = NULL;
+    cuCtxPopCurrent_v2(&popped);
+    return x->done[i].ev;
+}
+
 static CUresult graph_launch(CUgraphExec x, CUstream h, int ptds)
 {
     CUstream s;
@@ -1969,19 +1994,23 @@ static CUresult graph_launch(CUgraphExec x, CUstream h, int ptds)
     sim_op_t **ops = launch_ops(x);
     if (!ops)
         return CUDA_ERROR_OUT_OF_MEMORY;
-    /* Each launch is ordered after the previous one, wherever that ran; not inside a capture,
-     * where the launch becomes nodes and the event would become a captured one. */
-    int order = x->done && x->done->ctx == s->ctx && !s->capture;
-    if (order && x->last_stream && x->last_stream != s->id)
-        r = cuStreamWaitEvent(s, x->done, 0);
+    /* Each launch is ordered after the previous one, wherever that ran (a stream of another
+     * context included); not inside a capture, where the launch becomes nodes and the events
+     * would become captured ones. */
+    int order = !s->capture;
+    CUevent done = order ? exec_done(x, s->ctx) : NULL;
+    if (order && x->last && x->last_stream != s->id)
+        r = cuStreamWaitEvent(s, x->last, 0);
     if (r == CUDA_SUCCESS)
         r = submit_all(s, h, ops, x->n);
     else
         for (size_t i = 0; i < x->n; i++)
             sim_op_discard(ops[i]);
     free(ops);
-    if (r == CUDA_SUCCESS && order && (r = cuEventRecord(x->done, s)) == CUDA_SUCCESS)
+    if (r == CUDA_SUCCESS && order) {
+        x->last = done && cuEventRecord(done, s) == CUDA_SUCCESS ? done : NULL;
         x->last_stream = s->id;
+    }
     return r;
 }
 

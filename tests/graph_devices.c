@@ -14,8 +14,10 @@
  * device 1's context on p1's first half, then a kernel node (a CUkernel with device 1's
  * context in CUDA_KERNEL_NODE_PARAMS.ctx) filling its second half, then a memcpy node of
  * device 1's context copying the first half into p0.  Both graphs are launched on s0 with
- * device 0's context current; each node finds its memory, and the words land where they
- * should.
+ * device 0's context current, the explicit one then again on s1 at once: a launch is ordered
+ * after the graph's previous launch even on a stream of another context, so the race checker
+ * (ELIXIR_SIM_RACECHECK=fail, from the runner) finds the two launches' writes ordered.  Each
+ * node finds its memory, and the words land where they should.
  */
 #include "memtest.h"
 #include "simchild.h"
@@ -118,7 +120,8 @@ static void two_devices(void *unused)
 
     ge = explicit_graph(c1, p0, p1);
     CHECK_CU(cuGraphLaunch(ge, s0));
-    CHECK_CU(cuStreamSynchronize(s0));
+    CHECK_CU(cuGraphLaunch(ge, s1));    /* after the first, wherever that ran */
+    CHECK_CU(cuStreamSynchronize(s1));
     mt_expect_words(p0, WORDS, 0x30);
     mt_expect_words(p1 + HALF, WORDS, 0x31);
     CHECK_CU(cuGraphExecDestroy(ge));
