@@ -15,10 +15,14 @@
  *     (cuEventQuery: the application's streams are never waited for); whatever is left at
  *     exit is waited for then.  Times are elapsed times from a reference event recorded, per
  *     context, on a stream of our own that nothing else uses and waited for at once, so that
- *     its completion is "now" on the trace's clock.
- * The lock here guards the pools and the queue.  No call made under it waits for the device
- * (records and queries return at once); the host waits (a reference event, the pairs left at
- * exit) happen with it released (DESIGN.md invariant 7).
+ *     its completion is "now" on the trace's clock.  An elapsed time is a float of
+ *     milliseconds (24 bits): an hour from its reference it is a quarter of a millisecond
+ *     off.  So a context's reference is made again once it is REF_AGE_NS old, and each pair
+ *     keeps the one it was recorded with until it is read.
+ * The lock here guards the contexts' references and pools and the queue.  No call made under
+ * it waits for the device (creating a stream, records and queries return at once); the host
+ * waits (a reference event, the pairs left at exit) happen with it released (DESIGN.md
+ * invariant 7).
  */
 #include <errno.h>
 #include <pthread.h>
@@ -30,26 +34,39 @@
 
 #define MAX_CTX 16
 #define POLL_MAX 8              /* pairs read per operation recorded */
+/* A reference this old (on the trace's clock) is replaced for the pairs recorded from then
+ * on: elapsed times from it stay under about 4 s, where a float of milliseconds is exact to
+ * a quarter of a microsecond (the events' own resolution is about half of one), with room
+ * for operations that start some seconds after they were issued. */
+#define REF_AGE_NS 1000000000ull
 
 enum { SRC_NONE, SRC_CUPTI, SRC_EVENTS };
 
 typedef struct pair pair_t;
 
-/* A context's reference: the event all elapsed times are measured from, and its time; and
- * the pool of that context's event pairs (events belong to a context). */
+/* A reference event and its time on the trace's clock, shared by the pairs measured from
+ * it (users, under the lock: those pairs, and its context while it is the current one). */
+typedef struct mark {
+    CUevent ev;
+    uint64_t time;
+    unsigned users;
+} mark_t;
+
+/* A context's stream for its references, its current reference, and the pool of its event
+ * pairs (events belong to a context). */
 typedef struct ref {
     CUcontext ctx;
     CUstream stream;
-    CUevent ev;
-    uint64_t time;
+    mark_t *mark;
     pair_t *spare;
 } ref_t;
 
-/* The two events around one operation. */
+/* The two events around one operation, and the reference they are measured from. */
 struct pair {
     pair_t *next;
     uint64_t op;
     ref_t *ref;
+    mark_t *mark;
     CUevent a, b;
 };
 
@@ -180,58 +197,97 @@ static CUresult record(CUevent e, CUstream s, shim_hook_t h)
                                    : SHIM_DRIVER_CALL(cuEventRecord)(e, s);
 }
 
-/* A new reference for context ctx (no lock held: it waits for its own event). */
-static int ref_make(CUcontext ctx, ref_t *r)
+/* A new reference on stream (the current context's), waited for at once (no lock held: it
+ * waits for its own event), with one user: its context.  NULL when none can be made. */
+static mark_t *mark_new(CUstream stream)
 {
-    *r = (ref_t){ .ctx = ctx };
-    if (SHIM_DRIVER_CALL(cuStreamCreate)(&r->stream, CU_STREAM_NON_BLOCKING) != CUDA_SUCCESS)
-        return -EIO;
-    if (SHIM_DRIVER_CALL(cuEventCreate)(&r->ev, CU_EVENT_DEFAULT) == CUDA_SUCCESS &&
-        SHIM_DRIVER_CALL(cuEventRecord)(r->ev, r->stream) == CUDA_SUCCESS &&
-        SHIM_DRIVER_CALL(cuEventSynchronize)(r->ev) == CUDA_SUCCESS) {
-        r->time = shim_trace_now();
-        return 0;
+    mark_t *m = calloc(1, sizeof(*m));
+
+    if (!m)
+        return NULL;
+    if (SHIM_DRIVER_CALL(cuEventCreate)(&m->ev, CU_EVENT_DEFAULT) == CUDA_SUCCESS &&
+        SHIM_DRIVER_CALL(cuEventRecord)(m->ev, stream) == CUDA_SUCCESS &&
+        SHIM_DRIVER_CALL(cuEventSynchronize)(m->ev) == CUDA_SUCCESS) {
+        m->time = shim_trace_now();
+        m->users = 1;
+        return m;
     }
-    if (r->ev)
-        SHIM_DRIVER_CALL(cuEventDestroy_v2)(r->ev);
-    return -EIO;
+    if (m->ev)
+        SHIM_DRIVER_CALL(cuEventDestroy_v2)(m->ev);
+    free(m);
+    return NULL;
 }
 
-/* The current context's reference, made on first use; NULL when none can be. */
-static ref_t *ref_current(void)
+/* One user of m less (the lock held): m when that was the last, for mark_free; else NULL. */
+static mark_t *mark_drop(mark_t *m)
+{
+    return m && --m->users == 0 ? m : NULL;
+}
+
+static void mark_free(mark_t *m)
+{
+    if (!m)
+        return;
+    SHIM_DRIVER_CALL(cuEventDestroy_v2)(m->ev);
+    free(m);
+}
+
+/* Is m young enough to measure new pairs from? (The lock held.) */
+static int mark_fresh(const mark_t *m)
+{
+    return m && shim_trace_now() - m->time < REF_AGE_NS;
+}
+
+/* The reference state of context ctx, added with a stream of its own when it has none (the
+ * lock held; creating a stream does not wait for the device); NULL when none can be. */
+static ref_t *ref_of(CUcontext ctx)
+{
+    for (int i = 0; i < TM.nrefs; i++)
+        if (TM.refs[i].ctx == ctx)
+            return &TM.refs[i];
+    if (TM.nrefs == MAX_CTX)
+        return NULL;
+    ref_t *r = &TM.refs[TM.nrefs];
+    *r = (ref_t){ .ctx = ctx };
+    if (SHIM_DRIVER_CALL(cuStreamCreate)(&r->stream, CU_STREAM_NON_BLOCKING) != CUDA_SUCCESS)
+        return NULL;
+    TM.nrefs++;
+    return r;
+}
+
+/* The current context's reference state, with a use of a fresh reference in *mark (made
+ * when the context has none, or only an old one); NULL when none can be had. */
+static ref_t *ref_current(mark_t **mark)
 {
     CUcontext ctx = NULL;
-    ref_t fresh;
 
     if (SHIM_DRIVER_CALL(cuCtxGetCurrent)(&ctx) != CUDA_SUCCESS || !ctx)
         return NULL;
     pthread_mutex_lock(&TM.lock);
-    for (int i = 0; i < TM.nrefs; i++)
-        if (TM.refs[i].ctx == ctx) {
-            pthread_mutex_unlock(&TM.lock);
-            return &TM.refs[i];
-        }
+    ref_t *r = ref_of(ctx);
+    int fresh = r && mark_fresh(r->mark);
+    if (fresh)
+        (*mark = r->mark)->users++;
     pthread_mutex_unlock(&TM.lock);
-    if (ref_make(ctx, &fresh) < 0)
+    if (!r || fresh)
+        return r;
+    mark_t *m = mark_new(r->stream), *stale = m;
+    if (!m)
         return NULL;
-    ref_t *r = NULL;
     pthread_mutex_lock(&TM.lock);
-    for (int i = 0; i < TM.nrefs && !r; i++)
-        if (TM.refs[i].ctx == ctx)
-            r = &TM.refs[i];            /* another thread made one meanwhile: keep it */
-    if (!r && TM.nrefs < MAX_CTX) {
-        TM.refs[TM.nrefs] = fresh;
-        r = &TM.refs[TM.nrefs++];
-        fresh.ev = NULL;
+    if (!mark_fresh(r->mark)) {         /* else another thread made one meanwhile: keep it */
+        stale = mark_drop(r->mark);
+        r->mark = m;
     }
+    (*mark = r->mark)->users++;
     pthread_mutex_unlock(&TM.lock);
-    if (fresh.ev)
-        SHIM_DRIVER_CALL(cuEventDestroy_v2)(fresh.ev);
+    mark_free(stale);
     return r;
 }
 
-/* A pair for the context of ref (the current one): from its pool or new; NULL when none. */
-static pair_t *pair_get(ref_t *ref)
+/* A pair for the context of ref (the current one), measured from mark (whose use it takes
+ * over): from the context's pool or new; NULL when none (the use of mark is dropped). */
+static pair_t *pair_get(ref_t *ref, mark_t *mark)
 {
     pthread_mutex_lock(&TM.lock);
     pair_t *p = ref->spare;
@@ -245,20 +301,28 @@ static pair_t *pair_get(ref_t *ref)
             if (p && p->a)
                 SHIM_DRIVER_CALL(cuEventDestroy_v2)(p->a);
             free(p);
+            pthread_mutex_lock(&TM.lock);
+            mark = mark_drop(mark);
+            pthread_mutex_unlock(&TM.lock);
+            mark_free(mark);
             return NULL;
         }
     }
     p->ref = ref;
+    p->mark = mark;
     return p;
 }
 
-/* Back to its context's pool. */
+/* Back to its context's pool, its reference's use dropped. */
 static void pair_put(pair_t *p)
 {
     pthread_mutex_lock(&TM.lock);
+    mark_t *stale = mark_drop(p->mark);
+    p->mark = NULL;
     p->next = p->ref->spare;
     p->ref->spare = p;
     pthread_mutex_unlock(&TM.lock);
+    mark_free(stale);
 }
 
 static void pair_destroy(pair_t *p)
@@ -278,8 +342,9 @@ void *shim_timing_before(uint64_t op, CUstream s, shim_hook_t h)
      * and synchronises, which a capture in global mode forbids (it would be invalidated). */
     if (TM.source != SRC_EVENTS || res_capture_open() || capturing(s, h))
         return NULL;
-    ref_t *ref = ref_current();
-    pair_t *p = ref ? pair_get(ref) : NULL;
+    mark_t *mark = NULL;
+    ref_t *ref = ref_current(&mark);
+    pair_t *p = ref ? pair_get(ref, mark) : NULL;
     if (!p)
         return NULL;
     p->op = op;
@@ -315,10 +380,10 @@ static void pair_emit(const pair_t *p)
 {
     float a = 0, d = 0;
 
-    if (TM.elapsed(&a, p->ref->ev, p->a) != CUDA_SUCCESS ||
+    if (TM.elapsed(&a, p->mark->ev, p->a) != CUDA_SUCCESS ||
         TM.elapsed(&d, p->a, p->b) != CUDA_SUCCESS || a < 0 || d < 0)
         return;
-    uint64_t start = p->ref->time + (uint64_t)((double)a * 1e6);
+    uint64_t start = p->mark->time + (uint64_t)((double)a * 1e6);
     emit_timing(p->op, TRC_TIMING_EVENTS, start, start + (uint64_t)((double)d * 1e6),
                 shim_trace_now());
 }
@@ -385,7 +450,7 @@ static void drain_events(void)
         list = p->next;
         if (SHIM_DRIVER_CALL(cuEventSynchronize)(p->b) == CUDA_SUCCESS)
             pair_emit(p);
-        pair_destroy(p);
+        pair_put(p);                    /* destroyed with the pools below */
     }
     for (int i = 0; i < TM.nrefs; i++) {
         destroy_list(TM.refs[i].spare);
