@@ -407,6 +407,11 @@ void shim_trace_peer_words(const uint64_t *words, size_t n, const shim_trace_are
 /* A host synchronisation (cuCtxSynchronize, cuStreamSynchronize, cuEventSynchronize): a hint
  * for the iteration detector. */
 void shim_trace_sync(void);
+/* Before the driver destroys stream s: its number is given up, so that a later stream that
+ * gets its handle gets a number of its own; returns it for shim_trace_stream_kept, which
+ * gives it back when the driver refused to destroy s. */
+uint64_t shim_trace_stream_destroy(CUstream s);
+void shim_trace_stream_kept(CUstream s, uint64_t no);
 
 /* Residency's events.  alloc returns the allocation's id (0 when not recording); free takes
  * the base given to alloc.  Times are shim_trace_now(); tiers SHIM_TIER_*; chunk is the

@@ -7,8 +7,9 @@
  * once and nothing is recorded), chooses the clock, records the process and the options;
  * a device is described the first time something happens on it.  From then on every launch,
  * copy and memset is given an operation id and recorded with its stream (a small number:
- * 0 for the legacy stream, then one per stream handle, and one per thread for per-thread
- * default streams; a handle reused after its stream was destroyed keeps its number), device
+ * 0 for the legacy stream, then one per stream, and one per thread for per-thread default
+ * streams; a handle that the driver gives a new stream after cuStreamDestroy gets a new
+ * number, but not one whose stream went with its context), device
  * and, for launches, the function (its name interned once per handle and code generation,
  * cached per thread) and the ids of the allocations its arguments reach (res_launch.c hands
  * over the argument words with the context: shim_trace_launch_args); residency reports
@@ -71,8 +72,9 @@ _Static_assert((int)SHIM_EVICT_FOR_LAUNCH == (int)TRC_EVICT_FOR_LAUNCH &&
 #define MEMO_WORDS 32           /* the longest argument list (in words) such a cache holds */
 #define MEMO_MIN 4              /* the shortest: below it the word cache is as quick */
 #define OP_BLOCK 64             /* operation ids a thread takes at once */
-#define STREAMS 4096            /* stream handles numbered */
+#define STREAMS 4096            /* stream handles numbered without a lock (more: T.over) */
 #define STREAM_UNKNOWN 0xffffffffu
+#define STREAM_GONE 0           /* a handle's number when its stream was destroyed */
 #define MAX_TRACE_DEVICES 64
 #define CLOSE_WAIT_NS 2000000000ull
 
@@ -116,7 +118,8 @@ typedef struct tstate {
     uint32_t nids, cap;
     int unsorted;                   /* ids not in ascending order */
     uint64_t ptds;                  /* the number of this thread's per-thread stream */
-    CUstream last_s;                /* the last stream handle numbered, and its number */
+    _Atomic(CUstream) last_s;       /* the last stream handle numbered, and its number (a
+                                     * stream's destruction clears it, from any thread) */
     uint64_t last_sno;
     CUcontext ctx;                  /* last context seen, its device, the code generation */
     int ctx_dev;
@@ -172,6 +175,11 @@ static struct {
     pthread_mutex_t stream_lock;
     _Atomic uintptr_t skeys[STREAMS];
     _Atomic uint64_t svals[STREAMS];
+    struct {                        /* handles beyond skeys (stream_lock) */
+        uintptr_t *keys;
+        _Atomic uint64_t *vals;
+        size_t cap, n;
+    } over;
     _Atomic uint64_t devices;       /* bit d: device d was described */
     _Atomic uint32_t hook_ids[SHIM_NHOOKS];
     uintptr_t own_lo, own_hi;       /* libelixir.so's mapped range */
@@ -501,46 +509,136 @@ static uint32_t func_id(tstate_t *th, const shim_launch_t *l)
 
 /* ---------------------------------------------------------------- streams */
 
+/* Slot of key in T.over (stream_lock held, T.over.cap > 0): its own, or the empty one where
+ * it would go. */
+static size_t over_slot(uintptr_t key)
+{
+    size_t i = hash_ptr(key) & (T.over.cap - 1);
+
+    while (T.over.keys[i] && T.over.keys[i] != key)
+        i = (i + 1) & (T.over.cap - 1);
+    return i;
+}
+
+/* Room for one more key in T.over (stream_lock held); 0 or -ENOMEM. */
+static int over_grow(void)
+{
+    if (T.over.cap && (T.over.n + 1) * 2 <= T.over.cap)
+        return 0;
+    size_t ocap = T.over.cap, cap = ocap ? ocap * 2 : 256;
+    uintptr_t *ok = T.over.keys, *k = calloc(cap, sizeof(*k));
+    _Atomic uint64_t *ov = T.over.vals, *v = calloc(cap, sizeof(*v));
+    if (!k || !v) {
+        free(k);
+        free(v);
+        return -ENOMEM;
+    }
+    T.over.keys = k;
+    T.over.vals = v;
+    T.over.cap = cap;
+    for (size_t i = 0; i < ocap; i++)
+        if (ok[i]) {
+            size_t j = over_slot(ok[i]);
+            T.over.keys[j] = ok[i];
+            atomic_init(&T.over.vals[j], atomic_load_explicit(&ov[i], memory_order_relaxed));
+        }
+    free(ok);
+    free(ov);
+    return 0;
+}
+
+/* The slot of key in the table, or of the empty entry where it would go, from slot `start`
+ * on (stream_lock held, or a reader that checks under it what it did not find); STREAMS when
+ * the table is full. */
+static unsigned stream_slot(uintptr_t key, unsigned start)
+{
+    for (unsigned p = 0, i = start; p < STREAMS; p++, i = (i + 1) % STREAMS) {
+        uintptr_t k = atomic_load_explicit(&T.skeys[i], memory_order_acquire);
+        if (k == key || k == 0)
+            return i;
+    }
+    return STREAMS;
+}
+
+/* Where key's number is kept (stream_lock held), or NULL when it has none. */
+static _Atomic uint64_t *stream_val(uintptr_t key)
+{
+    unsigned i = stream_slot(key, (unsigned)(hash_ptr(key) % STREAMS));
+
+    if (i < STREAMS)
+        return atomic_load_explicit(&T.skeys[i], memory_order_relaxed) == key ? &T.svals[i]
+                                                                              : NULL;
+    i = T.over.cap ? (unsigned)over_slot(key) : 0;
+    return T.over.cap && T.over.keys[i] == key ? &T.over.vals[i] : NULL;
+}
+
+/* The number of key kept in T.over, for a handle that found no room in the table (stream_lock
+ * held): made when it has none.  Such a handle takes the lock at each lookup. */
+static uint64_t over_number(uintptr_t key)
+{
+    _Atomic uint64_t *v = stream_val(key);
+    uint64_t no = v ? atomic_load_explicit(v, memory_order_relaxed) : STREAM_GONE;
+
+    if (no != STREAM_GONE)
+        return no;
+    if (!v) {
+        if (over_grow() < 0)
+            return STREAM_UNKNOWN;
+        size_t i = over_slot(key);
+        T.over.keys[i] = key;
+        T.over.n++;
+        v = &T.over.vals[i];
+    }
+    no = atomic_fetch_add(&T.stream_next, 1) + 1;
+    atomic_store_explicit(v, no, memory_order_relaxed);
+    return no;
+}
+
+/* The number of key, made when it has none (a new handle, or one whose stream was
+ * destroyed): in the table, or in T.over when the table is full. */
 static uint64_t stream_insert(uintptr_t key, unsigned start)
 {
-    uint64_t no = STREAM_UNKNOWN;
+    uint64_t no;
 
     pthread_mutex_lock(&T.stream_lock);
-    for (unsigned p = 0, i = start; p < STREAMS; p++, i = (i + 1) % STREAMS) {
-        uintptr_t k = atomic_load_explicit(&T.skeys[i], memory_order_relaxed);
-        if (k == key) {
-            no = atomic_load_explicit(&T.svals[i], memory_order_relaxed);
-            break;
-        }
-        if (k == 0) {
-            no = atomic_fetch_add(&T.stream_next, 1) + 1;
-            atomic_store_explicit(&T.svals[i], no, memory_order_relaxed);
-            atomic_store_explicit(&T.skeys[i], key, memory_order_release);
-            break;
-        }
+    unsigned i = stream_slot(key, start);
+    if (i == STREAMS) {
+        no = over_number(key);
+    } else if ((no = atomic_load_explicit(&T.svals[i], memory_order_relaxed)) == STREAM_GONE) {
+        /* (An empty entry's value is STREAM_GONE too.) */
+        no = atomic_fetch_add(&T.stream_next, 1) + 1;
+        atomic_store_explicit(&T.svals[i], no, memory_order_relaxed);
+        atomic_store_explicit(&T.skeys[i], key, memory_order_release);
     }
     pthread_mutex_unlock(&T.stream_lock);
     return no;
 }
 
-/* The number of stream handle s from the table.  Entries are never removed, so readers need
- * no lock: a key is published (release) after its value. */
-static uint64_t stream_lookup(CUstream s)
+/* The number of stream handle s from the table.  Keys are never removed, so readers need no
+ * lock: a key is published (release) after its value.  A handle whose stream was destroyed,
+ * or that is not in the table, is numbered under the lock.  Out of line: stream_no asks only
+ * when its memo misses. */
+static __attribute__((noinline)) uint64_t stream_lookup(CUstream s)
 {
     uintptr_t key = (uintptr_t)s;
     unsigned start = (unsigned)(hash_ptr(key) % STREAMS);
     for (unsigned p = 0, i = start; p < STREAMS; p++, i = (i + 1) % STREAMS) {
         uintptr_t k = atomic_load_explicit(&T.skeys[i], memory_order_acquire);
-        if (k == key)
-            return atomic_load_explicit(&T.svals[i], memory_order_relaxed);
+        if (k == key) {
+            uint64_t no = atomic_load_explicit(&T.svals[i], memory_order_relaxed);
+            if (no != STREAM_GONE)
+                return no;
+            break;
+        }
         if (k == 0)
             break;
     }
     return stream_insert(key, start);
 }
 
-/* The small number of stream s as hook h names it.  A handle's number never changes, so the
- * thread keeps the last one it looked up (a training loop launches on one stream mostly). */
+/* The small number of stream s as hook h names it.  The thread keeps the last one it looked
+ * up (a training loop launches on one stream mostly); the stream's destruction clears that
+ * memo (shim_trace_stream_destroy), since the handle's number changes only then. */
 static inline uint64_t stream_no(tstate_t *th, CUstream s, shim_hook_t h)
 {
     if (s == CU_STREAM_LEGACY || (!s && !shim_hook_per_thread[h]))
@@ -550,11 +648,55 @@ static inline uint64_t stream_no(tstate_t *th, CUstream s, shim_hook_t h)
             th->ptds = atomic_fetch_add(&T.stream_next, 1) + 1;
         return th->ptds;
     }
-    if (s != th->last_s) {
+    if (s != atomic_load_explicit(&th->last_s, memory_order_relaxed)) {
         th->last_sno = stream_lookup(s);
-        th->last_s = s;
+        atomic_store_explicit(&th->last_s, s, memory_order_relaxed);
     }
     return th->last_sno;
+}
+
+uint64_t shim_trace_stream_destroy(CUstream s)
+{
+    tstate_t *th = enter();
+    uint64_t no;
+
+    if (!th)
+        return STREAM_GONE;
+    if (!s || s == CU_STREAM_LEGACY || s == CU_STREAM_PER_THREAD) {
+        leave(th);
+        return STREAM_GONE;
+    }
+    pthread_mutex_lock(&T.stream_lock);
+    _Atomic uint64_t *v = stream_val((uintptr_t)s);
+    no = v ? atomic_exchange_explicit(v, STREAM_GONE, memory_order_relaxed) : STREAM_GONE;
+    pthread_mutex_unlock(&T.stream_lock);
+    /* Every thread's memo of it too (a thread's next use of the handle, by a new stream,
+     * happens after this returns). */
+    pthread_mutex_lock(&T.states_lock);
+    for (tstate_t *t = T.states; t; t = t->next) {
+        CUstream want = s;
+        atomic_compare_exchange_strong_explicit(&t->last_s, &want, NULL, memory_order_relaxed,
+                                                memory_order_relaxed);
+    }
+    pthread_mutex_unlock(&T.states_lock);
+    leave(th);
+    return no;
+}
+
+void shim_trace_stream_kept(CUstream s, uint64_t no)
+{
+    tstate_t *th = no != STREAM_GONE ? enter() : NULL;
+
+    if (!th)
+        return;
+    pthread_mutex_lock(&T.stream_lock);
+    _Atomic uint64_t *v = stream_val((uintptr_t)s);
+    uint64_t gone = STREAM_GONE;
+    if (v)      /* unless a use meanwhile numbered it again */
+        atomic_compare_exchange_strong_explicit(v, &gone, no, memory_order_relaxed,
+                                                memory_order_relaxed);
+    pthread_mutex_unlock(&T.stream_lock);
+    leave(th);
 }
 
 /* ---------------------------------------------------------------- allocation ids */

@@ -10,7 +10,8 @@
  * context went away those caches are invalidated (res_code_unload), since a new kernel or
  * context may get a freed handle's address; likewise the per-thread stream -> device memo of
  * launches, retired before and after a stream is destroyed (res_stream_destroy,
- * res_stream_gone).
+ * res_stream_gone); and the recording's number of a destroyed stream is given up
+ * (shim_trace_stream_destroy).
  *
  * A host synchronisation (cuCtxSynchronize in both ABIs, cuStreamSynchronize, its _ptsz
  * variant, cuEventSynchronize) is where a training step usually ends, so the recording's
@@ -44,22 +45,30 @@ TEARDOWN_WRAPPER(cuDevicePrimaryCtxReset_v2, CUdevice, res_ctx_destroy(NULL))
 TEARDOWN_WRAPPER(cuModuleUnload, CUmodule, (void)0)
 TEARDOWN_WRAPPER(cuLibraryUnload, CUlibrary, (void)0)
 
+/* Both ABIs of cuStreamDestroy: `real` destroys s.  The recording gives up s's stream number
+ * first, since the driver may hand s to a new stream as soon as it is destroyed. */
+static CUresult stream_destroy(CUresult (*real)(CUstream), CUstream s)
+{
+    uint64_t no = SHIM_TRACING() ? shim_trace_stream_destroy(s) : 0;
+
+    res_stream_destroy(s);
+    CUresult r = real(s);
+    if (r != CUDA_SUCCESS && no)
+        shim_trace_stream_kept(s, no);
+    res_stream_gone();
+    return r;
+}
+
 SHIM_EXPORT CUresult CUDAAPI cuStreamDestroy(CUstream hStream)
 {
     SHIM_ENTER(cuStreamDestroy, real);
-    res_stream_destroy(hStream);
-    CUresult r = real(hStream);
-    res_stream_gone();
-    return r;
+    return stream_destroy(real, hStream);
 }
 
 SHIM_EXPORT CUresult CUDAAPI cuStreamDestroy_v2(CUstream hStream)
 {
     SHIM_ENTER(cuStreamDestroy_v2, real);
-    res_stream_destroy(hStream);
-    CUresult r = real(hStream);
-    res_stream_gone();
-    return r;
+    return stream_destroy(real, hStream);
 }
 
 /* Peer access: the driver's call, then, when it succeeded, the same access mirrored onto

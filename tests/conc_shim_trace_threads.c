@@ -4,8 +4,9 @@
  * free at once.
  *
  * The scenario (recording) runs four threads, each with a stream and a buffer of its own,
- * each launching tt_k1 300 times and setting its buffer every 50 launches, while a fifth
- * thread allocates and frees small buffers.  The trace must read cleanly to its END, hold
+ * each launching tt_k1 300 times and setting its buffer every 50 launches, then destroying
+ * its stream (which clears the other threads' memos of its number), while a fifth thread
+ * allocates and frees small buffers.  The trace must read cleanly to its END, hold
  * every launch and memset exactly once (all operation ids distinct), give each thread's work
  * the number of its stream (four different numbers), name each launch's own buffer, and pair
  * every FREE with an earlier ALLOC.  Run under ThreadSanitizer by CI as a conc_* test; there
@@ -46,6 +47,7 @@ static void *worker(void *arg)
         CHECK_CU(tt_launch1(k1, s, p, 16));
     }
     CHECK_CU(cuStreamSynchronize(s));
+    CHECK_CU(cuStreamDestroy(s));           /* while the others may still launch */
     printf("worker 0x%llx\n", (unsigned long long)p);
     return NULL;
 }
