@@ -1177,6 +1177,8 @@ CUresult res_copy_begin(shim_copy_t *c)
     int ptds = shim_hook_per_thread[c->hook];
     CUresult r = CUDA_SUCCESS;
     c->res = NULL;
+    if (d && c->op)
+        shim_trace_op_ctx(ctx, d->device);
     if (!d || !(k = collect_open(d, ctx)))
         return r;
     /* Relaxed from here, as a launch is: taking what the copy reaches on another device may

@@ -400,6 +400,9 @@ void shim_trace_words(const uint64_t *words, size_t n, const shim_trace_arena_t 
  * shim_trace_words.  One call where three would do, since every launch makes it. */
 void shim_trace_launch_args(CUcontext ctx, int device, const uint64_t *words, size_t n,
                             const shim_trace_arena_t *a);
+/* res_launch.c, for a recorded copy or memset it collects: the context and device it concerns
+ * (its stream's), as shim_trace_launch_args gives them for a launch. */
+void shim_trace_op_ctx(CUcontext ctx, int device);
 /* res_launch.c, after shim_trace_launch_args: n argument words that point into other
  * devices' arenas, each in a's span naming an allocation (never kept in the per-thread
  * memos of argument lists: they are not the launch's list). */

@@ -124,7 +124,7 @@ typedef struct tstate {
     CUcontext ctx;                  /* last context seen, its device, the code generation */
     int ctx_dev;
     unsigned ctx_gen;
-    int ctx_known;                  /* ctx is the operation's (shim_trace_launch_args) */
+    int ctx_known;                  /* ctx is the operation's (shim_trace_launch_args, _op_ctx) */
     fslot_t fcache[FCACHE];
     wslot_t wcache[WCACHE];
     memo_t memo[MEMO];              /* by the launch's function */
@@ -451,9 +451,10 @@ static __attribute__((noinline)) void ctx_changed(tstate_t *th, CUcontext ctx, i
     device_seen(device);
 }
 
-/* The operation's context and device, from residency.  They also refresh current_device's
- * cache when they differ from it; one that only grew stale (a new code generation) is left
- * for current_device to ask again. */
+/* The operation's context and device, from residency (the stream's, for an operation on a
+ * stream other than a default one).  They also refresh current_device's cache when they
+ * differ from it; one that only grew stale (a new code generation) is left for
+ * current_device to ask again. */
 static inline void launch_ctx(tstate_t *th, CUcontext ctx, int device)
 {
     if (!ctx)
@@ -1215,6 +1216,14 @@ void shim_trace_peer_words(const uint64_t *words, size_t n, const shim_trace_are
     words_ids(th, words, n, atomic_load_explicit(&T.alloc_gen, memory_order_relaxed), a);
 }
 
+void shim_trace_op_ctx(CUcontext ctx, int device)
+{
+    tstate_t *th = tls_self;
+
+    if (th && th->op)
+        launch_ctx(th, ctx, device);
+}
+
 void shim_trace_launch_args(CUcontext ctx, int device, const uint64_t *words, size_t n,
                             const shim_trace_arena_t *a)
 {
@@ -1274,7 +1283,7 @@ void shim_trace_copy_end(const shim_copy_t *c, CUresult r)
     if (r == CUDA_SUCCESS && kept(TRC_EV_COPY)) {
         trc_event_t ev = { .time = th->time };
         uint64_t stream = stream_no(th, c->stream, c->hook);
-        int dev = current_device(th);
+        int dev = th->ctx_known ? th->ctx_dev : current_device(th);
         if (c->kind == SHIM_COPY_MEMSET) {
             ev.type = TRC_EV_MEMSET;
             ev.u.memset = (trc_memset_t){ .dst = c->dst, .bytes = c->bytes, .stream = stream,
