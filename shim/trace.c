@@ -1006,7 +1006,7 @@ void shim_trace_issue_timed(uint64_t op, CUstream s, shim_hook_t h)
     tstate_t *th = tls_self;
 
     if (op && th && atomic_load_explicit(&T.window, memory_order_relaxed) == WIN_OPEN)
-        th->timing = shim_timing_before(op, s, h);
+        th->timing = shim_timing_before(op, s, h, th->ctx_known ? th->ctx : NULL);
 }
 
 /* Room for n ids in th->ids (at least 64); 0, or -1 when out of memory. */

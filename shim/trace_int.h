@@ -30,9 +30,9 @@ void shim_trace_emit(const trc_event_t *ev);
 trace_clock_t shim_timing_open(PFN_cuEventElapsedTime_v2000 elapsed, trace_clock_t base);
 /* The profiled iterations begin (1) or end (0). */
 void shim_timing_window(int open);
-/* Around the driver call of operation op on stream s (hook h): before returns a handle for
- * after (NULL when not timed). */
-void *shim_timing_before(uint64_t op, CUstream s, shim_hook_t h);
+/* Around the driver call of operation op on stream s (hook h) of context ctx (NULL: the
+ * current one): before returns a handle for after (NULL when not timed). */
+void *shim_timing_before(uint64_t op, CUstream s, shim_hook_t h, CUcontext ctx);
 void shim_timing_after(void *handle, CUresult r, CUstream s, shim_hook_t h);
 /* Records the times of operations whose events have completed (never waits); nothing to do
  * while shim_timing_pending (event pairs not yet read) is 0, which callers test inline. */

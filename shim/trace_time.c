@@ -10,13 +10,15 @@
  *     TIMING event (no CUDA call there: DESIGN.md invariant 7).
  *   CUDA events, when CUPTI is off (ELIXIR_CUPTI=off), missing, or refused because another
  *     tool subscribed: an event before and one after each operation on its stream (not while
- *     the stream captures), taken from a pool.  Pairs wait in a queue and are read, oldest
- *     first, whenever an operation is recorded and the pair's second event has completed
- *     (cuEventQuery: the application's streams are never waited for); whatever is left at
- *     exit is waited for then.  Times are elapsed times from a reference event recorded, per
- *     context, on a stream of our own that nothing else uses and waited for at once, so that
- *     its completion is "now" on the trace's clock.  An elapsed time is a float of
- *     milliseconds (24 bits): an hour from its reference it is a quarter of a millisecond
+ *     the stream captures), taken from a pool of the operation's context (its stream's, which
+ *     residency named, pushed while its events are made when it is not the current one: an
+ *     event can be recorded only on a stream of its own context).  Pairs wait in a queue and
+ *     are read, oldest first, whenever an operation is recorded and the pair's second event
+ *     has completed (cuEventQuery: the application's streams are never waited for); whatever
+ *     is left at exit is waited for then.  Times are elapsed times from a reference event
+ *     recorded, per context, on a stream of our own that nothing else uses and waited for at
+ *     once, so that its completion is "now" on the trace's clock.  An elapsed time is a float
+ *     of milliseconds (24 bits): an hour from its reference it is a quarter of a millisecond
  *     off.  So a context's reference is made again once it is REF_AGE_NS old, and each pair
  *     keeps the one it was recorded with until it is read.
  * The lock here guards the contexts' references and pools and the queue.  No call made under
@@ -255,14 +257,10 @@ static ref_t *ref_of(CUcontext ctx)
     return r;
 }
 
-/* The current context's reference state, with a use of a fresh reference in *mark (made
- * when the context has none, or only an old one); NULL when none can be had. */
-static ref_t *ref_current(mark_t **mark)
+/* The reference state of context ctx (the current one), with a use of a fresh reference in
+ * *mark (made when the context has none, or only an old one); NULL when none can be had. */
+static ref_t *ref_current(CUcontext ctx, mark_t **mark)
 {
-    CUcontext ctx = NULL;
-
-    if (SHIM_DRIVER_CALL(cuCtxGetCurrent)(&ctx) != CUDA_SUCCESS || !ctx)
-        return NULL;
     pthread_mutex_lock(&TM.lock);
     ref_t *r = ref_of(ctx);
     int fresh = r && mark_fresh(r->mark);
@@ -332,19 +330,13 @@ static void pair_destroy(pair_t *p)
     free(p);
 }
 
-void *shim_timing_before(uint64_t op, CUstream s, shim_hook_t h)
+/* A pair of context ctx, the first event recorded on s (ctx current); NULL when none. */
+static pair_t *pair_begin(uint64_t op, CUcontext ctx, CUstream s, shim_hook_t h)
 {
-    if (TM.source == SRC_CUPTI) {
-        trc_cupti_push(TM.cupti, op);
-        return PUSHED;
-    }
-    /* Not while a capture may be open anywhere: making a context's reference creates a stream
-     * and synchronises, which a capture in global mode forbids (it would be invalidated). */
-    if (TM.source != SRC_EVENTS || res_capture_open() || capturing(s, h))
-        return NULL;
     mark_t *mark = NULL;
-    ref_t *ref = ref_current(&mark);
+    ref_t *ref = ref_current(ctx, &mark);
     pair_t *p = ref ? pair_get(ref, mark) : NULL;
+
     if (!p)
         return NULL;
     p->op = op;
@@ -352,6 +344,29 @@ void *shim_timing_before(uint64_t op, CUstream s, shim_hook_t h)
         pair_put(p);
         return NULL;
     }
+    return p;
+}
+
+void *shim_timing_before(uint64_t op, CUstream s, shim_hook_t h, CUcontext ctx)
+{
+    CUcontext cur = NULL, popped;
+
+    if (TM.source == SRC_CUPTI) {
+        trc_cupti_push(TM.cupti, op);
+        return PUSHED;
+    }
+    /* Not while a capture may be open anywhere: making a context's reference creates a stream
+     * and synchronises, which a capture in global mode forbids (it would be invalidated). */
+    if (TM.source != SRC_EVENTS || res_capture_open() || capturing(s, h) ||
+        SHIM_DRIVER_CALL(cuCtxGetCurrent)(&cur) != CUDA_SUCCESS)
+        return NULL;
+    if (!ctx || ctx == cur)
+        return cur ? pair_begin(op, cur, s, h) : NULL;
+    /* Work on another context's stream: its events are that context's, made with it current. */
+    if (SHIM_DRIVER_CALL(cuCtxPushCurrent_v2)(ctx) != CUDA_SUCCESS)
+        return NULL;
+    pair_t *p = pair_begin(op, ctx, s, h);
+    SHIM_DRIVER_CALL(cuCtxPopCurrent_v2)(&popped);
     return p;
 }
 

@@ -1,0 +1,75 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * shim_trace_event_contexts.c - device times from CUDA events for work on another
+ * context's stream.
+ *
+ * With ELIXIR_CUPTI=off, each operation of the profiled iterations is timed by two events
+ * recorded on its stream, and an event can be recorded only on a stream of its own context.
+ * The scenario (two devices, profiling from the start, for more iterations than it makes),
+ * with device 0's context current, launches tt_k1 (a CUkernel, which runs in its stream's
+ * context) and sets memory on a stream of device 1's context, and then launches tt_k1 on the
+ * legacy stream.  The three operations must have their device times from events.
+ */
+#define TT_KERNELS
+#include "shim_trace_test.h"
+
+#define WORDS 16
+
+static void scenario(void)
+{
+    CUdeviceptr x1, y;
+    CUstream s1;
+    CUlibrary lib;
+    CUkernel k;
+
+    st_setup(1);
+    CHECK_CU(cuStreamCreate(&s1, CU_STREAM_NON_BLOCKING));
+    CHECK_CU(cuMemAlloc(&x1, 4 * WORDS));
+    CHECK_CU(cuMemsetD32(x1, 0, WORDS));
+    CHECK_CU(cuCtxSynchronize());
+    st_setup(0);
+    CHECK_CU(cuMemAlloc(&y, 4 * WORDS));
+    CHECK_CU(cuLibraryLoadData(&lib, tt_ptx, NULL, NULL, 0, NULL, NULL, 0));
+    CHECK_CU(cuLibraryGetKernel(&k, lib, "tt_k1"));
+    CHECK_CU(tt_launch1((CUfunction)k, s1, x1, WORDS));
+    CHECK_CU(cuMemsetD32Async(x1, 5, WORDS, s1));
+    CHECK_CU(cuStreamSynchronize(s1));
+    CHECK_CU(tt_launch1((CUfunction)k, NULL, y, WORDS));
+    CHECK_CU(cuCtxSynchronize());
+    printf("two operations on device 1's stream, one on device 0's\n");
+}
+
+/* Does operation op have a TIMING record from events? */
+static int timed(const tt_trace_t *t, uint64_t op)
+{
+    for (size_t i = 0; i < t->n; i++)
+        if (t->ev[i].type == TRC_EV_TIMING && t->ev[i].u.timing.op == op)
+            return t->ev[i].u.timing.source == TRC_TIMING_EVENTS;
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    sh_scenario_child(argc, argv, scenario);
+    const char *path = tt_path("shim-trace-event-contexts", 0);
+    const char *env[] = { tt_env_trace(path, 0), "ELIXIR_CUPTI=off", "ELIXIR_PROFILE_WARMUP=0",
+                          "ELIXIR_PROFILE_ITERATIONS=1000", "ELIXIR_SIM_DEVICES=2", NULL };
+    sh_run_t r = sh_run_ok("scenario", env);
+    tt_trace_t t;
+
+    tt_load(path, &t);
+    tt_expect_clean(&t, path);
+    const trc_event_t *l = tt_launch_of(&t, "tt_k1", 0);
+    const trc_event_t *m = tt_nth(&t, TRC_EV_MEMSET, 1);
+    EXPECT(l && l->u.launch.device == 1 && timed(&t, l->u.launch.id),
+           "the launch on device 1's stream, device 0 current, has no times from events");
+    EXPECT(m && m->u.memset.device == 1 && timed(&t, m->u.memset.id),
+           "the memset on device 1's stream, device 0 current, has no times from events");
+    l = tt_launch_of(&t, "tt_k1", 1);
+    EXPECT(l && l->u.launch.device == 0 && timed(&t, l->u.launch.id),
+           "the launch on device 0's legacy stream has no times from events");
+    printf("operations on another context's stream timed\n");
+    tt_free(&t);
+    sh_run_free(&r);
+    return 0;
+}
