@@ -415,6 +415,10 @@ void shim_trace_sync(void);
  * gives it back when the driver refused to destroy s. */
 uint64_t shim_trace_stream_destroy(CUstream s);
 void shim_trace_stream_kept(CUstream s, uint64_t no);
+/* Before the driver may destroy context ctx, or when ctx is NULL device dev's primary
+ * context: the device times of their operations still pending are read while their events
+ * exist. */
+void shim_trace_ctx_destroy(CUcontext ctx, int dev);
 
 /* Residency's events.  alloc returns the allocation's id (0 when not recording); free takes
  * the base given to alloc.  Times are shim_trace_now(); tiers SHIM_TIER_*; chunk is the

@@ -684,6 +684,18 @@ uint64_t shim_trace_stream_destroy(CUstream s)
     return no;
 }
 
+void shim_trace_ctx_destroy(CUcontext ctx, int dev)
+{
+    tstate_t *th = enter();
+
+    if (!th)
+        return;
+    /* (Not while a capture may be open: the waits would invalidate it.) */
+    if (!res_capture_open())
+        shim_timing_ctx_gone(ctx, dev);
+    leave(th);
+}
+
 void shim_trace_stream_kept(CUstream s, uint64_t no)
 {
     tstate_t *th = no != STREAM_GONE ? enter() : NULL;

@@ -38,6 +38,11 @@ void shim_timing_after(void *handle, CUresult r, CUstream s, shim_hook_t h);
  * while shim_timing_pending (event pairs not yet read) is 0, which callers test inline. */
 extern _Atomic unsigned shim_timing_pending;
 void shim_timing_poll(void);
+/* Before context ctx, or when ctx is NULL the primary context of device dev, may be destroyed:
+ * the pairs of those contexts (of every context of dev, for a primary one) are waited for
+ * and read, and their events and streams destroyed while the contexts exist; a context that
+ * lives on gets new ones when it is timed again. */
+void shim_timing_ctx_gone(CUcontext ctx, int dev);
 /* Once the profiled iterations' records have all come (an iteration after them): CUPTI's
  * records flushed, its subscription given up, and its clock replaced, since reading it costs
  * a call into the library per event; the client stays open, as a thread may be reading its

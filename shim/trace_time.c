@@ -15,16 +15,17 @@
  *     event can be recorded only on a stream of its own context).  Pairs wait in a queue and
  *     are read, oldest first, whenever an operation is recorded and the pair's second event
  *     has completed (cuEventQuery: the application's streams are never waited for); whatever
- *     is left at exit is waited for then.  Times are elapsed times from a reference event
- *     recorded, per context, on a stream of our own that nothing else uses and waited for at
- *     once, so that its completion is "now" on the trace's clock.  An elapsed time is a float
- *     of milliseconds (24 bits): an hour from its reference it is a quarter of a millisecond
- *     off.  So a context's reference is made again once it is REF_AGE_NS old, and each pair
- *     keeps the one it was recorded with until it is read.
+ *     is left at exit, or of a context about to be destroyed, is waited for then (the driver
+ *     waits for the context's work too), while the events still exist.  Times are elapsed
+ *     times from a reference event recorded, per context, on a stream of our own that nothing
+ *     else uses and waited for at once, so that its completion is "now" on the trace's clock.
+ *     An elapsed time is a float of milliseconds (24 bits): an hour from its reference it is
+ *     a quarter of a millisecond off.  So a context's reference is made again once it is
+ *     REF_AGE_NS old, and each pair keeps the one it was recorded with until it is read.
  * The lock here guards the contexts' references and pools and the queue.  No call made under
  * it waits for the device (creating a stream, records and queries return at once); the host
- * waits (a reference event, the pairs left at exit) happen with it released (DESIGN.md
- * invariant 7).
+ * waits (a reference event, the pairs left at exit or at a context's teardown) happen with it
+ * released (DESIGN.md invariant 7).
  */
 #include <errno.h>
 #include <pthread.h>
@@ -34,7 +35,6 @@
 
 #include "trace_int.h"
 
-#define MAX_CTX 16
 #define POLL_MAX 8              /* pairs read per operation recorded */
 /* A reference this old (on the trace's clock) is replaced for the pairs recorded from then
  * on: elapsed times from it stay under about 4 s, where a float of milliseconds is exact to
@@ -55,9 +55,12 @@ typedef struct mark {
 } mark_t;
 
 /* A context's stream for its references, its current reference, and the pool of its event
- * pairs (events belong to a context). */
+ * pairs (events belong to a context).  Never freed: a pair being made may still name one that
+ * its context's teardown retired (shim_timing_ctx_gone). */
 typedef struct ref {
+    struct ref *next;
     CUcontext ctx;
+    int dev;                        /* the context's device */
     CUstream stream;
     mark_t *mark;
     pair_t *spare;
@@ -81,8 +84,7 @@ static struct {
     PFN_cuEventElapsedTime_v2000 elapsed;
     pthread_mutex_t lock;
     pair_t *head, **tail;           /* waiting for their second event */
-    ref_t refs[MAX_CTX];
-    int nrefs;
+    ref_t *refs, *gone;             /* by context; retired by a teardown */
     trace_clock_t base;             /* the trace's clock before CUPTI's (monotonic, virtual) */
     uint64_t closed_at, base_at;    /* CUPTI's last time, and the base clock's then */
 } TM = { .lock = PTHREAD_MUTEX_INITIALIZER, .tail = &TM.head };
@@ -240,20 +242,27 @@ static int mark_fresh(const mark_t *m)
     return m && shim_trace_now() - m->time < REF_AGE_NS;
 }
 
-/* The reference state of context ctx, added with a stream of its own when it has none (the
- * lock held; creating a stream does not wait for the device); NULL when none can be. */
+/* The reference state of context ctx (the current one), added with a stream of its own when
+ * it has none (the lock held; creating a stream does not wait for the device); NULL when none
+ * can be. */
 static ref_t *ref_of(CUcontext ctx)
 {
-    for (int i = 0; i < TM.nrefs; i++)
-        if (TM.refs[i].ctx == ctx)
-            return &TM.refs[i];
-    if (TM.nrefs == MAX_CTX)
+    ref_t *r;
+    CUdevice d;
+
+    for (r = TM.refs; r; r = r->next)
+        if (r->ctx == ctx)
+            return r;
+    if (!(r = calloc(1, sizeof(*r))))
         return NULL;
-    ref_t *r = &TM.refs[TM.nrefs];
-    *r = (ref_t){ .ctx = ctx };
-    if (SHIM_DRIVER_CALL(cuStreamCreate)(&r->stream, CU_STREAM_NON_BLOCKING) != CUDA_SUCCESS)
+    r->ctx = ctx;
+    r->dev = SHIM_DRIVER_CALL(cuCtxGetDevice)(&d) == CUDA_SUCCESS ? (int)d : -1;
+    if (SHIM_DRIVER_CALL(cuStreamCreate)(&r->stream, CU_STREAM_NON_BLOCKING) != CUDA_SUCCESS) {
+        free(r);
         return NULL;
-    TM.nrefs++;
+    }
+    r->next = TM.refs;
+    TM.refs = r;
     return r;
 }
 
@@ -467,9 +476,76 @@ static void drain_events(void)
             pair_emit(p);
         pair_put(p);                    /* destroyed with the pools below */
     }
-    for (int i = 0; i < TM.nrefs; i++) {
-        destroy_list(TM.refs[i].spare);
-        TM.refs[i].spare = NULL;
+    for (ref_t *r = TM.refs; r; r = r->next) {
+        destroy_list(r->spare);
+        r->spare = NULL;
+    }
+}
+
+/* Takes the references of the contexts about to go (ctx, or else every context of device
+ * dev) off the list, and their pairs off the queue, in order, into *pairs (the lock held). */
+static ref_t *take_dying(CUcontext ctx, int dev, pair_t **pairs)
+{
+    ref_t *dying = NULL;
+
+    for (ref_t **rp = &TM.refs; *rp;) {
+        ref_t *r = *rp;
+        if (ctx ? r->ctx != ctx : r->dev != dev) {
+            rp = &r->next;
+            continue;
+        }
+        *rp = r->next;
+        r->next = dying;
+        dying = r;
+    }
+    for (pair_t **qp = &TM.head; dying && *qp;) {
+        pair_t *p = *qp;
+        ref_t *r = dying;
+        while (r && r != p->ref)
+            r = r->next;
+        if (!r) {
+            qp = &p->next;
+            continue;
+        }
+        *qp = p->next;
+        p->next = NULL;
+        *pairs = p;
+        pairs = &p->next;
+        atomic_fetch_sub(&shim_timing_pending, 1);
+    }
+    for (TM.tail = &TM.head; *TM.tail; TM.tail = &(*TM.tail)->next)
+        ;
+    return dying;
+}
+
+void shim_timing_ctx_gone(CUcontext ctx, int dev)
+{
+    pair_t *pairs = NULL;
+
+    pthread_mutex_lock(&TM.lock);
+    ref_t *dying = take_dying(ctx, dev, &pairs);
+    pthread_mutex_unlock(&TM.lock);
+    while (pairs) {                 /* (the driver waits for the context's work too) */
+        pair_t *p = pairs;
+        pairs = p->next;
+        if (SHIM_DRIVER_CALL(cuEventSynchronize)(p->b) == CUDA_SUCCESS)
+            pair_emit(p);
+        pair_put(p);
+    }
+    while (dying) {
+        ref_t *r = dying;
+        dying = r->next;
+        pthread_mutex_lock(&TM.lock);
+        pair_t *spare = r->spare;
+        mark_t *stale = mark_drop(r->mark);
+        r->spare = NULL;
+        r->mark = NULL;
+        r->next = TM.gone;
+        TM.gone = r;
+        pthread_mutex_unlock(&TM.lock);
+        destroy_list(spare);
+        mark_free(stale);
+        SHIM_DRIVER_CALL(cuStreamDestroy_v2)(r->stream);
     }
 }
 
@@ -507,6 +583,6 @@ void shim_timing_after_fork(void)
     TM.head = NULL;
     TM.tail = &TM.head;
     atomic_store(&shim_timing_pending, 0);
-    TM.nrefs = 0;
+    TM.refs = TM.gone = NULL;
     pthread_mutex_init(&TM.lock, NULL);
 }

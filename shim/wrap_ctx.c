@@ -11,7 +11,8 @@
  * context may get a freed handle's address; likewise the per-thread stream -> device memo of
  * launches, retired before and after a stream is destroyed (res_stream_destroy,
  * res_stream_gone); and the recording's number of a destroyed stream is given up
- * (shim_trace_stream_destroy).
+ * (shim_trace_stream_destroy), and the device times still pending of a context about to be
+ * destroyed are read while its events exist (shim_trace_ctx_destroy).
  *
  * A host synchronisation (cuCtxSynchronize in both ABIs, cuStreamSynchronize, its _ptsz
  * variant, cuEventSynchronize) is where a training step usually ends, so the recording's
@@ -35,13 +36,21 @@
         return r;                                                                              \
     }
 
-TEARDOWN_WRAPPER(cuCtxDestroy, CUcontext, res_ctx_destroy(arg))
-TEARDOWN_WRAPPER(cuCtxDestroy_v2, CUcontext, res_ctx_destroy(arg))
+/* Before context ctx (NULL: device dev's primary context) may be destroyed. */
+static void ctx_teardown(CUcontext ctx, CUdevice dev)
+{
+    if (SHIM_TRACING())
+        shim_trace_ctx_destroy(ctx, dev);
+    res_ctx_destroy(ctx);
+}
+
+TEARDOWN_WRAPPER(cuCtxDestroy, CUcontext, ctx_teardown(arg, -1))
+TEARDOWN_WRAPPER(cuCtxDestroy_v2, CUcontext, ctx_teardown(arg, -1))
 /* Releasing the last reference destroys the primary context; resetting always does. */
-TEARDOWN_WRAPPER(cuDevicePrimaryCtxRelease, CUdevice, res_ctx_destroy(NULL))
-TEARDOWN_WRAPPER(cuDevicePrimaryCtxRelease_v2, CUdevice, res_ctx_destroy(NULL))
-TEARDOWN_WRAPPER(cuDevicePrimaryCtxReset, CUdevice, res_ctx_destroy(NULL))
-TEARDOWN_WRAPPER(cuDevicePrimaryCtxReset_v2, CUdevice, res_ctx_destroy(NULL))
+TEARDOWN_WRAPPER(cuDevicePrimaryCtxRelease, CUdevice, ctx_teardown(NULL, arg))
+TEARDOWN_WRAPPER(cuDevicePrimaryCtxRelease_v2, CUdevice, ctx_teardown(NULL, arg))
+TEARDOWN_WRAPPER(cuDevicePrimaryCtxReset, CUdevice, ctx_teardown(NULL, arg))
+TEARDOWN_WRAPPER(cuDevicePrimaryCtxReset_v2, CUdevice, ctx_teardown(NULL, arg))
 TEARDOWN_WRAPPER(cuModuleUnload, CUmodule, (void)0)
 TEARDOWN_WRAPPER(cuLibraryUnload, CUlibrary, (void)0)
 
