@@ -273,6 +273,7 @@ typedef struct collect {
     uint32_t fenced;                /* bit i: device i's lock held for a graph launch, whose
                                      * fence it gets at the end (res_launch.c) */
 } collect_t;
+_Static_assert(MAX_DEVICES <= 32, "collect_t.fenced has a bit per device");
 
 /* ---------------------------------------------------------------- res.c */
 /* The calling thread's last current context and the device state it resolved to (NULL: none
