@@ -654,15 +654,29 @@ int res_meminfo(size_t *free_b, size_t *total, CUresult *r)
     return 1;
 }
 
+/* Does p lie in an allocation of d's arena?  Its base and size into *info when it does. */
+static int allocated(res_dev_t *d, CUdeviceptr p, arena_info_t *info)
+{
+    shim_lock(&d->lock);
+    int found = arena_lookup(d->arena, p, info) == 0;
+    shim_unlock(&d->lock);
+    return found;
+}
+
+int res_allocated(CUdeviceptr p)
+{
+    res_dev_t *d = res_owner(p);
+    arena_info_t info;
+    return d && allocated(d, p, &info);
+}
+
 int res_address_range(CUdeviceptr *base, size_t *size, CUdeviceptr p, CUresult *r)
 {
     res_dev_t *d = res_owner(p);
     arena_info_t info;
     if (!d)
         return 0;
-    shim_lock(&d->lock);
-    int found = arena_lookup(d->arena, p, &info) == 0;
-    shim_unlock(&d->lock);
+    int found = allocated(d, p, &info);
     *r = found ? CUDA_SUCCESS : CUDA_ERROR_NOT_FOUND;
     if (found && base)
         *base = info.base;
@@ -681,17 +695,24 @@ static void map_back(res_dev_t *d, CUdeviceptr p)
     shim_unlock(&d->lock);
 }
 
-/* Pointer attributes of arena memory: device memory of the arena's device.  When *r is an
- * error, *data holds the value cuPointerGetAttributes lists for the attribute. */
+/*
+ * Pointer attributes of arena memory: device memory of the arena's device.  When *r is an
+ * error, *data holds the value cuPointerGetAttributes lists for the attribute.  An address in
+ * no allocation (freed, or never handed out) is the application's to see as the driver sees
+ * an address it never handed out: CUDA_ERROR_INVALID_VALUE whatever the attribute, *data
+ * untouched.  The driver is not asked, since what it knows there is the arena's reservation
+ * and the chunks the shim keeps mapped in it.
+ */
 int res_pointer_attribute(void *data, CUpointer_attribute a, CUdeviceptr p, CUresult *r)
 {
     res_dev_t *d = res_owner(p);
     arena_info_t info;
     if (!d)
         return 0;
-    shim_lock(&d->lock);
-    int found = arena_lookup(d->arena, p, &info) == 0;
-    shim_unlock(&d->lock);
+    if (!allocated(d, p, &info)) {
+        *r = CUDA_ERROR_INVALID_VALUE;
+        return 1;
+    }
     *r = CUDA_SUCCESS;
     switch (a) {
     case CU_POINTER_ATTRIBUTE_CONTEXT: *(CUcontext *)data = res_dev_ctx(d); break;
@@ -704,7 +725,7 @@ int res_pointer_attribute(void *data, CUpointer_attribute a, CUdeviceptr p, CUre
         break;
     case CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL: *(int *)data = d->device; break;
     case CU_POINTER_ATTRIBUTE_IS_MANAGED: *(int *)data = 0; break;
-    case CU_POINTER_ATTRIBUTE_MAPPED: *(int *)data = found; break;
+    case CU_POINTER_ATTRIBUTE_MAPPED: *(int *)data = 1; break;
     case CU_POINTER_ATTRIBUTE_RANGE_START_ADDR: *(CUdeviceptr *)data = info.base; break;
     case CU_POINTER_ATTRIBUTE_RANGE_SIZE: *(size_t *)data = info.size; break;
     case CU_POINTER_ATTRIBUTE_BUFFER_ID: *(unsigned long long *)data = info.base; break;
@@ -716,8 +737,6 @@ int res_pointer_attribute(void *data, CUpointer_attribute a, CUdeviceptr p, CUre
             map_back(d, p);
         return 0;
     }
-    if (!found && a != CU_POINTER_ATTRIBUTE_MAPPED)
-        *r = CUDA_ERROR_INVALID_VALUE;
     return 1;
 }
 

@@ -284,6 +284,8 @@ void res_pool_alloc_end(CUmemoryPool pool, CUresult r, CUdeviceptr p);
 void res_pool_changed(CUmemoryPool pool, int destroy);
 int res_meminfo(size_t *free_b, size_t *total, CUresult *r);
 int res_pointer_attribute(void *data, CUpointer_attribute a, CUdeviceptr p, CUresult *r);
+/* 1 when p lies in an allocation of an arena (what the application allocated), else 0. */
+int res_allocated(CUdeviceptr p);
 int res_address_range(CUdeviceptr *base, size_t *size, CUdeviceptr p, CUresult *r);
 /* Around the driver call of a launch or copy: make what it reaches resident (begin), and
  * record its use (end).  begin holds the device's residency lock until end.  begin returns

@@ -273,6 +273,10 @@ SHIM_EXPORT CUresult CUDAAPI cuPointerGetAttributes(unsigned int numAttributes,
 
     if (!res_owns(ptr) || !attributes || !data)
         return real(numAttributes, attributes, data, ptr);
+    /* An arena address in no allocation (freed): what the driver lists for an address it never
+     * handed out (cuda.h: default values, and no error), asked for one, the null pointer. */
+    if (!res_allocated(ptr))
+        return real(numAttributes, attributes, data, 0);
     /* Arena memory: ours where we answer, the driver's (for the mapping) for the rest.  A
      * host pointer is listed as NULL: the list form reports no error for it. */
     for (unsigned i = 0; i < numAttributes && r == CUDA_SUCCESS; i++)
