@@ -37,6 +37,96 @@ _Atomic uint64_t res_span_lo, res_span_len;
 _Atomic unsigned res_code_gen = 1;
 _Atomic unsigned res_stream_gen = 1;
 
+/* ---------------------------------------------------------------- allocation tags */
+
+/*
+ * The arena keeps only where each allocation lies; what the shim must remember of a few of
+ * them lives in a table keyed by base (d locked), an entry made when first needed and dropped
+ * when the allocation's range goes back to the arena, so that an allocation handed the same
+ * addresses later starts afresh.  CU_POINTER_ATTRIBUTE_BUFFER_ID: "every memory allocation ...
+ * will have a unique ID over a process lifetime.  Subsequent allocations do not reuse IDs from
+ * previous freed allocations" (cuda.h), and the arena hands freed addresses out again, so an
+ * allocation's ID is taken from a count of the process's own, in the upper half of the range,
+ * away from the driver's IDs of the memory it serves itself (pinned host memory, pools).
+ */
+static _Atomic uint64_t next_buffer_id = 1;
+
+static uint32_t tag_home(uint64_t base, uint32_t cap)
+{
+    return (uint32_t)((base * 0x9E3779B97F4A7C15ull) >> 32) & (cap - 1);
+}
+
+/* The entry of base in d's table, or the free slot where it would go (tags_cap > 0). */
+static uint32_t tag_find(const res_dev_t *d, uint64_t base)
+{
+    uint32_t i = tag_home(base, d->tags_cap);
+    while (d->tags[i].base && d->tags[i].base != base)
+        i = (i + 1) & (d->tags_cap - 1);
+    return i;
+}
+
+/* Twice the table: 0, or -ENOMEM (the table is as it was). */
+static int tag_grow(res_dev_t *d)
+{
+    uint32_t cap = d->tags_cap ? d->tags_cap * 2 : 64;
+    alloc_tag_t *tags = calloc(cap, sizeof(*tags));
+    if (!tags)
+        return -ENOMEM;
+    res_dev_t t = { .tags = tags, .tags_cap = cap };
+    for (uint32_t i = 0; i < d->tags_cap; i++)
+        if (d->tags[i].base)
+            tags[tag_find(&t, d->tags[i].base)] = d->tags[i];
+    free(d->tags);
+    d->tags = tags;
+    d->tags_cap = cap;
+    return 0;
+}
+
+/* The tag of the allocation at base, made (all zero) if it has none; NULL out of memory. */
+static alloc_tag_t *tag_get(res_dev_t *d, uint64_t base)
+{
+    if ((d->tags_n + 1) * 2 > d->tags_cap && tag_grow(d) < 0)
+        return NULL;
+    alloc_tag_t *t = &d->tags[tag_find(d, base)];
+    if (!t->base) {
+        *t = (alloc_tag_t){ .base = base };
+        d->tags_n++;
+    }
+    return t;
+}
+
+/* The allocation at base left the arena: its tag goes, and the entries after it that it kept
+ * from their home move back. */
+static void tag_drop(res_dev_t *d, uint64_t base)
+{
+    uint32_t mask = d->tags_cap - 1, i = tag_find(d, base);
+    if (!d->tags[i].base)
+        return;
+    d->tags[i].base = 0;
+    for (uint32_t j = (i + 1) & mask; d->tags[j].base; j = (j + 1) & mask) {
+        uint32_t k = tag_home(d->tags[j].base, d->tags_cap);
+        if (i < j ? (k > i && k <= j) : (k > i || k <= j))
+            continue;                   /* j's home lies after the hole: it stays */
+        d->tags[i] = d->tags[j];
+        d->tags[j].base = 0;
+        i = j;
+    }
+    d->tags_n--;
+}
+
+/* The buffer ID of the allocation at base (d locked).  Without room to remember it, a new
+ * one each time: never another allocation's, though not the same twice. */
+static uint64_t buffer_id(res_dev_t *d, uint64_t base)
+{
+    alloc_tag_t *t = tag_get(d, base);
+    if (t && t->id)
+        return t->id;
+    uint64_t id = 1ull << 63 | atomic_fetch_add(&next_buffer_id, 1);
+    if (t)
+        t->id = id;
+    return id;
+}
+
 /* ---------------------------------------------------------------- arena callbacks */
 
 /* A chunk came into use: a parked one as it is, others backed with GPU memory, or host
@@ -103,6 +193,8 @@ static int arena_do_free(res_dev_t *d, CUdeviceptr p, arena_info_t *info)
     d->arena_busy = 1;
     int err = arena_free(d->arena, p, release_chunk, d, info);
     d->arena_busy = 0;
+    if (!err && d->tags_n)
+        tag_drop(d, p);
     return err;
 }
 
@@ -654,11 +746,14 @@ int res_meminfo(size_t *free_b, size_t *total, CUresult *r)
     return 1;
 }
 
-/* Does p lie in an allocation of d's arena?  Its base and size into *info when it does. */
-static int allocated(res_dev_t *d, CUdeviceptr p, arena_info_t *info)
+/* Does p lie in an allocation of d's arena?  Its base and size into *info when it does, and
+ * when id is not NULL its buffer ID into *id. */
+static int allocated(res_dev_t *d, CUdeviceptr p, arena_info_t *info, uint64_t *id)
 {
     shim_lock(&d->lock);
     int found = arena_lookup(d->arena, p, info) == 0;
+    if (found && id)
+        *id = buffer_id(d, info->base);
     shim_unlock(&d->lock);
     return found;
 }
@@ -667,7 +762,7 @@ int res_allocated(CUdeviceptr p)
 {
     res_dev_t *d = res_owner(p);
     arena_info_t info;
-    return d && allocated(d, p, &info);
+    return d && allocated(d, p, &info, NULL);
 }
 
 int res_address_range(CUdeviceptr *base, size_t *size, CUdeviceptr p, CUresult *r)
@@ -676,7 +771,7 @@ int res_address_range(CUdeviceptr *base, size_t *size, CUdeviceptr p, CUresult *
     arena_info_t info;
     if (!d)
         return 0;
-    int found = allocated(d, p, &info);
+    int found = allocated(d, p, &info, NULL);
     *r = found ? CUDA_SUCCESS : CUDA_ERROR_NOT_FOUND;
     if (found && base)
         *base = info.base;
@@ -707,9 +802,10 @@ int res_pointer_attribute(void *data, CUpointer_attribute a, CUdeviceptr p, CUre
 {
     res_dev_t *d = res_owner(p);
     arena_info_t info;
+    uint64_t id = 0;
     if (!d)
         return 0;
-    if (!allocated(d, p, &info)) {
+    if (!allocated(d, p, &info, a == CU_POINTER_ATTRIBUTE_BUFFER_ID ? &id : NULL)) {
         *r = CUDA_ERROR_INVALID_VALUE;
         return 1;
     }
@@ -728,7 +824,7 @@ int res_pointer_attribute(void *data, CUpointer_attribute a, CUdeviceptr p, CUre
     case CU_POINTER_ATTRIBUTE_MAPPED: *(int *)data = 1; break;
     case CU_POINTER_ATTRIBUTE_RANGE_START_ADDR: *(CUdeviceptr *)data = info.base; break;
     case CU_POINTER_ATTRIBUTE_RANGE_SIZE: *(size_t *)data = info.size; break;
-    case CU_POINTER_ATTRIBUTE_BUFFER_ID: *(unsigned long long *)data = info.base; break;
+    case CU_POINTER_ATTRIBUTE_BUFFER_ID: *(unsigned long long *)data = id; break;
     /* Arena memory is VMM memory, which legacy IPC does not take (see res_ipc_pin). */
     case CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE: *(int *)data = 0; break;
     default:

@@ -114,6 +114,13 @@ typedef struct app_pool {
     int mine;                       /* its memory is this device's: 1, not: -1, not known: 0 */
 } app_pool_t;
 
+/* What the shim keeps of one allocation of the arena beyond its place (res.c, "allocation
+ * tags"): only for those that need it, keyed by the allocation's base. */
+typedef struct alloc_tag {
+    uint64_t base;                  /* 0: a free slot of the table */
+    uint64_t id;                    /* its buffer ID, once one was asked for; else 0 */
+} alloc_tag_t;
+
 typedef struct res_dev {
     /* What every launch reads and writes, together in the first two cache lines. */
     _Alignas(64) int ready;         /* 1: set up; -1: set-up failed, pass everything through */
@@ -171,6 +178,8 @@ typedef struct res_dev {
     CUmemGenericAllocationHandle swap;  /* no host mapping: the swap piece (res_move.c) */
     int swap_owed;                  /* the swap piece is out: the next host piece put refills it */
     use_event_t *free_events;
+    alloc_tag_t *tags;              /* allocation tags, open addressing by base (res.c) */
+    uint32_t tags_cap, tags_n;
     struct foreign_hold *foreign_holds; /* other devices' operations' holds (res_launch.c) */
     /* Per other device, per chunk: how many of its operations hold the chunk, RES_GRANT_FOR_GOOD
      * once a captured one pinned it; allocated at the device's first (res_launch.c).  A device

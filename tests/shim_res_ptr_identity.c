@@ -1,20 +1,27 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * shim_res_ptr_identity.c - what pointer queries say about which allocation an address is,
- * under libelixir.so as without it: nothing at all once the allocation is freed.
+ * under libelixir.so as without it: the allocation's own buffer ID, never one a freed
+ * allocation had, and nothing at all once it is freed.
  *
- * cuda.h: cuPointerGetAttributes "will not return an error when the ptr encountered is not a
- * valid CUDA pointer": it lists default values and returns CUDA_SUCCESS, where
- * cuPointerGetAttribute fails with CUDA_ERROR_INVALID_VALUE.  Under the shim a freed address
- * still lies in the arena's reservation, and often in a chunk the shim keeps mapped (a slab
- * chunk with live neighbours, a parked chunk), which the driver would describe.
+ * cuda.h: every allocation has a buffer ID unique over the process's lifetime ("subsequent
+ * allocations do not reuse IDs from previous freed allocations"; registration caches such as
+ * MPI's rely on it), and cuPointerGetAttributes "will not return an error when the ptr
+ * encountered is not a valid CUDA pointer": it lists default values and returns CUDA_SUCCESS,
+ * where cuPointerGetAttribute fails with CUDA_ERROR_INVALID_VALUE.  Under the shim a freed
+ * address still lies in the arena's reservation, and often in a chunk the shim keeps mapped
+ * (a slab chunk with live neighbours, a parked chunk), which the driver would describe.
  *
  * The scenario allocates a 4 MiB buffer (two chunks under the shim) and two 8 KiB ones (slots
- * of one shared chunk).  It frees the large buffer and the first small one, whose chunk still
- * holds the second, and queries every attribute of the freed addresses, one by one (result
- * codes) and as one list (result code and values).  The test runs the scenario without the
- * shim and under it, where evicted chunks stay mapped and where they are unmapped; the
- * transcripts must be the same.
+ * of one shared chunk), and prints whether each has a buffer ID of its own, the same at its
+ * base and at its last byte.  It frees the large buffer and the first small one and allocates
+ * them again (the shim's arena hands out the same addresses), and prints whether the new IDs
+ * are new; so it does for a 4 MiB cuMemAllocAsync freed with cuMemFreeAsync (the shim takes
+ * the range back once the stream passed the free).  Then it frees them once more, the first small one's chunk still holding the
+ * second, and queries every attribute of the freed addresses, one by one (result codes) and
+ * as one list (result code and values).  The test runs the scenario without the shim and
+ * under it, where evicted chunks stay mapped and where they are unmapped; the transcripts
+ * must be the same.
  */
 #include "shim_test.h"
 #include "simtest.h"
@@ -47,6 +54,31 @@ static const struct {
 };
 #define NATTRS (sizeof(attrs) / sizeof(attrs[0]))
 
+/* Every buffer ID handed out so far, to tell whether one is new. */
+static unsigned long long ids[64];
+static unsigned nids;
+
+static unsigned long long buffer_id(CUdeviceptr p)
+{
+    unsigned long long id = 0;
+    CHECK_CU(cuPointerGetAttribute(&id, CU_POINTER_ATTRIBUTE_BUFFER_ID, p));
+    return id;
+}
+
+/* Print whether the allocation at p (bytes long) has a buffer ID no other allocation had,
+ * the same at its last byte; remember it. */
+static void expect_new_id(const char *what, CUdeviceptr p, size_t bytes)
+{
+    unsigned long long id = buffer_id(p);
+    int fresh = id != 0;
+    for (unsigned i = 0; i < nids; i++)
+        fresh &= ids[i] != id;
+    if (nids < sizeof(ids) / sizeof(ids[0]))
+        ids[nids++] = id;
+    printf("%-28s buffer id new: %s, the same inside: %s\n", what, fresh ? "yes" : "no",
+           buffer_id(p + bytes - 1) == id ? "yes" : "no");
+}
+
 /* Every attribute of freed address p, one by one and as one list. */
 static void query_freed(const char *what, CUdeviceptr p)
 {
@@ -70,12 +102,29 @@ static void query_freed(const char *what, CUdeviceptr p)
 
 static void scenario(void)
 {
-    CUdeviceptr big, small, next;
+    CUdeviceptr big, small, next, ordered;
 
     st_setup(0);
     CHECK_CU(cuMemAlloc(&big, 4 * MIB));
     CHECK_CU(cuMemAlloc(&small, SMALL));
     CHECK_CU(cuMemAlloc(&next, SMALL));
+    expect_new_id("big", big, 4 * MIB);
+    expect_new_id("small", small, SMALL);
+    expect_new_id("next", next, SMALL);
+    CHECK_CU(cuMemFree(big));
+    CHECK_CU(cuMemFree(small));
+    CHECK_CU(cuMemAlloc(&big, 4 * MIB));
+    CHECK_CU(cuMemAlloc(&small, SMALL));
+    expect_new_id("big, allocated again", big, 4 * MIB);
+    expect_new_id("small, allocated again", small, SMALL);
+    CHECK_CU(cuMemAllocAsync(&ordered, 4 * MIB, CU_STREAM_LEGACY));
+    expect_new_id("stream-ordered", ordered, 4 * MIB);
+    CHECK_CU(cuMemFreeAsync(ordered, CU_STREAM_LEGACY));
+    CHECK_CU(cuStreamSynchronize(CU_STREAM_LEGACY));
+    CHECK_CU(cuMemAllocAsync(&ordered, 4 * MIB, CU_STREAM_LEGACY));
+    expect_new_id("stream-ordered again", ordered, 4 * MIB);
+    CHECK_CU(cuMemFreeAsync(ordered, CU_STREAM_LEGACY));
+
     CHECK_CU(cuMemFree(small));
     CHECK_CU(cuMemFree(big));
     query_freed("freed small", small);
