@@ -43,11 +43,14 @@ _Atomic unsigned res_stream_gen = 1;
  * The arena keeps only where each allocation lies; what the shim must remember of a few of
  * them lives in a table keyed by base (d locked), an entry made when first needed and dropped
  * when the allocation's range goes back to the arena, so that an allocation handed the same
- * addresses later starts afresh.  CU_POINTER_ATTRIBUTE_BUFFER_ID: "every memory allocation ...
- * will have a unique ID over a process lifetime.  Subsequent allocations do not reuse IDs from
- * previous freed allocations" (cuda.h), and the arena hands freed addresses out again, so an
- * allocation's ID is taken from a count of the process's own, in the upper half of the range,
- * away from the driver's IDs of the memory it serves itself (pinned host memory, pools).
+ * addresses later starts afresh.  CU_POINTER_ATTRIBUTE_CONTEXT is "the CUcontext in which ptr
+ * was allocated", and every context of a device allocates from the device's one arena: an
+ * allocation made in another context than the arena's has its context tagged.  Of
+ * CU_POINTER_ATTRIBUTE_BUFFER_ID, cuda.h says "every memory allocation ... will have a unique
+ * ID over a process lifetime.  Subsequent allocations do not reuse IDs from previous freed
+ * allocations", and the arena hands freed addresses out again, so an allocation's ID is taken
+ * from a count of the shim's own, in the upper half of the range, away from the driver's IDs
+ * of the memory it serves itself (pinned host memory, pools).
  */
 static _Atomic uint64_t next_buffer_id = 1;
 
@@ -93,6 +96,24 @@ static alloc_tag_t *tag_get(res_dev_t *d, uint64_t base)
         d->tags_n++;
     }
     return t;
+}
+
+/* The tag of the allocation at base, or NULL. */
+static const alloc_tag_t *tag_of(const res_dev_t *d, uint64_t base)
+{
+    if (!d->tags_n)
+        return NULL;
+    const alloc_tag_t *t = &d->tags[tag_find(d, base)];
+    return t->base ? t : NULL;
+}
+
+/* The allocation at base was made in context ctx, not the arena's.  Without room to remember
+ * it, the arena's context is the one its queries name. */
+static void tag_context(res_dev_t *d, uint64_t base, CUcontext ctx)
+{
+    alloc_tag_t *t = tag_get(d, base);
+    if (t)
+        t->ctx = ctx;
 }
 
 /* The allocation at base left the arena: its tag goes, and the entries after it that it kept
@@ -521,7 +542,8 @@ static int alloc_locked(res_dev_t *d, size_t bytes, arena_info_t *info)
 
 int res_alloc(CUdeviceptr *dptr, size_t bytes, CUresult *r)
 {
-    res_dev_t *d = current_dev(NULL);
+    CUcontext ctx = NULL;
+    res_dev_t *d = current_dev(&ctx);
     arena_info_t info;
     if (!d)
         return 0;
@@ -534,6 +556,8 @@ int res_alloc(CUdeviceptr *dptr, size_t bytes, CUresult *r)
     int err = alloc_locked(d, bytes, &info);
     if (!err)
         stamp_span(d, &info);
+    if (!err && ctx != d->ctx)
+        tag_context(d, info.base, ctx);
     if (!err && SHIM_TRACING())
         shim_trace_alloc(d->device, info.base, bytes);
     relax_end(rx);
@@ -747,13 +771,17 @@ int res_meminfo(size_t *free_b, size_t *total, CUresult *r)
 }
 
 /* Does p lie in an allocation of d's arena?  Its base and size into *info when it does, and
- * when id is not NULL its buffer ID into *id. */
-static int allocated(res_dev_t *d, CUdeviceptr p, arena_info_t *info, uint64_t *id)
+ * when tag is not NULL what the shim knows of it into *tag: its context, and its buffer ID
+ * when `id` (else 0). */
+static int allocated(res_dev_t *d, CUdeviceptr p, arena_info_t *info, alloc_tag_t *tag, int id)
 {
     shim_lock(&d->lock);
     int found = arena_lookup(d->arena, p, info) == 0;
-    if (found && id)
-        *id = buffer_id(d, info->base);
+    if (found && tag) {
+        const alloc_tag_t *t = tag_of(d, info->base);
+        tag->ctx = t && t->ctx ? t->ctx : d->ctx;
+        tag->id = id ? buffer_id(d, info->base) : 0;
+    }
     shim_unlock(&d->lock);
     return found;
 }
@@ -762,7 +790,7 @@ int res_allocated(CUdeviceptr p)
 {
     res_dev_t *d = res_owner(p);
     arena_info_t info;
-    return d && allocated(d, p, &info, NULL);
+    return d && allocated(d, p, &info, NULL, 0);
 }
 
 int res_address_range(CUdeviceptr *base, size_t *size, CUdeviceptr p, CUresult *r)
@@ -771,7 +799,7 @@ int res_address_range(CUdeviceptr *base, size_t *size, CUdeviceptr p, CUresult *
     arena_info_t info;
     if (!d)
         return 0;
-    int found = allocated(d, p, &info, NULL);
+    int found = allocated(d, p, &info, NULL, 0);
     *r = found ? CUDA_SUCCESS : CUDA_ERROR_NOT_FOUND;
     if (found && base)
         *base = info.base;
@@ -802,16 +830,16 @@ int res_pointer_attribute(void *data, CUpointer_attribute a, CUdeviceptr p, CUre
 {
     res_dev_t *d = res_owner(p);
     arena_info_t info;
-    uint64_t id = 0;
+    alloc_tag_t tag;
     if (!d)
         return 0;
-    if (!allocated(d, p, &info, a == CU_POINTER_ATTRIBUTE_BUFFER_ID ? &id : NULL)) {
+    if (!allocated(d, p, &info, &tag, a == CU_POINTER_ATTRIBUTE_BUFFER_ID)) {
         *r = CUDA_ERROR_INVALID_VALUE;
         return 1;
     }
     *r = CUDA_SUCCESS;
     switch (a) {
-    case CU_POINTER_ATTRIBUTE_CONTEXT: *(CUcontext *)data = res_dev_ctx(d); break;
+    case CU_POINTER_ATTRIBUTE_CONTEXT: *(CUcontext *)data = tag.ctx; break;
     case CU_POINTER_ATTRIBUTE_MEMORY_TYPE: *(unsigned *)data = CU_MEMORYTYPE_DEVICE; break;
     case CU_POINTER_ATTRIBUTE_DEVICE_POINTER: *(CUdeviceptr *)data = p; break;
     case CU_POINTER_ATTRIBUTE_HOST_POINTER:
@@ -824,7 +852,7 @@ int res_pointer_attribute(void *data, CUpointer_attribute a, CUdeviceptr p, CUre
     case CU_POINTER_ATTRIBUTE_MAPPED: *(int *)data = 1; break;
     case CU_POINTER_ATTRIBUTE_RANGE_START_ADDR: *(CUdeviceptr *)data = info.base; break;
     case CU_POINTER_ATTRIBUTE_RANGE_SIZE: *(size_t *)data = info.size; break;
-    case CU_POINTER_ATTRIBUTE_BUFFER_ID: *(unsigned long long *)data = id; break;
+    case CU_POINTER_ATTRIBUTE_BUFFER_ID: *(unsigned long long *)data = tag.id; break;
     /* Arena memory is VMM memory, which legacy IPC does not take (see res_ipc_pin). */
     case CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE: *(int *)data = 0; break;
     default:

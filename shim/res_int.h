@@ -119,6 +119,7 @@ typedef struct app_pool {
 typedef struct alloc_tag {
     uint64_t base;                  /* 0: a free slot of the table */
     uint64_t id;                    /* its buffer ID, once one was asked for; else 0 */
+    CUcontext ctx;                  /* the context it was allocated in; NULL: the arena's */
 } alloc_tag_t;
 
 typedef struct res_dev {

@@ -2,13 +2,14 @@
 /*
  * shim_res_ptr_identity.c - what pointer queries say about which allocation an address is,
  * under libelixir.so as without it: the allocation's own buffer ID, never one a freed
- * allocation had, and nothing at all once it is freed.
+ * allocation had, its own context, and nothing at all once it is freed.
  *
  * cuda.h: every allocation has a buffer ID unique over the process's lifetime ("subsequent
  * allocations do not reuse IDs from previous freed allocations"; registration caches such as
- * MPI's rely on it), and cuPointerGetAttributes "will not return an error when the ptr
- * encountered is not a valid CUDA pointer": it lists default values and returns CUDA_SUCCESS,
- * where cuPointerGetAttribute fails with CUDA_ERROR_INVALID_VALUE.  Under the shim a freed
+ * MPI's rely on it), CU_POINTER_ATTRIBUTE_CONTEXT is the context in which the memory was
+ * allocated, and cuPointerGetAttributes "will not return an error when the ptr encountered
+ * is not a valid CUDA pointer": it lists default values and returns CUDA_SUCCESS, where
+ * cuPointerGetAttribute fails with CUDA_ERROR_INVALID_VALUE.  Under the shim a freed
  * address still lies in the arena's reservation, and often in a chunk the shim keeps mapped
  * (a slab chunk with live neighbours, a parked chunk), which the driver would describe.
  *
@@ -17,9 +18,13 @@
  * base and at its last byte.  It frees the large buffer and the first small one and allocates
  * them again (the shim's arena hands out the same addresses), and prints whether the new IDs
  * are new; so it does for a 4 MiB cuMemAllocAsync freed with cuMemFreeAsync (the shim takes
- * the range back once the stream passed the free).  Then it frees them once more, the first small one's chunk still holding the
- * second, and queries every attribute of the freed addresses, one by one (result codes) and
- * as one list (result code and values).  The test runs the scenario without the shim and
+ * the range back once the stream passed the free).  In a second context on the device
+ * (cuCtxCreate) it allocates one buffer of each kind, and prints whether
+ * CU_POINTER_ATTRIBUTE_CONTEXT names the context each buffer was allocated in, one by one and
+ * in a list (under the shim both contexts allocate from the device's one arena).  Then it
+ * frees the first buffers once more, the first small one's chunk still holding the second,
+ * and queries every attribute of the freed addresses, one by one (result codes) and as one
+ * list (result code and values).  The test runs the scenario without the shim and
  * under it, where evicted chunks stay mapped and where they are unmapped; the transcripts
  * must be the same.
  */
@@ -79,6 +84,18 @@ static void expect_new_id(const char *what, CUdeviceptr p, size_t bytes)
            buffer_id(p + bytes - 1) == id ? "yes" : "no");
 }
 
+/* Print whether CU_POINTER_ATTRIBUTE_CONTEXT of p is ctx, alone and in a list. */
+static void expect_context(const char *what, CUdeviceptr p, CUcontext ctx)
+{
+    CUcontext one = NULL, listed = NULL;
+    CUpointer_attribute a = CU_POINTER_ATTRIBUTE_CONTEXT;
+    void *data[] = { &listed };
+    CHECK_CU(cuPointerGetAttribute(&one, a, p));
+    CHECK_CU(cuPointerGetAttributes(1, &a, data, p));
+    printf("%-28s context is where it was allocated: %s, listed: %s\n", what,
+           one == ctx ? "yes" : "no", listed == ctx ? "yes" : "no");
+}
+
 /* Every attribute of freed address p, one by one and as one list. */
 static void query_freed(const char *what, CUdeviceptr p)
 {
@@ -102,9 +119,9 @@ static void query_freed(const char *what, CUdeviceptr p)
 
 static void scenario(void)
 {
-    CUdeviceptr big, small, next, ordered;
+    CUdeviceptr big, small, next, ordered, big2, small2;
+    CUcontext primary = st_setup(0), second, popped;
 
-    st_setup(0);
     CHECK_CU(cuMemAlloc(&big, 4 * MIB));
     CHECK_CU(cuMemAlloc(&small, SMALL));
     CHECK_CU(cuMemAlloc(&next, SMALL));
@@ -124,6 +141,20 @@ static void scenario(void)
     CHECK_CU(cuMemAllocAsync(&ordered, 4 * MIB, CU_STREAM_LEGACY));
     expect_new_id("stream-ordered again", ordered, 4 * MIB);
     CHECK_CU(cuMemFreeAsync(ordered, CU_STREAM_LEGACY));
+    expect_context("big", big, primary);
+    expect_context("small", small, primary);
+
+    CHECK_CU(cuCtxCreate(&second, NULL, 0, 0));
+    CHECK_CU(cuMemAlloc(&big2, 4 * MIB));
+    CHECK_CU(cuMemAlloc(&small2, SMALL));
+    expect_new_id("big, second context", big2, 4 * MIB);
+    expect_new_id("small, second context", small2, SMALL);
+    expect_context("big, second context", big2, second);
+    expect_context("small, second context", small2, second);
+    CHECK_CU(cuMemFree(big2));
+    CHECK_CU(cuMemFree(small2));
+    CHECK_CU(cuCtxPopCurrent(&popped));
+    CHECK_CU(cuCtxDestroy(second));
 
     CHECK_CU(cuMemFree(small));
     CHECK_CU(cuMemFree(big));
