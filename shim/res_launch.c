@@ -160,13 +160,16 @@ static SHIM_ALWAYS_INLINE void collect_ptr(collect_t *k, const geo_t *g, uint64_
 /*
  * The chunks of [p, p + bytes), a 1D copy's or memset's operand, when they lie in one
  * allocation's span: a copy reaches only the bytes it names, so a slice of a large allocation
- * does not bring the whole allocation in.  Anything else (another device's arena, no bytes, a
- * range that leaves its allocation's chunks) is collected as the pointer p is.
+ * does not bring the whole allocation in, and one of no bytes reaches nothing.  Anything else
+ * (another device's arena, a range that leaves its allocation's chunks) is collected as the
+ * pointer p is.
  */
 static void collect_range(collect_t *k, const geo_t *g, uint64_t p, uint64_t bytes)
 {
     uint64_t off = p - g->base;
-    if (off >= g->size || !bytes || bytes > g->size - off) {
+    if (!bytes)
+        return;
+    if (off >= g->size || bytes > g->size - off) {
         collect_ptr(k, g, p);
         return;
     }
@@ -1135,6 +1138,18 @@ static CUdeviceptr copy_operand(const shim_copy_t *c, size_t i)
     }
 }
 
+/* Does the copy of operand i of structured or batched copy c move any byte?  One that moves
+ * none reaches nothing, whatever its operands name. */
+static int copy_moves(const shim_copy_t *c, size_t i)
+{
+    if (c->kind != SHIM_COPY_BATCH)
+        return c->bytes != 0;
+    if (!c->desc)                               /* cuMemcpyBatchAsync */
+        return c->sizes && c->sizes[i / 2];
+    const CUextent3D *e = &((const CUDA_MEMCPY3D_BATCH_OP *)c->desc)[i / 2].extent;
+    return e->width && e->height && e->depth;
+}
+
 /* What copy c reaches, collected into k. */
 static void collect_copy(collect_t *k, const shim_copy_t *c)
 {
@@ -1145,7 +1160,8 @@ static void collect_copy(collect_t *k, const shim_copy_t *c)
         return;
     }
     for (size_t i = 0, n = copy_noperands(c); i < n; i++)
-        collect_ptr(k, &g, copy_operand(c, i));
+        if (copy_moves(c, i))
+            collect_ptr(k, &g, copy_operand(c, i));
 }
 
 /*

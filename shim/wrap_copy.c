@@ -293,13 +293,13 @@ COPY_WRAPPER(cuMemcpy3DBatchAsync_v2_ptsz, BATCH3D_V2_PARAMS, BATCH3D_V2_ARGS, B
 #define MEMSET2D_ARGS (dstDevice, dstPitch, value, Width, Height)
 #define MEMSET2D_ASYNC_ARGS (dstDevice, dstPitch, value, Width, Height, hStream)
 /* Bytes written: N elements of `size` bytes, or Height rows of `pitch` bytes (the last row
- * only up to Width elements). */
+ * only up to Width elements; none when the rows are empty). */
 #define MEMSET_FIELDS(size)                                                                    \
     .kind = SHIM_COPY_MEMSET, .dst = dstDevice, .bytes = (N) * (size), .value = value,         \
     .elem = (size)
 #define MEMSET2D_FIELDS(size)                                                                  \
     .kind = SHIM_COPY_MEMSET, .dst = dstDevice,                                                \
-    .bytes = Height ? (Height - 1) * dstPitch + Width * (size) : 0, .value = value,            \
+    .bytes = Height && Width ? (Height - 1) * dstPitch + Width * (size) : 0, .value = value,   \
     .elem = (size)
 
 COPY_WRAPPER(cuMemsetD8_v2, MEMSET_PARAMS(unsigned char), MEMSET_ARGS, MEMSET_FIELDS(1))

@@ -12,7 +12,12 @@
  * launch that went ahead would fault on the unmapped chunk and leave the context unusable).
  * Then cuCtxSynchronize succeeds, and A and B still hold their patterns.  A copy reaches
  * only the bytes it names, so a copy of the first half of B into A (one chunk of each)
- * succeeds, and A's second half is left as it was.  The statistics count three refused
+ * succeeds, and A's second half is left as it was.  A copy or memset of no bytes reaches
+ * nothing, so it succeeds even on an 8 MiB buffer C, more than the device holds: copies from
+ * B into C in every form (cuMemcpyDtoD, cuMemcpyDtoDAsync, cuMemcpy, cuMemcpy2D of no rows,
+ * cuMemcpy3DAsync of no layers, cuMemcpyBatchAsync of one copy of size 0) and memsets of C
+ * (cuMemsetD8 of no bytes, cuMemsetD2D8 of rows of no bytes).  The statistics count three
+ * refused
  * operations, and the log names the refusal.  The scenario runs a second time recording a
  * trace (the wrappers' traced path), and once where evicted chunks stay mapped: there nothing
  * is refused and the kernel and copies run, A ending as B's pattern.
@@ -40,6 +45,41 @@ SIM_KERNEL void add_into(const sim_launch_t *l, void **params)
         dst[i] += src[i];
 }
 
+/* Copies of no bytes from b into a in each form, and memsets of no bytes of a, none of which
+ * may be refused: they reach nothing, whatever their operands. */
+static void zero_copies(CUdeviceptr a, CUdeviceptr b, CUstream s)
+{
+    CUDA_MEMCPY2D c2;
+    CUDA_MEMCPY3D c3;
+    CUdeviceptr dsts[] = { a }, srcs[] = { b };
+    size_t sizes[] = { 0 }, idx = 0;
+    CUmemcpyAttributes attr;
+
+    memset(&c2, 0, sizeof(c2));
+    c2.srcMemoryType = c2.dstMemoryType = CU_MEMORYTYPE_DEVICE;
+    c2.srcDevice = b;
+    c2.dstDevice = a;
+    c2.srcPitch = c2.dstPitch = c2.WidthInBytes = BUF / 2;
+    memset(&c3, 0, sizeof(c3));
+    c3.srcMemoryType = c3.dstMemoryType = CU_MEMORYTYPE_DEVICE;
+    c3.srcDevice = b;
+    c3.dstDevice = a;
+    c3.srcPitch = c3.dstPitch = c3.WidthInBytes = BUF / 2;
+    c3.srcHeight = c3.dstHeight = c3.Height = 2;
+    memset(&attr, 0, sizeof(attr));
+    attr.srcAccessOrder = CU_MEMCPY_SRC_ACCESS_ORDER_STREAM;
+    CHECK_CU(cuMemcpyDtoD(a, b, 0));
+    CHECK_CU(cuMemcpyDtoDAsync(a, b, 0, s));
+    CHECK_CU(cuMemcpy(a, b, 0));
+    CHECK_CU(cuMemcpy2D(&c2));
+    CHECK_CU(cuMemcpy3DAsync(&c3, s));
+    CHECK_CU(cuMemcpyBatchAsync(dsts, srcs, sizes, 1, &attr, &idx, 1, s));
+    CHECK_CU(cuMemsetD8(a, 0x5a, 0));
+    CHECK_CU(cuMemsetD2D8Async(a, BUF / 2, 0x5a, 0, 5, s));  /* rows 0 to 4: all of a */
+    CHECK_CU(cuStreamSynchronize(s));
+    printf("copies and memsets of no bytes done\n");
+}
+
 /* r is what an operation reaching more than the device holds returns: refused where evicted
  * chunks are unmapped, else done. */
 static void expect_refused(CUresult r, int refused, const char *what)
@@ -53,7 +93,7 @@ static void scenario(void)
 {
     int refused = getenv("OOM_REFUSED") && atoi(getenv("OOM_REFUSED"));
     CUfunction fill, verify, into;
-    CUdeviceptr buf[2], bad;
+    CUdeviceptr buf[2], bad, big;
     CUstream s;
     uint64_t n = WORDS;
 
@@ -77,6 +117,9 @@ static void scenario(void)
     sh_expect_verified(verify, buf[0], WORDS, refused ? 1 : 2, bad, "A");
     sh_expect_verified(verify, buf[1], WORDS, 2, bad, "B");
     printf("data intact, the context usable\n");
+    CHECK_CU(cuMemAlloc(&big, 2 * BUF));
+    zero_copies(big, buf[1], s);
+    CHECK_CU(cuMemFree(big));
     /* A copy reaches only the bytes it names: half of B into A reaches two chunks, which fit. */
     static uint32_t host[WORDS];
     CHECK_CU(cuMemcpyDtoD(buf[0], buf[1], BUF / 2));
