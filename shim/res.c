@@ -431,6 +431,20 @@ static res_dev_t *current_dev(CUcontext *ctxp)
     return memo_dev(ctx);
 }
 
+res_dev_t *res_ctx_dev(CUcontext ctx)
+{
+    CUcontext cur = NULL, popped;
+    if (!ctx || DRV(cuCtxGetCurrent)(&cur) != CUDA_SUCCESS)
+        return NULL;
+    if (ctx == cur)
+        return memo_dev(ctx);
+    if (DRV(cuCtxPushCurrent_v2)(ctx) != CUDA_SUCCESS)
+        return NULL;
+    res_dev_t *d = ctx_dev(ctx);
+    DRV(cuCtxPopCurrent_v2)(&popped);
+    return d;
+}
+
 /* The residency state of device ordinal `device`: set up already, or set up now when it is
  * the current context's device; NULL otherwise. */
 static res_dev_t *dev_of(int device)

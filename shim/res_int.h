@@ -318,6 +318,10 @@ static inline res_dev_t *res_active_dev(CUcontext *ctx)
         return d;
     return res_active_dev_slow(*ctx);
 }
+/* The residency state of context ctx's device, whether ctx is current or not (it is made
+ * current meanwhile when it is not), set up on first use as for the current context; NULL
+ * when the shim cannot serve it. */
+res_dev_t *res_ctx_dev(CUcontext ctx);
 /* The device whose arena holds p, or NULL. */
 res_dev_t *res_owner(CUdeviceptr p);
 /* Free the deferred frees whose stream passed them (all of them, waiting, when `wait`);

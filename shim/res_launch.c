@@ -850,11 +850,12 @@ static SHIM_COLD __attribute__((noinline)) collect_t *others_take(collect_t *k, 
  * recorded on its stream, which only its own context's events can mark.  Each thread remembers
  * the last few such streams it used, each with its context and device, and an operation on one
  * of them does without asking the driver anything.  A stream is remembered once the driver
- * named its context (cuStreamGetCtx) and that context is an arena's own or the current one,
- * whose device res_active_dev gives; a stream of any other context is left to the current
- * context, as a default stream is.  res_stream_gen, bumped before and after a stream or
- * context is destroyed (and on code unloads), retires every entry: a stream created later may
- * get a destroyed one's handle.
+ * named its context (cuStreamGetCtx): an arena's own, the current one, whose device
+ * res_active_dev gives, or any other, whose device res_ctx_dev gives, its arena set up if the
+ * device has none yet (the operation runs there, and what it reaches in other devices' arenas
+ * must be made reachable from there: others_take).  res_stream_gen, bumped before and after a
+ * stream or context is destroyed (and on code unloads), retires every entry: a stream created
+ * later may get a destroyed one's handle.
  */
 #define STREAM_MEMO 4
 
@@ -882,8 +883,8 @@ static SHIM_COLD __attribute__((noinline)) res_dev_t *stream_dev_slow(CUstream s
         if (atomic_load_explicit((_Atomic int *)&res_devs[i].ready, memory_order_acquire) > 0 &&
             res_dev_ctx(&res_devs[i]) == sc)
             d = &res_devs[i];
-    if (!d && (!(d = res_active_dev(ctx)) || *ctx != sc))
-        return d;                   /* another context's stream: the current one decides */
+    if (!d && (!(d = res_active_dev(ctx)) || *ctx != sc) && !(d = res_ctx_dev(sc)))
+        return NULL;
     stream_memo_t *m = &stream_memo;
     if (m->gen != gen) {
         memset(m, 0, sizeof(*m));
