@@ -253,6 +253,8 @@
     X(cuMemHostAlloc, cuMemHostAlloc, 2020, )                                                   \
     X(cuMemFreeHost, cuMemFreeHost, 2000, )                                                     \
     X(cuMemPoolGetAttribute, cuMemPoolGetAttribute, 11020, )                                    \
+    X(cuDeviceGetMemPool, cuDeviceGetMemPool, 11020, )                                          \
+    X(cuDeviceGetDefaultMemPool, cuDeviceGetDefaultMemPool, 11020, )                            \
     X(cuMemCreate, cuMemCreate, 10020, )                                                        \
     X(cuMemMap, cuMemMap, 10020, )                                                              \
     X(cuMemUnmap, cuMemUnmap, 10020, )                                                          \

@@ -107,13 +107,16 @@ static const alloc_tag_t *tag_of(const res_dev_t *d, uint64_t base)
     return t->base ? t : NULL;
 }
 
-/* The allocation at base was made in context ctx, not the arena's.  Without room to remember
- * it, the arena's context is the one its queries name. */
-static void tag_context(res_dev_t *d, uint64_t base, CUcontext ctx)
+/* The allocation at base was made in context ctx (NULL: the arena's) and, when it is
+ * stream-ordered, stands for an allocation from pool `pool`.  Without room to remember it,
+ * its queries name the arena's context and no pool. */
+static void tag_origin(res_dev_t *d, uint64_t base, CUcontext ctx, CUmemoryPool pool)
 {
     alloc_tag_t *t = tag_get(d, base);
-    if (t)
+    if (t) {
         t->ctx = ctx;
+        t->pool = pool;
+    }
 }
 
 /* The allocation at base left the arena: its tag goes, and the entries after it that it kept
@@ -330,6 +333,8 @@ static int setup(res_dev_t *d, int device, CUcontext ctx)
     d->chunk = gran;
     d->chunk_shift = (gran & (gran - 1)) == 0 ? __builtin_ctzll(gran) : -1;
     host_location(d);
+    if (DRV(cuDeviceGetDefaultMemPool)(&d->default_pool, device) != CUDA_SUCCESS)
+        d->default_pool = NULL;
     set_budgets(d);
     d->size = round_up(2 * (d->gpu_budget + atomic_load(&res_host.budget)) + d->chunk, d->chunk);
     CUdeviceptr base;
@@ -554,24 +559,23 @@ static int alloc_locked(res_dev_t *d, size_t bytes, arena_info_t *info)
     return err;
 }
 
-int res_alloc(CUdeviceptr *dptr, size_t bytes, CUresult *r)
+/* An allocation of `bytes` from d's arena into *dptr, made in context ctx and, when it is
+ * stream-ordered, standing for one from pool `pool` (NULL otherwise); its result in *r. */
+static void alloc_on(res_dev_t *d, CUdeviceptr *dptr, size_t bytes, CUcontext ctx,
+                     CUmemoryPool pool, CUresult *r)
 {
-    CUcontext ctx = NULL;
-    res_dev_t *d = current_dev(&ctx);
     arena_info_t info;
-    if (!d)
-        return 0;
     if (!dptr || bytes == 0) {
         *r = CUDA_ERROR_INVALID_VALUE;
-        return 1;
+        return;
     }
     shim_lock(&d->lock);
     relax_t rx = relax_begin();
     int err = alloc_locked(d, bytes, &info);
     if (!err)
         stamp_span(d, &info);
-    if (!err && ctx != d->ctx)
-        tag_context(d, info.base, ctx);
+    if (!err && (ctx != d->ctx || pool))
+        tag_origin(d, info.base, ctx != d->ctx ? ctx : NULL, pool);
     if (!err && SHIM_TRACING())
         shim_trace_alloc(d->device, info.base, bytes);
     relax_end(rx);
@@ -579,6 +583,43 @@ int res_alloc(CUdeviceptr *dptr, size_t bytes, CUresult *r)
     *r = err ? CUDA_ERROR_OUT_OF_MEMORY : CUDA_SUCCESS;
     if (!err)
         *dptr = (CUdeviceptr)info.base;
+}
+
+int res_alloc(CUdeviceptr *dptr, size_t bytes, CUresult *r)
+{
+    CUcontext ctx = NULL;
+    res_dev_t *d = current_dev(&ctx);
+    if (!d)
+        return 0;
+    alloc_on(d, dptr, bytes, ctx, NULL, r);
+    return 1;
+}
+
+/*
+ * cuMemAllocAsync: "the allocation comes from the memory pool current to the stream's device"
+ * (cuda.h), which need not be the current context's.  While that pool is the device's default
+ * one, the arena of the stream's device serves the allocation (set up if the device has none
+ * yet), tagged with the pool and the stream's context for the pointer queries.  A pool the
+ * application made current (cuDeviceSetMemPool) is its own, with its own properties and
+ * counts: 0, with the pool in *own, and the driver serves it from there.  0 with *own NULL
+ * when the shim cannot serve the stream's device.
+ */
+int res_alloc_async(CUdeviceptr *dptr, size_t bytes, CUstream s, CUmemoryPool *own,
+                    CUresult *r)
+{
+    CUcontext ctx = res_stream_ctx(s);
+    res_dev_t *d = ctx ? res_ctx_dev(ctx) : NULL;
+    CUmemoryPool pool = NULL;
+    *own = NULL;
+    if (!d)
+        return 0;
+    if (DRV(cuDeviceGetMemPool)(&pool, d->device) != CUDA_SUCCESS)
+        pool = NULL;                        /* (no pools: the arena serves it all the same) */
+    else if (pool != d->default_pool) {
+        *own = pool;
+        return 0;
+    }
+    alloc_on(d, dptr, bytes, ctx, pool, r);
     return 1;
 }
 
@@ -785,8 +826,8 @@ int res_meminfo(size_t *free_b, size_t *total, CUresult *r)
 }
 
 /* Does p lie in an allocation of d's arena?  Its base and size into *info when it does, and
- * when tag is not NULL what the shim knows of it into *tag: its context, and its buffer ID
- * when `id` (else 0). */
+ * when tag is not NULL what the shim knows of it into *tag: its context, its pool, and its
+ * buffer ID when `id` (else 0). */
 static int allocated(res_dev_t *d, CUdeviceptr p, arena_info_t *info, alloc_tag_t *tag, int id)
 {
     shim_lock(&d->lock);
@@ -794,6 +835,7 @@ static int allocated(res_dev_t *d, CUdeviceptr p, arena_info_t *info, alloc_tag_
     if (found && tag) {
         const alloc_tag_t *t = tag_of(d, info->base);
         tag->ctx = t && t->ctx ? t->ctx : d->ctx;
+        tag->pool = t ? t->pool : NULL;
         tag->id = id ? buffer_id(d, info->base) : 0;
     }
     shim_unlock(&d->lock);
@@ -867,6 +909,7 @@ int res_pointer_attribute(void *data, CUpointer_attribute a, CUdeviceptr p, CUre
     case CU_POINTER_ATTRIBUTE_RANGE_START_ADDR: *(CUdeviceptr *)data = info.base; break;
     case CU_POINTER_ATTRIBUTE_RANGE_SIZE: *(size_t *)data = info.size; break;
     case CU_POINTER_ATTRIBUTE_BUFFER_ID: *(unsigned long long *)data = tag.id; break;
+    case CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE: *(CUmemoryPool *)data = tag.pool; break;
     /* Arena memory is VMM memory, which legacy IPC does not take (see res_ipc_pin). */
     case CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE: *(int *)data = 0; break;
     default:

@@ -120,6 +120,7 @@ typedef struct alloc_tag {
     uint64_t base;                  /* 0: a free slot of the table */
     uint64_t id;                    /* its buffer ID, once one was asked for; else 0 */
     CUcontext ctx;                  /* the context it was allocated in; NULL: the arena's */
+    CUmemoryPool pool;              /* stream-ordered: the pool it stands for; else NULL */
 } alloc_tag_t;
 
 typedef struct res_dev {
@@ -149,6 +150,7 @@ typedef struct res_dev {
     uint64_t resident[3];           /* bytes of chunks in use per TIER_* (traced as MEMORY) */
     uint64_t app_used, app_peak;    /* the application's own device memory (cuMemCreate) */
     uint64_t pool_used, pool_peak;  /* growth of the application's own pools */
+    CUmemoryPool default_pool;      /* the device's default memory pool (NULL: none) */
     int host_mappable;              /* VMM host allocations supported; else evictions unmap */
     CUmemLocation host_loc;         /* where host chunks are created when host_mappable */
     clist_t host;                   /* chunks in host memory, in the order they were evicted */

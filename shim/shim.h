@@ -264,6 +264,10 @@ typedef struct shim_launch {
  * context, memory outside every arena), and the wrapper passes it to the driver.
  */
 int res_alloc(CUdeviceptr *dptr, size_t bytes, CUresult *r);
+/* cuMemAllocAsync on stream s: served from the arena of s's device while the device's current
+ * pool is its default one; otherwise 0, with the application's own pool in *own (or NULL). */
+int res_alloc_async(CUdeviceptr *dptr, size_t bytes, CUstream s, CUmemoryPool *own,
+                    CUresult *r);
 int res_free(CUdeviceptr dptr, CUresult *r);
 /* cuMemFreeAsync: the range goes back once stream s (ptds: the _ptsz ABI) reaches the free. */
 int res_free_async(CUdeviceptr dptr, CUstream s, int ptds, CUresult *r);

@@ -98,30 +98,35 @@ SHIM_EXPORT CUresult CUDAAPI cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pPitc
                       r == CUDA_SUCCESS ? *pPitch * Height : 0);
 }
 
+/* cuMemAllocAsync (either ABI): served at once from the arena of hStream's device, available
+ * before hStream reaches it, which is more than stream order promises; a pool the application
+ * made current there is its own, which the driver serves, charged as cuMemAllocFromPoolAsync's
+ * are. */
+static CUresult alloc_async(shim_hook_t h, shim_pfn_cuMemAllocAsync_t real, CUdeviceptr *dptr,
+                            size_t bytesize, CUstream hStream)
+{
+    CUmemoryPool own;
+    CUresult r;
+
+    if (res_alloc_async(dptr, bytesize, hStream, &own, &r))
+        return alloc_done(h, r, dptr, bytesize);
+    res_pool_alloc_begin(own, bytesize);
+    r = real(dptr, bytesize, hStream);
+    res_pool_alloc_end(own, r, r == CUDA_SUCCESS ? *dptr : 0);
+    return alloc_done(h, r, dptr, bytesize);
+}
+
 SHIM_EXPORT CUresult CUDAAPI cuMemAllocAsync(CUdeviceptr *dptr, size_t bytesize, CUstream hStream)
 {
     SHIM_ENTER(cuMemAllocAsync, real);
-    CUresult r;
-
-    /* Served at once from the arena: available before hStream reaches it, which is more
-     * than stream order promises. */
-    if (res_alloc(dptr, bytesize, &r))
-        return alloc_done(SHIM_HOOK_cuMemAllocAsync, r, dptr, bytesize);
-    return alloc_done(SHIM_HOOK_cuMemAllocAsync, real(dptr, bytesize, hStream), dptr, bytesize);
+    return alloc_async(SHIM_HOOK_cuMemAllocAsync, real, dptr, bytesize, hStream);
 }
 
 SHIM_EXPORT CUresult CUDAAPI cuMemAllocAsync_ptsz(CUdeviceptr *dptr, size_t bytesize,
                                                   CUstream hStream)
 {
     SHIM_ENTER(cuMemAllocAsync_ptsz, real);
-    CUresult r;
-
-    /* Served at once from the arena: available before hStream reaches it, which is more
-     * than stream order promises. */
-    if (res_alloc(dptr, bytesize, &r))
-        return alloc_done(SHIM_HOOK_cuMemAllocAsync_ptsz, r, dptr, bytesize);
-    return alloc_done(SHIM_HOOK_cuMemAllocAsync_ptsz, real(dptr, bytesize, hStream), dptr,
-                      bytesize);
+    return alloc_async(SHIM_HOOK_cuMemAllocAsync_ptsz, real, dptr, bytesize, hStream);
 }
 
 SHIM_EXPORT CUresult CUDAAPI cuMemAllocFromPoolAsync(CUdeviceptr *dptr, size_t bytesize,
