@@ -760,6 +760,9 @@ SIM_API CUresult CUDAAPI cuPointerGetAttribute(void *data, CUpointer_attribute a
         return r;
     if (!data || attr_size(attribute) == 0)
         return CUDA_ERROR_INVALID_VALUE;
+    /* The device pointer is the one kernels of the current context use: none without one. */
+    if (attribute == CU_POINTER_ATTRIBUTE_DEVICE_POINTER && !sim_ctx_current())
+        return CUDA_ERROR_INVALID_CONTEXT;
     if (lookup_attr(attribute, ptr, &v) < 0)
         return CUDA_ERROR_INVALID_VALUE;
     put(data, attribute, v);
