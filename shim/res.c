@@ -864,6 +864,13 @@ int res_address_range(CUdeviceptr *base, size_t *size, CUdeviceptr p, CUresult *
     return 1;
 }
 
+/* Is a context current in the calling thread? */
+static int has_context(void)
+{
+    CUcontext cur = NULL;
+    return DRV(cuCtxGetCurrent)(&cur) == CUDA_SUCCESS && cur;
+}
+
 /* Without host mapping, the chunk holding p is mapped again if it was evicted. */
 static void map_back(res_dev_t *d, CUdeviceptr p)
 {
@@ -897,7 +904,6 @@ int res_pointer_attribute(void *data, CUpointer_attribute a, CUdeviceptr p, CUre
     switch (a) {
     case CU_POINTER_ATTRIBUTE_CONTEXT: *(CUcontext *)data = tag.ctx; break;
     case CU_POINTER_ATTRIBUTE_MEMORY_TYPE: *(unsigned *)data = CU_MEMORYTYPE_DEVICE; break;
-    case CU_POINTER_ATTRIBUTE_DEVICE_POINTER: *(CUdeviceptr *)data = p; break;
     case CU_POINTER_ATTRIBUTE_HOST_POINTER:
         /* Device memory has no host pointer, wherever its chunk lies at the moment. */
         *(void **)data = NULL;
@@ -912,6 +918,14 @@ int res_pointer_attribute(void *data, CUpointer_attribute a, CUdeviceptr p, CUre
     case CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE: *(CUmemoryPool *)data = tag.pool; break;
     /* Arena memory is VMM memory, which legacy IPC does not take (see res_ipc_pin). */
     case CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE: *(int *)data = 0; break;
+    case CU_POINTER_ATTRIBUTE_DEVICE_POINTER:
+        /* The address kernels of the current context use; without one current, the driver's
+         * answer (cuda.h: CUDA_ERROR_INVALID_CONTEXT), which is the same for the arena. */
+        if (has_context()) {
+            *(CUdeviceptr *)data = p;
+            break;
+        }
+        /* fall through */
     default:
         /* The driver answers the rest, for the arena's mapping: it must exist. */
         if (!d->host_mappable)

@@ -21,7 +21,10 @@
  * the range back once the stream passed the free).  In a second context on the device
  * (cuCtxCreate) it allocates one buffer of each kind, and prints whether
  * CU_POINTER_ATTRIBUTE_CONTEXT names the context each buffer was allocated in, one by one and
- * in a list (under the shim both contexts allocate from the device's one arena).  Then it
+ * in a list (under the shim both contexts allocate from the device's one arena).  With no
+ * context current it queries the attributes of the large and a small buffer that describe
+ * the allocation and the device pointer, which cuda.h says needs a current context
+ * (CUDA_ERROR_INVALID_CONTEXT), one by one and as one list, and prints the result codes.  Then it
  * frees the first buffers once more, the first small one's chunk still holding the second,
  * and queries every attribute of the freed addresses, one by one (result codes) and as one
  * list (result code and values).  The test runs the scenario without the shim and
@@ -96,6 +99,37 @@ static void expect_context(const char *what, CUdeviceptr p, CUcontext ctx)
            one == ctx ? "yes" : "no", listed == ctx ? "yes" : "no");
 }
 
+/* The result of each attribute of p that the shim answers itself, with no context current. */
+static void query_no_context(const char *what, CUdeviceptr p)
+{
+    static const CUpointer_attribute own[] = {
+        CU_POINTER_ATTRIBUTE_CONTEXT, CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
+        CU_POINTER_ATTRIBUTE_DEVICE_POINTER, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL,
+        CU_POINTER_ATTRIBUTE_IS_MANAGED, CU_POINTER_ATTRIBUTE_RANGE_START_ADDR,
+        CU_POINTER_ATTRIBUTE_RANGE_SIZE, CU_POINTER_ATTRIBUTE_MAPPED,
+    };
+    enum { N = sizeof(own) / sizeof(own[0]) };
+    unsigned long long v[N];
+    void *data[N];
+    CUcontext ctx, popped;
+
+    CHECK_CU(cuCtxGetCurrent(&ctx));
+    CHECK_CU(cuCtxPopCurrent(&popped));
+    for (size_t i = 0; i < N; i++) {
+        unsigned long long one = 0;
+        CUresult r = cuPointerGetAttribute(&one, own[i], p);
+        for (size_t j = 0; j < NATTRS; j++)
+            if (attrs[j].a == own[i])
+                printf("%-28s %-15s %s\n", what, attrs[j].name, st_err(r));
+        v[i] = 0;
+        data[i] = &v[i];
+    }
+    CUresult r = cuPointerGetAttributes(N, (CUpointer_attribute *)own, data, p);
+    printf("%-28s %-15s %s, device pointer the address: %s\n", what, "attributes", st_err(r),
+           v[2] == p ? "yes" : "no");
+    CHECK_CU(cuCtxPushCurrent(ctx));
+}
+
 /* Every attribute of freed address p, one by one and as one list. */
 static void query_freed(const char *what, CUdeviceptr p)
 {
@@ -155,6 +189,8 @@ static void scenario(void)
     CHECK_CU(cuMemFree(small2));
     CHECK_CU(cuCtxPopCurrent(&popped));
     CHECK_CU(cuCtxDestroy(second));
+    query_no_context("big, no context current", big);
+    query_no_context("small, no context current", small);
 
     CHECK_CU(cuMemFree(small));
     CHECK_CU(cuMemFree(big));
