@@ -276,7 +276,8 @@ SHIM_EXPORT CUresult CUDAAPI cuPointerGetAttributes(unsigned int numAttributes,
     SHIM_ENTER(cuPointerGetAttributes, real);
     CUresult r = CUDA_SUCCESS;
 
-    if (!res_owns(ptr) || !attributes || !data)
+    /* (A list the driver refuses whatever the pointer is the driver's to refuse.) */
+    if (!res_owns(ptr) || !numAttributes || !attributes || !data)
         return real(numAttributes, attributes, data, ptr);
     /* An arena address in no allocation (freed): what the driver lists for an address it never
      * handed out (cuda.h: default values, and no error), asked for one, the null pointer. */

@@ -24,7 +24,9 @@
  * in a list (under the shim both contexts allocate from the device's one arena).  With no
  * context current it queries the attributes of the large and a small buffer that describe
  * the allocation and the device pointer, which cuda.h says needs a current context
- * (CUDA_ERROR_INVALID_CONTEXT), one by one and as one list, and prints the result codes.  Then it
+ * (CUDA_ERROR_INVALID_CONTEXT), one by one and as one list, and prints the result codes, as
+ * it does for lists of the large buffer's attributes that the driver refuses whatever the
+ * pointer (no attributes, an unknown one, a NULL output).  Then it
  * frees the first buffers once more, the first small one's chunk still holding the second,
  * and queries every attribute of the freed addresses, one by one (result codes) and as one
  * list (result code and values).  The test runs the scenario without the shim and
@@ -130,6 +132,23 @@ static void query_no_context(const char *what, CUdeviceptr p)
     CHECK_CU(cuCtxPushCurrent(ctx));
 }
 
+/* Lists the driver refuses whatever the pointer: no attributes, an unknown one, a NULL
+ * output among them. */
+static void query_invalid(const char *what, CUdeviceptr p)
+{
+    CUpointer_attribute list[] = { CU_POINTER_ATTRIBUTE_MEMORY_TYPE, (CUpointer_attribute)999 };
+    unsigned long long v[2];
+    void *data[] = { &v[0], &v[1] }, *null_data[] = { &v[0], NULL };
+
+    printf("%-28s %-15s %s\n", what, "no attributes",
+           st_err(cuPointerGetAttributes(0, list, data, p)));
+    printf("%-28s %-15s %s\n", what, "unknown one",
+           st_err(cuPointerGetAttributes(2, list, data, p)));
+    list[1] = CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL;
+    printf("%-28s %-15s %s\n", what, "NULL output",
+           st_err(cuPointerGetAttributes(2, list, null_data, p)));
+}
+
 /* Every attribute of freed address p, one by one and as one list. */
 static void query_freed(const char *what, CUdeviceptr p)
 {
@@ -191,6 +210,7 @@ static void scenario(void)
     CHECK_CU(cuCtxDestroy(second));
     query_no_context("big, no context current", big);
     query_no_context("small, no context current", small);
+    query_invalid("big", big);
 
     CHECK_CU(cuMemFree(small));
     CHECK_CU(cuMemFree(big));
