@@ -59,13 +59,19 @@ static uint32_t tag_home(uint64_t base, uint32_t cap)
     return (uint32_t)((base * 0x9E3779B97F4A7C15ull) >> 32) & (cap - 1);
 }
 
+/* The entry of base in table `tags` of cap entries, or the free slot where it would go. */
+static uint32_t tag_slot(const alloc_tag_t *tags, uint32_t cap, uint64_t base)
+{
+    uint32_t i = tag_home(base, cap);
+    while (tags[i].base && tags[i].base != base)
+        i = (i + 1) & (cap - 1);
+    return i;
+}
+
 /* The entry of base in d's table, or the free slot where it would go (tags_cap > 0). */
 static uint32_t tag_find(const res_dev_t *d, uint64_t base)
 {
-    uint32_t i = tag_home(base, d->tags_cap);
-    while (d->tags[i].base && d->tags[i].base != base)
-        i = (i + 1) & (d->tags_cap - 1);
-    return i;
+    return tag_slot(d->tags, d->tags_cap, base);
 }
 
 /* Twice the table: 0, or -ENOMEM (the table is as it was). */
@@ -75,10 +81,9 @@ static int tag_grow(res_dev_t *d)
     alloc_tag_t *tags = calloc(cap, sizeof(*tags));
     if (!tags)
         return -ENOMEM;
-    res_dev_t t = { .tags = tags, .tags_cap = cap };
     for (uint32_t i = 0; i < d->tags_cap; i++)
         if (d->tags[i].base)
-            tags[tag_find(&t, d->tags[i].base)] = d->tags[i];
+            tags[tag_slot(tags, cap, d->tags[i].base)] = d->tags[i];
     free(d->tags);
     d->tags = tags;
     d->tags_cap = cap;

@@ -170,6 +170,30 @@ static void query_freed(const char *what, CUdeviceptr p)
         printf("%-28s  list: %-15s 0x%llx\n", what, attrs[i].name, v[i]);
 }
 
+/* Print whether MANY live allocations keep distinct buffer IDs while more are tagged (the
+ * shim's table of them grows past its first size). */
+#define MANY 300
+static void expect_ids_kept(void)
+{
+    static CUdeviceptr p[MANY];
+    static unsigned long long first[MANY];
+    int kept = 1, distinct = 1;
+
+    for (int i = 0; i < MANY; i++) {
+        CHECK_CU(cuMemAlloc(&p[i], SMALL));
+        first[i] = buffer_id(p[i]);
+    }
+    for (int i = 0; i < MANY; i++) {
+        kept &= buffer_id(p[i]) == first[i] && first[i] != 0;
+        for (int j = 0; j < i; j++)
+            distinct &= first[j] != first[i];
+    }
+    for (int i = 0; i < MANY; i++)
+        CHECK_CU(cuMemFree(p[i]));
+    printf("%d allocations: buffer ids kept: %s, distinct: %s\n", MANY, kept ? "yes" : "no",
+           distinct ? "yes" : "no");
+}
+
 static void scenario(void)
 {
     CUdeviceptr big, small, next, ordered, big2, small2;
@@ -218,6 +242,7 @@ static void scenario(void)
     query_freed("freed big", big);
     query_freed("freed big + 2 MiB", big + 2 * MIB);
     CHECK_CU(cuMemFree(next));
+    expect_ids_kept();
 }
 
 static void run(const char *what, const char *host_vmm)
