@@ -320,9 +320,13 @@ void res_stream_destroy(CUstream s)
  * waits for the context's work (without d's lock, as the driver's destroy would), after which
  * every use recorded on its streams is done, the events of the context that uses, stream
  * slots and stream-ordered frees refer to are dropped (each waited for first, should one have
- * been recorded since), and its streams and free events are destroyed.  The arena then has no
- * context (ctx NULL: no migration can be made, so nothing moves) until an operation finds a
- * context of its device current, which it adopts (res_home).
+ * been recorded since), and its streams and free events are destroyed.  Another context of
+ * the device that operations still use (a live stream slot's: those of a destroyed context are
+ * retired with it, in every arena: ctx_lost) becomes the arena's at once, so that work no
+ * operation of the device announces (a graph launched from another device, another device's
+ * operation reaching the arena) still finds its chunks made resident.  Without one
+ * the arena has no context (ctx NULL: no migration can be made, so nothing moves) until an
+ * operation finds a context of its device current, which it adopts (res_home).
  */
 
 /* Forget u's earlier uses when they are an event of ctx (after the host waited for it). */
@@ -335,11 +339,11 @@ static void forget_event_of(res_dev_t *d, use_t *u, CUcontext ctx)
     }
 }
 
-/* d's context is about to be destroyed, and the host waited for its work (d locked): d gives
- * up its streams and events there. */
-static void home_lost(res_dev_t *d)
+/* Context ctx is about to be destroyed (d locked): d forgets the events of ctx that uses,
+ * stream slots and stream-ordered frees refer to, and ctx's stream slots, each event waited
+ * for first (the driver waits for the context's work too). */
+static void ctx_lost(res_dev_t *d, CUcontext ctx)
 {
-    CUcontext ctx = d->ctx;
     for (const deferred_t *f = d->deferred; f; f = f->next)
         if (f->ev && f->ev->ctx == ctx)
             res_event_wait(f->ev, &d->blocked_free_s);
@@ -349,7 +353,7 @@ static void home_lost(res_dev_t *d)
     forget_event_of(d, &d->fence, ctx);
     for (unsigned i = 0; i < d->nstreams; i++) {
         strm_t *st = &d->streams[i];
-        if (st->ctx != ctx)
+        if (st->ctx != ctx || st->live == 0)
             continue;
         res_event_wait(st->ev, &d->blocked_s);
         event_put(d, st->ev);           /* everything on the stream is done */
@@ -357,6 +361,32 @@ static void home_lost(res_dev_t *d)
         st->covered = st->tick;
         st->live = -1;
     }
+}
+
+/* d's streams made in ctx, current and a context of d's device, which becomes d's context
+ * (d locked, d without one); 0, or -1 when they cannot be made. */
+static int home_take(res_dev_t *d, CUcontext ctx)
+{
+    if (DRV(cuStreamCreate)(&d->stream, CU_STREAM_NON_BLOCKING) != CUDA_SUCCESS) {
+        d->stream = NULL;
+        return -1;
+    }
+    if (DRV(cuStreamCreate)(&d->join, CU_STREAM_NON_BLOCKING) != CUDA_SUCCESS) {
+        DRV(cuStreamDestroy_v2)(d->stream);
+        d->stream = d->join = NULL;
+        return -1;
+    }
+    atomic_store_explicit((_Atomic(CUcontext) *)&d->ctx, ctx, memory_order_relaxed);
+    return 0;
+}
+
+/* d's context is about to be destroyed, and the host waited for its work (d locked): d gives
+ * up its streams and events there, and takes the context of a live stream slot, if any. */
+static void home_lost(res_dev_t *d)
+{
+    CUcontext ctx = d->ctx, popped;
+    CUdevice dev;
+    ctx_lost(d, ctx);
     while (d->free_events) {
         use_event_t *e = d->free_events;
         d->free_events = e->next_free;
@@ -368,28 +398,33 @@ static void home_lost(res_dev_t *d)
     DRV(cuStreamDestroy_v2)(d->join);
     d->stream = d->join = NULL;
     atomic_store_explicit((_Atomic(CUcontext) *)&d->ctx, NULL, memory_order_relaxed);
+    for (unsigned i = 0; i < d->nstreams && !d->ctx; i++) {
+        CUcontext other = d->streams[i].ctx;
+        if (d->streams[i].live <= 0 || !other || other == ctx ||
+            DRV(cuCtxPushCurrent_v2)(other) != CUDA_SUCCESS)
+            continue;
+        if (DRV(cuCtxGetDevice)(&dev) == CUDA_SUCCESS && dev == d->device &&
+            home_take(d, other) == 0)
+            SHIM_INFO(RES, "device %d: the arena's context is destroyed; it now uses another "
+                      "context of the device", d->device);
+        DRV(cuCtxPopCurrent_v2)(&popped);
+    }
 }
 
 void res_home(res_dev_t *d, CUcontext ctx)
 {
     shim_lock(&d->lock);
-    if (!d->ctx && DRV(cuStreamCreate)(&d->stream, CU_STREAM_NON_BLOCKING) == CUDA_SUCCESS) {
-        if (DRV(cuStreamCreate)(&d->join, CU_STREAM_NON_BLOCKING) == CUDA_SUCCESS) {
-            atomic_store_explicit((_Atomic(CUcontext) *)&d->ctx, ctx, memory_order_relaxed);
-            SHIM_INFO(RES, "device %d: the arena's context was destroyed; it now uses the "
-                      "current one", d->device);
-        } else {
-            DRV(cuStreamDestroy_v2)(d->stream);
-            d->stream = NULL;
-        }
-    }
+    if (!d->ctx && home_take(d, ctx) == 0)
+        SHIM_INFO(RES, "device %d: the arena's context was destroyed; it now uses the "
+                  "current one", d->device);
     shim_unlock(&d->lock);
 }
 
 /* A context is about to be destroyed or reset: the driver waits for its work, but the uses
  * recorded on its streams are covered first all the same (conservative: a destroyed stream's
  * handle may come back for a new stream).  Which streams are the context's is not known, so
- * every stream's uses are covered.  An arena whose context it is gives it up (home_lost). */
+ * every stream's uses are covered.  An arena whose context it is gives it up (home_lost); the
+ * others forget its events and its streams (ctx_lost). */
 void res_ctx_destroy(CUcontext ctx)
 {
     res_stream_gone();
@@ -397,19 +432,22 @@ void res_ctx_destroy(CUcontext ctx)
     res_foreign_drain_all(1);           /* holds whose events the context may own */
     for (int i = 0; ctx && i < MAX_DEVICES; i++) {
         res_dev_t *d = &res_devs[i];
-        if (atomic_load_explicit((_Atomic int *)&d->ready, memory_order_acquire) <= 0 ||
-            res_dev_ctx(d) != ctx)
+        if (atomic_load_explicit((_Atomic int *)&d->ready, memory_order_acquire) <= 0)
             continue;
         CUcontext cur = NULL, popped;
         relax_t rx = relax_begin();
-        int pushed = DRV(cuCtxGetCurrent)(&cur) == CUDA_SUCCESS && cur != ctx &&
-                     DRV(cuCtxPushCurrent_v2)(ctx) == CUDA_SUCCESS;
-        DRV(cuCtxSynchronize)();
-        if (pushed)
-            DRV(cuCtxPopCurrent_v2)(&popped);
+        if (res_dev_ctx(d) == ctx) {
+            int pushed = DRV(cuCtxGetCurrent)(&cur) == CUDA_SUCCESS && cur != ctx &&
+                         DRV(cuCtxPushCurrent_v2)(ctx) == CUDA_SUCCESS;
+            DRV(cuCtxSynchronize)();
+            if (pushed)
+                DRV(cuCtxPopCurrent_v2)(&popped);
+        }
         shim_lock(&d->lock);
         if (d->ctx == ctx)
             home_lost(d);
+        else
+            ctx_lost(d, ctx);
         shim_unlock(&d->lock);
         relax_end(rx);
     }

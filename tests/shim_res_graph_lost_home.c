@@ -1,0 +1,112 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * shim_res_graph_lost_home.c - a graph launch is a fence on a device whose arena lost its
+ * context: where evicted chunks are unmapped, the device's chunks still come back for it.
+ *
+ * Two simulated devices, a 4 MiB GPU budget each (two 2 MiB chunks).  Device 1's arena is set
+ * up in context `home` (cuCtxCreate), which later goes; buffer a1 is allocated in a second
+ * context c1 of device 1, and a0 on device 0.  A graph captured on device 0's stream forks to
+ * a stream of c1 (a0 += 1 on device 0, a1 += 5 on device 1).  It is launched once; device 1
+ * then pages a1 out.  `home` is destroyed, and the graph is launched again from device 0, no
+ * operation of device 1 coming in between: its node on device 1 reaches a1, which the launch
+ * must bring back (where evicted chunks are unmapped: ELIXIR_SIM_HOST_VMM=0) although the
+ * arena has no context of its own at that moment.  The transcript must be the one without the
+ * shim, with evicted chunks mapped and unmapped.
+ */
+#define SH_RES_KERNELS
+#include "shim_test.h"
+
+#define BYTES (2 * SH_MIB)
+#define WORDS (BYTES / 4)
+
+static uint32_t host[WORDS];
+
+static void add(CUfunction f, CUstream s, CUdeviceptr p, uint32_t v)
+{
+    uint64_t n = WORDS;
+    void *args[] = { &p, &n, &v };
+
+    CHECK_CU(sh_launch(f, s, args));
+}
+
+static void expect_words(CUdeviceptr p, uint32_t seed, uint32_t plus, const char *what)
+{
+    CHECK_CU(cuMemcpyDtoH(host, p, BYTES));
+    sh_expect_pattern_plus(host, WORDS, seed, plus, what);
+    printf("%s holds pattern %u + %u\n", what, seed, plus);
+}
+
+static void scenario(void)
+{
+    CUcontext home, c1;
+    CUdeviceptr a0, a1, h, more[2];
+    CUstream s0, s1;
+    CUevent fork, join;
+    CUgraph g;
+    CUgraphExec ge;
+
+    CHECK_CU(cuInit(0));
+    CHECK_CU(cuCtxCreate(&home, NULL, 0, 1));
+    CHECK_CU(cuMemAlloc(&h, 4096));             /* device 1's arena is set up in `home` */
+    CHECK_CU(cuMemFree(h));
+    CHECK_CU(cuCtxCreate(&c1, NULL, 0, 1));
+    CUfunction fill1 = st_function(sh_res_ptx, "sh_fill");
+    CUfunction add1 = st_function(sh_res_ptx, "sh_add");
+    CHECK_CU(cuStreamCreate(&s1, CU_STREAM_NON_BLOCKING));
+    CHECK_CU(cuMemAlloc(&a1, BYTES));
+    CHECK_CU(sh_fill_async(fill1, a1, WORDS, 1, s1));
+    CHECK_CU(cuStreamSynchronize(s1));
+    CHECK_CU(cuEventCreate(&join, CU_EVENT_DISABLE_TIMING));
+
+    CUcontext c0 = st_setup(0);
+    CUfunction fill0 = st_function(sh_res_ptx, "sh_fill");
+    CUfunction add0 = st_function(sh_res_ptx, "sh_add");
+    CHECK_CU(cuStreamCreate(&s0, CU_STREAM_NON_BLOCKING));
+    CHECK_CU(cuMemAlloc(&a0, BYTES));
+    CHECK_CU(sh_fill_async(fill0, a0, WORDS, 2, s0));
+    CHECK_CU(cuStreamSynchronize(s0));
+    CHECK_CU(cuEventCreate(&fork, CU_EVENT_DISABLE_TIMING));
+    CHECK_CU(cuStreamBeginCapture(s0, CU_STREAM_CAPTURE_MODE_GLOBAL));
+    add(add0, s0, a0, 1);
+    CHECK_CU(cuEventRecord(fork, s0));
+    CHECK_CU(cuStreamWaitEvent(s1, fork, 0));
+    CHECK_CU(cuCtxSetCurrent(c1));
+    add(add1, s1, a1, 5);
+    CHECK_CU(cuEventRecord(join, s1));
+    CHECK_CU(cuCtxSetCurrent(c0));
+    CHECK_CU(cuStreamWaitEvent(s0, join, 0));
+    CHECK_CU(cuStreamEndCapture(s0, &g));
+    CHECK_CU(cuGraphInstantiate(&ge, g, 0));
+    CHECK_CU(cuGraphDestroy(g));
+
+    CHECK_CU(cuCtxSetCurrent(c1));
+    sh_alloc_filled(fill1, more, 2, BYTES, 3, s1);  /* a1 paged out */
+    CHECK_CU(cuStreamSynchronize(s1));
+    CHECK_CU(cuCtxSetCurrent(c0));
+    CHECK_CU(cuCtxDestroy(home));
+    printf("device 1 paged; the arena's context is destroyed\n");
+
+    CHECK_CU(cuGraphLaunch(ge, s0));
+    CHECK_CU(cuStreamSynchronize(s0));
+    printf("the graph ran\n");
+
+    expect_words(a0, 2, 1, "a0");
+    CHECK_CU(cuGraphExecDestroy(ge));
+    CHECK_CU(cuCtxSetCurrent(c1));
+    expect_words(a1, 1, 5, "a1");
+    for (int i = 0; i < 2; i++)
+        expect_words(more[i], 3 + (uint32_t)i, 0, "a buffer filled on device 1");
+}
+
+static void run(const char *what, const char *host_vmm)
+{
+    sh_run_t plain, shim;
+
+    sh_run_two_devices(host_vmm, "ELIXIR_GPU_MEMORY=4M", &plain, &shim);
+    sh_same_transcript(what, &plain, &shim);
+}
+
+int main(int argc, char **argv)
+{
+    return sh_main_mapped_unmapped(argc, argv, scenario, run);
+}
