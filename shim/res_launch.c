@@ -544,7 +544,7 @@ static uint32_t *grants_of(res_dev_t *o, int dev)
 static void foreign_take(foreign_t *f, res_dev_t *o, uint64_t p)
 {
     CUcontext popped;
-    int pushed = DRV(cuCtxPushCurrent_v2)(o->ctx) == CUDA_SUCCESS;
+    int pushed = DRV(cuCtxPushCurrent_v2)(res_dev_ctx(o)) == CUDA_SUCCESS;
     shim_lock(&o->lock);
     res_foreign_drain(o, 0);        /* earlier operations' holds, where they are done */
     uint32_t ci = (uint32_t)((p - o->base) / o->chunk);
