@@ -17,10 +17,9 @@
  * B into C in every form (cuMemcpyDtoD, cuMemcpyDtoDAsync, cuMemcpy, cuMemcpy2D of no rows,
  * cuMemcpy3DAsync of no layers, cuMemcpyBatchAsync of one copy of size 0) and memsets of C
  * (cuMemsetD8 of no bytes, cuMemsetD2D8 of rows of no bytes).  The statistics count three
- * refused
- * operations, and the log names the refusal.  The scenario runs a second time recording a
- * trace (the wrappers' traced path), and once where evicted chunks stay mapped: there nothing
- * is refused and the kernel and copies run, A ending as B's pattern.
+ * refused operations, and the log names the refusal.  The scenario runs a second time
+ * recording a trace (the wrappers' traced path), and once where evicted chunks stay mapped:
+ * there nothing is refused and the kernel and copies run, A ending as B's pattern.
  */
 #define SH_RES_KERNELS
 #include "shim_test.h"
