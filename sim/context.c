@@ -32,6 +32,7 @@ static _Thread_local CUcontext ctx_stack[STACK_MAX];
 static _Thread_local int ctx_depth;
 static _Atomic uint64_t next_ctx_id = 1;
 static _Atomic(CUcontext) all_contexts;
+static pthread_mutex_t peer_lock = PTHREAD_MUTEX_INITIALIZER;    /* writes of ctx->peers */
 
 CUcontext sim_ctx_current(void)
 {
@@ -76,6 +77,16 @@ void sim_ctx_fault(CUcontext ctx, CUresult err)
     atomic_compare_exchange_strong(&ctx->sticky, &expected, (int)err);
 }
 
+static void default_limits(CUcontext ctx)
+{
+    memset(ctx->limits, 0, sizeof(ctx->limits));
+    ctx->limits[CU_LIMIT_STACK_SIZE] = 1024;
+    ctx->limits[CU_LIMIT_PRINTF_FIFO_SIZE] = 1 << 20;
+    ctx->limits[CU_LIMIT_MALLOC_HEAP_SIZE] = 8 << 20;
+    ctx->limits[CU_LIMIT_DEV_RUNTIME_PENDING_LAUNCH_COUNT] = 2048;
+    ctx->limits[CU_LIMIT_MAX_L2_FETCH_GRANULARITY] = 64;
+}
+
 static CUstream new_legacy_stream(CUcontext ctx)
 {
     CUstream s = calloc(1, sizeof(*s));
@@ -99,11 +110,7 @@ CUresult sim_ctx_create(int device, unsigned flags, int primary, CUcontext *out)
     ctx->flags = flags;
     ctx->is_primary = primary;
     ctx->id = atomic_fetch_add(&next_ctx_id, 1);
-    ctx->limits[CU_LIMIT_STACK_SIZE] = 1024;
-    ctx->limits[CU_LIMIT_PRINTF_FIFO_SIZE] = 1 << 20;
-    ctx->limits[CU_LIMIT_MALLOC_HEAP_SIZE] = 8 << 20;
-    ctx->limits[CU_LIMIT_DEV_RUNTIME_PENDING_LAUNCH_COUNT] = 2048;
-    ctx->limits[CU_LIMIT_MAX_L2_FETCH_GRANULARITY] = 64;
+    default_limits(ctx);
     ctx->legacy = new_legacy_stream(ctx);
     if (!ctx->legacy) {
         free(ctx);
@@ -176,6 +183,41 @@ static void unstack(CUcontext ctx)
     ctx_depth = j;
 }
 
+/*
+ * Reset a primary context, its work done: "destroy all allocations and reset all state on the
+ * primary context" (cuDevicePrimaryCtxReset; also the last cuDevicePrimaryCtxRelease, after
+ * which the context "will be destroyed").  Its streams and events are destroyed (a later use
+ * of their handles is CUDA_ERROR_INVALID_HANDLE, as for any destroyed handle), its memory is
+ * freed, its limits and peer access are back to their defaults.  The handle stays the
+ * device's primary context: the next retain activates it again.  Its implicit streams (the
+ * legacy and per-thread default streams) stay.
+ */
+static void primary_reset(CUcontext ctx)
+{
+    pthread_mutex_lock(&sim_lock);
+    for (CUevent e = ctx->events, next; e; e = next) {
+        next = e->ctx_next;
+        if (!e->destroyed) {
+            e->destroyed = 1;
+            sim_event_unref_locked(e);
+        }
+    }
+    for (CUstream s = ctx->streams, next; s; s = next) {
+        next = s->ctx_next;
+        if (s->kind == SIM_STREAM_USER && !s->destroyed) {
+            s->destroyed = 1;
+            sim_stream_unref_locked(s);
+        }
+    }
+    default_limits(ctx);
+    pthread_mutex_unlock(&sim_lock);
+    pthread_mutex_lock(&peer_lock);
+    for (int i = 0; i < SIM_MAX_PEERS; i++)
+        atomic_store_explicit(&ctx->peers[i], NULL, memory_order_release);
+    pthread_mutex_unlock(&peer_lock);
+    sim_mem_free_ctx(ctx);
+}
+
 SIM_API CUresult CUDAAPI cuCtxDestroy_v2(CUcontext ctx)
 {
     CUresult r = sim_check_init();
@@ -188,6 +230,7 @@ SIM_API CUresult CUDAAPI cuCtxDestroy_v2(CUcontext ctx)
     sim_ctx_wait_idle(ctx);
     ctx->destroyed = 1;
     unstack(ctx);
+    sim_mem_free_ctx(ctx);      /* "destroys ... the context's resources" */
     return CUDA_SUCCESS;
 }
 
@@ -261,7 +304,6 @@ SIM_API CUresult CUDAAPI cuCtxGetCurrent(CUcontext *pctx)
 
 /* ---------------------------------------------------------------- peer access */
 
-static pthread_mutex_t peer_lock = PTHREAD_MUTEX_INITIALIZER;
 
 int sim_ctx_peer_enabled(CUcontext ctx, CUcontext peer)
 {
@@ -527,12 +569,22 @@ SIM_API CUresult CUDAAPI cuDevicePrimaryCtxRelease_v2(CUdevice dev)
     CUresult r = sim_device_get(dev, &d);
     if (r != CUDA_SUCCESS)
         return r;
+    if (sim_on_executor())      /* it may have to wait for the context's work */
+        return CUDA_ERROR_NOT_PERMITTED;
     pthread_mutex_lock(&sim_lock);
+    int last = 0;
     if (d->primary_refs == 0)
         r = CUDA_ERROR_INVALID_CONTEXT;
     else
-        d->primary_refs--;
+        last = --d->primary_refs == 0;
+    CUcontext ctx = d->primary;
     pthread_mutex_unlock(&sim_lock);
+    if (last) {
+        /* "If there are no more references to the primary context it will be destroyed,
+         * regardless of how many threads it is current to." */
+        sim_ctx_wait_idle(ctx);
+        primary_reset(ctx);
+    }
     return r;
 }
 
@@ -584,9 +636,13 @@ SIM_API CUresult CUDAAPI cuDevicePrimaryCtxReset_v2(CUdevice dev)
     if (r != CUDA_SUCCESS)
         return r;
     /* A sticky fault survives a reset: on a GPU the process must be restarted. */
-    if (d->primary)
-        return sim_ctx_wait_idle(d->primary);
-    return CUDA_SUCCESS;
+    if (!d->primary)
+        return CUDA_SUCCESS;
+    if (sim_on_executor())
+        return CUDA_ERROR_NOT_PERMITTED;
+    r = sim_ctx_wait_idle(d->primary);
+    primary_reset(d->primary);
+    return r;
 }
 
 SIM_API CUresult CUDAAPI cuDevicePrimaryCtxReset(CUdevice dev)

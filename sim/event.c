@@ -7,19 +7,37 @@
  * CUDA: a wait or query refers to the record most recently submitted.
  */
 #include <stdlib.h>
+#include <string.h>
 
 #include "sim.h"
+
+/*
+ * Freed events, most recent first (sim_lock): as with streams, a new event takes the last one
+ * freed, and the memory of a freed event stays readable (its magic cleared), so that a stale
+ * handle - one destroyed, or invalidated by a primary context reset - is an error.
+ */
+#define SPARE_EVENTS 16
+static CUevent spare_events[SPARE_EVENTS];
+static unsigned nspare_events;
 
 /* Drop a reference; the last one frees the event.  Under sim_lock. */
 void sim_event_unref_locked(struct CUevent_st *e)
 {
     if (--e->refs > 0)
         return;
+    for (CUevent *p = &e->ctx->events; *p; p = &(*p)->ctx_next)
+        if (*p == e) {
+            *p = e->ctx_next;
+            break;
+        }
     if (e->stream)
         sim_stream_unref_locked(e->stream);
     sim_vc_unref(e->vc);
     e->magic = 0;
-    free(e);
+    if (nspare_events < SPARE_EVENTS)
+        spare_events[nspare_events++] = e;
+    else
+        free(e);
 }
 
 static int valid(CUevent e)
@@ -37,13 +55,23 @@ SIM_API CUresult CUDAAPI cuEventCreate(CUevent *phEvent, unsigned int flags)
     if (!phEvent || (flags & ~ok) ||
         ((flags & CU_EVENT_INTERPROCESS) && !(flags & CU_EVENT_DISABLE_TIMING)))
         return CUDA_ERROR_INVALID_VALUE;
-    CUevent e = calloc(1, sizeof(*e));
-    if (!e)
+    CUevent e = NULL;
+    pthread_mutex_lock(&sim_lock);
+    if (nspare_events > 0)
+        e = spare_events[--nspare_events];
+    pthread_mutex_unlock(&sim_lock);
+    if (e)
+        memset(e, 0, sizeof(*e));
+    else if (!(e = calloc(1, sizeof(*e))))
         return CUDA_ERROR_OUT_OF_MEMORY;
     e->magic = SIM_EVENT_MAGIC;
     e->ctx = ctx;
     e->flags = flags;
     e->refs = 1;
+    pthread_mutex_lock(&sim_lock);
+    e->ctx_next = ctx->events;
+    ctx->events = e;
+    pthread_mutex_unlock(&sim_lock);
     *phEvent = e;
     return CUDA_SUCCESS;
 }

@@ -376,6 +376,44 @@ SIM_API CUresult CUDAAPI cuMemFree_v2(CUdeviceptr dptr)
     return r;
 }
 
+/*
+ * Free what context ctx allocated with cuMemAlloc / cuMemAllocPitch, cuMemAllocHost and
+ * cuMemHostAlloc: destroying a context (cuCtxDestroy) or resetting a primary one
+ * (cuDevicePrimaryCtxReset, the last cuDevicePrimaryCtxRelease) frees its resources.  Memory
+ * of the virtual memory management API and of pools belongs to no context and stays.  The
+ * caller has waited for the context's work.
+ */
+void sim_mem_free_ctx(CUcontext ctx)
+{
+    unsigned kinds = KIND(SIM_RANGE_DEVICE) | KIND(SIM_RANGE_HOST);
+    uint64_t from = 0;      /* ranges below it have been looked at */
+    for (;;) {
+        uint64_t base = 0;
+        int found = 0;
+        pthread_rwlock_rdlock(&sim_reg_lock);
+        for (size_t i = lower_bound(from); i < nranges && !found; i++)
+            if (ranges[i].ctx == ctx && (kinds & KIND(ranges[i].kind))) {
+                base = ranges[i].base;
+                found = 1;
+            }
+        pthread_rwlock_unlock(&sim_reg_lock);
+        if (!found)
+            return;
+        from = base;
+        sim_range_t rg;
+        if (take_range(base, kinds, &rg) < 0)
+            continue;   /* freed meanwhile by another thread */
+        sim_race_forget_range(rg.base, rg.size);
+        if (rg.kind == SIM_RANGE_HOST) {
+            munmap((void *)(uintptr_t)rg.base, rg.size);
+            sim_pinned_uncharge(rg.size);
+        } else {
+            sim_device_free(rg.device, rg.base, rg.size);
+            sim_reserve_uncharge(rg.device, rg.size);
+        }
+    }
+}
+
 /* ---------------------------------------------------------------- IPC */
 
 /* What a simulated CUipcMemHandle holds: the allocation it names. */

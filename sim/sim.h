@@ -118,6 +118,7 @@ struct CUctx_st {
     _Atomic int sticky;             /* CUresult of a sticky fault, 0 while healthy */
     struct CUstream_st *legacy;     /* the legacy default stream (NULL / CU_STREAM_LEGACY) */
     struct CUstream_st *streams;    /* all streams of the context, list by ctx_next */
+    struct CUevent_st *events;      /* its live events, list by ctx_next (sim_lock) */
     uint64_t id;
     size_t limits[16];
     /* Contexts whose cuMemAlloc memory this one's kernels may reach (cuCtxEnablePeerAccess);
@@ -185,6 +186,8 @@ CUresult sim_alloc_device(uint64_t bytes, int kind, struct CUmemPoolHandle_st *p
                           CUdeviceptr *dptr);
 CUresult sim_free_device(uint64_t base, int want_kind);   /* no synchronisation */
 void sim_device_free(int device, uint64_t base, uint64_t size);
+/* Free the cuMemAlloc and cuMemHostAlloc memory of a destroyed or reset context. */
+void sim_mem_free_ctx(CUcontext ctx);
 
 /* ------------------------------------------------------------------------- vmm.c */
 
@@ -261,6 +264,7 @@ struct CUevent_st {
     int capture_ended;          /* under sim_lock: the latest record was in an ended capture */
     int refs;                   /* under sim_lock: handle + queued ops that name it */
     int destroyed;
+    struct CUevent_st *ctx_next;    /* next event of its context (sim_lock) */
 };
 
 void sim_event_unref_locked(struct CUevent_st *e);
