@@ -262,6 +262,9 @@
     X(cuMemGetInfo_v2, cuMemGetInfo, 3020, )                                                    \
     X(cuPointerGetAttribute, cuPointerGetAttribute, 4000, )                                     \
     X(cuThreadExchangeStreamCaptureMode, cuThreadExchangeStreamCaptureMode, 10010, )            \
-    X(cuCtxSynchronize, cuCtxSynchronize, 2000, )
+    X(cuCtxSynchronize, cuCtxSynchronize, 2000, )                                               \
+    X(cuDevicePrimaryCtxGetState, cuDevicePrimaryCtxGetState, 7000, )                          \
+    X(cuDevicePrimaryCtxRetain, cuDevicePrimaryCtxRetain, 7000, )                              \
+    X(cuDevicePrimaryCtxRelease_v2, cuDevicePrimaryCtxRelease, 11000, )
 
 #endif /* SHIM_HOOKS_H */

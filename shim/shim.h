@@ -322,8 +322,9 @@ res_nccl_t *res_nccl_begin(const uint64_t ptr[2], const uint64_t bytes[2], CUstr
 void res_nccl_end(res_nccl_t *h, int used);
 /* Before the driver destroys stream s, or a context (or resets a primary context): uses
  * recorded lazily on their streams get their event while the streams exist.  ctx: the
- * context cuCtxDestroy destroys (NULL for the primary context calls); an arena set up in it
- * gives up its own streams and events there (home_lost in res_use.c). */
+ * context cuCtxDestroy destroys, or the primary context a reset or release may destroy (NULL
+ * when none is known); an arena set up in it gives up its own streams and events there
+ * (home_lost in res_use.c). */
 void res_stream_destroy(CUstream s);
 void res_ctx_destroy(CUcontext ctx);
 /* After a module or library unload, a context destroyed or reset: cached kernel parameter
@@ -421,9 +422,9 @@ void shim_trace_sync(void);
  * gives it back when the driver refused to destroy s. */
 uint64_t shim_trace_stream_destroy(CUstream s);
 void shim_trace_stream_kept(CUstream s, uint64_t no);
-/* Before the driver may destroy context ctx, or when ctx is NULL device dev's primary
- * context: the device times of their operations still pending are read while their events
- * exist. */
+/* Before the driver may destroy context ctx (a created context, or device dev's primary
+ * context), or when ctx is NULL every context of device dev: the device times of their
+ * operations still pending are read while their events exist. */
 void shim_trace_ctx_destroy(CUcontext ctx, int dev);
 
 /* Residency's events.  alloc returns the allocation's id (0 when not recording); free takes

@@ -36,9 +36,36 @@
         return r;                                                                              \
     }
 
-/* Before context ctx (NULL: device dev's primary context) may be destroyed. */
+/* Device dev's primary context while it is active, else NULL.  Its handle is had by retaining
+ * it and releasing that reference again, which leaves the application's count as it was (and
+ * is never the last reference, so destroys nothing). */
+static CUcontext active_primary(CUdevice dev)
+{
+    unsigned flags;
+    int active = 0;
+    CUcontext p = NULL;
+    shim_pfn_cuDevicePrimaryCtxGetState_t state =
+        SHIM_DRIVER_CALL(cuDevicePrimaryCtxGetState);
+    shim_pfn_cuDevicePrimaryCtxRetain_t retain = SHIM_DRIVER_CALL(cuDevicePrimaryCtxRetain);
+    shim_pfn_cuDevicePrimaryCtxRelease_v2_t release =
+        SHIM_DRIVER_CALL(cuDevicePrimaryCtxRelease_v2);
+
+    if (!state || !retain || !release || state(dev, &flags, &active) != CUDA_SUCCESS ||
+        !active || retain(&p, dev) != CUDA_SUCCESS)
+        return NULL;
+    release(dev);
+    return p;
+}
+
+/* Before context ctx (NULL: device dev's primary context) may be destroyed.  A primary
+ * context keeps its handle through a reset, so the arena, should it live there, is told which
+ * context goes (res_ctx_destroy): a reset always destroys its state, and a release may be the
+ * last reference, which the driver does not tell (the arena then gives up its streams and
+ * events there all the same, and takes up the context current at its next operation). */
 static void ctx_teardown(CUcontext ctx, CUdevice dev)
 {
+    if (!ctx)
+        ctx = active_primary(dev);      /* NULL: none active, nothing of it left to go */
     if (SHIM_TRACING())
         shim_trace_ctx_destroy(ctx, dev);
     res_ctx_destroy(ctx);
