@@ -357,6 +357,10 @@ void res_phys_put(res_dev_t *d, int tier, CUmemGenericAllocationHandle h);
 /* No host mapping (d locked): the spare pinned host pieces and the swap piece, which are
  * memory of d's context, go back before that context is destroyed. */
 void res_pieces_drop(res_dev_t *d);
+/* No host mapping (d locked): the pieces of d's host chunks, memory of context `old` (about
+ * to be destroyed), move into pinned memory of d's context; returns how many could not (no
+ * context, or no pinned memory), whose contents go with `old`. */
+uint32_t res_pieces_rehome(res_dev_t *d, CUcontext old);
 CUresult res_map_new(res_dev_t *d, int tier, CUdeviceptr va, CUmemGenericAllocationHandle *h);
 /* Back chunk ci, coming into use, with memory of `tier` and put it on its list. */
 CUresult res_back(res_dev_t *d, uint32_t ci, int tier);

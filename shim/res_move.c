@@ -643,6 +643,32 @@ void res_pieces_drop(res_dev_t *d)
     }
 }
 
+/* (d locked, nothing in flight on old's streams.)  Pinned memory is freed with the context
+ * it was allocated in, but a host piece is plain host memory to the CPU: its contents are
+ * copied into a piece of d's new context with memcpy, and the old piece freed in old. */
+uint32_t res_pieces_rehome(res_dev_t *d, CUcontext old)
+{
+    CUcontext popped;
+    uint32_t left = 0;
+    for (uint32_t ci = 0, n = arena_chunk_count(d->arena); ci < n && !d->host_mappable; ci++) {
+        chunk_t *c = &d->chunks[ci];
+        CUmemGenericAllocationHandle h;
+        if (c->tier != TIER_HOST)
+            continue;
+        if (!d->ctx || piece_alloc(d, &h) != CUDA_SUCCESS) {
+            left++;
+            continue;
+        }
+        memcpy(piece(h), piece(c->phys), d->chunk);
+        int pushed = DRV(cuCtxPushCurrent_v2)(old) == CUDA_SUCCESS;
+        DRV(cuMemFreeHost)(piece(c->phys));
+        if (pushed)
+            DRV(cuCtxPopCurrent_v2)(&popped);
+        c->phys = h;
+    }
+    return left;
+}
+
 void res_phys_put(res_dev_t *d, int tier, CUmemGenericAllocationHandle h)
 {
     int t = tier == TIER_GPU ? 0 : 1;

@@ -409,6 +409,12 @@ static void home_lost(res_dev_t *d)
                       "context of the device", d->device);
         DRV(cuCtxPopCurrent_v2)(&popped);
     }
+    uint32_t lost = res_pieces_rehome(d, ctx);
+    if (lost)
+        SHIM_WARN(RES, "device %d: the arena's context goes with %u evicted chunks in its "
+                  "pinned memory and no other context of the device to move them to: their "
+                  "contents are lost unless the context lives on (a primary context release "
+                  "that was not the last)", d->device, lost);
 }
 
 void res_home(res_dev_t *d, CUcontext ctx)
