@@ -69,41 +69,6 @@ static void *run_worker(void *arg)
     return NULL;
 }
 
-static void add_on(int dev, CUstream s, CUdeviceptr *p)
-{
-    static uint64_t n = WORDS;
-    static uint32_t one = 1;
-    void *args[] = { p, &n, &one };
-
-    CHECK_CU(sh_launch(add[dev], s, args));
-}
-
-/* G0: g0 += 1 on s0, forked to s1 for g1 += 1, joined back. */
-static CUgraphExec capture_g0(CUstream s0, CUstream s1, CUdeviceptr *g0, CUdeviceptr *g1)
-{
-    CUevent fork, join;
-    CUgraph g;
-    CUgraphExec ge;
-
-    CHECK_CU(cuCtxSetCurrent(ctx[1]));
-    CHECK_CU(cuEventCreate(&join, CU_EVENT_DISABLE_TIMING));
-    CHECK_CU(cuCtxSetCurrent(ctx[0]));
-    CHECK_CU(cuEventCreate(&fork, CU_EVENT_DISABLE_TIMING));
-    CHECK_CU(cuStreamBeginCapture(s0, CU_STREAM_CAPTURE_MODE_GLOBAL));
-    add_on(0, s0, g0);
-    CHECK_CU(cuEventRecord(fork, s0));
-    CHECK_CU(cuStreamWaitEvent(s1, fork, 0));
-    CHECK_CU(cuCtxSetCurrent(ctx[1]));
-    add_on(1, s1, g1);
-    CHECK_CU(cuEventRecord(join, s1));
-    CHECK_CU(cuCtxSetCurrent(ctx[0]));
-    CHECK_CU(cuStreamWaitEvent(s0, join, 0));
-    CHECK_CU(cuStreamEndCapture(s0, &g));
-    CHECK_CU(cuGraphInstantiate(&ge, g, 0));
-    CHECK_CU(cuGraphDestroy(g));
-    return ge;
-}
-
 static void expect_plus(int dev, CUdeviceptr p, uint32_t seed, const char *what)
 {
     static uint32_t host[WORDS];
@@ -142,7 +107,8 @@ static void scenario(void)
     CHECK_CU(cuMemAlloc(&g0, BYTES));
     CHECK_CU(sh_fill_async(fill[0], g0, WORDS, 3, NULL));
     CHECK_CU(cuCtxSynchronize());
-    graph[0] = capture_g0(graph_stream[0], s1, &g0, &g1);
+    graph[0] = sh_capture_fork((sh_fork_side_t){ ctx[0], graph_stream[0], add[0], g0, 1 },
+                               (sh_fork_side_t){ ctx[1], s1, add[1], g1, 1 }, WORDS);
 
     for (int i = 0; i < 4; i++) {
         worker_t *w = &workers[i];

@@ -27,45 +27,6 @@
 
 static uint32_t host[WORDS];
 
-static void add(CUfunction f, CUstream s, CUdeviceptr p, uint32_t v)
-{
-    uint64_t n = WORDS;
-    void *args[] = { &p, &n, &v };
-
-    CHECK_CU(sh_launch(f, s, args));
-}
-
-/* The graph of the header, captured on s0 (context c0) with a fork to s1 (context c1). */
-static CUgraphExec capture(CUcontext c0, CUcontext c1, CUstream s0, CUstream s1,
-                           CUfunction add0, CUfunction add1, CUdeviceptr a0, CUdeviceptr a1)
-{
-    CUevent fork, join;
-    CUgraph g;
-    CUgraphExec ge;
-
-    CHECK_CU(cuCtxSetCurrent(c1));
-    CHECK_CU(cuEventCreate(&join, CU_EVENT_DISABLE_TIMING));
-    CHECK_CU(cuCtxSetCurrent(c0));
-    CHECK_CU(cuEventCreate(&fork, CU_EVENT_DISABLE_TIMING));
-    CHECK_CU(cuStreamBeginCapture(s0, CU_STREAM_CAPTURE_MODE_GLOBAL));
-    add(add0, s0, a0, 1);
-    CHECK_CU(cuEventRecord(fork, s0));
-    CHECK_CU(cuStreamWaitEvent(s1, fork, 0));
-    CHECK_CU(cuCtxSetCurrent(c1));
-    add(add1, s1, a1, 5);
-    CHECK_CU(cuEventRecord(join, s1));
-    CHECK_CU(cuCtxSetCurrent(c0));
-    CHECK_CU(cuStreamWaitEvent(s0, join, 0));
-    CHECK_CU(cuStreamEndCapture(s0, &g));
-    CHECK_CU(cuGraphInstantiate(&ge, g, 0));
-    CHECK_CU(cuGraphDestroy(g));
-    CHECK_CU(cuEventDestroy(fork));
-    CHECK_CU(cuCtxSetCurrent(c1));
-    CHECK_CU(cuEventDestroy(join));
-    CHECK_CU(cuCtxSetCurrent(c0));
-    return ge;
-}
-
 /* p holds sh_pattern(seed, .) + plus (the current context's copy). */
 static void expect_words(CUdeviceptr p, uint32_t seed, uint32_t plus, const char *what)
 {
@@ -95,7 +56,8 @@ static void scenario(void)
     CHECK_CU(cuMemAlloc(&a0, BYTES));
     CHECK_CU(sh_fill_async(fill0, a0, WORDS, 2, s0));
     CHECK_CU(cuStreamSynchronize(s0));
-    CUgraphExec ge = capture(c0, c1, s0, s1, add0, add1, a0, a1);
+    CUgraphExec ge = sh_capture_fork((sh_fork_side_t){ c0, s0, add0, a0, 1 },
+                                     (sh_fork_side_t){ c1, s1, add1, a1, 5 }, WORDS);
 
     /* Round 1: a1 in GPU memory when the graph is launched; device 1 then pages it out. */
     CHECK_CU(cuGraphLaunch(ge, s0));

@@ -21,14 +21,6 @@
 
 static uint32_t host[WORDS];
 
-static void add(CUfunction f, CUstream s, CUdeviceptr p, uint32_t v)
-{
-    uint64_t n = WORDS;
-    void *args[] = { &p, &n, &v };
-
-    CHECK_CU(sh_launch(f, s, args));
-}
-
 static void expect_words(CUdeviceptr p, uint32_t seed, uint32_t plus, const char *what)
 {
     CHECK_CU(cuMemcpyDtoH(host, p, BYTES));
@@ -41,9 +33,6 @@ static void scenario(void)
     CUcontext home, c1;
     CUdeviceptr a0, a1, h, more[2];
     CUstream s0, s1;
-    CUevent fork, join;
-    CUgraph g;
-    CUgraphExec ge;
 
     CHECK_CU(cuInit(0));
     CHECK_CU(cuCtxCreate(&home, NULL, 0, 1));
@@ -56,7 +45,6 @@ static void scenario(void)
     CHECK_CU(cuMemAlloc(&a1, BYTES));
     CHECK_CU(sh_fill_async(fill1, a1, WORDS, 1, s1));
     CHECK_CU(cuStreamSynchronize(s1));
-    CHECK_CU(cuEventCreate(&join, CU_EVENT_DISABLE_TIMING));
 
     CUcontext c0 = st_setup(0);
     CUfunction fill0 = st_function(sh_res_ptx, "sh_fill");
@@ -65,19 +53,8 @@ static void scenario(void)
     CHECK_CU(cuMemAlloc(&a0, BYTES));
     CHECK_CU(sh_fill_async(fill0, a0, WORDS, 2, s0));
     CHECK_CU(cuStreamSynchronize(s0));
-    CHECK_CU(cuEventCreate(&fork, CU_EVENT_DISABLE_TIMING));
-    CHECK_CU(cuStreamBeginCapture(s0, CU_STREAM_CAPTURE_MODE_GLOBAL));
-    add(add0, s0, a0, 1);
-    CHECK_CU(cuEventRecord(fork, s0));
-    CHECK_CU(cuStreamWaitEvent(s1, fork, 0));
-    CHECK_CU(cuCtxSetCurrent(c1));
-    add(add1, s1, a1, 5);
-    CHECK_CU(cuEventRecord(join, s1));
-    CHECK_CU(cuCtxSetCurrent(c0));
-    CHECK_CU(cuStreamWaitEvent(s0, join, 0));
-    CHECK_CU(cuStreamEndCapture(s0, &g));
-    CHECK_CU(cuGraphInstantiate(&ge, g, 0));
-    CHECK_CU(cuGraphDestroy(g));
+    CUgraphExec ge = sh_capture_fork((sh_fork_side_t){ c0, s0, add0, a0, 1 },
+                                     (sh_fork_side_t){ c1, s1, add1, a1, 5 }, WORDS);
 
     CHECK_CU(cuCtxSetCurrent(c1));
     sh_alloc_filled(fill1, more, 2, BYTES, 3, s1);  /* a1 paged out */

@@ -492,6 +492,57 @@ static inline CUresult sh_slow_add_async(CUfunction slow, CUdeviceptr p, uint64_
     return sh_launch(slow, s, args);
 }
 
+/* sh_add (function add, loaded from sh_res_ptx): v added to each of the n words at p, on s. */
+static inline CUresult sh_add_async(CUfunction add, CUdeviceptr p, uint64_t n, uint32_t v,
+                                    CUstream s)
+{
+    void *args[] = { &p, &n, &v };
+
+    return sh_launch(add, s, args);
+}
+
+/* One side of a graph sh_capture_fork makes: v added to the words at p with `add` on stream
+ * s of context ctx. */
+typedef struct sh_fork_side {
+    CUcontext ctx;
+    CUstream s;
+    CUfunction add;
+    CUdeviceptr p;
+    uint32_t v;
+} sh_fork_side_t;
+
+/* A graph of two devices, instantiated: captured on a's stream (global mode), it adds a.v to
+ * a's words, forks to b's stream (another device's) through an event for b's addition, and
+ * joins back through an event of b's context; n words each.  a's context is current after. */
+static inline CUgraphExec sh_capture_fork(sh_fork_side_t a, sh_fork_side_t b, uint64_t n)
+{
+    CUevent fork, join;
+    CUgraph g;
+    CUgraphExec ge;
+
+    CHECK_CU(cuCtxSetCurrent(b.ctx));
+    CHECK_CU(cuEventCreate(&join, CU_EVENT_DISABLE_TIMING));
+    CHECK_CU(cuCtxSetCurrent(a.ctx));
+    CHECK_CU(cuEventCreate(&fork, CU_EVENT_DISABLE_TIMING));
+    CHECK_CU(cuStreamBeginCapture(a.s, CU_STREAM_CAPTURE_MODE_GLOBAL));
+    CHECK_CU(sh_add_async(a.add, a.p, n, a.v, a.s));
+    CHECK_CU(cuEventRecord(fork, a.s));
+    CHECK_CU(cuStreamWaitEvent(b.s, fork, 0));
+    CHECK_CU(cuCtxSetCurrent(b.ctx));
+    CHECK_CU(sh_add_async(b.add, b.p, n, b.v, b.s));
+    CHECK_CU(cuEventRecord(join, b.s));
+    CHECK_CU(cuCtxSetCurrent(a.ctx));
+    CHECK_CU(cuStreamWaitEvent(a.s, join, 0));
+    CHECK_CU(cuStreamEndCapture(a.s, &g));
+    CHECK_CU(cuGraphInstantiate(&ge, g, 0));
+    CHECK_CU(cuGraphDestroy(g));
+    CHECK_CU(cuEventDestroy(fork));
+    CHECK_CU(cuCtxSetCurrent(b.ctx));
+    CHECK_CU(cuEventDestroy(join));
+    CHECK_CU(cuCtxSetCurrent(a.ctx));
+    return ge;
+}
+
 /* The first of n host words that differs from sh_pattern(seed, i) + plus: exit 1 naming
  * `what`. */
 static inline void sh_expect_pattern_plus(const uint32_t *host, uint64_t n, uint32_t seed,
