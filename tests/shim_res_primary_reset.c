@@ -21,33 +21,12 @@
 #include "shim_test.h"
 
 #define BYTES (2 * SH_MIB)
-#define WORDS (BYTES / 4)
 #define N 6
-
-static uint32_t host[WORDS];
 
 /* In the current (primary) context: N buffers filled twice, checked and freed. */
 static void one_round(const char *what)
 {
-    CUstream s;
-    CUdeviceptr b[N];
-
-    CUfunction fill = st_function(sh_res_ptx, "sh_fill");
-    CHECK_CU(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
-    for (int i = 0; i < N; i++) {
-        CHECK_CU(i < N / 2 ? cuMemAlloc(&b[i], BYTES) : cuMemAllocAsync(&b[i], BYTES, s));
-        CHECK_CU(sh_fill_async(fill, b[i], WORDS, 10 + (uint32_t)i, s));
-    }
-    CHECK_CU(cuStreamSynchronize(s));
-    for (int i = 0; i < N; i++)     /* each back in GPU memory, evicting the others */
-        CHECK_CU(sh_fill_async(fill, b[i], WORDS, 20 + (uint32_t)i, NULL));
-    for (int i = 0; i < N; i++) {
-        CHECK_CU(cuMemcpyDtoH(host, b[i], BYTES));
-        sh_expect_pattern(host, WORDS, 20 + (uint32_t)i, what);
-    }
-    for (int i = 0; i < N; i++)
-        CHECK_CU(i < N / 2 ? cuMemFree(b[i]) : cuMemFreeAsync(b[i], s));
-    CHECK_CU(cuStreamDestroy(s));
+    sh_page_round(what, N, BYTES);
     printf("%s: %d buffers held their patterns\n", what, N);
 }
 

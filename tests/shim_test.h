@@ -559,6 +559,37 @@ static inline void sh_expect_pattern(const uint32_t *host, uint64_t n, uint32_t 
     sh_expect_pattern_plus(host, n, seed, 0, what);
 }
 
+/* In the current context: n buffers of `bytes` (the first half from cuMemAlloc, the rest from
+ * cuMemAllocAsync on a stream of its own) filled, then filled again one by one with the
+ * default stream, so that under a small budget each comes back and evicts others; each
+ * checked, then freed (n <= 64). */
+static inline void sh_page_round(const char *what, int n, size_t bytes)
+{
+    CUstream s;
+    CUdeviceptr b[64];
+    uint64_t words = bytes / 4;
+    uint32_t *host = malloc(bytes);
+
+    EXPECT(host && n <= 64, "sh_page_round: %d buffers of %zu bytes", n, bytes);
+    CUfunction fill = st_function(sh_res_ptx, "sh_fill");
+    CHECK_CU(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    for (int i = 0; i < n; i++) {
+        CHECK_CU(i < n / 2 ? cuMemAlloc(&b[i], bytes) : cuMemAllocAsync(&b[i], bytes, s));
+        CHECK_CU(sh_fill_async(fill, b[i], words, 10 + (uint32_t)i, s));
+    }
+    CHECK_CU(cuStreamSynchronize(s));
+    for (int i = 0; i < n; i++)
+        CHECK_CU(sh_fill_async(fill, b[i], words, 20 + (uint32_t)i, NULL));
+    for (int i = 0; i < n; i++) {
+        CHECK_CU(cuMemcpyDtoH(host, b[i], bytes));
+        sh_expect_pattern(host, words, 20 + (uint32_t)i, what);
+    }
+    for (int i = 0; i < n; i++)
+        CHECK_CU(i < n / 2 ? cuMemFree(b[i]) : cuMemFreeAsync(b[i], s));
+    CHECK_CU(cuStreamDestroy(s));
+    free(host);
+}
+
 /* n buffers of `bytes` bytes allocated into bufs and filled by kernels on s: bufs[i] holds
  * sh_pattern(seed0 + i, .). */
 static inline void sh_alloc_filled(CUfunction fill, CUdeviceptr *bufs, uint32_t n, size_t bytes,
