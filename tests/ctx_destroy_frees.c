@@ -13,19 +13,6 @@
 
 #define BIG (64u << 20)
 
-static size_t free_mem(void)
-{
-    size_t f, t;
-    CHECK_CU(cuMemGetInfo(&f, &t));
-    return f;
-}
-
-static int known(CUdeviceptr p)
-{
-    CUcontext c;
-    return cuPointerGetAttribute(&c, CU_POINTER_ATTRIBUTE_CONTEXT, p) == CUDA_SUCCESS;
-}
-
 int main(void)
 {
     CUcontext a, b;
@@ -35,12 +22,12 @@ int main(void)
 
     CHECK_CU(cuInit(0));
     CHECK_CU(cuCtxCreate(&b, NULL, 0, 0));
-    size_t before = free_mem();
+    size_t before = st_free_mem();
     CHECK_CU(cuCtxCreate(&a, NULL, 0, 0));
     CHECK_CU(cuMemAlloc(&d, BIG));
     CHECK_CU(cuMemAllocHost(&h1, 1 << 20));
     CHECK_CU(cuMemHostAlloc(&h2, 1 << 20, CU_MEMHOSTALLOC_PORTABLE));
-    EXPECT(free_mem() <= before - BIG, "cuMemAlloc not counted");
+    EXPECT(st_free_mem() <= before - BIG, "cuMemAlloc not counted");
 
     CUmemAllocationProp prop = { .type = CU_MEM_ALLOCATION_TYPE_PINNED,
                                  .location = { CU_MEM_LOCATION_TYPE_DEVICE, 0 } };
@@ -49,16 +36,19 @@ int main(void)
     CHECK_CU(cuMemCreate(&mh, gran, &prop, 0));
     CHECK_CU(cuMemAddressReserve(&va, gran, 0, 0, 0));
     CHECK_CU(cuMemMap(va, gran, 0, mh, 0));
-    CUmemAccessDesc acc = { { CU_MEM_LOCATION_TYPE_DEVICE, 0 }, CU_MEM_ACCESS_FLAGS_PROT_READWRITE };
+    CUmemAccessDesc acc = { { CU_MEM_LOCATION_TYPE_DEVICE, 0 },
+                            CU_MEM_ACCESS_FLAGS_PROT_READWRITE };
     CHECK_CU(cuMemSetAccess(va, gran, &acc, 1));
     CHECK_CU(cuMemsetD32(va, 0x5a5a5a5a, gran / 4));
 
     CHECK_CU(cuCtxDestroy(a));
     CHECK_CU(cuCtxSetCurrent(b));
-    EXPECT(free_mem() >= before - gran, "cuMemAlloc memory of a destroyed context still counted");
-    EXPECT(!known(d), "cuMemAlloc memory of a destroyed context still known");
-    EXPECT(!known((CUdeviceptr)(uintptr_t)h1), "cuMemAllocHost memory still known");
-    EXPECT(!known((CUdeviceptr)(uintptr_t)h2), "portable cuMemHostAlloc memory still known");
+    EXPECT(st_free_mem() >= before - gran,
+           "cuMemAlloc memory of a destroyed context still counted");
+    EXPECT(!st_pointer_known(d), "cuMemAlloc memory of a destroyed context still known");
+    EXPECT(!st_pointer_known((CUdeviceptr)(uintptr_t)h1), "cuMemAllocHost memory still known");
+    EXPECT(!st_pointer_known((CUdeviceptr)(uintptr_t)h2),
+           "portable cuMemHostAlloc memory still known");
     EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuMemFree(d));
     EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuMemFreeHost(h1));
     EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuMemFreeHost(h2));

@@ -11,19 +11,6 @@
 
 #define BIG (64u << 20)
 
-static size_t free_mem(void)
-{
-    size_t f, t;
-    CHECK_CU(cuMemGetInfo(&f, &t));
-    return f;
-}
-
-static int known(CUdeviceptr p)
-{
-    CUcontext c;
-    return cuPointerGetAttribute(&c, CU_POINTER_ATTRIBUTE_CONTEXT, p) == CUDA_SUCCESS;
-}
-
 /* Fill the primary context (current) with a stream, an event and memory; `reset` resets it;
  * check all of that is gone and the context works again once retained. */
 static void check(void (*reset)(void), const char *how)
@@ -41,7 +28,7 @@ static void check(void (*reset)(void), const char *how)
     CHECK_CU(cuEventCreate(&oe, 0));
     CHECK_CU(cuMemAlloc(&od, 4096));
     CHECK_CU(cuCtxSetCurrent(p));
-    size_t before = free_mem();
+    size_t before = st_free_mem();
     CHECK_CU(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
     CHECK_CU(cuEventCreate(&e, 0));
     CHECK_CU(cuMemAlloc(&d, BIG));
@@ -56,7 +43,8 @@ static void check(void (*reset)(void), const char *how)
     CHECK_CU(cuMemCreate(&mh, gran, &prop, 0));
     CHECK_CU(cuMemAddressReserve(&va, gran, 0, 0, 0));
     CHECK_CU(cuMemMap(va, gran, 0, mh, 0));
-    CUmemAccessDesc acc = { { CU_MEM_LOCATION_TYPE_DEVICE, 0 }, CU_MEM_ACCESS_FLAGS_PROT_READWRITE };
+    CUmemAccessDesc acc = { { CU_MEM_LOCATION_TYPE_DEVICE, 0 },
+                            CU_MEM_ACCESS_FLAGS_PROT_READWRITE };
     CHECK_CU(cuMemSetAccess(va, gran, &acc, 1));
     CHECK_CU(cuMemsetD32(va, 0x5a5a5a5a, gran / 4));
 
@@ -71,11 +59,12 @@ static void check(void (*reset)(void), const char *how)
     EXPECT_CU(CUDA_ERROR_INVALID_HANDLE, cuEventRecord(e, NULL));
     EXPECT_CU(CUDA_ERROR_INVALID_HANDLE, cuStreamDestroy(s));
     EXPECT_CU(CUDA_ERROR_INVALID_HANDLE, cuEventDestroy(e));
-    EXPECT(!known(d), "%s: cuMemAlloc memory still known", how);
-    EXPECT(!known((CUdeviceptr)(uintptr_t)h), "%s: cuMemAllocHost memory still known", how);
+    EXPECT(!st_pointer_known(d), "%s: cuMemAlloc memory still known", how);
+    EXPECT(!st_pointer_known((CUdeviceptr)(uintptr_t)h), "%s: cuMemAllocHost memory still known",
+           how);
     EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuMemFree(d));
     EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuMemFreeHost(h));
-    EXPECT(free_mem() >= before - gran, "%s: memory of the reset context still counted", how);
+    EXPECT(st_free_mem() >= before - gran, "%s: memory of the reset context still counted", how);
 
     unsigned word = 0;
     CHECK_CU(cuMemcpyDtoH(&word, va, 4));

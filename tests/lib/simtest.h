@@ -149,6 +149,21 @@ SIM_KERNEL void add_via(const sim_launch_t *l, void **params)
 }
 #endif
 
+/* The free memory cuMemGetInfo reports for the current context's device. */
+static inline size_t st_free_mem(void)
+{
+    size_t f, t;
+    CHECK_CU(cuMemGetInfo(&f, &t));
+    return f;
+}
+
+/* Does the driver know p as allocated memory (its context attribute answers)? */
+static inline int st_pointer_known(CUdeviceptr p)
+{
+    CUcontext c;
+    return cuPointerGetAttribute(&c, CU_POINTER_ATTRIBUTE_CONTEXT, p) == CUDA_SUCCESS;
+}
+
 /* An executable graph of one kernel node: f on one block of one thread with args. */
 static inline CUgraphExec st_kernel_graph(CUfunction f, void **args)
 {
