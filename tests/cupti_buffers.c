@@ -10,8 +10,8 @@
  * CUPTI_ERROR_MAX_LIMIT_REACHED (the helper checks the walk).  maxNumRecords bounds the records
  * per buffer; a buffer that does not start on an 8-byte boundary gets its records at aligned
  * addresses with validSize counted from its start.  Records that find no buffer (the request
- * is declined, or the buffer is too small) are dropped and counted, and reading the count
- * resets it.
+ * is declined, or the buffer is too small) are dropped and counted in the queue of their
+ * context and stream (here the legacy stream's), and reading the count resets it.
  */
 #include <time.h>
 
@@ -20,6 +20,7 @@
 #define KREC sizeof(CUpti_ActivityKernel10)
 
 static CUfunction f;
+static CUcontext ctx;
 
 static void launch_sync(int n)
 {
@@ -59,7 +60,7 @@ static void expect_valid(const size_t *want, int n)
 static size_t dropped(void)
 {
     size_t n = 12345;
-    CHECK_CUPTI(ct.dropped(NULL, 0, &n));
+    CHECK_CUPTI(ct.dropped(ctx, 0, &n));
     return n;
 }
 
@@ -67,7 +68,7 @@ int main(void)
 {
     CUmodule mod;
 
-    st_setup(0);
+    ctx = st_setup(0);
     ct_open();
     CHECK_CU(cuModuleLoadData(&mod, ct_costly_ptx));
     CHECK_CU(cuModuleGetFunction(&f, mod, "costly"));

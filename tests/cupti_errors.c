@@ -100,7 +100,7 @@ int main(void)
     CUpti_SubscriberHandle h;
     size_t n = 0;
 
-    st_setup(0);
+    CUcontext ctx = st_setup(0);
     ct_open();
     EXPECT_CUPTI(CUPTI_ERROR_INVALID_OPERATION, ct.flush_all(0));
     CHECK_CU(cuModuleLoadData(&mod, ct_costly_ptx));
@@ -110,7 +110,7 @@ int main(void)
     ct_launch(f, NULL, 0, 0);
     CHECK_CU(cuCtxSynchronize());
     EXPECT_CUPTI(CUPTI_ERROR_INVALID_PARAMETER, ct.dropped(NULL, 0, NULL));
-    CHECK_CUPTI(ct.dropped(NULL, 0, &n));
+    CHECK_CUPTI(ct.dropped(ctx, 0, &n));
     EXPECT(n == 2, "2 records dropped before any buffer callback, got %zu", n);
 
     EXPECT_CUPTI(CUPTI_ERROR_INVALID_PARAMETER, ct.register_callbacks(NULL, ct_complete));

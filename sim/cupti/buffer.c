@@ -15,7 +15,11 @@
  * full it is.  Records are complete when queued, so a forced flush and a default one deliver
  * the same records: every one queued before the call.  Records sit at 8-byte aligned
  * addresses; validSize counts from the start of the buffer.  A record that finds no buffer
- * (the request callback gave none, or one too small) is dropped and counted.
+ * (none registered, the request callback gave none, or one too small) is dropped and counted
+ * in the queue cuptiActivityGetNumDroppedRecords names it by: its context and stream (kernels,
+ * copies, memsets), or the global queue (context NULL) for records tied to no context
+ * (external correlation, API records).  The counts have a lock of their own, a leaf taken
+ * under either of the others.
  */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -31,7 +35,20 @@ static pthread_mutex_t deliver = PTHREAD_MUTEX_INITIALIZER;
 static CUpti_BuffersCallbackRequestFunc cb_request;    /* under deliver */
 static CUpti_BuffersCallbackCompleteFunc cb_complete;  /* under deliver */
 static _Atomic int registered;
-static _Atomic size_t dropped;
+
+/* Dropped records per queue: ctx 0 is the global one (CUDA context ids start at 1). */
+typedef struct drop_queue {
+    uint64_t ctx;
+    uint32_t stream;
+    size_t n;
+} drop_queue_t;
+
+static struct {
+    pthread_mutex_t lock;
+    drop_queue_t *q;
+    size_t n, cap;
+    size_t lost;            /* drops whose queue could not be kept (no memory): the global's */
+} drops = { PTHREAD_MUTEX_INITIALIZER, NULL, 0, 0, 0 };
 
 /* The client's buffer being filled; under deliver. */
 typedef struct client_buf {
@@ -78,6 +95,78 @@ static size_t first_offset(const uint8_t *buf)
     return align_up((uintptr_t)buf) - (uintptr_t)buf;
 }
 
+/* ---------------------------------------------------------------- dropped records */
+
+/* The queue of a record: its context and stream when it has them, else the global one. */
+static void queue_of(const uint8_t *rec, uint64_t *ctx, uint32_t *stream)
+{
+    CUpti_ActivityKind kind = ((const CUpti_Activity *)rec)->kind;
+    *ctx = 0, *stream = 0;
+    if (kind == CUPTI_ACTIVITY_KIND_KERNEL || kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL) {
+        const CUpti_ActivityKernel10 *k = (const void *)rec;
+        *ctx = k->contextId, *stream = k->streamId;
+    } else if (kind == CUPTI_ACTIVITY_KIND_MEMCPY) {
+        const CUpti_ActivityMemcpy6 *c = (const void *)rec;
+        *ctx = c->contextId, *stream = c->streamId;
+    } else if (kind == CUPTI_ACTIVITY_KIND_MEMSET) {
+        const CUpti_ActivityMemset4 *m = (const void *)rec;
+        *ctx = m->contextId, *stream = m->streamId;
+    }
+    if (!*ctx)
+        *stream = 0;
+}
+
+/* The count of queue (ctx, stream), made when missing; NULL when out of memory.  Under
+ * drops.lock. */
+static size_t *drop_count(uint64_t ctx, uint32_t stream)
+{
+    for (size_t i = 0; i < drops.n; i++)
+        if (drops.q[i].ctx == ctx && drops.q[i].stream == stream)
+            return &drops.q[i].n;
+    if (drops.n == drops.cap) {
+        size_t cap = drops.cap ? drops.cap * 2 : 16;
+        drop_queue_t *q = realloc(drops.q, cap * sizeof(*q));
+        if (!q)
+            return NULL;
+        drops.q = q, drops.cap = cap;
+    }
+    drops.q[drops.n] = (drop_queue_t){ ctx, stream, 0 };
+    return &drops.q[drops.n++].n;
+}
+
+/* One record dropped: counted in its queue. */
+static void drop(const void *rec)
+{
+    uint64_t ctx;
+    uint32_t stream;
+    queue_of(rec, &ctx, &stream);
+    pthread_mutex_lock(&drops.lock);
+    size_t *n = drop_count(ctx, stream);
+    if (n)
+        (*n)++;
+    else
+        drops.lost++;
+    pthread_mutex_unlock(&drops.lock);
+}
+
+/* Reads and resets the count of queue (ctx, stream). */
+static size_t take_drops(uint64_t ctx, uint32_t stream)
+{
+    size_t out = 0;
+    pthread_mutex_lock(&drops.lock);
+    for (size_t i = 0; i < drops.n; i++)
+        if (drops.q[i].ctx == ctx && drops.q[i].stream == stream) {
+            out = drops.q[i].n;
+            drops.q[i].n = 0;
+        }
+    if (!ctx) {
+        out += drops.lost;
+        drops.lost = 0;
+    }
+    pthread_mutex_unlock(&drops.lock);
+    return out;
+}
+
 /* ---------------------------------------------------------------- the queue */
 
 /* The delivery thread has work when the queue no longer fits the current buffer.
@@ -93,7 +182,7 @@ static void maybe_wake_locked(void)
 void sim_cupti_emit(const void *record, size_t size)
 {
     if (!atomic_load_explicit(&registered, memory_order_acquire)) {
-        atomic_fetch_add(&dropped, 1);
+        drop(record);
         return;
     }
     pthread_mutex_lock(&pend.lock);
@@ -104,7 +193,7 @@ void sim_cupti_emit(const void *record, size_t size)
         uint8_t *b = realloc(pend.buf, cap);
         if (!b) {
             pthread_mutex_unlock(&pend.lock);
-            atomic_fetch_add(&dropped, 1);
+            drop(record);
             return;
         }
         pend.buf = b;
@@ -153,11 +242,11 @@ static void place(const uint8_t *rec, size_t size)
     if (cur.buf && !fits(size))
         complete_current();
     if (!cur.buf && request_buffer() < 0) {
-        atomic_fetch_add(&dropped, 1);
+        drop(rec);
         return;
     }
     if (!fits(size)) {                  /* a fresh buffer too small for this record */
-        atomic_fetch_add(&dropped, 1);
+        drop(rec);
         return;
     }
     memcpy(cur.buf + cur.pos, rec, size);
@@ -288,12 +377,18 @@ CUPTI_EXPORT CUptiResult CUPTIAPI cuptiActivityGetNextRecord(uint8_t *buffer,
     return CUPTI_SUCCESS;
 }
 
+/* The queue of context and streamId (context NULL: the global queue, whatever the stream),
+ * read and reset.  A handle that is not a live context has no queue: CUPTI_ERROR_INVALID_CONTEXT
+ * (CUPTI documents no answer for it). */
 CUPTI_EXPORT CUptiResult CUPTIAPI cuptiActivityGetNumDroppedRecords(CUcontext context,
                                                                     uint32_t streamId,
                                                                     size_t *n)
 {
+    unsigned long long id = 0;
     if (!n)
         return CUPTI_ERROR_INVALID_PARAMETER;
-    *n = atomic_exchange(&dropped, 0);
+    if (context && cuCtxGetId(context, &id) != CUDA_SUCCESS)
+        return CUPTI_ERROR_INVALID_CONTEXT;
+    *n = take_drops(id, context ? streamId : 0);
     return CUPTI_SUCCESS;
 }
