@@ -235,6 +235,10 @@ static void same_event(const trc_event_t *e, const trc_event_t *g)
         for (int i = 0; i < TRC_TIERS; i++)
             CHECK("memory.bytes[i]", e->u.memory.bytes[i], g->u.memory.bytes[i]);
         break;
+    case TRC_EV_DROPPED:
+        CHECK("dropped.source", e->u.dropped.source, g->u.dropped.source);
+        CHECK("dropped.count", e->u.dropped.count, g->u.dropped.count);
+        break;
     default: CHECK("iteration.index", e->u.iteration.index, g->u.iteration.index); break;
     }
 }
@@ -327,6 +331,13 @@ static void write_all_types(trc_writer_t *w)
     ev.time = 4701;
     ev.u.budget = (trc_budget_t){ 3, { 1, 0, UINT64_MAX, 2 } };
     CHECK("trc_emit_budget", 0, trc_emit_budget(w, ev.time, &ev.u.budget));
+    expect[nexpect++] = ev;
+    ev = (trc_event_t){ .type = TRC_EV_DROPPED, .time = 4800 };
+    ev.u.dropped = (trc_dropped_t){ TRC_TIMING_CUPTI, 12345 };
+    emit(w, &ev);
+    ev.time = 4801;
+    ev.u.dropped = (trc_dropped_t){ 7, UINT64_MAX };
+    CHECK("trc_emit_dropped", 0, trc_emit_dropped(w, ev.time, &ev.u.dropped));
     expect[nexpect++] = ev;
     ev = (trc_event_t){ .type = TRC_EV_NCCL, .time = 5000 };
     ev.u.nccl = (trc_nccl_t){ sid(w, "allReduce"), 0x7f0000000000ull, 0x7f0000000000ull,

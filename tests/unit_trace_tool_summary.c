@@ -7,7 +7,8 @@
  * 12 allocations by size with their call sites, migrations per direction, and the share of
  * migration time hidden behind kernels on the same device, computed by hand below;
  * evictions by reason; the budgets at the start and when they came down or went back up
- * (BUDGET records);
+ * (BUDGET records); no word of dropped records in a trace without DROPPED records, and in a
+ * copy with two, one line with their sum before the kernels (the timed ones as they were);
  * and with --iterations the launches and migrations of each
  * iteration.
  */
@@ -107,7 +108,8 @@ static void budget(uint64_t time, int32_t dev, uint64_t gpu, uint64_t host)
     TT_EMIT(trc_emit_budget(w, time, &b));
 }
 
-static void make_trace(const char *path)
+/* drops: DROPPED records of CUPTI (at 9600 and 9700) splitting these many between them. */
+static void make_trace(const char *path, uint64_t drops)
 {
     w = tt_writer(path, 0);
     header_events();
@@ -131,12 +133,17 @@ static void make_trace(const char *path)
     eviction(6600, 9);
     for (uint64_t k = 1; k <= 11; k++)
         TT_EMIT(trc_emit_free(w, k == 11 ? 10000 : 9000, &(trc_free_t){ k }));
+    if (drops) {
+        TT_EMIT(trc_emit_dropped(w, 9600, &(trc_dropped_t){ TRC_TIMING_CUPTI, drops / 2 }));
+        TT_EMIT(trc_emit_dropped(w, 9700, &(trc_dropped_t){ TRC_TIMING_CUPTI,
+                                                             drops - drops / 2 }));
+    }
     tt_close(w);
 }
 
 static void check_process(const char *out)
 {
-    TT_LINE(out, "format 1.2", "complete");
+    TT_LINE(out, "format 1.3", "complete");
     TT_LINE(out, "pid 4242 (parent 1) on node7");
     TT_LINE(out, "exe", "/usr/bin/python3");
     TT_LINE(out, "cmdline", "python3 train.py --steps 3");
@@ -231,10 +238,11 @@ int main(void)
 {
     tt_init();
     const char *path = tt_path("summary.trace");
-    make_trace(path);
+    make_trace(path, 0);
     tt_result_t r = tt_run("summary", path, NULL);
     TT_CHECK("exit status", 0, r.status);
     TT_CHECK("stderr bytes", 0, strlen(r.err));
+    TT_HASNT(r.out, "dropped");
     check_process(r.out);
     check_peaks(r.out);
     check_budgets(r.out);
@@ -244,5 +252,15 @@ int main(void)
     TT_HASNT(r.out, "migrated");      /* no iteration table without --iterations */
     tt_free(&r);
     check_iterations(path);
+
+    const char *lossy = tt_path("dropped.trace");
+    make_trace(lossy, 41);
+    r = tt_run("summary", lossy, NULL);
+    TT_CHECK("exit status", 0, r.status);
+    TT_LINE(r.out, "CUPTI dropped 41 activity records: kernel timings incomplete");
+    TT_CHECK("the drops said before the kernels", 1,
+             strstr(r.out, "CUPTI dropped") < strstr(r.out, "top kernels"));
+    check_kernels(r.out);
+    tt_free(&r);
     return tt_done();
 }

@@ -236,7 +236,7 @@ static int put_event(wbuf_t *b, trc_enc_t *e, const trc_event_t *ev)
     case TRC_REC_END: put_u(b, ev->u.end_count); return 0;
     default: break;
     }
-    if (ev->type < TRC_EV_PROCESS || ev->type > TRC_EV_BUDGET)
+    if (ev->type < TRC_EV_PROCESS || ev->type > TRC_EV_DROPPED)
         return -EINVAL;
     put_time(b, e, t);
     switch (ev->type) {
@@ -254,6 +254,10 @@ static int put_event(wbuf_t *b, trc_enc_t *e, const trc_event_t *ev)
     case TRC_EV_TIMING: return put_timing(b, t, &ev->u.timing);
     case TRC_EV_MEMORY: return put_memory(b, &ev->u.memory);
     case TRC_EV_BUDGET: return put_memory(b, &ev->u.budget);
+    case TRC_EV_DROPPED:
+        put_u(b, ev->u.dropped.source);
+        put_u(b, ev->u.dropped.count);
+        return 0;
     default: put_u(b, ev->u.iteration.index); return 0;
     }
 }
@@ -432,7 +436,7 @@ const char *trc_type_name(uint32_t type)
         [TRC_EV_NCCL] = "nccl", [TRC_EV_MIGRATION] = "migration",
         [TRC_EV_EVICTION] = "eviction", [TRC_EV_ITERATION] = "iteration",
         [TRC_EV_TIMING] = "timing", [TRC_EV_MEMORY] = "memory",
-        [TRC_EV_BUDGET] = "budget",
+        [TRC_EV_BUDGET] = "budget", [TRC_EV_DROPPED] = "dropped",
     };
     return type < sizeof(names) / sizeof(names[0]) ? names[type] : NULL;
 }

@@ -424,6 +424,10 @@ static void event(cur_t *c, trc_event_t *ev)
     case TRC_EV_TIMING: ev_timing(c, t, &ev->u.timing); break;
     case TRC_EV_MEMORY: ev_memory(c, &ev->u.memory); break;
     case TRC_EV_BUDGET: ev_memory(c, &ev->u.budget); break;
+    case TRC_EV_DROPPED:
+        ev->u.dropped.source = u32(c, "timing source");
+        ev->u.dropped.count = u64(c);
+        break;
     default: ev->u.iteration.index = u64(c); break;
     }
 }
@@ -436,7 +440,7 @@ static int record(trc_reader_t *r, uint64_t type, const uint8_t *p, size_t len, 
                   trc_event_t *ev)
 {
     cur_t c = { .b = { p, p + len, 0, 0 }, .r = r };
-    int is_event = type >= TRC_EV_PROCESS && type <= TRC_EV_BUDGET;
+    int is_event = type >= TRC_EV_PROCESS && type <= TRC_EV_DROPPED;
     memset(ev, 0, sizeof(*ev));
     ev->type = (trc_type_t)type;
     ev->offset = off;

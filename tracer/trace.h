@@ -22,7 +22,7 @@
 
 #define TRC_MAGIC         "ELXTRACE"
 #define TRC_VERSION_MAJOR 1
-#define TRC_VERSION_MINOR 2
+#define TRC_VERSION_MINOR 3
 #define TRC_HEADER_LEN    32          /* of this version; a reader skips a longer header */
 #define TRC_MAX_RECORD    (1u << 20)  /* largest record payload a reader accepts */
 #define TRC_MAX_DEPTH     256         /* deepest call stack */
@@ -52,6 +52,7 @@ typedef enum trc_type {
     TRC_EV_TIMING = 28,               /* 1.1: device times of an earlier launch, copy or memset */
     TRC_EV_MEMORY = 29,               /* 1.1: bytes resident per tier on one device */
     TRC_EV_BUDGET = 30,               /* 1.2: the budgets per tier of one device */
+    TRC_EV_DROPPED = 31,              /* 1.3: device-time records a timing source lost */
 } trc_type_t;
 
 typedef enum trc_tier { TRC_TIER_GPU, TRC_TIER_PEER, TRC_TIER_HOST, TRC_TIER_NVME } trc_tier_t;
@@ -208,6 +209,15 @@ typedef struct trc_memory {
  * value is the process's host budget, shared by all its devices; 0: none (a tier not used). */
 typedef trc_memory_t trc_budget_t;
 
+/* 1.3 (DROPPED): `count` records of device times that timing source `source` (a
+ * trc_timing_source_t; CUPTI only, so far) lost since the previous DROPPED record: the
+ * operations they would have timed have no TIMING record from it, and which ones is not
+ * known. */
+typedef struct trc_dropped {
+    uint32_t source;
+    uint64_t count;
+} trc_dropped_t;
+
 /* One record as returned by the reader (and accepted by trc_encode_event). */
 typedef struct trc_event {
     trc_type_t type;
@@ -229,6 +239,7 @@ typedef struct trc_event {
         trc_timing_t timing;
         trc_memory_t memory;
         trc_budget_t budget;
+        trc_dropped_t dropped;
         uint64_t end_count;            /* TRC_REC_END: events the writer emitted */
     } u;
 } trc_event_t;
@@ -278,6 +289,7 @@ int trc_emit_iteration(trc_writer_t *w, uint64_t time, const trc_iteration_t *i)
 int trc_emit_timing(trc_writer_t *w, uint64_t time, const trc_timing_t *t);
 int trc_emit_memory(trc_writer_t *w, uint64_t time, const trc_memory_t *m);
 int trc_emit_budget(trc_writer_t *w, uint64_t time, const trc_budget_t *m);
+int trc_emit_dropped(trc_writer_t *w, uint64_t time, const trc_dropped_t *d);
 int trc_emit_event(trc_writer_t *w, const trc_event_t *ev);
 /* Writes the buffered records to the file. */
 int trc_writer_flush(trc_writer_t *w);

@@ -47,6 +47,7 @@ static size_t visit(const trc_event_t *ev)
         for (int i = 0; i < TRC_TIERS; i++)
             n += ev->u.memory.bytes[i];
         break;
+    case TRC_EV_DROPPED: n += ev->u.dropped.count + ev->u.dropped.source; break;
     default: break;
     }
     return n;

@@ -161,10 +161,22 @@ static void print_budgets(const tm_trace_t *t)
     }
 }
 
+/* Device-time records the timing source lost: the times below leave out those operations. */
+static void print_dropped(const tm_trace_t *t)
+{
+    if (t->dropped_cupti)
+        printf("CUPTI dropped %" PRIu64 " activity records: kernel timings incomplete\n",
+               t->dropped_cupti);
+    if (t->dropped_other)
+        printf("the timing source lost %" PRIu64 " records: kernel timings incomplete\n",
+               t->dropped_other);
+}
+
 static void print_kernels(const tm_trace_t *t, size_t top)
 {
     tm_kernel_stat_t *k;
     size_t n;
+    print_dropped(t);
     if (tm_kernel_stats(t, &k, &n) < 0)
         return;
     printf("top kernels by device time (%zu of %zu)\n", top && top < n ? top : n, n);
@@ -320,7 +332,9 @@ const cli_cmd_t cmd_summary = {
                "to the trace's end, counts only when it is alone; --iterations lists\n"
                "each), the peak\n"
                "bytes per tier and device (from the MEMORY records), the top kernels by\n"
-               "device time, the largest allocations with their call sites, migrations per\n"
+               "device time (preceded by a warning when the trace says that CUPTI dropped\n"
+               "activity records: the operations that lost theirs have no times), the\n"
+               "largest allocations with their call sites, migrations per\n"
                "direction with how much of their time was hidden behind kernels running on\n"
                "the same device, evictions by reason, and NCCL calls by operation (calls\n"
                "and bytes) when there are any.",

@@ -380,6 +380,12 @@ static int add_event(tm_trace_t *t, priv_t *p, const trc_event_t *ev)
     }
     case TRC_EV_MIGRATION: case TRC_EV_EVICTION: case TRC_EV_ITERATION: case TRC_EV_TIMING:
         return add_small(t, p, ev);
+    case TRC_EV_DROPPED:
+        if (ev->u.dropped.source == TRC_TIMING_CUPTI)
+            t->dropped_cupti += ev->u.dropped.count;
+        else
+            t->dropped_other += ev->u.dropped.count;
+        return 0;
     default: return 0;                 /* an event type this tool does not use */
     }
 }

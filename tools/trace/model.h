@@ -5,7 +5,9 @@
  * tm_load reads a trace file with the tracer's reader and keeps every event in arrays in file
  * order, resolved: allocations with their free time and call site, device operations (launches,
  * copies, memsets, collectives) with their device times from TIMING records, migrations,
- * eviction decisions, iteration marks, and the per-tier memory series of each device.  Strings
+ * eviction decisions, iteration marks, the per-tier memory series of each device, and how many
+ * device-time records the timing source lost (an operation that lost its record has no
+ * times: none are made up for it).  Strings
  * and stacks stay owned by the model (the reader is kept open until tm_free).  Every command
  * and exporter works on this model and nothing else.
  */
@@ -102,6 +104,8 @@ typedef struct tm_trace {
                                         * also covers the end of device work (operations'
                                         * and migrations' end times) */
     uint64_t events;                   /* events read */
+    uint64_t dropped_cupti;            /* device-time records CUPTI dropped (DROPPED, 1.3) */
+    uint64_t dropped_other;            /* ... that another timing source lost */
     void *priv;                        /* the reader, indexes, owned copies */
 } tm_trace_t;
 
