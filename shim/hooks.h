@@ -237,6 +237,9 @@
     X(cuStreamSynchronize, cuStreamSynchronize, 2000, )                                         \
     X(cuStreamWaitEvent, cuStreamWaitEvent, 3020, )                                             \
     X(cuStreamGetCtx, cuStreamGetCtx, 9020, )                                                   \
+    X(cuStreamGetCtx_ptsz, cuStreamGetCtx, 9020, _ptsz)                                         \
+    X(cuStreamGetId, cuStreamGetId, 12000, )                                                    \
+    X(cuStreamGetId_ptsz, cuStreamGetId, 12000, _ptsz)                                          \
     X(cuStreamIsCapturing, cuStreamIsCapturing, 10000, )                                        \
     X(cuStreamIsCapturing_ptsz, cuStreamIsCapturing, 10000, _ptsz)                              \
     X(cuEventCreate, cuEventCreate, 2000, )                                                     \

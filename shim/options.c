@@ -31,6 +31,7 @@ typedef enum opt_type {
     OPT_TYPE_DEPTH,
     OPT_TYPE_COUNT,
     OPT_TYPE_CUPTI,
+    OPT_TYPE_SIZE,
 } opt_type_t;
 
 typedef struct opt_desc {
@@ -42,7 +43,7 @@ typedef struct opt_desc {
 
 typedef struct opt_value {
     long num;                   /* BOOL, LEVEL, SUBSYS, MEMINFO, TRACE_LEVEL, DEPTH, COUNT,
-                                 * CUPTI */
+                                 * CUPTI, SIZE */
     shim_mem_t mem;             /* MEMORY */
     char text[PATH_MAX];        /* the value as given (PATH: the value itself) */
     int from_env;               /* set by the environment (else the default) */
@@ -209,6 +210,20 @@ static int parse_memory(const char *s, opt_value_t *v)
     return shim_parse_mem(s, &v->mem);
 }
 
+#define SIZE_MAX_OPT (1L << 30)
+
+static int parse_size(const char *s, uint64_t *out);
+
+/* A size in bytes (K/M/G suffixes) from 1 to SIZE_MAX_OPT. */
+static int parse_size_opt(const char *s, opt_value_t *v)
+{
+    uint64_t n;
+    if (parse_size(s, &n) < 0 || n > (uint64_t)SIZE_MAX_OPT)
+        return -EINVAL;
+    v->num = (long)n;
+    return 0;
+}
+
 static const struct {
     opt_parse_t parse;
     const char *accepted;
@@ -226,6 +241,8 @@ static const struct {
     [OPT_TYPE_DEPTH] = { parse_depth, "a whole number from 0 to 256" },
     [OPT_TYPE_COUNT] = { parse_count, "a whole number from 0 to 1000000000" },
     [OPT_TYPE_CUPTI] = { parse_cupti, "auto, off, or the path of a libcupti shared library" },
+    [OPT_TYPE_SIZE] = { parse_size_opt, "a size in bytes with an optional K, M or G suffix, "
+                                        "from 1 to 1G" },
 };
 
 /* Parse decimal digits with an optional fraction ("12", "12.5"); returns the end or NULL. */

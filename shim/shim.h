@@ -498,7 +498,10 @@ static inline unsigned res_code_generation(void)
       "iterations profiled in detail, every launch, copy and memset with its device times")   \
     X(CUPTI, CUPTI, "auto",                                                                    \
       "device times of profiled iterations: auto (load libcupti), off (CUDA events), or the "  \
-      "path of a libcupti to load")
+      "path of a libcupti to load")                                                            \
+    X(CUPTI_BUFFER, SIZE, "1M",                                                                \
+      "bytes of each activity buffer given to CUPTI; a record that does not fit one is "      \
+      "dropped (and counted)")
 
 typedef enum shim_opt {
 #define X(name, type, def, desc) SHIM_OPT_##name,
@@ -523,7 +526,7 @@ enum { SHIM_CUPTI_AUTO, SHIM_CUPTI_OFF, SHIM_CUPTI_PATH };           /* ELIXIR_C
 void shim_options_load(void);
 /* Report bad values (once each) and, with ELIXIR_VERBOSE=1, every option; after the log. */
 void shim_options_report(void);
-/* Values: BOOL, LEVEL, SUBSYS (bit mask), MEMINFO, TRACE_LEVEL, DEPTH, COUNT and CUPTI
+/* Values: BOOL, LEVEL, SUBSYS (bit mask), MEMINFO, TRACE_LEVEL, DEPTH, COUNT, CUPTI and SIZE
  * options are integers; every option has its text (CUPTI: the path when it is one). */
 long shim_opt_int(shim_opt_t o);
 const char *shim_opt_str(shim_opt_t o);

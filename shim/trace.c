@@ -680,6 +680,7 @@ uint64_t shim_trace_stream_destroy(CUstream s)
                                                 memory_order_relaxed);
     }
     pthread_mutex_unlock(&T.states_lock);
+    shim_timing_stream_gone();
     leave(th);
     return no;
 }

@@ -43,6 +43,8 @@ void shim_timing_poll(void);
  * and read, and their events and streams destroyed while the contexts exist; a context that
  * lives on gets new ones when it is timed again. */
 void shim_timing_ctx_gone(CUcontext ctx, int dev);
+/* A stream is being destroyed: its handle may name another stream from now on. */
+void shim_timing_stream_gone(void);
 /* Once the profiled iterations' records have all come (an iteration after them): CUPTI's
  * records flushed, its subscription given up, and its clock replaced, since reading it costs
  * a call into the library per event; the client stays open, as a thread may be reading its

@@ -7,7 +7,11 @@
  *     begin and disabled (which flushes it) when they end, so it costs nothing afterwards;
  *     the operation id is pushed as CUPTI's external correlation id around the driver call,
  *     and each activity record comes back to sink() on CUPTI's thread, which only records a
- *     TIMING event (no CUDA call there: DESIGN.md invariant 7).
+ *     TIMING event (no CUDA call there: DESIGN.md invariant 7).  CUPTI counts the records it
+ *     drops (no buffer room) per context and stream, so each stream an operation is timed on
+ *     is watched (its context and id looked up once per thread and stream); the drops are
+ *     read when a context is about to go and when CUPTI is retired, said once in the log and
+ *     recorded as a DROPPED event, since the operations that lost their times are not known.
  *   CUDA events, when CUPTI is off (ELIXIR_CUPTI=off), missing, or refused because another
  *     tool subscribed: an event before and one after each operation on its stream (not while
  *     the stream captures), taken from a pool of the operation's context (its stream's, which
@@ -87,6 +91,8 @@ static struct {
     ref_t *refs, *gone;             /* by context; retired by a teardown */
     trace_clock_t base;             /* the trace's clock before CUPTI's (monotonic, virtual) */
     uint64_t closed_at, base_at;    /* CUPTI's last time, and the base clock's then */
+    uint64_t dropped;               /* CUPTI's drops read before its retirement (under lock) */
+    _Atomic unsigned streams_gen;   /* bumped by a stream's destruction: watch() memos stale */
 } TM = { .lock = PTHREAD_MUTEX_INITIALIZER, .tail = &TM.head };
 
 _Atomic unsigned shim_timing_pending;
@@ -100,6 +106,89 @@ static void emit_timing(uint64_t op, int source, uint64_t start, uint64_t end, u
     trc_event_t ev = { .type = TRC_EV_TIMING, .time = now };
     ev.u.timing = (trc_timing_t){ .op = op, .source = (uint32_t)source, .start = start,
                                   .end = end >= start ? end : start };
+    shim_trace_emit(&ev);
+}
+
+/* The streams of the thread's last CUPTI-timed operations whose drops are watched: a small
+ * memo, so that the driver is asked for a stream's context and id once, not per operation. */
+#define WATCH_MEMO 4
+
+typedef struct watched {
+    CUstream s;
+    CUcontext ctx;                  /* a default stream's: the current context; else NULL */
+    unsigned pt, gen;               /* named by a per-thread hook; TM.streams_gen then */
+    int used;
+} watched_t;
+
+static SHIM_TLS watched_t watch_memo[WATCH_MEMO];
+static SHIM_TLS unsigned watch_next;
+
+/* Has stream s (pt: as a per-thread hook names it; ctx: see watched_t) been watched by this
+ * thread since the last stream was destroyed? Marks it so when not. */
+static int watch_memo_hit(CUstream s, unsigned pt, CUcontext ctx)
+{
+    unsigned gen = atomic_load_explicit(&TM.streams_gen, memory_order_relaxed);
+    for (unsigned i = 0; i < WATCH_MEMO; i++) {
+        watched_t *w = &watch_memo[i];
+        if (w->used && w->s == s && w->ctx == ctx && w->pt == pt && w->gen == gen)
+            return 1;
+    }
+    watch_memo[watch_next++ % WATCH_MEMO] = (watched_t){ s, ctx, pt, gen, 1 };
+    return 0;
+}
+
+/* CUPTI's drop counts of stream s (as hook h names it) are read too: its context (the
+ * current one for the legacy and per-thread streams) and its id. */
+static void watch(CUstream s, shim_hook_t h)
+{
+    unsigned pt = shim_hook_per_thread[h];
+    CUcontext cur = NULL, sc = NULL;
+    unsigned long long id = 0;
+
+    /* A default stream is the current context's: the same handle, another stream. */
+    if ((!s || s == CU_STREAM_LEGACY || s == CU_STREAM_PER_THREAD) &&
+        SHIM_DRIVER_CALL(cuCtxGetCurrent)(&cur) != CUDA_SUCCESS)
+        return;
+    if (watch_memo_hit(s, pt, cur))
+        return;
+    CUresult r = pt ? SHIM_DRIVER_CALL(cuStreamGetCtx_ptsz)(s, &sc)
+                    : SHIM_DRIVER_CALL(cuStreamGetCtx)(s, &sc);
+    if (r == CUDA_SUCCESS)
+        r = pt ? SHIM_DRIVER_CALL(cuStreamGetId_ptsz)(s, &id)
+               : SHIM_DRIVER_CALL(cuStreamGetId)(s, &id);
+    if (r == CUDA_SUCCESS && sc)
+        trc_cupti_watch(TM.cupti, sc, (uint32_t)id);
+}
+
+void shim_timing_stream_gone(void)
+{
+    atomic_fetch_add_explicit(&TM.streams_gen, 1, memory_order_relaxed);
+}
+
+/* CUPTI's drops until now kept (a context is about to go: its queues cannot be read after). */
+static void read_drops(void)
+{
+    uint64_t n = trc_cupti_dropped(TM.cupti);
+    pthread_mutex_lock(&TM.lock);
+    TM.dropped += n;
+    pthread_mutex_unlock(&TM.lock);
+}
+
+/* At CUPTI's retirement: its drops said once and recorded, when there were any. */
+static void report_drops(uint64_t now)
+{
+    read_drops();
+    pthread_mutex_lock(&TM.lock);
+    uint64_t n = TM.dropped;
+    TM.dropped = 0;
+    pthread_mutex_unlock(&TM.lock);
+    if (!n)
+        return;
+    SHIM_WARN(INIT, "trace: CUPTI dropped %llu activity records (no buffer room): some "
+              "operations of the profiled iterations have no device times in the trace",
+              (unsigned long long)n);
+    trc_event_t ev = { .type = TRC_EV_DROPPED, .time = now };
+    ev.u.dropped = (trc_dropped_t){ .source = TRC_TIMING_CUPTI, .count = n };
     shim_trace_emit(&ev);
 }
 
@@ -149,6 +238,7 @@ trace_clock_t shim_timing_open(PFN_cuEventElapsedTime_v2000 elapsed, trace_clock
         return NULL;
     }
     const char *lib = mode == SHIM_CUPTI_PATH ? shim_opt_str(SHIM_OPT_CUPTI) : NULL;
+    trc_cupti_buffer_size((size_t)shim_opt_int(SHIM_OPT_CUPTI_BUFFER));
     int rc = trc_cupti_open(lib, sink, NULL, &TM.cupti, why, sizeof(why));
     if (rc == 0) {
         TM.source = SRC_CUPTI;
@@ -361,6 +451,7 @@ void *shim_timing_before(uint64_t op, CUstream s, shim_hook_t h, CUcontext ctx)
     CUcontext cur = NULL, popped;
 
     if (TM.source == SRC_CUPTI) {
+        watch(s, h);
         trc_cupti_push(TM.cupti, op);
         return PUSHED;
     }
@@ -522,6 +613,13 @@ void shim_timing_ctx_gone(CUcontext ctx, int dev)
 {
     pair_t *pairs = NULL;
 
+    if (TM.source == SRC_CUPTI) {
+        /* The context's queues of dropped records are read while it exists: what was dropped
+         * is known once the records made so far are delivered. */
+        trc_cupti_flush(TM.cupti);
+        read_drops();
+    }
+
     pthread_mutex_lock(&TM.lock);
     ref_t *dying = take_dying(ctx, dev, &pairs);
     pthread_mutex_unlock(&TM.lock);
@@ -561,6 +659,7 @@ trace_clock_t shim_timing_retire(void)
     if (TM.source == SRC_CUPTI)
         TM.source = SRC_NONE;
     trc_cupti_detach(TM.cupti);
+    report_drops(TM.closed_at);
     return closed_clock;
 }
 
@@ -580,6 +679,7 @@ void shim_timing_after_fork(void)
     TM.source = SRC_NONE;
     TM.cupti = NULL;
     TM.enabled = 0;
+    TM.dropped = 0;
     TM.head = NULL;
     TM.tail = &TM.head;
     atomic_store(&shim_timing_pending, 0);

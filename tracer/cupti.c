@@ -15,6 +15,14 @@
  * current one fills, the older one, with whatever never matched in it (work launched without
  * an id pushed), is forgotten.
  *
+ * CUPTI drops the records it finds no buffer for (the request callback gave none, or one too
+ * small) and counts them per queue: the global one (context NULL), and one per context and
+ * stream.  The count of the global queue is read after each completed buffer, as CUPTI's
+ * documentation of the completion callback suggests, and every queue's (the global one and
+ * each stream the caller watched) once more when the client detaches, after the last flush;
+ * reading resets a count, so the sums are the drops.  Which operations lost their records is
+ * not known.
+ *
  * CUPTI's buffer callbacks carry no user pointer, and there is one subscriber per process, so
  * the open client is a global (under g_lock, held while a completed buffer is parsed and the
  * sink is called, never across a CUPTI call).
@@ -26,11 +34,12 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#define BUF_BYTES (1u << 20)           /* activity buffer handed to CUPTI */
+#define BUF_BYTES (1u << 20)           /* activity buffer handed to CUPTI, by default */
 #define MAP_SLOTS 4096u                /* per generation; a power of two */
 #define EXT_KIND CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0
 
@@ -49,6 +58,7 @@ typedef struct api {
     __typeof__(cuptiGetTimestamp) *timestamp;
     __typeof__(cuptiGetResultString) *result_string;
     __typeof__(cuptiFinalize) *finalize;           /* optional: NULL where missing */
+    __typeof__(cuptiActivityGetNumDroppedRecords) *dropped;    /* optional, as finalize */
 } api_t;
 
 static const struct sym {
@@ -91,6 +101,12 @@ typedef struct cmap {
     uint32_t count;
 } cmap_t;
 
+/* A queue of CUPTI's dropped-record counts: a context and a stream id. */
+typedef struct queue {
+    void *ctx;
+    uint32_t stream;
+} queue_t;
+
 struct trc_cupti {
     api_t api;
     CUpti_SubscriberHandle sub;
@@ -99,10 +115,17 @@ struct trc_cupti {
     void *ctx;
     int enabled;
     cmap_t ext, act;                   /* under g_lock */
+    queue_t *queues;                   /* watched (trc_cupti_watch), under g_lock */
+    size_t nqueues, cap_queues;
+    uint64_t dropped;                  /* read from CUPTI, not yet taken; under g_lock */
 };
 
 static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
 static trc_cupti_t *g_active;
+/* The open client's cuptiActivityGetNumDroppedRecords (NULL: none), for the completion
+ * callback, which reads it outside g_lock; the library is never unloaded. */
+static __typeof__(cuptiActivityGetNumDroppedRecords) *_Atomic g_dropped_fn;
+static _Atomic size_t g_buf_bytes = BUF_BYTES;   /* trc_cupti_buffer_size */
 
 /* Linear probing from corr's home slot; a generation is never more than half full, so every
  * probe chain ends at an empty slot.  One corr may hold several slots (several activities
@@ -218,23 +241,34 @@ static void on_record(trc_cupti_t *c, const CUpti_Activity *r)
 
 static void CUPTIAPI buffer_requested(uint8_t **buffer, size_t *size, size_t *max_records)
 {
-    *buffer = aligned_alloc(8, BUF_BYTES);
-    *size = *buffer ? BUF_BYTES : 0;
+    size_t bytes = atomic_load_explicit(&g_buf_bytes, memory_order_relaxed);
+    *buffer = aligned_alloc(8, (bytes + 7) & ~(size_t)7);
+    *size = *buffer ? bytes : 0;
     *max_records = 0;
 }
 
-/* CUPTI's thread (or the one in cuptiActivityFlushAll): parse, call the sink, free. */
+/* CUPTI's thread (or the one in cuptiActivityFlushAll): parse, call the sink, free; then
+ * the drops of the buffer's queue (ctx and stream: NULL and 0, the global queue, since CUDA
+ * 6.0) are added up. */
 static void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream, uint8_t *buffer,
                                       size_t size, size_t valid)
 {
     CUpti_Activity *r = NULL;
-    (void)ctx, (void)stream, (void)size;
+    size_t lost = 0;
+    (void)size;
     pthread_mutex_lock(&g_lock);
     trc_cupti_t *c = g_active;
     while (c && valid && c->api.next_record(buffer, valid, &r) == CUPTI_SUCCESS)
         on_record(c, r);
     pthread_mutex_unlock(&g_lock);
     free(buffer);
+    __typeof__(cuptiActivityGetNumDroppedRecords) *fn = atomic_load(&g_dropped_fn);
+    if (!fn || fn(ctx, stream, &lost) != CUPTI_SUCCESS || !lost)
+        return;
+    pthread_mutex_lock(&g_lock);
+    if (g_active)
+        g_active->dropped += lost;
+    pthread_mutex_unlock(&g_lock);
 }
 
 static void CUPTIAPI no_callback(void *userdata, CUpti_CallbackDomain domain,
@@ -292,6 +326,7 @@ static int resolve(void *h, api_t *api, const char *lib, char *why, size_t len)
         memcpy((char *)api + syms[i].off, &p, sizeof(p));
     }
     *(void **)&api->finalize = dlsym(h, "cuptiFinalize");
+    *(void **)&api->dropped = dlsym(h, "cuptiActivityGetNumDroppedRecords");
     return 0;
 }
 
@@ -342,6 +377,7 @@ int trc_cupti_open(const char *lib, trc_cupti_sink_t sink, void *ctx, trc_cupti_
     }
     pthread_mutex_lock(&g_lock);
     g_active = c;
+    atomic_store(&g_dropped_fn, c->api.dropped);
     pthread_mutex_unlock(&g_lock);
     if (dladdr((void *)c->api.subscribe, &info) && info.dli_fname)
         say(why, why_len, "CUPTI from %s", info.dli_fname);
@@ -406,6 +442,66 @@ int trc_cupti_flush(trc_cupti_t *c)
     return c->api.flush_all(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED) == CUPTI_SUCCESS ? 0 : -EIO;
 }
 
+void trc_cupti_buffer_size(size_t bytes)
+{
+    atomic_store_explicit(&g_buf_bytes, bytes ? bytes : BUF_BYTES, memory_order_relaxed);
+}
+
+void trc_cupti_watch(trc_cupti_t *c, void *ctx, uint32_t stream)
+{
+    pthread_mutex_lock(&g_lock);
+    size_t i = 0;
+    while (i < c->nqueues && (c->queues[i].ctx != ctx || c->queues[i].stream != stream))
+        i++;
+    if (i == c->nqueues && c->nqueues < TRC_CUPTI_MAX_QUEUES) {
+        if (c->nqueues == c->cap_queues) {
+            size_t cap = c->cap_queues ? 2 * c->cap_queues : 16;
+            queue_t *q = realloc(c->queues, cap * sizeof(*q));
+            if (q)
+                c->queues = q, c->cap_queues = cap;
+        }
+        if (c->nqueues < c->cap_queues)
+            c->queues[c->nqueues++] = (queue_t){ ctx, stream };
+    }
+    pthread_mutex_unlock(&g_lock);
+}
+
+/* Reads the global queue's and every watched queue's drops (CUPTI calls, so not under g_lock:
+ * the list is copied first; queues are only ever added) into c->dropped.  A context that is
+ * gone answers with an error, and counts nothing. */
+static void read_drops(trc_cupti_t *c)
+{
+    size_t lost = 0, sum = 0, n;
+    if (!c->api.dropped)
+        return;
+    if (c->api.dropped(NULL, 0, &lost) == CUPTI_SUCCESS)
+        sum += lost;
+    pthread_mutex_lock(&g_lock);
+    n = c->nqueues;
+    queue_t *q = n ? malloc(n * sizeof(*q)) : NULL;
+    if (q)
+        memcpy(q, c->queues, n * sizeof(*q));
+    pthread_mutex_unlock(&g_lock);
+    for (size_t i = 0; q && i < n; i++)
+        if (c->api.dropped(q[i].ctx, q[i].stream, &lost) == CUPTI_SUCCESS)
+            sum += lost;
+    free(q);
+    pthread_mutex_lock(&g_lock);
+    c->dropped += sum;
+    pthread_mutex_unlock(&g_lock);
+}
+
+uint64_t trc_cupti_dropped(trc_cupti_t *c)
+{
+    if (!c->detached)
+        read_drops(c);
+    pthread_mutex_lock(&g_lock);
+    uint64_t n = c->dropped;
+    c->dropped = 0;
+    pthread_mutex_unlock(&g_lock);
+    return n;
+}
+
 /* cuptiFinalize takes CUPTI out of the process: after the subscription alone is given up,
  * CUPTI stays attached to the driver and a launch still costs about a microsecond more on an
  * H100 (bench/shim_launch: 1.27x against 1.04x for a trace that never loaded CUPTI). */
@@ -415,6 +511,7 @@ void trc_cupti_detach(trc_cupti_t *c)
         return;
     trc_cupti_enable(c, 0);
     trc_cupti_flush(c);
+    read_drops(c);                     /* the last ones: every record is delivered or dropped */
     c->api.unsubscribe(c->sub);
     if (c->api.finalize)
         c->api.finalize();
@@ -427,10 +524,13 @@ void trc_cupti_close(trc_cupti_t *c)
         return;
     trc_cupti_detach(c);
     pthread_mutex_lock(&g_lock);
-    if (g_active == c)
+    if (g_active == c) {
         g_active = NULL;
+        atomic_store(&g_dropped_fn, NULL);
+    }
     map_free(&c->ext);
     map_free(&c->act);
+    free(c->queues);
     pthread_mutex_unlock(&g_lock);
     free(c);
 }

@@ -8,7 +8,8 @@
  * operation id around each launch, copy or memset (trc_cupti_push / trc_cupti_pop), and every
  * completed activity record is reported to the sink as (op id, start, end) on CUPTI's clock.
  * The sink is called from CUPTI's buffer-completion callback: it must not call CUDA (DESIGN.md,
- * invariant 7) and must be thread-safe.
+ * invariant 7) and must be thread-safe.  Records CUPTI dropped (no buffer room) are counted,
+ * from its global queue and from the context and stream queues the caller watches.
  */
 #ifndef ELIXIR_TRACE_CUPTI_H
 #define ELIXIR_TRACE_CUPTI_H
@@ -38,6 +39,19 @@ void trc_cupti_push(trc_cupti_t *c, uint64_t op);
 void trc_cupti_pop(trc_cupti_t *c);
 /* CUPTI's clock, ns (cuptiGetTimestamp). */
 uint64_t trc_cupti_now(trc_cupti_t *c);
+/* Bytes of each activity buffer handed to CUPTI from now on (0: the default, 1 MiB).  CUPTI
+ * drops a record that does not fit one. */
+void trc_cupti_buffer_size(size_t bytes);
+/* Queues of dropped-record counts watched besides CUPTI's global one, at most. */
+#define TRC_CUPTI_MAX_QUEUES 4096
+/* CUPTI counts the records it drops per context and stream (cuptiActivityGetNumDroppedRecords):
+ * ctx (a CUcontext) and stream (its id, cuStreamGetId's) are read too from now on.  Once per
+ * queue is enough; the same one again is ignored. */
+void trc_cupti_watch(trc_cupti_t *c, void *ctx, uint32_t stream);
+/* Records CUPTI dropped since the last call (0 where the library cannot tell): the global
+ * queue's and the watched ones', read now unless the client is detached (detaching reads them
+ * a last time, after its flush). */
+uint64_t trc_cupti_dropped(trc_cupti_t *c);
 /* Delivers every completed record to the sink (cuptiActivityFlushAll). */
 int trc_cupti_flush(trc_cupti_t *c);
 /* Disables, flushes, unsubscribes, and detaches CUPTI from the process (cuptiFinalize, where
