@@ -378,14 +378,16 @@ SIM_API CUresult CUDAAPI cuMemFree_v2(CUdeviceptr dptr)
 
 /*
  * Free what context ctx allocated with cuMemAlloc / cuMemAllocPitch, cuMemAllocHost and
- * cuMemHostAlloc: destroying a context (cuCtxDestroy) or resetting a primary one
+ * cuMemHostAlloc, and unregister what it registered with cuMemHostRegister (portable or not:
+ * CU_MEMHOSTREGISTER_PORTABLE makes other contexts take the range as pinned, the registering
+ * context still owns it): destroying a context (cuCtxDestroy) or resetting a primary one
  * (cuDevicePrimaryCtxReset, the last cuDevicePrimaryCtxRelease) frees its resources.  Memory
  * of the virtual memory management API and of pools belongs to no context and stays.  The
  * caller has waited for the context's work.
  */
 void sim_mem_free_ctx(CUcontext ctx)
 {
-    unsigned kinds = KIND(SIM_RANGE_DEVICE) | KIND(SIM_RANGE_HOST);
+    unsigned kinds = KIND(SIM_RANGE_DEVICE) | KIND(SIM_RANGE_HOST) | KIND(SIM_RANGE_REGISTERED);
     uint64_t from = 0;      /* ranges below it have been looked at */
     for (;;) {
         uint64_t base = 0;
@@ -404,7 +406,9 @@ void sim_mem_free_ctx(CUcontext ctx)
         if (take_range(base, kinds, &rg) < 0)
             continue;   /* freed meanwhile by another thread */
         sim_race_forget_range(rg.base, rg.size);
-        if (rg.kind == SIM_RANGE_HOST) {
+        if (rg.kind == SIM_RANGE_REGISTERED) {
+            sim_pinned_uncharge(rg.size);   /* the application's memory, pageable again */
+        } else if (rg.kind == SIM_RANGE_HOST) {
             munmap((void *)(uintptr_t)rg.base, rg.size);
             sim_pinned_uncharge(rg.size);
         } else {

@@ -186,7 +186,8 @@ CUresult sim_alloc_device(uint64_t bytes, int kind, struct CUmemPoolHandle_st *p
                           CUdeviceptr *dptr);
 CUresult sim_free_device(uint64_t base, int want_kind);   /* no synchronisation */
 void sim_device_free(int device, uint64_t base, uint64_t size);
-/* Free the cuMemAlloc and cuMemHostAlloc memory of a destroyed or reset context. */
+/* Free the cuMemAlloc and cuMemHostAlloc memory of a destroyed or reset context, and undo
+ * its cuMemHostRegister registrations. */
 void sim_mem_free_ctx(CUcontext ctx);
 
 /* ------------------------------------------------------------------------- vmm.c */
