@@ -188,9 +188,10 @@ static void unstack(CUcontext ctx)
  * primary context" (cuDevicePrimaryCtxReset; also the last cuDevicePrimaryCtxRelease, after
  * which the context "will be destroyed").  Its streams and events are destroyed (a later use
  * of their handles is CUDA_ERROR_INVALID_HANDLE, as for any destroyed handle), its memory is
- * freed, its limits and peer access are back to their defaults.  The handle stays the
- * device's primary context: the next retain activates it again.  Its implicit streams (the
- * legacy and per-thread default streams) stay.
+ * freed (registrations of host memory undone), its modules unloaded, its limits and peer
+ * access are back to their defaults.  The handle stays the device's primary context: the
+ * next retain activates it again.  Its implicit streams (the legacy and per-thread default
+ * streams) stay.
  */
 static void primary_reset(CUcontext ctx)
 {
@@ -215,6 +216,7 @@ static void primary_reset(CUcontext ctx)
     for (int i = 0; i < SIM_MAX_PEERS; i++)
         atomic_store_explicit(&ctx->peers[i], NULL, memory_order_release);
     pthread_mutex_unlock(&peer_lock);
+    sim_module_free_ctx(ctx);
     sim_mem_free_ctx(ctx);
 }
 
@@ -230,7 +232,8 @@ SIM_API CUresult CUDAAPI cuCtxDestroy_v2(CUcontext ctx)
     sim_ctx_wait_idle(ctx);
     ctx->destroyed = 1;
     unstack(ctx);
-    sim_mem_free_ctx(ctx);      /* "destroys ... the context's resources" */
+    sim_module_free_ctx(ctx);   /* "Destroys and cleans up all resources associated with */
+    sim_mem_free_ctx(ctx);      /* the context", modules and registrations included */
     return CUDA_SUCCESS;
 }
 

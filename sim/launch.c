@@ -88,7 +88,7 @@ static CUresult check_dims(const unsigned grid[3], const unsigned block[3], unsi
             return CUDA_ERROR_INVALID_VALUE;
         threads *= block[i];
     }
-    if (threads > 1024 || shared > (unsigned)fn->max_dyn_shared)
+    if (threads > 1024 || shared > (unsigned)fn->attrs->max_dyn_shared)
         return CUDA_ERROR_INVALID_VALUE;
     return CUDA_SUCCESS;
 }

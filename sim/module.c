@@ -5,8 +5,23 @@
  * An image is PTX text or a fatbin holding PTX (ptx.c reads it).  Each `.entry NAME` binds
  * to a host C function NAME, looked up first in the shared objects of ELIXIR_SIM_KERNELS
  * (colon-separated, opened once) and then in the whole process.  Module-scope variables get
- * device memory of their declared size, initialised from the PTX.  A library is a
- * context-independent module; its CUkernel handles work wherever a CUfunction is accepted.
+ * device memory of their declared size, initialised from the PTX.
+ *
+ * A module belongs to the context it was loaded in: "The lifetime of the module corresponds
+ * to the lifetime of the context it was loaded in or until the module is explicitly unloaded"
+ * (cuFuncGetModule), so destroying or resetting a context unloads its modules
+ * (sim_module_free_ctx).  A library is context-independent: its CUkernel handles, and the
+ * functions they name when launched directly, belong to a template module of no context,
+ * which holds no globals; each context that asks for the library's module, a kernel's
+ * CUfunction or a global (cuLibraryGetModule, cuKernelGetFunction, cuLibraryGetGlobal answer
+ * "for the current context") gets a module of its own, made at the first such call, which
+ * goes with the context while the library stays.
+ *
+ * Module structures and their function arrays are never freed: an unloaded module's shell
+ * (magic cleared, functions' magic cleared) waits on a spare list and the next module loaded
+ * takes the one freed last, so that, as with a driver whose handles are addresses of its own
+ * objects, an unloaded module's and its functions' handles come back for new code, and a
+ * stale handle is CUDA_ERROR_INVALID_HANDLE rather than a use after free.
  */
 #include <dlfcn.h>
 #include <errno.h>
@@ -22,22 +37,30 @@
 
 struct CUmod_st {
     uint32_t magic;
-    struct CUmod_st *next;          /* every live module, as the driver keeps them */
+    struct CUmod_st *next;          /* live modules, or spare shells (modules_lock) */
     sim_ptx_module_t ptx;
-    struct CUfunc_st *funcs;        /* one per entry */
+    struct CUfunc_st *funcs;        /* one per entry, in an array of nfuncs_cap */
+    uint32_t nfuncs_cap;
     uint64_t *globals;              /* device address of each global */
-    int device;
+    int device;                     /* -1: a library's template module */
+    CUcontext ctx;                  /* the context it was loaded in; NULL for a template */
+    struct CUlib_st *lib;           /* the library it is a context's module of, or NULL */
+    struct CUmod_st *lib_next;      /* next module of that library (modules_lock) */
 };
 
 struct CUkern_st {
     uint32_t magic;
-    struct CUfunc_st *func;
+    struct CUfunc_st *func;         /* in the library's template module */
+    struct CUlib_st *lib;
 };
 
 struct CUlib_st {
     uint32_t magic;
-    struct CUmod_st *mod;
+    struct CUmod_st *mod;           /* template: no context, no globals */
     struct CUkern_st *kernels;      /* one per entry */
+    char *ptx;                      /* the image's PTX text, for each context's module */
+    size_t ptx_len;
+    struct CUmod_st *ctx_mods;      /* its module in each context that asked (modules_lock) */
 };
 
 /* ---------------------------------------------------------------- host kernel lookup */
@@ -130,8 +153,63 @@ static CUresult image_error(int err)
     }
 }
 
-static struct CUmod_st *modules;
+static struct CUmod_st *modules;        /* live modules */
+static struct CUmod_st *spare_mods;     /* unloaded shells, the one freed last first */
 static pthread_mutex_t modules_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* A function array a shell outgrew: kept, since stale handles may still point into it. */
+typedef struct retired_funcs {
+    struct CUfunc_st *funcs;
+    struct retired_funcs *next;
+} retired_funcs_t;
+
+static retired_funcs_t *retired_funcs;
+
+/* A module shell with room for n functions, all zero but for funcs and nfuncs_cap: the one
+ * unloaded last when there is one, so that its handles come back.  NULL when out of memory. */
+static struct CUmod_st *module_new(uint32_t n)
+{
+    if (n == 0)
+        n = 1;
+    pthread_mutex_lock(&modules_lock);
+    struct CUmod_st *m = spare_mods;
+    if (m)
+        spare_mods = m->next;
+    pthread_mutex_unlock(&modules_lock);
+    if (!m && !(m = calloc(1, sizeof(*m))))
+        return NULL;
+    struct CUfunc_st *funcs = m->funcs;
+    uint32_t cap = m->nfuncs_cap;
+    if (cap < n) {
+        retired_funcs_t *old = funcs ? malloc(sizeof(*old)) : NULL;
+        struct CUfunc_st *nf = calloc(n, sizeof(*nf));
+        if (!nf || (funcs && !old)) {
+            free(nf);
+            free(old);
+            nf = NULL;
+        }
+        if (!nf) {                      /* the shell goes back, unchanged */
+            pthread_mutex_lock(&modules_lock);
+            m->next = spare_mods;
+            spare_mods = m;
+            pthread_mutex_unlock(&modules_lock);
+            return NULL;
+        }
+        if (old) {
+            pthread_mutex_lock(&modules_lock);
+            *old = (retired_funcs_t){ funcs, retired_funcs };
+            retired_funcs = old;
+            pthread_mutex_unlock(&modules_lock);
+        }
+        funcs = nf;
+        cap = n;
+    }
+    memset(m, 0, sizeof(*m));
+    memset(funcs, 0, cap * sizeof(*funcs));
+    m->funcs = funcs;
+    m->nfuncs_cap = cap;
+    return m;
+}
 
 static void module_link(struct CUmod_st *m)
 {
@@ -141,28 +219,66 @@ static void module_link(struct CUmod_st *m)
     pthread_mutex_unlock(&modules_lock);
 }
 
-static void module_unlink(struct CUmod_st *m)
+/* Take m off the live list and off its library's list (modules_lock held). */
+static void module_unlink_locked(struct CUmod_st *m)
 {
-    pthread_mutex_lock(&modules_lock);
     for (struct CUmod_st **p = &modules; *p; p = &(*p)->next)
         if (*p == m) {
             *p = m->next;
             break;
         }
+    for (struct CUmod_st **p = m->lib ? &m->lib->ctx_mods : NULL; p && *p; p = &(*p)->lib_next)
+        if (*p == m) {
+            *p = m->lib_next;
+            break;
+        }
+}
+
+/* Free what an unlinked module holds; its shell, its handles dead, becomes the next one
+ * module_new hands out. */
+static void module_release(struct CUmod_st *m)
+{
+    for (uint32_t i = 0; m->globals && i < m->ptx.nglobals; i++)
+        if (m->globals[i])
+            sim_free_device(m->globals[i], 0);
+    free(m->globals);
+    m->globals = NULL;
+    for (uint32_t i = 0; i < m->nfuncs_cap; i++)
+        m->funcs[i].magic = 0;
+    sim_ptx_free(&m->ptx);
+    m->magic = 0;
+    pthread_mutex_lock(&modules_lock);
+    m->next = spare_mods;
+    spare_mods = m;
     pthread_mutex_unlock(&modules_lock);
 }
 
 static void module_free(struct CUmod_st *m)
 {
-    module_unlink(m);
-    for (uint32_t i = 0; m->globals && i < m->ptx.nglobals; i++)
-        if (m->globals[i])
-            sim_free_device(m->globals[i], 0);
-    free(m->globals);
-    free(m->funcs);
-    sim_ptx_free(&m->ptx);
-    m->magic = 0;
-    free(m);
+    pthread_mutex_lock(&modules_lock);
+    module_unlink_locked(m);
+    pthread_mutex_unlock(&modules_lock);
+    module_release(m);
+}
+
+/*
+ * Unload every module loaded in context ctx, a library's module in it included: the context
+ * is being destroyed or reset, its work done.  Globals are freed and handles become invalid.
+ */
+void sim_module_free_ctx(CUcontext ctx)
+{
+    for (;;) {
+        struct CUmod_st *m;
+        pthread_mutex_lock(&modules_lock);
+        for (m = modules; m && m->ctx != ctx; m = m->next)
+            ;
+        if (m)
+            module_unlink_locked(m);
+        pthread_mutex_unlock(&modules_lock);
+        if (!m)
+            return;
+        module_release(m);
+    }
 }
 
 static CUresult load_globals(struct CUmod_st *m, int device)
@@ -185,45 +301,57 @@ static CUresult load_globals(struct CUmod_st *m, int device)
     return CUDA_SUCCESS;
 }
 
-/* Parse an image and build the module (for `device`, or -1 for a library). */
-static CUresult module_build(const void *image, int device, struct CUmod_st **out)
+/* The module of PTX text ptx for context ctx (current, so that its globals are ctx's), or a
+ * library's template module (ctx NULL: no globals). */
+static CUresult module_from_ptx(const char *ptx, size_t len, CUcontext ctx,
+                                struct CUmod_st **out)
+{
+    char err[256];
+    sim_ptx_module_t parsed;
+    int e = sim_ptx_parse(ptx, len, &parsed, err, sizeof(err));
+    if (e < 0) {
+        SIM_WARN("cannot read PTX image: %s", err);
+        return image_error(e);
+    }
+    struct CUmod_st *m = module_new(parsed.nentries);
+    if (!m) {
+        sim_ptx_free(&parsed);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    m->ptx = parsed;
+    m->device = ctx ? ctx->device : -1;
+    m->ctx = ctx;
+    CUresult r = ctx ? load_globals(m, ctx->device) : CUDA_SUCCESS;
+    if (r != CUDA_SUCCESS) {
+        module_release(m);
+        return r;
+    }
+    m->magic = SIM_MOD_MAGIC;
+    for (uint32_t i = 0; i < m->ptx.nentries; i++) {
+        m->funcs[i].mod = m;
+        m->funcs[i].entry = &m->ptx.entries[i];
+        m->funcs[i].fn = find_kernel(m->ptx.entries[i].name);
+        m->funcs[i].max_dyn_shared = SIM_SHARED_PER_BLOCK;   /* no static shared memory */
+        m->funcs[i].attrs = &m->funcs[i];
+        m->funcs[i].magic = SIM_FUNC_MAGIC;
+    }
+    module_link(m);
+    *out = m;
+    return CUDA_SUCCESS;
+}
+
+/* Parse an image and build the module (for context ctx, or NULL for a library). */
+static CUresult module_build(const void *image, CUcontext ctx, struct CUmod_st **out)
 {
     const char *ptx;
     size_t len;
-    char err[256];
 
     if (!image)
         return CUDA_ERROR_INVALID_VALUE;
     int e = sim_image_ptx(image, &ptx, &len, NULL);
     if (e < 0)
         return image_error(e);
-    struct CUmod_st *m = calloc(1, sizeof(*m));
-    if (!m)
-        return CUDA_ERROR_OUT_OF_MEMORY;
-    m->magic = SIM_MOD_MAGIC;
-    m->device = device;
-    e = sim_ptx_parse(ptx, len, &m->ptx, err, sizeof(err));
-    if (e < 0) {
-        SIM_WARN("cannot read PTX image: %s", err);
-        free(m);
-        return image_error(e);
-    }
-    m->funcs = calloc(m->ptx.nentries ? m->ptx.nentries : 1, sizeof(*m->funcs));
-    CUresult r = m->funcs ? load_globals(m, device < 0 ? 0 : device) : CUDA_ERROR_OUT_OF_MEMORY;
-    if (r != CUDA_SUCCESS) {
-        module_free(m);
-        return r;
-    }
-    for (uint32_t i = 0; i < m->ptx.nentries; i++) {
-        m->funcs[i].magic = SIM_FUNC_MAGIC;
-        m->funcs[i].mod = m;
-        m->funcs[i].entry = &m->ptx.entries[i];
-        m->funcs[i].fn = find_kernel(m->ptx.entries[i].name);
-        m->funcs[i].max_dyn_shared = SIM_SHARED_PER_BLOCK;   /* no static shared memory */
-    }
-    module_link(m);
-    *out = m;
-    return CUDA_SUCCESS;
+    return module_from_ptx(ptx, len, ctx, out);
 }
 
 SIM_API CUresult CUDAAPI cuModuleLoadData(CUmodule *module, const void *image)
@@ -234,7 +362,7 @@ SIM_API CUresult CUDAAPI cuModuleLoadData(CUmodule *module, const void *image)
         return r;
     if (!module)
         return CUDA_ERROR_INVALID_VALUE;
-    return module_build(image, ctx->device, module);
+    return module_build(image, ctx, module);
 }
 
 SIM_API CUresult CUDAAPI cuModuleLoadDataEx(CUmodule *module, const void *image,
@@ -306,8 +434,8 @@ SIM_API CUresult CUDAAPI cuModuleUnload(CUmodule hmod)
     CUresult r = sim_check_init();
     if (r != CUDA_SUCCESS)
         return r;
-    if (!module_valid(hmod) || hmod->device < 0)
-        return CUDA_ERROR_INVALID_HANDLE;
+    if (!module_valid(hmod) || hmod->device < 0 || hmod->lib)
+        return CUDA_ERROR_INVALID_HANDLE;      /* a library's modules go with it */
     sim_wait_all();
     module_free(hmod);
     return CUDA_SUCCESS;
@@ -368,6 +496,8 @@ static CUresult get_global(CUmodule m, const char *name, CUdeviceptr *dptr, size
 {
     if (!name)
         return CUDA_ERROR_INVALID_VALUE;
+    if (!m->globals)            /* a library's template: its globals are per context */
+        return CUDA_ERROR_NOT_FOUND;
     for (uint32_t i = 0; i < m->ptx.nglobals; i++)
         if (strcmp(m->ptx.globals[i].name, name) == 0) {
             if (dptr)
@@ -492,11 +622,20 @@ SIM_API CUresult CUDAAPI cuKernelGetName(const char **name, CUkernel hfunc)
     return cuFuncGetName(name, hfunc->func);
 }
 
+static CUresult lib_module(CUlibrary lib, struct CUmod_st **out);
+
+/* A CUkernel's module is its library's in the current context, as its function's is. */
 SIM_API CUresult CUDAAPI cuFuncGetModule(CUmodule *hmod, CUfunction hfunc)
 {
     struct CUfunc_st *fn;
+    uint32_t magic;
     if (!hmod)
         return CUDA_ERROR_INVALID_VALUE;
+    if (hfunc) {
+        memcpy(&magic, hfunc, sizeof(magic));
+        if (magic == SIM_KERN_MAGIC)
+            return lib_module(((struct CUkern_st *)(void *)hfunc)->lib, hmod);
+    }
     CUresult r = func_handle(hfunc, &fn);
     if (r == CUDA_SUCCESS)
         *hmod = fn->mod;
@@ -510,7 +649,7 @@ static int func_attribute(const struct CUfunc_st *fn, CUfunction_attribute a, in
     case CU_FUNC_ATTRIBUTE_NUM_REGS: *v = 32; return 0;
     case CU_FUNC_ATTRIBUTE_PTX_VERSION: *v = 90; return 0;
     case CU_FUNC_ATTRIBUTE_BINARY_VERSION: *v = 90; return 0;
-    case CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES: *v = fn->max_dyn_shared; return 0;
+    case CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES: *v = fn->attrs->max_dyn_shared; return 0;
     case CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT: *v = -1; return 0;
     default:
         if ((int)a < 0 || a >= CU_FUNC_ATTRIBUTE_MAX)
@@ -548,7 +687,7 @@ SIM_API CUresult CUDAAPI cuFuncSetAttribute(CUfunction hfunc, CUfunction_attribu
     if (attrib == CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES) {
         if (value < 0 || value > SIM_SHARED_PER_BLOCK_OPTIN)
             return CUDA_ERROR_INVALID_VALUE;
-        fn->max_dyn_shared = value;
+        fn->attrs->max_dyn_shared = value;
     }
     return CUDA_SUCCESS;
 }
@@ -569,30 +708,42 @@ SIM_API CUresult CUDAAPI cuLibraryLoadData(CUlibrary *library, const void *code,
                                            unsigned int numLibraryOptions)
 {
     struct CUmod_st *m;
+    const char *ptx;
+    size_t len;
     CUresult r = sim_check_init();
     if (r != CUDA_SUCCESS)
         return r;
-    if (!library)
+    if (!library || !code)
         return CUDA_ERROR_INVALID_VALUE;
-    r = module_build(code, -1, &m);
+    int e = sim_image_ptx(code, &ptx, &len, NULL);
+    if (e < 0)
+        return image_error(e);
+    r = module_from_ptx(ptx, len, NULL, &m);
     if (r != CUDA_SUCCESS)
         return r;
     CUlibrary lib = calloc(1, sizeof(*lib));
     struct CUkern_st *k = calloc(m->ptx.nentries ? m->ptx.nentries : 1, sizeof(*k));
-    if (!lib || !k) {
+    char *text = malloc(len + 1);
+    if (!lib || !k || !text) {
         free(lib);
         free(k);
+        free(text);
         module_free(m);
         return CUDA_ERROR_OUT_OF_MEMORY;
     }
+    memcpy(text, ptx, len);
+    text[len] = 0;
     for (uint32_t i = 0; i < m->ptx.nentries; i++) {
         k[i].magic = SIM_KERN_MAGIC;
         k[i].func = &m->funcs[i];
+        k[i].lib = lib;
         m->funcs[i].kernel = &k[i];
     }
     lib->magic = SIM_LIB_MAGIC;
     lib->mod = m;
     lib->kernels = k;
+    lib->ptx = text;
+    lib->ptx_len = len;
     *library = lib;
     return CUDA_SUCCESS;
 }
@@ -620,14 +771,68 @@ static int lib_valid(CUlibrary l)
     return l && l->magic == SIM_LIB_MAGIC;
 }
 
+/* The module of library lib in the current context, made at the first call there: "the
+ * module handle associated with the current context" (cuLibraryGetModule).  The context is
+ * checked after the library. */
+static CUresult lib_module(CUlibrary lib, struct CUmod_st **out)
+{
+    CUcontext ctx;
+    struct CUmod_st *m, *mine;
+    if (!lib_valid(lib))
+        return CUDA_ERROR_INVALID_HANDLE;
+    CUresult r = sim_ctx_get(&ctx);
+    if (r != CUDA_SUCCESS)
+        return r;
+    pthread_mutex_lock(&modules_lock);
+    for (m = lib->ctx_mods; m && m->ctx != ctx; m = m->lib_next)
+        ;
+    pthread_mutex_unlock(&modules_lock);
+    if (m) {
+        *out = m;
+        return CUDA_SUCCESS;
+    }
+    if ((r = module_from_ptx(lib->ptx, lib->ptx_len, ctx, &mine)) != CUDA_SUCCESS)
+        return r;
+    pthread_mutex_lock(&modules_lock);
+    for (m = lib->ctx_mods; m && m->ctx != ctx; m = m->lib_next)
+        ;
+    if (!m) {                   /* no other thread made one meanwhile */
+        m = mine;
+        m->lib = lib;
+        m->lib_next = lib->ctx_mods;
+        lib->ctx_mods = m;
+        for (uint32_t i = 0; i < m->ptx.nentries; i++) {
+            m->funcs[i].kernel = &lib->kernels[i];
+            m->funcs[i].attrs = lib->kernels[i].func;
+        }
+    }
+    pthread_mutex_unlock(&modules_lock);
+    if (m != mine)
+        module_free(mine);
+    *out = m;
+    return CUDA_SUCCESS;
+}
+
+/* The library's module in every context goes with it, and its template. */
 SIM_API CUresult CUDAAPI cuLibraryUnload(CUlibrary library)
 {
     if (!lib_valid(library))
         return CUDA_ERROR_INVALID_HANDLE;
     sim_wait_all();
+    for (;;) {
+        pthread_mutex_lock(&modules_lock);
+        struct CUmod_st *m = library->ctx_mods;
+        if (m)
+            module_unlink_locked(m);
+        pthread_mutex_unlock(&modules_lock);
+        if (!m)
+            break;
+        module_release(m);
+    }
     for (uint32_t i = 0; i < library->mod->ptx.nentries; i++)
         library->kernels[i].magic = 0;
     free(library->kernels);
+    free(library->ptx);
     module_free(library->mod);
     library->magic = 0;
     free(library);
@@ -674,22 +879,21 @@ SIM_API CUresult CUDAAPI cuLibraryGetModule(CUmodule *pMod, CUlibrary library)
 {
     if (!pMod)
         return CUDA_ERROR_INVALID_VALUE;
-    if (!lib_valid(library))
-        return CUDA_ERROR_INVALID_HANDLE;
-    *pMod = library->mod;
-    return CUDA_SUCCESS;
+    return lib_module(library, pMod);
 }
 
 SIM_API CUresult CUDAAPI cuLibraryGetGlobal(CUdeviceptr *dptr, size_t *bytes, CUlibrary library,
                                             const char *name)
 {
-    if (!lib_valid(library))
-        return CUDA_ERROR_INVALID_HANDLE;
-    return get_global(library->mod, name, dptr, bytes);
+    struct CUmod_st *m;
+    CUresult r = lib_module(library, &m);
+    return r == CUDA_SUCCESS ? get_global(m, name, dptr, bytes) : r;
 }
 
+/* The kernel's function in the current context's module of its library. */
 SIM_API CUresult CUDAAPI cuKernelGetFunction(CUfunction *pFunc, CUkernel kernel)
 {
+    struct CUmod_st *m;
     CUresult r = sim_ctx_get(NULL);
     if (r != CUDA_SUCCESS)
         return r;
@@ -697,7 +901,9 @@ SIM_API CUresult CUDAAPI cuKernelGetFunction(CUfunction *pFunc, CUkernel kernel)
         return CUDA_ERROR_INVALID_VALUE;
     if (!kernel || kernel->magic != SIM_KERN_MAGIC)
         return CUDA_ERROR_INVALID_HANDLE;
-    *pFunc = kernel->func;
+    if ((r = lib_module(kernel->lib, &m)) != CUDA_SUCCESS)
+        return r;
+    *pFunc = &m->funcs[kernel - kernel->lib->kernels];
     return CUDA_SUCCESS;
 }
 

@@ -440,9 +440,13 @@ struct CUfunc_st {
     sim_kernel_fn fn;
     struct CUkern_st *kernel;   /* set when reached through a library */
     _Atomic int max_dyn_shared; /* CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES */
+    struct CUfunc_st *attrs;    /* whose attributes it has: itself, or for a library's kernel
+                                 * in a context the library's own function (one set for all) */
 };
 
 CUresult sim_func_resolve(CUfunction f, struct CUfunc_st **out);
+/* Unload the modules of a destroyed or reset context, libraries' modules in it included. */
+void sim_module_free_ctx(CUcontext ctx);
 
 /* ------------------------------------------------------------------------- graph.c */
 
