@@ -158,33 +158,31 @@ static SHIM_ALWAYS_INLINE void collect_ptr(collect_t *k, const geo_t *g, uint64_
 }
 
 /*
- * The chunks of [p, p + bytes), a 1D copy's or memset's operand, when they lie in one
- * allocation's span: a copy reaches only the bytes it names, so a slice of a large allocation
- * does not bring the whole allocation in, and one of no bytes reaches nothing.  Anything else
- * (another device's arena, a range that leaves its allocation's chunks) is collected as the
- * pointer p is.
+ * The chunks in use of [p, p + bytes), a copy's or memset's operand: a copy reaches only the
+ * bytes it names, so a slice of a large allocation does not bring the whole allocation in,
+ * and one of no bytes reaches nothing.  The range may run from one allocation into the next
+ * (the driver copies any mapped range of the address space, and the arena is one
+ * reservation), so every chunk in use that it covers is collected, whichever allocation
+ * holds it.  A part outside the arena (another device's arena) is collected as the pointer
+ * to its first byte is.
  */
 static void collect_range(collect_t *k, const geo_t *g, uint64_t p, uint64_t bytes)
 {
     uint64_t off = p - g->base;
     if (!bytes)
         return;
-    if (off >= g->size || bytes > g->size - off) {
+    if (off >= g->size) {
         collect_ptr(k, g, p);
         return;
     }
+    uint64_t end = bytes > g->size - off ? g->size : off + bytes;
     uint32_t first = (uint32_t)(g->shift >= 0 ? off >> g->shift : off / g->chunk);
-    uint32_t last = (uint32_t)(g->shift >= 0 ? (off + bytes - 1) >> g->shift
-                                             : (off + bytes - 1) / g->chunk);
-    const chunk_t *c = &g->chunks[first];
-    uint32_t span_first = c->span_n > 1 ? c->span_first : first;
-    uint32_t span_last = span_first + (c->span_n > 1 ? c->span_n : 1) - 1;
-    if (c->tier == TIER_NONE || first < span_first || last > span_last) {
-        collect_ptr(k, g, p);
-        return;
-    }
+    uint32_t last = (uint32_t)(g->shift >= 0 ? (end - 1) >> g->shift : (end - 1) / g->chunk);
     for (uint32_t ci = first; ci <= last; ci++)
-        collect_chunk(k, g, ci);
+        if (g->chunks[ci].tier != TIER_NONE)
+            collect_chunk(k, g, ci);
+    if (end == g->size && bytes > g->size - off)
+        collect_ptr(k, g, g->base + g->size);
 }
 
 void res_collect_chunk(collect_t *k, uint32_t ci)
@@ -1110,8 +1108,7 @@ static size_t copy_noperands(const shim_copy_t *c)
 
 /* Operand i of copy c as a device address (0: host memory, an array, or none): the
  * destination (even i) or source (odd i) of its copy i / 2, the first byte a structured
- * descriptor reaches on that side.  Every byte a copy reaches on one side lies in the
- * allocation holding that first byte. */
+ * descriptor reaches on that side (copy_extent says how far it goes). */
 static CUdeviceptr copy_operand(const shim_copy_t *c, size_t i)
 {
     int side = (int)(i & 1);
@@ -1139,6 +1136,51 @@ static CUdeviceptr copy_operand(const shim_copy_t *c, size_t i)
     }
 }
 
+/* Bytes from the first to the last (included) that rows of `width` bytes, `pitch` apart, in
+ * slices of `height` rows, reach: 0 when the extent is empty. */
+static uint64_t rows_extent(size_t width, size_t rows, size_t depth, size_t pitch,
+                            size_t height)
+{
+    if (!width || !rows || !depth)
+        return 0;
+    return ((uint64_t)(depth - 1) * height + (rows - 1)) * pitch + width;
+}
+
+/* How many bytes from operand i's first byte (copy_operand) the copy reaches on that side:
+ * it may run on past the allocation holding that byte, into the next one. */
+static uint64_t copy_extent(const shim_copy_t *c, size_t i)
+{
+    int side = (int)(i & 1);
+    switch (c->kind) {
+    case SHIM_COPY_2D: {
+        const CUDA_MEMCPY2D *p = c->desc;
+        return rows_extent(p->WidthInBytes, p->Height, 1, side ? p->srcPitch : p->dstPitch, 0);
+    }
+    case SHIM_COPY_3D: {
+        const CUDA_MEMCPY3D *p = c->desc;
+        return side ? rows_extent(p->WidthInBytes, p->Height, p->Depth, p->srcPitch, p->srcHeight)
+                    : rows_extent(p->WidthInBytes, p->Height, p->Depth, p->dstPitch, p->dstHeight);
+    }
+    case SHIM_COPY_3D_PEER: {
+        const CUDA_MEMCPY3D_PEER *p = c->desc;
+        return side ? rows_extent(p->WidthInBytes, p->Height, p->Depth, p->srcPitch, p->srcHeight)
+                    : rows_extent(p->WidthInBytes, p->Height, p->Depth, p->dstPitch, p->dstHeight);
+    }
+    case SHIM_COPY_BATCH: {
+        if (!c->desc)                           /* cuMemcpyBatchAsync */
+            return c->sizes ? c->sizes[i / 2] : 0;
+        const CUDA_MEMCPY3D_BATCH_OP *op = &((const CUDA_MEMCPY3D_BATCH_OP *)c->desc)[i / 2];
+        const CUmemcpy3DOperand *o = side ? &op->src : &op->dst;
+        const CUextent3D *e = &op->extent;
+        size_t len = o->op.ptr.rowLength ? o->op.ptr.rowLength : e->width;
+        size_t rows = o->op.ptr.layerHeight ? o->op.ptr.layerHeight : e->height;
+        return rows_extent(e->width, e->height, e->depth, len, rows);     /* 1-byte elements */
+    }
+    default:
+        return c->bytes;
+    }
+}
+
 /* Does the copy of operand i of structured or batched copy c move any byte?  One that moves
  * none reaches nothing, whatever its operands name. */
 static int copy_moves(const shim_copy_t *c, size_t i)
@@ -1160,9 +1202,13 @@ static void collect_copy(collect_t *k, const shim_copy_t *c)
         collect_range(k, &g, c->src, c->bytes);
         return;
     }
-    for (size_t i = 0, n = copy_noperands(c); i < n; i++)
-        if (copy_moves(c, i))
-            collect_ptr(k, &g, copy_operand(c, i));
+    for (size_t i = 0, n = copy_noperands(c); i < n; i++) {
+        CUdeviceptr p = copy_operand(c, i);
+        if (!copy_moves(c, i) || !p)
+            continue;
+        collect_ptr(k, &g, p);      /* its first byte's allocation, whole, as a kernel's */
+        collect_range(k, &g, p, copy_extent(c, i));     /* and any it runs on into */
+    }
 }
 
 /*
