@@ -650,6 +650,45 @@ int arena_lookup(const arena_t *a, uint64_t addr, arena_info_t *info)
     }
 }
 
+/* The first used slot of slab s at or after slot i, or NONE. */
+static uint32_t slot_next(const slab_t *s, uint32_t i)
+{
+    for (; i < s->nslots; i++)
+        if (s->used[i / 64] >> (i % 64) & 1)
+            return i;
+    return NONE;
+}
+
+int arena_next(const arena_t *a, uint64_t addr, arena_info_t *info)
+{
+    uint32_t c = addr <= a->base ? 0 : addr - a->base < a->size ? arena_chunk_of(a, addr)
+                                                                 : a->nchunks;
+    for (; c < a->nchunks; c++) {
+        crec_t r = a->recs[c];
+        uint64_t cbase = arena_chunk_addr(a, c);
+        if (kind_of(r) == K_HEAD && cbase >= addr) {
+            if (info)
+                *info = (arena_info_t){ cbase, ((uint64_t)(val_of(r) - 1) << a->shift) + r.aux,
+                                        c, val_of(r) };
+            return 0;
+        }
+        if (kind_of(r) == K_HEAD) {
+            c += val_of(r) - 1;         /* an allocation that starts below addr: past it */
+            continue;
+        }
+        if (kind_of(r) != K_SLAB)
+            continue;
+        const slab_t *s = a->slabs[val_of(r)];
+        uint32_t i = cbase >= addr ? 0 : (uint32_t)((addr - cbase + s->slot - 1) / s->slot);
+        if ((i = slot_next(s, i)) != NONE) {
+            if (info)
+                *info = (arena_info_t){ cbase + (uint64_t)i * s->slot, slab_sizes(s)[i], c, 1 };
+            return 0;
+        }
+    }
+    return -ENOENT;
+}
+
 uint32_t arena_trim(arena_t *a, arena_chunk_fn on_last, void *ctx)
 {
     uint32_t n = 0;

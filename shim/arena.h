@@ -109,6 +109,11 @@ int arena_free(arena_t *a, uint64_t addr, arena_chunk_fn on_last, void *ctx, are
  * lookup, one division for slabs); -ENOENT if none.  info may be NULL. */
 int arena_lookup(const arena_t *a, uint64_t addr, arena_info_t *info);
 
+/* The live allocation with the lowest base at or above addr, in *info (may be NULL); -ENOENT
+ * if none.  Walking every allocation (from the arena's base, then from each base found plus
+ * one) visits every chunk record and used slot once: O(chunks + slots) in all. */
+int arena_next(const arena_t *a, uint64_t addr, arena_info_t *info);
+
 /* Releases every cached empty slab chunk through on_last; returns how many. */
 uint32_t arena_trim(arena_t *a, arena_chunk_fn on_last, void *ctx);
 

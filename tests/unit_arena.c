@@ -721,6 +721,36 @@ static uint32_t longest_free_run(const arena_t *a)
     return best;
 }
 
+static int live_cmp(const void *x, const void *y)
+{
+    uint64_t a = ((const live_t *)x)->base, b = ((const live_t *)y)->base;
+    return a < b ? -1 : a > b;
+}
+
+/* arena_next from below the arena's base visits the model's live allocations in address
+ * order, and from one past each base finds the next; from an interior address, the next. */
+static void model_walk(model_t *m)
+{
+    arena_info_t i;
+    uint64_t at = BASE - 1;
+    qsort(m->v, m->n, sizeof(*m->v), live_cmp);
+    for (size_t k = 0; k < m->n; k++, at = i.base + 1) {
+        EXPECT(m->name, "walk finds the next allocation", 0, arena_next(m->a, at, &i));
+        BAIL();
+        if (i.base != m->v[k].base || i.size != m->v[k].size)
+            fail_u64(m->name, "walk: base", m->v[k].base, i.base);
+        uint64_t mid = m->v[k].base + m->v[k].size / 2 + 1, next = i.base;
+        if (arena_next(m->a, mid, &i) != 0)
+            i.base = 0;
+        if (i.base != (k + 1 < m->n ? m->v[k + 1].base : 0))
+            fail_u64(m->name, "walk from an interior address", k + 1 < m->n ? m->v[k + 1].base
+                                                                             : 0, i.base);
+        i.base = next;
+        BAIL();
+    }
+    EXPECT(m->name, "walk ends", -ENOENT, arena_next(m->a, at, NULL));
+}
+
 /* Everything the arena says, chunk by chunk, against the model and the callbacks. */
 static void model_full_check(model_t *m)
 {
@@ -747,6 +777,7 @@ static void model_full_check(model_t *m)
     EXPECT(m->name, "stats cached chunks", cached, st.cached_chunks);
     EXPECT(m->name, "stats largest free run", longest_free_run(m->a), st.largest_free_run);
     EXPECT(m->name, "protocol errors", 0, m->c.errors);
+    model_walk(m);
     free(refs);
 }
 
