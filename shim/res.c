@@ -702,6 +702,44 @@ int res_free(CUdeviceptr dptr, CUresult *r)
     return 1;
 }
 
+/* ---------------------------------------------------------------- context destruction */
+
+/*
+ * Destroying a context frees "memory allocations by cuMemAlloc(), cuMemAllocHost(), ... and
+ * cuMemAllocPitch()" made in it, but not cuMemAllocAsync's, which "are not associated with
+ * any CUDA context" (cuda.h, cuCtxDestroy); a primary context reset "destroys all
+ * allocations" the same way.  Every context of a device allocates from the device's one
+ * arena, whose memory (cuMemCreate) no context takes with it, so the arena frees them itself:
+ * each live allocation made in ctx (its tag's context, else the arena's) that stands for no
+ * pool's and has no free pending, as cuMemFree would (free_now: the host waits for its uses,
+ * each recorded on a stream that still exists).  Afterwards it is unknown to the pointer
+ * queries, counted neither against the budgets nor in the statistics, and a free of it
+ * fails, as under the driver.
+ */
+unsigned res_free_ctx(res_dev_t *d, CUcontext ctx)
+{
+    arena_info_t info;
+    unsigned n = 0;
+    if (!ctx || d->arena_busy)
+        return 0;
+    /* (free_now may drop d's lock: the walk goes on from the next address, not from a
+     * position in the arena) */
+    for (uint64_t at = d->base; arena_next(d->arena, at, &info) == 0; at = info.base + 1) {
+        const alloc_tag_t *t = tag_of(d, info.base);
+        if ((t && t->ctx ? t->ctx : d->ctx) != ctx || (t && t->pool) ||
+            deferred_find(d, info.base))
+            continue;
+        if (free_now(d, info.base) == 0) {
+            shim_stat_free(info.size);  /* (what block_size counted at its allocation) */
+            n++;
+        }
+    }
+    if (n)
+        SHIM_INFO(RES, "device %d: %u allocations freed with the context they were made in",
+                  d->device, n);
+    return n;
+}
+
 /* ---------------------------------------------------------------- stream-ordered frees */
 
 /*

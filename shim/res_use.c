@@ -426,12 +426,26 @@ void res_home(res_dev_t *d, CUcontext ctx)
     shim_unlock(&d->lock);
 }
 
+/* The allocations of ctx (about to be destroyed) in d go, with a context current for the
+ * driver calls of the frees (d's own, pushed when the thread has none) (d locked). */
+static void ctx_frees(res_dev_t *d, CUcontext ctx)
+{
+    CUcontext cur = NULL, popped;
+    int pushed = DRV(cuCtxGetCurrent)(&cur) == CUDA_SUCCESS && !cur && d->ctx &&
+                 DRV(cuCtxPushCurrent_v2)(d->ctx) == CUDA_SUCCESS;
+    res_free_ctx(d, ctx);
+    if (pushed)
+        DRV(cuCtxPopCurrent_v2)(&popped);
+}
+
 /* A context is about to be destroyed or reset: the driver waits for its work, but the uses
  * recorded on its streams are covered first all the same (conservative: a destroyed stream's
  * handle may come back for a new stream).  Which streams are the context's is not known, so
- * every stream's uses are covered.  An arena whose context it is gives it up (home_lost); the
- * others forget its events and its streams (ctx_lost). */
-void res_ctx_destroy(CUcontext ctx)
+ * every stream's uses are covered.  When `frees` (the context certainly goes), the memory
+ * allocated in it goes first, while its streams and events still exist (res_free_ctx).  An
+ * arena whose context it is gives it up (home_lost); the others forget its events and its
+ * streams (ctx_lost). */
+void res_ctx_destroy(CUcontext ctx, int frees)
 {
     res_stream_gone();
     cover_all(NULL, 1);
@@ -450,6 +464,8 @@ void res_ctx_destroy(CUcontext ctx)
                 DRV(cuCtxPopCurrent_v2)(&popped);
         }
         shim_lock(&d->lock);
+        if (frees)
+            ctx_frees(d, ctx);
         if (d->ctx == ctx)
             home_lost(d);
         else

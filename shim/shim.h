@@ -324,9 +324,10 @@ void res_nccl_end(res_nccl_t *h, int used);
  * recorded lazily on their streams get their event while the streams exist.  ctx: the
  * context cuCtxDestroy destroys, or the primary context a reset or release may destroy (NULL
  * when none is known); an arena set up in it gives up its own streams and events there
- * (home_lost in res_use.c). */
+ * (home_lost in res_use.c).  `frees`: ctx certainly goes (cuCtxDestroy, a reset), and the
+ * memory allocated in it with it (res_free_ctx). */
 void res_stream_destroy(CUstream s);
-void res_ctx_destroy(CUcontext ctx);
+void res_ctx_destroy(CUcontext ctx, int frees);
 /* After a module or library unload, a context destroyed or reset: cached kernel parameter
  * layouts and context -> device pairs may be stale. */
 void res_code_unload(void);

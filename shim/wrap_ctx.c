@@ -62,22 +62,23 @@ static CUcontext active_primary(CUdevice dev)
  * context goes (res_ctx_destroy): a reset always destroys its state, and a release may be the
  * last reference, which the driver does not tell (the arena then gives up its streams and
  * events there all the same, and takes up the context current at its next operation). */
-static void ctx_teardown(CUcontext ctx, CUdevice dev)
+static void ctx_teardown(CUcontext ctx, CUdevice dev, int frees)
 {
     if (!ctx)
         ctx = active_primary(dev);      /* NULL: none active, nothing of it left to go */
     if (SHIM_TRACING())
         shim_trace_ctx_destroy(ctx, dev);
-    res_ctx_destroy(ctx);
+    res_ctx_destroy(ctx, frees);
 }
 
-TEARDOWN_WRAPPER(cuCtxDestroy, CUcontext, ctx_teardown(arg, -1))
-TEARDOWN_WRAPPER(cuCtxDestroy_v2, CUcontext, ctx_teardown(arg, -1))
+/* cuCtxDestroy and a reset certainly destroy the context, and the memory made in it. */
+TEARDOWN_WRAPPER(cuCtxDestroy, CUcontext, ctx_teardown(arg, -1, 1))
+TEARDOWN_WRAPPER(cuCtxDestroy_v2, CUcontext, ctx_teardown(arg, -1, 1))
 /* Releasing the last reference destroys the primary context; resetting always does. */
-TEARDOWN_WRAPPER(cuDevicePrimaryCtxRelease, CUdevice, ctx_teardown(NULL, arg))
-TEARDOWN_WRAPPER(cuDevicePrimaryCtxRelease_v2, CUdevice, ctx_teardown(NULL, arg))
-TEARDOWN_WRAPPER(cuDevicePrimaryCtxReset, CUdevice, ctx_teardown(NULL, arg))
-TEARDOWN_WRAPPER(cuDevicePrimaryCtxReset_v2, CUdevice, ctx_teardown(NULL, arg))
+TEARDOWN_WRAPPER(cuDevicePrimaryCtxRelease, CUdevice, ctx_teardown(NULL, arg, 0))
+TEARDOWN_WRAPPER(cuDevicePrimaryCtxRelease_v2, CUdevice, ctx_teardown(NULL, arg, 0))
+TEARDOWN_WRAPPER(cuDevicePrimaryCtxReset, CUdevice, ctx_teardown(NULL, arg, 1))
+TEARDOWN_WRAPPER(cuDevicePrimaryCtxReset_v2, CUdevice, ctx_teardown(NULL, arg, 1))
 TEARDOWN_WRAPPER(cuModuleUnload, CUmodule, (void)0)
 TEARDOWN_WRAPPER(cuLibraryUnload, CUlibrary, (void)0)
 
