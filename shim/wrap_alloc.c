@@ -31,6 +31,15 @@ static size_t block_size(CUdeviceptr dptr)
     return size;
 }
 
+/* Does the calling thread have a context the driver takes (current, not destroyed)? */
+static int context_usable(void)
+{
+    shim_pfn_cuCtxGetDevice_t get = SHIM_DRIVER_CALL(cuCtxGetDevice);
+    CUdevice dev;
+
+    return get && get(&dev) == CUDA_SUCCESS;
+}
+
 /* While a trace is recorded: an allocation the driver served (a pool's, or one the arena
  * passed on), on the current context's device; residency records its own. */
 static void trace_driver_alloc(CUdeviceptr p, size_t bytes)
@@ -254,8 +263,12 @@ SHIM_EXPORT CUresult CUDAAPI cuMemGetAddressRange_v2(CUdeviceptr *pbase, size_t 
     SHIM_ENTER(cuMemGetAddressRange_v2, real);
     CUresult r;
 
-    /* Arena memory: the application's allocation, not the arena's reservation. */
-    return res_address_range(pbase, psize, dptr, &r) ? r : real(pbase, psize, dptr);
+    /* Arena memory: the application's allocation, not the arena's reservation.  The call
+     * needs a current context, as the driver's does: without one (or with a destroyed one)
+     * the driver's error is the answer. */
+    return context_usable() && res_address_range(pbase, psize, dptr, &r)
+               ? r
+               : real(pbase, psize, dptr);
 }
 
 SHIM_EXPORT CUresult CUDAAPI cuPointerGetAttribute(void *data, CUpointer_attribute attribute,

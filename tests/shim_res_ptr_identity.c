@@ -24,7 +24,8 @@
  * in a list (under the shim both contexts allocate from the device's one arena).  With no
  * context current it queries the attributes of the large and a small buffer that describe
  * the allocation and the device pointer, which cuda.h says needs a current context
- * (CUDA_ERROR_INVALID_CONTEXT), one by one and as one list, and prints the result codes, as
+ * (CUDA_ERROR_INVALID_CONTEXT), one by one and as one list, and their address ranges
+ * (cuMemGetAddressRange, which needs one too), and prints the result codes, as
  * it does for lists of the large buffer's attributes that the driver refuses whatever the
  * pointer (no attributes, an unknown one, a NULL output).  Then it
  * frees the first buffers once more, the first small one's chunk still holding the second,
@@ -101,7 +102,8 @@ static void expect_context(const char *what, CUdeviceptr p, CUcontext ctx)
            one == ctx ? "yes" : "no", listed == ctx ? "yes" : "no");
 }
 
-/* The result of each attribute of p that the shim answers itself, with no context current. */
+/* The result of each attribute of p that the shim answers itself, and of p's address range,
+ * with no context current. */
 static void query_no_context(const char *what, CUdeviceptr p)
 {
     static const CUpointer_attribute own[] = {
@@ -129,6 +131,10 @@ static void query_no_context(const char *what, CUdeviceptr p)
     CUresult r = cuPointerGetAttributes(N, (CUpointer_attribute *)own, data, p);
     printf("%-28s %-15s %s, device pointer the address: %s\n", what, "attributes", st_err(r),
            v[2] == p ? "yes" : "no");
+    CUdeviceptr base = 0;
+    size_t size = 0;
+    r = cuMemGetAddressRange(&base, &size, p);
+    printf("%-28s %-15s %s\n", what, "address range", st_err(r));
     CHECK_CU(cuCtxPushCurrent(ctx));
 }
 
