@@ -71,7 +71,9 @@ typedef struct kparams {
  * One chunk of an arena (64 bytes).  `phys` is its physical memory: a VMM handle mapped at
  * the chunk's address, except for a TIER_HOST chunk of a device without host VMM mapping
  * (res_dev_t.host_mappable = 0), where it is the address of the pinned host piece holding
- * the chunk's contents while its address is unmapped.  A parked chunk is out of use (tier
+ * the chunk's contents while its address is unmapped (pinned memory of the arena's context;
+ * plain host memory, a stray piece, while the arena has no context to pin it in: see
+ * res_pieces_rehome).  A parked chunk is out of use (tier
  * TIER_NONE, as the arena sees it) but keeps the GPU memory it had mapped and accessible at
  * its address, so that the arena's next use of it costs no driver call (res_park).
  */
@@ -80,6 +82,7 @@ typedef struct chunk {
     uint8_t pinned : 1;             /* never evicted again (res_pin) */
     uint8_t waiting : 1;            /* its eviction waits without the lock (res_idle_unlocked) */
     uint8_t parked : 1;             /* out of use, its GPU memory still mapped (d->parked) */
+    uint8_t stray : 1;              /* its host piece is plain host memory (malloc) */
     uint16_t held;                  /* not evicted while > 0: operations in flight (res_hold) */
     uint32_t seen;                  /* serial of the last launch that collected it */
     CUmemGenericAllocationHandle phys;
@@ -360,9 +363,10 @@ void res_phys_put(res_dev_t *d, int tier, CUmemGenericAllocationHandle h);
 /* No host mapping (d locked): the spare pinned host pieces and the swap piece, which are
  * memory of d's context, go back before that context is destroyed. */
 void res_pieces_drop(res_dev_t *d);
-/* No host mapping (d locked): the pieces of d's host chunks, memory of context `old` (about
- * to be destroyed), move into pinned memory of d's context; returns how many could not (no
- * context, or no pinned memory), whose contents go with `old`. */
+/* No host mapping (d locked): the pieces of d's host chunks, pinned memory of context `old`
+ * (about to be destroyed; NULL: none of them is) and stray pieces, move into pinned memory of
+ * d's context, or, while d has none, the pinned ones into stray pieces; returns how many of
+ * old's could not (no memory), whose contents go with `old`. */
 uint32_t res_pieces_rehome(res_dev_t *d, CUcontext old);
 CUresult res_map_new(res_dev_t *d, int tier, CUdeviceptr va, CUmemGenericAllocationHandle *h);
 /* Back chunk ci, coming into use, with memory of `tier` and put it on its list. */

@@ -643,30 +643,57 @@ void res_pieces_drop(res_dev_t *d)
     }
 }
 
-/* (d locked, nothing in flight on old's streams.)  Pinned memory is freed with the context
- * it was allocated in, but a host piece is plain host memory to the CPU: its contents are
- * copied into a piece of d's new context with memcpy, and the old piece freed in old. */
+/*
+ * (d locked, nothing in flight on old's streams.)  Pinned memory is freed with the context it
+ * was allocated in, but a host piece is plain host memory to the CPU: its contents are copied
+ * with memcpy into a piece of d's new context, and the old piece freed in old.  While d has no
+ * context (none of the device was found alive: home_lost), nothing can be pinned, and the
+ * chunks the arena still holds (stream-ordered allocations, which belong to no context,
+ * other contexts' allocations, empty slab chunks kept for reuse) would be lost with old: their
+ * contents go into stray pieces, plain host memory, keeping the chunk's host charge, until a
+ * context is adopted (res_home) and they move into its pinned memory.  No migration touches a
+ * stray piece meanwhile, since none is made without a context; one that stays stray after
+ * that (no pinned memory) is copied in from pageable memory, and freed with free().
+ */
 uint32_t res_pieces_rehome(res_dev_t *d, CUcontext old)
 {
     CUcontext popped;
     uint32_t left = 0;
     for (uint32_t ci = 0, n = arena_chunk_count(d->arena); ci < n && !d->host_mappable; ci++) {
         chunk_t *c = &d->chunks[ci];
-        CUmemGenericAllocationHandle h;
-        if (c->tier != TIER_HOST)
-            continue;
-        if (!d->ctx || piece_alloc(d, &h) != CUDA_SUCCESS) {
-            left++;
+        CUmemGenericAllocationHandle h = 0;
+        if (c->tier != TIER_HOST || (c->stray ? !d->ctx : !old))
+            continue;                   /* (where it is already, or nowhere better to go) */
+        if (d->ctx ? piece_alloc(d, &h) != CUDA_SUCCESS
+                   : !(h = (CUmemGenericAllocationHandle)(uintptr_t)malloc(d->chunk))) {
+            left += !c->stray;
             continue;
         }
         memcpy(piece(h), piece(c->phys), d->chunk);
-        int pushed = DRV(cuCtxPushCurrent_v2)(old) == CUDA_SUCCESS;
-        DRV(cuMemFreeHost)(piece(c->phys));
-        if (pushed)
-            DRV(cuCtxPopCurrent_v2)(&popped);
+        if (c->stray) {
+            free(piece(c->phys));
+        } else {
+            int pushed = DRV(cuCtxPushCurrent_v2)(old) == CUDA_SUCCESS;
+            DRV(cuMemFreeHost)(piece(c->phys));
+            if (pushed)
+                DRV(cuCtxPopCurrent_v2)(&popped);
+        }
         c->phys = h;
+        c->stray = !d->ctx;
     }
     return left;
+}
+
+/* Chunk c's memory goes back: a stray piece to the C library, with its charge; anything else
+ * as the memory of its tier does (res_phys_put). */
+static void chunk_phys_put(res_dev_t *d, const chunk_t *c)
+{
+    if (!c->stray) {
+        res_phys_put(d, c->tier, c->phys);
+        return;
+    }
+    free(piece(c->phys));
+    charge(d, TIER_HOST, -(int64_t)d->chunk);
 }
 
 void res_phys_put(res_dev_t *d, int tier, CUmemGenericAllocationHandle h)
@@ -741,7 +768,7 @@ void res_unback(res_dev_t *d, uint32_t ci)
     chunk_t *c = &d->chunks[ci];
     if (mapped(d, c))
         DRV(cuMemUnmap)(arena_chunk_addr(d->arena, ci), d->chunk);  /* access goes with it */
-    res_phys_put(d, c->tier, c->phys);
+    chunk_phys_put(d, c);
     out_of_use(d, ci);
 }
 
@@ -913,9 +940,10 @@ static void set_tier(res_dev_t *d, uint32_t ci, int tier, CUmemGenericAllocation
 {
     chunk_t *c = &d->chunks[ci];
     unlist(d, ci);
-    res_phys_put(d, c->tier, c->phys);
+    chunk_phys_put(d, c);
     account(d, c->tier, tier);
     c->phys = h;
+    c->stray = 0;
     c->tier = (uint8_t)tier;
     if (tier == TIER_GPU)
         c->lru = ++d->clock;        /* brought in for a use: the most recently used */

@@ -326,7 +326,8 @@ void res_stream_destroy(CUstream s)
  * operation of the device announces (a graph launched from another device, another device's
  * operation reaching the arena) still finds its chunks made resident.  Without one
  * the arena has no context (ctx NULL: no migration can be made, so nothing moves) until an
- * operation finds a context of its device current, which it adopts (res_home).
+ * operation finds a context of its device current, which it adopts (res_home); meanwhile the
+ * host pieces of evicted chunks are plain host memory (res_pieces_rehome).
  */
 
 /* Forget u's earlier uses when they are an event of ctx (after the host waited for it). */
@@ -412,17 +413,21 @@ static void home_lost(res_dev_t *d)
     uint32_t lost = res_pieces_rehome(d, ctx);
     if (lost)
         SHIM_WARN(RES, "device %d: the arena's context goes with %u evicted chunks in its "
-                  "pinned memory and no other context of the device to move them to: their "
-                  "contents are lost unless the context lives on (a primary context release "
-                  "that was not the last)", d->device, lost);
+                  "pinned memory, and no memory could be had to move them to: their contents "
+                  "are lost unless the context lives on (a primary context release that was "
+                  "not the last)", d->device, lost);
 }
 
+/* Stray pieces (home_lost found no context to pin them in) move into pinned memory of the
+ * context adopted. */
 void res_home(res_dev_t *d, CUcontext ctx)
 {
     shim_lock(&d->lock);
-    if (!d->ctx && home_take(d, ctx) == 0)
+    if (!d->ctx && home_take(d, ctx) == 0) {
         SHIM_INFO(RES, "device %d: the arena's context was destroyed; it now uses the "
                   "current one", d->device);
+        res_pieces_rehome(d, NULL);
+    }
     shim_unlock(&d->lock);
 }
 
