@@ -740,6 +740,22 @@ unsigned res_free_ctx(res_dev_t *d, CUcontext ctx)
     return n;
 }
 
+/* Every live allocation made in d's context, which no tag names a context for, is tagged
+ * with it (d locked, before d's context changes), so that its queries and its context's
+ * destruction (res_free_ctx) still find it once d has another context or none.  Without room
+ * for a tag, the allocation counts as the next context's. */
+void res_tags_own(res_dev_t *d)
+{
+    arena_info_t info;
+    for (uint64_t at = d->base; d->ctx && arena_next(d->arena, at, &info) == 0;
+         at = info.base + 1) {
+        const alloc_tag_t *t = tag_of(d, info.base);
+        alloc_tag_t *own = t && t->ctx ? NULL : tag_get(d, info.base);
+        if (own)
+            own->ctx = d->ctx;
+    }
+}
+
 /* ---------------------------------------------------------------- stream-ordered frees */
 
 /*

@@ -335,6 +335,8 @@ unsigned res_deferred_drain(res_dev_t *d, int wait);
 /* Context ctx is about to be destroyed (d locked, no other lock held, outside arena calls):
  * d's allocations made in it, stream-ordered ones aside, are freed; returns how many. */
 unsigned res_free_ctx(res_dev_t *d, CUcontext ctx);
+/* d's context is about to change (d locked): the allocations made in it are tagged with it. */
+void res_tags_own(res_dev_t *d);
 /* Bring the charges of d's application pools up to date (they shrink at the driver's will). */
 void res_pools_sync(res_dev_t *d);
 /* Of a device's free memory (cuMemGetInfo's free and total), what the default GPU budget

@@ -387,6 +387,7 @@ static void home_lost(res_dev_t *d)
 {
     CUcontext ctx = d->ctx, popped;
     CUdevice dev;
+    res_tags_own(d);                    /* (a release may leave ctx and its memory alive) */
     ctx_lost(d, ctx);
     while (d->free_events) {
         use_event_t *e = d->free_events;
@@ -477,6 +478,25 @@ void res_ctx_destroy(CUcontext ctx, int frees)
             ctx_lost(d, ctx);
         shim_unlock(&d->lock);
         relax_end(rx);
+    }
+}
+
+/* A primary context release turned out to have destroyed ctx (the driver tells only after
+ * the fact): the memory allocated in it goes now in every arena.  What else of ctx the arenas
+ * held went before the release (res_ctx_destroy, without `frees`), its allocations tagged
+ * with it where it was an arena's own context (res_tags_own) and their host pieces moved out
+ * of its pinned memory (res_pieces_rehome), so nothing left refers to the dead context. */
+void res_ctx_freed(CUcontext ctx)
+{
+    for (int i = 0; ctx && i < MAX_DEVICES; i++) {
+        res_dev_t *d = &res_devs[i];
+        if (atomic_load_explicit((_Atomic int *)&d->ready, memory_order_acquire) <= 0)
+            continue;
+        shim_lock(&d->lock);
+        relax_t rx = relax_begin();
+        ctx_frees(d, ctx);
+        relax_end(rx);
+        shim_unlock(&d->lock);
     }
 }
 

@@ -328,6 +328,9 @@ void res_nccl_end(res_nccl_t *h, int used);
  * memory allocated in it with it (res_free_ctx). */
 void res_stream_destroy(CUstream s);
 void res_ctx_destroy(CUcontext ctx, int frees);
+/* After a primary context release destroyed ctx, which res_ctx_destroy(ctx, 0) prepared for:
+ * the memory allocated in it goes. */
+void res_ctx_freed(CUcontext ctx);
 /* After a module or library unload, a context destroyed or reset: cached kernel parameter
  * layouts and context -> device pairs may be stale. */
 void res_code_unload(void);

@@ -5,7 +5,9 @@
  *
  * Residency records the uses of application streams lazily (by operation count, with no
  * event), so before the driver destroys a stream, or a context with its streams, an event is
- * recorded for the uses still uncovered (res_stream_destroy, res_ctx_destroy).  It also
+ * recorded for the uses still uncovered (res_stream_destroy, res_ctx_destroy), and the
+ * memory the application allocated in a context goes with it (before cuCtxDestroy or a
+ * reset; after a release, once the driver says it destroyed the primary context).  It also
  * caches kernels' parameter layouts and the device of each thread's context: after code or a
  * context went away those caches are invalidated (res_code_unload), since a new kernel or
  * context may get a freed handle's address; likewise the per-thread stream -> device memo of
@@ -36,22 +38,30 @@
         return r;                                                                              \
     }
 
+/* Is device dev's primary context active: 1, 0, or -1 when the driver does not say. */
+static int primary_state(CUdevice dev)
+{
+    unsigned flags;
+    int active = 0;
+    shim_pfn_cuDevicePrimaryCtxGetState_t state =
+        SHIM_DRIVER_CALL(cuDevicePrimaryCtxGetState);
+
+    if (!state || state(dev, &flags, &active) != CUDA_SUCCESS)
+        return -1;
+    return active != 0;
+}
+
 /* Device dev's primary context while it is active, else NULL.  Its handle is had by retaining
  * it and releasing that reference again, which leaves the application's count as it was (and
  * is never the last reference, so destroys nothing). */
 static CUcontext active_primary(CUdevice dev)
 {
-    unsigned flags;
-    int active = 0;
     CUcontext p = NULL;
-    shim_pfn_cuDevicePrimaryCtxGetState_t state =
-        SHIM_DRIVER_CALL(cuDevicePrimaryCtxGetState);
     shim_pfn_cuDevicePrimaryCtxRetain_t retain = SHIM_DRIVER_CALL(cuDevicePrimaryCtxRetain);
     shim_pfn_cuDevicePrimaryCtxRelease_v2_t release =
         SHIM_DRIVER_CALL(cuDevicePrimaryCtxRelease_v2);
 
-    if (!state || !retain || !release || state(dev, &flags, &active) != CUDA_SUCCESS ||
-        !active || retain(&p, dev) != CUDA_SUCCESS)
+    if (!retain || !release || primary_state(dev) != 1 || retain(&p, dev) != CUDA_SUCCESS)
         return NULL;
     release(dev);
     return p;
@@ -62,23 +72,49 @@ static CUcontext active_primary(CUdevice dev)
  * context goes (res_ctx_destroy): a reset always destroys its state, and a release may be the
  * last reference, which the driver does not tell (the arena then gives up its streams and
  * events there all the same, and takes up the context current at its next operation). */
-static void ctx_teardown(CUcontext ctx, CUdevice dev, int frees)
+static CUcontext ctx_teardown(CUcontext ctx, CUdevice dev, int frees)
 {
     if (!ctx)
         ctx = active_primary(dev);      /* NULL: none active, nothing of it left to go */
     if (SHIM_TRACING())
         shim_trace_ctx_destroy(ctx, dev);
     res_ctx_destroy(ctx, frees);
+    return ctx;
 }
 
 /* cuCtxDestroy and a reset certainly destroy the context, and the memory made in it. */
 TEARDOWN_WRAPPER(cuCtxDestroy, CUcontext, ctx_teardown(arg, -1, 1))
 TEARDOWN_WRAPPER(cuCtxDestroy_v2, CUcontext, ctx_teardown(arg, -1, 1))
-/* Releasing the last reference destroys the primary context; resetting always does. */
-TEARDOWN_WRAPPER(cuDevicePrimaryCtxRelease, CUdevice, ctx_teardown(NULL, arg, 0))
-TEARDOWN_WRAPPER(cuDevicePrimaryCtxRelease_v2, CUdevice, ctx_teardown(NULL, arg, 0))
 TEARDOWN_WRAPPER(cuDevicePrimaryCtxReset, CUdevice, ctx_teardown(NULL, arg, 1))
 TEARDOWN_WRAPPER(cuDevicePrimaryCtxReset_v2, CUdevice, ctx_teardown(NULL, arg, 1))
+
+/* Both ABIs of cuDevicePrimaryCtxRelease: releasing the last reference destroys the primary
+ * context and the memory allocated in it, which the driver does not tell beforehand.  So it
+ * is prepared for as a destruction that keeps the memory (ctx_teardown without `frees`), and
+ * once the driver released it, a context no longer active was the last reference's: the
+ * memory goes then (res_ctx_freed).  Where the driver does not say, the memory stays. */
+static CUresult primary_release(CUresult (*real)(CUdevice), CUdevice dev)
+{
+    CUcontext p = ctx_teardown(NULL, dev, 0);
+    CUresult r = real(dev);
+
+    if (r == CUDA_SUCCESS && p && primary_state(dev) == 0)
+        res_ctx_freed(p);
+    res_code_unload();
+    return r;
+}
+
+SHIM_EXPORT CUresult CUDAAPI cuDevicePrimaryCtxRelease(CUdevice dev)
+{
+    SHIM_ENTER(cuDevicePrimaryCtxRelease, real);
+    return primary_release(real, dev);
+}
+
+SHIM_EXPORT CUresult CUDAAPI cuDevicePrimaryCtxRelease_v2(CUdevice dev)
+{
+    SHIM_ENTER(cuDevicePrimaryCtxRelease_v2, real);
+    return primary_release(real, dev);
+}
 TEARDOWN_WRAPPER(cuModuleUnload, CUmodule, (void)0)
 TEARDOWN_WRAPPER(cuLibraryUnload, CUlibrary, (void)0)
 

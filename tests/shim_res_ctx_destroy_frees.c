@@ -178,9 +178,10 @@ static void scenario(void)
 
 static void run(const char *what, const char *host_vmm)
 {
-    static const char *const modes[] = { "MODE=created", "MODE=reset" };
+    static const char *const modes[] = { "MODE=created", "MODE=reset", "MODE=release",
+                                         "MODE=kept" };
 
-    for (int m = 0; m < 2; m++) {
+    for (int m = 0; m < 4; m++) {
         const char *plain_env[] = { "ELIXIR_SIM_RACECHECK=fail", host_vmm, modes[m], NULL };
         const char *env[] = { "ELIXIR_SIM_RACECHECK=fail", "ELIXIR_GPU_MEMORY=4M",
                               "ELIXIR_STATS=1", host_vmm, modes[m], NULL };
