@@ -82,9 +82,27 @@ static CUcontext ctx_teardown(CUcontext ctx, CUdevice dev, int frees)
     return ctx;
 }
 
-/* cuCtxDestroy and a reset certainly destroy the context, and the memory made in it. */
-TEARDOWN_WRAPPER(cuCtxDestroy, CUcontext, ctx_teardown(arg, -1, 1))
-TEARDOWN_WRAPPER(cuCtxDestroy_v2, CUcontext, ctx_teardown(arg, -1, 1))
+/* Will cuCtxDestroy destroy ctx, and the memory made in it?  Not a context the driver does not
+ * take (pushing it fails), nor a device's primary context, whose destruction the driver
+ * refuses with CUDA_ERROR_INVALID_CONTEXT (a primary context goes by release or reset). */
+static int destroys(CUcontext ctx)
+{
+    shim_pfn_cuCtxPushCurrent_v2_t push = SHIM_DRIVER_CALL(cuCtxPushCurrent_v2);
+    shim_pfn_cuCtxPopCurrent_v2_t pop = SHIM_DRIVER_CALL(cuCtxPopCurrent_v2);
+    shim_pfn_cuCtxGetDevice_t get = SHIM_DRIVER_CALL(cuCtxGetDevice);
+    CUcontext popped;
+    CUdevice dev;
+
+    if (!ctx || !push || !pop || !get || push(ctx) != CUDA_SUCCESS)
+        return 0;
+    int known = get(&dev) == CUDA_SUCCESS;
+    pop(&popped);
+    return known && active_primary(dev) != ctx;
+}
+
+/* cuCtxDestroy of a context it destroys, and a reset, take the memory made in it. */
+TEARDOWN_WRAPPER(cuCtxDestroy, CUcontext, ctx_teardown(arg, -1, destroys(arg)))
+TEARDOWN_WRAPPER(cuCtxDestroy_v2, CUcontext, ctx_teardown(arg, -1, destroys(arg)))
 TEARDOWN_WRAPPER(cuDevicePrimaryCtxReset, CUdevice, ctx_teardown(NULL, arg, 1))
 TEARDOWN_WRAPPER(cuDevicePrimaryCtxReset_v2, CUdevice, ctx_teardown(NULL, arg, 1))
 

@@ -13,7 +13,8 @@
  * evicted) and is destroyed; then a, the arena's own context, is destroyed while context c,
  * whose stream the shim has seen, lives on and keeps its buffer.  MODE=reset and
  * MODE=release: the arena lives in the primary context, which is reset, or released for the
- * last time and retained again.  MODE=kept: a release that is not the last frees nothing.
+ * last time and retained again.  MODE=kept: a release that is not the last frees nothing,
+ * nor does MODE=refused: a cuCtxDestroy of the primary context, which the driver refuses.
  * The transcripts must match without and with the shim, with evicted chunks mapped and
  * unmapped, and the shim's statistics (the arena's live allocations, the blocks allocated)
  * must count none left at exit.
@@ -166,12 +167,28 @@ static void primary(const char *mode)
     report("the pitched buffer", pitched);
 }
 
+/* cuCtxDestroy of the primary context, in which the arena lives, is refused by the driver
+ * (MODE=refused): the context and its memory live on. */
+static void refused(void)
+{
+    CUdeviceptr big;
+    CUcontext p = st_setup(0);
+
+    CHECK_CU(cuMemAlloc(&big, BIG));
+    fill(big, BIG, 9, NULL);
+    printf("cuCtxDestroy of the primary context: %s\n", st_err(cuCtxDestroy(p)));
+    check("the large buffer", big, BIG, 9);
+    report("the large buffer", big);
+}
+
 static void scenario(void)
 {
     const char *mode = getenv("MODE");
 
     if (!strcmp(mode, "created"))
         created();
+    else if (!strcmp(mode, "refused"))
+        refused();
     else
         primary(mode);
 }
@@ -179,9 +196,9 @@ static void scenario(void)
 static void run(const char *what, const char *host_vmm)
 {
     static const char *const modes[] = { "MODE=created", "MODE=reset", "MODE=release",
-                                         "MODE=kept" };
+                                         "MODE=kept", "MODE=refused" };
 
-    for (int m = 0; m < 4; m++) {
+    for (int m = 0; m < 5; m++) {
         const char *plain_env[] = { "ELIXIR_SIM_RACECHECK=fail", host_vmm, modes[m], NULL };
         const char *env[] = { "ELIXIR_SIM_RACECHECK=fail", "ELIXIR_GPU_MEMORY=4M",
                               "ELIXIR_STATS=1", host_vmm, modes[m], NULL };
