@@ -71,7 +71,8 @@ static CUcontext active_primary(CUdevice dev)
  * context keeps its handle through a reset, so the arena, should it live there, is told which
  * context goes (res_ctx_destroy): a reset always destroys its state, and a release may be the
  * last reference, which the driver does not tell (the arena then gives up its streams and
- * events there all the same, and takes up the context current at its next operation). */
+ * events there all the same, and takes up the context current at its next operation).
+ * `frees`: ctx certainly goes, and the memory allocated in it with it.  Returns ctx. */
 static CUcontext ctx_teardown(CUcontext ctx, CUdevice dev, int frees)
 {
     if (!ctx)
@@ -133,6 +134,7 @@ SHIM_EXPORT CUresult CUDAAPI cuDevicePrimaryCtxRelease_v2(CUdevice dev)
     SHIM_ENTER(cuDevicePrimaryCtxRelease_v2, real);
     return primary_release(real, dev);
 }
+
 TEARDOWN_WRAPPER(cuModuleUnload, CUmodule, (void)0)
 TEARDOWN_WRAPPER(cuLibraryUnload, CUlibrary, (void)0)
 
