@@ -4,8 +4,10 @@
  *
  * Running operations in submission order is always legal: every dependency CUDA defines
  * (stream order, event waits, the legacy stream) points from an earlier submission to a later
- * one.  So the FIFO needs no dependency tracking to be correct; dependencies matter only for
- * the virtual clock and the race checker, which the executor computes as it goes:
+ * one.  So the FIFO needs no dependency tracking to be correct, with one exception: a stream
+ * memory wait may be satisfied by later work, so an unsatisfied one is set aside with what
+ * depends on it ("blocked waits" below).  Otherwise dependencies matter only for the virtual
+ * clock and the race checker, which the executor computes as it goes:
  *   start = max(host time at submission, stream's last end, waited events, legacy-stream
  *               ordering, the engine's next free time);  end = start + modelled duration.
  * Work is asynchronous: the submitting thread returns at once, so a program that forgets to
@@ -18,6 +20,7 @@
  */
 #include <errno.h>
 #include <sched.h>
+#include <time.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,6 +43,9 @@ static _Atomic int q_nonempty;          /* q_head != NULL, readable without the 
 static uint64_t q_submitted, q_done;    /* operation numbers, under sim_lock */
 static uint64_t flush_target;           /* lazy mode: run up to this op number */
 static int exec_sleeping;
+/* Under sim_lock: the executor has nothing to run but waits whose condition does not hold;
+ * cleared by each submission and flush, since new work may be what satisfies them. */
+static int stuck;
 static int done_waiters;                /* host threads blocked on cv_done */
 static pthread_cond_t cv_work = PTHREAD_COND_INITIALIZER;
 static pthread_cond_t cv_done = PTHREAD_COND_INITIALIZER;
@@ -422,6 +428,10 @@ static void op_free_payload(sim_op_t *op)
         free(op->u.kernel.args);
     } else if (op->kind == SIM_OP_COPY) {
         free(op->u.copy.staging);
+    } else if (op->kind == SIM_OP_WAIT_VALUE) {
+        sim_vc_unref(op->u.memop.src_vc);
+    } else if (op->kind == SIM_OP_EVENT_WAIT) {
+        sim_vc_unref(op->u.snap_vc);
     }
 }
 
@@ -457,6 +467,7 @@ CUresult sim_submit(CUstream s, sim_op_t *op, uint64_t *seq)
     if (seq)
         *seq = op->seq;
     op->opno = ++q_submitted;
+    stuck = 0;
     op->t_submit = host_clock;
     op->host_vc = vc;
     host_clock += sim_cfg.model.api_us * 1000.0;
@@ -471,7 +482,16 @@ CUresult sim_submit(CUstream s, sim_op_t *op, uint64_t *seq)
             e->stream = s;
         }
         e->seq = op->seq;
+        e->rec_opno = op->opno;
         e->capture_ended = 0;
+    } else if (op->kind == SIM_OP_EVENT_WAIT && op->u.event->stream) {
+        /* The record it waits for is the event's latest (the executor needs to know which:
+         * a wait set aside may run after a later record). */
+        struct CUevent_st *e = op->u.event;
+        op->u.wait_stream = e->stream;
+        e->stream->refs++;
+        op->u.wait_seq = e->seq;
+        op->u.wait_opno = e->rec_opno;
     }
     if (q_tail)
         q_tail->next = op;
@@ -534,6 +554,15 @@ static void run_body(void *arg)
     case SIM_OP_MEMSET:
         memset_body(&op->u.memset);
         break;
+    case SIM_OP_WRITE_VALUE:
+        /* One store of the whole word, as the device makes it: a waiter never sees half. */
+        if (op->u.memop.size == 8)
+            atomic_store_explicit((_Atomic uint64_t *)(uintptr_t)op->u.memop.addr,
+                                  op->u.memop.value, memory_order_release);
+        else
+            atomic_store_explicit((_Atomic uint32_t *)(uintptr_t)op->u.memop.addr,
+                                  (uint32_t)op->u.memop.value, memory_order_release);
+        break;
     case SIM_OP_HOSTFN:
         if (op->u.host.fn)
             op->u.host.fn(op->u.host.data);
@@ -554,6 +583,8 @@ static const char *op_name(const sim_op_t *op)
     case SIM_OP_MEMSET: return "memset";
     case SIM_OP_HOSTFN: return "host function";
     case SIM_OP_FREE: return "cuMemFreeAsync";
+    case SIM_OP_WAIT_VALUE: return "cuStreamWaitValue";
+    case SIM_OP_WRITE_VALUE: return "cuStreamWriteValue";
     default: return "operation";
     }
 }
@@ -606,12 +637,239 @@ static int execute(sim_op_t *op)
         cur.ctx = sim_op_ctx(op);
         cur.flops = cur.bytes = 0;
         cur.nacc = 0;
+    } else if (op->kind == SIM_OP_WRITE_VALUE &&
+               sim_launch_denied(op->u.memop.addr, sim_op_ctx(op))) {
+        /* Held to the device's access as a kernel's pointer is. */
+        fault(op, op->u.memop.addr);
+        return -EFAULT;
     }
     int err = op->kind == SIM_OP_HOSTFN ? (run_body(&arg), 0) : sim_guarded(run_body, &arg, &bad);
     cur.active = 0;
     if (err)
         fault(op, bad);
     return err;
+}
+
+/* ---------------------------------------------------------------- blocked waits */
+
+/*
+ * A stream memory wait breaks the rule the FIFO rests on: its condition may be made true by
+ * work submitted after it on another stream, or by the host.  So a wait is looked at only
+ * when it could run (at the front of a batch, everything before it done or set aside); one
+ * whose condition does not hold is set aside, and so is every later operation that depends on
+ * an operation set aside: the same stream, the legacy stream's ordering either way, and an
+ * event wait whose record was set aside (dependencies that graph launches and host functions
+ * express through these too).  Everything else runs.  The operations set aside keep their
+ * order on one list; the list is looked at again whenever memory may have changed (after
+ * operations ran, and every AWAIT_POLL_US for the host's own stores) and what no longer
+ * depends on anything set aside runs, in order.  Every dependency still points from an earlier
+ * submission to a later one, so looking only at what was set aside before an operation is
+ * enough.  Host synchronisation needs nothing new: it waits for its stream's position, which
+ * an operation set aside does not reach.
+ *
+ * Which operations depend on the list is kept as marks on streams and contexts
+ * (CUstream_st.aside_gen, CUctx_st.aside_blocking_gen) valid in the current generation: each
+ * new look at the list starts a generation and marks what stays on it; an operation set
+ * aside afterwards marks too.  All of it belongs to the executor thread.
+ */
+#define AWAIT_POLL_US 200
+
+static sim_op_t *aside_head, *aside_tail;
+static uint64_t aside_gen = 1;
+static int aside_dirty;                 /* look at the list again before taking from the FIFO */
+
+/* The last stream writes, so that a wait satisfied by one of them acquires its ordering. */
+#define WRITERS 64
+static struct writer {
+    uint64_t addr, value;
+    unsigned size;
+    double t;
+    sim_vc_t *vc;
+} writers[WRITERS];
+static unsigned writers_next;
+
+static void note_write(const sim_memop_t *m, double t, sim_vc_t *vc)
+{
+    struct writer *w = NULL;
+    for (unsigned i = 0; i < WRITERS && !w; i++)
+        if (writers[i].addr == m->addr)
+            w = &writers[i];
+    if (!w)
+        w = &writers[writers_next++ % WRITERS];
+    sim_vc_unref(w->vc);
+    *w = (struct writer){ m->addr, m->value, m->size, t, sim_vc_ref(vc) };
+}
+
+static void mark_aside(const sim_op_t *op)
+{
+    CUstream s = op->stream;
+    if (s->aside_gen != aside_gen) {
+        s->aside_gen = aside_gen;
+        s->aside_seq = op->seq;
+    }
+    if (sim_stream_blocking(s))
+        s->ctx->aside_blocking_gen = aside_gen;
+}
+
+/* Must op wait for an operation set aside (as marked in this generation)? */
+static int depends_aside(const sim_op_t *op)
+{
+    CUstream s = op->stream;
+    if (s->aside_gen == aside_gen)
+        return 1;
+    if (s->kind == SIM_STREAM_LEGACY && s->ctx->aside_blocking_gen == aside_gen)
+        return 1;
+    if (sim_stream_blocking(s) && s->ctx->legacy->aside_gen == aside_gen)
+        return 1;
+    if (op->kind == SIM_OP_EVENT_WAIT && op->u.wait_stream) {
+        CUstream w = op->u.wait_stream;
+        return w->aside_gen == aside_gen && w->aside_seq <= op->u.wait_seq;
+    }
+    return 0;
+}
+
+/* A wait set aside while the record it waits for has run keeps that record's time and
+ * clock: a later record may replace the event's before the wait runs. */
+static void snap(sim_op_t *w, double t, sim_vc_t *vc)
+{
+    if (w->u.snap)
+        return;
+    w->u.snap = 1;
+    w->u.snap_t = t;
+    w->u.snap_vc = sim_vc_ref(vc);
+}
+
+/* Set op aside at the end of the list (it is later than everything on it).  Under sim_lock. */
+static void aside_append(sim_op_t *op)
+{
+    op->next = NULL;
+    if (aside_tail)
+        aside_tail->next = op;
+    else
+        aside_head = op;
+    aside_tail = op;
+    mark_aside(op);
+    struct CUevent_st *e = op->u.event;
+    if (op->kind == SIM_OP_EVENT_WAIT && op->u.wait_stream && e->exec_opno == op->u.wait_opno)
+        snap(op, e->t, e->vc);
+}
+
+typedef struct flag_read {
+    const sim_memop_t *m;
+    uint64_t value;
+} flag_read_t;
+
+static void read_flag(void *arg)
+{
+    flag_read_t *r = arg;
+    if (r->m->size == 8)
+        r->value = atomic_load_explicit((_Atomic uint64_t *)(uintptr_t)r->m->addr,
+                                        memory_order_acquire);
+    else
+        r->value = atomic_load_explicit((_Atomic uint32_t *)(uintptr_t)r->m->addr,
+                                        memory_order_acquire);
+}
+
+/* The conditions of CUstreamWaitValue_flags, on words of the wait's size. */
+static int wait_holds(const sim_memop_t *m, uint64_t v)
+{
+    uint64_t x = m->value, mask = m->size == 8 ? UINT64_MAX : UINT32_MAX;
+    switch (m->cond) {
+    case CU_STREAM_WAIT_VALUE_GEQ:
+        return m->size == 8 ? (int64_t)(v - x) >= 0 : (int32_t)(uint32_t)(v - x) >= 0;
+    case CU_STREAM_WAIT_VALUE_EQ: return v == x;
+    case CU_STREAM_WAIT_VALUE_AND: return (v & x) != 0;
+    default: return (~(v | x) & mask) != 0;
+    }
+}
+
+/*
+ * May wait op run now?  Reads its word with sim_lock released (the read may fault, and the
+ * access check takes the registry's lock).  Yes when its condition holds, noting what wrote
+ * the value seen, and when it cannot be read or its context is lost: it then runs as the
+ * fault it is.  Under sim_lock, which it drops and takes again.
+ */
+static int wait_ready(sim_op_t *op)
+{
+    sim_memop_t *m = &op->u.memop;
+    flag_read_t r = { m, 0 };
+    uint64_t bad = 0;
+    int ready = 1;
+
+    pthread_mutex_unlock(&sim_lock);
+    if (atomic_load(&sim_op_ctx(op)->sticky))
+        ;
+    else if (sim_launch_denied(m->addr, sim_op_ctx(op)))
+        op->poison = m->addr;
+    else if (sim_guarded(read_flag, &r, &bad) < 0)
+        op->poison = bad ? bad : m->addr;
+    else
+        ready = wait_holds(m, r.value);
+    if (ready && !op->poison) {
+        m->src = SIM_MEMOP_SRC_HOST;
+        for (unsigned i = 0; i < WRITERS; i++)
+            if (writers[i].addr == m->addr && writers[i].size == m->size &&
+                writers[i].value == r.value) {
+                m->src = SIM_MEMOP_SRC_WRITER;
+                m->src_t = writers[i].t;
+                m->src_vc = sim_vc_ref(writers[i].vc);
+            }
+    }
+    pthread_mutex_lock(&sim_lock);
+    if (m->src == SIM_MEMOP_SRC_HOST)
+        m->src_t = host_clock;      /* the host stored it by now */
+    return ready;
+}
+
+/*
+ * Look at the list again: take, in order, what no longer depends on anything left on it into
+ * b (a wait only first in a batch, a host function only alone).  Returns how many; *stopped
+ * when the look ended early, so that the marks are incomplete and the FIFO must wait for the
+ * next look.  Under sim_lock.
+ */
+static int aside_take(sim_op_t **b, int max, int *stopped)
+{
+    int n = 0;
+    sim_op_t **link = &aside_head, *prev = NULL;
+
+    aside_gen++;
+    aside_dirty = 0;
+    *stopped = 0;
+    while (*link) {
+        sim_op_t *op = *link;
+        int stay = depends_aside(op);
+        if (!stay && n > 0 && (op->kind == SIM_OP_HOSTFN || op->kind == SIM_OP_WAIT_VALUE ||
+                               n == max)) {
+            *stopped = 1;
+            aside_dirty = 1;
+            break;
+        }
+        if (!stay && op->kind == SIM_OP_EVENT_WAIT && !op->u.snap &&
+            op->u.event->taken_gen == aside_gen && op->u.event->taken_opno == op->u.wait_opno)
+            stay = 1;   /* its record runs in this batch: take it once that copied its clock */
+        if (!stay && op->kind == SIM_OP_WAIT_VALUE)
+            stay = !wait_ready(op);
+        if (stay) {
+            mark_aside(op);
+            prev = op;
+            link = &op->next;
+            continue;
+        }
+        *link = op->next;
+        if (aside_tail == op)
+            aside_tail = prev;
+        b[n++] = op;
+        if (op->kind == SIM_OP_EVENT_RECORD) {
+            op->u.event->taken_gen = aside_gen;
+            op->u.event->taken_opno = op->opno;
+        }
+        if (op->kind == SIM_OP_HOSTFN) {
+            *stopped = 1;
+            aside_dirty = 1;
+            break;
+        }
+    }
+    return n;
 }
 
 /* ---------------------------------------------------------------- virtual time and races */
@@ -736,21 +994,71 @@ static void race_op(const sim_op_t *op, uint32_t tid)
     case SIM_OP_FREE:
         sim_race_access(race, tid, op->u.free.base, op->u.free.size, 1, &who);
         break;
+    case SIM_OP_WAIT_VALUE:
+    case SIM_OP_WRITE_VALUE:
+        sim_race_access(race, tid, op->u.memop.addr, op->u.memop.size,
+                        op->kind == SIM_OP_WRITE_VALUE, &who);
+        break;
     default:
         break;
     }
 }
 
-/* A record executed: later waits (even in the same batch) see its time and clock. */
-static void event_recorded(struct CUevent_st *e, double t, sim_vc_t *vc)
+/*
+ * Record op executed: later waits (even in the same batch) see its time and clock.  The event
+ * holds the newest record run (one set aside may run after a later one), and a wait set aside
+ * for this very record takes its own copy.
+ */
+static void event_recorded(const sim_op_t *op, double t, sim_vc_t *vc)
 {
+    struct CUevent_st *e = op->u.event;
+    sim_vc_t *prev = NULL;
     pthread_mutex_lock(&sim_lock);
-    sim_vc_t *prev = e->vc;
-    e->t = t;
-    e->vc = sim_vc_ref(vc);
-    e->recorded = 1;
+    if (op->opno > e->exec_opno) {
+        prev = e->vc;
+        e->t = t;
+        e->vc = sim_vc_ref(vc);
+        e->recorded = 1;
+        e->exec_opno = op->opno;
+    }
     pthread_mutex_unlock(&sim_lock);
     sim_vc_unref(prev);
+    for (sim_op_t *w = aside_head; w; w = w->next)
+        if (w->kind == SIM_OP_EVENT_WAIT && w->u.event == e && w->u.wait_opno == op->opno)
+            snap(w, t, vc);
+}
+
+/* An event wait: after its record (the copy taken while it was set aside, if any). */
+static double event_wait_order(const sim_op_t *op, double t0)
+{
+    const struct CUevent_st *e = op->u.event;
+    double t = e->t;
+    const sim_vc_t *vc = e->vc;
+    if (op->u.snap) {
+        t = op->u.snap_t;
+        vc = op->u.snap_vc;
+    } else if (!op->u.wait_stream || !e->recorded) {
+        return t0;
+    }
+    if (race)
+        sim_race_acquire(race, op->stream->race_tid, vc);
+    return dmax(t0, t);
+}
+
+/*
+ * A satisfied stream memory wait: after what wrote the value it saw, as an event wait is after
+ * its record.  A stream write (the v2 API's, always with its memory barrier) orders all its
+ * stream's work before it; a value the host stored orders what the host had done by the time
+ * the wait ran (the checker cannot tell which of the host's stores it was).  Under race_lock.
+ */
+static double memop_wait_order(const sim_op_t *op, double t0)
+{
+    const sim_memop_t *m = &op->u.memop;
+    if (race && m->src == SIM_MEMOP_SRC_WRITER)
+        sim_race_acquire(race, op->stream->race_tid, m->src_vc);
+    else if (race && m->src == SIM_MEMOP_SRC_HOST)
+        sim_race_acquire(race, op->stream->race_tid, host_snap);
+    return dmax(t0, m->src_t);
 }
 
 /*
@@ -769,11 +1077,10 @@ static double account(sim_op_t *op, int err, sim_vc_t **vc, double *t_start)
         sim_race_acquire(race, s->race_tid, op->host_vc);
     }
     double t0 = order_legacy(s, dmax(op->t_submit, s->t_end));
-    if (op->kind == SIM_OP_EVENT_WAIT && op->u.event->recorded) {
-        t0 = dmax(t0, op->u.event->t);
-        if (race)
-            sim_race_acquire(race, s->race_tid, op->u.event->vc);
-    }
+    if (op->kind == SIM_OP_EVENT_WAIT)
+        t0 = event_wait_order(op, t0);
+    else if (op->kind == SIM_OP_WAIT_VALUE && !err)
+        t0 = memop_wait_order(op, t0);
     double start = t0, end = t0, dur = err ? 0 : duration(op, &bytes);
     int eng = engine_of(op);
     if (eng >= 0 && !err) {
@@ -792,7 +1099,9 @@ static double account(sim_op_t *op, int err, sim_vc_t **vc, double *t_start)
         s->vc_exec = sim_vc_ref(*vc);
     }
     if (op->kind == SIM_OP_EVENT_RECORD)
-        event_recorded(op->u.event, end, *vc);
+        event_recorded(op, end, *vc);
+    if (op->kind == SIM_OP_WRITE_VALUE && !err)
+        note_write(&op->u.memop, end, *vc);
     if (op->kind == SIM_OP_FREE)
         sim_free_device(op->u.free.base, SIM_RANGE_POOL);
     s->t_end = end;
@@ -836,9 +1145,10 @@ static sim_vc_t *complete_locked(sim_op_t *op, double t_end, sim_vc_t *vc)
     s->t_done = t_end;
     sim_vc_t *old = s->vc_done;
     s->vc_done = vc;
-    q_done = op->opno;
     if (t_end > exec_t_max)
         exec_t_max = t_end;
+    if (op->kind == SIM_OP_EVENT_WAIT && op->u.wait_stream)
+        sim_stream_unref_locked(op->u.wait_stream);
     if (op->kind == SIM_OP_EVENT_RECORD || op->kind == SIM_OP_EVENT_WAIT)
         sim_event_unref_locked(op->u.event);
     sim_stream_unref_locked(s);
@@ -877,22 +1187,52 @@ typedef struct done_rec {
     sim_vc_t *vc;
 } done_rec_t;
 
-/* Take up to BATCH ops; a host function always runs alone, after what preceded it is
- * published, so it can never wait for work that is done but not yet visible.  Under sim_lock. */
+/*
+ * Take up to BATCH ops: first what the ops set aside no longer wait for, then from the FIFO.
+ * A host function always runs alone, after what preceded it is published, so it can never
+ * wait for work that is done but not yet visible; a stream memory wait is looked at only at
+ * the front of a batch, once all before it has run, and set aside (with what depends on it)
+ * while its condition does not hold.  Under sim_lock (wait_ready drops it for a while).
+ */
 static int take_batch(done_rec_t *b)
 {
-    int n = 0;
+    sim_op_t *from_aside[BATCH];
+    int n = 0, stopped = 0;
+    if (aside_head && aside_dirty) {
+        n = aside_take(from_aside, BATCH, &stopped);
+        for (int i = 0; i < n; i++)
+            b[i].op = from_aside[i];
+        if (stopped)
+            return n;
+    }
     while (n < BATCH && q_head) {
-        if (q_head->kind == SIM_OP_HOSTFN && n > 0)
+        if ((q_head->kind == SIM_OP_HOSTFN || q_head->kind == SIM_OP_WAIT_VALUE) && n > 0)
             break;
         sim_op_t *op = next_op();
         if (!op)
             break;
+        if (aside_head && depends_aside(op)) {
+            aside_append(op);
+            continue;
+        }
+        if (op->kind == SIM_OP_WAIT_VALUE && !wait_ready(op)) {
+            aside_append(op);
+            continue;
+        }
         b[n++].op = op;
         if (op->kind == SIM_OP_HOSTFN)
             break;
     }
     return n;
+}
+
+/* Every operation up to q_done has completed: all but those still set aside or queued. */
+static void done_update_locked(void)
+{
+    uint64_t next = aside_head ? aside_head->opno : UINT64_MAX;
+    if (q_head && q_head->opno < next)
+        next = q_head->opno;
+    q_done = next == UINT64_MAX ? q_submitted : next - 1;
 }
 
 static void run_batch(done_rec_t *b, int n)
@@ -920,19 +1260,41 @@ static void *executor_main(void *unused)
     pthread_mutex_lock(&sim_lock);
     for (;;) {
         int n = take_batch(batch);
-        if (!n && spin_for_work())
+        if (!n && !aside_head && spin_for_work())
             continue;
+        if (!n && aside_head) {
+            /* Waits blocked: the host may store what they wait for; look again soon, without
+             * spinning meanwhile (a submission wakes the executor at once). */
+            stuck = !q_head || (sim_cfg.lazy && q_head->opno > flush_target);
+            if (stuck && done_waiters)
+                pthread_cond_broadcast(&cv_done);
+            exec_sleeping = 1;
+            struct timespec until;
+            clock_gettime(CLOCK_REALTIME, &until);
+            until.tv_nsec += AWAIT_POLL_US * 1000L;
+            if (until.tv_nsec >= 1000000000L) {
+                until.tv_sec++;
+                until.tv_nsec -= 1000000000L;
+            }
+            pthread_cond_timedwait(&cv_work, &sim_lock, &until);
+            exec_sleeping = 0;
+            aside_dirty = 1;
+            continue;
+        }
         if (!n) {
             exec_sleeping = 1;
             pthread_cond_wait(&cv_work, &sim_lock);
             exec_sleeping = 0;
             continue;
         }
+        stuck = 0;
         pthread_mutex_unlock(&sim_lock);
         run_batch(batch, n);
         pthread_mutex_lock(&sim_lock);
         for (int i = 0; i < n; i++)
             old[i] = complete_locked(batch[i].op, batch[i].t_end, batch[i].vc);
+        done_update_locked();
+        aside_dirty = aside_head != NULL;   /* what ran may have stored what a wait wants */
         if (done_waiters)
             pthread_cond_broadcast(&cv_done);
         pthread_mutex_unlock(&sim_lock);
@@ -955,8 +1317,10 @@ static void wait_done(void)
 /* Make the executor run at least up to op number `opno` (lazy mode). Under sim_lock. */
 static void flush_locked(uint64_t opno)
 {
-    if (opno > flush_target)
+    if (opno > flush_target) {
         flush_target = opno;
+        stuck = 0;
+    }
     if (exec_sleeping)
         pthread_cond_signal(&cv_work);
 }
@@ -977,17 +1341,28 @@ CUresult sim_wait_seq(CUstream s, uint64_t seq, int acquire)
     return (CUresult)atomic_load(&s->ctx->sticky);
 }
 
-void sim_wait_all(void)
+/* Wait for everything submitted so far; at exit (`at_exit`), only until the executor is stuck
+ * on waits that nothing queued can satisfy. */
+static void wait_all(int at_exit)
 {
     pthread_mutex_lock(&sim_lock);
     uint64_t target = q_submitted;
     flush_locked(target);
-    while (q_done < target)
+    while (q_done < target && !(at_exit && stuck))
         wait_done();
     double t = exec_t_max;
+    int blocked = q_done < target;
     pthread_mutex_unlock(&sim_lock);
+    if (blocked)
+        SIM_WARN("exit with work blocked behind stream memory waits whose condition never "
+                 "held; it is dropped");
     sim_host_advance(t);
     sim_exec_acquire_all();
+}
+
+void sim_wait_all(void)
+{
+    wait_all(0);
 }
 
 /* Poll: has stream s completed operation seq?  Nudges the executor in lazy mode. */
@@ -1008,7 +1383,7 @@ static void at_exit(void)
     if (!sim_initialized)
         return;
     if (!on_executor)
-        sim_wait_all();
+        wait_all(1);
     uint64_t races = race ? sim_race_count(race) : 0;
     if (sim_cfg.stats)
         sim_exec_stats();
@@ -1041,7 +1416,8 @@ void sim_exec_start(void)
 void sim_exec_stats(void)
 {
     static const char *const kinds[] = { "", "kernels", "copies", "memsets", "host functions",
-                                         "event records", "event waits", "async frees", "nops" };
+                                         "event records", "event waits", "async frees",
+                                         "value waits", "value writes", "nops" };
     static const char *const engines[] = { "compute", "h2d", "d2h", "peer" };
 
     fprintf(stderr, "elixir-sim stats: virtual time %.3f ms, host clock %.3f ms\n",

@@ -5,9 +5,10 @@
  * The simulator is a libcuda.so.1 built from the real cuda.h.  Device memory is host memory in
  * the same address space; work submitted to streams becomes operations (sim_op_t) in one global
  * FIFO that a single executor thread runs in submission order, which is always an order that
- * respects every stream, event and legacy-stream dependency.  While it runs them the executor
- * keeps the virtual clock (per-device engines, per-stream completion times) and feeds the race
- * checker with vector clocks.  Prototypes are grouped under the file that defines them.
+ * respects every stream, event and legacy-stream dependency, but for what depends on a stream
+ * memory wait whose condition does not hold yet (set aside until it does).  While it runs them
+ * the executor keeps the virtual clock (per-device engines, per-stream completion times) and
+ * feeds the race checker with vector clocks.  Prototypes are grouped under the file that defines them.
  */
 #ifndef SIM_SIM_H
 #define SIM_SIM_H
@@ -125,6 +126,8 @@ struct CUctx_st {
      * read by the executor, written under the context module's peer lock. */
     _Atomic(struct CUctx_st *) peers[SIM_MAX_PEERS];
     struct CUctx_st *all_next;      /* every context ever created (never freed), newest first */
+    uint64_t aside_blocking_gen;    /* executor only: a blocking stream of it has work set
+                                     * aside (exec.c), in that generation */
 };
 
 CUcontext sim_ctx_current(void);
@@ -239,6 +242,10 @@ struct CUstream_st {
     sim_vc_t *vc_exec;              /* race clock after its last executed op (executor) */
     struct CUstream_st *ctx_next;
     struct sim_graph_capture *capture;  /* non-NULL while capturing */
+    /* Executor only: this stream has operations set aside behind a blocked stream memory wait
+     * (exec.c) when aside_gen is the executor's current generation; aside_seq is the position
+     * of its first one. */
+    uint64_t aside_gen, aside_seq;
 };
 
 CUresult sim_stream_resolve(CUstream h, int ptds, CUstream *out);
@@ -266,6 +273,9 @@ struct CUevent_st {
     int refs;                   /* under sim_lock: handle + queued ops that name it */
     int destroyed;
     struct CUevent_st *ctx_next;    /* next event of its context (sim_lock) */
+    uint64_t rec_opno;          /* under sim_lock: operation number of the last record submitted */
+    uint64_t exec_opno;         /* executor: the record whose t and vc are held (the newest run) */
+    uint64_t taken_gen, taken_opno; /* executor: a record taken off the ops set aside (exec.c) */
 };
 
 void sim_event_unref_locked(struct CUevent_st *e);
@@ -280,6 +290,8 @@ enum sim_op_kind {
     SIM_OP_EVENT_RECORD,
     SIM_OP_EVENT_WAIT,
     SIM_OP_FREE,            /* stream-ordered free (cuMemFreeAsync) */
+    SIM_OP_WAIT_VALUE,      /* cuStreamWaitValue32/64 (memop.c) */
+    SIM_OP_WRITE_VALUE,     /* cuStreamWriteValue32/64 */
     SIM_OP_NOP,
 };
 
@@ -316,6 +328,21 @@ typedef struct sim_kernel_op {
     size_t params_end;      /* end of the last parameter: the size an `extra` buffer has */
 } sim_kernel_op_t;
 
+/* Where a satisfied stream memory wait found its value: which ordering it acquires. */
+enum sim_memop_src { SIM_MEMOP_SRC_NONE, SIM_MEMOP_SRC_WRITER, SIM_MEMOP_SRC_HOST };
+
+typedef struct sim_memop {
+    uint64_t addr;
+    uint64_t value;
+    unsigned size;                      /* 4 or 8 bytes */
+    unsigned cond;                      /* wait: CU_STREAM_WAIT_VALUE_GEQ/EQ/AND/NOR */
+    /* Wait, set by the executor once satisfied: the stream write that wrote the value seen
+     * (its end and race clock) or the host (its clock when seen). */
+    int src;                            /* enum sim_memop_src */
+    double src_t;
+    sim_vc_t *src_vc;
+} sim_memop_t;
+
 typedef struct sim_op {
     struct sim_op *next;
     int kind;
@@ -334,8 +361,21 @@ typedef struct sim_op {
         sim_copy_t copy;
         sim_memset_t memset;
         struct { CUhostFn fn; void *data; CUstreamCallback cb; CUstream handle; } host;
-        struct CUevent_st *event;
+        struct {
+            struct CUevent_st *event;
+            /* EVENT_WAIT, set at submission: the record waited for (its stream, holding a
+             * reference, its position there and its operation number; stream NULL when the
+             * event was never recorded), and a copy of its time and clock taken by the
+             * executor while the wait was set aside (snap), since a later record may run
+             * before the wait does and replace the event's. */
+            CUstream wait_stream;
+            uint64_t wait_seq, wait_opno;
+            int snap;
+            double snap_t;
+            sim_vc_t *snap_vc;
+        };
         struct { uint64_t base; int device; uint64_t size; } free;
+        sim_memop_t memop;
     } u;
 } sim_op_t;
 
