@@ -196,6 +196,30 @@
     X(cuMemsetD2D32Async, cuMemsetD2D32Async, 3020, )                                           \
     X(cuMemsetD2D32Async_ptsz, cuMemsetD2D32Async, 7000, _ptsz)
 
+/* Stream memory operations, v1 and v2 ABIs: the chunks of the words they name are held until
+ * they are done (wrap_memop.c). */
+#define SHIM_HOOKS_MEMOP(X)                                                                     \
+    X(cuStreamWaitValue32, cuStreamWaitValue32, 8000, )                                         \
+    X(cuStreamWaitValue32_ptsz, cuStreamWaitValue32, 8000, _ptsz)                               \
+    X(cuStreamWaitValue32_v2, cuStreamWaitValue32, 11070, )                                     \
+    X(cuStreamWaitValue32_v2_ptsz, cuStreamWaitValue32, 11070, _ptsz)                           \
+    X(cuStreamWaitValue64, cuStreamWaitValue64, 9000, )                                         \
+    X(cuStreamWaitValue64_ptsz, cuStreamWaitValue64, 9000, _ptsz)                               \
+    X(cuStreamWaitValue64_v2, cuStreamWaitValue64, 11070, )                                     \
+    X(cuStreamWaitValue64_v2_ptsz, cuStreamWaitValue64, 11070, _ptsz)                           \
+    X(cuStreamWriteValue32, cuStreamWriteValue32, 8000, )                                       \
+    X(cuStreamWriteValue32_ptsz, cuStreamWriteValue32, 8000, _ptsz)                             \
+    X(cuStreamWriteValue32_v2, cuStreamWriteValue32, 11070, )                                   \
+    X(cuStreamWriteValue32_v2_ptsz, cuStreamWriteValue32, 11070, _ptsz)                         \
+    X(cuStreamWriteValue64, cuStreamWriteValue64, 9000, )                                       \
+    X(cuStreamWriteValue64_ptsz, cuStreamWriteValue64, 9000, _ptsz)                             \
+    X(cuStreamWriteValue64_v2, cuStreamWriteValue64, 11070, )                                   \
+    X(cuStreamWriteValue64_v2_ptsz, cuStreamWriteValue64, 11070, _ptsz)                         \
+    X(cuStreamBatchMemOp, cuStreamBatchMemOp, 8000, )                                           \
+    X(cuStreamBatchMemOp_ptsz, cuStreamBatchMemOp, 8000, _ptsz)                                 \
+    X(cuStreamBatchMemOp_v2, cuStreamBatchMemOp, 11070, )                                       \
+    X(cuStreamBatchMemOp_v2_ptsz, cuStreamBatchMemOp, 11070, _ptsz)
+
 /* Peer access, which residency mirrors onto the arenas' mappings (a pointer into another
  * device's arena that the shim does not see then reaches it as it would without the shim). */
 #define SHIM_HOOKS_PEER(X)                                                                      \
@@ -218,6 +242,7 @@
     SHIM_HOOKS_COPY_ARRAY(X)                                                                    \
     SHIM_HOOKS_COPY_DESC(X)                                                                     \
     SHIM_HOOKS_MEMSET(X)                                                                        \
+    SHIM_HOOKS_MEMOP(X)                                                                         \
     SHIM_HOOKS_PROC(X)
 
 /* Driver functions the shim itself calls (never intercepted). */

@@ -538,8 +538,10 @@ static uint32_t *grants_of(res_dev_t *o, int dev)
 }
 
 /* Take the allocation of p, in o's arena, for f (see above): under o's lock, with o's context
- * current for any migration.  A p in no chunk in use is left to the driver. */
-static void foreign_take(foreign_t *f, res_dev_t *o, uint64_t p)
+ * current for any migration; `word`: only the chunk holding p (a stream memory operation's
+ * word, res_memop_begin).  A p in no chunk in use is left to the driver.  Where o is f's own
+ * device its access is never touched. */
+static void foreign_take(foreign_t *f, res_dev_t *o, uint64_t p, int word)
 {
     CUcontext popped;
     int pushed = DRV(cuCtxPushCurrent_v2)(res_dev_ctx(o)) == CUDA_SUCCESS;
@@ -548,8 +550,10 @@ static void foreign_take(foreign_t *f, res_dev_t *o, uint64_t p)
     uint32_t ci = (uint32_t)((p - o->base) / o->chunk);
     const chunk_t *c = &o->chunks[ci];
     if (c->tier != TIER_NONE) {
-        uint32_t first = c->span_n > 1 ? c->span_first : ci, n = c->span_n > 1 ? c->span_n : 1;
-        uint32_t *g = grants_of(o, f->dev);
+        uint32_t first = c->span_n > 1 && !word ? c->span_first : ci;
+        uint32_t n = c->span_n > 1 && !word ? c->span_n : 1;
+        int own = o->device == f->dev;
+        uint32_t *g = own ? NULL : grants_of(o, f->dev);
         for (uint32_t i = first; i < first + n; i++) {
             res_map_back(o, i);
             if (f->pinned)
@@ -559,7 +563,7 @@ static void foreign_take(foreign_t *f, res_dev_t *o, uint64_t p)
             if (g && g[i] != RES_GRANT_FOR_GOOD)
                 g[i] = f->pinned ? RES_GRANT_FOR_GOOD : g[i] + 1;
         }
-        if (peer_access(o, first, n, f->dev, 1) != CUDA_SUCCESS)
+        if (!own && peer_access(o, first, n, f->dev, 1) != CUDA_SUCCESS)
             SHIM_WARN(RES, "device %d cannot be given access to device %d's memory at 0x%llx: "
                       "the operation will fail", f->dev, o->device, (unsigned long long)p);
         f->op[f->count].o = o;
@@ -633,6 +637,11 @@ static void foreign_unhold(res_dev_t *o, uint32_t first, uint32_t n, int dev)
     int keep = atomic_load(&res_peers[o->device]) >> dev & 1;
     uint32_t run = 0;
 
+    if (dev == o->device) {         /* a stream memory operation's own device */
+        for (uint32_t ci = first; ci < first + n; ci++)
+            res_unhold(o, ci);
+        return;
+    }
     for (uint32_t ci = first; ci <= first + n; ci++) {
         if (ci < first + n) {
             res_unhold(o, ci);
@@ -820,7 +829,7 @@ static SHIM_COLD __attribute__((noinline)) collect_t *others_take(collect_t *k, 
         for (uint32_t i = 0; i < n; i++) {
             res_dev_t *o = res_owner(w[i]);
             if (o && o != d && !foreign_has(f, o, w[i]))
-                foreign_take(f, o, w[i]);
+                foreign_take(f, o, w[i], 0);
         }
     }
     if (traced)
@@ -1278,4 +1287,55 @@ void res_copy_end(shim_copy_t *c, CUresult r)
             res_unhold(k->d, k->ids[i]);
     }
     op_end(k, r, c->stream, c->hook);
+}
+
+/* ---------------------------------------------------------------- stream memory operations */
+
+/*
+ * A stream memory operation (cuStreamWaitValue*, cuStreamWriteValue*, the entries of a
+ * cuStreamBatchMemOp) reads or writes one word, which may lie in an arena, its stream's
+ * device's or another's.  A wait may stay pending as long as the application likes: its
+ * condition may wait for work not yet submitted, or for the host.  So it is not recorded as a
+ * use of the chunk, since an eviction would then wait for it, perhaps while the thread that
+ * would release it waits for the eviction; the word's chunk is made addressable and held where
+ * it is, as another device's operation holds what it reaches (foreign_hold_t above), until an
+ * event recorded behind the operation completes, and a captured one pins it.  A held chunk is
+ * neither evicted nor moved, and a free of it waits for the event.  Another device's chunk is
+ * also made accessible to the stream's device, as for a peer operation.
+ */
+void *res_memop_begin(CUstream s, int ptds, const CUdeviceptr *p, uint32_t n)
+{
+    CUcontext ctx = NULL;
+    res_dev_t *d;
+    foreign_t *f = NULL;
+    if (atomic_load_explicit(&res_arenas, memory_order_acquire) == 0 || !(d = op_dev(s, &ctx)))
+        return NULL;
+    relax_t rx = relax_begin();
+    for (uint32_t i = 0; i < n; i++) {
+        res_dev_t *o = res_owner(p[i]);
+        if (!o || (f && foreign_has(f, o, p[i])))
+            continue;
+        if (!f) {
+            if (!(f = malloc(sizeof(*f) + n * sizeof(f->op[0])))) {
+                SHIM_WARN(RES, "out of memory: a stream memory operation on device %d may "
+                          "reach memory being paged", d->device);
+                break;
+            }
+            *f = (foreign_t){ .dev = d->device, .ctx = ctx,
+                              .pinned = res_stream_capturing(s, ptds) };
+        }
+        foreign_take(f, o, p[i], 1);
+    }
+    relax_end(rx);
+    if (f && !f->count) {
+        free(f);
+        f = NULL;
+    }
+    return f;
+}
+
+void res_memop_end(void *held, CUstream s, int ptds, CUresult r)
+{
+    if (held)
+        foreign_end(held, s, ptds, r);
 }

@@ -314,6 +314,13 @@ struct shim_lock *res_launch_fast(CUfunction f, void **params, CUstream s, int p
                                   int traced);
 CUresult res_copy_begin(shim_copy_t *c);
 void res_copy_end(shim_copy_t *c, CUresult r);
+/* Around a stream memory operation on stream s (ptds: the _ptsz ABI) naming the words at
+ * p[0, n) (res_launch.c): begin makes the chunks holding those in an arena addressable and
+ * holds them; end, after the driver returned r, keeps them held until the operation is done
+ * on its stream (released at once when r is an error).  begin returns NULL when it holds
+ * nothing. */
+void *res_memop_begin(CUstream s, int ptds, const CUdeviceptr *p, uint32_t n);
+void res_memop_end(void *held, CUstream s, int ptds, CUresult r);
 /* Around an NCCL call (res_nccl.c): the chunks of its send and receive ranges (ptr 0: none;
  * bytes 0: the whole allocation) are made usable and held; end records their use on the
  * stream when `used` and releases them.  begin returns NULL when nothing is held. */
