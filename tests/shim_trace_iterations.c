@@ -16,7 +16,9 @@
  * ELIXIR_CUPTI naming a missing library falls back to events too, and naming the simulator's
  * library loads that one.  In the "late" case the scenario subscribes after its loop: the
  * shim must have given its subscription up an iteration after the profiled ones (with the
- * profiled iterations' times all recorded), so that another tool can attach.
+ * profiled iterations' times all recorded), so that another tool can attach.  In each case
+ * elixir-trace must show those times: `kernels --json` one timed launch of each kernel per
+ * profiled iteration, and the Chrome timeline each timed slice marked with its source.
  */
 #define TT_KERNELS
 #include "shim_trace_test.h"
@@ -158,6 +160,32 @@ static void check_timings(const tt_trace_t *t, int w, int p, uint32_t source, co
            tt_count(t, TRC_EV_TIMING), want);
 }
 
+/* What elixir-trace makes of it: `kernels --json` counts p timed launches of each kernel
+ * (one per profiled iteration) out of N, and the Chrome timeline names the times' source. */
+static void check_tool(const char *path, int p, uint32_t source, const char *what)
+{
+    char out[256], json[256], want[128];
+    snprintf(out, sizeof(out), "%s.out", path);
+    snprintf(json, sizeof(json), "%s.json", path);
+    const char *kernels[] = { "kernels", path, "--json", NULL };
+    const char *text = tt_tool(kernels, out, out);
+    static const char *const names[] = { "tt_k1", "tt_k2", "tt_k3" };
+    for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+        snprintf(want, sizeof(want), "{\"name\": \"%s\", \"launches\": %d, \"timed\": %d,",
+                 names[i], N, p);
+        EXPECT(strstr(text, want), "%s: kernels --json lacks '%s':\n%s", what, want, text);
+    }
+    const char *timeline[] = { "timeline", "--chrome", json, path, NULL };
+    text = tt_tool(timeline, out, json);
+    unlink(out);
+    const char *mine = source == TRC_TIMING_CUPTI ? "\"timing\":\"cupti\"" :
+                                                    "\"timing\":\"events\"";
+    const char *other = source == TRC_TIMING_CUPTI ? "\"timing\":\"events\"" :
+                                                     "\"timing\":\"cupti\"";
+    EXPECT(strstr(text, mine) && !strstr(text, other),
+           "%s: the Chrome timeline's slices are not all marked %s", what, mine);
+}
+
 typedef struct run_case {
     const char *name, *mode;
     const char *env[4];
@@ -181,6 +209,7 @@ static void run(const run_case_t *c, int k)
     tt_expect_clean(&t, c->name);
     check_marks(&t, c->name);
     check_timings(&t, c->warmup, c->profile, c->source, c->name);
+    check_tool(path, c->profile, c->source, c->name);
     printf("%s: %d iterations marked, %d profiled with %s times\n", c->name, N, c->profile,
            c->source == TRC_TIMING_CUPTI ? "CUPTI" : "event");
     tt_free(&t);
