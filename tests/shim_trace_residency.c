@@ -8,7 +8,8 @@
  * buffers, so that backing each new one evicts older chunks to host memory (evictions for an
  * allocation, with no cause), then launches tt_k1 on the first buffer, which brings its
  * chunks back and evicts others (for that launch, whose id the migrations name), then frees
- * everything.  The test checks every MIGRATION, EVICTION and MEMORY record against that.
+ * everything.  The test checks every MIGRATION, EVICTION and MEMORY record against that,
+ * then what elixir-trace's summary, Chrome timeline and plot show of them.
  */
 #define TT_KERNELS
 #include "shim_trace_test.h"
@@ -116,6 +117,95 @@ static void check_memory(const tt_trace_t *t)
            (unsigned long long)most, (unsigned long long)host, BUFS * BUF_BYTES);
 }
 
+static size_t count_migrations(const tt_trace_t *t, uint32_t from, uint32_t to, int caused)
+{
+    size_t n = 0;
+
+    for (size_t i = 0; i < t->n; i++) {
+        const trc_migration_t *m = &t->ev[i].u.migration;
+        n += t->ev[i].type == TRC_EV_MIGRATION &&
+             (caused ? m->cause != 0 : m->from == from && m->to == to);
+    }
+    return n;
+}
+
+static size_t count_evictions(const tt_trace_t *t, uint32_t reason)
+{
+    size_t n = 0;
+
+    for (size_t i = 0; i < t->n; i++)
+        n += t->ev[i].type == TRC_EV_EVICTION && t->ev[i].u.eviction.reason == reason;
+    return n;
+}
+
+/* The highest value of tier k in the MEMORY records, as elixir-trace prints a size. */
+static void peak_text(const tt_trace_t *t, int k, char *buf, size_t len)
+{
+    uint64_t most = 0;
+
+    for (size_t i = 0; i < t->n; i++)
+        if (t->ev[i].type == TRC_EV_MEMORY && t->ev[i].u.memory.bytes[k] > most)
+            most = t->ev[i].u.memory.bytes[k];
+    if (most)
+        snprintf(buf, len, "%.2f MiB", (double)most / (1 << 20));
+    else
+        snprintf(buf, len, "0 B");
+}
+
+/* What elixir-trace makes of these records: the summary's peak per tier, migrations per
+ * direction and evictions per reason; a Chrome slice per migration and a flow from the
+ * launch to each migration it caused; the plot's two tiers, migrations and budget. */
+static void check_tool(const tt_trace_t *t, const char *path)
+{
+    char out[256], json[256], svg[256], want[160], peak[4][32];
+    snprintf(out, sizeof(out), "%s.out", path);
+    snprintf(json, sizeof(json), "%s.json", path);
+    snprintf(svg, sizeof(svg), "%s.svg", path);
+
+    const char *summary[] = { "summary", path, NULL };
+    const char *text = tt_tool(summary, out, out);
+    for (int k = 0; k < 4; k++)
+        peak_text(t, k, peak[k], sizeof(peak[k]));
+    snprintf(want, sizeof(want), "  0       %12s  %12s  %12s  %12s\n", peak[0], peak[1], peak[2],
+             peak[3]);
+    EXPECT(strstr(text, want), "the summary lacks the peaks '%s':\n%s", want, text);
+    size_t out_n = count_migrations(t, TRC_TIER_GPU, TRC_TIER_HOST, 0);
+    size_t in_n = count_migrations(t, TRC_TIER_HOST, TRC_TIER_GPU, 0);
+    snprintf(want, sizeof(want), "migrations  %zu\n  gpu  -> host  %8zu  %5zu.00 MiB\n"
+             "  host -> gpu   %8zu  %5zu.00 MiB\n", out_n + in_n, out_n, 2 * out_n, in_n,
+             2 * in_n);
+    EXPECT(strstr(text, want), "the summary lacks the migrations '%s':\n%s", want, text);
+    size_t ev_launch = count_evictions(t, TRC_EVICT_FOR_LAUNCH);
+    size_t ev_alloc = count_evictions(t, TRC_EVICT_FOR_ALLOC);
+    snprintf(want, sizeof(want), "evictions   %zu\n", tt_count(t, TRC_EV_EVICTION));
+    EXPECT(strstr(text, want), "the summary lacks '%s':\n%s", want, text);
+    snprintf(want, sizeof(want), "  for-launch    %8zu  %5zu.00 MiB\n", ev_launch, 2 * ev_launch);
+    EXPECT(strstr(text, want), "the summary lacks '%s':\n%s", want, text);
+    snprintf(want, sizeof(want), "  for-alloc     %8zu  %5zu.00 MiB\n", ev_alloc, 2 * ev_alloc);
+    EXPECT(strstr(text, want), "the summary lacks '%s':\n%s", want, text);
+
+    const char *timeline[] = { "timeline", "--chrome", json, path, NULL };
+    text = tt_tool(timeline, out, json);
+    size_t slices = (size_t)sh_count(text, "\"cat\":\"migration\"");
+    size_t flows = (size_t)sh_count(text, "\"cat\":\"migration.cause\"");
+    size_t caused = count_migrations(t, 0, 0, 1);
+    EXPECT(slices == tt_count(t, TRC_EV_MIGRATION) && caused > 0 && flows == 2 * caused,
+           "the Chrome timeline has %zu migration slices and %zu flow ends; the trace %zu "
+           "migrations, %zu of them with a cause", slices, flows, tt_count(t, TRC_EV_MIGRATION),
+           caused);
+
+    const char *plot[] = { "plot", path, svg, NULL };
+    text = tt_tool(plot, out, svg);
+    unlink(out);
+    static const char *const marks[] = { "class=\"area\" data-tier=\"gpu\"",
+                                         "class=\"area\" data-tier=\"host\"",
+                                         "class=\"migrations\" data-direction=\"evict\"",
+                                         "class=\"migrations\" data-direction=\"fetch\"",
+                                         "class=\"budget\" data-tier=\"gpu\"" };
+    for (size_t i = 0; i < sizeof(marks) / sizeof(marks[0]); i++)
+        EXPECT(strstr(text, marks[i]), "the plot has no <path %s>", marks[i]);
+}
+
 int main(int argc, char **argv)
 {
     sh_scenario_child(argc, argv, scenario);
@@ -136,6 +226,7 @@ int main(int argc, char **argv)
            "eviction reasons seen (bit mask) 0x%x, expected for allocations and for the launch",
            reasons);
     check_memory(&t);
+    check_tool(&t, path);
     printf("%zu migrations (%d caused by the launch), %zu evictions, %zu memory records\n",
            tt_count(&t, TRC_EV_MIGRATION), caused, tt_count(&t, TRC_EV_EVICTION),
            tt_count(&t, TRC_EV_MEMORY));
