@@ -9,7 +9,7 @@
  * legacy stream, reads A back, sets part of C, frees B, and prints its pid and the three
  * addresses.  The test reads the trace and checks each record's fields against what the
  * scenario did: exactly these operations, in this order, with distinct increasing ids; then
- * elixir-trace's summary, kernels --json and Chrome timeline of it.
+ * elixir-trace's summary, kernels --json, allocs --live --json and Chrome timeline of it.
  */
 #define TT_KERNELS
 #include "shim_trace_test.h"
@@ -201,8 +201,24 @@ static void check_depth(int depth)
     sh_run_free(&r);
 }
 
-/* What elixir-trace makes of this trace: the summary, the kernels as JSON, the timeline. */
-static void check_tool(const char *path, size_t events)
+/* `allocs --live --json`: A and C, never freed, and not B, whose FREE the tool must apply. */
+static void check_live(const char *path, const char *out, const expect_ctx_t *x)
+{
+    char want[3][64];
+    const char *live[] = { "allocs", path, "--live", "--json", NULL };
+    const char *text = tt_tool(live, out, out);
+    const uint64_t addr[3] = { x->a, x->b, x->c };
+
+    for (int i = 0; i < 3; i++)
+        snprintf(want[i], sizeof(want[i]), "\"addr\": %llu,", (unsigned long long)addr[i]);
+    EXPECT(strstr(text, "\"matched\": 2,") && strstr(text, want[0]) && !strstr(text, want[1]) &&
+               strstr(text, want[2]),
+           "allocs --live --json does not list exactly A and C (B was freed):\n%s", text);
+}
+
+/* What elixir-trace makes of this trace: the summary, the kernels as JSON, the allocations
+ * still live, the timeline. */
+static void check_tool(const char *path, size_t events, const expect_ctx_t *x)
 {
     char out[256], json[256], want[64];
     snprintf(out, sizeof(out), "%s.out", path);
@@ -224,6 +240,7 @@ static void check_tool(const char *path, size_t events)
                strstr(text, "{\"name\": \"tt_k2\", \"launches\": 1,"),
            "kernels --json does not list tt_k1 and tt_k2 once each:\n%s", text);
 
+    check_live(path, out, x);
     const char *timeline[] = { "timeline", "--chrome", json, path, NULL };
     text = tt_tool(timeline, out, json);
     unlink(out);
@@ -269,7 +286,7 @@ int main(int argc, char **argv)
            tt_count(&t, TRC_EV_FREE), f ? (unsigned long long)f->u.free.id : 0,
            (unsigned long long)x.idb);
     check_ops(&x);
-    check_tool(path, t.n);
+    check_tool(path, t.n, &x);
     printf("trace of %zu events: process, device, options, 3 allocations with call sites, "
            "1 free, 2 launches, 2 copies, 2 memsets as done\n", t.n);
     check_depth(2);
