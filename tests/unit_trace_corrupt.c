@@ -6,6 +6,7 @@
  * stack frames, string lengths), overlong varints, out-of-range and undefined ids, bad span
  * flags, time overflows; the 1.1 additions (TIMING, MEMORY with fewer or more tiers than this
  * reader knows, trailing ids that a 1.0 record lacks, TIME_BASE resetting every delta base);
+ * the 1.3 DROPPED record (its fields, a source beyond 32 bits, a missing count);
  * unknown record types of every kind skipped; and 20000 traces with
  * random bytes flipped, each read to the end without a crash and with a sane outcome.  Every
  * error must carry "offset N: reason" and the right errno.
@@ -362,6 +363,31 @@ static void test_v11_records(void)
     expect("timing end overflows", &b, -EBADMSG, 0, "end time overflows");
 }
 
+/* DROPPED (1.3): read with a later version's trailing field; its source must fit 32 bits and
+ * its count must be there (it is no appended field). */
+static void test_v13_records(void)
+{
+    bb_t b = { .n = 0 }, p = { .n = 0 };
+    trc_event_t ev;
+    header(&b, TRC_MAGIC, 1, 3, 32);
+    s(&p, 1000), u(&p, TRC_TIMING_CUPTI), u(&p, 1ull << 40), u(&p, 99);
+    rec(&b, TRC_EV_DROPPED, &p);
+    CHECK_FIELD("dropped reads", 0, read_last(&b, &ev));
+    CHECK_FIELD("dropped: type", TRC_EV_DROPPED, ev.type);
+    CHECK_FIELD("dropped: time", 1000, ev.time);
+    CHECK_FIELD("dropped: source", TRC_TIMING_CUPTI, ev.u.dropped.source);
+    CHECK_FIELD("dropped: count", 1ull << 40, ev.u.dropped.count);
+    b.n = 32, p.n = 0;
+    s(&p, 1000), u(&p, 1ull << 33), u(&p, 1);
+    rec(&b, TRC_EV_DROPPED, &p);
+    expect("dropped source out of range", &b, -EBADMSG, 0,
+           "timing source 8589934592 out of range");
+    b.n = 32, p.n = 0;
+    s(&p, 1000), u(&p, TRC_TIMING_CUPTI);
+    rec(&b, TRC_EV_DROPPED, &p);
+    expect("dropped without its count", &b, -EBADMSG, 0, "fields run past its length");
+}
+
 /* TIME_BASE resets the alloc, launch and addr bases too (1.1). */
 static void test_time_base(void)
 {
@@ -494,6 +520,7 @@ int main(void)
     test_values();
     test_v10_records();
     test_v11_records();
+    test_v13_records();
     test_time_base();
     test_unknown();
     test_flips();
