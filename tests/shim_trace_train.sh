@@ -5,7 +5,8 @@
 # and with a GPU budget of a quarter of the job (migrations recorded too); each trace reads
 # back whole with elixir-trace, with one iteration marked per training step, in at most 32
 # bytes per event on average (the whole file, tables included).  (The event count, iteration
-# count and migration total are read from `elixir-trace summary`.)
+# count and migration total are read from `elixir-trace summary`.)  `elixir-trace diff` of the
+# two runs must show the migrations as new, the same iteration count and a lower GPU peak.
 set -u
 . tests/lib/sim_env.sh
 sim_setup
@@ -51,6 +52,16 @@ for mode in per-tensor pooled; do
     moved=$(sed -n 's/^migrations *\([0-9]*\).*/\1/p' "$tmp/small.summary")
     if [ "${moved:-0}" -eq 0 ]; then
         cat "$tmp/small.summary"; echo "FAIL: $mode: no migration recorded at a quarter of the GPU"
+        exit 1
+    fi
+    "$TOOL" diff "$tmp/full.trace" "$tmp/small.trace" >"$tmp/diff" 2>&1 || {
+        cat "$tmp/diff"; echo "FAIL: $mode: elixir-trace diff cannot compare the runs"; exit 1; }
+    if ! grep -Eq "^migrations +0 +$moved +new \(was 0\)$" "$tmp/diff" ||
+        ! grep -Eq "^iterations +$STEPS +$STEPS +same$" "$tmp/diff" ||
+        ! grep -Eq "^peak gpu, device 0 +.* -[0-9.]+% \(x0\.[0-9]+\)$" "$tmp/diff"; then
+        cat "$tmp/diff"
+        echo "FAIL: $mode: diff does not show $moved new migrations, the same $STEPS" \
+             "iterations and a lower GPU peak at a quarter of the GPU"
         exit 1
     fi
     echo "$mode: digest $want with and without recording; $STEPS iterations marked;" \
