@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * shim_trace_cupti_dropped.c - the activity records CUPTI drops are noticed, said once in the
- * log, recorded in the trace (a DROPPED record) and shown by `elixir-trace summary`; a trace
- * that lost nothing says nothing of it.
+ * log, recorded in the trace (a DROPPED record) and shown by `elixir-trace summary`, `kernels`
+ * and `report`; a trace that lost nothing says nothing of it.
  *
  * The scenario is a training loop of N iterations: an upload (HtoD) and tt_k1 on a stream of
  * its own, tt_k2 on the legacy stream, tt_k3 on the first stream again, then synchronise; one
@@ -13,7 +13,8 @@
  * record, of 216 and 96 bytes), CUPTI drops the record of every one of those operations: the
  * trace must have no TIMING record, a DROPPED record (source CUPTI) counting exactly as many
  * records as the first run had TIMING ones, the log must say that count once, and the
- * summary must say it and show the kernels without device times.  With 32-byte buffers the
+ * summary must say it and show the kernels without device times, and so must `kernels` (its
+ * table, and its JSON's "dropped_records") and `report`.  With 32-byte buffers the
  * API record of each of those operations is dropped too (only the external correlation
  * records fit): CUPTI counts those in its global queue, so the DROPPED record counts twice as
  * many.  With TT_DROPPED_CTX=1 the first three iterations also run a kernel in another context,
@@ -86,12 +87,15 @@ static void scenario(void)
     CHECK_CU(cuMemFree(y));
 }
 
+static char trace_path[128];    /* the last trace record() made */
+
 /* Records the scenario into trace k, with `extra` in the environment (or nothing); returns
  * the run, the trace in *t and the summary's text (static). */
 static const char *record(int k, const char *extra, const char *more, sh_run_t *r,
                           tt_trace_t *t)
 {
     const char *path = tt_path("cupti-dropped", k);
+    snprintf(trace_path, sizeof(trace_path), "%s", path);
     const char *env[] = { tt_env_trace(path, k), "ELIXIR_PROFILE_WARMUP=1",
                           "ELIXIR_PROFILE_ITERATIONS=1", extra, more, NULL };
     *r = sh_run_ok("scenario", env);
@@ -102,6 +106,30 @@ static const char *record(int k, const char *extra, const char *more, sh_run_t *
     const char *args[] = { "summary", path, NULL };
     const char *out = tt_path("cupti-dropped", k + 2);
     return tt_tool(args, out, out);
+}
+
+/* `kernels` (as a table and as JSON) and `report` of the trace at path say that `lost`
+ * device-time records were dropped, or say nothing of drops when none were. */
+static void check_tables(const char *path, uint64_t lost)
+{
+    char out[256], html[256], want[128], json[64];
+    snprintf(out, sizeof(out), "%s.out", path);
+    snprintf(html, sizeof(html), "%s.html", path);
+    snprintf(want, sizeof(want), "CUPTI dropped %llu activity records: kernel timings incomplete",
+             (unsigned long long)lost);
+    snprintf(json, sizeof(json), "\"dropped_records\": %llu}", (unsigned long long)lost);
+    const char *table[] = { "kernels", path, NULL };
+    const char *text = tt_tool(table, out, out);
+    EXPECT(lost ? strstr(text, want) != NULL : strstr(text, "timings incomplete") == NULL,
+           "kernels %s \"%s\":\n%s", lost ? "does not say" : "speaks of drops, not", want, text);
+    const char *as_json[] = { "kernels", path, "--json", NULL };
+    text = tt_tool(as_json, out, out);
+    EXPECT(strstr(text, json) != NULL, "kernels --json lacks '%s':\n%s", json, text);
+    const char *report[] = { "report", path, html, NULL };
+    text = tt_tool(report, out, html);
+    unlink(out);
+    EXPECT(lost ? strstr(text, want) != NULL : strstr(text, "timings incomplete") == NULL,
+           "the report %s \"%s\"", lost ? "does not say" : "speaks of drops, not", want);
 }
 
 /* The DROPPED records' total (of CUPTI), and their number in *n. */
@@ -136,6 +164,7 @@ int main(int argc, char **argv)
            r.err);
     EXPECT(strstr(summary, "CUPTI dropped") == NULL, "the summary speaks of drops:\n%s", summary);
     EXPECT(strstr(summary, "tt_k2") != NULL, "the summary lists no kernel:\n%s", summary);
+    check_tables(trace_path, 0);
     tt_free(&t);
     sh_run_free(&r);
 
@@ -158,6 +187,7 @@ int main(int argc, char **argv)
         line--;
     EXPECT(line && strncmp(line, "           -", 12) == 0,
            "tt_k2 shown with device times though its records were dropped:\n%s", summary);
+    check_tables(trace_path, lost);
     tt_free(&t);
     sh_run_free(&r);
 
@@ -185,8 +215,8 @@ int main(int argc, char **argv)
     EXPECT(n == 1 && lost == timed_ctx,
            "%zu DROPPED records counting %llu; expected one counting %zu (one of a context "
            "destroyed)", n, (unsigned long long)lost, timed_ctx);
-    printf("%zu, %zu and %zu records dropped, reported in the log, the trace and the summary\n",
-           timed, 2 * timed, timed_ctx);
+    printf("%zu, %zu and %zu records dropped, reported in the log, the trace, the summary, "
+           "kernels and report\n", timed, 2 * timed, timed_ctx);
     tt_free(&t);
     sh_run_free(&r);
     return 0;

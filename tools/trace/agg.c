@@ -11,6 +11,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -284,6 +285,18 @@ static const char *base_name(const char *path)
 {
     const char *s = path ? strrchr(path, '/') : NULL;
     return s ? s + 1 : path && path[0] ? path : "?";
+}
+
+const char *tm_dropped_text(const tm_trace_t *t, int cupti, char *buf, size_t len)
+{
+    uint64_t n = cupti ? t->dropped_cupti : t->dropped_other;
+    if (!n)
+        return NULL;
+    snprintf(buf, len, cupti ? "CUPTI dropped %" PRIu64 " activity records: kernel timings "
+                               "incomplete"
+                             : "the timing source lost %" PRIu64 " records: kernel timings "
+                               "incomplete", n);
+    return buf;
 }
 
 void tm_stack_text(const trc_stack_t *s, unsigned frames, char *buf, size_t len)

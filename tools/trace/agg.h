@@ -58,6 +58,11 @@ const tm_alloc_t **tm_allocs_by_size(const tm_trace_t *t);
 /* That order as a qsort comparator over `const tm_alloc_t *` elements. */
 int tm_alloc_cmp_size(const void *a, const void *b);
 
+/* The warning that the trace's device times are incomplete (its DROPPED records), in buf, for
+ * records CUPTI dropped when `cupti`, else for those other timing sources lost; NULL when
+ * that source lost none.  Every command and export that shows kernel times says it. */
+const char *tm_dropped_text(const tm_trace_t *t, int cupti, char *buf, size_t len);
+
 /* A call site as text: "symbol+0xoff (module)" frames joined by " < ", innermost first, at
  * most `frames` frames (0: all), symbolised from the modules' ELF symbol tables when they can
  * be read, "module+0xoff" otherwise.  Writes at most len bytes (NUL-terminated). */

@@ -81,5 +81,8 @@ extern const cli_cmd_t cmd_summary, cmd_allocs, cmd_kernels, cmd_diff, cmd_timel
 void print_alloc_table(const tm_trace_t *t, const tm_alloc_t **v, size_t n, size_t top,
                        unsigned depth);
 void print_kernel_table(const tm_kernel_stat_t *k, size_t n, size_t top);
+/* cmd_summary.c, shared with kernels: a line per timing source that lost device-time records
+ * (DROPPED), since the times that follow leave out the operations those records were of. */
+void print_dropped(const tm_trace_t *t);
 
 #endif

@@ -161,15 +161,12 @@ static void print_budgets(const tm_trace_t *t)
     }
 }
 
-/* Device-time records the timing source lost: the times below leave out those operations. */
-static void print_dropped(const tm_trace_t *t)
+void print_dropped(const tm_trace_t *t)
 {
-    if (t->dropped_cupti)
-        printf("CUPTI dropped %" PRIu64 " activity records: kernel timings incomplete\n",
-               t->dropped_cupti);
-    if (t->dropped_other)
-        printf("the timing source lost %" PRIu64 " records: kernel timings incomplete\n",
-               t->dropped_other);
+    char b[128];
+    for (int cupti = 1; cupti >= 0; cupti--)
+        if (tm_dropped_text(t, cupti, b, sizeof(b)))
+            printf("%s\n", b);
 }
 
 static void print_kernels(const tm_trace_t *t, size_t top)

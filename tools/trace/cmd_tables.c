@@ -369,7 +369,7 @@ static void json_kernels(const tm_trace_t *t, const char *key, const tm_kernel_s
         else
             printf(", \"mean_ns\": null, \"min_ns\": null, \"max_ns\": null}");
     }
-    printf("\n]}\n");
+    printf("\n], \"dropped_records\": %" PRIu64 "}\n", t->dropped_cupti + t->dropped_other);
 }
 
 static int run_kernels(const cli_cmd_t *c, char **pos)
@@ -392,6 +392,7 @@ static int run_kernels(const cli_cmd_t *c, char **pos)
         json_kernels(&t, key, k, n, shown);
     } else {
         printf("%zu kernels match; %zu shown, by %s\n", n, shown, key);
+        print_dropped(&t);
         print_kernel_table(k, n, top);
     }
     free(k);
@@ -407,7 +408,9 @@ const cli_cmd_t cmd_kernels = {
     .details = "Lists the kernels of the trace, one row per name: launches, and over the\n"
                "launches with known device times (from CUPTI or CUDA events) the total,\n"
                "mean, min and max time.  Kernels without any timed launch show '-' and\n"
-               "sort as 0.  In JSON, times are in ns.",
+               "sort as 0.  When the trace says that device-time records were dropped\n"
+               "(CUPTI's buffers full), a line says how many before the table, and JSON\n"
+               "gives their count as dropped_records.  In JSON, times are in ns.",
     .opts = kernel_opts,
     .run = run_kernels,
 };

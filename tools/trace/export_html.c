@@ -342,6 +342,11 @@ static int kernels(FILE *f, const tm_trace_t *t)
     if (tm_kernel_stats(t, &k, &n) < 0)
         return -ENOMEM;
     fputs("<h2>Top kernels</h2>\n", f);
+    for (int cupti = 1; cupti >= 0; cupti--) {
+        char b[128];
+        if (tm_dropped_text(t, cupti, b, sizeof(b)))
+            fprintf(f, "<p class=\"warn\">%s</p>\n", b);
+    }
     if (!n)
         fputs("<p class=\"note\">no kernel launches in this trace</p>\n", f);
     else
