@@ -2,14 +2,15 @@
 /*
  * shim_options.c - the ELIXIR_* options of libelixir.so, seen from a preloaded child.
  *
- *   - bad values: each is reported once (however many calls the child makes), naming the
- *     variable, the value and the accepted form, and the default is used (ELIXIR_VERBOSE=1
- *     lists the value in force);
+ *   - bad values, of every option in the table: each is reported once (however many calls
+ *     the child makes), naming the variable, the value and the accepted form, and the default
+ *     is used (ELIXIR_VERBOSE=1 lists the value in force);
  *   - good values, in every accepted form, are taken and not reported;
  *   - ELIXIR_LOG and ELIXIR_LOG_SUBSYS select lines by level and subsystem, "^" excluding;
  *   - ELIXIR_LOG_FILE expands %p and %h;
  *   - ELIXIR_STATS=1 prints the statistics once, at exit.
  */
+#include <limits.h>
 #include <string.h>
 
 #include "shim_test.h"
@@ -71,6 +72,43 @@ static void bad_values(void)
     expect_reported(&r, "ELIXIR_DISABLE", "perhaps", "1 or 0", "0");
     EXPECT(!strstr(r.err, "statistics of process"), "statistics printed with STATS=maybe");
     EXPECT(strstr(r.err, "shim/options.c:"), "a warning without file:line:\n%s", r.err);
+    sh_run_free(&r);
+}
+
+/* The recording options' types (depth, count, CUPTI, size), a bad ELIXIR_VERBOSE and a log
+ * file name too long for a path: each parser has its own bounds, so each is tried; the trace
+ * options are read whether or not ELIXIR_TRACE is set. */
+static void bad_other_values(void)
+{
+    static const char *const env[] = {
+        "ELIXIR_VERBOSE=1", "ELIXIR_TRACE_DEPTH=257", "ELIXIR_PROFILE_WARMUP=-1",
+        "ELIXIR_PROFILE_ITERATIONS=3x", "ELIXIR_CUPTI=", "ELIXIR_CUPTI_BUFFER=2G", NULL
+    };
+    static const char *const quiet[] = { "ELIXIR_VERBOSE=loud", "ELIXIR_CUPTI_BUFFER=0", NULL };
+    static char long_file[PATH_MAX + 32] = "ELIXIR_LOG_FILE=/tmp/";
+    const char *too_long[] = { long_file, NULL };
+    sh_run_t r = run_child(env);
+
+    expect_reported(&r, "ELIXIR_TRACE_DEPTH", "257", "from 0 to 256", "16");
+    expect_reported(&r, "ELIXIR_PROFILE_WARMUP", "-1", "a whole number", "1");
+    expect_reported(&r, "ELIXIR_PROFILE_ITERATIONS", "3x", "a whole number", "1");
+    expect_reported(&r, "ELIXIR_CUPTI", "", "auto, off, or the path", "auto");
+    expect_reported(&r, "ELIXIR_CUPTI_BUFFER", "2G", "from 1 to 1G", "1M");
+    sh_run_free(&r);
+
+    r = run_child(quiet);
+    EXPECT(sh_count(r.err, "ELIXIR_VERBOSE=\"loud\" is not valid") == 1 &&
+               strstr(r.err, "ELIXIR_CUPTI_BUFFER=\"0\" is not valid: expected a size"),
+           "ELIXIR_VERBOSE=loud or ELIXIR_CUPTI_BUFFER=0 not reported once:\n%s", r.err);
+    EXPECT(!strstr(r.err, "option ELIXIR_"), "options listed with ELIXIR_VERBOSE=loud:\n%s",
+           r.err);
+    sh_run_free(&r);
+
+    memset(long_file + strlen(long_file), 'f', PATH_MAX);
+    r = run_child(too_long);
+    EXPECT(sh_count(r.err, "ELIXIR_LOG_FILE=\"/tmp/fff") == 1 &&
+               strstr(r.err, "shorter than PATH_MAX; using the default, (none)"),
+           "a log file name of %d bytes not reported once:\n%.300s", PATH_MAX + 5, r.err);
     sh_run_free(&r);
 }
 
@@ -175,6 +213,7 @@ int main(int argc, char **argv)
     }
     bad_values();
     bad_memory();
+    bad_other_values();
     bad_value_errors_only();
     good_values();
     subsystems();
