@@ -9,8 +9,9 @@
  * buffer back with cuMemcpyDtoH and checks it on the host, and checks it again with a kernel
  * (which brings the chunks back into GPU memory) in the reverse order.  The statistics
  * printed at exit must show chunks moved both ways, a GPU peak within the budget, the
- * allocations counted (current, peak and total, in blocks and bytes), every migration out
- * counted as an eviction forced, and time blocked on migrations; the race checker
+ * allocations counted (current, peak and total, in blocks and bytes), the bytes moved each way
+ * (one 2 MiB chunk per migration), every migration out counted as an eviction forced, and time
+ * blocked on migrations; the race checker
  * (ELIXIR_SIM_RACECHECK=fail) must find nothing.
  */
 #define SH_RES_KERNELS
@@ -66,6 +67,19 @@ static void scenario(void)
     printf("%d buffers of %llu MiB intact\n", BUFS, BUF_BYTES / SH_MIB);
 }
 
+/* The bytes the statistics give each way: one 2 MiB chunk per migration. */
+static void check_bytes(const char *err, long long out, long long in)
+{
+    const char *moved = strstr(err, "migrations to host ");
+    long long n_out = -1, n_in = -1, mib_out = -1, mib_in = -1;
+
+    EXPECT(moved && sscanf(moved, "migrations to host %lld (%lld MiB), to GPU %lld (%lld MiB)",
+                           &n_out, &mib_out, &n_in, &mib_in) == 4 &&
+               n_out == out && n_in == in && mib_out == 2 * out && mib_in == 2 * in,
+           "migrations %lld out (%lld MiB), %lld in (%lld MiB); expected 2 MiB each:\n%s",
+           n_out, mib_out, n_in, mib_in, err);
+}
+
 /* The statistics' other figures: nine allocations (the buffers and `bad`), all freed, at
  * most nine live at once; every migration out an eviction forced by a chunk coming in; some
  * time blocked on migrations. */
@@ -106,6 +120,7 @@ int main(int argc, char **argv)
     EXPECT(out >= 12 && in >= 1, "chunks were not paged out and back:\n%s", r.err);
     EXPECT(peak >= 0 && peak <= 8, "GPU peak %lld MiB with an 8 MiB budget:\n%s", peak, r.err);
     EXPECT(host >= 24, "host peak %lld MiB: the buffers did not overflow to host memory", host);
+    check_bytes(r.err, out, in);
     check_counts(r.err, out);
     sh_run_free(&r);
     return 0;
