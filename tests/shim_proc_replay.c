@@ -9,8 +9,10 @@
  * (found with the C library's dlsym, past the shim's override), and the two answers must
  * agree: same result and symbolStatus; where the simulator returns a symbol the shim hooks
  * (libelixir.so exports it), the shim's pointer is its wrapper of exactly that symbol;
- * anywhere else, the simulator's own pointer.  Finally cuGetProcAddress asked for itself
- * (both ABIs) returns wrappers whose answers are wrapped.
+ * anywhere else, the simulator's own pointer.  A symbol the shim hooks in some variant must
+ * not be answered with a variant it does not hook: that call would bypass the shim (a
+ * per-thread or newer ABI variant missing from shim/hooks.h).  Finally cuGetProcAddress asked
+ * for itself (both ABIs) returns wrappers whose answers are wrapped.
  */
 #include <cudaTypedefs.h>
 
@@ -31,6 +33,21 @@ static void fail(replay_t *r, const char *sym, int ver, int flags, const char *e
 {
     printf("FAIL \"%s\" %d %d: expected %s, got %s\n", sym, ver, flags, expect, got);
     r->failures++;
+}
+
+/* Does libelixir.so export a variant of base symbol `sym` (the names cuda.h gives them)? */
+static int hooks_some_variant(const replay_t *r, const char *sym)
+{
+    static const char *const suffixes[] = { "", "_v2", "_v3", "_ptds", "_ptsz", "_v2_ptds",
+                                            "_v2_ptsz", "_v3_ptds", "_v3_ptsz" };
+    char name[600];     /* a request line's symbol (under 512 bytes) and a suffix */
+
+    for (size_t i = 0; i < sizeof(suffixes) / sizeof(suffixes[0]); i++) {
+        snprintf(name, sizeof(name), "%s%s", sym, suffixes[i]);
+        if (r->real_dlsym(r->shim_handle, name))
+            return 1;
+    }
+    return 0;
 }
 
 /* Compare the shim's answer (p1) with the simulator's (p2) for one found symbol. */
@@ -55,6 +72,8 @@ static void check_pointer(replay_t *r, const char *sym, int ver, int flags, void
         r->passed++;
         if (p1 != p2)
             fail(r, sym, ver, flags, real_name, got);
+        else if (hooks_some_variant(r, sym))
+            fail(r, sym, ver, flags, "a variant the shim hooks", got);
     }
 }
 
