@@ -123,7 +123,7 @@ $(BUILD)/tests/%: tests/%.c tests/lib/simtest.h $(TEST_LIB_OBJS) $(SIM_LIB)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(CFLAGS) -Itests/lib -rdynamic -o $@ $< $(TEST_LIB_OBJS) -L$(BUILD)/sim -l:libcuda.so.1 $(LDFLAGS) -ldl -lm
 
-# tests/preload/NAME.c: shared objects that tests preload beside libelixir.so.
+# tests/preload/NAME.c: shared objects that tests preload beside libelixir.so or open.
 TEST_PRELOAD_SRCS := $(wildcard tests/preload/*.c)
 TEST_PRELOADS     := $(TEST_PRELOAD_SRCS:tests/preload/%.c=$(BUILD)/tests/preload/%.so)
 
