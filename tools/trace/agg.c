@@ -8,6 +8,7 @@
  */
 #include "agg.h"
 #include "symbols.h"
+#include "text.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -263,7 +264,7 @@ int tm_iteration_times(const tm_trace_t *t, tm_iter_times_t *out)
     memset(out, 0, sizeof(*out));
     if (tm_iteration_stats(t, &it, &n) < 0)
         return -ENOMEM;
-    size_t closed = n > 1 ? n - 1 : n;
+    size_t closed = n > 1 ? n - 1 : 0;
     uint64_t sum = 0;
     out->min_ns = closed ? UINT64_MAX : 0;
     for (size_t i = 0; i < closed; i++) {
@@ -277,6 +278,21 @@ int tm_iteration_times(const tm_trace_t *t, tm_iter_times_t *out)
     out->mean_ns = closed ? sum / closed : 0;
     free(it);
     return 0;
+}
+
+const char *tm_iteration_text(const tm_iter_times_t *x, int utf8, char *buf, size_t len)
+{
+    const char *(*ns)(uint64_t, char[32]) = utf8 ? text_ns_utf8 : text_ns;
+    char b[3][32];
+    if (!x->marks)
+        snprintf(buf, len, "none marked");
+    else if (!x->measured)
+        snprintf(buf, len, "%" PRIu64 " marked; none closed by a next mark: no mean", x->marks);
+    else
+        snprintf(buf, len, "%" PRIu64 " marked; over %" PRIu64 " between marks: mean %s, "
+                 "min %s, max %s", x->marks, x->measured, ns(x->mean_ns, b[0]),
+                 ns(x->min_ns, b[1]), ns(x->max_ns, b[2]));
+    return buf;
 }
 
 /* ------------------------------------------------------------------ call sites */

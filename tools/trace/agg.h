@@ -41,16 +41,22 @@ typedef struct tm_iter_stat {
 
 int tm_iteration_stats(const tm_trace_t *t, tm_iter_stat_t **out, size_t *n);
 
-/* Iteration times over the iterations closed by a next mark: all but the last when there
- * are two marks or more (the last one runs to the end of the trace, teardown included), the
- * only one otherwise.  All 0 when there is no mark.  0 or -ENOMEM. */
+/* Iteration times, the one definition every command and export uses: an iteration runs from
+ * its mark to the next, so they are taken over the iterations a next mark closes, all but the
+ * last (which runs on to the end of the trace, teardown included).  With a single mark none
+ * is closed and there is no mean (measured 0).  All 0 when there is no mark.  0 or -ENOMEM. */
 typedef struct tm_iter_times {
     uint64_t marks;                    /* iteration marks in the trace */
-    uint64_t measured;                 /* iterations the times are taken over */
-    uint64_t mean_ns, min_ns, max_ns;
+    uint64_t measured;                 /* iterations the times are taken over: marks - 1 */
+    uint64_t mean_ns, min_ns, max_ns;  /* 0 when measured is 0 */
 } tm_iter_times_t;
 
 int tm_iteration_times(const tm_trace_t *t, tm_iter_times_t *out);
+
+/* Those times as one line of text, the same in summary and report: "4 marked; over 3 between
+ * marks: mean 3.00 us, min 2.00 us, max 4.00 us", "1 marked; none closed by a next mark: no
+ * mean" or "none marked"; microseconds as "µs" when utf8.  Returns buf. */
+const char *tm_iteration_text(const tm_iter_times_t *x, int utf8, char *buf, size_t len);
 
 /* The allocations, largest first (equal sizes by id): a malloc'd array of t->nallocs
  * pointers into t, NULL when out of memory. */

@@ -27,7 +27,7 @@ typedef struct figure {
 
 /* The figures of one trace that do not depend on devices. */
 typedef struct totals {
-    uint64_t iterations, iter_mean, migrations, migrated, busy, launches, kernel_ns;
+    uint64_t iterations, measured, iter_mean, migrations, migrated, busy, launches, kernel_ns;
 } totals_t;
 
 static int iteration_totals(const tm_trace_t *t, totals_t *o)
@@ -36,6 +36,7 @@ static int iteration_totals(const tm_trace_t *t, totals_t *o)
     if (tm_iteration_times(t, &x) < 0)
         return -1;
     o->iterations = x.marks;
+    o->measured = x.measured;          /* iterations the mean is over: 0, no mean */
     o->iter_mean = x.mean_ns;
     return 0;
 }
@@ -165,8 +166,8 @@ static void budget_figures(const tm_trace_t *t[2], figure_t *f, size_t *n)
 static void total_figures(const totals_t o[2], figure_t *f, size_t *n)
 {
     set2(add(f, n, "iterations", U_COUNT), 1, o[0].iterations, 1, o[1].iterations);
-    set2(add(f, n, "iteration time (mean)", U_NS), o[0].iterations > 0, o[0].iter_mean,
-         o[1].iterations > 0, o[1].iter_mean);
+    set2(add(f, n, "iteration time (mean)", U_NS), o[0].measured > 0, o[0].iter_mean,
+         o[1].measured > 0, o[1].iter_mean);
     set2(add(f, n, "migrations", U_COUNT), 1, o[0].migrations, 1, o[1].migrations);
     set2(add(f, n, "migrated bytes", U_BYTES), 1, o[0].migrated, 1, o[1].migrated);
     set2(add(f, n, "migration time (busy)", U_NS), 1, o[0].busy, 1, o[1].busy);
@@ -305,7 +306,8 @@ const cli_cmd_t cmd_diff = {
                "kernels",
     .details = "Compares two traces: peak bytes per tier and device (tiers used by either),\n"
                "the budgets each run started with (GPU per device, host),\n"
-               "iteration count and mean time, migrations (count, bytes, busy time),\n"
+               "iteration count and mean time (as in summary), migrations (count,\n"
+               "bytes, busy time),\n"
                "launches and total kernel time.  The change is B against A, as a\n"
                "percentage and a ratio; '-' when a figure is missing from either trace.",
     .opts = diff_opts,

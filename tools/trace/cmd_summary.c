@@ -91,17 +91,13 @@ static void iteration_table(const tm_trace_t *t)
 
 static void print_iterations(const tm_trace_t *t, int each)
 {
-    char b[3][32];
+    char b[32], line[200];
     tm_iter_times_t x;
-    printf("time span   %s\n", text_ns(t->t_last - t->t_first, b[0]));
-    if (tm_iteration_times(t, &x) < 0 || x.marks == 0) {
-        printf("iterations  none marked\n");
+    printf("time span   %s\n", text_ns(t->t_last - t->t_first, b));
+    if (tm_iteration_times(t, &x) < 0)
         return;
-    }
-    printf("iterations  %" PRIu64 " marked; over %" PRIu64 "%s: mean %s, min %s, max %s\n",
-           x.marks, x.measured, x.marks > 1 ? " between marks" : " (to the end)",
-           text_ns(x.mean_ns, b[0]), text_ns(x.min_ns, b[1]), text_ns(x.max_ns, b[2]));
-    if (each)
+    printf("iterations  %s\n", tm_iteration_text(&x, 0, line, sizeof(line)));
+    if (each && x.marks)
         iteration_table(t);
 }
 
@@ -325,9 +321,9 @@ const cli_cmd_t cmd_summary = {
                "migrations",
     .details = "Prints the process, devices and option snapshot, the time span, the\n"
                "iterations (an iteration runs from its mark to the next: mean, min and\n"
-               "max time over those followed by a mark, so that the last one, which runs\n"
-               "to the trace's end, counts only when it is alone; --iterations lists\n"
-               "each), the peak\n"
+               "max time over those a next mark closes, so the last one, which runs to\n"
+               "the trace's end, never counts, and a single mark gives no mean;\n"
+               "--iterations lists each), the peak\n"
                "bytes per tier and device (from the MEMORY records), the top kernels by\n"
                "device time (preceded by a warning when the trace says that CUPTI dropped\n"
                "activity records: the operations that lost theirs have no times), the\n"

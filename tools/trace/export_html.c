@@ -229,19 +229,19 @@ static void devices(FILE *f, const tm_trace_t *t)
     table_close(f);
 }
 
-static void iteration_summary(FILE *f, const tm_iter_stat_t *it, size_t n)
+/* The mean, min and max as in summary (tm_iteration_text), and which iteration they leave
+ * out, since the table below lists it too. */
+static int iteration_summary(FILE *f, const tm_trace_t *t)
 {
-    uint64_t lo = UINT64_MAX, hi = 0, sum = 0;
-    char a[32], b[32], c[32];
-    for (size_t i = 0; i < n; i++) {
-        uint64_t d = it[i].end - it[i].start;
-        lo = d < lo ? d : lo;
-        hi = d > hi ? d : hi;
-        sum += d;
-    }
-    fprintf(f, "<p>%zu iterations; duration min %s, mean %s, max %s (the last one runs to the "
-            "end of the trace)</p>\n", n, text_ns_utf8(lo, a), text_ns_utf8(sum / n, b),
-            text_ns_utf8(hi, c));
+    tm_iter_times_t x;
+    char line[200];
+    if (tm_iteration_times(t, &x) < 0)
+        return -ENOMEM;
+    fputs("<p>", f);
+    text_xml(f, tm_iteration_text(&x, 1, line, sizeof(line)));
+    fputs(" (an iteration runs from its mark to the next: the last one, which runs to the end "
+          "of the trace, is not counted)</p>\n", f);
+    return 0;
 }
 
 static void iteration_rows(FILE *f, const tm_trace_t *t, const tm_iter_stat_t *it, size_t n)
@@ -271,7 +271,10 @@ static int iterations(FILE *f, const tm_trace_t *t)
         return -ENOMEM;
     fputs("<h2>Iterations</h2>\n", f);
     if (n) {
-        iteration_summary(f, it, n);
+        if (iteration_summary(f, t) < 0) {
+            free(it);
+            return -ENOMEM;
+        }
         iteration_rows(f, t, it, n);
     } else {
         fputs("<p class=\"note\">no iteration marks in this trace</p>\n", f);
