@@ -3,7 +3,8 @@
  * unit_trace_tool_kernels.c - `elixir-trace kernels`: every sort key (total, count, mean,
  * max, name, ties by name), the filters --device and --name alone and together, --top, the
  * JSON document parsed back with python3 (a kernel name with quotes, a backslash, a tab and
- * bytes that are not UTF-8 included), and the table.  Device times come from the launch
+ * bytes that are not UTF-8 included), and the table (launches, and how many of them were
+ * timed, beside the times over those).  Device times come from the launch
  * records' spans and from TIMING records, one written after its launch and one before it
  * (buffers of different threads may land in either order); a TIMING for an unknown id is
  * ignored.  Collectives and copies are not kernels.  C++ kernel names are shown demangled
@@ -106,6 +107,13 @@ static void table(void)
     TT_LINE(r.out, "-", "  1 ", "softmax");
     TT_HASNT(r.out, "allReduce");
     TT_HASNT(r.out, "gemm_fp32");
+    tt_free(&r);
+    /* On both devices softmax has two launches, one of them timed: the times are over one. */
+    r = tt_run("kernels", trace, NULL);
+    TT_CHECK("exit status", 0, r.status);
+    TT_LINE(r.out, "total", "launches", "timed", "mean", "min", "max", "name");
+    TT_LINE(r.out, "    100 ns         2         1      100 ns      100 ns      100 ns  softmax");
+    TT_LINE(r.out, "         -         1         0           -           -           -  weird");
     tt_free(&r);
 }
 

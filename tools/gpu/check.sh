@@ -198,7 +198,7 @@ check_trace() {
             fail "trace ($name timing): no kernel has a device time (see trace-$name.kernels)"
         else
             pass "trace ($name timing, ELIXIR_CUPTI=$how) at 1/4: same digest, kernels timed" \
-                 "($(awk 'NR == 3 { print $NF ": " $1 " " $2 " in " $3 " launches" }' \
+                 "($(awk 'NR == 3 { print $NF ": " $1 " " $2 " over " $4 " of " $3 " launches" }' \
                      "$out/trace-$name.kernels"))"
         fi
     done

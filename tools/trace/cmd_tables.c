@@ -302,15 +302,18 @@ KERNEL_ORDER(k_by_max, K_MAX)
 void print_kernel_table(const tm_kernel_stat_t *k, size_t n, size_t top)
 {
     char b[4][32];
-    printf("  %10s  %8s  %10s  %10s  %10s  %s\n", "total", "launches", "mean", "min", "max",
-           "name");
+    printf("  %10s  %8s  %8s  %10s  %10s  %10s  %s\n", "total", "launches", "timed", "mean",
+           "min", "max", "name");
     for (size_t i = 0; i < n && (!top || i < top); i++) {
+        /* "timed" says how many launches the times are over: only the profiled iterations
+         * get device times, so it is often far below "launches". */
         if (!k[i].timed)
-            printf("  %10s  %8" PRIu64 "  %10s  %10s  %10s  %s\n", "-", k[i].launches, "-",
-                   "-", "-", k[i].name);
+            printf("  %10s  %8" PRIu64 "  %8d  %10s  %10s  %10s  %s\n", "-", k[i].launches, 0,
+                   "-", "-", "-", k[i].name);
         else
-            printf("  %10s  %8" PRIu64 "  %10s  %10s  %10s  %s\n", text_ns(k[i].total_ns, b[0]),
-                   k[i].launches, text_ns(mean_ns(&k[i]), b[1]), text_ns(k[i].min_ns, b[2]),
+            printf("  %10s  %8" PRIu64 "  %8" PRIu64 "  %10s  %10s  %10s  %s\n",
+                   text_ns(k[i].total_ns, b[0]), k[i].launches, k[i].timed,
+                   text_ns(mean_ns(&k[i]), b[1]), text_ns(k[i].min_ns, b[2]),
                    text_ns(k[i].max_ns, b[3]), k[i].name);
     }
 }
@@ -405,9 +408,10 @@ const cli_cmd_t cmd_kernels = {
     .args = "FILE",
     .npos = 1,
     .summary = "kernels: launches and device time per kernel (sortable, filterable)",
-    .details = "Lists the kernels of the trace, one row per name: launches, and over the\n"
-               "launches with known device times (from CUPTI or CUDA events) the total,\n"
-               "mean, min and max time.  Kernels without any timed launch show '-' and\n"
+    .details = "Lists the kernels of the trace, one row per name: launches, how many of\n"
+               "them have known device times (timed, from CUPTI or CUDA events: only the\n"
+               "profiled iterations do), and over those the total, mean, min and max\n"
+               "time.  Kernels without any timed launch show '-' and\n"
                "sort as 0.  When the trace says that device-time records were dropped\n"
                "(CUPTI's buffers full), a line says how many before the table, and JSON\n"
                "gives their count as dropped_records.  In JSON, times are in ns.",
