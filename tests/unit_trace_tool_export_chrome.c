@@ -13,8 +13,10 @@
  * microsecond (a timed copy's also on its engine's thread), an instant per untimed
  * operation, a slice per migration with its arguments, a flow from each cause to its
  * migration (each end inside its slice, forward in time), one memory counter series per tier
- * a device used, a budget counter from the BUDGET records, global instants for iterations, and every string unchanged after decoding.
- * A trace with nothing but a process record must give valid JSON too.
+ * a device used, a budget counter from the BUDGET records, global instants for iterations,
+ * and every string unchanged after decoding.  A trace with nothing but a process record must
+ * give valid JSON too.  Each timing source is named as FORMAT.md defines it, one it does not
+ * define as "unknown (N)".
  * Skips (77) when $BUILD/bin/elixir-trace (BUILD default "build") or python3 is missing.
  */
 #include "unit_trace_tool.h"
@@ -211,11 +213,53 @@ static void test_empty(void)
                  tt_py(empty_py, out, NULL));
 }
 
+/* Launch 1 is timed by its own record, 2 to 5 by TIMING records of sources 0 (CUPTI), 1
+ * (CUDA events) and two that FORMAT.md does not define, which a reader passes through: the
+ * slices' "timing" argument must name each source as the format does, not call an unknown
+ * one "events" (or take UINT32_MAX for no source at all).  Launch 6 (a graph) has two TIMING
+ * records of source UINT32_MAX, 100 ns each 300 ns apart: its slice spans both (0.3 us). */
+static const char sources_py[] =
+    "import json, sys\n"
+    "doc = json.load(open(sys.argv[1], encoding='utf-8'))\n"
+    "got = {e['args']['id']: (e['args'].get('timing'), e['dur']) for e in doc['traceEvents']\n"
+    "       if e['ph'] == 'X' and e.get('cat') == 'kernel'}\n"
+    "u = 'unknown (4294967295)'\n"
+    "want = {1: (None, 0.1), 2: ('cupti', 0.1), 3: ('events', 0.1), 4: ('unknown (7)', 0.1),\n"
+    "        5: (u, 0.1), 6: (u, 0.3)}\n"
+    "if got != want:\n"
+    "    print('FAIL: timing sources: expected %r, got %r' % (want, got)); sys.exit(1)\n";
+
+static void test_sources(void)
+{
+    static const uint32_t source[] = { TRC_TIMING_CUPTI, TRC_TIMING_EVENTS, 7, UINT32_MAX };
+    const char *trace = tt_path("sources.trace"), *out = tt_path("sources.json");
+    trc_writer_t *w = tt_writer(trace, 0);
+    uint32_t k = tt_str(w, "k");
+    for (uint64_t id = 1; id <= 6; id++) {
+        trc_launch_t l = { .id = id, .func_id = k, .span = { id == 1, 1100, 1200 } };
+        TT_EMIT(trc_emit_launch(w, 1000 * id, &l));
+    }
+    for (uint64_t id = 2; id <= 5; id++) {
+        trc_timing_t tm = { .op = id, .source = source[id - 2], .start = 1000 * id + 100,
+                            .end = 1000 * id + 200 };
+        TT_EMIT(trc_emit_timing(w, 1000 * id + 500, &tm));
+    }
+    for (uint64_t at = 6100; at <= 6300; at += 200) {
+        trc_timing_t tm = { .op = 6, .source = UINT32_MAX, .start = at, .end = at + 100 };
+        TT_EMIT(trc_emit_timing(w, 6500, &tm));
+    }
+    tt_close(w);
+    if (TT_RUN(0, "timeline", trace, "--chrome", out))
+        TT_CHECK("timing sources named (python3's exit status)", 0,
+                 tt_py(sources_py, out, NULL));
+}
+
 int main(void)
 {
     tt_init();
     tt_need_python("json");
     test_full();
     test_empty();
+    test_sources();
     return tt_done();
 }

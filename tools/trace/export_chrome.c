@@ -9,11 +9,13 @@
  * as a GPU has).  Kernels, copies, memsets and collectives with device times are "X" slices
  * on their stream, and a timed copy is a slice on its engine's thread too (category "copy
  * engine"); operations known only by their enqueue time are thread-scoped "i" instants on
- * their stream.  Migrations are "X" slices on their direction's thread, and a flow ("s" then "f" with "bp":"e", one id per
- * migration) links each to the operation that caused it (the migration's `cause`).  Bytes per
- * tier are one "C" counter per device ("memory", one series per tier the device ever used),
- * and the budgets another ("budget": the device's GPU budget and the process's host budget);
- * iteration marks are global "i" instants.
+ * their stream; a slice timed by TIMING records names their source in the argument "timing"
+ * (tm_timing_source_name: a source this version does not know by its number, not as a known
+ * one).  Migrations are "X" slices on their direction's thread, and a flow ("s" then "f"
+ * with "bp":"e", one id per migration) links each to the operation that caused it (the
+ * migration's `cause`).  Bytes per tier are one "C" counter per device ("memory", one
+ * series per tier the device ever used), and the budgets another ("budget": the device's GPU
+ * budget and the process's host budget); iteration marks are global "i" instants.
  *
  * Times are microseconds since the earliest time in the trace, printed exactly from integer
  * nanoseconds ("12.345"), so no NaN or rounding can appear.  A flow always runs forward in
@@ -285,9 +287,10 @@ static void op_args(cx_t *c, const tm_op_t *o)
         fprintf(c->f, ",\"allocations\":%" PRIu32, o->nallocs);
     else
         fprintf(c->f, ",\"bytes\":%" PRIu64, o->bytes);
-    if (o->has_times && o->timing_source != TM_TIMING_SPAN)
-        fprintf(c->f, ",\"timing\":\"%s\"",
-                o->timing_source == TRC_TIMING_CUPTI ? "cupti" : "events");
+    if (o->has_times && o->timed_by_timing) {
+        char b[32];
+        fprintf(c->f, ",\"timing\":\"%s\"", tm_timing_source_name(o->timing_source, b));
+    }
     fputs("}}", c->f);
 }
 

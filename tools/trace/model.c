@@ -17,6 +17,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -221,7 +222,6 @@ static tm_op_t *new_op(tm_trace_t *t, priv_t *p, const trc_event_t *ev, uint64_t
     o->has_times = s->has_times;
     o->start = s->has_times ? s->start : 0;
     o->end = s->has_times ? s->end : 0;
-    o->timing_source = TM_TIMING_SPAN;
     if (id && idmap_put(&p->op_ix, id, t->nops - 1) < 0)
         return NULL;
     return o;
@@ -411,12 +411,13 @@ static void resolve(tm_trace_t *t, priv_t *p)
         if (k == SIZE_MAX || tm->end < tm->start)
             continue;
         tm_op_t *o = &t->ops[k];
-        int first = !o->has_times || o->timing_source == TM_TIMING_SPAN;  /* replaces a span */
+        int first = !o->timed_by_timing;   /* the first replaces the times of a span */
         if (first || tm->start < o->start)
             o->start = tm->start;
         if (first || tm->end > o->end)
             o->end = tm->end;
         o->has_times = 1;
+        o->timed_by_timing = 1;
         o->timing_source = tm->source;
     }
     for (size_t i = 0; i < t->nops; i++)
@@ -575,4 +576,15 @@ const char *tm_copy_kind_name(uint32_t kind)
 {
     static const char *const names[] = { "unknown", "HtoD", "DtoH", "DtoD", "HtoH", "peer" };
     return kind < sizeof(names) / sizeof(names[0]) ? names[kind] : "unknown";
+}
+
+const char *tm_timing_source_name(uint32_t source, char buf[32])
+{
+    switch ((trc_timing_source_t)source) {
+    case TRC_TIMING_CUPTI: return "cupti";
+    case TRC_TIMING_EVENTS: return "events";
+    }
+    /* A later version's source: its number, so that it is neither misnamed nor lost. */
+    snprintf(buf, 32, "unknown (%" PRIu32 ")", source);
+    return buf;
 }

@@ -23,7 +23,6 @@
 /* Distinct devices a trace may name (libelixir.so records at most 16); a trace naming more
  * is refused as corrupt, so that work per device stays bounded. */
 #define TM_MAX_DEVICES 1024
-#define TM_TIMING_SPAN UINT32_MAX      /* timing_source: times from the operation's own record */
 
 typedef struct tm_alloc {
     uint64_t id, addr, size;
@@ -45,8 +44,10 @@ typedef struct tm_op {
     uint64_t bytes;                    /* copies, memsets, collectives */
     int has_times;                     /* device start/end known (span or TIMING) */
     uint64_t start, end;
-    uint32_t timing_source;            /* trc_timing_source_t when known from TIMING, else
-                                        * TM_TIMING_SPAN */
+    int timed_by_timing;               /* the times come from TIMING records, not the
+                                        * operation's own (its span) */
+    uint32_t timing_source;            /* when timed_by_timing: the last one's source, any
+                                        * u32 (a source this version does not know included) */
     uint32_t nallocs;
     const uint64_t *allocs;            /* allocation ids a launch may touch */
 } tm_op_t;
@@ -125,5 +126,8 @@ const tm_device_t *tm_device(const tm_trace_t *t, int32_t device);
 /* Name of a tier ("gpu", "peer", "host", "nvme") or of a copy kind ("HtoD", ...). */
 const char *tm_tier_name(uint32_t tier);
 const char *tm_copy_kind_name(uint32_t kind);
+/* Name of a TIMING record's source as FORMAT.md numbers them ("cupti", "events"), or
+ * "unknown (N)" for one it does not define (readers pass those through); in buf. */
+const char *tm_timing_source_name(uint32_t source, char buf[32]);
 
 #endif
