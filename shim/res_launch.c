@@ -1145,48 +1145,91 @@ static CUdeviceptr copy_operand(const shim_copy_t *c, size_t i)
     }
 }
 
-/* Bytes from the first to the last (included) that rows of `width` bytes, `pitch` apart, in
- * slices of `height` rows, reach: 0 when the extent is empty. */
-static uint64_t rows_extent(size_t width, size_t rows, size_t depth, size_t pitch,
-                            size_t height)
+/* What one side of a copy reaches from its first byte: `depth` slices of `rows` rows of
+ * `width` bytes, rows `pitch` bytes apart, slices `height` rows apart. */
+typedef struct shape {
+    uint64_t width, rows, depth, pitch, height;
+} shape_t;
+
+static shape_t rows_shape(uint64_t width, uint64_t rows, uint64_t depth, uint64_t pitch,
+                          uint64_t height)
 {
-    if (!width || !rows || !depth)
-        return 0;
-    return ((uint64_t)(depth - 1) * height + (rows - 1)) * pitch + width;
+    return (shape_t){ width, rows, depth, pitch, height };
 }
 
-/* How many bytes from operand i's first byte (copy_operand) the copy reaches on that side:
- * it may run on past the allocation holding that byte, into the next one. */
-static uint64_t copy_extent(const shim_copy_t *c, size_t i)
+/* The shape operand i of copy c reaches from its first byte (copy_operand): it may run on
+ * past the allocation holding that byte, into the next ones. */
+static shape_t copy_shape(const shim_copy_t *c, size_t i)
 {
     int side = (int)(i & 1);
     switch (c->kind) {
     case SHIM_COPY_2D: {
         const CUDA_MEMCPY2D *p = c->desc;
-        return rows_extent(p->WidthInBytes, p->Height, 1, side ? p->srcPitch : p->dstPitch, 0);
+        return rows_shape(p->WidthInBytes, p->Height, 1, side ? p->srcPitch : p->dstPitch, 0);
     }
     case SHIM_COPY_3D: {
         const CUDA_MEMCPY3D *p = c->desc;
-        return side ? rows_extent(p->WidthInBytes, p->Height, p->Depth, p->srcPitch, p->srcHeight)
-                    : rows_extent(p->WidthInBytes, p->Height, p->Depth, p->dstPitch, p->dstHeight);
+        return side ? rows_shape(p->WidthInBytes, p->Height, p->Depth, p->srcPitch, p->srcHeight)
+                    : rows_shape(p->WidthInBytes, p->Height, p->Depth, p->dstPitch, p->dstHeight);
     }
     case SHIM_COPY_3D_PEER: {
         const CUDA_MEMCPY3D_PEER *p = c->desc;
-        return side ? rows_extent(p->WidthInBytes, p->Height, p->Depth, p->srcPitch, p->srcHeight)
-                    : rows_extent(p->WidthInBytes, p->Height, p->Depth, p->dstPitch, p->dstHeight);
+        return side ? rows_shape(p->WidthInBytes, p->Height, p->Depth, p->srcPitch, p->srcHeight)
+                    : rows_shape(p->WidthInBytes, p->Height, p->Depth, p->dstPitch, p->dstHeight);
     }
     case SHIM_COPY_BATCH: {
         if (!c->desc)                           /* cuMemcpyBatchAsync */
-            return c->sizes ? c->sizes[i / 2] : 0;
+            return rows_shape(c->sizes ? c->sizes[i / 2] : 0, 1, 1, 0, 0);
         const CUDA_MEMCPY3D_BATCH_OP *op = &((const CUDA_MEMCPY3D_BATCH_OP *)c->desc)[i / 2];
         const CUmemcpy3DOperand *o = side ? &op->src : &op->dst;
         const CUextent3D *e = &op->extent;
         size_t len = o->op.ptr.rowLength ? o->op.ptr.rowLength : e->width;
         size_t rows = o->op.ptr.layerHeight ? o->op.ptr.layerHeight : e->height;
-        return rows_extent(e->width, e->height, e->depth, len, rows);     /* 1-byte elements */
+        return rows_shape(e->width, e->height, e->depth, len, rows);     /* 1-byte elements */
     }
     default:
-        return c->bytes;
+        return rows_shape(c->bytes, 1, 1, 0, 0);
+    }
+}
+
+/*
+ * The chunks in use that the rows of shape s from p touch.  Rows (or slices) less than a
+ * chunk apart leave no chunk between them untouched, so those are collected as one range;
+ * rows further apart (a large pitch) one by one, since the allocations between them are not
+ * reached and must not count against the GPU memory the operation needs (what a row
+ * collects is bounded by the chunks between it and the next).  A row past the arena ends it:
+ * the rest is collected as collect_range collects a range leaving the arena.
+ */
+static void collect_shape(collect_t *k, const geo_t *g, uint64_t p, shape_t s)
+{
+    if (!s.width || !s.rows || !s.depth)
+        return;
+    uint64_t row_gap = s.pitch > s.width ? s.pitch - s.width : 0;
+    uint64_t slice_bytes = (s.rows - 1) * s.pitch + s.width;
+    uint64_t slice_pitch = s.height * s.pitch;
+    uint64_t slice_gap = slice_pitch > slice_bytes ? slice_pitch - slice_bytes : 0;
+    if (row_gap < g->chunk && (s.depth == 1 || slice_gap < g->chunk)) {
+        collect_range(k, g, p, (s.depth - 1) * slice_pitch + slice_bytes);
+        return;
+    }
+    for (uint64_t z = 0; z < s.depth; z++) {
+        uint64_t base = p + z * slice_pitch;
+        if (base - g->base >= g->size) {
+            collect_range(k, g, base, 1);
+            return;
+        }
+        if (row_gap < g->chunk) {
+            collect_range(k, g, base, slice_bytes);
+            continue;
+        }
+        for (uint64_t y = 0; y < s.rows; y++) {
+            uint64_t row = base + y * s.pitch;
+            if (row - g->base >= g->size) {
+                collect_range(k, g, row, 1);
+                return;
+            }
+            collect_range(k, g, row, s.width);
+        }
     }
 }
 
@@ -1206,6 +1249,11 @@ static int copy_moves(const shim_copy_t *c, size_t i)
 static void collect_copy(collect_t *k, const shim_copy_t *c)
 {
     geo_t g = geo_of(k);
+    if (SHIM_UNLIKELY(c->rows > 1)) {           /* 2D memset: its rows only */
+        uint64_t width = c->bytes - (c->rows - 1) * c->pitch;
+        collect_shape(k, &g, c->dst, rows_shape(width, c->rows, 1, c->pitch, 0));
+        return;
+    }
     if (SHIM_LIKELY(!c->desc && !c->count)) {   /* 1D: each operand's bytes, c->bytes long */
         collect_range(k, &g, c->dst, c->bytes);
         collect_range(k, &g, c->src, c->bytes);
@@ -1216,7 +1264,7 @@ static void collect_copy(collect_t *k, const shim_copy_t *c)
         if (!copy_moves(c, i) || !p)
             continue;
         collect_ptr(k, &g, p);      /* its first byte's allocation, whole, as a kernel's */
-        collect_range(k, &g, p, copy_extent(c, i));     /* and any it runs on into */
+        collect_shape(k, &g, p, copy_shape(c, i));      /* and any its rows run on into */
     }
 }
 

@@ -239,6 +239,7 @@ typedef struct shim_copy {
     const size_t *sizes;        /* cuMemcpyBatchAsync: count sizes */
     size_t count;               /* entries of a batch */
     unsigned value, elem;       /* memsets: the value and its size (1, 2 or 4 bytes) */
+    size_t pitch, rows;         /* 2D memsets: the pitch and rows (bytes: to the last's end) */
     void *res;                  /* residency's state between copy_begin and copy_end */
     uint64_t op;                /* the trace's operation id; 0: not recorded */
 } shim_copy_t;

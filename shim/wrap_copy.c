@@ -300,7 +300,7 @@ COPY_WRAPPER(cuMemcpy3DBatchAsync_v2_ptsz, BATCH3D_V2_PARAMS, BATCH3D_V2_ARGS, B
 #define MEMSET2D_FIELDS(size)                                                                  \
     .kind = SHIM_COPY_MEMSET, .dst = dstDevice,                                                \
     .bytes = Height && Width ? (Height - 1) * dstPitch + Width * (size) : 0, .value = value,   \
-    .elem = (size)
+    .elem = (size), .pitch = dstPitch, .rows = Width ? Height : 0
 
 COPY_WRAPPER(cuMemsetD8_v2, MEMSET_PARAMS(unsigned char), MEMSET_ARGS, MEMSET_FIELDS(1))
 COPY_WRAPPER(cuMemsetD8_v2_ptds, MEMSET_PARAMS(unsigned char), MEMSET_ARGS, MEMSET_FIELDS(1))
