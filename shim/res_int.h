@@ -514,6 +514,10 @@ static inline CUcontext res_dev_ctx(res_dev_t *d)
 /* d, whose context was destroyed, adopts ctx (current, a context of d's device) for its own
  * streams and events (d not locked); nothing changes when d has a context. */
 void res_home(res_dev_t *d, CUcontext ctx);
+/* d's context, or, when another thread's cuCtxDestroy took it since the caller found it, the
+ * thread's current context when it is one of d's device, adopted (d locked); 0, or -1 when
+ * d has none. */
+int res_home_current(res_dev_t *d);
 void res_use_clear(res_dev_t *d, use_t *u);
 void res_wait_idle(res_dev_t *d, chunk_t *c, double *blocked);
 /* Chunk ci of d (d locked) is about to move or be freed: while its last use or the fence may

@@ -958,7 +958,7 @@ static CUresult migrate(res_dev_t *d, uint32_t ci, int tier, int swap)
     int from = d->chunks[ci].tier;
     if (from == tier)
         return CUDA_SUCCESS;
-    if (!d->stream)
+    if (!d->stream && (res_home_current(d) < 0 || !d->stream))
         return CUDA_ERROR_INVALID_CONTEXT;     /* no context to copy in (res_home) */
     uint64_t start = SHIM_TRACING() ? shim_trace_now() : 0;
     CUresult r = d->host_mappable ? swap_mapped(d, ci, tier, &h)

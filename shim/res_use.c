@@ -419,17 +419,41 @@ static void home_lost(res_dev_t *d)
                   "not the last)", d->device, lost);
 }
 
-/* Stray pieces (home_lost found no context to pin them in) move into pinned memory of the
- * context adopted. */
+/* d without a context adopts ctx, current and of d's device (d locked): stray pieces
+ * (home_lost found no context to pin them in) move into its pinned memory.  0, or -1. */
+static int home_adopt(res_dev_t *d, CUcontext ctx)
+{
+    if (d->ctx || home_take(d, ctx) < 0)
+        return -1;
+    SHIM_INFO(RES, "device %d: the arena's context was destroyed; it now uses the current one",
+              d->device);
+    res_pieces_rehome(d, NULL);
+    return 0;
+}
+
 void res_home(res_dev_t *d, CUcontext ctx)
 {
     shim_lock(&d->lock);
-    if (!d->ctx && home_take(d, ctx) == 0) {
-        SHIM_INFO(RES, "device %d: the arena's context was destroyed; it now uses the "
-                  "current one", d->device);
-        res_pieces_rehome(d, NULL);
-    }
+    home_adopt(d, ctx);
     shim_unlock(&d->lock);
+}
+
+/*
+ * An operation found d with a context (or adopted one: res_home) before it took d's lock, but
+ * another thread destroyed that context meanwhile (home_lost), perhaps while the lock was
+ * dropped for a wait.  The thread's current context, when it is one of d's device, is alive
+ * (the application uses it), so d adopts it for the migration about to be made.
+ */
+int res_home_current(res_dev_t *d)
+{
+    CUcontext cur = NULL;
+    CUdevice dev;
+    if (d->ctx)
+        return 0;
+    if (DRV(cuCtxGetCurrent)(&cur) != CUDA_SUCCESS || !cur ||
+        DRV(cuCtxGetDevice)(&dev) != CUDA_SUCCESS || dev != d->device)
+        return -1;
+    return home_adopt(d, cur);
 }
 
 /* The allocations of ctx (about to be destroyed) in d go, with a context current for the
