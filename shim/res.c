@@ -874,7 +874,9 @@ int res_meminfo(size_t *free_b, size_t *total, CUresult *r)
         res_pools_sync(d);
     relax_end(rx);
     arena_stats(d->arena, &st);
-    uint64_t cap = capacity(d), used = held(d, &st);
+    /* Empty slab chunks kept for the next small allocations are free memory: a request for
+     * them is served (beyond_capacity), and the driver counts freed memory free at once. */
+    uint64_t cap = capacity(d), used = held(d, &st) - (uint64_t)st.cached_chunks * d->chunk;
     shim_unlock(&d->lock);
     if (total)                          /* either may be NULL, as the driver allows */
         *total = cap;
