@@ -1263,8 +1263,12 @@ static void collect_copy(collect_t *k, const shim_copy_t *c)
         CUdeviceptr p = copy_operand(c, i);
         if (!copy_moves(c, i) || !p)
             continue;
-        collect_ptr(k, &g, p);      /* its first byte's allocation, whole, as a kernel's */
-        collect_shape(k, &g, p, copy_shape(c, i));      /* and any its rows run on into */
+        /* Its rows, in bytes, except a 3D batch's, whose elements are an array's when the
+         * other side is one (wider than the bytes copy_shape counts): the allocation of its
+         * first byte is collected whole as well, as a kernel's. */
+        if (c->kind == SHIM_COPY_BATCH && c->desc)
+            collect_ptr(k, &g, p);
+        collect_shape(k, &g, p, copy_shape(c, i));
     }
 }
 

@@ -12,6 +12,8 @@
  * for reaching more than the device holds (where evicted chunks are unmapped, what an
  * operation reaches must all be in GPU memory), and the results must be right: the
  * transcripts must match without and with the shim, evicted chunks mapped and unmapped.
+ * The 2D and 3D copies are made again within one 12 MiB buffer, whose chunks between the
+ * rows are not reached either.
  */
 #define SH_RES_KERNELS
 #include "shim_test.h"
@@ -65,6 +67,34 @@ static void expect_rows(uint32_t v, const char *what)
     }
 }
 
+/* The same copies within one buffer as large as the six, filled a chunk at a time (so
+ * evicted in part): they reach the chunks of their rows, not the whole buffer. */
+static void one_buffer(CUDA_MEMCPY2D *p, CUDA_MEMCPY3D *r, uint32_t *host)
+{
+    CUdeviceptr big;
+
+    uint32_t *part = malloc(BYTES);
+
+    EXPECT(part, "out of memory");
+    CHECK_CU(cuMemAlloc(&big, N * BYTES));
+    for (uint32_t j = 0; j < N; j++) {      /* (a kernel would reach more than the device) */
+        for (uint32_t w = 0; w < BYTES / 4; w++)
+            part[w] = sh_pattern(7, j * (BYTES / 4) + w);
+        CHECK_CU(cuMemcpyHtoD(big + j * BYTES, part, BYTES));
+    }
+    free(part);
+    p->srcDevice = r->srcDevice = big;
+    CHECK_CU(cuMemcpy2D(p));
+    expect_run(host, WORDS, 7, 0, "cuMemcpy2D within one buffer");
+    expect_run(host + WORDS, WORDS, 7, PITCH / 4, "cuMemcpy2D within one buffer");
+    memset(host, 0, 2 * ROW);
+    CHECK_CU(cuMemcpy3D(r));
+    expect_run(host, WORDS, 7, 0, "cuMemcpy3D within one buffer");
+    expect_run(host + WORDS, WORDS, 7, PITCH / 4, "cuMemcpy3D within one buffer");
+    printf("cuMemcpy2D and cuMemcpy3D within one buffer: right\n");
+    CHECK_CU(cuMemFree(big));
+}
+
 static void scenario(void)
 {
     static uint32_t host[2 * WORDS];
@@ -113,6 +143,7 @@ static void scenario(void)
     printf("cuMemcpy3D from the first and last: right\n");
     for (int i = 0; i < N; i++)
         CHECK_CU(cuMemFree(buf[i]));
+    one_buffer(&p, &r, host);
 }
 
 static void run(const char *what, const char *host_vmm)
