@@ -25,18 +25,6 @@
 #define N 3
 #define SMALL 1000u
 
-/* The `bytes` bytes at p hold sh_pattern(seed, .): said in the transcript. */
-static void check(const char *what, CUdeviceptr p, size_t bytes, uint32_t seed)
-{
-    uint32_t *host = malloc(bytes);
-
-    EXPECT(host, "out of memory");
-    CHECK_CU(cuMemcpyDtoH(host, p, bytes));
-    sh_expect_pattern(host, bytes / 4, seed, what);
-    printf("%s holds its pattern\n", what);
-    free(host);
-}
-
 static void scenario(void)
 {
     CUcontext a, b;
@@ -64,12 +52,12 @@ static void scenario(void)
         char what[64];
 
         snprintf(what, sizeof(what), "stream-ordered buffer %d", i);
-        check(what, async[i], MID, 10 + (uint32_t)i);
+        sh_expect_pattern_at(what, async[i], MID, 10 + (uint32_t)i);
     }
     fill = st_function(sh_res_ptx, "sh_fill");
     CHECK_CU(cuMemAlloc(&small, SMALL));
     CHECK_CU(sh_fill_async(fill, small, SMALL / 4, 2, NULL));
-    check("a small buffer made in b", small, SMALL / 4 * 4, 2);
+    sh_expect_pattern_at("a small buffer made in b", small, SMALL / 4 * 4, 2);
     CHECK_CU(cuMemFree(small));
     for (int i = 0; i < N; i++)
         CHECK_CU(cuMemFree(async[i]));

@@ -50,18 +50,6 @@ static void fill(CUdeviceptr p, size_t bytes, uint32_t seed, CUstream s)
     CHECK_CU(s ? cuStreamSynchronize(s) : cuCtxSynchronize());
 }
 
-/* The `bytes` bytes at p hold sh_pattern(seed, .): said in the transcript. */
-static void check(const char *what, CUdeviceptr p, size_t bytes, uint32_t seed)
-{
-    uint32_t *host = malloc(bytes);
-
-    EXPECT(host, "out of memory");
-    CHECK_CU(cuMemcpyDtoH(host, p, bytes));
-    sh_expect_pattern(host, bytes / 4, seed, what);
-    printf("%s holds its pattern\n", what);
-    free(host);
-}
-
 /* Context b allocates, fills and is destroyed from context a (the arena's); its memory goes,
  * its stream-ordered buffer stays. */
 static void created_b(CUcontext a)
@@ -84,7 +72,7 @@ static void created_b(CUcontext a)
     fill(big, BIG, 1, NULL);
     fill(small, 512, 2, NULL);
     fill(pitched, MID, 3, NULL);
-    check("b's large buffer", big, BIG, 1);
+    sh_expect_pattern_at("b's large buffer", big, BIG, 1);
     printf("b allocated: free memory lower %d\n", st_free_mem() < before);
     CHECK_CU(cuCtxDestroy(b));
     CUcontext cur = NULL;
@@ -95,7 +83,7 @@ static void created_b(CUcontext a)
     report("b's small buffer", small);
     report("b's pitched buffer", pitched);
     EXPECT(st_pointer_known(async), "b's stream-ordered buffer went with b");
-    check("b's stream-ordered buffer", async, MID, 4);
+    sh_expect_pattern_at("b's stream-ordered buffer", async, MID, 4);
     CHECK_CU(cuMemFree(async));
 }
 
@@ -114,7 +102,7 @@ static void home_destroyed(CUcontext a, CUdeviceptr keep, CUdeviceptr large)
     CHECK_CU(cuCtxDestroy(a));
     report("a's small buffer", keep);
     report("a's large buffer", large);
-    check("c's buffer", cb, 2 * MID, 5);
+    sh_expect_pattern_at("c's buffer", cb, 2 * MID, 5);
     CHECK_CU(cuMemFree(cb));
     CHECK_CU(cuStreamDestroy(s));
     CHECK_CU(cuCtxDestroy(c));
@@ -131,7 +119,7 @@ static void created(void)
     CHECK_CU(cuMemAlloc(&large, 2 * MID));
     fill(large, 2 * MID, 6, NULL);
     created_b(a);
-    check("a's large buffer", large, 2 * MID, 6);
+    sh_expect_pattern_at("a's large buffer", large, 2 * MID, 6);
     home_destroyed(a, keep, large);
 }
 
@@ -159,8 +147,8 @@ static void primary(const char *mode)
     CHECK_CU(cuCtxSetCurrent(p));
     printf("primary context %s: free memory higher %d\n", mode, st_free_mem() > before);
     if (!strcmp(mode, "kept")) {
-        check("the large buffer", big, BIG, 7);
-        check("the pitched buffer", pitched, MID, 8);
+        sh_expect_pattern_at("the large buffer", big, BIG, 7);
+        sh_expect_pattern_at("the pitched buffer", pitched, MID, 8);
         CHECK_CU(cuDevicePrimaryCtxRelease(0));
     }
     report("the large buffer", big);
@@ -177,7 +165,7 @@ static void refused(void)
     CHECK_CU(cuMemAlloc(&big, BIG));
     fill(big, BIG, 9, NULL);
     printf("cuCtxDestroy of the primary context: %s\n", st_err(cuCtxDestroy(p)));
-    check("the large buffer", big, BIG, 9);
+    sh_expect_pattern_at("the large buffer", big, BIG, 9);
     report("the large buffer", big);
 }
 

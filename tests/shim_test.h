@@ -335,6 +335,30 @@ static inline sh_run_t sh_run_migrations(const char *const *env)
     return r;
 }
 
+/* The end of a paged transcript test's run `what`: the scenario without the shim, and under
+ * it with a 4 MiB GPU budget and statistics on (and `extra`, one more setting, or NULL),
+ * host_vmm given to both, the race checker failing either on any race.  The shim's run must
+ * have evicted something, have said `must_say` in its log (unless NULL) and printed what the
+ * plain run printed; both runs are freed. */
+static inline void sh_paged_same(const char *what, const char *host_vmm, const char *extra,
+                                 const char *must_say)
+{
+    const char *plain_env[] = { "ELIXIR_SIM_RACECHECK=fail", host_vmm, NULL };
+    const char *env[] = { "ELIXIR_SIM_RACECHECK=fail", "ELIXIR_GPU_MEMORY=4M",
+                          "ELIXIR_STATS=1", host_vmm, extra, NULL };
+    sh_run_t plain = sh_run_plain_ok(plain_env), shim = sh_run_migrations(env);
+
+    if (sh_stat(shim.err, "migrations to host ") <= 0) {
+        fprintf(stderr, "%s: nothing was evicted:\n%s\n", what, shim.err);
+        exit(1);
+    }
+    if (must_say && !strstr(shim.err, must_say)) {
+        fprintf(stderr, "%s: the log does not say '%s':\n%s\n", what, must_say, shim.err);
+        exit(1);
+    }
+    sh_same_transcript(what, &plain, &shim);
+}
+
 /*
  * Kernels of the residency tests, for programs that define SH_RES_KERNELS before including
  * this header (once per program: the simulator finds them in the executable).  Each declares
@@ -557,6 +581,20 @@ static inline void sh_expect_pattern(const uint32_t *host, uint64_t n, uint32_t 
                                      const char *what)
 {
     sh_expect_pattern_plus(host, n, seed, 0, what);
+}
+
+/* The `bytes` bytes at p, copied to the host, hold sh_pattern(seed, .): said in the
+ * transcript. */
+static inline void sh_expect_pattern_at(const char *what, CUdeviceptr p, size_t bytes,
+                                        uint32_t seed)
+{
+    uint32_t *host = malloc(bytes);
+
+    EXPECT(host, "out of memory");
+    CHECK_CU(cuMemcpyDtoH(host, p, bytes));
+    sh_expect_pattern(host, bytes / 4, seed, what);
+    printf("%s holds its pattern\n", what);
+    free(host);
 }
 
 /* In the current context: n buffers of `bytes` (the first half from cuMemAlloc, the rest from
