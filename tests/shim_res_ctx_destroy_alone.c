@@ -52,12 +52,12 @@ static void scenario(void)
         char what[64];
 
         snprintf(what, sizeof(what), "stream-ordered buffer %d", i);
-        sh_expect_pattern_at(what, async[i], MID, 10 + (uint32_t)i);
+        sh_expect_pattern_at(what, async[i], MID, 10 + (uint32_t)i, 0);
     }
     fill = st_function(sh_res_ptx, "sh_fill");
     CHECK_CU(cuMemAlloc(&small, SMALL));
     CHECK_CU(sh_fill_async(fill, small, SMALL / 4, 2, NULL));
-    sh_expect_pattern_at("a small buffer made in b", small, SMALL / 4 * 4, 2);
+    sh_expect_pattern_at("a small buffer made in b", small, SMALL / 4 * 4, 2, 0);
     CHECK_CU(cuMemFree(small));
     for (int i = 0; i < N; i++)
         CHECK_CU(cuMemFree(async[i]));

@@ -72,7 +72,7 @@ static void created_b(CUcontext a)
     fill(big, BIG, 1, NULL);
     fill(small, 512, 2, NULL);
     fill(pitched, MID, 3, NULL);
-    sh_expect_pattern_at("b's large buffer", big, BIG, 1);
+    sh_expect_pattern_at("b's large buffer", big, BIG, 1, 0);
     printf("b allocated: free memory lower %d\n", st_free_mem() < before);
     CHECK_CU(cuCtxDestroy(b));
     CUcontext cur = NULL;
@@ -83,7 +83,7 @@ static void created_b(CUcontext a)
     report("b's small buffer", small);
     report("b's pitched buffer", pitched);
     EXPECT(st_pointer_known(async), "b's stream-ordered buffer went with b");
-    sh_expect_pattern_at("b's stream-ordered buffer", async, MID, 4);
+    sh_expect_pattern_at("b's stream-ordered buffer", async, MID, 4, 0);
     CHECK_CU(cuMemFree(async));
 }
 
@@ -102,7 +102,7 @@ static void home_destroyed(CUcontext a, CUdeviceptr keep, CUdeviceptr large)
     CHECK_CU(cuCtxDestroy(a));
     report("a's small buffer", keep);
     report("a's large buffer", large);
-    sh_expect_pattern_at("c's buffer", cb, 2 * MID, 5);
+    sh_expect_pattern_at("c's buffer", cb, 2 * MID, 5, 0);
     CHECK_CU(cuMemFree(cb));
     CHECK_CU(cuStreamDestroy(s));
     CHECK_CU(cuCtxDestroy(c));
@@ -119,7 +119,7 @@ static void created(void)
     CHECK_CU(cuMemAlloc(&large, 2 * MID));
     fill(large, 2 * MID, 6, NULL);
     created_b(a);
-    sh_expect_pattern_at("a's large buffer", large, 2 * MID, 6);
+    sh_expect_pattern_at("a's large buffer", large, 2 * MID, 6, 0);
     home_destroyed(a, keep, large);
 }
 
@@ -147,8 +147,8 @@ static void primary(const char *mode)
     CHECK_CU(cuCtxSetCurrent(p));
     printf("primary context %s: free memory higher %d\n", mode, st_free_mem() > before);
     if (!strcmp(mode, "kept")) {
-        sh_expect_pattern_at("the large buffer", big, BIG, 7);
-        sh_expect_pattern_at("the pitched buffer", pitched, MID, 8);
+        sh_expect_pattern_at("the large buffer", big, BIG, 7, 0);
+        sh_expect_pattern_at("the pitched buffer", pitched, MID, 8, 0);
         CHECK_CU(cuDevicePrimaryCtxRelease(0));
     }
     report("the large buffer", big);
@@ -165,7 +165,7 @@ static void refused(void)
     CHECK_CU(cuMemAlloc(&big, BIG));
     fill(big, BIG, 9, NULL);
     printf("cuCtxDestroy of the primary context: %s\n", st_err(cuCtxDestroy(p)));
-    sh_expect_pattern_at("the large buffer", big, BIG, 9);
+    sh_expect_pattern_at("the large buffer", big, BIG, 9, 0);
     report("the large buffer", big);
 }
 

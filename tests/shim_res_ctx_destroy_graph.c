@@ -19,18 +19,6 @@
 #define MID (2 * SH_MIB)
 #define NEW 3
 
-static void check_plus(const char *what, CUdeviceptr p, size_t bytes, uint32_t seed,
-                       uint32_t plus)
-{
-    uint32_t *host = malloc(bytes);
-
-    EXPECT(host, "out of memory");
-    CHECK_CU(cuMemcpyDtoH(host, p, bytes));
-    sh_expect_pattern_plus(host, bytes / 4, seed, plus, what);
-    printf("%s holds its pattern + %u\n", what, plus);
-    free(host);
-}
-
 /* A graph of two slow kernels on stream s of the current context, adding 1 to the n words at
  * p and the m words at q; launched, and its executable graph destroyed. */
 static void graph_launch(CUdeviceptr p, uint64_t n, CUdeviceptr q, uint64_t m, CUstream s)
@@ -78,12 +66,12 @@ static void scenario(void)
         CHECK_CU(cuMemAlloc(&fresh[i], MID));
         CHECK_CU(sh_fill_async(fill, fresh[i], MID / 4, 10 + i, NULL));
     }
-    check_plus("the stream-ordered buffer", async, MID, 2, 1);
+    sh_expect_pattern_at("the stream-ordered buffer", async, MID, 2, 1);
     for (uint32_t i = 0; i < NEW; i++) {
         char what[64];
 
         snprintf(what, sizeof(what), "new buffer %u", i);
-        check_plus(what, fresh[i], MID, 10 + i, 0);
+        sh_expect_pattern_at(what, fresh[i], MID, 10 + i, 0);
         CHECK_CU(cuMemFree(fresh[i]));
     }
     CHECK_CU(cuMemFree(async));

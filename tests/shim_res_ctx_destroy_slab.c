@@ -24,18 +24,6 @@
 #define MID (2 * SH_MIB)
 #define SMALL 1000u
 
-static void check_plus(const char *what, CUdeviceptr p, size_t bytes, uint32_t seed,
-                       uint32_t plus)
-{
-    uint32_t *host = malloc(bytes);
-
-    EXPECT(host, "out of memory");
-    CHECK_CU(cuMemcpyDtoH(host, p, bytes));
-    sh_expect_pattern_plus(host, bytes / 4, seed, plus, what);
-    printf("%s holds its pattern + %u\n", what, plus);
-    free(host);
-}
-
 /* b's buffers, made, filled and a slow kernel enqueued on them; b destroyed from a. */
 static CUdeviceptr b_goes(CUcontext a, CUdeviceptr *bsmall, CUdeviceptr *blarge)
 {
@@ -78,14 +66,14 @@ static void scenario(void)
     async = b_goes(a, &bsmall, &blarge);
     printf("b's small buffer known %d, large known %d\n", st_pointer_known(bsmall),
            st_pointer_known(blarge));
-    check_plus("a's small buffer", asmall, SMALL / 4 * 4, 1, 0);
-    check_plus("b's stream-ordered buffer", async, MID, 5, 1);
+    sh_expect_pattern_at("a's small buffer", asmall, SMALL / 4 * 4, 1, 0);
+    sh_expect_pattern_at("b's stream-ordered buffer", async, MID, 5, 1);
     CHECK_CU(cuMemFree(asmall));
     CHECK_CU(cuCtxDestroy(a));
     printf("a destroyed\n");
 
     CHECK_CU(cuCtxCreate(&c, NULL, 0, 0));
-    check_plus("b's stream-ordered buffer in c", async, MID, 5, 1);
+    sh_expect_pattern_at("b's stream-ordered buffer in c", async, MID, 5, 1);
     CHECK_CU(cuMemFree(async));
     printf("free memory as before %d\n", st_free_mem() == before);
     CHECK_CU(cuCtxDestroy(c));

@@ -583,17 +583,17 @@ static inline void sh_expect_pattern(const uint32_t *host, uint64_t n, uint32_t 
     sh_expect_pattern_plus(host, n, seed, 0, what);
 }
 
-/* The `bytes` bytes at p, copied to the host, hold sh_pattern(seed, .): said in the
+/* The `bytes` bytes at p, copied to the host, hold sh_pattern(seed, .) + plus: said in the
  * transcript. */
 static inline void sh_expect_pattern_at(const char *what, CUdeviceptr p, size_t bytes,
-                                        uint32_t seed)
+                                        uint32_t seed, uint32_t plus)
 {
     uint32_t *host = malloc(bytes);
 
     EXPECT(host, "out of memory");
     CHECK_CU(cuMemcpyDtoH(host, p, bytes));
-    sh_expect_pattern(host, bytes / 4, seed, what);
-    printf("%s holds its pattern\n", what);
+    sh_expect_pattern_plus(host, bytes / 4, seed, plus, what);
+    printf("%s holds its pattern + %u\n", what, plus);
     free(host);
 }
 
