@@ -678,26 +678,74 @@ static sim_op_t *aside_head, *aside_tail;
 static uint64_t aside_gen = 1;
 static int aside_dirty;                 /* look at the list again before taking from the FIFO */
 
-/* The last stream writes, so that a wait satisfied by one of them acquires its ordering. */
-#define WRITERS 64
+/*
+ * The last device stores, so that a wait satisfied by one of them acquires its ordering and
+ * starts after it ends.  Any operation that writes may release a wait (a memset, a copy, a
+ * kernel, a stream write), and it may have run before the wait was even submitted, so every
+ * store is noted: its written extent (a bounding range), and for a stream write the value.
+ * A ring, newest last; a store older than the ring is taken for the host's.
+ */
+#define WRITERS 256
 static struct writer {
-    uint64_t addr, value;
+    uint64_t lo, hi;                    /* [lo, hi) written */
+    uint64_t value;                     /* a stream write's value (size != 0) */
     unsigned size;
     double t;
     sim_vc_t *vc;
 } writers[WRITERS];
 static unsigned writers_next;
 
-static void note_write(const sim_memop_t *m, double t, sim_vc_t *vc)
+static void note_store(uint64_t lo, uint64_t hi, const sim_memop_t *m, double t, sim_vc_t *vc)
 {
-    struct writer *w = NULL;
-    for (unsigned i = 0; i < WRITERS && !w; i++)
-        if (writers[i].addr == m->addr)
-            w = &writers[i];
-    if (!w)
-        w = &writers[writers_next++ % WRITERS];
+    struct writer *w = &writers[writers_next++ % WRITERS];
     sim_vc_unref(w->vc);
-    *w = (struct writer){ m->addr, m->value, m->size, t, sim_vc_ref(vc) };
+    *w = (struct writer){ lo, hi, m ? m->value : 0, m ? m->size : 0, t, sim_vc_ref(vc) };
+}
+
+/* A kernel's declared writes or, without declarations, each allocation a pointer argument
+ * leads into, as the race checker takes them. */
+static void note_kernel_writes(const sim_op_t *op, double t, sim_vc_t *vc)
+{
+    const sim_kernel_op_t *k = &op->u.kernel;
+    for (size_t i = 0; i < cur.nacc; i++)
+        if (cur.acc[i].mode & SIM_ACCESS_WRITE)
+            note_store(cur.acc[i].addr, cur.acc[i].addr + cur.acc[i].len, NULL, t, vc);
+    for (size_t off = 0; !cur.nacc && off + 8 <= k->args_size; off += 8) {
+        uint64_t v;
+        sim_ptr_info_t info;
+        memcpy(&v, k->args + off, 8);
+        if (v >= 4096 && sim_ptr_info(v, &info) == 0 && info.mapped)
+            note_store(info.base, info.base + info.size, NULL, t, vc);
+    }
+}
+
+/* Note what executed op wrote (bounding ranges: more than it wrote orders more, never less). */
+static void note_write(const sim_op_t *op, double t, sim_vc_t *vc)
+{
+    switch (op->kind) {
+    case SIM_OP_WRITE_VALUE:
+        note_store(op->u.memop.addr, op->u.memop.addr + op->u.memop.size, &op->u.memop, t, vc);
+        break;
+    case SIM_OP_MEMSET: {
+        const sim_memset_t *m = &op->u.memset;
+        if (m->width && m->height)
+            note_store(m->dst, m->dst + (m->height - 1) * m->pitch + m->width * m->elem, NULL,
+                       t, vc);
+        break;
+    }
+    case SIM_OP_COPY: {
+        const sim_copy_t *c = &op->u.copy;
+        if (c->width && c->height && c->depth)
+            note_store(c->dst, c->dst + ((c->depth - 1) * c->dheight + c->height - 1) *
+                       c->dpitch + c->width, NULL, t, vc);
+        break;
+    }
+    case SIM_OP_KERNEL:
+        note_kernel_writes(op, t, vc);
+        break;
+    default:
+        break;
+    }
 }
 
 static void mark_aside(const sim_op_t *op)
@@ -783,6 +831,17 @@ static int wait_holds(const sim_memop_t *m, uint64_t v)
     }
 }
 
+/* The newest store noted that overlaps the word of wait m, or NULL. */
+static const struct writer *last_store(const sim_memop_t *m)
+{
+    for (unsigned i = 1; i <= WRITERS; i++) {
+        const struct writer *w = &writers[(writers_next - i) % WRITERS];
+        if (w->hi > m->addr && w->lo < m->addr + m->size)
+            return w;
+    }
+    return NULL;
+}
+
 /*
  * May wait op run now?  Reads its word with sim_lock released (the read may fault, and the
  * access check takes the registry's lock).  Yes when its condition holds, noting what wrote
@@ -807,13 +866,13 @@ static int wait_ready(sim_op_t *op)
         ready = wait_holds(m, r.value);
     if (ready && !op->poison) {
         m->src = SIM_MEMOP_SRC_HOST;
-        for (unsigned i = 0; i < WRITERS; i++)
-            if (writers[i].addr == m->addr && writers[i].size == m->size &&
-                writers[i].value == r.value) {
-                m->src = SIM_MEMOP_SRC_WRITER;
-                m->src_t = writers[i].t;
-                m->src_vc = sim_vc_ref(writers[i].vc);
-            }
+        const struct writer *w = last_store(m);
+        /* A stream write of another value than the one seen: the host stored after it. */
+        if (w && !(w->size == m->size && w->lo == m->addr && w->value != r.value)) {
+            m->src = SIM_MEMOP_SRC_WRITER;
+            m->src_t = w->t;
+            m->src_vc = sim_vc_ref(w->vc);
+        }
     }
     pthread_mutex_lock(&sim_lock);
     if (m->src == SIM_MEMOP_SRC_HOST)
@@ -1100,8 +1159,8 @@ static double account(sim_op_t *op, int err, sim_vc_t **vc, double *t_start)
     }
     if (op->kind == SIM_OP_EVENT_RECORD)
         event_recorded(op, end, *vc);
-    if (op->kind == SIM_OP_WRITE_VALUE && !err)
-        note_write(&op->u.memop, end, *vc);
+    if (!err)
+        note_write(op, end, *vc);
     if (op->kind == SIM_OP_FREE)
         sim_free_device(op->u.free.base, SIM_RANGE_POOL);
     s->t_end = end;
