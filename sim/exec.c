@@ -1053,10 +1053,13 @@ static void race_op(const sim_op_t *op, uint32_t tid)
     case SIM_OP_FREE:
         sim_race_access(race, tid, op->u.free.base, op->u.free.size, 1, &who);
         break;
-    case SIM_OP_WAIT_VALUE:
     case SIM_OP_WRITE_VALUE:
-        sim_race_access(race, tid, op->u.memop.addr, op->u.memop.size,
-                        op->kind == SIM_OP_WRITE_VALUE, &who);
+        sim_race_access(race, tid, op->u.memop.addr, op->u.memop.size, 1, &who);
+        break;
+    case SIM_OP_WAIT_VALUE:
+        /* Not an access: a wait polls a word that other work is meant to store concurrently
+         * (the next round's write of a flag is unordered with this round's wait, by design).
+         * What it synchronises with is acquired instead (memop_wait_order). */
         break;
     default:
         break;
