@@ -495,6 +495,7 @@ typedef struct foreign {
     int dev;                    /* the device the operation was issued on */
     CUcontext ctx;              /* its context (its stream's) */
     int pinned;                 /* captured: pinned for good, access left granted */
+    int memop;                  /* a stream memory operation's (res_memop_begin) */
     uint32_t count;
     struct {
         res_dev_t *o;
@@ -589,6 +590,7 @@ typedef struct foreign_hold {
     struct foreign_hold *next;
     foreign_ev_t *ev;
     int dev;                    /* the device given access for the operation */
+    int memop;                  /* a stream memory operation's: may wait for a later call */
     uint32_t first, n;
 } foreign_hold_t;
 
@@ -659,7 +661,10 @@ static void foreign_unhold(res_dev_t *o, uint32_t first, uint32_t n, int dev)
 }
 
 /* Release the holds on o's list (o locked) whose operations are done, or with `wait` after
- * waiting for them, or only those on chunk `ci` (UINT32_MAX: any); returns how many. */
+ * waiting for them, or only those on chunk `ci` (UINT32_MAX: any); returns how many.  A stream
+ * memory operation's hold is waited for only on its chunk (that chunk is being freed): its
+ * wait may be released only by a call another thread is yet to make, which takes o's lock,
+ * so making room by waiting for it under the lock could wait for ever. */
 static int foreign_release(res_dev_t *o, int wait, uint32_t ci, double *blocked)
 {
     int n = 0;
@@ -673,7 +678,7 @@ static int foreign_release(res_dev_t *o, int wait, uint32_t ci, double *blocked)
         }
         CUresult q = DRV(cuEventQuery)(h->ev->ev);
         if (q == CUDA_ERROR_NOT_READY) {
-            if (!wait) {
+            if (!wait || (h->memop && ci == UINT32_MAX)) {
                 p = &h->next;
                 continue;
             }
@@ -741,7 +746,8 @@ static void foreign_end(foreign_t *f, CUstream s, int ptds, CUresult r)
         shim_lock(&o->lock);
         if (h) {
             atomic_fetch_add_explicit(&e->refs, 1, memory_order_relaxed);
-            *h = (foreign_hold_t){ o->foreign_holds, e, f->dev, f->op[i].first, f->op[i].n };
+            *h = (foreign_hold_t){ o->foreign_holds, e, f->dev, f->memop, f->op[i].first,
+                                   f->op[i].n };
             o->foreign_holds = h;
             atomic_fetch_add_explicit(&foreign_pending, 1, memory_order_relaxed);
         } else {
@@ -1373,7 +1379,7 @@ void *res_memop_begin(CUstream s, int ptds, const CUdeviceptr *p, uint32_t n)
                           "reach memory being paged", d->device);
                 break;
             }
-            *f = (foreign_t){ .dev = d->device, .ctx = ctx,
+            *f = (foreign_t){ .dev = d->device, .ctx = ctx, .memop = 1,
                               .pinned = res_stream_capturing(s, ptds) };
         }
         foreign_take(f, o, p[i], 1);
