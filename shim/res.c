@@ -647,16 +647,23 @@ static int live_base(const res_dev_t *d, CUdeviceptr dptr, arena_info_t *info)
 /* Free the allocation at dptr now (d locked, no other lock held): like the driver's
  * cuMemFree, the host first waits for work that may still use it, since a sub-chunk range may
  * be handed out again at once.  It waits once without d's lock (res_idle_unlocked), looking
- * at the allocation again when something changed meanwhile; what is left to wait for after
- * that (uses made meanwhile, as in a slab chunk that other allocations share, and other
- * devices' holds) it waits for under the lock.  0 or -EINVAL. */
+ * at the allocation again when something changed meanwhile, and so for the stream memory
+ * operations that hold its chunks (whose waits another thread may release only by a call
+ * that takes the lock); what is left to wait for after that (uses made meanwhile, as in a
+ * slab chunk that other allocations share, and other devices' holds) it waits for under the
+ * lock.  0 or -EINVAL. */
 static int free_now(res_dev_t *d, CUdeviceptr dptr)
 {
     arena_info_t info;
-    int waited = 0;
+    int waited = 0, held = 0;
 again:
     if (!live_base(d, dptr, &info))
         return -EINVAL;
+    if (!held && d->foreign_holds &&
+        res_memop_wait_unlocked(d, info.first_chunk, info.nchunks, &d->blocked_free_s)) {
+        held = 1;
+        goto again;
+    }
     for (uint32_t i = 0; i < info.nchunks && !waited; i++)
         if (res_idle_unlocked(d, info.first_chunk + i, &d->blocked_free_s) < 0) {
             waited = 1;

@@ -498,6 +498,10 @@ void res_foreign_drain_all(int wait);
 /* Chunk ci of d (d locked) held by other devices' operations: the host waits for them, and
  * their holds on it go; the time blocked is added to *blocked. */
 void res_foreign_wait(res_dev_t *d, uint32_t ci, double *blocked);
+/* Chunks [first, +n) of d (d locked) held by stream memory operations not done: the host
+ * waits for them without d's lock (a wait may be released only by another thread's call,
+ * which takes it); 1 when it waited (things may have changed), else 0. */
+int res_memop_wait_unlocked(res_dev_t *d, uint32_t first, uint32_t n, double *blocked);
 /* Does stream s (ptds: the _ptsz ABI) capture, or refuse the question? */
 int res_stream_capturing(CUstream s, int ptds);
 /* Into operation k (d's lock held): chunk ci in use, once; every chunk of the allocation

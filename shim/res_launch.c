@@ -708,6 +708,30 @@ void res_foreign_wait(res_dev_t *d, uint32_t ci, double *blocked)
     foreign_release(d, 1, ci, blocked);
 }
 
+int res_memop_wait_unlocked(res_dev_t *d, uint32_t first, uint32_t n, double *blocked)
+{
+    enum { MAXEV = 16 };
+    foreign_ev_t *ev[MAXEV];
+    uint32_t k = 0;
+    for (foreign_hold_t *h = d->foreign_holds; h && k < MAXEV; h = h->next)
+        if (h->memop && h->first < first + n && first < h->first + h->n &&
+            DRV(cuEventQuery)(h->ev->ev) == CUDA_ERROR_NOT_READY) {
+            atomic_fetch_add_explicit(&h->ev->refs, 1, memory_order_relaxed);
+            ev[k++] = h->ev;
+        }
+    if (!k)
+        return 0;
+    double t0 = res_now_s();
+    shim_unlock(&d->lock);
+    for (uint32_t i = 0; i < k; i++) {
+        DRV(cuEventSynchronize)(ev[i]->ev);
+        foreign_ev_put(ev[i]);
+    }
+    shim_lock(&d->lock);
+    *blocked += res_now_s() - t0;
+    return 1;
+}
+
 void res_foreign_drain_all(int wait)
 {
     for (int i = 0; i < MAX_DEVICES; i++) {
