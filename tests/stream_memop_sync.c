@@ -71,16 +71,17 @@ static CUstream blocked_stream(int how, CUdeviceptr data, CUevent ev, CUgraphExe
     return s;
 }
 
+static CUgraph graph;
+
 static CUgraphExec memset_graph(CUdeviceptr data)
 {
     CUstream cap;
-    CUgraph g;
     CUgraphExec ge;
     CHECK_CU(cuStreamCreate(&cap, CU_STREAM_NON_BLOCKING));
     CHECK_CU(cuStreamBeginCapture(cap, CU_STREAM_CAPTURE_MODE_GLOBAL));
     CHECK_CU(cuMemsetD32Async(data, 7, 1, cap));
-    CHECK_CU(cuStreamEndCapture(cap, &g));
-    CHECK_CU(cuGraphInstantiate(&ge, g, 0));
+    CHECK_CU(cuStreamEndCapture(cap, &graph));
+    CHECK_CU(cuGraphInstantiate(&ge, graph, 0));
     CHECK_CU(cuStreamDestroy(cap));
     return ge;
 }
@@ -160,6 +161,11 @@ static void program(void *arg)
     if (how != DESTROYED && how != PER_THREAD)
         CHECK_CU(cuStreamDestroy(s));
     CHECK_CU(cuEventDestroy(ev));
+    if (g) {
+        CHECK_CU(cuGraphExecDestroy(g));
+        CHECK_CU(cuGraphDestroy(graph));
+    }
+    CHECK_CU(cuMemFreeHost(host));
 }
 
 int main(void)
