@@ -1328,6 +1328,13 @@ static void *executor_main(void *unused)
             /* Waits blocked: the host may store what they wait for; look again soon, without
              * spinning meanwhile (a submission wakes the executor at once). */
             stuck = !q_head || (sim_cfg.lazy && q_head->opno > flush_target);
+            if (stuck && q_head && done_waiters) {
+                /* Lazy: a host thread waits for work a wait holds back, and only work
+                 * submitted after what it flushed (another thread's) can release it. */
+                flush_target = q_submitted;
+                stuck = 0;
+                continue;
+            }
             if (stuck && done_waiters)
                 pthread_cond_broadcast(&cv_done);
             exec_sleeping = 1;

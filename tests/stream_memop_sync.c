@@ -7,7 +7,9 @@
  * waiting stream is blocking, or the per-thread default stream) are NOT_READY, and a host
  * function behind the wait has not run; each way of waiting (cuStreamSynchronize,
  * cuEventSynchronize, cuCtxSynchronize, the legacy stream's synchronisation) returns once the
- * other thread stores, with the work behind the wait done.  A non-blocking stream's wait
+ * other thread stores, with the work behind the wait done; so does cuStreamSynchronize when
+ * the other thread releases the wait with a stream write submitted while the host waits
+ * (the lazy executor too, though the write comes after what the waiting thread flushed).  A non-blocking stream's wait
  * holds back neither the legacy stream nor other streams.  cuStreamDestroy of a stream with
  * blocked work returns at once and its work completes later (cuCtxSynchronize waits for it).
  * Stream-ordered allocation and graph launches behind the wait wait too.  Each case runs in
@@ -22,10 +24,12 @@
 #include "simtest.h"
 
 enum how { BY_STREAM, BY_EVENT, BY_CTX, BY_LEGACY, DESTROYED, PER_THREAD, ASYNC_ALLOC, GRAPH,
-           HOW_COUNT };
+           BY_WRITE, HOW_COUNT };
 
 static volatile unsigned *flag;
 static volatile int fn_ran;
+static CUcontext ctx;
+static CUstream writer;                 /* BY_WRITE: the other thread releases with a write */
 
 static double now_ms(void)
 {
@@ -38,7 +42,12 @@ static void *release(void *arg)
 {
     (void)arg;
     usleep(30000);
-    __atomic_store_n(flag, 1u, __ATOMIC_RELEASE);
+    if (writer) {
+        CHECK_CU(cuCtxSetCurrent(ctx));
+        CHECK_CU(cuStreamWriteValue32(writer, (CUdeviceptr)(uintptr_t)flag, 1, 0));
+    } else {
+        __atomic_store_n(flag, 1u, __ATOMIC_RELEASE);
+    }
     return NULL;
 }
 
@@ -95,7 +104,9 @@ static void program(void *arg)
     pthread_t t;
     unsigned got = 0;
 
-    st_setup(0);
+    ctx = st_setup(0);
+    if (how == BY_WRITE)
+        CHECK_CU(cuStreamCreate(&writer, CU_STREAM_NON_BLOCKING));
     CHECK_CU(cuMemHostAlloc((void **)&host, 64, CU_MEMHOSTALLOC_DEVICEMAP));
     flag = host;
     *flag = 0;
@@ -150,6 +161,8 @@ static void program(void *arg)
         CHECK_CU(cuStreamSynchronize(s));
         break;
     }
+    if (how == BY_WRITE)
+        CHECK_CU(cuStreamSynchronize(writer));
     EXPECT(*flag == 1, "case %d: synchronised before the wait was released", how);
     EXPECT(fn_ran, "case %d: the host function behind the wait has not run", how);
     CHECK_CU(cuEventQuery(ev));
