@@ -2,13 +2,13 @@
 /*
  * sim.h - internal interface of the simulated CUDA driver.
  *
- * The simulator is a libcuda.so.1 built from the real cuda.h.  Device memory is host memory in
- * the same address space; work submitted to streams becomes operations (sim_op_t) in one global
- * FIFO that a single executor thread runs in submission order, which is always an order that
- * respects every stream, event and legacy-stream dependency, but for what depends on a stream
- * memory wait whose condition does not hold yet (set aside until it does).  While it runs them
- * the executor keeps the virtual clock (per-device engines, per-stream completion times) and
- * feeds the race checker with vector clocks.  Prototypes are grouped under the file that defines them.
+ * The simulator is a libcuda.so.1 built from the real cuda.h.  Device memory is host memory in the
+ * same address space; work submitted to streams becomes operations (sim_op_t) in one global FIFO
+ * that a single executor thread runs in submission order, which is always an order that respects
+ * every stream, event and legacy-stream dependency, but for what depends on a stream memory wait
+ * whose condition does not hold yet (set aside until it does).  While it runs them the executor
+ * keeps the virtual clock (per-device engines, per-stream completion times) and feeds the race
+ * checker with vector clocks.  Prototypes are grouped under the file that defines them.
  */
 #ifndef SIM_SIM_H
 #define SIM_SIM_H

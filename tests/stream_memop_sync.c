@@ -2,18 +2,18 @@
 /*
  * stream_memop_sync.c - the host's view of a stream held back by a stream memory wait.
  *
- * A stream waits for a word of page-locked memory that another host thread stores later.
- * Until then the stream, an event recorded behind the wait and the legacy stream (when the
- * waiting stream is blocking, or the per-thread default stream) are NOT_READY, and a host
- * function behind the wait has not run; each way of waiting (cuStreamSynchronize,
- * cuEventSynchronize, cuCtxSynchronize, the legacy stream's synchronisation) returns once the
- * other thread stores, with the work behind the wait done; so does cuStreamSynchronize when
- * the other thread releases the wait with a stream write submitted while the host waits
- * (the lazy executor too, though the write comes after what the waiting thread flushed).  A non-blocking stream's wait
- * holds back neither the legacy stream nor other streams.  cuStreamDestroy of a stream with
- * blocked work returns at once and its work completes later (cuCtxSynchronize waits for it).
- * Stream-ordered allocation and graph launches behind the wait wait too.  Each case runs in
- * a child, eager and lazy executor, with the race checker failing the run.
+ * A stream waits for a word of page-locked memory that another host thread stores later. Until then
+ * the stream, an event recorded behind the wait and the legacy stream (when the waiting stream is
+ * blocking, or the per-thread default stream) are NOT_READY, and a host function behind the wait
+ * has not run; each way of waiting (cuStreamSynchronize, cuEventSynchronize, cuCtxSynchronize, the
+ * legacy stream's synchronisation) returns once the other thread stores, with the work behind the
+ * wait done; so does cuStreamSynchronize when the other thread releases the wait with a stream
+ * write submitted while the host waits (the lazy executor too, though the write comes after what
+ * the waiting thread flushed).  A non-blocking stream's wait holds back neither the legacy stream
+ * nor other streams.  cuStreamDestroy of a stream with blocked work returns at once and its work
+ * completes later (cuCtxSynchronize waits for it). Stream-ordered allocation and graph launches
+ * behind the wait wait too.  Each case runs in a child, eager and lazy executor, with the race
+ * checker failing the run.
  */
 #include <pthread.h>
 #include <string.h>
