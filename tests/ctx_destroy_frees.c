@@ -29,17 +29,8 @@ int main(void)
     CHECK_CU(cuMemHostAlloc(&h2, 1 << 20, CU_MEMHOSTALLOC_PORTABLE));
     EXPECT(st_free_mem() <= before - BIG, "cuMemAlloc not counted");
 
-    CUmemAllocationProp prop = { .type = CU_MEM_ALLOCATION_TYPE_PINNED,
-                                 .location = { CU_MEM_LOCATION_TYPE_DEVICE, 0 } };
     CUmemGenericAllocationHandle mh;
-    CHECK_CU(cuMemGetAllocationGranularity(&gran, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM));
-    CHECK_CU(cuMemCreate(&mh, gran, &prop, 0));
-    CHECK_CU(cuMemAddressReserve(&va, gran, 0, 0, 0));
-    CHECK_CU(cuMemMap(va, gran, 0, mh, 0));
-    CUmemAccessDesc acc = { { CU_MEM_LOCATION_TYPE_DEVICE, 0 },
-                            CU_MEM_ACCESS_FLAGS_PROT_READWRITE };
-    CHECK_CU(cuMemSetAccess(va, gran, &acc, 1));
-    CHECK_CU(cuMemsetD32(va, 0x5a5a5a5a, gran / 4));
+    va = st_vmm_filled(&gran, &mh);
 
     CHECK_CU(cuCtxDestroy(a));
     CHECK_CU(cuCtxSetCurrent(b));

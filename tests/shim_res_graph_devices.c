@@ -25,16 +25,6 @@
 #define BYTES (2 * SH_MIB)
 #define WORDS (BYTES / 4)
 
-static uint32_t host[WORDS];
-
-/* p holds sh_pattern(seed, .) + plus (the current context's copy). */
-static void expect_words(CUdeviceptr p, uint32_t seed, uint32_t plus, const char *what)
-{
-    CHECK_CU(cuMemcpyDtoH(host, p, BYTES));
-    sh_expect_pattern_plus(host, WORDS, seed, plus, what);
-    printf("%s holds pattern %u + %u\n", what, seed, plus);
-}
-
 static void scenario(void)
 {
     CUdeviceptr a0, a1, more[3];
@@ -77,14 +67,14 @@ static void scenario(void)
     CHECK_CU(cuStreamSynchronize(s0));
     printf("round 2: the graph ran again\n");
 
-    expect_words(a0, 2, 2, "a0, added to by the graph's node on device 0");
+    sh_expect_pattern_at("a0, added to by the graph's node on device 0", a0, BYTES, 2, 2);
     CHECK_CU(cuGraphExecDestroy(ge));
     CHECK_CU(cuStreamDestroy(s0));
     CHECK_CU(cuMemFree(a0));
     CHECK_CU(cuCtxSetCurrent(c1));
-    expect_words(a1, 1, 10, "a1, added to by the graph's node on device 1");
+    sh_expect_pattern_at("a1, added to by the graph's node on device 1", a1, BYTES, 1, 10);
     for (int i = 0; i < 3; i++)
-        expect_words(more[i], 3 + (uint32_t)i, 0, "a buffer filled on device 1");
+        sh_expect_pattern_at("a buffer filled on device 1", more[i], BYTES, 3 + (uint32_t)i, 0);
     for (int i = 0; i < 3; i++)
         CHECK_CU(cuMemFree(more[i]));
     CHECK_CU(cuMemFree(a1));

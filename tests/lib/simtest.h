@@ -164,6 +164,26 @@ static inline int st_pointer_known(CUdeviceptr p)
     return cuPointerGetAttribute(&c, CU_POINTER_ATTRIBUTE_CONTEXT, p) == CUDA_SUCCESS;
 }
 
+/* One granule of device 0's memory (its size into *gran) made with cuMemCreate, mapped
+ * read-write at a reserved range that is returned, and filled with 0x5a5a5a5a; its handle
+ * into *mh. */
+static inline CUdeviceptr st_vmm_filled(size_t *gran, CUmemGenericAllocationHandle *mh)
+{
+    CUmemAllocationProp prop = { .type = CU_MEM_ALLOCATION_TYPE_PINNED,
+                                 .location = { CU_MEM_LOCATION_TYPE_DEVICE, 0 } };
+    CUmemAccessDesc acc = { { CU_MEM_LOCATION_TYPE_DEVICE, 0 },
+                            CU_MEM_ACCESS_FLAGS_PROT_READWRITE };
+    CUdeviceptr va;
+
+    CHECK_CU(cuMemGetAllocationGranularity(gran, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM));
+    CHECK_CU(cuMemCreate(mh, *gran, &prop, 0));
+    CHECK_CU(cuMemAddressReserve(&va, *gran, 0, 0, 0));
+    CHECK_CU(cuMemMap(va, *gran, 0, *mh, 0));
+    CHECK_CU(cuMemSetAccess(va, *gran, &acc, 1));
+    CHECK_CU(cuMemsetD32(va, 0x5a5a5a5a, *gran / 4));
+    return va;
+}
+
 /* An executable graph of one kernel node: f on one block of one thread with args. */
 static inline CUgraphExec st_kernel_graph(CUfunction f, void **args)
 {
