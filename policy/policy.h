@@ -1,0 +1,147 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * policy.h - the computed policy: one profiled iteration in, a plan of moves out.
+ *
+ * Pure C: no CUDA, no I/O, no locks, no globals.  The shim fills a pol_input_t from the
+ * iteration it profiled and executes the plan; elixir-trace fills the same input from a trace
+ * file and prints what the plan would do on hardware the user does not have.  Both call the
+ * same functions, so a prediction of `elixir-trace plan` is the shim's own.
+ *
+ * The model.  An iteration is a sequence of operations (launches, copies, memsets, NCCL calls)
+ * in the order the host issued them, each on a stream, each with a device time, each reaching
+ * chunks of buffers (allocations).  A buffer is divided into chunks of pol_machine_t.chunk
+ * bytes; a chunk is the unit that lives in exactly one tier at a time.  The iteration repeats:
+ * a plan is cyclic, the residency it leaves at the end of the iteration is the residency it
+ * assumes at the start.
+ *
+ * The plan.  For each operation i, moves[op_first[i] .. op_first[i + 1]) are issued before
+ * operation i is enqueued (prefetches, and the evictions that make their room), and the moves
+ * of op_after[i] .. are issued right after it (write-backs and evictions whose source's last
+ * use is i).  Every chunk operation i reaches is on POL_GPU when i runs, and at no point does
+ * any tier hold more than its capacity, counting chunks in flight at both ends.
+ *
+ * Buffer identity across iterations is the caller's business (pol_buf_t.key): the shim uses
+ * the allocation order within the iteration for buffers born inside it and the arena address
+ * for buffers that outlive it (see shim/res_plan.c); elixir-trace uses the trace's allocation ids.
+ */
+#ifndef ELIXIR_POLICY_H
+#define ELIXIR_POLICY_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Tiers, fastest first.  The order is part of the trace format (MIGRATE records name them). */
+enum pol_tier { POL_GPU, POL_PEER, POL_HOST, POL_NVME, POL_NTIERS };
+
+/* How an operation reaches a chunk.  A kernel's arguments say nothing of what it writes: a
+ * launch's references are POL_RW unless the caller has evidence (a copy's source is
+ * POL_READ, its destination POL_WRITE; a memset writes). */
+enum pol_access { POL_READ = 1, POL_WRITE = 2, POL_RW = 3, POL_OVERWRITE = 4 | 2 };
+
+/* A buffer of the iteration.  born/dies are operation indexes (-1: allocated before the
+ * iteration / still alive after it); a buffer born inside the iteration starts nowhere and
+ * needs no prefetch before its first use, one that dies needs no write-back. */
+typedef struct pol_buf {
+    uint64_t key;        /* the caller's identity of the buffer across iterations */
+    uint64_t bytes;      /* its size; its chunks are ceil(bytes / chunk) */
+    int32_t born, dies;  /* see above */
+    uint8_t pinned;      /* may never leave the GPU (NCCL buffers, IPC, pointers not seen) */
+    uint8_t nvme_ok;     /* every use was visible: it may go to POL_NVME (DESIGN invariant 2) */
+    uint8_t clean;       /* its host copy is current at the iteration's start (read-only data) */
+} pol_buf_t;
+
+/* A run of chunks of one buffer that one operation reaches. */
+typedef struct pol_ref {
+    uint32_t buf;               /* index into pol_input_t.bufs */
+    uint32_t chunk, nchunks;    /* first chunk of the buffer and how many */
+    uint8_t access;             /* enum pol_access */
+} pol_ref_t;
+
+/* One operation, in host issue order. */
+typedef struct pol_op {
+    uint32_t stream;            /* dense stream number, 0 .. nstreams - 1 */
+    uint32_t ref, nref;         /* its references: refs[ref .. ref + nref) */
+    uint64_t dur_ns;            /* device time; 0 when unknown (the cost model then uses 0) */
+} pol_op_t;
+
+/* One link between POL_GPU and another tier: GB/s (1e9 bytes/s) each way and both together
+ * (a PCIe link is not fully duplex), and a fixed cost per transfer. */
+typedef struct pol_link {
+    double to_gpu_gbs, from_gpu_gbs, duplex_gbs;
+    double latency_us;
+} pol_link_t;
+
+/* The machine the plan is for. */
+typedef struct pol_machine {
+    uint64_t chunk;                 /* bytes per chunk (the mapping granularity, 2 MiB typical) */
+    uint64_t cap[POL_NTIERS];       /* bytes each tier may hold; 0: the tier is absent */
+    pol_link_t link[POL_NTIERS];    /* link[t]: between POL_GPU and t (link[POL_GPU] unused) */
+    double map_us_per_call;         /* host time of one unmap + map + set-access of an extent */
+    double map_us_per_chunk;        /* and per chunk of that extent */
+    uint32_t copy_engines;          /* engines per direction (1 or 2 on PCIe GPUs) */
+} pol_machine_t;
+
+typedef struct pol_input {
+    const pol_op_t *ops;
+    size_t nops;
+    const pol_ref_t *refs;
+    size_t nrefs;
+    const pol_buf_t *bufs;
+    size_t nbufs;
+    uint32_t nstreams;
+    pol_machine_t m;
+} pol_input_t;
+
+/* The knobs the search varies; pol_plan with knobs == NULL searches them. */
+typedef struct pol_knobs {
+    uint32_t lookahead;         /* prefetch at most this many operations ahead (0: unbounded) */
+    uint32_t extent_chunks;     /* move runs of up to this many chunks as one extent */
+    uint64_t pin_bytes;         /* bytes of the most reused buffers kept on the GPU for good */
+} pol_knobs_t;
+
+/* One move: chunks [chunk, chunk + nchunks) of buf from one tier to another. */
+typedef struct pol_move {
+    uint32_t buf, chunk, nchunks;
+    uint8_t from, to;           /* enum pol_tier */
+    uint8_t writeback;          /* 0: the destination's copy is current, only the mapping moves */
+    uint32_t need_by;           /* the operation that needs it (prefetch) or UINT32_MAX */
+} pol_move_t;
+
+/* What the cost model predicts for a plan (pol_replay), in nanoseconds and bytes. */
+typedef struct pol_result {
+    double iter_ns;             /* predicted iteration time */
+    double compute_ns;          /* the operations alone: the unlimited GPU's time */
+    double bound_ns;            /* max(compute, bytes that must move / link bandwidth) */
+    double stall_ns;            /* time operations waited for moves */
+    double map_ns;              /* host time in mapping calls */
+    uint64_t bytes[POL_NTIERS][2];  /* bytes moved over link[t]: [t][0] to GPU, [t][1] from */
+    uint64_t peak[POL_NTIERS];  /* the most bytes each tier held */
+} pol_result_t;
+
+typedef struct pol_plan {
+    pol_move_t *moves;
+    size_t nmoves;
+    uint32_t *op_first;         /* nops + 1 entries: moves issued before operation i */
+    uint32_t *op_after;         /* nops + 1 entries: moves issued after operation i */
+    uint8_t *start_tier;        /* per chunk (buffers' chunks in order): its tier at the start */
+    pol_knobs_t knobs;          /* the configuration chosen */
+    pol_result_t predicted;     /* pol_replay of this plan */
+} pol_plan_t;
+
+/* Check an input: 0, or -EINVAL with a message naming the first bad field in err. */
+int pol_input_check(const pol_input_t *in, char *err, size_t errlen);
+/* Plan `in` with `knobs` (NULL: search the knobs for the best predicted time).  0 and *out,
+ * -EINVAL for a bad input, -ENOSPC when the pinned and concurrently needed chunks of some
+ * operation exceed the GPU's capacity (no plan can exist), -ENOMEM. */
+int pol_plan(const pol_input_t *in, const pol_knobs_t *knobs, pol_plan_t **out);
+void pol_plan_free(pol_plan_t *p);
+/* Replay a plan on the cost model: compute streams, one queue per link direction with the
+ * duplex limit shared, mapping costs on the host, every dependency.  0 or -EINVAL. */
+int pol_replay(const pol_input_t *in, const pol_plan_t *p, pol_result_t *r);
+/* Check that a plan keeps every operation's chunks on the GPU and every tier within its
+ * capacity: 0, or -EINVAL with the first violation described in err.  Used by the tests and
+ * by the shim in debug runs. */
+int pol_plan_verify(const pol_input_t *in, const pol_plan_t *p, char *err, size_t errlen);
+const char *pol_tier_name(int tier);
+
+#endif
