@@ -219,10 +219,17 @@ static int64_t buf_of(builder_t *b, cand_t *c)
     pol_buf_t *u = &b->x->bufs[b->nbufs];
     *u = (pol_buf_t){ .key = a->id, .bytes = a->size ? a->size : 1, .born = -1, .dies = -1,
                       .nvme_ok = 1 };
+    /* policy.h: the buffer exists for operations born .. dies inclusive.  One alive when the
+     * iteration starts and freed inside it is the previous iteration's: its life is taken as
+     * crossing the iteration's end (born just after dies), which keeps it whole iteration,
+     * as one made inside and outliving it is kept (dies -1: the next allocation replaces it). */
+    size_t n = b->x->in.nops;
+    int32_t dies = a->t_free < b->x->end ? op_after(b, a->t_free) - 1 : -1;
     if (a->t_alloc >= b->x->start)
         u->born = op_after(b, a->t_alloc);
-    if (a->t_free < b->x->end)
-        u->dies = op_after(b, a->t_free);
+    else if (dies >= 0)
+        u->born = (int32_t)(((size_t)dies + 1) % (n ? n : 1));
+    u->dies = dies;
     c->buf = (int64_t)b->nbufs++;
     return c->buf;
 }
