@@ -376,7 +376,9 @@ static int run_plan(const cli_cmd_t *c, char **pos)
     }
     if (svg && !(rc = cli_export(c, &t, svg, svg_sweep, &s)) && strcmp(svg, "-") != 0)
         fprintf(stderr, "elixir-trace plan: wrote %s\n", svg);
-    if (!rc && p.rc && p.rc != -ENOSPC)
+    if (!rc && p.rc == -ENOSPC && !sweep)
+        rc = CLI_EXIT_FAIL;            /* said on the "predicted" line */
+    else if (!rc && p.rc && p.rc != -ENOSPC)
         rc = cli_fail(c, "planning failed: %s", strerror(-p.rc));
     tp_free(&x);
     tm_free(&t);

@@ -6,7 +6,8 @@
  * the most device times (the profiled one: libelixir.so times only ELIXIR_PROFILE_ITERATIONS
  * of them).  Its operations on one device are taken in enqueue order.  A launch reaches the
  * whole of every allocation its arguments point into (the trace names allocations, not
- * bytes); a copy, memset or collective reaches the chunks its byte range covers: chunks it
+ * bytes); allocations smaller than a chunk are planned as the chunk they share with others
+ * (the arena's slabs), which lives through the whole iteration; a copy, memset or collective reaches the chunks its byte range covers: chunks it
  * covers whole are overwritten (their old contents are dead), partly covered ones written.
  */
 #include "plan_input.h"
@@ -21,6 +22,12 @@ typedef struct cand {
     int64_t buf;
 } cand_t;
 
+/* A chunk that the arena shares between small allocations (its slabs). */
+typedef struct group {
+    uint64_t base;
+    int64_t buf;
+} group_t;
+
 typedef struct builder {
     const tm_trace_t *t;
     tp_input_t *x;
@@ -30,6 +37,8 @@ typedef struct builder {
     size_t ncand;
     size_t nrefs, cap_refs, nbufs;
     const tm_op_t **ops;               /* the window's operations, in enqueue order */
+    group_t *groups;                   /* shared chunks made buffers, in order of first use */
+    size_t ngroups;
 } builder_t;
 
 static int fail(char *err, size_t len, int rc, const char *msg, int64_t v)
@@ -145,7 +154,8 @@ static int candidates(builder_t *b)
     const tm_trace_t *t = b->t;
     b->by_addr = calloc(t->nallocs ? t->nallocs : 1, sizeof(*b->by_addr));
     b->by_id = calloc(t->nallocs ? t->nallocs : 1, sizeof(*b->by_id));
-    if (!b->by_addr || !b->by_id)
+    b->groups = calloc(t->nallocs ? t->nallocs : 1, sizeof(*b->groups));
+    if (!b->by_addr || !b->by_id || !b->groups)
         return -ENOMEM;
     for (size_t i = 0; i < t->nallocs; i++) {
         const tm_alloc_t *a = &t->allocs[i];
@@ -210,15 +220,35 @@ static int32_t op_after(const builder_t *b, uint64_t time)
     return (int32_t)lo;
 }
 
+static int64_t new_buf(builder_t *b, uint64_t key, uint64_t bytes)
+{
+    b->x->bufs[b->nbufs] = (pol_buf_t){ .key = key, .bytes = bytes, .born = -1, .dies = -1,
+                                        .nvme_ok = 1 };
+    return (int64_t)b->nbufs++;
+}
+
+/* The buffer of a small allocation: the whole chunk it shares with others (the arena's slab
+ * chunk), alive for the whole iteration, since the arena keeps slab chunks for reuse. */
+static int64_t group_buf(builder_t *b, const tm_alloc_t *a)
+{
+    uint64_t base = a->addr & ~(b->chunk - 1);
+    for (size_t i = b->ngroups; i-- > 0;)
+        if (b->groups[i].base == base)
+            return b->groups[i].buf;
+    b->groups[b->ngroups] = (group_t){ .base = base, .buf = new_buf(b, base | 1, b->chunk) };
+    return b->groups[b->ngroups++].buf;
+}
+
 /* The buffer of candidate c, made on first use. */
 static int64_t buf_of(builder_t *b, cand_t *c)
 {
     if (c->buf >= 0)
         return c->buf;
     const tm_alloc_t *a = c->a;
-    pol_buf_t *u = &b->x->bufs[b->nbufs];
-    *u = (pol_buf_t){ .key = a->id, .bytes = a->size ? a->size : 1, .born = -1, .dies = -1,
-                      .nvme_ok = 1 };
+    if (a->size < b->chunk)
+        return c->buf = group_buf(b, a);
+    c->buf = new_buf(b, a->id << 1, a->size);
+    pol_buf_t *u = &b->x->bufs[c->buf];
     /* policy.h: the buffer exists for operations born .. dies inclusive.  One alive when the
      * iteration starts and freed inside it is the previous iteration's: its life is taken as
      * crossing the iteration's end (born just after dies), which keeps it whole iteration,
@@ -230,7 +260,6 @@ static int64_t buf_of(builder_t *b, cand_t *c)
     else if (dies >= 0)
         u->born = (int32_t)(((size_t)dies + 1) % (n ? n : 1));
     u->dies = dies;
-    c->buf = (int64_t)b->nbufs++;
     return c->buf;
 }
 
@@ -262,6 +291,8 @@ static int range_ref(builder_t *b, uint64_t p, uint64_t bytes, uint64_t when, in
     }
     int64_t buf = buf_of(b, c);
     uint64_t off = p - c->a->addr, end = off + bytes, size = c->a->size, ch = b->chunk;
+    if (size < ch)                     /* a small allocation: part of its shared chunk */
+        return push_ref(b, buf, 0, 1, write ? POL_WRITE : POL_READ);
     if (end > size)
         end = size;                    /* a range past its allocation: the rest is not ours */
     uint64_t c0 = off / ch, c1 = (end - 1) / ch + 1;
@@ -285,7 +316,7 @@ static int launch_refs(builder_t *b, const tm_op_t *o)
         if (!c)
             continue;                  /* another device's memory, or pinned host memory */
         int64_t buf = buf_of(b, c);
-        uint64_t n = (c->a->size + b->chunk - 1) / b->chunk;
+        uint64_t n = c->a->size < b->chunk ? 1 : (c->a->size + b->chunk - 1) / b->chunk;
         int rc = push_ref(b, buf, 0, n ? n : 1, POL_RW);
         if (rc)
             return rc;
@@ -392,6 +423,7 @@ int tp_build(const tm_trace_t *t, const tp_select_t *sel, tp_input_t *x, char *e
         rc = footprint(x, b.chunk);
     free(b.by_addr);
     free(b.by_id);
+    free(b.groups);
     free(b.ops);
     x->in.ops = x->ops;
     x->in.refs = x->refs;
