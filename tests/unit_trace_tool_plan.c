@@ -60,6 +60,7 @@ static void fits(const char *trace)
     TT_LINE(r.out, "operations 5, 5 with device times", "footprint 12.00 MiB");
     TT_LINE(r.out, "predicted", "1.00x an unlimited GPU (300.02 us)");
     TT_LINE(r.out, "peak", "gpu 12.00 MiB");
+    TT_LINE(r.out, "moved       nothing");
     if (strstr(r.out, "to GPU"))
         TT_FAIL("16M: nothing should move, got:\n%s", r.out);
     tt_free(&r);

@@ -176,7 +176,10 @@ static void print_text(const tm_trace_t *t, const tp_input_t *x, const pol_machi
            text_ns((uint64_t)r->bound_ns, b[4]));
     printf("  waiting for moves %s, host time in mapping calls %s\n",
            text_ns((uint64_t)r->stall_ns, b[0]), text_ns((uint64_t)r->map_ns, b[1]));
-    printf("moved       per iteration\n");
+    int moved = 0;
+    for (int tier = POL_PEER; tier < POL_NTIERS; tier++)
+        moved |= r->bytes[tier][0] || r->bytes[tier][1];
+    printf("moved       %s\n", moved ? "per iteration" : "nothing");
     for (int tier = POL_PEER; tier < POL_NTIERS; tier++)
         if (r->bytes[tier][0] || r->bytes[tier][1])
             printf("  %-5s     to GPU %s, from GPU %s\n", pol_tier_name(tier),
