@@ -15,9 +15,11 @@
  * moves chunks, res_use.c tracks their last uses, and res_launch.c makes what a launch or
  * copy reaches resident before it is enqueued.
  *
- * One mutex per device guards this state.  It is held across the driver calls of a migration
- * (including the host waits on last uses), which DESIGN.md invariant 7 forbids: see
- * docs/ARCHITECTURE.md ("Departures").
+ * One lock per device (shim_lock_t, lock.h) guards this state.  It is held across the driver's
+ * launch and the copy of a migration; the long host waits (an eviction's wait for its victim,
+ * a free, a copy with a host side) drop it.  DESIGN.md invariant 7 forbids holding it across a
+ * call that can block on the GPU: docs/ARCHITECTURE.md ("As built vs DESIGN.md") lists what
+ * still does.
  */
 #include <errno.h>
 #include <stdlib.h>

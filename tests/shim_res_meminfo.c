@@ -105,9 +105,9 @@ static unsigned long long chunks_of(unsigned long long bytes)
     return bytes / CHUNK * CHUNK;
 }
 
-/* The automatic budgets, as README states them: the device's free memory less a reserve of
- * 10% of the device (at least 64 MiB), and half the memory the process may use, shared by the
- * processes its launcher says run here; each whole chunks. */
+/* The automatic budgets, as docs/options.md states them: the device's free memory less a
+ * reserve of 10% of the device (at least 64 MiB), and half the memory the process may use,
+ * shared by the processes its launcher says run here; each whole chunks. */
 static void check_auto(size_t phys_free, size_t phys_total)
 {
     static const char *const env[] = { "ELIXIR_GPU_MEMORY=auto", NULL };
