@@ -4,13 +4,16 @@
 #
 # Usage: tools/gpu/check.sh [-k CHECKS] OUTDIR
 #   BUILD (default build) holds a finished build; OUTDIR receives every run's output.
-#   -k takes a comma-separated subset of: train, trace, share, nccl, torch, bench, sim.
+#   -k takes a comma-separated subset of: train, policy, trace, share, nccl, torch, bench, sim.
 #
 # train  examples/train.py on the GPU (both allocation patterns, which must agree), then under
 #        libelixir.so unlimited and with ELIXIR_GPU_MEMORY at 1/2, 1/4 and 1/8 of the footprint
 #        the shim measured: every run must print the digest of the run without the shim, and
 #        the budgeted ones must have paged memory out.  `--preset tiny --check` compares the
 #        GPU's losses and gradients with the float64 reference, without and with the shim.
+# policy the same job (per-tensor) under the shim at 1/2 and 1/4 of the footprint with
+#        ELIXIR_POLICY=reactive and =plan, and unlimited: the digest again, and the wall time of
+#        each run side by side (figures in policy.txt: planned against reactive and unlimited).
 # trace  the same job at 1/4 recording a trace, timed by NVIDIA's CUPTI (found beside the CUDA
 #        toolkit or in Python's nvidia packages) and by CUDA events (ELIXIR_CUPTI=off): the
 #        digest again, `elixir-trace summary` and `kernels` must read each trace, and kernels
@@ -37,7 +40,7 @@
 set -u
 BUILD=${BUILD:-build}
 PYTHON=${PYTHON:-python3}
-ALL_CHECKS=train,trace,share,nccl,torch,bench,sim
+ALL_CHECKS=train,policy,trace,share,nccl,torch,bench,sim
 CHECKS=$ALL_CHECKS
 usage() {
     echo "usage: $0 [-k CHECKS] OUTDIR   (CHECKS: comma-separated, of $ALL_CHECKS)" >&2
@@ -137,6 +140,45 @@ check_train() {
     run shim-check 300 env LD_PRELOAD="$SHIM" "$PYTHON" examples/train.py --preset tiny --check
     [ $? -eq 0 ] && pass "train.py --preset tiny --check under the shim" \
         || fail "train.py --preset tiny --check under the shim (see shim-check.out)"
+}
+
+# ---------------------------------------------------------------- the computed policy
+# timed NAME CMD...: run NAME (see run) and print its wall time in seconds, or nothing.
+timed() {
+    local name=$1 t0 t1
+    shift
+    t0=$(date +%s.%N)
+    run "$name" 600 "$@" || return 1
+    t1=$(date +%s.%N)
+    awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", b - a }'
+}
+
+check_policy() {
+    local ref peak frac pol got secs base
+    run policy-ref 300 "$PYTHON" "${TRAIN[@]}" --alloc per-tensor
+    ref=$(digest_of "$out/policy-ref.out")
+    base=$(timed policy-unlimited env LD_PRELOAD="$SHIM" ELIXIR_STATS=1 "$PYTHON" "${TRAIN[@]}" \
+        --alloc per-tensor)
+    peak=$(stat_of "$out/policy-unlimited.err" "GPU peak")
+    if [ -z "$ref" ] || [ -z "$peak" ] || [ -z "$base" ]; then
+        fail "policy: no reference digest, footprint or unlimited time (see policy-*.err)"
+        return
+    fi
+    echo "unlimited ${base}s" >"$out/policy.txt"
+    for frac in 2 4; do
+        for pol in reactive plan; do
+            secs=$(timed "policy-$pol-$frac" env LD_PRELOAD="$SHIM" ELIXIR_STATS=1 \
+                ELIXIR_POLICY=$pol ELIXIR_GPU_MEMORY=$((peak * 1048576 / frac)) \
+                "$PYTHON" "${TRAIN[@]}" --alloc per-tensor)
+            got=$(digest_of "$out/policy-$pol-$frac.out")
+            if [ -z "$secs" ] || [ "$got" != "$ref" ]; then
+                fail "policy $pol at 1/$frac: digest '$got' (see policy-$pol-$frac.err)"
+                continue
+            fi
+            echo "$pol 1/$frac ${secs}s" >>"$out/policy.txt"
+            pass "policy $pol at 1/$frac: same digest, ${secs}s (unlimited ${base}s)"
+        done
+    done
 }
 
 # ---------------------------------------------------------------- traces
@@ -307,6 +349,7 @@ check_sim() {
 }
 
 want train && check_train
+want policy && check_policy
 want trace && check_trace
 want share && check_share
 want nccl && check_nccl

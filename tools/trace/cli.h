@@ -59,6 +59,15 @@ const char *cli_get_or(const cli_cmd_t *c, const char *name, const char *dflt);
  * error prints it and exits 2.  --partial is read from c's options. */
 void cli_load(const cli_cmd_t *c, const char *path, tm_trace_t *t);
 
+/* ------------------------------------------------------------------ cmd_export.c */
+
+/* Writes out ('-': stdout) with fn, never replacing a file unless the command's --force is
+ * given, never leaving one half-written: 0, or prints why and returns CLI_EXIT_FAIL. */
+typedef int (*cli_export_fn)(const tm_trace_t *t, const void *arg, FILE *out, char *err,
+                             size_t len);
+int cli_export(const cli_cmd_t *c, const tm_trace_t *t, const char *out, cli_export_fn fn,
+               const void *arg);
+
 /* ------------------------------------------------------------------ fmt.c */
 
 /* Option values: each exits 2 through cli_usage with the accepted values when bad. */
@@ -74,7 +83,7 @@ const char *fmt_device(int32_t d, char buf[32]);
 /* ------------------------------------------------------------------ commands */
 
 extern const cli_cmd_t cmd_summary, cmd_allocs, cmd_kernels, cmd_diff, cmd_timeline,
-    cmd_plot, cmd_report;
+    cmd_plot, cmd_report, cmd_plan;
 
 /* cmd_tables.c, shared with summary: allocations sorted by size (largest first), kernels as
  * tm_kernel_stats sorts them; each prints at most `top` rows (0: all). */

@@ -24,8 +24,7 @@
 #define RENAME_NOREPLACE (1 << 0)
 #endif
 
-typedef int (*export_fn)(const tm_trace_t *t, const void *arg, FILE *out, char *err,
-                         size_t len);
+typedef cli_export_fn export_fn;
 
 /* ------------------------------------------------------------------ where the output goes */
 
@@ -165,22 +164,33 @@ static int write_stream(const char *out, out_kind_t kind, export_fn fn, const tm
     return rc < 0 ? rc : frc;
 }
 
-/* Loads the trace and writes out with fn: 0, or prints why and returns 1. */
-static int export_to(const cli_cmd_t *c, const char *trace, const char *out, export_fn fn,
-                     const void *arg)
+int cli_export(const cli_cmd_t *c, const tm_trace_t *t, const char *out, cli_export_fn fn,
+               const void *arg)
 {
     char target[PATH_MAX], err[512] = "";
     int kind = classify(c, out, cli_get(c, "--force") != NULL, target), rc;
-    tm_trace_t t;
     if (kind < 0)
         return CLI_EXIT_FAIL;
-    cli_load(c, trace, &t);
     if (kind == OUT_NEW || kind == OUT_REPLACE)
-        rc = write_file(target, kind == OUT_REPLACE, fn, &t, arg, err, sizeof(err));
+        rc = write_file(target, kind == OUT_REPLACE, fn, t, arg, err, sizeof(err));
     else
-        rc = write_stream(out, (out_kind_t)kind, fn, &t, arg, err, sizeof(err));
-    tm_free(&t);
+        rc = write_stream(out, (out_kind_t)kind, fn, t, arg, err, sizeof(err));
     return rc < 0 ? cli_fail(c, "%s: %s", out, err[0] ? err : strerror(-rc)) : 0;
+}
+
+/* Loads the trace and writes out with fn: 0, or prints why and returns 1.  The output's
+ * place is checked before the trace is read, so a refused one costs nothing. */
+static int export_to(const cli_cmd_t *c, const char *trace, const char *out, export_fn fn,
+                     const void *arg)
+{
+    char target[PATH_MAX];
+    if (classify(c, out, cli_get(c, "--force") != NULL, target) < 0)
+        return CLI_EXIT_FAIL;
+    tm_trace_t t;
+    cli_load(c, trace, &t);
+    int rc = cli_export(c, &t, out, fn, arg);
+    tm_free(&t);
+    return rc;
 }
 
 /* ------------------------------------------------------------------ the exporters */

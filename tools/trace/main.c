@@ -21,6 +21,7 @@
 
 static const cli_cmd_t *const commands[] = {
     &cmd_summary, &cmd_allocs, &cmd_kernels, &cmd_diff, &cmd_timeline, &cmd_plot, &cmd_report,
+    &cmd_plan,
 };
 #define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))
 

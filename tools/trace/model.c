@@ -286,16 +286,22 @@ static int add_op(tm_trace_t *t, priv_t *p, const trc_event_t *ev)
         if ((o = new_op(t, p, ev, c->id, &c->span, c->device, c->stream))) {
             o->copy_kind = c->kind;
             o->bytes = c->bytes;
+            o->src = c->src;
+            o->dst = c->dst;
         }
         break;
     case TRC_EV_MEMSET:
-        if ((o = new_op(t, p, ev, m->id, &m->span, m->device, m->stream)))
+        if ((o = new_op(t, p, ev, m->id, &m->span, m->device, m->stream))) {
             o->bytes = m->bytes;
+            o->dst = m->dst;
+        }
         break;
     default:
         if ((o = new_op(t, p, ev, 0, &n->span, n->device, n->stream))) {
             o->bytes = n->bytes;
             o->name = n->op;
+            o->src = n->send;
+            o->dst = n->recv;
         }
         break;
     }

@@ -42,6 +42,8 @@ typedef struct tm_op {
                                         * name; "" for copies, memsets */
     uint32_t copy_kind;                /* trc_copy_kind_t, copies only */
     uint64_t bytes;                    /* copies, memsets, collectives */
+    uint64_t src, dst;                 /* copies: source and destination addresses; memsets:
+                                        * dst; collectives: send (src) and receive (dst) */
     int has_times;                     /* device start/end known (span or TIMING) */
     uint64_t start, end;
     int timed_by_timing;               /* the times come from TIMING records, not the

@@ -1,0 +1,150 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * unit_trace_tool_plan.c - `elixir-trace plan` on a made-up trace: three 4 MiB weights, each
+ * used by one 100 us kernel per iteration, with a host-to-device copy into the first and a
+ * memset of the second.  Planned for a GPU that holds all 12 MiB, the prediction is the
+ * unlimited GPU's time and nothing moves; for 8 MiB, chunks move both ways every iteration
+ * and the prediction is above the unlimited time and not below the lower bound; for 2 MiB no
+ * plan can exist (one kernel needs 4 MiB at once).  The sweep, its JSON and its picture, and
+ * the errors: a trace without a closed iteration, an iteration not in it, a bad bandwidth,
+ * --svg without --sweep.
+ */
+#include "unit_trace_tool.h"
+
+#define ITER_NS 1000000u               /* iterations 1 ms apart */
+#define BASE    0x7f0000000000ull
+
+/* A trace of `iters` iteration marks, each iteration as described above. */
+static void make_trace(const char *path, unsigned iters)
+{
+    trc_writer_t *w = tt_writer(path, 0);
+    uint32_t k = tt_str(w, "layer"), name = tt_str(w, "Test GPU");
+    TT_EMIT(trc_emit_device(w, 1, &(trc_device_t){ .device = 0, .name_id = name,
+                                                   .total_mem = 80 * GiB, .cc_major = 9 }));
+    trc_budget_t b = { .device = 0, .bytes = { 1 * GiB, 0, 64 * GiB, 0 } };
+    TT_EMIT(trc_emit_budget(w, 2, &b));
+    for (uint64_t a = 1; a <= 3; a++)
+        TT_EMIT(trc_emit_alloc(w, 10 + a, &(trc_alloc_t){ .id = a, .device = 0,
+                                                          .addr = BASE + (a - 1) * 4 * MiB,
+                                                          .size = 4 * MiB }));
+    uint64_t id = 1;
+    for (unsigned i = 0; i < iters; i++) {
+        uint64_t t = 1000 + (uint64_t)i * ITER_NS;
+        TT_EMIT(trc_emit_iteration(w, t, &(trc_iteration_t){ i }));
+        trc_copy_t c = { .kind = TRC_COPY_HTOD, .src = 0x1000, .dst = BASE, .bytes = 4096,
+                         .span = { 1, t + 10, t + 20 }, .id = id++ };
+        TT_EMIT(trc_emit_copy(w, t + 5, &c));
+        trc_memset_t m = { .dst = BASE + 4 * MiB, .bytes = 4 * MiB, .elem_size = 4,
+                           .span = { 1, t + 30, t + 40 }, .id = id++ };
+        TT_EMIT(trc_emit_memset(w, t + 25, &m));
+        for (uint64_t a = 1; a <= 3; a++) {
+            uint64_t start = t + 100 + a * 200000;
+            trc_launch_t l = { .id = id++, .func_id = k, .span = { 1, start, start + 100000 },
+                               .nallocs = 1, .allocs = &a };
+            TT_EMIT(trc_emit_launch(w, t + 50 + a, &l));
+        }
+    }
+    TT_EMIT(trc_emit_free(w, 1000 + (uint64_t)iters * ITER_NS, &(trc_free_t){ 1 }));
+    tt_close(w);
+}
+
+static tt_result_t plan(const char *trace, const char *gpu, const char *more)
+{
+    return tt_run("plan", trace, "--gpu-memory", gpu, more, NULL);
+}
+
+static void fits(const char *trace)
+{
+    tt_result_t r = plan(trace, "16M", NULL);
+    TT_CHECK("16M: exit status", 0, r.status);
+    TT_LINE(r.out, "operations 5, 5 with device times", "footprint 12.00 MiB");
+    TT_LINE(r.out, "predicted", "1.00x an unlimited GPU (300.02 us)");
+    TT_LINE(r.out, "peak", "gpu 12.00 MiB");
+    TT_LINE(r.out, "moved       nothing");
+    if (strstr(r.out, "to GPU"))
+        TT_FAIL("16M: nothing should move, got:\n%s", r.out);
+    tt_free(&r);
+}
+
+static void pages(const char *trace)
+{
+    tt_result_t r = plan(trace, "8M", "--json");
+    TT_CHECK("8M: exit status", 0, r.status);
+    TT_JSON(r.out, "d['plan']['planned']", "True");
+    TT_JSON(r.out, "d['footprint']", "12582912");
+    TT_JSON(r.out, "d['plan']['bytes']['host']['to_gpu'] > 0", "True");
+    TT_JSON(r.out, "d['plan']['bytes']['host']['from_gpu'] > 0", "True");
+    TT_JSON(r.out, "d['plan']['iteration_ns'] > d['plan']['unlimited_ns']", "True");
+    TT_JSON(r.out, "d['plan']['iteration_ns'] >= d['plan']['bound_ns']", "True");
+    TT_JSON(r.out, "d['plan']['peak']['gpu'] <= 8 << 20", "True");
+    TT_JSON(r.out, "d['machine']['gpu_memory']", "8388608");
+    tt_free(&r);
+    r = plan(trace, "8M", "--pcie=50");
+    TT_LINE(r.out, "machine", "link 50.0 GB/s each way (75.0 both)");
+    TT_LINE(r.out, "host", "to GPU", "from GPU");
+    tt_free(&r);
+}
+
+static void no_plan(const char *trace)
+{
+    tt_result_t r = plan(trace, "2M", NULL);
+    TT_CHECK("2M: exit status", 1, r.status);
+    TT_LINE(r.out, "predicted", "no plan: one operation needs more GPU memory at once");
+    tt_free(&r);
+}
+
+static void sweep(const char *trace)
+{
+    tt_result_t r = tt_run("plan", trace, "--sweep", "--points", "3", "--json", NULL);
+    TT_CHECK("sweep: exit status", 0, r.status);
+    TT_JSON(r.out, "[p['gpu_memory'] for p in d['sweep']]", "[4194304, 8388608, 12582912]");
+    TT_JSON(r.out, "d['sweep'][2]['iteration_ns'] == d['sweep'][2]['unlimited_ns']", "True");
+    TT_JSON(r.out, "d['sweep'][0]['iteration_ns'] >= d['sweep'][1]['iteration_ns']", "True");
+    tt_free(&r);
+
+    const char *svg = tt_path("sweep.svg");
+    r = tt_run("plan", trace, "--sweep", "--points", "3", "--svg", svg, NULL);
+    TT_CHECK("sweep --svg: exit status", 0, r.status);
+    TT_LINE(r.out, "sweep", "GPU memory", "predicted");
+    TT_LINE(r.err, "wrote", svg);
+    char *pic = tt_slurp(svg);
+    if (!strstr(pic, "<polyline") || !strstr(pic, "</svg>"))
+        TT_FAIL("%s: no plotted line:\n%s", svg, pic);
+    free(pic);
+    tt_free(&r);
+    TT_RUN(1, "plan", trace, "--sweep", "--svg", svg);          /* exists: no --force */
+}
+
+static void errors(const char *trace)
+{
+    const char *one = tt_path("one.trace");
+    make_trace(one, 1);
+    tt_result_t r = tt_run("plan", one, NULL);
+    TT_CHECK("one mark: exit status", 1, r.status);
+    TT_LINE(r.err, "planning needs one iteration closed by the next mark");
+    tt_free(&r);
+    r = tt_run("plan", trace, "--iteration", "9", NULL);
+    TT_CHECK("iteration 9: exit status", 1, r.status);
+    TT_LINE(r.err, "iteration 9 is not one a next mark closes");
+    tt_free(&r);
+    r = tt_run("plan", trace, "--pcie", "fast", NULL);
+    TT_CHECK("--pcie fast: exit status", 2, r.status);
+    TT_LINE(r.err, "--pcie", "'fast' is not a bandwidth", "GB/s");
+    tt_free(&r);
+    TT_RUN(2, "plan", trace, "--svg", tt_path("x.svg"));
+    TT_RUN(2, "plan", trace, "--chunk", "3000");
+    TT_RUN(2, "plan", trace, "--sweep", "--points", "1");
+}
+
+int main(void)
+{
+    tt_init();
+    const char *trace = tt_path("three.trace");
+    make_trace(trace, 3);
+    fits(trace);
+    pages(trace);
+    no_plan(trace);
+    sweep(trace);
+    errors(trace);
+    return tt_done();
+}

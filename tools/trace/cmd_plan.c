@@ -1,0 +1,407 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * cmd_plan.c - `elixir-trace plan TRACE`: what the computed policy would do with a recorded
+ * iteration on a machine the user may not have.
+ *
+ * The iteration becomes the planner's input (plan_input.c), the machine comes from the
+ * options (by default: the budgets and the device the trace was recorded with, a PCIe 4.0
+ * x16 link), and libelixir.so's own planner (policy/) plans it and predicts its time on its
+ * cost model.  Printed: the predicted iteration time against an unlimited GPU and against
+ * the lower bound, the bytes each link carries, each tier's peak and the configuration the
+ * search chose.  --sweep plans again for a range of GPU memory sizes (and --svg draws it), so
+ * that a user sees how much memory the job needs to run at full speed.  --json for scripts.
+ */
+#include "cli.h"
+#include "plan_input.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define UNLIMITED (UINT64_C(1) << 50)  /* a tier's capacity when it is not limited */
+#define MAX_POINTS 64
+
+/* Defaults of the machine's figures (GB/s, microseconds), documented in --help. */
+#define PCIE_GBS      25.0             /* the simulator's h100-pcie model, each way */
+#define DUPLEX_RATIO  1.5              /* both ways together, relative to one way */
+#define NVME_GBS      7.0              /* a PCIe 4.0 x4 drive, reading */
+#define NVME_WRITE    0.7              /* its writes, relative to its reads */
+#define LINK_LAT_US   10.0
+#define NVME_LAT_US   80.0
+#define MAP_CALL_US   50.0             /* unmap + map + set access of one extent */
+#define MAP_CHUNK_US  8.0              /* and per 2 MiB chunk of it */
+
+static cli_opt_t plan_opts[] = {
+    { "--gpu-memory", "SIZE", "GPU memory to plan for (default: the trace's GPU budget)", NULL },
+    { "--host-memory", "SIZE", "pinned host memory (default: the trace's host budget)", NULL },
+    { "--pcie", "GB/s", "host link bandwidth each way (default 25)", NULL },
+    { "--duplex", "GB/s", "both ways together (default 1.5 x --pcie)", NULL },
+    { "--nvme-memory", "SIZE", "an NVMe tier of SIZE behind host memory (default none)", NULL },
+    { "--nvme", "GB/s", "its read bandwidth; writes at 0.7 x (default 7)", NULL },
+    { "--chunk", "SIZE", "bytes moved as one chunk (default 2M)", NULL },
+    { "--iteration", "N", "the iteration to plan (default: the closed one with most device "
+      "times)", NULL },
+    { "--device", "N", "the device to plan (default: the one with most operations)", NULL },
+    { "--sweep", NULL, "plan for GPU memory from 1/POINTS of the footprint up to all of it",
+      NULL },
+    { "--points", "N", "sizes the sweep tries (default 12, at most 64)", NULL },
+    { "--svg", "OUT.svg", "with --sweep: draw predicted time against GPU memory", NULL },
+    { "--force", NULL, "replace OUT.svg if it exists", NULL },
+    { "--json", NULL, "print JSON instead of text", NULL },
+    CLI_OPT_PARTIAL,
+    CLI_OPT_END,
+};
+
+/* One planned machine and what the plan predicts for it. */
+typedef struct point {
+    uint64_t gpu;
+    int rc;                            /* pol_plan's: 0, -ENOSPC no plan can exist, ... */
+    pol_result_t r;
+    pol_knobs_t knobs;
+} point_t;
+
+typedef struct sweep {
+    const tp_input_t *x;
+    point_t p[MAX_POINTS];
+    size_t n;
+} sweep_t;
+
+static double gbs(const cli_cmd_t *c, const char *opt, double dflt)
+{
+    const char *s = cli_get(c, opt);
+    if (!s)
+        return dflt;
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno || end == s || *end || !isfinite(v) || v <= 0 || v > 1e6)
+        cli_usage(c, "%s: '%s' is not a bandwidth: a positive number of GB/s, like 25 or 12.5",
+                  opt, s);
+    return v;
+}
+
+/* The budget of `tier` the trace's device started its window with (0: none recorded). */
+static uint64_t trace_budget(const tm_trace_t *t, const tp_input_t *x, int tier)
+{
+    uint64_t v = 0;
+    for (size_t i = 0; i < t->nbudgets; i++)
+        if (t->budgets[i].device == x->device && (t->budgets[i].time <= x->start || !v))
+            v = t->budgets[i].bytes[tier];
+    return v;
+}
+
+static void machine(const cli_cmd_t *c, const tm_trace_t *t, const tp_input_t *x, uint64_t chunk,
+                    pol_machine_t *m)
+{
+    memset(m, 0, sizeof(*m));
+    m->chunk = chunk;
+    const tm_device_t *d = tm_device(t, x->device);
+    uint64_t gpu = trace_budget(t, x, TRC_TIER_GPU), host = trace_budget(t, x, TRC_TIER_HOST);
+    const char *s = cli_get(c, "--gpu-memory");
+    m->cap[POL_GPU] = s ? cli_size(c, "--gpu-memory", s) : gpu ? gpu : d ? d->total_mem : 0;
+    s = cli_get(c, "--host-memory");
+    m->cap[POL_HOST] = s ? cli_size(c, "--host-memory", s) : host ? host : UNLIMITED;
+    s = cli_get(c, "--nvme-memory");
+    m->cap[POL_NVME] = s ? cli_size(c, "--nvme-memory", s) : 0;
+    if (!m->cap[POL_GPU])
+        cli_usage(c, "the trace records no GPU budget or device size: give --gpu-memory SIZE");
+    double pcie = gbs(c, "--pcie", PCIE_GBS), nvme = gbs(c, "--nvme", NVME_GBS);
+    m->link[POL_HOST] = (pol_link_t){ pcie, pcie, gbs(c, "--duplex", pcie * DUPLEX_RATIO),
+                                      LINK_LAT_US };
+    m->link[POL_NVME] = (pol_link_t){ nvme, nvme * NVME_WRITE, nvme, NVME_LAT_US };
+    m->map_us_per_call = MAP_CALL_US;
+    m->map_us_per_chunk = MAP_CHUNK_US * (double)chunk / (2 << 20);
+    m->copy_engines = 1;
+}
+
+/* Plans x on machine m: the point's result. */
+static void plan_point(const tp_input_t *x, const pol_machine_t *m, point_t *p)
+{
+    pol_input_t in = x->in;
+    in.m = *m;
+    pol_plan_t *plan = NULL;
+    p->gpu = m->cap[POL_GPU];
+    p->rc = pol_plan(&in, NULL, &plan);
+    if (p->rc)
+        return;
+    p->r = plan->predicted;
+    p->knobs = plan->knobs;
+    pol_plan_free(plan);
+}
+
+static const char *ratio(double a, double b, char buf[32])
+{
+    if (b > 0)
+        snprintf(buf, 32, "%.2fx", a / b);
+    else
+        snprintf(buf, 32, "-");
+    return buf;
+}
+
+static const char *no_plan_text(int rc)
+{
+    return rc == -ENOSPC ? "no plan: one operation needs more GPU memory at once"
+                         : strerror(-rc);
+}
+
+static void print_text(const tm_trace_t *t, const tp_input_t *x, const pol_machine_t *m,
+                       const point_t *p)
+{
+    char b[6][32];
+    printf("plan        %s, device %d, iteration %" PRId64 "\n", t->path, x->device,
+           x->iteration);
+    printf("  operations %zu, %zu with device times, %zu buffers; footprint %s\n",
+           x->in.nops, x->timed, x->in.nbufs, text_bytes(x->footprint, b[0]));
+    if (x->timed < x->in.nops)
+        printf("  %zu operations without device times count as taking none\n",
+               x->in.nops - x->timed);
+    printf("machine     GPU %s, host %s, link %.1f GB/s each way (%.1f both), chunk %s",
+           text_bytes(m->cap[POL_GPU], b[0]),
+           m->cap[POL_HOST] >= UNLIMITED ? "unlimited" : text_bytes(m->cap[POL_HOST], b[1]),
+           m->link[POL_HOST].to_gpu_gbs, m->link[POL_HOST].duplex_gbs, text_bytes(m->chunk, b[2]));
+    if (m->cap[POL_NVME])
+        printf(", NVMe %s at %.1f GB/s", text_bytes(m->cap[POL_NVME], b[3]),
+               m->link[POL_NVME].to_gpu_gbs);
+    printf("\n");
+    if (p->rc) {
+        printf("predicted   %s\n", no_plan_text(p->rc));
+        return;
+    }
+    const pol_result_t *r = &p->r;
+    printf("predicted   %s per iteration: %s an unlimited GPU (%s), %s the lower bound (%s)\n",
+           text_ns((uint64_t)r->iter_ns, b[0]), ratio(r->iter_ns, r->compute_ns, b[1]),
+           text_ns((uint64_t)r->compute_ns, b[2]), ratio(r->iter_ns, r->bound_ns, b[3]),
+           text_ns((uint64_t)r->bound_ns, b[4]));
+    printf("  waiting for moves %s, host time in mapping calls %s\n",
+           text_ns((uint64_t)r->stall_ns, b[0]), text_ns((uint64_t)r->map_ns, b[1]));
+    int moved = 0;
+    for (int tier = POL_PEER; tier < POL_NTIERS; tier++)
+        moved |= r->bytes[tier][0] || r->bytes[tier][1];
+    printf("moved       %s\n", moved ? "per iteration" : "nothing");
+    for (int tier = POL_PEER; tier < POL_NTIERS; tier++)
+        if (r->bytes[tier][0] || r->bytes[tier][1])
+            printf("  %-5s     to GPU %s, from GPU %s\n", pol_tier_name(tier),
+                   text_bytes(r->bytes[tier][0], b[0]), text_bytes(r->bytes[tier][1], b[1]));
+    printf("peak        ");
+    for (int tier = 0; tier < POL_NTIERS; tier++)
+        printf("%s %s%s", pol_tier_name(tier), text_bytes(r->peak[tier], b[0]),
+               tier + 1 < POL_NTIERS ? ", " : "\n");
+    printf("chosen      lookahead %s, extents of %u chunks, %s kept on the GPU\n",
+           p->knobs.lookahead ? (snprintf(b[0], 32, "%u", p->knobs.lookahead), b[0])
+                              : "unbounded",
+           p->knobs.extent_chunks, text_bytes(p->knobs.pin_bytes, b[1]));
+}
+
+static void print_sweep_text(const sweep_t *s)
+{
+    char b[5][32];
+    printf("sweep       GPU memory      predicted   x unlimited   x bound\n");
+    for (size_t i = 0; i < s->n; i++) {
+        const point_t *p = &s->p[i];
+        if (p->rc) {
+            printf("  %20s   %s\n", text_bytes(p->gpu, b[0]), no_plan_text(p->rc));
+            continue;
+        }
+        printf("  %20s   %10s   %11s   %7s\n", text_bytes(p->gpu, b[0]),
+               text_ns((uint64_t)p->r.iter_ns, b[1]), ratio(p->r.iter_ns, p->r.compute_ns, b[2]),
+               ratio(p->r.iter_ns, p->r.bound_ns, b[3]));
+    }
+}
+
+static void json_point(const point_t *p)
+{
+    printf("{\"gpu_memory\": %" PRIu64 ", \"planned\": %s", p->gpu, p->rc ? "false" : "true");
+    if (p->rc) {
+        printf(", \"reason\": ");
+        text_json(stdout, no_plan_text(p->rc));
+        printf("}");
+        return;
+    }
+    const pol_result_t *r = &p->r;
+    printf(", \"iteration_ns\": ");
+    text_json_num(stdout, r->iter_ns);
+    printf(", \"unlimited_ns\": ");
+    text_json_num(stdout, r->compute_ns);
+    printf(", \"bound_ns\": ");
+    text_json_num(stdout, r->bound_ns);
+    printf(", \"stall_ns\": ");
+    text_json_num(stdout, r->stall_ns);
+    printf(", \"map_ns\": ");
+    text_json_num(stdout, r->map_ns);
+    printf(", \"bytes\": {");
+    for (int tier = POL_PEER; tier < POL_NTIERS; tier++)
+        printf("\"%s\": {\"to_gpu\": %" PRIu64 ", \"from_gpu\": %" PRIu64 "}%s",
+               pol_tier_name(tier), r->bytes[tier][0], r->bytes[tier][1],
+               tier + 1 < POL_NTIERS ? ", " : "");
+    printf("}, \"peak\": {");
+    for (int tier = 0; tier < POL_NTIERS; tier++)
+        printf("\"%s\": %" PRIu64 "%s", pol_tier_name(tier), r->peak[tier],
+               tier + 1 < POL_NTIERS ? ", " : "");
+    printf("}, \"knobs\": {\"lookahead\": %u, \"extent_chunks\": %u, \"pin_bytes\": %" PRIu64
+           "}}",
+           p->knobs.lookahead, p->knobs.extent_chunks, p->knobs.pin_bytes);
+}
+
+static void print_json(const tm_trace_t *t, const tp_input_t *x, const pol_machine_t *m,
+                       const point_t *p, const sweep_t *s)
+{
+    printf("{\"trace\": ");
+    text_json(stdout, t->path);
+    printf(", \"device\": %d, \"iteration\": %" PRId64 ", \"operations\": %zu, \"timed\": %zu"
+           ", \"buffers\": %zu, \"footprint\": %" PRIu64 ",\n \"machine\": {\"gpu_memory\": %"
+           PRIu64 ", \"host_memory\": %" PRIu64 ", \"nvme_memory\": %" PRIu64 ", \"chunk\": %"
+           PRIu64 ", \"pcie_gbs\": ",
+           x->device, x->iteration, x->in.nops, x->timed, x->in.nbufs, x->footprint,
+           m->cap[POL_GPU], m->cap[POL_HOST], m->cap[POL_NVME], m->chunk);
+    text_json_num(stdout, m->link[POL_HOST].to_gpu_gbs);
+    printf(", \"duplex_gbs\": ");
+    text_json_num(stdout, m->link[POL_HOST].duplex_gbs);
+    printf(", \"nvme_gbs\": ");
+    text_json_num(stdout, m->link[POL_NVME].to_gpu_gbs);
+    printf("},\n \"plan\": ");
+    json_point(p);
+    if (s) {
+        printf(",\n \"sweep\": [");
+        for (size_t i = 0; i < s->n; i++) {
+            printf("%s\n  ", i ? "," : "");
+            json_point(&s->p[i]);
+        }
+        printf("]");
+    }
+    printf("}\n");
+}
+
+/* The sweep's picture: predicted iteration time against GPU memory, with the unlimited GPU's
+ * time as a dashed line; sizes where no plan exists are left out. */
+static int svg_sweep(const tm_trace_t *t, const void *arg, FILE *f, char *err, size_t len)
+{
+    const sweep_t *s = arg;
+    const double W = 640, H = 360, L = 80, R = 20, T = 40, B = 50;
+    double xmax = 0, ymax = 0, unl = 0;
+    for (size_t i = 0; i < s->n; i++) {
+        xmax = fmax(xmax, (double)s->p[i].gpu);
+        if (!s->p[i].rc) {
+            ymax = fmax(ymax, s->p[i].r.iter_ns);
+            unl = s->p[i].r.compute_ns;
+        }
+    }
+    if (ymax <= 0 || xmax <= 0)
+        return text_fail(err, len, -EINVAL, "no size of the sweep could be planned");
+    ymax *= 1.1;
+    fprintf(f, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%.0f\" height=\"%.0f\" "
+               "font-family=\"sans-serif\" font-size=\"12\">\n", W, H);
+    fprintf(f, "<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n<text x=\"%.0f\" "
+               "y=\"22\" font-size=\"14\">Predicted iteration time against GPU memory: ", L);
+    text_xml(f, t->path);
+    fprintf(f, "</text>\n<g stroke=\"black\"><line x1=\"%.0f\" y1=\"%.0f\" x2=\"%.0f\" "
+               "y2=\"%.0f\"/><line x1=\"%.0f\" y1=\"%.0f\" x2=\"%.0f\" y2=\"%.0f\"/></g>\n",
+            L, H - B, W - R, H - B, L, T, L, H - B);
+    char b[2][32];
+    for (int k = 0; k <= 4; k++) {
+        double xv = xmax * k / 4, yv = ymax * k / 4;
+        double px = L + (W - L - R) * k / 4, py = H - B - (H - T - B) * k / 4;
+        fprintf(f, "<text x=\"%.1f\" y=\"%.0f\" text-anchor=\"middle\">%s</text>\n", px,
+                H - B + 16, text_bytes((uint64_t)xv, b[0]));
+        fprintf(f, "<text x=\"%.0f\" y=\"%.1f\" text-anchor=\"end\">%s</text>\n", L - 6, py + 4,
+                text_ns((uint64_t)yv, b[1]));
+    }
+    fprintf(f, "<text x=\"%.0f\" y=\"%.0f\" text-anchor=\"middle\">GPU memory</text>\n",
+            (L + W - R) / 2, H - 12);
+    double uy = H - B - (H - T - B) * unl / ymax;
+    fprintf(f, "<line x1=\"%.0f\" y1=\"%.1f\" x2=\"%.0f\" y2=\"%.1f\" stroke=\"gray\" "
+               "stroke-dasharray=\"6 4\"/>\n<text x=\"%.0f\" y=\"%.1f\" fill=\"gray\" "
+               "text-anchor=\"end\">unlimited GPU</text>\n",
+            L, uy, W - R, uy, W - R, uy - 4);
+    fprintf(f, "<polyline fill=\"none\" stroke=\"#1f77b4\" stroke-width=\"2\" points=\"");
+    for (size_t i = 0; i < s->n; i++)
+        if (!s->p[i].rc)
+            fprintf(f, "%.1f,%.1f ", L + (W - L - R) * (double)s->p[i].gpu / xmax,
+                    H - B - (H - T - B) * s->p[i].r.iter_ns / ymax);
+    fprintf(f, "\"/>\n</svg>\n");
+    return ferror(f) ? text_fail(err, len, -EIO, "write error") : 0;
+}
+
+static void run_sweep(const cli_cmd_t *c, const tp_input_t *x, const pol_machine_t *m,
+                      sweep_t *s)
+{
+    uint64_t n = cli_count_opt(c, "--points", 12);
+    if (n < 2 || n > MAX_POINTS)
+        cli_usage(c, "--points: %" PRIu64 " is out of range: 2 to %d", n, MAX_POINTS);
+    s->x = x;
+    s->n = n;
+    for (size_t i = 0; i < n; i++) {
+        pol_machine_t mi = *m;
+        uint64_t gpu = x->footprint * (i + 1) / n;
+        mi.cap[POL_GPU] = (gpu + m->chunk - 1) / m->chunk * m->chunk;
+        plan_point(x, &mi, &s->p[i]);
+    }
+}
+
+static int run_plan(const cli_cmd_t *c, char **pos)
+{
+    const char *svg = cli_get(c, "--svg");
+    int sweep = cli_get(c, "--sweep") != NULL, json = cli_get(c, "--json") != NULL;
+    if (svg && !sweep)
+        cli_usage(c, "--svg draws the sweep: give --sweep too");
+    if (svg && !svg[0])
+        cli_usage(c, "--svg: empty file name");
+    const char *cs = cli_get(c, "--chunk");
+    uint64_t chunk = cs ? cli_size(c, "--chunk", cs) : 2 << 20;
+    if (chunk < 4096 || (chunk & (chunk - 1)))
+        cli_usage(c, "--chunk: %" PRIu64 " bytes: a power of two of at least 4K", chunk);
+    const char *it = cli_get(c, "--iteration"), *dev = cli_get(c, "--device");
+    tp_select_t sel = { .iteration = it ? (int64_t)cli_count(c, "--iteration", it) : -1,
+                        .device = dev ? cli_device(c, "--device", dev) : -1, .chunk = chunk };
+    tm_trace_t t;
+    cli_load(c, pos[0], &t);
+    tp_input_t x;
+    char err[256];
+    if (tp_build(&t, &sel, &x, err, sizeof(err)) < 0) {
+        tm_free(&t);
+        return cli_fail(c, "%s: %s", pos[0], err);
+    }
+    pol_machine_t m;
+    machine(c, &t, &x, chunk, &m);
+    point_t p;
+    plan_point(&x, &m, &p);
+    static sweep_t s;
+    if (sweep)
+        run_sweep(c, &x, &m, &s);
+    int rc = 0;
+    if (json) {
+        print_json(&t, &x, &m, &p, sweep ? &s : NULL);
+    } else {
+        print_text(&t, &x, &m, &p);
+        if (sweep)
+            print_sweep_text(&s);
+    }
+    if (svg && !(rc = cli_export(c, &t, svg, svg_sweep, &s)) && strcmp(svg, "-") != 0)
+        fprintf(stderr, "elixir-trace plan: wrote %s\n", svg);
+    if (!rc && p.rc == -ENOSPC && !sweep)
+        rc = CLI_EXIT_FAIL;            /* said on the "predicted" line */
+    else if (!rc && p.rc && p.rc != -ENOSPC)
+        rc = cli_fail(c, "planning failed: %s", strerror(-p.rc));
+    tp_free(&x);
+    tm_free(&t);
+    return rc;
+}
+
+const cli_cmd_t cmd_plan = {
+    .name = "plan",
+    .args = "FILE",
+    .npos = 1,
+    .summary = "what the computed policy would do with the iteration on another machine",
+    .details =
+        "Plans the trace's profiled iteration with libelixir.so's own planner for a GPU\n"
+        "of --gpu-memory (default: the budget the trace ran with), and prints the predicted\n"
+        "iteration time against an unlimited GPU and against the lower bound\n"
+        "max(compute, bytes that must move / link bandwidth), the bytes each link carries,\n"
+        "each tier's peak and the configuration chosen.  Operations without device times\n"
+        "count as taking none: record with ELIXIR_TRACE and the default profiling options.\n"
+        "Mapping calls cost 50 us per extent moved plus 8 us per 2 MiB chunk of it.\n"
+        "--sweep repeats the plan for GPU memory sizes up to the iteration's footprint.",
+    .opts = plan_opts,
+    .run = run_plan,
+};
