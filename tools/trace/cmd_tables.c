@@ -273,6 +273,9 @@ static int run_allocs(const cli_cmd_t *c, char **pos)
     cmp_fn order = sort_order(c, key, alloc_keys, sizeof(alloc_keys) / sizeof(alloc_keys[0]));
     alloc_filter_t f = alloc_filter(c);
     tm_trace_t t;
+    if (cli_get(c, "--by-site") && cli_get(c, "--json"))
+        cli_usage(c, "--by-site has no JSON form: use --json alone (each allocation with its "
+                     "call site and Python frames) or --by-site alone");
     cli_load(c, pos[0], &t);
     const tm_alloc_t **v = filter_allocs(&f, &t, &n);
     if (!v) {
@@ -282,12 +285,7 @@ static int run_allocs(const cli_cmd_t *c, char **pos)
     trace_end = t.t_last;
     qsort(v, n, sizeof(*v), order);
     size_t shown = top && top < n ? top : n;
-    if (cli_get(c, "--by-site") && cli_get(c, "--json")) {
-        free(v);
-        tm_free(&t);
-        return cli_fail(c, "--by-site has no JSON form: use --json alone (each allocation "
-                           "with its call site and Python frames) or --by-site alone");
-    } else if (cli_get(c, "--by-site")) {
+    if (cli_get(c, "--by-site")) {
         printf("%zu of %zu allocations match, by call site\n", n, t.nallocs);
         print_site_table(v, n, top, depth);
     } else if (cli_get(c, "--json")) {
