@@ -7,6 +7,7 @@
  * frame count beyond the record or 256, an undefined file or function string, a line
  * beyond 32 bits, and a record cut inside a frame.  And in a program that is not a Python
  * interpreter (this one) the frame reader finds no interpreter and reads nothing.
+ * With ELIXIR_TRACE_SEED_DIR set, the trace of stacks is also written there (a fuzzer seed).
  */
 #include "../tracer/pyframes.h"
 #include "../tracer/trace.h"
@@ -245,6 +246,14 @@ int main(void)
     unlink(path);
     round_trip(path);
     unlink(path);
+    const char *seeds = getenv("ELIXIR_TRACE_SEED_DIR");
+    if (seeds) {                       /* a seed for tests/fuzz_trace.sh */
+        char seed[512];
+        long id[5];
+        snprintf(seed, sizeof(seed), "%s/python-stacks.trace", seeds);
+        unlink(seed);
+        write_trace(seed, id);
+    }
     native_unchanged();
     hostile();
     not_python();
