@@ -102,7 +102,7 @@ fi
 "$TOOL" allocs --json "$tmp/py.trace" >"$tmp/json" 2>&1 ||
     fail_showing "$tmp/json" "elixir-trace allocs --json failed"
 want="{\"file\": \"$tmp/app.py\", \"function\": \"worker\", \"line\": $(at worker),"
-want="$want \"library\": false}"
+want="$want \"kind\": \"program\"}"
 if ! grep -qF "$want" "$tmp/json"; then
     head -c 3000 "$tmp/json"
     echo

@@ -9,9 +9,10 @@
  * GPU budget (host 24.00 GiB): 3.1x what the GPU holds." and "Migrations took 91% of the run
  * (4.100 s of 4.500 s); 0.2% hidden behind kernels." as its first lines; a trace without
  * budgets or migrations compares the footprint with the device's memory and says that
- * nothing moved.  Stacks with Python frames show their Python call site (the standard
- * library's frames left out, site-packages kept; all of them when there is nothing else),
- * and equal Python sites reached through different native frames make one row.
+ * nothing moved.  Stacks with Python frames show their Python call site (the program's own
+ * frames, leaving out a package's and the standard library's; the standard library's when
+ * there is nothing else), --json gives every Python frame with its kind, and equal Python
+ * sites reached through different native frames make one row.
  */
 #include "unit_trace_tool.h"
 
@@ -97,7 +98,7 @@ static void python_sites(const char *path)
 
 static void check_python(const char *path)
 {
-    const char *site = "model.py:20 Net.forward < module.py:5 Module._call_impl";
+    const char *site = "model.py:20 Net.forward";
     tt_result_t r = tt_run("allocs", "--stack-depth", "2", path, NULL);
     TT_CHECK("allocs exit status", 0, r.status);
     TT_LINE(r.out, "5.00 MiB", site);
@@ -105,6 +106,14 @@ static void check_python(const char *path)
     TT_LINE(r.out, "1.00 MiB", "decoder.py:3 decode < <frozen importlib._bootstrap>:1 _load");
     TT_LINE(r.out, "2.00 MiB", "libpython3.11.so.1.0+0x100");
     TT_HASNT(r.out, "threading.py");
+    TT_HASNT(r.out, "module.py");
+    tt_free(&r);
+    r = tt_run("allocs", "--json", path, NULL);
+    TT_CHECK("allocs --json exit status", 0, r.status);
+    TT_HAS(r.out, "\"file\": \"/venv/lib/python3.11/site-packages/torch/nn/module.py\", "
+                  "\"function\": \"Module._call_impl\", \"line\": 5, \"kind\": \"package\"}");
+    TT_HAS(r.out, "\"function\": \"Thread.run\", \"line\": 10, \"kind\": \"stdlib\"}");
+    TT_HAS(r.out, "\"function\": \"Net.forward\", \"line\": 20, \"kind\": \"program\"}");
     tt_free(&r);
     r = tt_run("allocs", "--by-site", "--stack-depth", "2", path, NULL);
     TT_CHECK("allocs --by-site exit status", 0, r.status);

@@ -80,12 +80,16 @@ void tm_stack_text(const trc_stack_t *s, unsigned frames, char *buf, size_t len)
 
 /* ------------------------------------------------------------------ sites.c */
 
-/* Whether a Python source file is the interpreter's own library (.../lib/pythonX.Y/ outside
- * site-packages and dist-packages, or a frozen module). */
-int tm_py_library(const char *file);
+/* What a Python source file is: the program's own, an installed package (under
+ * site-packages or dist-packages), or the interpreter's standard library (.../lib/pythonX.Y/
+ * otherwise, or a frozen module); and that kind's name ("program", "package", "stdlib"). */
+enum { TM_PY_PROGRAM, TM_PY_PACKAGE, TM_PY_STDLIB };
+int tm_py_kind(const char *file);
+const char *tm_py_kind_name(int kind);
 /* A Python call site as text: "file:line function" frames joined by " < ", innermost first,
- * at most `frames` (0: all), the interpreter's library frames left out unless every frame is
- * one; file is the base name.  "" when s has no Python frames. */
+ * at most `frames` (0: all), only those of the kind nearest the program among the stack's
+ * (its own files, else packages, else the standard library); file is the base name.  ""
+ * when s has no Python frames. */
 void tm_py_site_text(const trc_stack_t *s, unsigned frames, char *buf, size_t len);
 /* A call site as `elixir-trace` shows it: the Python one when s has Python frames, else the
  * native one (tm_stack_text). */

@@ -140,8 +140,8 @@ static void json_pyframes(const trc_stack_t *s)
         text_json(stdout, f->file);
         printf(", \"function\": ");
         text_json(stdout, f->func);
-        printf(", \"line\": %" PRIu32 ", \"library\": %s}", f->line,
-               tm_py_library(f->file) ? "true" : "false");
+        printf(", \"line\": %" PRIu32 ", \"kind\": \"%s\"}", f->line,
+               tm_py_kind_name(tm_py_kind(f->file)));
     }
     printf("]");
 }
@@ -308,9 +308,11 @@ const cli_cmd_t cmd_allocs = {
                "allocation (from the trace's first event), lifetime and call site.\n"
                "Call sites are symbolised from the modules' ELF symbol tables when the\n"
                "files are readable on this machine, else shown as module+0xoffset.\n"
-               "In a Python program the call site is the Python one instead: the\n"
-               "innermost Python frames outside the interpreter's own library, as\n"
-               "file:line function (the native frames stay in --json's \"stack\").\n"
+               "In a Python program the call site is the Python one instead, as\n"
+               "file:line function frames, innermost first: those in the program's own\n"
+               "files, else in installed packages (site-packages), else in the standard\n"
+               "library (--json lists every Python frame with its kind, and the native\n"
+               "frames in \"stack\").\n"
                "--by-site groups the allocations by call site (at --stack-depth frames).\n"
                "In JSON, device -1 is pinned host memory and times are in ns.",
     .opts = alloc_opts,

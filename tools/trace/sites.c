@@ -4,11 +4,12 @@
  *
  * A stack recorded in a Python program carries the interpreter's frames (FORMAT.md 1.4) as
  * well as the native ones, which all run through the interpreter and say little.  Its call
- * site is then the Python one: the innermost Python frames that are not in the interpreter's
- * own library (the standard library under .../lib/pythonX.Y/, frozen modules), shown as
- * "file:line function", since that is the code the program's author wrote or chose (a
- * framework in site-packages counts as the program's).  A stack without Python frames keeps
- * its native call site (tm_stack_text).
+ * site is then the Python one, "file:line function" frames, innermost first, of the kind
+ * nearest the program's author: the program's own files when any frame is in one, else
+ * installed packages (site-packages, dist-packages: PyTorch and the like), else the
+ * interpreter's standard library (.../lib/pythonX.Y/, frozen modules).  So an allocation
+ * made inside a framework is shown where the program called into it.  A stack without
+ * Python frames keeps its native call site (tm_stack_text).
  */
 #include "agg.h"
 
@@ -24,30 +25,43 @@ static const char *base_name(const char *path)
     return s ? s + 1 : path;
 }
 
-/* Whether the text at p, just after "python", is "X.Y/" followed by the library itself (not
- * its site-packages or dist-packages). */
-static int stdlib_after(const char *p)
+/* Where the text at p, just after ".../lib/python", leads: "X.Y/site-packages/" or
+ * "X.Y/dist-packages/" is TM_PY_PACKAGE, "X.Y/" anything else TM_PY_STDLIB, else -1. */
+static int lib_after(const char *p)
 {
     if (*p < '0' || *p > '9')
-        return 0;
+        return -1;
     while ((*p >= '0' && *p <= '9') || *p == '.')
         p++;
     if (*p != '/')
-        return 0;
+        return -1;
     p++;
-    return strncmp(p, "site-packages/", 14) != 0 && strncmp(p, "dist-packages/", 14) != 0;
+    return strncmp(p, "site-packages/", 14) == 0 || strncmp(p, "dist-packages/", 14) == 0
+               ? TM_PY_PACKAGE
+               : TM_PY_STDLIB;
 }
 
-int tm_py_library(const char *file)
+int tm_py_kind(const char *file)
 {
     static const char *const dirs[] = { "/lib/python", "/lib64/python" };
+    int kind = TM_PY_PROGRAM;
     if (strncmp(file, "<frozen ", 8) == 0)
-        return 1;
+        return TM_PY_STDLIB;
     for (size_t d = 0; d < sizeof(dirs) / sizeof(dirs[0]); d++)
-        for (const char *p = strstr(file, dirs[d]); p; p = strstr(p + 1, dirs[d]))
-            if (stdlib_after(p + strlen(dirs[d])))
-                return 1;
-    return 0;
+        for (const char *p = strstr(file, dirs[d]); p; p = strstr(p + 1, dirs[d])) {
+            int k = lib_after(p + strlen(dirs[d]));
+            if (k > kind)
+                kind = k;
+        }
+    if (kind == TM_PY_PROGRAM && (strstr(file, "/site-packages/") ||
+                                  strstr(file, "/dist-packages/")))
+        kind = TM_PY_PACKAGE;
+    return kind;
+}
+
+const char *tm_py_kind_name(int kind)
+{
+    return kind == TM_PY_STDLIB ? "stdlib" : kind == TM_PY_PACKAGE ? "package" : "program";
 }
 
 void tm_py_site_text(const trc_stack_t *s, unsigned frames, char *buf, size_t len)
@@ -56,13 +70,17 @@ void tm_py_site_text(const trc_stack_t *s, unsigned frames, char *buf, size_t le
     if (!len)
         return;
     buf[0] = 0;
-    uint32_t n = s ? s->pydepth : 0, own = 0;
-    for (uint32_t i = 0; i < n; i++)
-        own += !tm_py_library(s->pyframes[i].file);
+    uint32_t n = s ? s->pydepth : 0;
+    int best = TM_PY_STDLIB;
+    for (uint32_t i = 0; i < n; i++) {
+        int k = tm_py_kind(s->pyframes[i].file);
+        if (k < best)
+            best = k;
+    }
     for (uint32_t i = 0; i < n && at < len && (!frames || shown < frames); i++) {
         const trc_pyframe_t *f = &s->pyframes[i];
-        if (own && tm_py_library(f->file))
-            continue;                  /* the library's frames, unless there is nothing else */
+        if (tm_py_kind(f->file) != best)
+            continue;                  /* frames of a kind further from the program's */
         int k = snprintf(buf + at, len - at, "%s%s:%" PRIu32 " %s", shown ? " < " : "",
                          base_name(f->file), f->line, f->func);
         at += k > 0 ? (size_t)k : 0;
