@@ -576,6 +576,9 @@ static void alloc_on(res_dev_t *d, CUdeviceptr *dptr, size_t bytes, CUcontext ct
         *r = CUDA_ERROR_INVALID_VALUE;
         return;
     }
+    int site = SHIM_TRACING();
+    if (site)
+        shim_trace_site_begin();            /* before any lock: it may take the GIL */
     shim_lock(&d->lock);
     relax_t rx = relax_begin();
     int err = alloc_locked(d, bytes, &info);
@@ -587,6 +590,8 @@ static void alloc_on(res_dev_t *d, CUdeviceptr *dptr, size_t bytes, CUcontext ct
         shim_trace_alloc(d->device, info.base, bytes);
     relax_end(rx);
     shim_unlock(&d->lock);
+    if (site)
+        shim_trace_site_end();
     *r = err ? CUDA_ERROR_OUT_OF_MEMORY : CUDA_SUCCESS;
     if (!err)
         *dptr = (CUdeviceptr)info.base;

@@ -450,6 +450,12 @@ void shim_trace_ctx_destroy(CUcontext ctx, int dev);
  * each tier, after every change. */
 #define SHIM_DEVICE_HOST (-1)       /* the device of pinned host memory (shim_trace_alloc) */
 uint64_t shim_trace_alloc(int device, uint64_t base, uint64_t size);
+/* Around shim_trace_alloc, when the program may be a Python interpreter: begin reads the
+ * calling thread's Python frames (tracer/pyframes.h), which the allocation's call site then
+ * carries, and end forgets them.  begin may take the GIL and run Python code: it must be
+ * called before any lock of the shim is taken.  Pairs nest (the outer pair's frames). */
+void shim_trace_site_begin(void);
+void shim_trace_site_end(void);
 void shim_trace_free(uint64_t base);
 void shim_trace_migration(int device, uint64_t chunk, uint64_t bytes, int from, int to,
                           uint64_t start, uint64_t end, uint64_t cause);

@@ -128,6 +128,9 @@ typedef struct tstate {
     fslot_t fcache[FCACHE];
     wslot_t wcache[WCACHE];
     memo_t memo[MEMO];              /* by the launch's function */
+    int py_nest;                    /* shim_trace_site_begin's nesting */
+    int npy;                        /* the Python frames it read, for the call site */
+    trc_pyraw_t py[TRC_PY_DEPTH];
 } tstate_t;
 
 /* Driver functions only the tracer uses, found in the driver's library at start-up. */
@@ -821,21 +824,79 @@ static void find_own_range(void)
         dl_iterate_phdr(own_range, info.dli_fbase);
 }
 
+/* The first return address outside libelixir.so: where the program called the shim. */
+static __attribute__((noinline)) const void *shim_caller(void)
+{
+    void *raw[32];
+    int n = unw_backtrace(raw, 32), k = 0;
+
+    while (k < n && (uintptr_t)raw[k] >= T.own_lo && (uintptr_t)raw[k] < T.own_hi)
+        k++;
+    return k < n ? (const char *)raw[k] - 1 : NULL;
+}
+
+/*
+ * The calling thread's Python frames into py (their count; 0 when it runs no Python).  A
+ * thread that holds the GIL is read at once.  One that released it is read, taking the GIL,
+ * only when ctypes called the shim straight from Python: then nothing of the program between
+ * Python and the shim can hold a lock that the GIL's holder might be waiting for (in an
+ * extension, the thread may hold one of its own locks, as PyTorch's caching allocator does
+ * around cudaMalloc, while a thread holding the GIL waits for that lock to free a tensor:
+ * waiting for the GIL there would deadlock the program).
+ */
+static int py_frames(trc_pyraw_t *py)
+{
+    int st = trc_py_thread();
+
+    if (st == TRC_PY_NONE)
+        return 0;
+    return trc_py_capture(py, TRC_PY_DEPTH, st == TRC_PY_RELEASED &&
+                                                trc_py_ffi_caller(shim_caller()));
+}
+
+void shim_trace_site_begin(void)
+{
+    trc_pyraw_t py[TRC_PY_DEPTH];
+
+    if (!SHIM_TRACING() || !T.depth)
+        return;
+    int n = py_frames(py);             /* with no state of ours held: it may block, or exit */
+    tstate_t *th = enter();
+    if (!th)
+        return;
+    if (th->py_nest++ == 0) {
+        memcpy(th->py, py, (size_t)n * sizeof(py[0]));
+        th->npy = n;
+    }
+    leave(th);
+}
+
+void shim_trace_site_end(void)
+{
+    tstate_t *th = enter();
+
+    if (!th)
+        return;
+    if (th->py_nest > 0 && --th->py_nest == 0)
+        th->npy = 0;
+    leave(th);
+}
+
 /*
  * The call site of the allocation being recorded: the stack from the first frame outside
- * libelixir.so (the application's, or its runtime's), at most ELIXIR_TRACE_DEPTH frames.
+ * libelixir.so (the application's, or its runtime's), at most ELIXIR_TRACE_DEPTH frames,
+ * with the Python frames shim_trace_site_begin read, if any.
  * Frame i of this unwind is frame i + 1 of the recorder's (whose frame 0 is itself).
  */
-static __attribute__((noinline)) uint32_t call_site(void)
+static __attribute__((noinline)) uint32_t call_site(const tstate_t *th)
 {
     void *raw[64];
     int n = unw_backtrace(raw, 64), k = 0;
 
     while (k < n && (uintptr_t)raw[k] >= T.own_lo && (uintptr_t)raw[k] < T.own_hi)
         k++;
-    if (k >= n)
-        return 0;
-    long id = trc_rec_stack(shim_trace_rec, k, T.depth);
+    long id = k < n ? trc_rec_stack_py(shim_trace_rec, k, T.depth, th->py, th->npy)
+              : th->npy ? trc_rec_stack_py(shim_trace_rec, 0, 0, th->py, th->npy) : 0;
     return id > 0 ? (uint32_t)id : 0;
 }
 
@@ -1342,7 +1403,7 @@ uint64_t shim_trace_alloc(int device, uint64_t base, uint64_t size)
     if (keep) {
         trc_event_t ev = { .type = TRC_EV_ALLOC, .time = shim_trace_now() };
         ev.u.alloc = (trc_alloc_t){ .id = id, .device = device, .addr = base, .size = size,
-                                    .stack_id = T.depth ? call_site() : 0 };
+                                    .stack_id = T.depth ? call_site(th) : 0 };
         record_kept(&ev);
     }
     leave(th);

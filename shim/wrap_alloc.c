@@ -47,8 +47,11 @@ static void trace_driver_alloc(CUdeviceptr p, size_t bytes)
     shim_pfn_cuCtxGetDevice_t get = SHIM_DRIVER_CALL(cuCtxGetDevice);
     CUdevice dev = 0;
 
-    if (!res_owns(p) && get && get(&dev) == CUDA_SUCCESS)
+    if (!res_owns(p) && get && get(&dev) == CUDA_SUCCESS) {
+        shim_trace_site_begin();
         shim_trace_alloc(dev, p, bytes);
+        shim_trace_site_end();
+    }
 }
 
 /* After an allocation call: count it (the driver's size where known) and trace it. */
@@ -218,8 +221,11 @@ SHIM_EXPORT CUresult CUDAAPI cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream hStr
 /* Pinned host memory: the driver's, only recorded while a trace is (device "host"). */
 static CUresult host_alloc_done(shim_hook_t h, CUresult r, void *const *pp, size_t bytes)
 {
-    if (r == CUDA_SUCCESS && SHIM_TRACING())
+    if (r == CUDA_SUCCESS && SHIM_TRACING()) {
+        shim_trace_site_begin();
         shim_trace_alloc(SHIM_DEVICE_HOST, (uint64_t)(uintptr_t)*pp, bytes);
+        shim_trace_site_end();
+    }
     SHIM_TRACE(ALLOC, "%s(%zu bytes) = %d, %p", shim_hook_names[h], bytes, (int)r,
                r == CUDA_SUCCESS ? *pp : NULL);
     return r;

@@ -3,7 +3,8 @@
 # fuzz_trace.sh - builds the libFuzzer targets of the trace reader (tests/fuzz/trace_reader.c)
 # and of elixir-trace's DWARF line-table reader (tests/fuzz/dwarf_line.c), with clang
 # -fsanitize=fuzzer,address,undefined, and runs each for a bounded time (ELIXIR_FUZZ_SECONDS,
-# default 20) from seed corpora that unit_trace_roundtrip and unit_dwarf_line write.
+# default 20) from seed corpora that unit_trace_roundtrip, unit_trace_pyframes and
+# unit_dwarf_line write.
 # Skips (77) when clang or libFuzzer is missing: on Debian 12 they are the packages clang and
 # libclang-rt-14-dev (or clang-NN with libclang-rt-NN-dev).  Crashes are kept in
 # $BUILD/fuzz/artifacts.
@@ -61,6 +62,10 @@ mkdir -p "$out/seeds-trace_reader" "$out/seeds-dwarf_line"
 if [ -x "$build/tests/unit_trace_roundtrip" ]; then
     ELIXIR_TRACE_SEED_DIR=$out/seeds-trace_reader "$build/tests/unit_trace_roundtrip" \
         >/dev/null || echo "warning: unit_trace_roundtrip failed while writing seeds"
+fi
+if [ -x "$build/tests/unit_trace_pyframes" ]; then
+    ELIXIR_TRACE_SEED_DIR=$out/seeds-trace_reader "$build/tests/unit_trace_pyframes" \
+        >/dev/null || echo "warning: unit_trace_pyframes failed while writing seeds"
 fi
 printf 'ELXTRACE\001\000\000\000\040\000\000\000' >"$out/seeds-trace_reader/header-start"
 if [ -x "$build/tests/unit_dwarf_line" ]; then

@@ -145,7 +145,7 @@ static void make_trace(const char *path, uint64_t drops)
 
 static void check_process(const char *out)
 {
-    TT_LINE(out, "format 1.3", "complete");
+    TT_LINE(out, "format 1.4", "complete");
     TT_LINE(out, "pid 4242 (parent 1) on node7");
     TT_LINE(out, "exe", "/usr/bin/python3");
     TT_LINE(out, "cmdline", "python3 train.py --steps 3");
@@ -208,6 +208,21 @@ static void check_allocs(const char *out)
     TT_HASNT(out, "libfoo.so+0x1001 ");
 }
 
+/* The verdict opens the page: device 0's allocations 1, 2, 4, 5, 7, 8, 10, 11 MiB all live
+ * at once (48 MiB) against its first budgets (8 GiB, host 12 GiB), device 1's 3, 6, 9, 12
+ * (30 MiB) against 4 GiB; with two devices, the migrations' 700 ns against the 9 us run. */
+static void check_verdict(const char *out)
+{
+    const char *first = "Footprint 48.00 MiB on device 0 on a 8.00 GiB GPU budget (host "
+                        "12.00 GiB).\n";
+    TT_CHECK("the verdict comes first", 0, strncmp(out, first, strlen(first)));
+    TT_LINE(out, "Footprint 30.00 MiB on device 1 on a 4.00 GiB GPU budget (host 12.00 GiB).");
+    TT_LINE(out, "Migrations took 700 ns over a run of 9.00 us; 64.3% hidden behind kernels.");
+    TT_LINE(out, "allocations by call site");
+    TT_LINE(out, "         1   12.00 MiB   12.00 MiB  libfoo.so+0x100c < libbar.so+0x20");
+    TT_LINE(out, "         1   11.00 MiB         0 B  libfoo.so+0x100b < libbar.so+0x20");
+}
+
 static void check_migrations(const char *out)
 {
     TT_LINE(out, "migrations  4");
@@ -247,6 +262,7 @@ int main(void)
     TT_CHECK("exit status", 0, r.status);
     TT_CHECK("stderr bytes", 0, strlen(r.err));
     TT_HASNT(r.out, "dropped");
+    check_verdict(r.out);
     check_process(r.out);
     check_peaks(r.out);
     check_budgets(r.out);

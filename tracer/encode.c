@@ -394,17 +394,32 @@ long trc_encode_string(trc_enc_t *e, void *buf, size_t cap, uint32_t id, const c
 long trc_encode_stack(trc_enc_t *e, void *buf, size_t cap, uint32_t id,
                       const trc_frame_t *frames, uint32_t depth)
 {
+    trc_stack_t s = { .id = id, .depth = depth, .frames = frames };
+    return trc_encode_stack_py(e, buf, cap, &s);
+}
+
+/* The native frames, then (1.4, only when there are any) the Python frames as appended
+ * fields: pydepth, then file, function and line of each. */
+long trc_encode_stack_py(trc_enc_t *e, void *buf, size_t cap, const trc_stack_t *s)
+{
     wbuf_t b;
     (void)e;
-    if (depth > TRC_MAX_DEPTH)
+    if (s->depth > TRC_MAX_DEPTH || s->pydepth > TRC_MAX_DEPTH)
         return -EINVAL;
     if (begin(&b, buf, cap) < 0)
         return -ENOSPC;
-    put_u(&b, id);
-    put_u(&b, depth);
-    for (uint32_t i = 0; i < depth; i++) {
-        put_u(&b, frames[i].module_id);
-        put_u(&b, frames[i].offset);
+    put_u(&b, s->id);
+    put_u(&b, s->depth);
+    for (uint32_t i = 0; i < s->depth; i++) {
+        put_u(&b, s->frames[i].module_id);
+        put_u(&b, s->frames[i].offset);
+    }
+    if (s->pydepth)
+        put_u(&b, s->pydepth);
+    for (uint32_t i = 0; i < s->pydepth; i++) {
+        put_u(&b, s->pyframes[i].file_id);
+        put_u(&b, s->pyframes[i].func_id);
+        put_u(&b, s->pyframes[i].line);
     }
     return b.full ? -ENOSPC : frame(buf, TRC_REC_STACK, &b);
 }

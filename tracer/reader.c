@@ -227,6 +227,17 @@ static void def_string(cur_t *c)
     r->strings[r->nstrings++] = s;
 }
 
+/* 1.4: the Python frames appended to a STACK record (none when the record ends before). */
+static uint32_t def_pyframes(cur_t *c, trc_pyframe_t *p, uint32_t n)
+{
+    for (uint32_t i = 0; i < n; i++) {
+        p[i].file = str(c, &p[i].file_id);
+        p[i].func = str(c, &p[i].func_id);
+        p[i].line = u32(c, "line");
+    }
+    return n;
+}
+
 static void def_stack(cur_t *c)
 {
     trc_reader_t *r = c->r;
@@ -239,15 +250,26 @@ static void def_stack(cur_t *c)
                    r->nstacks + 1);
     if (depth > TRC_MAX_DEPTH)
         BAD(c, "stack depth %" PRIu32 " exceeds %d", depth, TRC_MAX_DEPTH);
-    trc_stack_t *s = malloc(sizeof(*s) + depth * sizeof(trc_frame_t));
+    /* Room for the Python frames too: at most one per 3 bytes left in the record. */
+    size_t room = depth + (size_t)(c->b.end - c->b.p) / 3 + 1;
+    if (room > 2 * TRC_MAX_DEPTH + 1)
+        room = 2 * TRC_MAX_DEPTH + 1;
+    trc_stack_t *s = malloc(sizeof(*s) + depth * sizeof(trc_frame_t) +
+                            (room - depth) * sizeof(trc_pyframe_t));
     if (!s)
         OOM(c);
     trc_frame_t *f = (trc_frame_t *)(s + 1);
+    trc_pyframe_t *p = (trc_pyframe_t *)(f + depth);
     for (uint32_t i = 0; i < depth; i++) {
         f[i].module = str(c, &f[i].module_id);
         f[i].offset = u64(c);
     }
-    *s = (trc_stack_t){ id, depth, f };
+    uint32_t pydepth = c->b.p < c->b.end ? count(c, "Python frame", 3) : 0;
+    if (!c->why[0] && pydepth > TRC_MAX_DEPTH)
+        bad(c, "Python stack depth %" PRIu32 " exceeds %d", pydepth, TRC_MAX_DEPTH);
+    if (!c->why[0])
+        def_pyframes(c, p, pydepth);
+    *s = (trc_stack_t){ id, depth, f, pydepth, pydepth ? p : NULL };
     if (c->why[0] || c->b.short_ || c->b.bad) {
         free(s);
         return;

@@ -27,5 +27,7 @@ int trc_rec_status(const trc_rec_t *rec);
 /* Interns resolved frames (module string ids from trc_rec_string): the stack id (> 0), the
  * STACK record written to the file before this returns. */
 long trc_rec_intern_stack(trc_rec_t *rec, const trc_frame_t *frames, uint32_t depth);
+/* The same with Python frames too (their string ids from trc_rec_string). */
+long trc_rec_intern_stack_py(trc_rec_t *rec, const trc_stack_t *s);
 
 #endif

@@ -598,6 +598,15 @@ long trc_rec_intern_stack(trc_rec_t *rec, const trc_frame_t *frames, uint32_t de
     return intern_done(rec, trc_writer_stack(rec->w, frames, depth));
 }
 
+long trc_rec_intern_stack_py(trc_rec_t *rec, const trc_stack_t *s)
+{
+    int rc = trc_rec_status(rec);
+    if (rc < 0)
+        return rc;
+    pthread_mutex_lock(&rec->file_lock);
+    return intern_done(rec, trc_writer_stack_py(rec->w, s));
+}
+
 trc_stk_t *trc_rec_stk(trc_rec_t *rec)
 {
     return rec->stk;

@@ -19,6 +19,7 @@
 #ifndef ELIXIR_TRACE_RECORD_H
 #define ELIXIR_TRACE_RECORD_H
 
+#include "pyframes.h"
 #include "trace.h"
 
 typedef struct trc_rec trc_rec_t;
@@ -51,6 +52,10 @@ long trc_rec_string(trc_rec_t *rec, const char *s);
  * captured.  A return address in no loaded object (JIT code) is recorded as module 0 with
  * the absolute address as its offset. */
 long trc_rec_stack(trc_rec_t *rec, int skip, int depth);
+/* The same, with the Python frames py[0..npy) (read by the caller with trc_py_capture;
+ * npy <= TRC_PY_DEPTH) as the call site's Python stack: its id, or 0 when there is neither
+ * a native nor a Python frame. */
+long trc_rec_stack_py(trc_rec_t *rec, int skip, int depth, const trc_pyraw_t *py, int npy);
 /* Hands the calling thread's buffer to the writer now. */
 void trc_rec_flush_thread(trc_rec_t *rec);
 /* Writes every thread's pending events (buffers of exited threads included) and waits until

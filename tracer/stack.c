@@ -10,8 +10,12 @@
  * unload.  An address in no object at all (JIT code) is recorded as module 0 with the absolute
  * address as its offset.  Symbols are resolved when the trace is read, not here.
  *
- * Each recorder keeps a cache from raw return-address arrays (hashed) to stack ids, so that a
- * call site seen before costs the unwind and one look-up; it is emptied when an object was
+ * A call site may carry the Python frames of the thread too (trc_rec_stack_py, read by the
+ * caller with pyframes.c), interned with the native ones as one stack.
+ *
+ * Each recorder keeps a cache from raw return-address arrays (hashed, with the Python frames'
+ * code objects and lines) to stack ids, so that a call site seen before costs the unwind and
+ * one look-up; it is emptied when an object was
  * unloaded, since an address may then belong to another module.  The writer deduplicates the
  * resolved frames by content as well, so equal stacks always get one id.
  */
@@ -319,38 +323,77 @@ static int resolve(trc_rec_t *rec, const uintptr_t *pcs, uint32_t n, trc_frame_t
     return 0;
 }
 
-static long intern_new(trc_rec_t *rec, const uintptr_t *pcs, uint32_t n)
+/* Interns Python frames' names into frames (ids only). */
+static int intern_py(trc_rec_t *rec, const trc_pyraw_t *py, uint32_t npy, trc_pyframe_t *out)
+{
+    for (uint32_t i = 0; i < npy; i++) {
+        long f = trc_rec_string(rec, py[i].file), g = f < 0 ? f : trc_rec_string(rec, py[i].func);
+        if (g < 0)
+            return (int)g;
+        out[i] = (trc_pyframe_t){ (uint32_t)f, (uint32_t)g, py[i].line, NULL, NULL };
+    }
+    return 0;
+}
+
+static long intern_new(trc_rec_t *rec, const uintptr_t *pcs, uint32_t n, const trc_pyraw_t *py,
+                       uint32_t npy)
 {
     trc_frame_t frames[TRC_MAX_DEPTH];
+    trc_pyframe_t pyframes[TRC_PY_DEPTH];
     pthread_mutex_lock(&map_lock);
     int rc = map_refresh();
     if (rc >= 0)
         rc = resolve(rec, pcs, n, frames);
     pthread_mutex_unlock(&map_lock);
-    return rc < 0 ? rc : trc_rec_intern_stack(rec, frames, n);
+    if (rc >= 0)
+        rc = intern_py(rec, py, npy, pyframes);
+    trc_stack_t st = { .depth = n, .frames = frames, .pydepth = npy, .pyframes = pyframes };
+    return rc < 0 ? rc : trc_rec_intern_stack_py(rec, &st);
 }
 
-/* The stack id of pcs: from the cache, or resolved, interned and cached. */
-static long intern_pcs(trc_rec_t *rec, const uintptr_t *pcs, uint32_t n)
+/* The cache's key of a call site: the number of Python frames, the return addresses, then
+ * each Python frame's code object and line; 0 when a Python frame has no lasting key (its
+ * code object is not kept, so its address may be another's later): not cached. */
+static uint32_t site_key(uintptr_t *key, const uintptr_t *pcs, uint32_t n,
+                         const trc_pyraw_t *py, uint32_t npy)
+{
+    key[0] = npy;
+    memcpy(key + 1, pcs, n * sizeof(uintptr_t));
+    for (uint32_t i = 0; i < npy; i++) {
+        if (!py[i].key)
+            return 0;
+        key[1 + n + 2 * i] = py[i].key;
+        key[2 + n + 2 * i] = py[i].line;
+    }
+    return 1 + n + 2 * npy;
+}
+
+/* The stack id of pcs and py: from the cache, or resolved, interned and cached. */
+static long intern_pcs(trc_rec_t *rec, const uintptr_t *pcs, uint32_t n, const trc_pyraw_t *py,
+                       uint32_t npy)
 {
     trc_stk_t *s = trc_rec_stk(rec);
+    uintptr_t key[1 + TRC_MAX_DEPTH + 2 * TRC_PY_DEPTH];
+    uint32_t kn = site_key(key, pcs, n, py, npy);
+    if (!kn)
+        return intern_new(rec, pcs, n, py, npy);
     unsigned long long c[2];
-    uint64_t h = hash_pcs(pcs, n);
+    uint64_t h = hash_pcs(key, kn);
     loader_counts(c);
     pthread_mutex_lock(&s->lock);
     if (c[1] != s->subs) {
         cache_clear(s);
         s->subs = c[1];
     }
-    uint32_t id = s->cap ? slot_for(s->slots, s->cap, h, pcs, n)->id : 0;
+    uint32_t id = s->cap ? slot_for(s->slots, s->cap, h, key, kn)->id : 0;
     pthread_mutex_unlock(&s->lock);
     if (id)
         return id;
-    long nid = intern_new(rec, pcs, n);
+    long nid = intern_new(rec, pcs, n, py, npy);
     if (nid > 0) {
         pthread_mutex_lock(&s->lock);
         if (s->subs == c[1])
-            cache_put(s, h, pcs, n, (uint32_t)nid);
+            cache_put(s, h, key, kn, (uint32_t)nid);
         pthread_mutex_unlock(&s->lock);
     }
     return nid;
@@ -387,13 +430,14 @@ static void unw_warm(void)
     capture(raw, 4);
 }
 
-/* Not inlined, so that frame 0 of the unwind is always this function: it and `skip` more are
- * dropped. */
-__attribute__((noinline)) long trc_rec_stack(trc_rec_t *rec, int skip, int depth)
+/* The body of trc_rec_stack and trc_rec_stack_py, inlined into each so that frame 0 of the
+ * unwind is the public function: it and `skip` more are dropped. */
+static inline __attribute__((always_inline)) long stack_of(trc_rec_t *rec, int skip, int depth,
+                                                           const trc_pyraw_t *py, int npy)
 {
     void *raw[1 + MAX_SKIP + TRC_MAX_DEPTH];
     uintptr_t pcs[TRC_MAX_DEPTH];
-    if (skip < 0 || skip > MAX_SKIP || depth < 0)
+    if (skip < 0 || skip > MAX_SKIP || depth < 0 || npy < 0 || npy > TRC_PY_DEPTH)
         return -EINVAL;
     int rc = trc_rec_status(rec);
     if (rc < 0)
@@ -402,9 +446,22 @@ __attribute__((noinline)) long trc_rec_stack(trc_rec_t *rec, int skip, int depth
         depth = TRC_MAX_DEPTH;
     pthread_once(&unw_once, unw_warm);
     int n = depth ? capture(raw, 1 + skip + depth) - 1 - skip : 0;
-    if (n <= 0)
+    if (n < 0)
+        n = 0;
+    if (n == 0 && npy == 0)
         return 0;
     for (int i = 0; i < n; i++)
         pcs[i] = (uintptr_t)raw[1 + skip + i];
-    return intern_pcs(rec, pcs, (uint32_t)n);
+    return intern_pcs(rec, pcs, (uint32_t)n, py, (uint32_t)npy);
+}
+
+__attribute__((noinline)) long trc_rec_stack(trc_rec_t *rec, int skip, int depth)
+{
+    return stack_of(rec, skip, depth, NULL, 0);
+}
+
+__attribute__((noinline)) long trc_rec_stack_py(trc_rec_t *rec, int skip, int depth,
+                                                const trc_pyraw_t *py, int npy)
+{
+    return stack_of(rec, skip, depth, py, npy);
 }

@@ -22,10 +22,10 @@
 
 #define TRC_MAGIC         "ELXTRACE"
 #define TRC_VERSION_MAJOR 1
-#define TRC_VERSION_MINOR 3
+#define TRC_VERSION_MINOR 4
 #define TRC_HEADER_LEN    32          /* of this version; a reader skips a longer header */
 #define TRC_MAX_RECORD    (1u << 20)  /* largest record payload a reader accepts */
-#define TRC_MAX_DEPTH     256         /* deepest call stack */
+#define TRC_MAX_DEPTH     256         /* deepest call stack (native frames; Python frames too) */
 #define TRC_MAX_STRING    65535       /* longest string, in bytes */
 
 /* Header flags (informational: a reader ignores flags it does not know). */
@@ -77,9 +77,19 @@ typedef struct trc_frame {
     const char *module;                /* reader only */
 } trc_frame_t;
 
+/* 1.4: one frame of the Python interpreter's stack at the call: source file, function
+ * (qualified name) and line (0: not known). */
+typedef struct trc_pyframe {
+    uint32_t file_id, func_id;         /* string ids */
+    uint32_t line;
+    const char *file, *func;           /* reader only */
+} trc_pyframe_t;
+
 typedef struct trc_stack {
     uint32_t id, depth;
-    const trc_frame_t *frames;
+    const trc_frame_t *frames;         /* native frames, innermost first */
+    uint32_t pydepth;                  /* 1.4: Python frames, innermost first (0: none) */
+    const trc_pyframe_t *pyframes;
 } trc_stack_t;
 
 /* Start and end of the work on the device, when known (flag has_times). */
@@ -260,6 +270,9 @@ long trc_encode_string(trc_enc_t *e, void *buf, size_t cap, uint32_t id, const c
                        size_t len);
 long trc_encode_stack(trc_enc_t *e, void *buf, size_t cap, uint32_t id,
                       const trc_frame_t *frames, uint32_t depth);
+/* 1.4: a stack with Python frames too (pydepth <= TRC_MAX_DEPTH; none written when 0, so
+ * that the record is the 1.3 one). */
+long trc_encode_stack_py(trc_enc_t *e, void *buf, size_t cap, const trc_stack_t *s);
 long trc_encode_event(trc_enc_t *e, void *buf, size_t cap, const trc_event_t *ev);
 
 /* ------------------------------------------------------------------ writer.c */
@@ -273,6 +286,9 @@ int trc_writer_open(const char *path, uint32_t flags, trc_writer_t **w);
  * record is emitted on first use.  The same content always yields the same id. */
 long trc_writer_string(trc_writer_t *w, const char *s);
 long trc_writer_stack(trc_writer_t *w, const trc_frame_t *frames, uint32_t depth);
+/* 1.4: interns native and Python frames as one stack (s->id ignored; the Python frames'
+ * string ids from trc_writer_string).  Equal content, equal id. */
+long trc_writer_stack_py(trc_writer_t *w, const trc_stack_t *s);
 /* Typed emitters: append one event record to the buffer (flushing when full). */
 int trc_emit_process(trc_writer_t *w, uint64_t time, const trc_process_t *p);
 int trc_emit_device(trc_writer_t *w, uint64_t time, const trc_device_t *d);

@@ -1,11 +1,11 @@
 # SPDX-License-Identifier: MIT
 # tracer/tracer.mk - included by the Makefile: the trace library (format, writer, reader,
-# recorder, call stacks, CUPTI client).
+# recorder, call stacks, Python frames, CUPTI client).
 #
 # tracer/*.c compile with the generic object rule into $(TRC_OBJS) and are archived into
 # $(TRC_LIB) for the shim and the tools to link; whatever links them needs $(TRC_LDLIBS)
-# (libunwind for stack.c, libdl for cupti.c).  Explicit rules here win over the Makefile's
-# generic ones (a static pattern rule is an explicit rule for each of its targets):
+# (libunwind for stack.c, libdl for cupti.c and pyframes.c).  Explicit rules here win over the
+# Makefile's generic ones (a static pattern rule is an explicit rule for each of its targets):
 #   tests/unit_trace_*, tests/conc_trace_*   the tracer's objects and nothing else;
 #   tests/trace_cupti_*                      the tracer's objects, the simulator's libcuda and
 #                                            tests/lib (they launch kernels; the simulator's

@@ -5,7 +5,7 @@
  * full, on trc_writer_flush and on trc_writer_close (which adds the END record).
  *
  * Strings and call stacks are interned in one kind of table keyed by bytes (a string's bytes,
- * or a stack's packed (module id, offset) pairs); the first use of a value emits its table
+ * or a stack's packed frames, native and Python); the first use of a value emits its table
  * record, so a definition always precedes every reference in the file.  Not thread-safe: the
  * per-thread buffers of the recorder (record.c) encode with trc_encode_* and hand whole
  * buffers over to trc_writer_append.
@@ -151,8 +151,8 @@ int trc_writer_flush(trc_writer_t *w)
 
 typedef struct what {
     const trc_event_t *ev;             /* an event, or else a table record: */
-    uint32_t type, id, depth;
-    const void *data;
+    uint32_t type, id;
+    const void *data;                  /* a string's bytes, or a trc_stack_t */
     size_t len;
 } what_t;
 
@@ -164,7 +164,9 @@ static long encode(trc_writer_t *w, const what_t *x)
         return trc_encode_event(&w->enc, p, room, x->ev);
     if (x->type == TRC_REC_STRING)
         return trc_encode_string(&w->enc, p, room, x->id, x->data, x->len);
-    return trc_encode_stack(&w->enc, p, room, x->id, x->data, x->depth);
+    trc_stack_t s = *(const trc_stack_t *)x->data;
+    s.id = x->id;
+    return trc_encode_stack_py(&w->enc, p, room, &s);
 }
 
 /* Appends one record: flushes when it does not fit, grows the buffer for a big record. */
@@ -311,15 +313,31 @@ long trc_writer_string(trc_writer_t *w, const char *s)
 
 long trc_writer_stack(trc_writer_t *w, const trc_frame_t *frames, uint32_t depth)
 {
-    uint8_t key[TRC_MAX_DEPTH * 12];
-    if (depth > TRC_MAX_DEPTH)
+    trc_stack_t s = { .depth = depth, .frames = frames };
+    return trc_writer_stack_py(w, &s);
+}
+
+/* The key of a stack: its depth, the (module id, offset) pairs, then the (file id, function
+ * id, line) triples of its Python frames, so that no two different stacks share one. */
+long trc_writer_stack_py(trc_writer_t *w, const trc_stack_t *s)
+{
+    uint8_t key[4 + 2 * TRC_MAX_DEPTH * 12];
+    if (s->depth > TRC_MAX_DEPTH || s->pydepth > TRC_MAX_DEPTH)
         return -EINVAL;
-    for (uint32_t i = 0; i < depth; i++) {
-        memcpy(key + 12 * i, &frames[i].module_id, 4);
-        memcpy(key + 12 * i + 4, &frames[i].offset, 8);
+    uint8_t *k = key;
+    memcpy(k, &s->depth, 4);
+    k += 4;
+    for (uint32_t i = 0; i < s->depth; i++, k += 12) {
+        memcpy(k, &s->frames[i].module_id, 4);
+        memcpy(k + 4, &s->frames[i].offset, 8);
     }
-    what_t x = { .type = TRC_REC_STACK, .data = frames, .depth = depth };
-    return intern(w, &w->stacks, key, 12 * depth, &x);
+    for (uint32_t i = 0; i < s->pydepth; i++, k += 12) {
+        memcpy(k, &s->pyframes[i].file_id, 4);
+        memcpy(k + 4, &s->pyframes[i].func_id, 4);
+        memcpy(k + 8, &s->pyframes[i].line, 4);
+    }
+    what_t x = { .type = TRC_REC_STACK, .data = s };
+    return intern(w, &w->stacks, key, (uint32_t)(k - key), &x);
 }
 
 int trc_emit_event(trc_writer_t *w, const trc_event_t *ev)

@@ -345,3 +345,44 @@ void tm_stack_text(const trc_stack_t *s, unsigned frames, char *buf, size_t len)
         }
     }
 }
+
+/* ------------------------------------------------------------------ footprint */
+
+typedef struct step {
+    uint64_t time;
+    int64_t delta;
+} step_t;
+
+static int by_time_frees_first(const void *a, const void *b)
+{
+    const step_t *x = a, *y = b;
+    if (x->time != y->time)
+        return x->time < y->time ? -1 : 1;
+    return (x->delta > 0) - (y->delta > 0);
+}
+
+int tm_peak_allocated(const tm_trace_t *t, int32_t device, uint64_t *peak)
+{
+    step_t *v = malloc((2 * t->nallocs + 1) * sizeof(*v));
+    size_t n = 0;
+    *peak = 0;
+    if (!v)
+        return -ENOMEM;
+    for (size_t i = 0; i < t->nallocs; i++) {
+        const tm_alloc_t *a = &t->allocs[i];
+        if (a->device != device)
+            continue;
+        v[n++] = (step_t){ a->t_alloc, (int64_t)a->size };
+        if (a->t_free != TM_LIVE)
+            v[n++] = (step_t){ a->t_free, -(int64_t)a->size };
+    }
+    qsort(v, n, sizeof(*v), by_time_frees_first);
+    int64_t live = 0;
+    for (size_t i = 0; i < n; i++) {
+        live += v[i].delta;
+        if (live > 0 && (uint64_t)live > *peak)
+            *peak = (uint64_t)live;
+    }
+    free(v);
+    return 0;
+}

@@ -33,6 +33,10 @@ typedef struct tm_migration_totals {
 
 int tm_migration_totals(const tm_trace_t *t, tm_migration_totals_t *out);
 
+/* The most bytes of device `device`'s allocations live at once (the program's footprint on
+ * it, wherever the bytes were), in *peak; -ENOMEM. */
+int tm_peak_allocated(const tm_trace_t *t, int32_t device, uint64_t *peak);
+
 /* One iteration: from its mark to the next (the last one to the trace's end). */
 typedef struct tm_iter_stat {
     uint64_t index, start, end;
@@ -73,5 +77,35 @@ const char *tm_dropped_text(const tm_trace_t *t, int cupti, char *buf, size_t le
  * most `frames` frames (0: all), symbolised from the modules' ELF symbol tables when they can
  * be read, "module+0xoff" otherwise.  Writes at most len bytes (NUL-terminated). */
 void tm_stack_text(const trc_stack_t *s, unsigned frames, char *buf, size_t len);
+
+/* ------------------------------------------------------------------ sites.c */
+
+/* What a Python source file is: the program's own, an installed package (under
+ * site-packages or dist-packages), or the interpreter's standard library (.../lib/pythonX.Y/
+ * otherwise, or a frozen module); and that kind's name ("program", "package", "stdlib"). */
+enum { TM_PY_PROGRAM, TM_PY_PACKAGE, TM_PY_STDLIB };
+int tm_py_kind(const char *file);
+const char *tm_py_kind_name(int kind);
+/* A Python call site as text: "file:line function" frames joined by " < ", innermost first,
+ * at most `frames` (0: all), only those of the kind nearest the program among the stack's
+ * (its own files, else packages, else the standard library); file is the base name.  ""
+ * when s has no Python frames. */
+void tm_py_site_text(const trc_stack_t *s, unsigned frames, char *buf, size_t len);
+/* A call site as `elixir-trace` shows it: the Python one when s has Python frames, else the
+ * native one (tm_stack_text). */
+void tm_site_text(const trc_stack_t *s, unsigned frames, char *buf, size_t len);
+
+/* Allocations of one call site (its text at a given depth). */
+typedef struct tm_site {
+    char *text;                        /* "-" for allocations without a call site */
+    int python;                        /* a Python call site */
+    uint64_t allocs, bytes, live_bytes;  /* live: never freed in the trace */
+} tm_site_t;
+
+/* Groups allocations a[0..n) by call site text (at most `frames` frames each, 0: all),
+ * largest total first (equal totals by text): a malloc'd array in *out, its size in *nout;
+ * -ENOMEM.  Free it with tm_sites_free. */
+int tm_sites(const tm_alloc_t **a, size_t n, unsigned frames, tm_site_t **out, size_t *nout);
+void tm_sites_free(tm_site_t *v, size_t n);
 
 #endif

@@ -90,6 +90,9 @@ extern const cli_cmd_t cmd_summary, cmd_allocs, cmd_kernels, cmd_diff, cmd_timel
 void print_alloc_table(const tm_trace_t *t, const tm_alloc_t **v, size_t n, size_t top,
                        unsigned depth);
 void print_kernel_table(const tm_kernel_stat_t *k, size_t n, size_t top);
+/* cmd_tables.c, shared with summary: allocations v[0..n) grouped by call site (tm_sites),
+ * largest total first, at most `top` rows (0: all), `depth` frames per site. */
+void print_site_table(const tm_alloc_t **v, size_t n, size_t top, unsigned depth);
 /* cmd_summary.c, shared with kernels: a line per timing source that lost device-time records
  * (DROPPED), since the times that follow leave out the operations those records were of. */
 void print_dropped(const tm_trace_t *t);

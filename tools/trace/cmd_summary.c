@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * cmd_summary.c - `elixir-trace summary`: one page about a trace: the process, its devices
+ * cmd_summary.c - `elixir-trace summary`: one page about a trace: a verdict (footprint against
+ * the budgets, time spent migrating and how much of it was hidden), the process, its devices
  * and options, the time span and iterations, peak memory per tier, the top kernels and
  * allocations, migration totals with the share hidden behind kernels, and evictions.
  */
@@ -52,6 +53,75 @@ static const tm_device_t **sorted_devices(const tm_trace_t *t)
     if (v)
         qsort(v, t->ndevices, sizeof(*v), by_ordinal);
     return v;
+}
+
+/* The device's first BUDGET record, or NULL. */
+static const tm_memory_t *first_budget(const tm_trace_t *t, int32_t device)
+{
+    for (size_t i = 0; i < t->nbudgets; i++)
+        if (t->budgets[i].device == device)
+            return &t->budgets[i];
+    return NULL;
+}
+
+/* One verdict line per device with allocations: its footprint (the most bytes of its
+ * allocations live at once) against its GPU budget, or the device's memory when the trace
+ * has no budget, with the host budget. */
+static void verdict_footprint(const tm_trace_t *t, const tm_device_t **dv)
+{
+    char b[3][32], dev[32];
+    for (size_t i = 0; dv && i < t->ndevices; i++) {
+        int32_t d = dv[i]->device;
+        uint64_t peak;
+        if (d == TRC_DEVICE_HOST || tm_peak_allocated(t, d, &peak) < 0 || !peak)
+            continue;
+        const tm_memory_t *r = first_budget(t, d);
+        uint64_t gpu = r ? r->bytes[TRC_TIER_GPU] : dv[i]->total_mem;
+        printf("Footprint %s", text_bytes(peak, b[0]));
+        if (t->ndevices > 1)
+            printf(" on device %s", fmt_device(d, dev));
+        if (gpu)
+            printf(" on a %s GPU %s", text_bytes(gpu, b[1]), r ? "budget" : "device");
+        if (r && r->bytes[TRC_TIER_HOST])
+            printf(" (host %s)", text_bytes(r->bytes[TRC_TIER_HOST], b[2]));
+        if (gpu && peak > gpu)
+            printf(": %.1fx what the GPU holds", (double)peak / (double)gpu);
+        printf(".\n");
+    }
+}
+
+/* The verdict on migrations: the share of the run they took (the union of their intervals,
+ * per device) and the share of that hidden behind kernels. */
+static void verdict_migrations(const tm_trace_t *t)
+{
+    char b[2][32];
+    tm_migration_totals_t m;
+    uint64_t span = t->t_last - t->t_first;
+    if (!t->nmigrations) {
+        printf("No migrations: nothing was moved between tiers.\n");
+        return;
+    }
+    if (tm_migration_totals(t, &m) < 0)
+        return;
+    if (span && t->ndevices <= 1)
+        printf("Migrations took %.0f%% of the run (%s of %s)", 100.0 * (double)m.busy_ns /
+               (double)span, text_ns(m.busy_ns, b[0]), text_ns(span, b[1]));
+    else
+        printf("Migrations took %s over a run of %s", text_ns(m.busy_ns, b[0]),
+               text_ns(span, b[1]));
+    if (m.busy_ns)
+        printf("; %.1f%% hidden behind kernels.\n",
+               100.0 * (double)m.hidden_ns / (double)m.busy_ns);
+    else
+        printf(".\n");
+}
+
+/* The verdict: a few lines on what the trace says about memory, before the details. */
+static void print_verdict(const tm_trace_t *t, const tm_device_t **dv)
+{
+    verdict_footprint(t, dv);
+    verdict_migrations(t);
+    printf("\n");
 }
 
 static void print_devices(const tm_trace_t *t, const tm_device_t **dv)
@@ -190,6 +260,20 @@ static void print_allocs(const tm_trace_t *t, size_t top, unsigned depth)
     free(v);
 }
 
+/* Allocations by call site (the Python one in a Python program), largest total first. */
+static void print_sites(const tm_trace_t *t, size_t top, unsigned depth)
+{
+    const tm_alloc_t **v = malloc((t->nallocs ? t->nallocs : 1) * sizeof(*v));
+    if (!v)
+        return;
+    for (size_t i = 0; i < t->nallocs; i++)
+        v[i] = &t->allocs[i];
+    printf("allocations by call site\n");
+    if (t->nallocs)
+        print_site_table(v, t->nallocs, top, depth);
+    free(v);
+}
+
 static void print_migrations(const tm_trace_t *t)
 {
     char b[2][32];
@@ -298,6 +382,7 @@ static int run_summary(const cli_cmd_t *c, char **pos)
     tm_trace_t t;
     cli_load(c, pos[0], &t);
     const tm_device_t **dv = sorted_devices(&t);
+    print_verdict(&t, dv);
     print_header(&t);
     print_devices(&t, dv);
     print_iterations(&t, cli_get(c, "--iterations") != NULL);
@@ -305,6 +390,7 @@ static int run_summary(const cli_cmd_t *c, char **pos)
     print_budgets(&t);
     print_kernels(&t, top);
     print_allocs(&t, top, depth);
+    print_sites(&t, top, depth);
     print_migrations(&t);
     print_evictions(&t);
     print_nccl(&t);
@@ -319,7 +405,11 @@ const cli_cmd_t cmd_summary = {
     .npos = 1,
     .summary = "one page: process, devices, iterations, peaks, top kernels and allocations, "
                "migrations",
-    .details = "Prints the process, devices and option snapshot, the time span, the\n"
+    .details = "Opens with a verdict: each device's footprint (the most bytes of its\n"
+               "allocations live at once) against its GPU budget, or its memory when the\n"
+               "trace has no budget, with the host budget; the share of the run that\n"
+               "migrations took and the share of their time hidden behind kernels.\n"
+               "Then prints the process, devices and option snapshot, the time span, the\n"
                "iterations (an iteration runs from its mark to the next: mean, min and\n"
                "max time over those a next mark closes, so the last one, which runs to\n"
                "the trace's end, never counts, and a single mark gives no mean;\n"
@@ -328,7 +418,8 @@ const cli_cmd_t cmd_summary = {
                "device time (launches, how many were timed, and the times over those;\n"
                "preceded by a warning when the trace says that CUPTI dropped\n"
                "activity records: the operations that lost theirs have no times), the\n"
-               "largest allocations with their call sites, migrations per\n"
+               "largest allocations with their call sites, the allocations grouped by\n"
+               "call site (in a Python program, its Python call site), migrations per\n"
                "direction with how much of their time was hidden behind kernels running on\n"
                "the same device, evictions by reason, and NCCL calls by operation (calls\n"
                "and bytes) when there are any.",

@@ -105,13 +105,45 @@ void print_alloc_table(const tm_trace_t *t, const tm_alloc_t **v, size_t n, size
            "lifetime", "call site");
     for (size_t i = 0; i < n && (!top || i < top); i++) {
         const tm_alloc_t *a = v[i];
-        tm_stack_text(a->stack, depth, site, sizeof(site));
+        tm_site_text(a->stack, depth, site, sizeof(site));
         text_ns(lifetime(a), life);
         printf("  %8" PRIu64 "  %6s  %10s  %11s  %5s%10s  %s\n", a->id,
                fmt_device(a->device, dev), text_bytes(a->size, size),
                text_ns(a->t_alloc - t->t_first, at), a->t_free == TM_LIVE ? "live" : "", life,
                a->stack ? site : "-");
     }
+}
+
+/* Allocations grouped by call site (tm_sites), largest total first: the first `top` rows
+ * (0: all). */
+void print_site_table(const tm_alloc_t **v, size_t n, size_t top, unsigned depth)
+{
+    tm_site_t *s;
+    size_t ns;
+    char b[2][32];
+    if (tm_sites(v, n, depth, &s, &ns) < 0)
+        return;
+    printf("  %8s  %10s  %10s  %s\n", "allocs", "bytes", "live", "call site");
+    for (size_t i = 0; i < ns && (!top || i < top); i++)
+        printf("  %8" PRIu64 "  %10s  %10s  %s\n", s[i].allocs, text_bytes(s[i].bytes, b[0]),
+               text_bytes(s[i].live_bytes, b[1]), s[i].text);
+    tm_sites_free(s, ns);
+}
+
+/* The Python frames of a stack, all of them, with full file names. */
+static void json_pyframes(const trc_stack_t *s)
+{
+    printf("[");
+    for (uint32_t i = 0; s && i < s->pydepth; i++) {
+        const trc_pyframe_t *f = &s->pyframes[i];
+        printf("%s{\"file\": ", i ? ", " : "");
+        text_json(stdout, f->file);
+        printf(", \"function\": ");
+        text_json(stdout, f->func);
+        printf(", \"line\": %" PRIu32 ", \"kind\": \"%s\"}", f->line,
+               tm_py_kind_name(tm_py_kind(f->file)));
+    }
+    printf("]");
 }
 
 static void json_stack(const trc_stack_t *s, unsigned depth)
@@ -162,10 +194,12 @@ static void json_alloc(const tm_trace_t *t, const tm_alloc_t *a, unsigned depth)
         printf("%" PRIu64, a->t_free);
     printf(", \"live\": %s, \"lifetime_ns\": %" PRIu64 ", \"call_site\": ",
            a->t_free == TM_LIVE ? "true" : "false", lifetime(a));
-    tm_stack_text(a->stack, depth, site, sizeof(site));
+    tm_site_text(a->stack, depth, site, sizeof(site));
     text_json(stdout, site);
     printf(", \"stack\": ");
     json_stack(a->stack, depth);
+    printf(", \"python\": ");
+    json_pyframes(a->stack);
     printf("}");
 }
 
@@ -189,6 +223,8 @@ static cli_opt_t alloc_opts[] = {
       NULL },
     { "--live", NULL, "only allocations never freed", NULL },
     { "--stack-depth", "N", "call-site frames to show (default 3; 0: all)", NULL },
+    { "--by-site", NULL, "one row per call site: allocations, bytes, bytes never freed "
+                         "(largest first)", NULL },
     { "--json", NULL, "print one JSON document instead of a table", NULL },
     CLI_OPT_PARTIAL,
     CLI_OPT_END,
@@ -237,6 +273,9 @@ static int run_allocs(const cli_cmd_t *c, char **pos)
     cmp_fn order = sort_order(c, key, alloc_keys, sizeof(alloc_keys) / sizeof(alloc_keys[0]));
     alloc_filter_t f = alloc_filter(c);
     tm_trace_t t;
+    if (cli_get(c, "--by-site") && cli_get(c, "--json"))
+        cli_usage(c, "--by-site has no JSON form: use --json alone (each allocation with its "
+                     "call site and Python frames) or --by-site alone");
     cli_load(c, pos[0], &t);
     const tm_alloc_t **v = filter_allocs(&f, &t, &n);
     if (!v) {
@@ -246,7 +285,10 @@ static int run_allocs(const cli_cmd_t *c, char **pos)
     trace_end = t.t_last;
     qsort(v, n, sizeof(*v), order);
     size_t shown = top && top < n ? top : n;
-    if (cli_get(c, "--json")) {
+    if (cli_get(c, "--by-site")) {
+        printf("%zu of %zu allocations match, by call site\n", n, t.nallocs);
+        print_site_table(v, n, top, depth);
+    } else if (cli_get(c, "--json")) {
         json_allocs(&t, key, v, n, shown, depth);
     } else {
         printf("%zu of %zu allocations match; %zu shown, by %s\n", n, t.nallocs, shown, key);
@@ -266,6 +308,12 @@ const cli_cmd_t cmd_allocs = {
                "allocation (from the trace's first event), lifetime and call site.\n"
                "Call sites are symbolised from the modules' ELF symbol tables when the\n"
                "files are readable on this machine, else shown as module+0xoffset.\n"
+               "In a Python program the call site is the Python one instead, as\n"
+               "file:line function frames, innermost first: those in the program's own\n"
+               "files, else in installed packages (site-packages), else in the standard\n"
+               "library (--json lists every Python frame with its kind, and the native\n"
+               "frames in \"stack\").\n"
+               "--by-site groups the allocations by call site (at --stack-depth frames).\n"
                "In JSON, device -1 is pinned host memory and times are in ns.",
     .opts = alloc_opts,
     .run = run_allocs,
