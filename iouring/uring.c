@@ -101,9 +101,15 @@ static int uring_reap(nvme_area_t *a, nvme_req_t **out, unsigned max, unsigned m
     }
 }
 
+/* Unregister first: the ring's teardown runs later in a kernel worker, and until it does a
+ * registered file stays open (its space not given back, a block device still claimed). */
 static void uring_fini(nvme_area_t *a)
 {
     uring_t *u = a->eng_state;
+    if (u->fixed_file)
+        io_uring_unregister_files(&u->ring);
+    if (u->nbufs)
+        io_uring_unregister_buffers(&u->ring);
     io_uring_queue_exit(&u->ring);
     free(u);
     a->eng_state = NULL;
