@@ -248,13 +248,15 @@ static void refuse(nvme_area_t *a, nvme_op_t *op)
     op_finish(a, op);
 }
 
-/* Start queued operations' requests while fewer than queue_depth are in flight. */
+/* Start queued operations' requests while fewer than queue_depth are in flight, and
+ * none finished without reaching the kernel (an error to fold in first: it may degrade
+ * the area, which refuses the writes behind it). */
 static void issue(nvme_area_t *a)
 {
     nvme_req_t *batch[BATCH];
     unsigned n = 0;
     int checked = 0;
-    while (a->sq_head && a->inflight + n < a->queue_depth) {
+    while (a->sq_head && !a->imm && a->inflight + n < a->queue_depth) {
         nvme_op_t *op = a->sq_head;
         if (op->write && op->issued == 0 && !checked++)
             check_file(a);
