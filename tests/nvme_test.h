@@ -64,7 +64,8 @@ static inline void nt_cleanup(void)
     if (nt_mnt[0])
         umount2(nt_mnt, MNT_DETACH);
     if (nt_loop[0]) {
-        snprintf(cmd, sizeof(cmd), "losetup -d %s 2>/dev/null", nt_loop);
+        snprintf(cmd, sizeof(cmd), "blockdev --setrw %s; losetup -d %s 2>/dev/null", nt_loop,
+                 nt_loop);
         if (system(cmd)) { /* gone already */ }
     }
     if (nt_dir[0]) {
