@@ -34,7 +34,7 @@ extern "C" {
 
 #define NVME_ALIGN 4096u                       /* offsets, lengths and buffers (O_DIRECT) */
 #define NVME_DEFAULT_SLOT (2u << 20)           /* the chunk: 2 MiB */
-#define NVME_DEFAULT_QUEUE_DEPTH 8u            /* see bench/nvme_fio.sh */
+#define NVME_DEFAULT_QUEUE_DEPTH 16u           /* see bench/nvme_fio.sh */
 #define NVME_DEFAULT_BLOCK (2u << 20)          /* one request per 2 MiB chunk */
 #define NVME_DEFAULT_STAGING (64u << 20)       /* staging pool when the caller gives none */
 

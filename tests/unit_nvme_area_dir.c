@@ -29,8 +29,9 @@ static void check_mode(const char *dir, unsigned flags, nvme_area_kind_t want, i
     nvme_close(a);
     NT_EQ(nt_entries(dir), 0);
     uint64_t after = nt_avail(dir);
-    NT_CHECK(!space || after + 8 * NT_MIB > before, "free space did not come back: %llu before, %llu after",
-             (unsigned long long)before, (unsigned long long)after);
+    NT_CHECK(!space || after + 8 * NT_MIB > before,
+             "free space did not come back: %llu before, %llu after", (unsigned long long)before,
+             (unsigned long long)after);
 }
 
 int main(void)

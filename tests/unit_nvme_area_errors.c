@@ -28,8 +28,10 @@ int main(void)
     expect(bad, -EINVAL, "slot size 1000");
     bad = o, bad.block_size = 768 * 1024;
     expect(bad, -EINVAL, "block size 768 KiB with 2 MiB slots");
-    bad = o, bad.staging = (char *)nt_alloc(8192) + 512, bad.staging_bytes = 4096;
+    char *pool = nt_alloc(8192);
+    bad = o, bad.staging = pool + 512, bad.staging_bytes = 4096;
     expect(bad, -EINVAL, "staging pool at an odd address");
+    free(pool);
     bad = o, bad.path = nt_path("missing");
     expect(bad, -ENOENT, "a path that does not exist");
     bad = o, bad.path = "/dev/null";
