@@ -7,8 +7,9 @@
  * path (exit(), a fatal signal, SIGKILL, a power cut) can leave it behind, and any number of
  * processes share the directory without colliding.  Where the file system has no O_TMPFILE
  * the file is created under a unique name with O_EXCL and unlinked at once.  A regular file
- * is used as it is and kept; a block device is opened with O_EXCL, which the kernel refuses
- * while it is mounted.  Everything is opened O_DIRECT (the page cache would double the host
+ * is used as it is and kept, locked (flock) so that a second process cannot use it too; a
+ * block device is opened with O_EXCL, which the kernel refuses while it is mounted or
+ * opened so by another.  Everything is opened O_DIRECT (the page cache would double the host
  * memory the tier exists to save), mode 0600, close-on-exec, and a file is preallocated
  * with fallocate so that running out of space is an error at open, not during a write.
  */
@@ -18,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -153,6 +155,8 @@ int nvme_area_open_file(nvme_area_t *a, const nvme_options_t *o)
     if (fd < 0)
         return fd;
     a->fd = fd;
+    if (a->kind == NVME_AREA_FILE && flock(fd, LOCK_EX | LOCK_NB) < 0)
+        return errno == EWOULDBLOCK ? -EBUSY : -errno;
     snprintf(a->path, sizeof(a->path), "%s", o->path);
     int err = choose_size(a, o, &st);
     return err ? err : preallocate(a);

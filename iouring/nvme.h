@@ -47,7 +47,7 @@ typedef enum nvme_engine_kind {
 typedef enum nvme_area_kind {
     NVME_AREA_TMPFILE = 1,      /* a directory: an unnamed file (O_TMPFILE) */
     NVME_AREA_UNLINKED,         /* a directory without O_TMPFILE: created, unlinked at once */
-    NVME_AREA_FILE,             /* a regular file the user named (kept) */
+    NVME_AREA_FILE,             /* a regular file the user named (kept; locked while open) */
     NVME_AREA_BLOCKDEV,         /* a whole block device (opened exclusively) */
 } nvme_area_kind_t;
 
@@ -93,7 +93,8 @@ typedef struct nvme_clock {
 /* area.c */
 /* Open the swap area o->path describes; *out on success.  Errors: -EINVAL (a bad option:
  * see the options above), -ENOENT/-EACCES (path), -ENOSPC (size larger than the file system
- * can give or the device holds), -EBUSY (a block device in use), -ENOSYS (engine). */
+ * can give or the device holds), -EBUSY (a block device or file another area uses),
+ * -ENOSYS (engine). */
 int nvme_open(const nvme_options_t *o, nvme_area_t **out);
 /* Wait for what is in flight, release everything; an unnamed area's space goes back. */
 void nvme_close(nvme_area_t *a);

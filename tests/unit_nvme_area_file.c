@@ -2,7 +2,8 @@
 /*
  * unit_nvme_area_file.c - an area in a regular file the user named: its size is the file's
  * when none is given, a given size grows (preallocates) it, its data outlives the area (the
- * file is the user's and stays), and a size that is not a whole number of slots is cut down.
+ * file is the user's and stays), a size that is not a whole number of slots is cut down, and
+ * a second area on the same file while the first is open is -EBUSY (it would overwrite it).
  */
 #include <fcntl.h>
 
@@ -25,6 +26,9 @@ int main(void)
 
     a = nt_open(path, 16 * NT_MIB, NVME_ENGINE_AUTO);
     NT_EQ(nvme_size(a), 16 * NT_MIB);
+    nvme_area_t *b = NULL;
+    nvme_options_t o = nt_options(path, 0, NVME_ENGINE_AUTO);
+    NT_EQ(nvme_open(&o, &b), -EBUSY);
     struct stat st;
     NT_CHECK(stat(path, &st) == 0, "stat %s", path);
     NT_EQ(st.st_size, 16 * NT_MIB);
