@@ -81,6 +81,7 @@ EXAMPLES :=
 -include sim/cupti/cupti.mk
 -include sim/nccl/nccl.mk
 -include tools/trace/trace.mk
+-include iouring/iouring.mk
 
 # ---------------------------------------------------------------- command-line tools
 TOOL_SRCS := $(wildcard tools/*.c)

@@ -1,0 +1,513 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * io.c - the queue between the caller's operations and the engine's requests.
+ *
+ * nvme_write()/nvme_read() queue an operation; issue() cuts queued operations into
+ * block-sized requests and hands them to the engine in batches while fewer than queue_depth
+ * are in flight; nvme_complete() reaps finished requests, folds each into its operation
+ * (a short transfer is an error: the caller's data counts as written only when every byte
+ * was), checks or records the CRC32C (verify), refills the queue and hands finished
+ * operations back.  The first failure degrades the area (nvme_degrade): from then on writes
+ * are refused, so no data goes to a tier that lost some.  The test-only fault plan acts in
+ * issue(), on the request it picks.
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "nvme_int.h"
+
+enum { FAULT_EIO = 1, FAULT_ENOSPC, FAULT_EROFS, FAULT_SHORT, FAULT_CORRUPT };
+
+#define BATCH 64
+
+int nvme_io_init(nvme_area_t *a)
+{
+    if (pthread_mutex_init(&a->lock, NULL))
+        return -ENOMEM;
+    a->lock_ok = 1;
+    a->max_reqs = a->slot_size / a->block_size;
+    a->ops = calloc(a->max_ops, sizeof(*a->ops));
+    a->reqs = calloc((size_t)a->max_ops * a->max_reqs, sizeof(*a->reqs));
+    if (a->verify)
+        a->sums = calloc(a->nslots, sizeof(*a->sums));
+    if (!a->ops || !a->reqs || (a->verify && !a->sums))
+        return -ENOMEM;
+    for (uint32_t i = 0; i < a->max_ops; i++) {
+        a->ops[i].req = a->reqs + (size_t)i * a->max_reqs;
+        a->ops[i].next = i + 1 < a->max_ops ? &a->ops[i + 1] : NULL;
+    }
+    a->op_free = a->ops;
+    return 0;
+}
+
+void nvme_io_fini(nvme_area_t *a)
+{
+    free(a->ops);
+    free(a->reqs);
+    free(a->sums);
+    if (a->lock_ok)
+        pthread_mutex_destroy(&a->lock);
+}
+
+void nvme_degrade(nvme_area_t *a, int err, const char *fmt, ...)
+{
+    if (a->degraded)
+        return;
+    a->degraded = err;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(a->why, sizeof(a->why), fmt, ap);
+    va_end(ap);
+}
+
+int nvme_degraded(nvme_area_t *a, char *why, size_t n)
+{
+    pthread_mutex_lock(&a->lock);
+    int err = a->degraded;
+    if (why && n)
+        snprintf(why, n, "%s", err ? a->why : "");
+    pthread_mutex_unlock(&a->lock);
+    return err;
+}
+
+/* Append op to a list given by its head and tail. */
+static void list_add(nvme_op_t **head, nvme_op_t **tail, nvme_op_t *op)
+{
+    op->next = NULL;
+    if (*tail)
+        (*tail)->next = op;
+    else
+        *head = op;
+    *tail = op;
+}
+
+static nvme_op_t *list_pop(nvme_op_t **head, nvme_op_t **tail)
+{
+    nvme_op_t *op = *head;
+    if (op && !(*head = op->next))
+        *tail = NULL;
+    return op;
+}
+
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* Count a finished operation. */
+static void op_count(nvme_area_t *a, const nvme_op_t *op)
+{
+    nvme_stats_t *s = &a->stats;
+    if (op->err)
+        s->errors++;
+    else if (op->write)
+        s->writes++, s->bytes_written += op->len;
+    else
+        s->reads++, s->bytes_read += op->len;
+    if (op->start_ns)
+        s->io_ns += now_ns() - op->start_ns;
+}
+
+/* An operation is over: record or check its CRC, then hand it out (done list or its
+ * synchronous waiter). */
+static void op_finish(nvme_area_t *a, nvme_op_t *op)
+{
+    if (a->verify && op->write)
+        a->sums[op->slot] = op->err ? (nvme_sum_t){ 0, 0 } : (nvme_sum_t){ op->crc, op->len };
+    if (a->verify && !op->write && !op->err && a->sums[op->slot].len == op->len &&
+        nvme_crc32c(0, op->buf, op->len) != a->sums[op->slot].crc) {
+        op->err = -EBADMSG;
+        nvme_degrade(a, -EBADMSG, "read of slot %u: CRC32C mismatch (the data on %s changed)",
+                     op->slot, a->path);
+    }
+    op->finished = 1;
+    op_count(a, op);
+    if (!op->sync)
+        list_add(&a->done_head, &a->done_tail, op);
+}
+
+/* Fold a finished request into its operation. */
+static void req_finish(nvme_area_t *a, nvme_req_t *r)
+{
+    nvme_op_t *op = r->op;
+    int err = r->res < 0 ? r->res : (uint32_t)r->res != r->want ? -EIO : 0;
+    if (r->corrupt && r->res > 0)
+        ((uint8_t *)r->buf)[0] ^= 0x5a;
+    if (err && !op->err) {
+        op->err = err;
+        if (r->res >= 0)
+            nvme_degrade(a, err, "%s of slot %u on %s was short: %d of %u bytes at offset %llu",
+                         r->write ? "write" : "read", op->slot, a->path, r->res, r->want,
+                         (unsigned long long)r->off);
+        else
+            nvme_degrade(a, err, "%s of slot %u on %s failed: %s", r->write ? "write" : "read",
+                         op->slot, a->path, strerror(-err));
+    }
+    if (++op->done == op->nreq)
+        op_finish(a, op);
+}
+
+/* Whether the fault plan picks request r; disarms it when it does. */
+static int fault_hits(nvme_area_t *a, const nvme_req_t *r)
+{
+    nvme_fault_t *f = &a->fault;
+    if (!f->armed || (f->write >= 0 && f->write != r->write) || --f->nth)
+        return 0;
+    f->armed = 0;
+    return 1;
+}
+
+/* Apply the fault plan to r: 1 when r finished at once (on a->imm), else 0. */
+static int fault_apply(nvme_area_t *a, nvme_req_t *r)
+{
+    static const int errs[] = { [FAULT_EIO] = -EIO, [FAULT_ENOSPC] = -ENOSPC,
+                                [FAULT_EROFS] = -EROFS };
+    if (!fault_hits(a, r))
+        return 0;
+    if (a->fault.kind == FAULT_SHORT)
+        r->len = r->len / 2 / NVME_ALIGN * NVME_ALIGN;
+    if (a->fault.kind == FAULT_CORRUPT)
+        r->corrupt = 1;
+    if (a->fault.kind == FAULT_SHORT ? r->len : a->fault.kind == FAULT_CORRUPT)
+        return 0;
+    r->res = a->fault.kind == FAULT_SHORT ? 0 : errs[a->fault.kind];
+    r->next = a->imm;
+    a->imm = r;
+    return 1;
+}
+
+/* Degrade the area when its file was truncated or (a file the user named) removed. */
+static void check_file(nvme_area_t *a)
+{
+    struct stat st;
+    if (a->degraded || a->kind == NVME_AREA_BLOCKDEV)
+        return;
+    if (fstat(a->fd, &st) < 0)
+        nvme_degrade(a, -errno, "%s: fstat failed: %s", a->path, strerror(errno));
+    else if (a->kind == NVME_AREA_FILE && st.st_nlink == 0)
+        nvme_degrade(a, -ENOENT, "%s was removed while in use as the NVMe swap area", a->path);
+    else if ((uint64_t)st.st_size < a->size)
+        nvme_degrade(a, -EIO, "the NVMe swap area in %s was truncated to %lld of %llu bytes",
+                     a->path, (long long)st.st_size, (unsigned long long)a->size);
+}
+
+/* Hand n requests to the engine; those it could not start finish with its error. */
+static void engine_submit(nvme_area_t *a, nvme_req_t **batch, unsigned n)
+{
+    if (!n)
+        return;
+    int r = a->eng->submit(a, batch, n);
+    unsigned started = r < 0 ? 0 : (unsigned)r;
+    int err = r < 0 ? r : -EBUSY;
+    a->inflight += started;
+    a->stats.requests += started;
+    a->stats.submits += started > 0;
+    if (a->inflight > a->stats.max_inflight)
+        a->stats.max_inflight = a->inflight;
+    for (unsigned i = started; i < n; i++) {
+        batch[i]->res = err;
+        batch[i]->next = a->imm;
+        a->imm = batch[i];
+    }
+}
+
+/* The next request of op, which has some not yet issued. */
+static nvme_req_t *next_req(nvme_area_t *a, nvme_op_t *op)
+{
+    nvme_req_t *r = &op->req[op->issued];
+    uint32_t at = op->issued * a->block_size;
+    r->buf = op->buf + at;
+    r->off = (uint64_t)op->slot * a->slot_size + at;
+    r->len = r->want = op->len - at < a->block_size ? op->len - at : a->block_size;
+    r->write = op->write;
+    r->corrupt = 0;
+    r->res = 0;
+    r->op = op;
+    if (op->issued == 0)
+        op->start_ns = now_ns();
+    if (op->issued++ == 0 && a->clock.submit) {
+        op->clock_token = a->clock.submit(a->clock.ctx, op->write, op->len);
+        op->clocked = 1;
+    }
+    return r;
+}
+
+/* Refuse a write queued before the area degraded. */
+static void refuse(nvme_area_t *a, nvme_op_t *op)
+{
+    op->err = a->degraded;
+    op->done = op->issued = op->nreq;
+    op_finish(a, op);
+}
+
+/* Start queued operations' requests while fewer than queue_depth are in flight, and
+ * none finished without reaching the kernel (an error to fold in first: it may degrade
+ * the area, which refuses the writes behind it). */
+static void issue(nvme_area_t *a)
+{
+    nvme_req_t *batch[BATCH];
+    unsigned n = 0;
+    int checked = 0;
+    while (a->sq_head && !a->imm && a->inflight + n < a->queue_depth) {
+        nvme_op_t *op = a->sq_head;
+        if (op->write && op->issued == 0 && !checked++)
+            check_file(a);
+        if (op->write && op->issued == 0 && a->degraded) {
+            list_pop(&a->sq_head, &a->sq_tail);
+            refuse(a, op);
+            continue;
+        }
+        nvme_req_t *r = next_req(a, op);
+        if (op->issued == op->nreq)
+            list_pop(&a->sq_head, &a->sq_tail);
+        if (fault_apply(a, r))
+            continue;
+        batch[n++] = r;
+        if (n == BATCH) {
+            engine_submit(a, batch, n);
+            n = 0;
+        }
+    }
+    engine_submit(a, batch, n);
+}
+
+/* Check what the caller asks of an operation. */
+static int op_check(const nvme_area_t *a, uint32_t slot, const void *buf, uint32_t len)
+{
+    if (slot >= a->nslots || !len || len > a->slot_size || len % NVME_ALIGN ||
+        (uintptr_t)buf % NVME_ALIGN)
+        return -EINVAL;
+    return 0;
+}
+
+/* Queue an operation; *out (when not NULL) is it. */
+static int queue_op(nvme_area_t *a, int write, uint32_t slot, void *buf, uint32_t len,
+                    uint64_t tag, int sync, nvme_op_t **out)
+{
+    int err = op_check(a, slot, buf, len);
+    if (err)
+        return err;
+    uint32_t crc = write && a->verify ? nvme_crc32c(0, buf, len) : 0;
+    pthread_mutex_lock(&a->lock);
+    nvme_op_t *op = write && a->degraded ? NULL : a->op_free;
+    if (op) {
+        a->op_free = op->next;
+        *op = (nvme_op_t){ .tag = tag, .slot = slot, .len = len, .write = write, .buf = buf,
+                           .crc = crc, .req = op->req, .sync = sync,
+                           .nreq = (len + a->block_size - 1) / a->block_size };
+        list_add(&a->sq_head, &a->sq_tail, op);
+        a->pending++;
+        if (out)
+            *out = op;
+    }
+    err = op ? 0 : write && a->degraded ? a->degraded : -EAGAIN;
+    pthread_mutex_unlock(&a->lock);
+    return err;
+}
+
+int nvme_write(nvme_area_t *a, uint32_t slot, const void *buf, uint32_t len, uint64_t tag)
+{
+    return queue_op(a, 1, slot, (void *)buf, len, tag, 0, NULL);
+}
+
+int nvme_read(nvme_area_t *a, uint32_t slot, void *buf, uint32_t len, uint64_t tag)
+{
+    return queue_op(a, 0, slot, buf, len, tag, 0, NULL);
+}
+
+int nvme_submit(nvme_area_t *a)
+{
+    pthread_mutex_lock(&a->lock);
+    issue(a);
+    pthread_mutex_unlock(&a->lock);
+    return 0;
+}
+
+/* Finish what the engine (waiting for one when wait) and the fault plan have finished; the
+ * number of requests or a negative errno. */
+static int reap_some(nvme_area_t *a, int wait)
+{
+    nvme_req_t *got[BATCH];
+    int n = 0;
+    while (a->imm) {
+        nvme_req_t *r = a->imm;
+        a->imm = r->next;
+        req_finish(a, r);
+        n++;
+    }
+    int r = a->inflight ? a->eng->reap(a, got, BATCH, wait && !n) : 0;
+    if (r < 0)
+        return n ? n : r;
+    a->inflight -= (unsigned)r;
+    for (int i = 0; i < r; i++)
+        req_finish(a, got[i]);
+    issue(a);
+    return n + r;
+}
+
+/* Give a finished operation back to the free list, after the clock has seen it. */
+static void op_release(nvme_area_t *a, nvme_op_t *op)
+{
+    if (op->clocked && a->clock.wait)
+        a->clock.wait(a->clock.ctx, op->clock_token);
+    a->pending--;
+    op->next = a->op_free;
+    a->op_free = op;
+}
+
+/* Move finished operations from the done list to out[0..max); the count. */
+static unsigned take_done(nvme_area_t *a, nvme_done_t *out, unsigned max)
+{
+    unsigned n = 0;
+    while (n < max && a->done_head) {
+        nvme_op_t *op = list_pop(&a->done_head, &a->done_tail);
+        out[n++] = (nvme_done_t){ op->tag, op->slot, op->write, op->err };
+        op_release(a, op);
+    }
+    return n;
+}
+
+int nvme_complete(nvme_area_t *a, nvme_done_t *out, unsigned max, unsigned min_wait)
+{
+    unsigned n = 0;
+    int err = 0;
+    min_wait = min_wait < max ? min_wait : max;
+    pthread_mutex_lock(&a->lock);
+    issue(a);
+    for (;;) {
+        n += take_done(a, out + n, max - n);
+        if (n >= max)
+            break;
+        int r = reap_some(a, n < min_wait);
+        if (r < 0) {
+            err = r;
+            break;
+        }
+        if (r == 0 && !a->done_head && (n >= min_wait || !a->inflight))
+            break;
+    }
+    pthread_mutex_unlock(&a->lock);
+    return n ? (int)n : err;
+}
+
+/* Queue one operation and wait for it alone; others finished meanwhile stay for
+ * nvme_complete(). */
+static int op_sync(nvme_area_t *a, int write, uint32_t slot, void *buf, uint32_t len)
+{
+    nvme_op_t *op;
+    int err = queue_op(a, write, slot, buf, len, 0, 1, &op);
+    if (err)
+        return err;
+    pthread_mutex_lock(&a->lock);
+    issue(a);
+    while (!op->finished) {
+        int r = reap_some(a, 1);
+        if (r < 0) {
+            err = r;
+            break;
+        }
+    }
+    if (op->finished) {
+        err = op->err;
+        op_release(a, op);
+    }
+    pthread_mutex_unlock(&a->lock);
+    return err;
+}
+
+int nvme_write_sync(nvme_area_t *a, uint32_t slot, const void *buf, uint32_t len)
+{
+    return op_sync(a, 1, slot, (void *)buf, len);
+}
+
+int nvme_read_sync(nvme_area_t *a, uint32_t slot, void *buf, uint32_t len)
+{
+    return op_sync(a, 0, slot, buf, len);
+}
+
+unsigned nvme_pending(nvme_area_t *a)
+{
+    pthread_mutex_lock(&a->lock);
+    unsigned n = a->pending;
+    pthread_mutex_unlock(&a->lock);
+    return n;
+}
+
+void nvme_get_stats(nvme_area_t *a, nvme_stats_t *s)
+{
+    pthread_mutex_lock(&a->lock);
+    *s = a->stats;
+    pthread_mutex_unlock(&a->lock);
+}
+
+void nvme_set_clock(nvme_area_t *a, const nvme_clock_t *clock)
+{
+    pthread_mutex_lock(&a->lock);
+    a->clock = clock ? *clock : (nvme_clock_t){ 0 };
+    pthread_mutex_unlock(&a->lock);
+}
+
+/* The simulator's functions, called through nvme_clock_t's ctx-taking signatures. */
+typedef struct sym_clock {
+    uint64_t (*submit)(int write, uint64_t bytes);
+    void (*wait)(uint64_t token);
+} sym_clock_t;
+
+static sym_clock_t sym_clock;
+
+static uint64_t sym_submit(void *ctx, int write, uint64_t bytes)
+{
+    return ((sym_clock_t *)ctx)->submit(write, bytes);
+}
+
+static void sym_wait(void *ctx, uint64_t token)
+{
+    ((sym_clock_t *)ctx)->wait(token);
+}
+
+int nvme_clock_lookup(nvme_clock_t *clock, const char *submit_sym, const char *wait_sym)
+{
+    void *s = dlsym(RTLD_DEFAULT, submit_sym), *w = dlsym(RTLD_DEFAULT, wait_sym);
+    if (!s || !w)
+        return -ENOENT;
+    *(void **)&sym_clock.submit = s;
+    *(void **)&sym_clock.wait = w;
+    *clock = (nvme_clock_t){ sym_submit, sym_wait, &sym_clock };
+    return 0;
+}
+
+int nvme_fault_plan(nvme_area_t *a, int write, unsigned nth, const char *kind)
+{
+    static const char *const names[] = { [FAULT_EIO] = "eio", [FAULT_ENOSPC] = "enospc",
+                                         [FAULT_EROFS] = "erofs", [FAULT_SHORT] = "short",
+                                         [FAULT_CORRUPT] = "corrupt" };
+    int k = 0;
+    for (int i = 1; i <= FAULT_CORRUPT; i++)
+        if (kind && strcmp(kind, names[i]) == 0)
+            k = i;
+    if (!k || !nth || write < -1 || write > 1 || (k == FAULT_CORRUPT && write == 1))
+        return -EINVAL;
+    pthread_mutex_lock(&a->lock);
+    a->fault = (nvme_fault_t){ 1, write, nth, k };
+    pthread_mutex_unlock(&a->lock);
+    return 0;
+}
+
+int nvme_fault_parse(nvme_area_t *a, const char *spec)
+{
+    char dir[8], kind[16];
+    unsigned nth;
+    if (!spec || sscanf(spec, "%7[a-z]:%u:%15[a-z]", dir, &nth, kind) != 3)
+        return -EINVAL;
+    int write = !strcmp(dir, "write") ? 1 : !strcmp(dir, "read") ? 0 : !strcmp(dir, "any") ? -1
+                                                                                          : -2;
+    return nvme_fault_plan(a, write, nth, kind);
+}

@@ -1,0 +1,180 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * nvme.h - the NVMe tier: a swap area on a file system or block device, cut into
+ * chunk-sized slots, read and written with io_uring (or pread/pwrite threads where io_uring
+ * is unavailable).
+ *
+ * The module depends on nothing else of Elixir's and reads no environment variable: the
+ * caller (the shim) parses its options and fills nvme_options_t.  One nvme_area_t is one
+ * open swap area.  A chunk's slot is its home on NVMe: nvme_slot_alloc() gives one, I/O moves
+ * whole slots (or a 4 KiB-aligned prefix of one) between the area and caller memory.
+ *
+ * I/O is asynchronous: nvme_write()/nvme_read() queue an operation, nvme_submit() hands the
+ * queued operations to the kernel in one batch (each split into block-sized requests, at most
+ * queue_depth of them in flight), nvme_complete() returns finished operations with their
+ * result.  An operation succeeds only if every byte moved: a short transfer is an error.
+ * The first failed operation (I/O error, no space, short transfer, a truncated or vanished
+ * file, a read-only device, a CRC mismatch) marks the area degraded: queued and later writes
+ * are refused with the error that degraded it, reads are still attempted (they may be the
+ * only way back for data already there).  The caller's copy of a chunk stays authoritative
+ * until its write completed with 0.
+ *
+ * Every function returns 0 (or a count) or a negative errno.  All functions but nvme_open()
+ * and nvme_close() may be called from several threads (one lock per area).
+ */
+#ifndef ELIXIR_NVME_H
+#define ELIXIR_NVME_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define NVME_ALIGN 4096u                       /* offsets, lengths and buffers (O_DIRECT) */
+#define NVME_DEFAULT_SLOT (2u << 20)           /* the chunk: 2 MiB */
+#define NVME_DEFAULT_QUEUE_DEPTH 16u           /* see bench/nvme_fio.sh */
+#define NVME_DEFAULT_BLOCK (2u << 20)          /* one request per 2 MiB chunk */
+#define NVME_DEFAULT_STAGING (64u << 20)       /* staging pool when the caller gives none */
+
+typedef enum nvme_engine_kind {
+    NVME_ENGINE_AUTO = 0,       /* io_uring, else pread/pwrite threads */
+    NVME_ENGINE_URING,          /* io_uring or fail */
+    NVME_ENGINE_PSYNC,          /* pread/pwrite threads */
+} nvme_engine_kind_t;
+
+typedef enum nvme_area_kind {
+    NVME_AREA_TMPFILE = 1,      /* a directory: an unnamed file (O_TMPFILE) */
+    NVME_AREA_UNLINKED,         /* a directory without O_TMPFILE: created, unlinked at once */
+    NVME_AREA_FILE,             /* a regular file the user named (kept; locked while open) */
+    NVME_AREA_BLOCKDEV,         /* a whole block device (opened exclusively) */
+} nvme_area_kind_t;
+
+/* Test-only flags (nvme_options_t.test_flags). */
+#define NVME_TEST_NO_TMPFILE 1u    /* a directory: act as if O_TMPFILE were unsupported */
+
+typedef struct nvme_options {
+    const char *path;           /* a directory, a regular file or a block device */
+    uint64_t size;              /* bytes; 0: the file's or device's size, or in a directory
+                                 * what the file system can spare less a margin */
+    uint32_t slot_size;         /* 0: NVME_DEFAULT_SLOT; a multiple of NVME_ALIGN */
+    uint32_t queue_depth;       /* requests in flight; 0: NVME_DEFAULT_QUEUE_DEPTH; <= 4096 */
+    uint32_t block_size;        /* bytes per request; 0: NVME_DEFAULT_BLOCK capped at the
+                                 * slot; a multiple of NVME_ALIGN dividing the slot size */
+    uint32_t max_ops;           /* operations queued or in flight; 0: 256 */
+    int verify;                 /* keep a CRC32C per slot, check it on every read */
+    nvme_engine_kind_t engine;
+    void *staging;              /* page-aligned pool to register with io_uring, or NULL */
+    size_t staging_bytes;       /* its size; with staging NULL, 0 means NVME_DEFAULT_STAGING
+                                 * allocated by the module (nvme_staging() returns it) */
+    unsigned test_flags;        /* NVME_TEST_* */
+} nvme_options_t;
+
+typedef struct nvme_area nvme_area_t;
+
+/* One finished operation. */
+typedef struct nvme_done {
+    uint64_t tag;               /* as given to nvme_write()/nvme_read() */
+    uint32_t slot;
+    int write;                  /* 1: a write, 0: a read */
+    int result;                 /* 0, or a negative errno: the data did not (fully) move */
+} nvme_done_t;
+
+/* The hook through which a caller charges I/O on a clock of its own (the simulator's).
+ * submit() runs when an operation's first request goes to the kernel and returns a token;
+ * wait() runs with that token when the operation is handed back by nvme_complete(). */
+typedef struct nvme_clock {
+    uint64_t (*submit)(void *ctx, int write, uint64_t bytes);
+    void (*wait)(void *ctx, uint64_t token);
+    void *ctx;
+} nvme_clock_t;
+
+/* area.c */
+/* Open the swap area o->path describes; *out on success.  Errors: -EINVAL (a bad option:
+ * see the options above), -ENOENT/-EACCES (path), -ENOSPC (size larger than the file system
+ * can give or the device holds), -EBUSY (a block device or file another area uses),
+ * -ENOSYS (engine). */
+int nvme_open(const nvme_options_t *o, nvme_area_t **out);
+/* Wait for what is in flight, release everything; an unnamed area's space goes back. */
+void nvme_close(nvme_area_t *a);
+uint64_t nvme_size(const nvme_area_t *a);
+uint32_t nvme_slot_size(const nvme_area_t *a);
+nvme_area_kind_t nvme_area_kind(const nvme_area_t *a);
+/* The size a directory area gets by default: what statvfs says the file system at dir can
+ * spare less a margin (5% of its size, at least min(1 GiB, 10%)), in whole slots. */
+int nvme_default_size(const char *dir, uint32_t slot_size, uint64_t *out);
+
+/* slots.c */
+/* A free slot's index in *slot, or -ENOSPC; nvme_slot_free() gives it back. */
+int nvme_slot_alloc(nvme_area_t *a, uint32_t *slot);
+int nvme_slot_free(nvme_area_t *a, uint32_t slot);
+uint32_t nvme_slots_total(const nvme_area_t *a);
+uint32_t nvme_slots_used(const nvme_area_t *a);
+
+/* io.c */
+/* Queue the write of len bytes at buf into slot (len and buf aligned to NVME_ALIGN, len at
+ * most the slot size).  buf must stay untouched until the operation is complete.  -EAGAIN:
+ * max_ops operations are pending (complete some); -EINVAL: alignment or range; after
+ * degradation, the error that degraded the area. */
+int nvme_write(nvme_area_t *a, uint32_t slot, const void *buf, uint32_t len, uint64_t tag);
+/* Queue the read of len bytes of slot into buf; as nvme_write(). */
+int nvme_read(nvme_area_t *a, uint32_t slot, void *buf, uint32_t len, uint64_t tag);
+/* Hand the queued operations to the kernel (one batch); 0 or a negative errno. */
+int nvme_submit(nvme_area_t *a);
+/* Fill out[0..max) with finished operations, waiting until at least min_wait are (0: never
+ * wait: completions already posted are reaped without a system call).  Returns the count. */
+int nvme_complete(nvme_area_t *a, nvme_done_t *out, unsigned max, unsigned min_wait);
+/* Write or read one slot and wait for it: nvme_write/read + submit + complete. */
+int nvme_write_sync(nvme_area_t *a, uint32_t slot, const void *buf, uint32_t len);
+int nvme_read_sync(nvme_area_t *a, uint32_t slot, void *buf, uint32_t len);
+/* Operations queued or in flight. */
+unsigned nvme_pending(nvme_area_t *a);
+/* 0 while healthy; else the negative errno that degraded the area, and its reason (one line,
+ * naming the operation, slot and error) in why[0..n) when why is not NULL. */
+int nvme_degraded(nvme_area_t *a, char *why, size_t n);
+/* The clock hook (NULL: none).  Set it before the first I/O. */
+void nvme_set_clock(nvme_area_t *a, const nvme_clock_t *clock);
+/* Look up submit_sym and wait_sym with dlsym(RTLD_DEFAULT): functions
+ * `uint64_t submit(int write, uint64_t bytes)` and `void wait(uint64_t token)`.  Fills *clock
+ * when both exist (the simulator), else -ENOENT (a real driver: no hook). */
+int nvme_clock_lookup(nvme_clock_t *clock, const char *submit_sym, const char *wait_sym);
+/* The staging pool: registered with io_uring when that runs; *bytes its size. */
+void *nvme_staging(nvme_area_t *a, size_t *bytes);
+
+/* Which engine runs: "io_uring" or "psync" (pread/pwrite threads); when io_uring was
+ * wanted but could not run, why[0..n) says why (else it is empty). */
+const char *nvme_engine(const nvme_area_t *a, char *why, size_t n);
+/* Whether requests use registered buffers and a registered file (io_uring only). */
+int nvme_registered(const nvme_area_t *a);
+
+/* Counters since nvme_open(). */
+typedef struct nvme_stats {
+    uint64_t writes, reads;             /* operations finished without error */
+    uint64_t bytes_written, bytes_read;
+    uint64_t errors;                    /* operations finished with an error */
+    uint64_t requests;                  /* requests handed to the engine */
+    uint64_t submits;                   /* batches handed to the engine (system calls) */
+    uint64_t io_ns;                     /* sum over operations of issue-to-finish time */
+    unsigned max_inflight;              /* most requests in flight at once */
+} nvme_stats_t;
+void nvme_get_stats(nvme_area_t *a, nvme_stats_t *s);
+
+/* Test-only fault plan: the nth (1-based) request of the given direction (1 write, 0 read,
+ * -1 either) after this call fails as spec says: "eio", "enospc", "erofs" (it fails without
+ * reaching the kernel), "short" (it transfers half its bytes, then stops), "corrupt" (a read
+ * returns its data with one byte flipped).  Spec text "write:N:KIND" / "read:N:KIND" /
+ * "any:N:KIND" is parsed by nvme_fault_parse() (the form an ELIXIR_NVME_FAULT option takes). */
+int nvme_fault_plan(nvme_area_t *a, int write, unsigned nth, const char *kind);
+int nvme_fault_parse(nvme_area_t *a, const char *spec);
+
+/* crc32c.c */
+/* CRC32C (Castagnoli) of len bytes, continuing from crc (0 to start). */
+uint32_t nvme_crc32c(uint32_t crc, const void *buf, size_t len);
+/* "sse4.2" or "table": which implementation nvme_crc32c() uses on this CPU. */
+const char *nvme_crc32c_impl(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

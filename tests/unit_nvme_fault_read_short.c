@@ -1,0 +1,12 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * unit_nvme_fault_read_short.c - a short read (half the bytes) (injected by the fault plan): the
+ * operation reports EIO, the area degrades and refuses writes, data already there is intact (the
+ * scenario of tests/nvme_fault.h, both engines).
+ */
+#include "nvme_fault.h"
+
+int main(void)
+{
+    return nt_fault_main(0, "short", -EIO);
+}

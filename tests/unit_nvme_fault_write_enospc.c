@@ -1,0 +1,12 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * unit_nvme_fault_write_enospc.c - a write that finds no space (injected by the fault plan): the
+ * operation reports ENOSPC, the area degrades and refuses writes, data already there is intact
+ * (the scenario of tests/nvme_fault.h, both engines).
+ */
+#include "nvme_fault.h"
+
+int main(void)
+{
+    return nt_fault_main(1, "enospc", -ENOSPC);
+}
