@@ -7,9 +7,12 @@
  *   1. demand: every chunk i reaches that is not on the GPU is brought there, making room by
  *      evicting the GPU chunk whose next use is furthest (Belady), never one i needs;
  *   2. prefetch: the uses after i, in order, up to knobs.lookahead operations ahead (one
- *      iteration at most), are brought in as long as there is free room or a GPU chunk whose
- *      next use comes later than the prefetched use (so no prefetch ever evicts anything needed
- *      sooner: the "aggressive" rule of Cao, Felten, Karlin and Li).
+ *      iteration at most: the window), are brought in as long as there is free room or a GPU
+ *      chunk whose next use lies beyond the window.  A prefetch never evicts a chunk that the
+ *      window needs: evicting anything used sooner than the window's end (the "aggressive"
+ *      rule of Cao, Felten, Karlin and Li) turns a loop over more than the GPU holds into
+ *      LRU's traffic, every chunk evicted just before it is needed again.  A short window
+ *      prefetches into less room, earlier; a long one waits for room: the search tries both.
  * Evicted chunks without a kept copy go to the fastest lower tier with room (PEER, HOST, then
  * NVME for nvme_ok buffers); when HOST is full, the nvme_ok chunk with the furthest next use,
  * the evicted one or one in HOST (demoted), goes to NVME.  Write-backs are skipped for dead
@@ -114,6 +117,44 @@ static const hent_t *heap_top(st_t *s, heap_t *h, uint8_t tier)
     return NULL;
 }
 
+/* Drop the stale entries (chunks moved or used since) and heapify again: the heap keeps
+ * O(chunks in the tier) entries, not O(uses). */
+static void heap_compact(st_t *s, heap_t *h, uint8_t tier)
+{
+    uint64_t k = 0;
+    for (uint64_t i = 0; i < h->n; i++) {
+        const hent_t *e = &h->a[i];
+        if (e->stamp == s->stamp[e->chunk] && s->loc[e->chunk] == tier)
+            h->a[k++] = *e;
+    }
+    h->n = k;
+    for (uint64_t i = k / 2; i-- > 0; ) {
+        hent_t e = h->a[i];
+        uint64_t j = i;
+        for (;;) {
+            uint64_t c = 2 * j + 1;
+            if (c >= h->n)
+                break;
+            if (c + 1 < h->n && hent_above(&h->a[c + 1], &h->a[c]))
+                c++;
+            if (!hent_above(&h->a[c], &e))
+                break;
+            h->a[j] = h->a[c];
+            j = c;
+        }
+        h->a[j] = e;
+    }
+}
+
+/* heap_push, compacting first when stale entries outnumber the live ones 3 to 1. */
+static int heap_push_st(st_t *s, heap_t *h, uint8_t tier, uint64_t key, uint32_t chunk,
+                        uint32_t stamp)
+{
+    if (h->n >= 4 * (s->used[tier] + 256))
+        heap_compact(s, h, tier);
+    return heap_push(h, key, chunk, stamp);
+}
+
 /* ---------------------------------------------------------------- small helpers */
 
 static uint64_t abs_op(const st_t *s, uint64_t au)
@@ -210,7 +251,7 @@ static int evict_to(st_t *s, uint32_t v, uint32_t op, int to)
     if (s->nuu[v] != POL_INF && s->nuu[v] < s->f)
         s->f = s->nuu[v];
     if (d == POL_HOST && nvme_ok(s, v))
-        return heap_push(&s->host, abs_op(s, s->nuu[v]), v, s->stamp[v]);
+        return heap_push_st(s, &s->host, POL_HOST, abs_op(s, s->nuu[v]), v, s->stamp[v]);
     return 0;
 }
 
@@ -259,7 +300,7 @@ static int fetch_keep(st_t *s, uint32_t c, uint32_t op, uint64_t need_by, int fo
     s->stamp[c]++;
     if (s->pin[c])
         return 0;
-    return heap_push(&s->gpu, abs_op(s, s->nuu[c]), c, s->stamp[c]);
+    return heap_push_st(s, &s->gpu, POL_GPU, abs_op(s, s->nuu[c]), c, s->stamp[c]);
 }
 
 static int fetch(st_t *s, uint32_t c, uint32_t op, uint64_t need_by)
@@ -339,7 +380,7 @@ static int prefetch(st_t *s, uint32_t i, uint64_t T)
             return 0;
         if (s->loc[c] == POL_GPU || s->nuu[c] != f || !s->alive[c])
             continue;
-        int rc = make_room(s, i, J);
+        int rc = make_room(s, i, horizon);
         if (rc <= 0)
             return rc;
         if ((rc = fetch(s, c, i, J)))
@@ -360,7 +401,7 @@ static int apply(st_t *s, uint32_t i)
         if (s->pin[c])
             continue;
         s->stamp[c]++;
-        int rc = heap_push(&s->gpu, abs_op(s, s->nuu[c]), c, s->stamp[c]);
+        int rc = heap_push_st(s, &s->gpu, POL_GPU, abs_op(s, s->nuu[c]), c, s->stamp[c]);
         if (rc)
             return rc;
     }

@@ -135,14 +135,12 @@ int pol_input_check(const pol_input_t *in, char *err, size_t len)
         rc = check_op(in, i, err, len);
     if (rc)
         return rc;
-    pol_index_t ix;
-    rc = pol_index_build(in, &ix);
-    if (rc == -EINVAL)
-        return fail(err, len, "an operation reaches a buffer outside its life (born .. dies)");
-    if (!rc && ix.nchunks >= UINT32_MAX)
-        rc = fail(err, len, "%llu chunks: at most %u", (unsigned long long)ix.nchunks,
-                  UINT32_MAX - 1);
-    pol_index_free(&ix);
+    uint64_t chunks = 0;
+    for (size_t b = 0; b < in->nbufs; b++)
+        chunks += (in->bufs[b].bytes + in->m.chunk - 1) / in->m.chunk;
+    if (chunks >= UINT32_MAX)
+        return fail(err, len, "%llu chunks: at most %u", (unsigned long long)chunks,
+                    UINT32_MAX - 1);
     return rc;
 }
 

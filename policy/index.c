@@ -233,6 +233,8 @@ int pol_index_build(const pol_input_t *in, pol_index_t *ix)
     if (!rc)
         rc = index_links(ix, last);
     free(last);
+    if (!rc)
+        ix->forced = pol_forced_chunks(in, ix);
     if (rc)
         pol_index_free(ix);
     return rc;

@@ -47,6 +47,7 @@ typedef struct pol_index {
     uint32_t *dies_first, *dies_list; /* and dying after it */
     uint32_t *life_born, *life_dies;  /* nbufs: the life born .. dies (inclusive) of a buffer
                                        * that is not permanent; dies < born wraps */
+    uint64_t forced;            /* pol_forced_chunks, computed once */
     uint64_t gpu_cap;           /* chunks */
     uint64_t cap[POL_NTIERS];   /* chunks per tier */
 } pol_index_t;

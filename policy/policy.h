@@ -59,7 +59,8 @@ typedef struct pol_buf {
     int32_t born, dies;  /* see above */
     uint8_t pinned;      /* may never leave the GPU (NCCL buffers, IPC, pointers not seen) */
     uint8_t nvme_ok;     /* every use was visible: it may go to POL_NVME (DESIGN invariant 2) */
-    uint8_t clean;       /* its host copy is current at the iteration's start (read-only data) */
+    uint8_t clean;       /* its host copy is current at the iteration's start (read-only data);
+                          * advisory: a cyclic plan tracks which chunks stay clean itself */
 } pol_buf_t;
 
 /* A run of chunks of one buffer that one operation reaches. */

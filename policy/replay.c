@@ -211,7 +211,7 @@ static void rp_bounds(const pol_input_t *in, const pol_index_t *ix, pol_result_t
             bw = in->m.link[t].to_gpu_gbs;
     if (in->m.cap[POL_HOST])
         bw = in->m.link[POL_HOST].to_gpu_gbs;
-    double forced = (double)pol_forced_chunks(in, ix) * (double)in->m.chunk;
+    double forced = (double)ix->forced * (double)in->m.chunk;
     r->bound_ns = max2(r->compute_ns, bw > 0 ? forced / bw : 0);
 }
 

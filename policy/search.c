@@ -11,9 +11,10 @@
  * needed by the earliest of them: fewer, larger mapping calls, but an extent waits for its
  * last chunk's last use, and the operation needing its first chunk for its whole copy.
  * Every plan is walked (check.c) before it is replayed (replay.c); with knobs == NULL, the
- * grid lookahead {0, 4, 16, 64, 256} x extent {1, 8, 64} x pin {0, 1/4, 1/2 of the GPU} is
- * searched and the plan with the least predicted iteration time is kept (ties: the earlier,
- * simpler configuration).
+ * knobs are searched coordinate by coordinate: lookahead {0, 4, 16, 64, 256} with no extra
+ * pins, then pins of 1/4 and 1/2 of the GPU with the best lookahead, each with extents
+ * {1, 8, 64} (7 chunk-level plans, 21 replays), and the plan with the least predicted
+ * iteration time is kept (ties: the one found first).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -171,13 +172,15 @@ static int try_extent(const pol_input_t *in, const pol_index_t *ix, const pol_cp
     pol_plan_t *p = NULL;
     pol_result_t r;
     int rc = pol_assemble(in, ix, cp, k.extent_chunks, 1, &p);
-    if (!rc && pol_walk(in, ix, p, NULL, 0, NULL) == -EINVAL) {
+    if (!rc)
+        rc = pol_replay_ix(in, ix, p, &r);      /* walks the plan first */
+    if (rc == -EINVAL) {
         pol_plan_free(p);   /* moving evictions first overfilled a lower tier */
         p = NULL;
         rc = pol_assemble(in, ix, cp, k.extent_chunks, 0, &p);
+        if (!rc)
+            rc = pol_replay_ix(in, ix, p, &r);
     }
-    if (!rc)
-        rc = pol_replay_ix(in, ix, p, &r);
     if (rc) {
         pol_plan_free(p);
         return rc == -EINVAL ? -EPROTO : rc;    /* the planner broke its own promise */
@@ -213,22 +216,34 @@ static int try_config(const pol_input_t *in, const pol_index_t *ix, pol_knobs_t 
     return rc;
 }
 
-/* The grid; a configuration that cannot be planned (-ENOSPC: pinning too much; -EDOM) is
- * skipped, the first such error returned if none can be. */
+/* Plan one configuration of the search, each extent; a configuration that cannot be
+ * planned (-ENOSPC: pinning too much; -EDOM) is skipped, its error kept in *first. */
+static int search_one(const pol_input_t *in, const pol_index_t *ix, pol_knobs_t k,
+                      uint8_t *pin, best_t *best, int *first)
+{
+    static const uint32_t extents[] = { 1, 8, 64 };
+    int rc = try_config(in, ix, k, extents, 3, pin, best);
+    if (rc && rc != -ENOSPC && rc != -EDOM)
+        return rc;
+    if (rc && !*first)
+        *first = rc;
+    return 0;
+}
+
+/* A coordinate search: every lookahead without extra pins, then the pin fractions with the
+ * best lookahead so far (each with every extent); the first error if nothing planned. */
 static int search(const pol_input_t *in, const pol_index_t *ix, uint8_t *pin, best_t *best)
 {
     static const uint32_t looks[] = { 0, 4, 16, 64, 256 };
-    static const uint32_t extents[] = { 1, 8, 64 };
-    int first = 0;
-    for (unsigned q = 0; q < 3; q++)
-        for (unsigned l = 0; l < 5; l++) {
-            pol_knobs_t k = { looks[l], 1, in->m.cap[POL_GPU] / 4 * q };
-            int rc = try_config(in, ix, k, extents, 3, pin, best);
-            if (rc && rc != -ENOSPC && rc != -EDOM)
-                return rc;
-            if (rc && !first)
-                first = rc;
-        }
+    int first = 0, rc = 0;
+    for (unsigned l = 0; !rc && l < 5; l++)
+        rc = search_one(in, ix, (pol_knobs_t){ looks[l], 1, 0 }, pin, best, &first);
+    uint32_t look = best->plan ? best->plan->knobs.lookahead : 0;
+    for (unsigned q = 1; !rc && q < 3; q++)
+        rc = search_one(in, ix, (pol_knobs_t){ look, 1, in->m.cap[POL_GPU] / 4 * q }, pin,
+                        best, &first);
+    if (rc)
+        return rc;
     return best->plan ? 0 : first;
 }
 
