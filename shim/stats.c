@@ -12,6 +12,7 @@
  * ask the driver for its size), so "current bytes" is meaningful only then.
  */
 #include <pthread.h>
+#include <stdio.h>
 #include <unistd.h>
 
 #include "shim.h"
@@ -75,6 +76,24 @@ static void count_add(stat_count_t *s, int64_t n)
 static void count_sub(stat_count_t *s, int64_t n)
 {
     atomic_fetch_sub_explicit(&s->current, n, memory_order_relaxed);
+}
+
+const char *shim_fmt_size(uint64_t bytes, char buf[32])
+{
+    static const char *const units[] = { "KiB", "MiB", "GiB", "TiB", "PiB", "EiB" };
+    double v = (double)bytes;
+    int u = -1;
+
+    if (bytes < 1024) {
+        snprintf(buf, 32, "%llu B", (unsigned long long)bytes);
+        return buf;
+    }
+    while (v >= 1024 && u < 5) {
+        v /= 1024;
+        u++;
+    }
+    snprintf(buf, 32, "%.1f %s", v, units[u]);
+    return buf;
 }
 
 void shim_stat_alloc(uint64_t bytes)
