@@ -20,6 +20,7 @@
  * docs/ARCHITECTURE.md ("Departures").
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -274,12 +275,18 @@ static int check_budget(const res_dev_t *d, shim_opt_t o, uint64_t bytes, const 
     return -ERANGE;
 }
 
-/* With ELIXIR_VERBOSE=1: what budget option o became ("auto -> 60.0 GiB"), and how. */
+/* With ELIXIR_VERBOSE=1: what budget option o became ("auto -> 60.0 GiB"), and how (the GPU
+ * budget per device, the host budget once for the process). */
 static void say_budget(const res_dev_t *d, shim_opt_t o, uint64_t bytes, const char *how)
 {
     char b[32];
 
-    if (shim_opt_int(SHIM_OPT_VERBOSE))
+    if (!shim_opt_int(SHIM_OPT_VERBOSE))
+        return;
+    if (o == SHIM_OPT_HOST_MEMORY)     /* one budget for the whole process */
+        shim_log_plain("option ELIXIR_%s=%s -> %s (%s)", shim_opt_name(o), shim_opt_str(o),
+                       shim_fmt_size(bytes, b), how);
+    else
         shim_log_plain("option ELIXIR_%s=%s -> %s on device %d (%s)", shim_opt_name(o),
                        shim_opt_str(o), shim_fmt_size(bytes, b), d->device, how);
 }
@@ -1425,7 +1432,45 @@ static unsigned long long mib(uint64_t bytes)
     return (unsigned long long)(bytes >> 20);
 }
 
-void res_stats_print(void)
+/* The lines that lead: what migrations cost, then the budgets and peaks. */
+static void stats_lead(const res_dev_t *d, double run_s, const arena_stats_t *st)
+{
+    char out[32], in[32], share[96] = "";
+
+    if (run_s > 0)
+        snprintf(share, sizeof(share), " (%.1f%% of the %.3f s run)",
+                 100.0 * d->blocked_s / run_s, run_s);
+    shim_log_plain("device %d: migrations to host %llu (%s), to GPU %llu (%s), evictions "
+                   "forced %llu; the host blocked on migrations %.3f s%s", d->device,
+                   (unsigned long long)d->migrations_out, shim_fmt_size(d->bytes_out, out),
+                   (unsigned long long)d->migrations_in, shim_fmt_size(d->bytes_in, in),
+                   (unsigned long long)d->evictions_forced, d->blocked_s, share);
+    shim_log_plain("device %d: GPU peak %llu MiB of %llu (the budget), host peak %llu MiB of "
+                   "%llu; allocations %llu live, %llu peak", d->device, mib(d->gpu_peak),
+                   mib(d->gpu_budget), mib(d->host_peak), mib(atomic_load(&res_host.budget)),
+                   (unsigned long long)st->live_allocs, (unsigned long long)st->peak_live_allocs);
+}
+
+/* The other lines: waits for frees, refusals, the application's own memory, pins, parking. */
+static void stats_rest(const res_dev_t *d)
+{
+    shim_log_plain("device %d: application VMM memory %llu MiB (peak %llu), pools %llu MiB "
+                   "(peak %llu); chunks pinned %u (total %llu, fences that pinned %llu); frees "
+                   "deferred %llu, in captures %llu; blocked on frees %.3f s, operations "
+                   "refused (no room) %llu; evicted chunks %s", d->device, mib(d->app_used),
+                   mib(d->app_peak), mib(d->pool_used), mib(d->pool_peak), d->pinned,
+                   (unsigned long long)d->pins, (unsigned long long)d->fences_pinned,
+                   (unsigned long long)d->frees_deferred, (unsigned long long)d->frees_captured,
+                   d->blocked_free_s, (unsigned long long)d->refused,
+                   d->host_mappable ? "stay mapped" : "unmapped");
+    shim_log_plain("device %d: freed chunks kept mapped (parked) %u, taken back into use "
+                   "%llu, unmapped for room %llu; migrations copied through a shadow "
+                   "mapping %llu (%u mapped)", d->device, d->parked.n,
+                   (unsigned long long)d->parked_reused, (unsigned long long)d->parked_dropped,
+                   (unsigned long long)d->shadow_hits, d->sh_n);
+}
+
+void res_stats_print(double run_s, int lead)
 {
     for (int i = 0; i < MAX_DEVICES; i++) {
         res_dev_t *d = &res_devs[i];
@@ -1433,32 +1478,10 @@ void res_stats_print(void)
             continue;
         arena_stats_t st;
         arena_stats(d->arena, &st);
-        shim_log_plain("device %d: allocations %llu live, %llu peak; GPU peak %llu MiB of %llu, "
-                       "host peak %llu MiB of %llu", d->device,
-                       (unsigned long long)st.live_allocs, (unsigned long long)st.peak_live_allocs,
-                       mib(d->gpu_peak), mib(d->gpu_budget), mib(d->host_peak),
-                       mib(atomic_load(&res_host.budget)));
-        shim_log_plain("device %d: migrations to host %llu (%llu MiB), to GPU %llu (%llu MiB), "
-                       "evictions forced %llu, blocked on migrations %.3f s, blocked on frees "
-                       "%.3f s, operations refused (no room) %llu", d->device,
-                       (unsigned long long)d->migrations_out, mib(d->bytes_out),
-                       (unsigned long long)d->migrations_in, mib(d->bytes_in),
-                       (unsigned long long)d->evictions_forced, d->blocked_s,
-                       d->blocked_free_s, (unsigned long long)d->refused);
-        shim_log_plain("device %d: application VMM memory %llu MiB (peak %llu), pools %llu MiB "
-                       "(peak %llu); chunks pinned %u (total %llu, fences that pinned %llu); "
-                       "frees deferred %llu, in captures %llu; evicted chunks %s", d->device,
-                       mib(d->app_used), mib(d->app_peak), mib(d->pool_used), mib(d->pool_peak),
-                       d->pinned, (unsigned long long)d->pins,
-                       (unsigned long long)d->fences_pinned,
-                       (unsigned long long)d->frees_deferred,
-                       (unsigned long long)d->frees_captured,
-                       d->host_mappable ? "stay mapped" : "unmapped");
-        shim_log_plain("device %d: freed chunks kept mapped (parked) %u, taken back into use "
-                       "%llu, unmapped for room %llu; migrations copied through a shadow "
-                       "mapping %llu (%u mapped)", d->device, d->parked.n,
-                       (unsigned long long)d->parked_reused, (unsigned long long)d->parked_dropped,
-                       (unsigned long long)d->shadow_hits, d->sh_n);
+        if (lead)
+            stats_lead(d, run_s, &st);
+        else
+            stats_rest(d);
     }
 }
 

@@ -359,7 +359,10 @@ void res_capture_end(void);
  * then an API call the capture mode may forbid (an event query or synchronisation, a stream
  * created) must wait. */
 int res_capture_open(void);
-void res_stats_print(void);
+/* ELIXIR_STATS lines of every device set up: lead = 1, what matters first (migrations each
+ * way, evictions, the host's time blocked on migrations and its share of the run_s seconds
+ * the process has run, or none when run_s <= 0; budgets and peaks); lead = 0, the rest. */
+void res_stats_print(double run_s, int lead);
 void res_after_fork(void);
 
 /* ------------------------------------------------------------ trace.c, trace_time.c */
