@@ -25,10 +25,16 @@ CFLAGS   ?= -O2 -g
 CFLAGS   += -std=c11 $(WARN) -fvisibility=hidden -fPIC -D_GNU_SOURCE -pthread \
             -I$(CUDA_HOME)/include -Isim/include -MMD -MP
 LDFLAGS  += -pthread
+# The project's version, in one place (the file VERSION): the tools' --version and the shim's
+# ELIXIR_VERBOSE banner print it; the objects that use it are rebuilt when it changes.
+ELIXIR_VERSION := $(shell cat VERSION)
+CFLAGS   += -DELIXIR_VERSION='"$(ELIXIR_VERSION)"'
 ifneq ($(SANITIZE),)
 CFLAGS   += -fsanitize=$(SANITIZE) -fno-omit-frame-pointer -fno-sanitize-recover=all
 LDFLAGS  += -fsanitize=$(SANITIZE)
 endif
+
+$(BUILD)/obj/shim/options.o $(BUILD)/obj/tools/trace/main.o $(BUILD)/bin/elixir-sim: VERSION
 
 # ---------------------------------------------------------------- the simulated driver
 SIM_SRCS  := $(wildcard sim/*.c)
@@ -90,6 +96,12 @@ $(BUILD)/bin/%: tools/%.c | $(DEPS_OK)
 	$(call msg,CC,$<)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) $(CFLAGS) -o $@ $< $(LDFLAGS)
+
+# elixir-sim checks the ELIXIR_SIM_* values it passes on with the simulator's own parsers.
+$(BUILD)/bin/elixir-sim: tools/elixir-sim.c $(BUILD)/obj/sim/simconfig.o
+	$(call msg,CC,$<)
+	$(Q)mkdir -p $(@D)
+	$(Q)$(CC) $(CFLAGS) -Isim -o $@ $< $(BUILD)/obj/sim/simconfig.o $(LDFLAGS)
 
 # tools/gpu/*.c: programs for `make gpu-check`, built everywhere (the suite runs them on the
 # simulator too), linked against libcuda.so.1 like the tests.

@@ -7,7 +7,8 @@
  * only notes that the C runtime is up.  The first wrapper call (or cuGetProcAddress) starts
  * the shim:
  *   1. configure: options from `environ`, the log, fork handlers; once, under cfg_lock,
- *      which is never held across a call into the dynamic loader;
+ *      which is never held across a call into the dynamic loader.  Bad configuration stops
+ *      the program here (exit status SHIM_EXIT_CONFIG, options.c);
  *   2. open the driver: dlopen("libcuda.so.1") (RTLD_NOLOAD first), check it is not this
  *      library, resolve every hooked name and every SHIM_DRIVER_CALLS name in it, and build
  *      the map behind cuGetProcAddress (skipped with ELIXIR_DISABLE).  No lock is held: the
@@ -99,18 +100,26 @@ int shim_is_own(const void *addr)
     return dladdr(addr, &info) && info.dli_fbase == base;
 }
 
-/* Options and log, once per process; bad option values are reported here. */
+/* Options and log, once per process.  Bad configuration (shim_options_report) stops the
+ * program here, inside its first CUDA call and before the driver is opened: exit() with
+ * SHIM_EXIT_CONFIG, after cfg_lock is released, so that the program's atexit handlers and
+ * stdio buffers run as in any exit (a CUDA call they make on this thread goes straight to
+ * the driver, as calls made during start-up do). */
 static void configure(void)
 {
+    int errors = 0;
+
     pthread_once(&atfork_once, register_atfork);
     pthread_mutex_lock(&cfg_lock);
     if (!cfg_done) {
         shim_options_load();
         shim_log_configure();
-        shim_options_report();
+        errors = shim_options_report();
         cfg_done = 1;
     }
     pthread_mutex_unlock(&cfg_lock);
+    if (errors)
+        exit(SHIM_EXIT_CONFIG);
 }
 
 /* libcuda.so.1 as a handle, checked to be a driver other than this library; NULL if none. */

@@ -171,6 +171,23 @@ void shim_log_write(int level, unsigned sub, const char *file, int line_no, cons
     line_emit(&l);
 }
 
+void shim_log_fatal(const char *fmt, ...)
+{
+    line_t l;
+    va_list ap;
+    int fd = atomic_load_explicit(&log_fd, memory_order_relaxed);
+
+    l.len = 0;
+    line_add(&l, "elixir: error: ");
+    va_start(ap, fmt);
+    line_vadd(&l, fmt, ap);
+    va_end(ap);
+    l.buf[l.len] = '\n';
+    write_all(STDERR_FILENO, l.buf, l.len + 1);
+    if (fd != STDERR_FILENO)
+        write_all(fd, l.buf, l.len + 1);
+}
+
 void shim_log_plain(const char *fmt, ...)
 {
     line_t l;

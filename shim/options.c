@@ -4,17 +4,24 @@
  *
  * One table (SHIM_OPTIONS in shim.h) gives every option its name, type, default and
  * description; the environment variable is "ELIXIR_" + name.  Values are read from
- * `environ` directly (no getenv, no allocation), once per process, when the shim starts.
- * A bad value is reported once, naming the variable and the accepted form, and the default
- * is kept.  ELIXIR_VERBOSE=1 prints every option with its value and where it came from.
+ * `environ` directly (no getenv, no allocation), once per process, when the shim starts
+ * (the first CUDA call, never at load time: a preloaded program that does not use CUDA is
+ * never stopped).  Bad configuration stops the program there: a value that does not parse,
+ * or an ELIXIR_* name within two edits of an option's (ELIXIR_GPU_MEMROY), is reported on
+ * stderr, one line each naming the variable, the value and the accepted forms, and
+ * shim_options_report's caller exits with SHIM_EXIT_CONFIG.  With ELIXIR_DISABLE=1 (pass-
+ * through) they are warnings and the program runs.  ELIXIR_VERBOSE=1 prints the version and
+ * every option with its value and where it came from.
  * Each type has one parser and one sentence saying what it accepts; defaults are written as
  * text in the table and parsed by the same parser.
  */
+#include <ctype.h>
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 
 #include "shim.h"
 
@@ -332,6 +339,91 @@ static int parse_option(shim_opt_t o, const char *s, opt_value_t *v)
     return 0;
 }
 
+/* ELIXIR_* variables that are not options of libelixir.so: the simulator's, the test
+ * runner's and the tools' (prefixes end with '_'). */
+static const char *const not_options[] = {
+    "SIM_", "TEST_", "DEBUG_DIRS", "PROC_REQUESTS", "TRACE_SEED_DIR", "DWARF_SEED_DIR",
+    "FUZZ_SECONDS",
+};
+
+#define NAME_MAX_TYPO 48        /* longer names are never taken for typos */
+#define MAX_TYPOS 8
+
+static struct {
+    char name[NAME_MAX_TYPO + 1];       /* after "ELIXIR_" */
+    int option;                         /* the option it is close to */
+} typos[MAX_TYPOS];
+static int ntypos;
+
+/* Edits (insertions, deletions, substitutions, swaps of neighbours; case ignored) from a to
+ * b, both at most NAME_MAX_TYPO long. */
+static int edit_distance(const char *a, size_t la, const char *b, size_t lb)
+{
+    int d[NAME_MAX_TYPO + 1][NAME_MAX_TYPO + 1];
+
+    for (size_t i = 0; i <= la; i++)
+        for (size_t j = 0; j <= lb; j++) {
+            if (i == 0 || j == 0) {
+                d[i][j] = (int)(i + j);
+                continue;
+            }
+            int cost = toupper((unsigned char)a[i - 1]) != toupper((unsigned char)b[j - 1]);
+            int best = d[i - 1][j - 1] + cost;
+            if (d[i - 1][j] + 1 < best)
+                best = d[i - 1][j] + 1;
+            if (d[i][j - 1] + 1 < best)
+                best = d[i][j - 1] + 1;
+            if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] &&
+                d[i - 2][j - 2] + 1 < best)
+                best = d[i - 2][j - 2] + 1;
+            d[i][j] = best;
+        }
+    return d[la][lb];
+}
+
+/* The option that the name (after "ELIXIR_", len bytes) is a typo of, or -1: one that is not
+ * an option nor a known other variable, within 2 edits of an option's name (1 for names
+ * shorter than 6). */
+static int typo_of(const char *name, size_t len)
+{
+    for (size_t i = 0; i < SHIM_ARRAY_LEN(not_options); i++) {
+        size_t n = strlen(not_options[i]);
+        if (not_options[i][n - 1] == '_' ? strncmp(name, not_options[i], n) == 0
+                                          : n == len && strncmp(name, not_options[i], n) == 0)
+            return -1;
+    }
+    if (len == 0 || len > NAME_MAX_TYPO)
+        return -1;
+    for (int o = 0; o < SHIM_NOPTS; o++) {
+        size_t n = strlen(options[o].name);
+        if (n == len && strncmp(name, options[o].name, n) == 0)
+            return -1;
+    }
+    for (int o = 0; o < SHIM_NOPTS; o++) {
+        size_t n = strlen(options[o].name);
+        if (edit_distance(name, len, options[o].name, n) <= (n < 6 ? 1 : 2))
+            return o;
+    }
+    return -1;
+}
+
+/* Note every ELIXIR_* variable of the environment whose name is a typo of an option's. */
+static void find_typos(void)
+{
+    ntypos = 0;
+    for (char **e = environ; e && *e && ntypos < MAX_TYPOS; e++) {
+        if (strncmp(*e, "ELIXIR_", 7) != 0)
+            continue;
+        const char *name = *e + 7, *eq = strchr(name, '=');
+        size_t len = eq ? (size_t)(eq - name) : strlen(name);
+        int o = typo_of(name, len);
+        if (o < 0)
+            continue;
+        snprintf(typos[ntypos].name, sizeof(typos[ntypos].name), "%.*s", (int)len, name);
+        typos[ntypos++].option = o;
+    }
+}
+
 void shim_options_load(void)
 {
     for (int o = 0; o < SHIM_NOPTS; o++) {
@@ -347,24 +439,49 @@ void shim_options_load(void)
             *v = parsed;
             v->from_env = 1;
         } else {
-            v->bad = 1;
-            snprintf(bad_text[o], sizeof(bad_text[o]), "%s", env);
+            v->bad = 1;                 /* (a long value is cut, with "...") */
+            snprintf(bad_text[o], sizeof(bad_text[o]), "%.*s%s", (int)sizeof(bad_text[o]) - 4,
+                     env, strlen(env) < sizeof(bad_text[o]) ? "" : "...");
         }
     }
+    find_typos();
 }
 
-void shim_options_report(void)
+/* Report one problem: an error that stops the program, or with ELIXIR_DISABLE=1 a warning. */
+#define REPORT(disabled, fmt, ...)                                                             \
+    do {                                                                                       \
+        if (disabled)                                                                          \
+            SHIM_WARN(INIT, fmt "; ignored, since ELIXIR_DISABLE=1 passes every call through", \
+                      __VA_ARGS__);                                                            \
+        else                                                                                   \
+            shim_log_fatal(fmt "; the program stops (exit status %d)", __VA_ARGS__,           \
+                           SHIM_EXIT_CONFIG);                                                  \
+    } while (0)
+
+int shim_options_report(void)
 {
+    int disabled = shim_disabled(), errors = 0;
+
     for (int o = 0; o < SHIM_NOPTS; o++)
-        if (values[o].bad)
-            SHIM_ERROR(INIT, "ELIXIR_%s=\"%s\" is not valid: expected %s; using the default, %s",
-                      options[o].name, bad_text[o], types[options[o].type].accepted,
-                      options[o].def[0] ? options[o].def : "(none)");
-    if (!values[SHIM_OPT_VERBOSE].num)
-        return;
+        if (values[o].bad) {
+            REPORT(disabled, "ELIXIR_%s=\"%s\" is not valid: expected %s", options[o].name,
+                   bad_text[o], types[options[o].type].accepted);
+            errors++;
+        }
+    for (int i = 0; i < ntypos; i++) {
+        REPORT(disabled, "ELIXIR_%s is not an option of libelixir.so: did you mean ELIXIR_%s?",
+               typos[i].name, options[typos[i].option].name);
+        errors++;
+    }
+    if (disabled)
+        errors = 0;
+    if (errors || !values[SHIM_OPT_VERBOSE].num)
+        return errors;
+    shim_log_plain("libelixir.so %s, process %d", ELIXIR_VERSION, (int)getpid());
     for (int o = 0; o < SHIM_NOPTS; o++)
         shim_log_plain("option ELIXIR_%s=%s (%s): %s", options[o].name, values[o].text,
                        values[o].from_env ? "set" : "default", options[o].desc);
+    return 0;
 }
 
 long shim_opt_int(shim_opt_t o)

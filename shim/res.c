@@ -22,6 +22,7 @@
  * still does.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -252,18 +253,97 @@ uint64_t res_gpu_headroom(uint64_t free_b, uint64_t total)
     return free_b > reserve ? free_b - reserve : free_b / 2;
 }
 
+/* Did option o (ELIXIR_GPU_MEMORY or ELIXIR_HOST_MEMORY) come from the environment? */
+static int budget_given(shim_opt_t o)
+{
+    return shim_opt_mem(o).kind != SHIM_MEM_AUTO;
+}
+
+/* A budget the user gave that is under one chunk (nothing could ever be placed there) is bad
+ * configuration: reported, naming the variable, its value and the smallest accepted;
+ * -ERANGE (the caller stops the program once setup_lock is released), else 0. */
+static int check_budget(const res_dev_t *d, shim_opt_t o, uint64_t bytes, const char *what)
+{
+    char got[32], chunk[32];
+
+    if (!budget_given(o) || bytes >= d->chunk)
+        return 0;
+    shim_log_fatal("ELIXIR_%s=\"%s\" gives device %d a %s budget of %s (%llu bytes), less than "
+                   "one chunk (%s, the driver's allocation granularity): expected auto, or a "
+                   "size or percentage that comes to at least %s; the program stops (exit "
+                   "status %d)", shim_opt_name(o), shim_opt_str(o), d->device, what,
+                   shim_fmt_size(bytes, got), (unsigned long long)bytes,
+                   shim_fmt_size(d->chunk, chunk), chunk, SHIM_EXIT_CONFIG);
+    return -ERANGE;
+}
+
+/* With ELIXIR_VERBOSE=1: what budget option o became ("auto -> 60.0 GiB"), and how (the GPU
+ * budget per device, the host budget once for the process). */
+static void say_budget(const res_dev_t *d, shim_opt_t o, uint64_t bytes, const char *how)
+{
+    char b[32];
+
+    if (!shim_opt_int(SHIM_OPT_VERBOSE))
+        return;
+    if (o == SHIM_OPT_HOST_MEMORY)     /* one budget for the whole process */
+        shim_log_plain("option ELIXIR_%s=%s -> %s (%s)", shim_opt_name(o), shim_opt_str(o),
+                       shim_fmt_size(bytes, b), how);
+    else
+        shim_log_plain("option ELIXIR_%s=%s -> %s on device %d (%s)", shim_opt_name(o),
+                       shim_opt_str(o), shim_fmt_size(bytes, b), d->device, how);
+}
+
+/* The host budget, set with the first arena (under setup_lock); 0 or -ERANGE. */
+static int set_host_budget(res_dev_t *d)
+{
+    const char *from;
+    uint64_t ram = shim_host_memory();
+    unsigned procs = shim_local_processes(&from);
+    if (procs == 0) {
+        if (!budget_given(SHIM_OPT_HOST_MEMORY))
+            SHIM_WARN(RES, "%s=\"%s\" is not a number of processes (1 to 65536); the "
+                      "automatic host budget is not divided among the job's processes",
+                      from, getenv(from));
+        procs = 1;
+        from = NULL;
+    }
+    uint64_t host = budget(SHIM_OPT_HOST_MEMORY, ram, ram / 2 / procs);
+    if (host > ram) {
+        SHIM_WARN(RES, "ELIXIR_HOST_MEMORY asks for %llu MiB, more than the %llu MiB this "
+                  "process may use (pinned memory cannot be swapped out); using the "
+                  "default, %llu MiB", (unsigned long long)(host >> 20),
+                  (unsigned long long)(ram >> 20), (unsigned long long)(ram / 2 / procs >> 20));
+        host = ram / 2 / procs;
+    }
+    if (check_budget(d, SHIM_OPT_HOST_MEMORY, host, "host") < 0)
+        return -ERANGE;
+    atomic_store(&res_host.budget, host / d->chunk * d->chunk);
+    atomic_store(&res_host.budget_set, host / d->chunk * d->chunk);
+    if (from && !budget_given(SHIM_OPT_HOST_MEMORY))
+        SHIM_INFO(RES, "host budget: half of the %llu MiB this process may use, shared "
+                  "by the %u processes %s=%u says run here", (unsigned long long)(ram >> 20),
+                  procs, from, procs);
+    say_budget(d, SHIM_OPT_HOST_MEMORY, host / d->chunk * d->chunk,
+               !budget_given(SHIM_OPT_HOST_MEMORY) ? "half the memory this process may use, "
+               "shared by the processes of the node" : "pinned host memory of the process");
+    return 0;
+}
+
 /* Budgets from the options; the GPU default keeps a reserve for the driver and libraries.
  * A GPU budget beyond the device's free memory could never be backed (the driver would
  * refuse chunks the budget still allows, and nothing would be evicted for them), nor a host
  * budget beyond the memory the process may use: each is reported and its default used
- * instead.  The host budget is set with the first arena (res_host). */
-static void set_budgets(res_dev_t *d)
+ * instead.  A budget given under one chunk is bad configuration: -ERANGE (else 0).  The host
+ * budget is set with the first arena (res_host). */
+static int set_budgets(res_dev_t *d)
 {
     size_t free_b = 0, total = 0;
     DRV(cuMemGetInfo_v2)(&free_b, &total);
     uint64_t automatic = res_gpu_headroom(free_b, total);
     uint64_t gpu = budget(SHIM_OPT_GPU_MEMORY, total, automatic);
-    d->gpu_budget_auto = shim_opt_mem(SHIM_OPT_GPU_MEMORY).kind == SHIM_MEM_AUTO;
+    d->gpu_budget_auto = !budget_given(SHIM_OPT_GPU_MEMORY);
+    if (check_budget(d, SHIM_OPT_GPU_MEMORY, gpu, "GPU") < 0)
+        return -ERANGE;
     if (gpu > free_b) {
         SHIM_WARN(RES, "device %d: ELIXIR_GPU_MEMORY asks for %llu MiB, more than the %llu MiB "
                   "the device has free; using the default, %llu MiB (free memory less a "
@@ -273,34 +353,12 @@ static void set_budgets(res_dev_t *d)
         d->gpu_budget_auto = 1;
     }
     d->gpu_budget = d->gpu_budget_set = gpu / d->chunk * d->chunk;
-    if (atomic_load(&res_arenas) == 0) {        /* (the first arena, under setup_lock) */
-        const char *from;
-        uint64_t ram = shim_host_memory();
-        unsigned procs = shim_local_processes(&from);
-        if (procs == 0) {
-            if (shim_opt_mem(SHIM_OPT_HOST_MEMORY).kind == SHIM_MEM_AUTO)
-                SHIM_WARN(RES, "%s=\"%s\" is not a number of processes (1 to 65536); the "
-                          "automatic host budget is not divided among the job's processes",
-                          from, getenv(from));
-            procs = 1;
-            from = NULL;
-        }
-        uint64_t host = budget(SHIM_OPT_HOST_MEMORY, ram, ram / 2 / procs);
-        if (host > ram) {
-            SHIM_WARN(RES, "ELIXIR_HOST_MEMORY asks for %llu MiB, more than the %llu MiB this "
-                      "process may use (pinned memory cannot be swapped out); using the "
-                      "default, %llu MiB", (unsigned long long)(host >> 20),
-                      (unsigned long long)(ram >> 20),
-                      (unsigned long long)(ram / 2 / procs >> 20));
-            host = ram / 2 / procs;
-        }
-        atomic_store(&res_host.budget, host / d->chunk * d->chunk);
-        atomic_store(&res_host.budget_set, host / d->chunk * d->chunk);
-        if (from && shim_opt_mem(SHIM_OPT_HOST_MEMORY).kind == SHIM_MEM_AUTO)
-            SHIM_INFO(RES, "host budget: half of the %llu MiB this process may use, shared "
-                      "by the %u processes %s=%u says run here", (unsigned long long)(ram >> 20),
-                      procs, from, procs);
-    }
+    say_budget(d, SHIM_OPT_GPU_MEMORY, d->gpu_budget,
+               d->gpu_budget_auto ? "free device memory less a reserve for the driver"
+                                  : "of the device's memory");
+    if (atomic_load(&res_arenas) == 0)          /* (the first arena, under setup_lock) */
+        return set_host_budget(d);
+    return 0;
 }
 
 static int attribute(CUdevice_attribute a, int device)
@@ -342,7 +400,8 @@ static int setup(res_dev_t *d, int device, CUcontext ctx)
     host_location(d);
     if (DRV(cuDeviceGetDefaultMemPool)(&d->default_pool, device) != CUDA_SUCCESS)
         d->default_pool = NULL;
-    set_budgets(d);
+    if (set_budgets(d) < 0)
+        return -ERANGE;
     d->size = round_up(2 * (d->gpu_budget + atomic_load(&res_host.budget)) + d->chunk, d->chunk);
     CUdeviceptr base;
     if (DRV(cuMemAddressReserve)(&base, d->size + d->chunk, d->chunk, 0, 0) != CUDA_SUCCESS)
@@ -398,7 +457,12 @@ static res_dev_t *ctx_dev(CUcontext ctx)
     if (atomic_load_explicit((_Atomic int *)&d->ready, memory_order_acquire) == 0) {
         pthread_mutex_lock(&setup_lock);
         if (d->ready == 0) {
-            int ok = setup(d, dev, ctx) == 0;
+            int rc = setup(d, dev, ctx), ok = rc == 0;
+            if (rc == -ERANGE) {                /* a budget under one chunk: reported */
+                atomic_store_explicit((_Atomic int *)&d->ready, -1, memory_order_release);
+                pthread_mutex_unlock(&setup_lock);
+                exit(SHIM_EXIT_CONFIG);
+            }
             if (!ok)
                 SHIM_WARN(RES, "device %d: cannot set up the arena; allocations pass through",
                           dev);
@@ -1375,7 +1439,45 @@ static unsigned long long mib(uint64_t bytes)
     return (unsigned long long)(bytes >> 20);
 }
 
-void res_stats_print(void)
+/* The lines that lead: what migrations cost, then the budgets and peaks. */
+static void stats_lead(const res_dev_t *d, double run_s, const arena_stats_t *st)
+{
+    char out[32], in[32], share[96] = "";
+
+    if (run_s > 0)
+        snprintf(share, sizeof(share), " (%.1f%% of the %.3f s run)",
+                 100.0 * d->blocked_s / run_s, run_s);
+    shim_log_plain("device %d: migrations to host %llu (%s), to GPU %llu (%s), evictions "
+                   "forced %llu; the host blocked on migrations %.3f s%s", d->device,
+                   (unsigned long long)d->migrations_out, shim_fmt_size(d->bytes_out, out),
+                   (unsigned long long)d->migrations_in, shim_fmt_size(d->bytes_in, in),
+                   (unsigned long long)d->evictions_forced, d->blocked_s, share);
+    shim_log_plain("device %d: GPU peak %llu MiB of %llu (the budget), host peak %llu MiB of "
+                   "%llu; allocations %llu live, %llu peak", d->device, mib(d->gpu_peak),
+                   mib(d->gpu_budget), mib(d->host_peak), mib(atomic_load(&res_host.budget)),
+                   (unsigned long long)st->live_allocs, (unsigned long long)st->peak_live_allocs);
+}
+
+/* The other lines: waits for frees, refusals, the application's own memory, pins, parking. */
+static void stats_rest(const res_dev_t *d)
+{
+    shim_log_plain("device %d: application VMM memory %llu MiB (peak %llu), pools %llu MiB "
+                   "(peak %llu); chunks pinned %u (total %llu, fences that pinned %llu); frees "
+                   "deferred %llu, in captures %llu; blocked on frees %.3f s, operations "
+                   "refused (no room) %llu; evicted chunks %s", d->device, mib(d->app_used),
+                   mib(d->app_peak), mib(d->pool_used), mib(d->pool_peak), d->pinned,
+                   (unsigned long long)d->pins, (unsigned long long)d->fences_pinned,
+                   (unsigned long long)d->frees_deferred, (unsigned long long)d->frees_captured,
+                   d->blocked_free_s, (unsigned long long)d->refused,
+                   d->host_mappable ? "stay mapped" : "unmapped");
+    shim_log_plain("device %d: freed chunks kept mapped (parked) %u, taken back into use "
+                   "%llu, unmapped for room %llu; migrations copied through a shadow "
+                   "mapping %llu (%u mapped)", d->device, d->parked.n,
+                   (unsigned long long)d->parked_reused, (unsigned long long)d->parked_dropped,
+                   (unsigned long long)d->shadow_hits, d->sh_n);
+}
+
+void res_stats_print(double run_s, int lead)
 {
     for (int i = 0; i < MAX_DEVICES; i++) {
         res_dev_t *d = &res_devs[i];
@@ -1383,32 +1485,10 @@ void res_stats_print(void)
             continue;
         arena_stats_t st;
         arena_stats(d->arena, &st);
-        shim_log_plain("device %d: allocations %llu live, %llu peak; GPU peak %llu MiB of %llu, "
-                       "host peak %llu MiB of %llu", d->device,
-                       (unsigned long long)st.live_allocs, (unsigned long long)st.peak_live_allocs,
-                       mib(d->gpu_peak), mib(d->gpu_budget), mib(d->host_peak),
-                       mib(atomic_load(&res_host.budget)));
-        shim_log_plain("device %d: migrations to host %llu (%llu MiB), to GPU %llu (%llu MiB), "
-                       "evictions forced %llu, blocked on migrations %.3f s, blocked on frees "
-                       "%.3f s, operations refused (no room) %llu", d->device,
-                       (unsigned long long)d->migrations_out, mib(d->bytes_out),
-                       (unsigned long long)d->migrations_in, mib(d->bytes_in),
-                       (unsigned long long)d->evictions_forced, d->blocked_s,
-                       d->blocked_free_s, (unsigned long long)d->refused);
-        shim_log_plain("device %d: application VMM memory %llu MiB (peak %llu), pools %llu MiB "
-                       "(peak %llu); chunks pinned %u (total %llu, fences that pinned %llu); "
-                       "frees deferred %llu, in captures %llu; evicted chunks %s", d->device,
-                       mib(d->app_used), mib(d->app_peak), mib(d->pool_used), mib(d->pool_peak),
-                       d->pinned, (unsigned long long)d->pins,
-                       (unsigned long long)d->fences_pinned,
-                       (unsigned long long)d->frees_deferred,
-                       (unsigned long long)d->frees_captured,
-                       d->host_mappable ? "stay mapped" : "unmapped");
-        shim_log_plain("device %d: freed chunks kept mapped (parked) %u, taken back into use "
-                       "%llu, unmapped for room %llu; migrations copied through a shadow "
-                       "mapping %llu (%u mapped)", d->device, d->parked.n,
-                       (unsigned long long)d->parked_reused, (unsigned long long)d->parked_dropped,
-                       (unsigned long long)d->shadow_hits, d->sh_n);
+        if (lead)
+            stats_lead(d, run_s, &st);
+        else
+            stats_rest(d);
     }
 }
 

@@ -359,7 +359,10 @@ void res_capture_end(void);
  * then an API call the capture mode may forbid (an event query or synchronisation, a stream
  * created) must wait. */
 int res_capture_open(void);
-void res_stats_print(void);
+/* ELIXIR_STATS lines of every device set up: lead = 1, what matters first (migrations each
+ * way, evictions, the host's time blocked on migrations and its share of the run_s seconds
+ * the process has run, or none when run_s <= 0; budgets and peaks); lead = 0, the rest. */
+void res_stats_print(double run_s, int lead);
 void res_after_fork(void);
 
 /* ------------------------------------------------------------ trace.c, trace_time.c */
@@ -496,16 +499,17 @@ static inline unsigned res_code_generation(void)
       "log to this file instead of stderr; %p is the process id, %h the host name")            \
     X(STATS, BOOL, "0", "1: print allocation, launch and copy statistics at exit")             \
     X(GPU_MEMORY, MEMORY, "auto",                                                              \
-      "GPU memory budget: a size (K/M/G/T) or N% of the device; auto: free memory less a "     \
-      "reserve for the driver and libraries")                                                  \
+      "GPU memory budget: a size (K/M/G/T) or N% of the device, at least one chunk (the "     \
+      "allocation granularity, 2 MiB typical); auto: free memory less a reserve for the "      \
+      "driver and libraries")                                                                  \
     X(HOST_MEMORY, MEMORY, "auto",                                                             \
       "pinned host memory budget of the process: a size (K/M/G/T) or N% of the memory it may " \
       "use (physical, or its cgroup's limit); auto: half, shared by LOCAL_WORLD_SIZE procs")   \
     X(MEMINFO, MEMINFO, "virtual",                                                             \
       "what cuMemGetInfo reports: virtual (all budgets together) or physical (the device)")    \
     X(TRACE, PATH, "",                                                                         \
-      "record a trace into this file (%p is the process id); created 0600, never "             \
-      "overwritten: if it exists nothing is recorded")                                         \
+      "record a trace into this file (%p is the process id, %h the host name); created "      \
+      "0600, never overwritten: if it exists, NAME.1.EXT, NAME.2.EXT ... is used instead")     \
     X(TRACE_LEVEL, TRACE_LEVEL, "all",                                                         \
       "what the trace keeps after the profiled iterations: summary (process, devices, "       \
       "options, iterations, migrations, evictions, memory), allocs (also allocations and "    \
@@ -542,8 +546,14 @@ enum { SHIM_CUPTI_AUTO, SHIM_CUPTI_OFF, SHIM_CUPTI_PATH };           /* ELIXIR_C
 
 /* Read every ELIXIR_* option from the environment; once per process, before the log. */
 void shim_options_load(void);
-/* Report bad values (once each) and, with ELIXIR_VERBOSE=1, every option; after the log. */
-void shim_options_report(void);
+/* The exit status of a program stopped by bad configuration (a bad ELIXIR_* value, a typo
+ * of an option's name, a budget under one chunk). */
+#define SHIM_EXIT_CONFIG 1
+/* Report bad values and typos of option names, once each (after the log is configured), and
+ * return how many there were: the caller stops the program when that is not 0 (with
+ * ELIXIR_DISABLE=1 they are warnings and 0 is returned).  When there were none and
+ * ELIXIR_VERBOSE=1, print the version and every option. */
+int shim_options_report(void);
 /* Values: BOOL, LEVEL, SUBSYS (bit mask), MEMINFO, TRACE_LEVEL, DEPTH, COUNT, CUPTI and SIZE
  * options are integers; every option has its text (CUPTI: the path when it is one). */
 long shim_opt_int(shim_opt_t o);
@@ -594,6 +604,9 @@ void shim_log_write(int level, unsigned sub, const char *file, int line, const c
     __attribute__((format(printf, 5, 6)));
 /* A line with only the "elixir:" prefix, whatever the level (option listing, statistics). */
 void shim_log_plain(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* A configuration error that stops the program: "elixir: error: " and the message, on stderr
+ * whatever the level and ELIXIR_LOG_FILE say (and in the log file too when there is one). */
+void shim_log_fatal(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Apply ELIXIR_LOG, ELIXIR_LOG_SUBSYS and ELIXIR_LOG_FILE (after shim_options_load). */
 void shim_log_configure(void);
 /* In a forked child: reopen a log file whose name holds the process id. */
@@ -611,6 +624,9 @@ void shim_log_after_fork(void);
 #define SHIM_TRACE(sub, ...) SHIM_LOG(SHIM_LOG_TRACE, sub, __VA_ARGS__)
 
 /* ------------------------------------------------------------ stats.c */
+
+/* bytes as text in buf: "512 B", "4.0 KiB", "1.5 MiB", "60.0 GiB", "2.0 TiB"; returns buf. */
+const char *shim_fmt_size(uint64_t bytes, char buf[32]);
 
 void shim_stat_alloc(uint64_t bytes);
 void shim_stat_free(uint64_t bytes);

@@ -4,7 +4,11 @@
  *
  * Allocations are counted with current, peak and total (blocks and bytes); launches and
  * copies by kind with totals; and every hooked entry point with its number of calls (the
- * call counters also answer elixir_shim_calls, so they are always on).  All counters are
+ * call counters also answer elixir_shim_calls, so they are always on).  The printout leads
+ * with what matters (residency's migrations, evictions and the host's time blocked on them,
+ * with its share of the run), gives sizes in B/KiB/MiB/GiB, and lists the calls of the
+ * entry points other than launches and copies (those are given by kind; a call the driver
+ * failed is not counted there).  All counters are
  * relaxed atomics: several threads update them at once and nothing is ordered by them.
  * Calls and launches, counted on every call, are counted per thread (a load and a store, no
  * locked instruction) and summed when read; an exiting thread adds its counts to the totals.
@@ -12,6 +16,9 @@
  * ask the driver for its size), so "current bytes" is meaningful only then.
  */
 #include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "shim.h"
@@ -75,6 +82,24 @@ static void count_add(stat_count_t *s, int64_t n)
 static void count_sub(stat_count_t *s, int64_t n)
 {
     atomic_fetch_sub_explicit(&s->current, n, memory_order_relaxed);
+}
+
+const char *shim_fmt_size(uint64_t bytes, char buf[32])
+{
+    static const char *const units[] = { "KiB", "MiB", "GiB", "TiB", "PiB", "EiB" };
+    double v = (double)bytes;
+    int u = -1;
+
+    if (bytes < 1024) {
+        snprintf(buf, 32, "%llu B", (unsigned long long)bytes);
+        return buf;
+    }
+    while (v >= 1024 && u < 5) {
+        v /= 1024;
+        u++;
+    }
+    snprintf(buf, 32, "%.1f %s", v, units[u]);
+    return buf;
 }
 
 void shim_stat_alloc(uint64_t bytes)
@@ -222,29 +247,85 @@ static void print_count(const char *what, stat_count_t *s)
                    (long long)atomic_load(&s->peak), (long long)atomic_load(&s->total));
 }
 
+static void print_sizes(const char *what, stat_count_t *s)
+{
+    char cur[32], peak[32], total[32];
+
+    shim_log_plain("  %-12s %14s %14s %14s", what,
+                   shim_fmt_size((uint64_t)atomic_load(&s->current), cur),
+                   shim_fmt_size((uint64_t)atomic_load(&s->peak), peak),
+                   shim_fmt_size((uint64_t)atomic_load(&s->total), total));
+}
+
+/* Seconds since the process started (/proc/self/stat's start time against the boot-time
+ * clock), or -1 when they cannot be read. */
+static double run_seconds(void)
+{
+    char buf[1024];
+    unsigned long long start = 0;
+    struct timespec now;
+    long hz = sysconf(_SC_CLK_TCK);
+    FILE *f = fopen("/proc/self/stat", "r");
+    size_t n = f ? fread(buf, 1, sizeof(buf) - 1, f) : 0;
+    const char *p;
+
+    if (f)
+        fclose(f);
+    buf[n] = '\0';
+    p = strrchr(buf, ')');              /* after the command name, which may hold spaces */
+    /* fields 3 (state) to 21 skipped; field 22 is the start time in clock ticks */
+    if (!p || hz <= 0 || clock_gettime(CLOCK_BOOTTIME, &now) != 0 ||
+        sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %*d "
+               "%*d %llu", &start) != 1)
+        return -1;
+    return (double)now.tv_sec + (double)now.tv_nsec / 1e9 - (double)start / (double)hz;
+}
+
+/* Entry points whose calls are given above as launches and copies by kind. */
+static int counted_as_launch_or_copy(const char *name)
+{
+    return strncmp(name, "cuLaunch", 8) == 0 || strncmp(name, "cuGraphLaunch", 13) == 0 ||
+           strncmp(name, "cuMemcpy", 8) == 0 || strncmp(name, "cuMemset", 8) == 0;
+}
+
+/*
+ * What matters leads: per device, the migrations each way, the evictions, the host's time
+ * blocked on migrations and its share of the run, then budgets and peaks (res.c); then the
+ * allocations (sizes in B/KiB/MiB/GiB), launches and copies by kind, the other devices'
+ * figures, and the calls of the entry points not already given as launches or copies.
+ */
 void shim_stats_print(void)
 {
+    double run_s;
+
     if (!shim_stats_enabled() || atomic_exchange(&printed, 1))
         return;
-    shim_log_plain("statistics of process %d", (int)getpid());
+    run_s = run_seconds();
+    if (run_s > 0)
+        shim_log_plain("statistics of process %d (run %.3f s)", (int)getpid(), run_s);
+    else
+        shim_log_plain("statistics of process %d", (int)getpid());
+    res_stats_print(run_s, 1);
     shim_log_plain("  %-12s %14s %14s %14s", "allocations", "current", "peak", "total");
     print_count("blocks", &blocks);
-    print_count("bytes", &block_bytes);
+    print_sizes("bytes", &block_bytes);
     for (int i = 0; i < SHIM_NLAUNCH_KINDS; i++) {
         uint64_t n = launches_of(i);
         if (n)
             shim_log_plain("  launch %-12s %14llu", launch_names[i], (unsigned long long)n);
     }
-    for (int i = 0; i < SHIM_NCOPY_KINDS; i++)
+    for (int i = 0; i < SHIM_NCOPY_KINDS; i++) {
+        char size[32];
         if (atomic_load(&copies[i].count))
-            shim_log_plain("  copy %-14s %14llu calls %14llu bytes", copy_names[i],
+            shim_log_plain("  copy %-14s %14llu calls %14s", copy_names[i],
                            (unsigned long long)atomic_load(&copies[i].count),
-                           (unsigned long long)atomic_load(&copies[i].bytes));
+                           shim_fmt_size(atomic_load(&copies[i].bytes), size));
+    }
+    res_stats_print(run_s, 0);
     for (int i = 0; i < SHIM_NHOOKS; i++) {
         unsigned long long n = shim_stat_calls_of((shim_hook_t)i);
-        if (n)
+        if (n && !counted_as_launch_or_copy(shim_hook_names[i]))
             shim_log_plain("  call %-34s %10llu", shim_hook_names[i], n);
     }
     shim_nccl_stats_print();
-    res_stats_print();
 }

@@ -3,8 +3,8 @@
  * trace.c - recording what the program does into the trace file named by ELIXIR_TRACE.
  *
  * Start-up (shim_trace_start, with the real driver, before it is published) creates the file
- * through the tracer's recorder (0600, never overwriting one: an existing file is reported
- * once and nothing is recorded), chooses the clock, records the process and the options;
+ * through the tracer's recorder (0600, never overwriting one: when the name exists, the next
+ * of NAME.1.EXT, NAME.2.EXT ... is used and said in the log; trace_name.c), chooses the clock, records the process and the options;
  * a device is described the first time something happens on it.  From then on every launch,
  * copy and memset is given an operation id and recorded with its stream (a small number:
  * 0 for the legacy stream, then one per stream, and one per thread for per-thread default
@@ -1642,6 +1642,34 @@ static void rec_failed(int err)
               "record)", shim_opt_str(SHIM_OPT_TRACE), strerror(-err));
 }
 
+#define TRACE_NAMES_MAX 10000      /* names tried, trace.elx then trace.1.elx ... */
+
+/* The recorder on a new file named by the ELIXIR_TRACE pattern (trace_name.c), its name in
+ * name: an existing file is never overwritten, the next name is tried instead, and a name
+ * other than the first is said in the log.  0 or a negative errno. */
+static int open_unique(const char *pattern, const trc_rec_config_t *cfg, trc_rec_t **rec,
+                       char *name, size_t cap)
+{
+    char first[PATH_MAX], escaped[2 * PATH_MAX];
+    int rc = -EEXIST;
+
+    for (unsigned n = 0; rc == -EEXIST && n < TRACE_NAMES_MAX; n++) {
+        if ((rc = shim_trace_name(pattern, n, name, cap)) < 0)
+            return rc;
+        if (n == 0)
+            snprintf(first, sizeof(first), "%s", name);
+        size_t e = 0;                   /* the recorder expands '%' again: escape it */
+        for (const char *p = name; *p && e + 2 < sizeof(escaped); p++)
+            e += (size_t)snprintf(escaped + e, sizeof(escaped) - e, *p == '%' ? "%%%%" : "%c",
+                                  *p);
+        rc = trc_rec_open(escaped, cfg, rec);
+        if (rc == 0 && n > 0)
+            SHIM_WARN(INIT, "ELIXIR_TRACE=%s: %s exists (never overwritten); recording to %s",
+                      pattern, first, name);
+    }
+    return rc;
+}
+
 static void start(const shim_driver_t *d)
 {
     const char *path = shim_opt_str(SHIM_OPT_TRACE);
@@ -1658,16 +1686,14 @@ static void start(const shim_driver_t *d)
     T.clock = T.sim ? T.drv.sim_clock : mono_ns;
     trc_rec_config_t cfg = { .flags = T.sim ? TRC_FLAG_VIRTUAL_TIME : 0, .clock = rec_clock,
                              .on_error = rec_failed };
+    char name[PATH_MAX];
     int rc = prepare();
     if (rc == 0)
-        rc = trc_rec_open(path, &cfg, &rec);
-    if (rc == -EEXIST)
-        SHIM_WARN(INIT, "ELIXIR_TRACE=%s: the file exists and is never overwritten; nothing is "
-                  "recorded", path);
-    else if (rc < 0)
+        rc = open_unique(path, &cfg, &rec, name, sizeof(name));
+    if (rc < 0)
         SHIM_WARN(INIT, "ELIXIR_TRACE=%s: cannot record: %s", path, strerror(-rc));
     else
-        begin_recording(rec, path);
+        begin_recording(rec, name);
 }
 
 /*

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * trace_int.h - what trace.c (the recording) and trace_time.c (device times of the profiled
- * iterations) share.  Nothing else includes it.
+ * trace_int.h - what trace.c (the recording), trace_name.c (the file's name) and trace_time.c
+ * (device times of the profiled iterations) share.  Nothing else includes it.
  */
 #ifndef ELIXIR_TRACE_INT_H
 #define ELIXIR_TRACE_INT_H
@@ -20,6 +20,13 @@ extern trc_rec_t *shim_trace_rec;
 /* Records ev unless the level drops its type (ELIXIR_TRACE_LEVEL after the profiled
  * iterations); ev->time must be set. */
 void shim_trace_emit(const trc_event_t *ev);
+
+/* ---------------------------------------------------------------- trace_name.c */
+
+/* The trace file's n-th name from the ELIXIR_TRACE pattern into out (cap bytes): %p is the
+ * process id, %h the host name, %% a '%'; n > 0 puts ".n" before the extension of the file's
+ * name (the names tried when the previous ones exist).  0 or -ENAMETOOLONG. */
+int shim_trace_name(const char *pattern, unsigned n, char *out, size_t cap);
 
 /* ---------------------------------------------------------------- trace_time.c */
 

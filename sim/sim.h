@@ -22,6 +22,7 @@
 #include <stddef.h>
 
 #include "simcuda.h"
+#include "simconfig.h"
 #include "race.h"
 #include "ptx.h"
 
@@ -32,40 +33,9 @@
 
 enum sim_engine { SIM_ENG_COMPUTE, SIM_ENG_H2D, SIM_ENG_D2H, SIM_ENG_PEER, SIM_ENG_COUNT };
 
-typedef struct sim_model {
-    const char *name;
-    int devices;
-    uint64_t memory;        /* bytes per device */
-    double hbm_gbps;        /* device memory bandwidth, GB/s */
-    double tflops;          /* fp32 rate, TFLOP/s */
-    double pcie_gbps;       /* pinned host <-> device, each direction */
-    double pageable_gbps;   /* pageable host <-> device (staged) */
-    double nvlink_gbps;     /* device <-> device; 0: peers go over PCIe */
-    double launch_us;       /* fixed device-side latency of a kernel */
-    double api_us;          /* host time charged per enqueued operation */
-    int sms;
-    const char *device_name;
-} sim_model_t;
-
-enum sim_racecheck { SIM_RACE_OFF, SIM_RACE_REPORT, SIM_RACE_FAIL };
-
-typedef struct sim_config {
-    sim_model_t model;
-    int racecheck;          /* enum sim_racecheck */
-    int stats;
-    int log_level;          /* 0 error, 1 warn, 2 info, 3 trace */
-    int lazy;               /* run queued work only when the host waits */
-    int host_vmm;           /* HOST/HOST_NUMA locations for cuMemCreate (ELIXIR_SIM_HOST_VMM) */
-    int alloc_costs;        /* allocation and VMM calls take host time (ELIXIR_SIM_ALLOC_COSTS) */
-    uint64_t host_memory;   /* page-locked host memory limit, 0: none (ELIXIR_SIM_HOST_MEMORY) */
-    char kernels[4096];     /* ELIXIR_SIM_KERNELS */
-} sim_config_t;
-
 extern sim_config_t sim_cfg;
 
 void sim_config_load(void);
-int sim_parse_size(const char *s, uint64_t *out);
-const sim_model_t *sim_model_find(const char *name);
 
 /* ------------------------------------------------------------------------- log.c */
 

@@ -2,10 +2,14 @@
 /*
  * shim_options.c - the ELIXIR_* options of libelixir.so, seen from a preloaded child.
  *
- *   - bad values, of every option in the table: each is reported once (however many calls
- *     the child makes), naming the variable, the value and the accepted form, and the default
- *     is used (ELIXIR_VERBOSE=1 lists the value in force);
+ *   - bad configuration stops the program at its first CUDA call, exit status 1, before the
+ *     call returns: a bad value of any option in the table (each alone, and all at once:
+ *     each reported once, naming the variable, the value and the accepted forms, on stderr
+ *     even when the log goes to a file or keeps errors only), a name one or two edits from
+ *     an option's, and a budget that comes to less than one chunk; with ELIXIR_DISABLE=1 they
+ *     are warnings and the program runs; other ELIXIR_* variables are left alone;
  *   - good values, in every accepted form, are taken and not reported;
+ *   - ELIXIR_VERBOSE=1 prints the version and what auto and percentage budgets became;
  *   - ELIXIR_LOG and ELIXIR_LOG_SUBSYS select lines by level and subsystem, "^" excluding;
  *   - ELIXIR_LOG_FILE expands %p and %h;
  *   - ELIXIR_STATS=1 prints the statistics once, at exit.
@@ -15,6 +19,8 @@
 
 #include "shim_test.h"
 #include "simtest.h"
+
+#define ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
 
 /* The child: a few hooked calls, then its process id on stdout. */
 static void child(void)
@@ -39,104 +45,225 @@ static sh_run_t run_child(const char *const *env)
     return r;
 }
 
-/* `var` was reported exactly once, with its accepted form, and its default is in force. */
-static void expect_reported(const sh_run_t *r, const char *var, const char *value,
-                            const char *accepted, const char *def)
+/* A child that bad configuration must stop: exit status 1, nothing printed on stdout (its
+ * first CUDA call did not return). */
+static sh_run_t run_refused(const char *const *env)
 {
-    char want[256];
+    sh_run_t r = sh_run("child", 1, env);
 
-    snprintf(want, sizeof(want), "%s=\"%s\" is not valid", var, value);
+    EXPECT(r.status == 1 && !strstr(r.out, "pid"),
+           "with %s the child exited %d (expected 1), stdout \"%s\", stderr:\n%s", env[0],
+           r.status, r.out, r.err);
+    EXPECT(!strstr(r.err, "option ELIXIR_"), "options listed by a refused child:\n%s", r.err);
+    return r;
+}
+
+/* `var`="value" was refused exactly once, with its accepted forms and the exit status. */
+static void expect_refused(const sh_run_t *r, const char *var, const char *value,
+                           const char *accepted)
+{
+    char want[PATH_MAX + 128];
+    const char *at;
+
+    snprintf(want, sizeof(want), "elixir: error: %s=\"%s\" is not valid: expected ", var, value);
     EXPECT(sh_count(r->err, want) == 1, "%d reports of %s in:\n%s", sh_count(r->err, want), want,
            r->err);
-    EXPECT(strstr(strstr(r->err, want), accepted), "the report of %s does not say \"%s\"", var,
-           accepted);
-    snprintf(want, sizeof(want), "option %s=%s (default)", var, def);
-    EXPECT(strstr(r->err, want), "\"%s\" missing from the listing:\n%s", want, r->err);
+    at = strstr(r->err, want);
+    EXPECT(strstr(at, accepted) && strstr(at, accepted) < strchr(at, '\n'),
+           "the report of %s does not say \"%s\":\n%s", var, accepted, r->err);
+    EXPECT(strstr(at, "; the program stops (exit status 1)\n"), "no exit status in:\n%s", at);
 }
 
+/* One bad value of every option of the table, with a piece of what it accepts. */
+static const struct bad {
+    const char *var, *value, *accepted;
+} bad[] = {
+    { "ELIXIR_DISABLE", "perhaps", "1 or 0" },
+    { "ELIXIR_VERBOSE", "loud", "1 or 0" },
+    { "ELIXIR_LOG", "loud", "error, warn, info or trace" },
+    { "ELIXIR_LOG_SUBSYS", "INIT,BOGUS", "INIT, ALLOC, LAUNCH, COPY, RES" },
+    { "ELIXIR_STATS", "maybe", "1 or 0" },
+    { "ELIXIR_GPU_MEMORY", "64X", "auto, a size in bytes with an optional K, M, G or T" },
+    { "ELIXIR_HOST_MEMORY", "-1G", "percentage above 0" },
+    { "ELIXIR_MEMINFO", "sideways", "virtual or physical" },
+    { "ELIXIR_TRACE_LEVEL", "everything", "summary, allocs or all" },
+    { "ELIXIR_TRACE_DEPTH", "257", "from 0 to 256" },
+    { "ELIXIR_PROFILE_WARMUP", "-1", "a whole number from 0" },
+    { "ELIXIR_PROFILE_ITERATIONS", "3x", "a whole number from 0" },
+    { "ELIXIR_CUPTI", "", "auto, off, or the path" },
+    { "ELIXIR_CUPTI_BUFFER", "2G", "from 1 to 1G" },
+    { "ELIXIR_CUPTI_BUFFER", "0", "from 1 to 1G" },
+};
+
+/* Each bad value alone stops the child; all together, each is reported once. */
 static void bad_values(void)
 {
-    static const char *const env[] = {
-        "ELIXIR_VERBOSE=1", "ELIXIR_LOG=loud", "ELIXIR_LOG_SUBSYS=INIT,BOGUS",
-        "ELIXIR_STATS=maybe", "ELIXIR_GPU_MEMORY=12Q", "ELIXIR_HOST_MEMORY=-1G",
-        "ELIXIR_MEMINFO=sideways", "ELIXIR_DISABLE=perhaps", NULL
-    };
-    sh_run_t r = run_child(env);
+    char vars[ARRAY_LEN(bad)][128];
+    const char *all[ARRAY_LEN(bad) + 1] = { 0 };
+    sh_run_t r;
+    size_t n = 0;
 
-    expect_reported(&r, "ELIXIR_LOG", "loud", "error, warn, info or trace", "warn");
-    expect_reported(&r, "ELIXIR_LOG_SUBSYS", "INIT,BOGUS", "INIT, ALLOC, LAUNCH, COPY, RES", "ALL");
-    expect_reported(&r, "ELIXIR_STATS", "maybe", "1 or 0", "0");
-    expect_reported(&r, "ELIXIR_GPU_MEMORY", "12Q", "K, M, G or T", "auto");
-    expect_reported(&r, "ELIXIR_HOST_MEMORY", "-1G", "percentage", "auto");
-    expect_reported(&r, "ELIXIR_MEMINFO", "sideways", "virtual or physical", "virtual");
-    expect_reported(&r, "ELIXIR_DISABLE", "perhaps", "1 or 0", "0");
-    EXPECT(!strstr(r.err, "statistics of process"), "statistics printed with STATS=maybe");
-    EXPECT(strstr(r.err, "shim/options.c:"), "a warning without file:line:\n%s", r.err);
+    for (size_t i = 0; i < ARRAY_LEN(bad); i++) {
+        snprintf(vars[i], sizeof(vars[i]), "%s=%s", bad[i].var, bad[i].value);
+        const char *env[] = { vars[i], NULL };
+        r = run_refused(env);
+        expect_refused(&r, bad[i].var, bad[i].value, bad[i].accepted);
+        EXPECT(sh_count(r.err, "elixir: error: ") == 1, "more than one error line:\n%s", r.err);
+        sh_run_free(&r);
+        if (i == 0 || strcmp(bad[i].var, bad[i - 1].var) != 0)
+            all[n++] = vars[i];
+    }
+    r = run_refused(all);
+    for (size_t i = 0; i < ARRAY_LEN(bad); i++)
+        if (i == 0 || strcmp(bad[i].var, bad[i - 1].var) != 0)
+            expect_refused(&r, bad[i].var, bad[i].value, bad[i].accepted);
+    EXPECT(!strstr(r.err, "statistics of process"), "statistics printed by a refused child");
     sh_run_free(&r);
 }
 
-/* The recording options' types (depth, count, CUPTI, size), a bad ELIXIR_VERBOSE and a log
- * file name too long for a path: each parser has its own bounds, so each is tried; the trace
- * options are read whether or not ELIXIR_TRACE is set. */
-static void bad_other_values(void)
-{
-    static const char *const env[] = {
-        "ELIXIR_VERBOSE=1", "ELIXIR_TRACE_DEPTH=257", "ELIXIR_PROFILE_WARMUP=-1",
-        "ELIXIR_PROFILE_ITERATIONS=3x", "ELIXIR_CUPTI=", "ELIXIR_CUPTI_BUFFER=2G", NULL
-    };
-    static const char *const quiet[] = { "ELIXIR_VERBOSE=loud", "ELIXIR_CUPTI_BUFFER=0", NULL };
-    static char long_file[PATH_MAX + 32] = "ELIXIR_LOG_FILE=/tmp/";
-    const char *too_long[] = { long_file, NULL };
-    sh_run_t r = run_child(env);
-
-    expect_reported(&r, "ELIXIR_TRACE_DEPTH", "257", "from 0 to 256", "16");
-    expect_reported(&r, "ELIXIR_PROFILE_WARMUP", "-1", "a whole number", "1");
-    expect_reported(&r, "ELIXIR_PROFILE_ITERATIONS", "3x", "a whole number", "1");
-    expect_reported(&r, "ELIXIR_CUPTI", "", "auto, off, or the path", "auto");
-    expect_reported(&r, "ELIXIR_CUPTI_BUFFER", "2G", "from 1 to 1G", "1M");
-    sh_run_free(&r);
-
-    r = run_child(quiet);
-    EXPECT(sh_count(r.err, "ELIXIR_VERBOSE=\"loud\" is not valid") == 1 &&
-               strstr(r.err, "ELIXIR_CUPTI_BUFFER=\"0\" is not valid: expected a size"),
-           "ELIXIR_VERBOSE=loud or ELIXIR_CUPTI_BUFFER=0 not reported once:\n%s", r.err);
-    EXPECT(!strstr(r.err, "option ELIXIR_"), "options listed with ELIXIR_VERBOSE=loud:\n%s",
-           r.err);
-    sh_run_free(&r);
-
-    memset(long_file + strlen(long_file), 'f', PATH_MAX);
-    r = run_child(too_long);
-    EXPECT(sh_count(r.err, "ELIXIR_LOG_FILE=\"/tmp/fff") == 1 &&
-               strstr(r.err, "shorter than PATH_MAX; using the default, (none)"),
-           "a log file name of %d bytes not reported once:\n%.300s", PATH_MAX + 5, r.err);
-    sh_run_free(&r);
-}
-
-/* A bad value is an error: reported even when the log keeps errors only. */
-static void bad_value_errors_only(void)
-{
-    static const char *const env[] = { "ELIXIR_LOG=error", "ELIXIR_STATS=maybe", NULL };
-    sh_run_t r = run_child(env);
-
-    EXPECT(sh_count(r.err, "ELIXIR_STATS=\"maybe\" is not valid") == 1,
-           "ELIXIR_STATS=maybe not reported once with ELIXIR_LOG=error:\n%s", r.err);
-    sh_run_free(&r);
-}
-
-/* Out-of-range sizes and percentages, one run each (the variable can only hold one). */
-static void bad_memory(void)
+/* Out-of-range sizes and percentages, and a log or trace file name too long for a path, one
+ * run each (the variable can only hold one). */
+static void bad_memory_and_paths(void)
 {
     static const char *const values[] = { "150%", "0%", "0", "5X", "1.5G", "%", "16EiB", "" };
+    static char long_file[PATH_MAX + 32];
+    const char *env[] = { long_file, NULL };
 
-    for (size_t i = 0; i < sizeof(values) / sizeof(values[0]); i++) {
+    for (size_t i = 0; i < ARRAY_LEN(values); i++) {
         char var[64];
-        const char *env[] = { var, "ELIXIR_VERBOSE=1", NULL };
+        const char *env_mem[] = { var, "ELIXIR_VERBOSE=1", NULL };
 
         snprintf(var, sizeof(var), "ELIXIR_GPU_MEMORY=%s", values[i]);
-        sh_run_t r = run_child(env);
-        expect_reported(&r, "ELIXIR_GPU_MEMORY", values[i], "percentage", "auto");
+        sh_run_t r = run_refused(env_mem);
+        expect_refused(&r, "ELIXIR_GPU_MEMORY", values[i], "percentage");
         sh_run_free(&r);
     }
+    for (int t = 0; t < 2; t++) {
+        const char *var = t ? "ELIXIR_TRACE" : "ELIXIR_LOG_FILE";
+        int n = snprintf(long_file, sizeof(long_file), "%s=/tmp/", var);
+        memset(long_file + n, 'f', PATH_MAX);
+        long_file[n + PATH_MAX] = '\0';
+        sh_run_t r = run_refused(env);
+        char cut[128];
+        snprintf(cut, sizeof(cut), "%.60s...", long_file + strlen(var) + 1);
+        expect_refused(&r, var, cut, "shorter than PATH_MAX");
+        sh_run_free(&r);
+    }
+}
+
+/* The refusal reaches stderr whatever the log says: errors only, or lines to a file. */
+static void refused_whatever_the_log(void)
+{
+    char dir[] = "/tmp/shim-options-XXXXXX", var[192], path[160];
+    const char *quiet[] = { "ELIXIR_LOG=error", "ELIXIR_STATS=maybe", NULL };
+    const char *to_file[] = { "ELIXIR_STATS=maybe", var, NULL };
+    sh_run_t r = run_refused(quiet);
+
+    expect_refused(&r, "ELIXIR_STATS", "maybe", "1 or 0");
+    sh_run_free(&r);
+    EXPECT(mkdtemp(dir), "mkdtemp");
+    snprintf(path, sizeof(path), "%s/log.txt", dir);
+    snprintf(var, sizeof(var), "ELIXIR_LOG_FILE=%s", path);
+    r = run_refused(to_file);
+    expect_refused(&r, "ELIXIR_STATS", "maybe", "1 or 0");
+    unlink(path);
+    rmdir(dir);
+    sh_run_free(&r);
+}
+
+/* A name one or two edits from an option's stops the child, naming the option; other ELIXIR_*
+ * variables (the simulator's, the tools', unrelated names) are left alone. */
+static void typos(void)
+{
+    static const char *const typo[][2] = {
+        { "ELIXIR_GPU_MEMROY=4G", "ELIXIR_GPU_MEMROY is not an option of libelixir.so: did you "
+                                  "mean ELIXIR_GPU_MEMORY?" },
+        { "ELIXIR_stats=1", "ELIXIR_stats is not an option of libelixir.so: did you mean "
+                            "ELIXIR_STATS?" },
+        { "ELIXIR_TRACE_DEPT=4", "did you mean ELIXIR_TRACE_DEPTH?" },
+        { "ELIXIR_LOGS=info", "did you mean ELIXIR_LOG?" },
+    };
+    static const char *const others[] = {
+        "ELIXIR_SIM_STATS=0", "ELIXIR_DEBUG_DIRS=/nonexistent", "ELIXIR_TEST_TIMEOUT=5",
+        "ELIXIR_PROC_REQUESTS=/nonexistent", "ELIXIR_SOMETHING_ELSE=1", "ELIXIR_DEMO=1", NULL
+    };
+
+    for (size_t i = 0; i < ARRAY_LEN(typo); i++) {
+        const char *env[] = { typo[i][0], NULL };
+        sh_run_t r = run_refused(env);
+        EXPECT(sh_count(r.err, typo[i][1]) == 1 && strstr(r.err, "elixir: error: ") &&
+                   strstr(r.err, "the program stops (exit status 1)"),
+               "with %s, expected \"%s\" once in:\n%s", typo[i][0], typo[i][1], r.err);
+        sh_run_free(&r);
+    }
+    sh_run_t r = run_child(others);
+    EXPECT(!strstr(r.err, "elixir"), "other ELIXIR_* variables were reported:\n%s", r.err);
+    sh_run_free(&r);
+}
+
+/* ELIXIR_DISABLE=1 still passes every call through: bad values and typos are warnings. */
+static void disabled(void)
+{
+    static const char *const env[] = { "ELIXIR_DISABLE=1", "ELIXIR_GPU_MEMORY=64X",
+                                       "ELIXIR_GPU_MEMROY=4G", NULL };
+    sh_run_t r = run_child(env);
+
+    EXPECT(strstr(r.out, "pid") && !strstr(r.err, "elixir: error"), "the child did not run:\n%s",
+           r.err);
+    EXPECT(sh_count(r.err, "ignored, since ELIXIR_DISABLE=1 passes every call through") == 2 &&
+               strstr(r.err, "ELIXIR_GPU_MEMORY=\"64X\" is not valid") &&
+               strstr(r.err, "did you mean ELIXIR_GPU_MEMORY?"),
+           "expected two warnings, got:\n%s", r.err);
+    sh_run_free(&r);
+}
+
+/* A budget that comes to less than one chunk (2 MiB on the simulator) stops the child at its
+ * first allocation; one chunk is enough. */
+static void budget_under_a_chunk(void)
+{
+    static const char *const under[][2] = {
+        { "ELIXIR_GPU_MEMORY=1K", "ELIXIR_GPU_MEMORY=\"1K\" gives device 0 a GPU budget of "
+                                  "1.0 KiB (1024 bytes), less than one chunk (2.0 MiB" },
+        { "ELIXIR_GPU_MEMORY=2047K", "a GPU budget of 2.0 MiB (2096128 bytes), less than one "
+                                     "chunk (2.0 MiB" },
+        { "ELIXIR_GPU_MEMORY=0.0001%", "a GPU budget of 1.0 KiB (1073 bytes), less than one "
+                                       "chunk" },
+        { "ELIXIR_HOST_MEMORY=1K", "ELIXIR_HOST_MEMORY=\"1K\" gives device 0 a host budget of "
+                                   "1.0 KiB (1024 bytes), less than one chunk (2.0 MiB" },
+    };
+    static const char *const one_chunk[] = { "ELIXIR_GPU_MEMORY=2M", "ELIXIR_HOST_MEMORY=2M",
+                                             NULL };
+
+    for (size_t i = 0; i < ARRAY_LEN(under); i++) {
+        const char *env[] = { under[i][0], NULL };
+        sh_run_t r = run_refused(env);
+        EXPECT(sh_count(r.err, under[i][1]) == 1 &&
+                   strstr(r.err, "at least 2.0 MiB; the program stops (exit status 1)"),
+               "with %s, expected \"%s\" once in:\n%s", under[i][0], under[i][1], r.err);
+        sh_run_free(&r);
+    }
+    sh_run_t r = run_child(one_chunk);
+    EXPECT(!strstr(r.err, "elixir"), "a budget of one chunk was reported:\n%s", r.err);
+    sh_run_free(&r);
+}
+
+/* ELIXIR_VERBOSE=1: the version first, then what the budgets became. */
+static void verbose_resolved(void)
+{
+    static const char *const env[] = { "ELIXIR_VERBOSE=1", "ELIXIR_HOST_MEMORY=50%", NULL };
+    sh_run_t r = run_child(env);
+    const char *at = strstr(r.err, "option ELIXIR_GPU_MEMORY=auto -> ");
+    double v = 0;
+    char unit[8] = "";
+
+    EXPECT(strstr(r.err, "elixir: libelixir.so " ELIXIR_VERSION ", process "),
+           "no version banner (%s) in:\n%s", ELIXIR_VERSION, r.err);
+    EXPECT(at && sscanf(at, "option ELIXIR_GPU_MEMORY=auto -> %lf %7s on device 0", &v,
+                        unit) == 2 && strcmp(unit, "MiB") == 0 && v > 0 && v <= 1024,
+           "no resolved GPU budget (auto, 1 GiB device) in:\n%s", r.err);
+    EXPECT(strstr(r.err, "option ELIXIR_HOST_MEMORY=50% -> "), "no resolved host budget:\n%s",
+           r.err);
+    sh_run_free(&r);
 }
 
 static void good_values(void)
@@ -212,9 +339,12 @@ int main(int argc, char **argv)
         return 0;
     }
     bad_values();
-    bad_memory();
-    bad_other_values();
-    bad_value_errors_only();
+    bad_memory_and_paths();
+    refused_whatever_the_log();
+    typos();
+    disabled();
+    budget_under_a_chunk();
+    verbose_resolved();
     good_values();
     subsystems();
     log_file();

@@ -71,12 +71,13 @@ static void scenario(void)
 static void check_bytes(const char *err, long long out, long long in)
 {
     const char *moved = strstr(err, "migrations to host ");
-    long long n_out = -1, n_in = -1, mib_out = -1, mib_in = -1;
+    long long n_out = -1, n_in = -1;
+    double mib_out = -1, mib_in = -1;
 
-    EXPECT(moved && sscanf(moved, "migrations to host %lld (%lld MiB), to GPU %lld (%lld MiB)",
+    EXPECT(moved && sscanf(moved, "migrations to host %lld (%lf MiB), to GPU %lld (%lf MiB)",
                            &n_out, &mib_out, &n_in, &mib_in) == 4 &&
                n_out == out && n_in == in && mib_out == 2 * out && mib_in == 2 * in,
-           "migrations %lld out (%lld MiB), %lld in (%lld MiB); expected 2 MiB each:\n%s",
+           "migrations %lld out (%.1f MiB), %lld in (%.1f MiB); expected 2 MiB each:\n%s",
            n_out, mib_out, n_in, mib_in, err);
 }
 
@@ -85,25 +86,50 @@ static void check_bytes(const char *err, long long out, long long in)
  * time blocked on migrations. */
 static void check_counts(const char *err, long long out)
 {
-    unsigned long long cur = 1, peak = 0, total = 0, bcur = 1, bpeak = 0, btotal = 0;
+    unsigned long long cur = 1, peak = 0, total = 0;
     const char *blocks = strstr(err, "blocks "), *bytes = strstr(err, "bytes ");
     const char *blocked = strstr(err, "blocked on migrations ");
-    double secs = -1;
+    double secs = -1, bpeak = 0, btotal = 0;
+    char bcur[8] = "", upeak[8] = "", utotal[8] = "";
 
     EXPECT(blocks && sscanf(blocks, "blocks %llu %llu %llu", &cur, &peak, &total) == 3 &&
                cur == 0 && peak == BUFS + 1 && total == BUFS + 1,
            "allocations: %llu current, %llu peak, %llu total; expected 0, %d, %d:\n%s", cur,
            peak, total, BUFS + 1, BUFS + 1, err);
-    unsigned long long want = (unsigned long long)BUFS * BUF_BYTES + BUFS * 4;
-    EXPECT(bytes && sscanf(bytes, "bytes %llu %llu %llu", &bcur, &bpeak, &btotal) == 3 &&
-               bcur == 0 && bpeak == want && btotal == want,
-           "bytes: %llu current, %llu peak, %llu total; expected 0, %llu, %llu:\n%s", bcur,
-           bpeak, btotal, want, want, err);
+    /* 8 x 4 MiB and 32 bytes: 32.0 MiB, in MiB with one decimal */
+    EXPECT(bytes && sscanf(bytes, "bytes 0 %7s %lf %7s %lf %7s", bcur, &bpeak, upeak, &btotal,
+                           utotal) == 5 &&
+               strcmp(bcur, "B") == 0 && bpeak == 32.0 && strcmp(upeak, "MiB") == 0 &&
+               btotal == 32.0 && strcmp(utotal, "MiB") == 0,
+           "bytes: expected 0 B current, 32.0 MiB peak and total:\n%s", err);
     EXPECT(sh_stat(err, "evictions forced ") == out,
            "evictions forced %lld, migrations to host %lld:\n%s",
            sh_stat(err, "evictions forced "), out, err);
     EXPECT(blocked && sscanf(blocked, "blocked on migrations %lf", &secs) == 1 && secs > 0,
            "time blocked on migrations %.3f s:\n%s", secs, err);
+}
+
+/* The statistics lead with the migrations and the share of the run the host spent blocked
+ * on them, right after the process line; launches and copies are given once, by kind. */
+static void check_layout(const char *err)
+{
+    const char *head = strstr(err, "elixir: statistics of process ");
+    const char *lead = head ? strchr(head, '\n') : NULL;
+    double run = -1, blocked = -1, share = -1, run2 = -1;
+
+    EXPECT(head && sscanf(head, "elixir: statistics of process %*d (run %lf s)", &run) == 1 &&
+               run > 0, "no run time on the statistics' first line:\n%s", err);
+    EXPECT(lead && strncmp(lead + 1, "elixir: device 0: migrations to host ", 37) == 0,
+           "the statistics do not lead with the migrations:\n%s", err);
+    const char *b = strstr(lead, "the host blocked on migrations ");
+    EXPECT(b && sscanf(b, "the host blocked on migrations %lf s (%lf%% of the %lf s run)",
+                       &blocked, &share, &run2) == 3 &&
+               share > 0 && share <= 100 && run2 > 0,
+           "no share of the run blocked on migrations:\n%s", err);
+    EXPECT(sh_count(err, "launch kernel ") == 1 && sh_count(err, "copy dtoh ") == 1 &&
+               !strstr(err, "call cuLaunch") && !strstr(err, "call cuMemcpy") &&
+               strstr(err, "call cuMemAlloc_v2 "),
+           "launches or copies counted twice, or the calls missing:\n%s", err);
 }
 
 int main(int argc, char **argv)
@@ -123,6 +149,7 @@ int main(int argc, char **argv)
     EXPECT(host >= 26, "host peak %lld MiB: the buffers did not overflow to host memory", host);
     check_bytes(r.err, out, in);
     check_counts(r.err, out);
+    check_layout(r.err);
     sh_run_free(&r);
     return 0;
 }

@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * shim_trace_files.c - the trace file itself: "%p" in ELIXIR_TRACE is the process id and the
- * file is created 0600; an existing file is never overwritten (the log says so once, naming
- * the variable, and nothing is recorded); a bad ELIXIR_TRACE_LEVEL is reported once and the
- * default used; with ELIXIR_TRACE unset nothing is written and no recording thread is
- * started.
+ * shim_trace_files.c - the trace file itself: "%p" in ELIXIR_TRACE is the process id, "%h"
+ * the host name, and the file is created 0600; an existing file is never overwritten: the
+ * program run twice with the same name leaves two whole traces, NAME.1.EXT and NAME.2.EXT
+ * beside the old file, the log naming each; a bad ELIXIR_TRACE_LEVEL stops the program
+ * (exit 1) before anything is written; with ELIXIR_TRACE unset nothing is written and no
+ * recording thread is started.
  *
  * The scenario allocates, launches and frees a little, then prints its pid and its number of
  * threads.  It runs in a directory of its own (also its TMPDIR), so that a file written
@@ -66,19 +67,21 @@ static sh_run_t run_in(const char *dir, int preload, const char **env, int *pid,
     return r;
 }
 
-/* %p: the file carries the scenario's pid, mode 0600, and reads back whole. */
+/* %p and %h: the file carries the scenario's pid and the host name, mode 0600, and reads
+ * back whole. */
 static void percent_p(const char *dir)
 {
-    char pattern[PATH_MAX], env[PATH_MAX + 16], file[PATH_MAX + 32];
+    char pattern[PATH_MAX], env[PATH_MAX + 16], file[PATH_MAX + 128], host[64];
     const char *e[] = { env, NULL };
     int pid, threads;
     tt_trace_t t;
     struct stat st;
 
-    snprintf(pattern, sizeof(pattern), "%s/run-%%p.trace", dir);
+    EXPECT(gethostname(host, sizeof(host)) == 0, "gethostname: %s", strerror(errno));
+    snprintf(pattern, sizeof(pattern), "%s/run-%%h-%%p.trace", dir);
     snprintf(env, sizeof(env), "ELIXIR_TRACE=%s", pattern);
     sh_run_t r = run_in(dir, 1, e, &pid, &threads);
-    snprintf(file, sizeof(file), "%s/run-%d.trace", dir, pid);
+    snprintf(file, sizeof(file), "%s/run-%s-%d.trace", dir, host, pid);
     EXPECT(stat(file, &st) == 0, "no %s (ELIXIR_TRACE=%s)", file, pattern);
     EXPECT((st.st_mode & 0777) == 0600, "%s has mode %o, expected 600", file,
            (unsigned)(st.st_mode & 0777));
@@ -91,13 +94,15 @@ static void percent_p(const char *dir)
     tt_free(&t);
     unlink(file);
     sh_run_free(&r);
-    printf("%%p: %s, mode 600, complete\n", file);
+    printf("%%p and %%h: %s, mode 600, complete\n", file);
 }
 
-/* An existing file keeps its bytes; one warning naming the variable; nothing recorded. */
+/* An existing file keeps its bytes; two runs with its name record kept.1.trace and
+ * kept.2.trace, each whole and of its own process, the log naming the file used. */
 static void existing(const char *dir)
 {
-    char file[PATH_MAX], env[PATH_MAX + 16], got[64] = "";
+    char file[PATH_MAX], env[PATH_MAX + 16], got[64] = "", used[PATH_MAX + 16],
+        want[4 * PATH_MAX];
     const char *e[] = { env, NULL };
     int pid, threads;
 
@@ -105,17 +110,34 @@ static void existing(const char *dir)
     snprintf(env, sizeof(env), "ELIXIR_TRACE=%s", file);
     FILE *f = fopen(file, "w");
     EXPECT(f && fputs("not a trace\n", f) >= 0 && fclose(f) == 0, "cannot write %s", file);
-    sh_run_t r = run_in(dir, 1, e, &pid, &threads);
+    for (int n = 1; n <= 2; n++) {
+        sh_run_t r = run_in(dir, 1, e, &pid, &threads);
+        tt_trace_t t;
+        snprintf(used, sizeof(used), "%s/kept.%d.trace", dir, n);
+        snprintf(want, sizeof(want), "ELIXIR_TRACE=%s: %s exists (never overwritten); "
+                 "recording to %s", file, file, used);
+        EXPECT(sh_count(r.err, want) == 1, "run %d: expected \"%s\" once in:\n%s", n, want,
+               r.err);
+        tt_load(used, &t);
+        tt_expect_clean(&t, used);
+        EXPECT(t.complete && tt_count(&t, TRC_EV_LAUNCH) == 1 &&
+                   tt_nth(&t, TRC_EV_PROCESS, 0)->u.process.pid == (uint32_t)pid,
+               "%s: complete %d, %zu launches", used, t.complete, tt_count(&t, TRC_EV_LAUNCH));
+        tt_free(&t);
+        sh_run_free(&r);
+    }
     f = fopen(file, "r");
     EXPECT(f && fgets(got, sizeof(got), f), "cannot read %s back", file);
     fclose(f);
     EXPECT(strcmp(got, "not a trace\n") == 0, "%s was overwritten: now starts '%s'", file, got);
-    EXPECT(sh_count(r.err, "ELIXIR_TRACE=") == 1 && strstr(r.err, "exists"),
-           "expected one warning naming ELIXIR_TRACE and saying the file exists:\n%s", r.err);
-    EXPECT(entries(dir) == 1, "%d files in %s, expected the old one only", entries(dir), dir);
+    EXPECT(entries(dir) == 3, "%d files in %s, expected the old one and two traces",
+           entries(dir), dir);
+    for (int n = 1; n <= 2; n++) {
+        snprintf(used, sizeof(used), "%s/kept.%d.trace", dir, n);
+        unlink(used);
+    }
     unlink(file);
-    sh_run_free(&r);
-    printf("existing file: kept, one warning\n");
+    printf("existing file: kept; two runs recorded kept.1.trace and kept.2.trace\n");
 }
 
 /* ELIXIR_TRACE unset: no file, and no more threads than without the shim's recording. */
@@ -166,31 +188,27 @@ static void absolute_library_path(void)
         setenv("LD_LIBRARY_PATH", out, 1);
 }
 
-/* A bad ELIXIR_TRACE_LEVEL: one warning naming it and the accepted values; the default
- * (all) recorded in the snapshot. */
+/* A bad ELIXIR_TRACE_LEVEL stops the program at its first CUDA call, naming the variable and
+ * the accepted values, before the trace file is made. */
 static void bad_level(const char *dir)
 {
     char file[PATH_MAX], env[PATH_MAX + 16];
     const char *e[] = { env, "ELIXIR_TRACE_LEVEL=everything", NULL };
-    int pid, threads;
-    tt_trace_t t;
+    char cwd[PATH_MAX];
 
     snprintf(file, sizeof(file), "%s/level.trace", dir);
     snprintf(env, sizeof(env), "ELIXIR_TRACE=%s", file);
-    sh_run_t r = run_in(dir, 1, e, &pid, &threads);
-    EXPECT(sh_count(r.err, "ELIXIR_TRACE_LEVEL=\"everything\"") == 1 &&
+    EXPECT(getcwd(cwd, sizeof(cwd)) && chdir(dir) == 0, "cannot enter %s", dir);
+    sh_run_t r = sh_run("scenario", 1, e);
+    EXPECT(chdir(cwd) == 0, "cannot go back to %s", cwd);
+    EXPECT(r.status == 1 && !strstr(r.out, "pid") &&
+               sh_count(r.err, "ELIXIR_TRACE_LEVEL=\"everything\" is not valid") == 1 &&
                strstr(r.err, "summary, allocs or all"),
-           "expected one warning naming ELIXIR_TRACE_LEVEL and its values:\n%s", r.err);
-    tt_load(file, &t);
-    tt_expect_clean(&t, file);
-    const char *v = tt_option(&t, "ELIXIR_TRACE_LEVEL");
-    EXPECT(v && strcmp(v, "all") == 0 && tt_count(&t, TRC_EV_LAUNCH) == 1,
-           "ELIXIR_TRACE_LEVEL recorded as '%s', %zu launches", v ? v : "(absent)",
-           tt_count(&t, TRC_EV_LAUNCH));
-    tt_free(&t);
-    unlink(file);
+           "expected exit 1 and one error naming ELIXIR_TRACE_LEVEL and its values, got %d:\n%s",
+           r.status, r.err);
+    EXPECT(entries(dir) == 0, "%d files in %s after the refusal", entries(dir), dir);
     sh_run_free(&r);
-    printf("bad ELIXIR_TRACE_LEVEL: one warning, the default recorded\n");
+    printf("bad ELIXIR_TRACE_LEVEL: the program stops, no file\n");
 }
 
 static char dir[] = "/tmp/elixir-trace-files-XXXXXX";

@@ -2,7 +2,8 @@
 /*
  * unit_trace_tool_help.c - `elixir-trace --help` lists every command; `elixir-trace CMD
  * --help` (or -h, before or after other arguments) prints the command's usage line and
- * every one of its options, exits 0 and writes nothing to stderr.
+ * every one of its options, exits 0 and writes nothing to stderr.  `elixir-trace --version`
+ * prints "elixir-trace VERSION", the project's version (the file VERSION, built in).
  */
 #include "unit_trace_tool.h"
 
@@ -56,6 +57,12 @@ int main(void)
         TT_LINE(r.out, line);
     }
     TT_LINE(r.out, "Exit status");
+    tt_free(&r);
+    r = tt_run("--version", NULL);
+    TT_CHECK("--version exit status", 0, r.status);
+    if (strcmp(r.out, "elixir-trace " ELIXIR_VERSION "\n") != 0 || r.err[0])
+        TT_FAIL("--version printed \"%s\" (stderr \"%s\"), expected \"elixir-trace %s\"", r.out,
+                r.err, ELIXIR_VERSION);
     tt_free(&r);
     for (size_t i = 0; i < NCMDS; i++) {
         r = tt_run(cmds[i].name, "--help", NULL);

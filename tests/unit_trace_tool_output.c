@@ -8,7 +8,9 @@
  * replaced without --force (exit 1, a message naming it, the old content intact) and is
  * replaced with it; no temporary file is left behind; a directory that does not exist is
  * an error naming the path; "-" writes to standard output; devices are written in place,
- * directories refused, links to files followed; write errors are reported.
+ * directories refused, links to files followed; write errors are reported.  A file written
+ * is said on stderr, with its size ("wrote OUT (N bytes)", "replaced" with --force), and
+ * nothing is said for "-".
  */
 #include "unit_trace_tool.h"
 
@@ -61,11 +63,26 @@ static void check_mode(const char *path)
     TT_CHECK("mode (umask 022)", 0644, st.st_mode & 0777);
 }
 
+/* stderr says "elixir-trace CMD: VERB PATH (N bytes)", N the file's size, on a line of its
+ * own and nothing else. */
+static void said(const tt_result_t *r, const char *cmd, const char *verb, const char *path)
+{
+    struct stat st;
+    char want[PATH_MAX + 128];
+
+    TT_CHECK("stat", 0, stat(path, &st));
+    snprintf(want, sizeof(want), "elixir-trace %s: %s %s (%lld bytes)\n", cmd, verb, path,
+             (long long)st.st_size);
+    if (strcmp(r->err, want) != 0)
+        TT_FAIL("expected stderr \"%s\", got \"%s\"", want, r->err);
+}
+
 static void timeline(void)
 {
     const char *out = tt_path("t.json");
     tt_result_t r = tt_run("timeline", trace, "--chrome", out, NULL);
     TT_CHECK("timeline exit status", 0, r.status);
+    said(&r, "timeline", "wrote", out);
     tt_free(&r);
     char *json = tt_slurp(out);
     TT_JSON(json, "'traceEvents' in d and len(d['traceEvents']) > 20", "True");
@@ -74,6 +91,7 @@ static void timeline(void)
     r = tt_run("timeline", trace, "--chrome=-", NULL);
     TT_CHECK("timeline to stdout", 0, r.status);
     TT_JSON(r.out, "'traceEvents' in d", "True");
+    TT_HASNT(r.err, "wrote");
     tt_free(&r);
 }
 
@@ -90,6 +108,7 @@ static void refuse_and_force(void)
     free(kept);
     r = tt_run("plot", trace, out, "--force", "--size", "1280x540", NULL);
     TT_CHECK("plot --force", 0, r.status);
+    said(&r, "plot", "replaced", out);
     tt_free(&r);
     char *svg = tt_slurp(out);
     TT_HAS(svg, "<svg");
@@ -110,6 +129,7 @@ static void report(void)
     const char *out = tt_path("r.html");
     tt_result_t r = tt_run("report", trace, out, NULL);
     TT_CHECK("report exit status", 0, r.status);
+    said(&r, "report", "wrote", out);
     tt_free(&r);
     char *html = tt_slurp(out);
     TT_HAS(html, "<html");

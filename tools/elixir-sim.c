@@ -9,15 +9,27 @@
  * directory of this executable, from /proc/self/exe), ELIXIR_SIM_KERNELS gains
  * <bin>/../examples/kernels_sim.so when it exists, and the options become ELIXIR_SIM_MEMORY,
  * ELIXIR_SIM_DEVICES and ELIXIR_SIM_MACHINE.  Then CMD replaces this process (execvp).
+ *
+ * Before that it checks what it passes on, and refuses to start CMD (exit 2) when:
+ *   - an ELIXIR_SIM_* variable (set by an option or already in the environment) is not an
+ *     option of the simulator, or its value is not valid: the rules are the simulator's own
+ *     (sim/simconfig.c, linked in), under which it would only warn and use its default;
+ *   - LD_PRELOAD names libelixir.so by a relative path, or one that cannot be read: the
+ *     dynamic loader would then run CMD without the shim, saying little or nothing.
  */
 #include <errno.h>
 #include <limits.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "simconfig.h"
+
 #define USAGE "usage: elixir-sim [--memory SIZE] [--devices N] [--machine NAME] -- CMD [ARGS...]\n"
+
+extern char **environ;
 
 static void usage_error(const char *fmt, const char *arg)
 {
@@ -31,29 +43,101 @@ static void help(void)
 {
     printf(USAGE
            "\nRun CMD on the simulated CUDA driver (the libcuda.so.1 of this build tree).\n\n"
-           "  --memory SIZE   memory per device: digits with an optional K, M or G suffix\n"
-           "                  (sets ELIXIR_SIM_MEMORY)\n"
-           "  --devices N     number of devices (sets ELIXIR_SIM_DEVICES)\n"
-           "  --machine NAME  machine model (sets ELIXIR_SIM_MACHINE)\n"
-           "  --help          print this help\n\n"
+           "  --memory SIZE   memory per device: at least 2M, digits with an optional K, M, G\n"
+           "                  or T suffix (sets ELIXIR_SIM_MEMORY)\n"
+           "  --devices N     number of devices, 1 to 16 (sets ELIXIR_SIM_DEVICES)\n"
+           "  --machine NAME  machine model: %s\n"
+           "                  (sets ELIXIR_SIM_MACHINE)\n"
+           "  --help          print this help\n"
+           "  --version       print the version\n\n"
            "LD_LIBRARY_PATH gets the simulator's directory in front, and ELIXIR_SIM_KERNELS the\n"
            "example kernels (build/examples/kernels_sim.so) at its end.  Other ELIXIR_SIM_*\n"
-           "variables pass through unchanged.\n");
+           "variables pass through unchanged.  Every ELIXIR_SIM_* variable is checked with the\n"
+           "simulator's own rules, and LD_PRELOAD must name libelixir.so by an absolute path\n"
+           "that exists; otherwise CMD does not start (exit status 2).\n", sim_model_names());
 }
 
-/* A size is digits with an optional K, M or G suffix (either case); the simulator parses it. */
-static int valid_size(const char *s)
+/* Refuse to start CMD: the message, then exit 2. */
+__attribute__((format(printf, 1, 2), noreturn)) static void refuse(const char *fmt, ...)
 {
-    size_t n = strspn(s, "0123456789");
-    if (n == 0)
-        return 0;
-    return s[n] == '\0' || (strchr("kKmMgG", s[n]) && s[n + 1] == '\0');
+    va_list ap;
+
+    fprintf(stderr, "elixir-sim: ");
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "\n");
+    exit(2);
 }
 
-static int valid_count(const char *s)
+/* Refuse value v of simulator option i when the simulator would not take it; `given` says
+ * where it came from ("--memory " or "ELIXIR_SIM_MEMORY="). */
+static void check_value(int i, const char *given, const char *v)
 {
-    size_t n = strspn(s, "0123456789");
-    return n > 0 && n < 6 && s[n] == '\0' && atoi(s) > 0;
+    sim_config_t scratch;
+
+    sim_config_defaults(&scratch);
+    if (sim_option_apply(&scratch, i, v) == 0)
+        return;
+    if (strcmp(sim_option_name(i), "MACHINE") == 0)
+        refuse("unknown machine model %s\"%s\": the known models are %s", given, v,
+               sim_model_names());
+    refuse("%s\"%s\" is not valid: expected %s", given, v, sim_option_form(i));
+}
+
+/* Every ELIXIR_SIM_* variable of the environment must be an option with a valid value. */
+static void check_sim_environment(void)
+{
+    for (char **e = environ; *e; e++) {
+        if (strncmp(*e, "ELIXIR_SIM_", 11) != 0)
+            continue;
+        const char *name = *e + 11, *eq = strchr(name, '=');
+        char opt[64], given[96];
+        int i = -1;
+        if (eq && (size_t)(eq - name) < sizeof(opt)) {
+            snprintf(opt, sizeof(opt), "%.*s", (int)(eq - name), name);
+            i = sim_option_find(opt);
+        }
+        if (i < 0) {
+            fprintf(stderr, "elixir-sim: ELIXIR_SIM_%.*s is not an option of the simulator; "
+                    "its options are", eq ? (int)(eq - name) : 64, name);
+            for (int j = 0; j < sim_option_count(); j++)
+                fprintf(stderr, "%s ELIXIR_SIM_%s", j ? "," : "", sim_option_name(j));
+            fprintf(stderr, "\n");
+            exit(2);
+        }
+        snprintf(given, sizeof(given), "ELIXIR_SIM_%s=", opt);
+        check_value(i, given, eq + 1);
+    }
+}
+
+/* An LD_PRELOAD entry (separated by ':' or spaces) naming libelixir must be an absolute path
+ * to a readable file: a relative one is looked up from wherever CMD runs (or, without a '/',
+ * in the library search path), and one that cannot be opened is skipped by the loader, CMD
+ * then running without the shim. */
+static void check_preload(void)
+{
+    const char *pre = getenv("LD_PRELOAD");
+    char entry[PATH_MAX], abs[PATH_MAX];
+
+    for (const char *p = pre; p && *p; p += strspn(p, ": ")) {
+        size_t n = strcspn(p, ": ");
+        snprintf(entry, sizeof(entry), "%.*s", (int)n, p);
+        p += n;
+        const char *base = strrchr(entry, '/');
+        if (strncmp(base ? base + 1 : entry, "libelixir", 9) != 0)
+            continue;
+        if (entry[0] != '/') {
+            int found = realpath(entry, abs) != NULL;
+            refuse("LD_PRELOAD=%s is a relative path: the dynamic loader looks for it from the "
+                   "directory the command runs in (or in the library path) and, not finding "
+                   "it, runs the command without Elixir; use an absolute path%s%s", entry,
+                   found ? ", here LD_PRELOAD=" : "", found ? abs : "");
+        }
+        if (access(entry, R_OK) != 0)
+            refuse("LD_PRELOAD=%s cannot be read (%s): the command would run without Elixir; "
+                   "give the absolute path of the built libelixir.so", entry, strerror(errno));
+    }
 }
 
 /* The directory holding this executable, into dir (PATH_MAX bytes); 0 or -errno. */
@@ -103,27 +187,21 @@ static int set_paths(void)
     return rc;
 }
 
-typedef struct sim_opt {
-    const char *name, *var, *want;
-    int (*valid)(const char *);
-} sim_opt_t;
-
-static int valid_name(const char *s)
-{
-    return *s != '\0';
-}
-
-static const sim_opt_t options[] = {
-    { "--memory", "ELIXIR_SIM_MEMORY", "digits with an optional K, M or G suffix", valid_size },
-    { "--devices", "ELIXIR_SIM_DEVICES", "a positive number", valid_count },
-    { "--machine", "ELIXIR_SIM_MACHINE", "a machine name", valid_name },
+/* The command-line options and the simulator options they set. */
+static const struct {
+    const char *name, *option;
+} options[] = {
+    { "--memory", "MEMORY" },
+    { "--devices", "DEVICES" },
+    { "--machine", "MACHINE" },
 };
 
-static const sim_opt_t *find_option(const char *name)
+/* The simulator option behind command-line option `name`, or NULL. */
+static const char *find_option(const char *name)
 {
     for (size_t i = 0; i < sizeof(options) / sizeof(options[0]); i++)
         if (strcmp(options[i].name, name) == 0)
-            return &options[i];
+            return options[i].option;
     return NULL;
 }
 
@@ -139,20 +217,24 @@ static int parse(int argc, char **argv)
             help();
             exit(0);
         }
+        if (strcmp(arg, "--version") == 0) {
+            printf("elixir-sim %s\n", ELIXIR_VERSION);
+            exit(0);
+        }
         if (arg[0] != '-')
             return i; /* CMD without "--" */
-        const sim_opt_t *opt = find_option(arg);
+        const char *opt = find_option(arg);
         if (!opt)
             usage_error("unknown option '%s'", arg);
         if (i + 1 >= argc)
             usage_error("option '%s' needs a value", arg);
         const char *val = argv[++i];
-        if (!opt->valid(val)) {
-            fprintf(stderr, "elixir-sim: bad %s '%s': want %s\n", opt->name, val, opt->want);
-            exit(2);
-        }
-        if (setenv(opt->var, val, 1) != 0)
-            usage_error("cannot set %s", opt->var);
+        char given[64], var[64];
+        snprintf(given, sizeof(given), "%s ", arg);
+        check_value(sim_option_find(opt), given, val);
+        snprintf(var, sizeof(var), "ELIXIR_SIM_%s", opt);
+        if (setenv(var, val, 1) != 0)
+            usage_error("cannot set %s", var);
     }
     return i;
 }
@@ -167,6 +249,8 @@ int main(int argc, char **argv)
         fprintf(stderr, "elixir-sim: cannot find the simulator: %s\n", strerror(-rc));
         return 1;
     }
+    check_sim_environment();
+    check_preload();
     execvp(argv[cmd], argv + cmd);
     fprintf(stderr, "elixir-sim: cannot run '%s': %s\n", argv[cmd], strerror(errno));
     return errno == ENOENT ? 127 : 126;

@@ -62,7 +62,8 @@ void cli_load(const cli_cmd_t *c, const char *path, tm_trace_t *t);
 /* ------------------------------------------------------------------ cmd_export.c */
 
 /* Writes out ('-': stdout) with fn, never replacing a file unless the command's --force is
- * given, never leaving one half-written: 0, or prints why and returns CLI_EXIT_FAIL. */
+ * given, never leaving one half-written, and says on stderr what it wrote: 0, or prints why
+ * and returns CLI_EXIT_FAIL. */
 typedef int (*cli_export_fn)(const tm_trace_t *t, const void *arg, FILE *out, char *err,
                              size_t len);
 int cli_export(const cli_cmd_t *c, const tm_trace_t *t, const char *out, cli_export_fn fn,

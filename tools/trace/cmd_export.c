@@ -7,7 +7,8 @@
  * the exporter writes to a new temporary file in the same directory, which is flushed to
  * disk and then renamed over the target (--force) or linked to it only if it still does not
  * exist (renameat2 with RENAME_NOREPLACE, else link + unlink), so a reader sees the old file
- * or the whole new one.  "-" writes to standard output.
+ * or the whole new one.  "-" writes to standard output.  A file written is said on stderr:
+ * "elixir-trace plot: wrote OUT.svg (N bytes)" ("replaced" with --force over a file).
  */
 #include "cli.h"
 #include "export.h"
@@ -164,6 +165,17 @@ static int write_stream(const char *out, out_kind_t kind, export_fn fn, const tm
     return rc < 0 ? rc : frc;
 }
 
+/* "elixir-trace CMD: wrote OUT (N bytes)" on stderr, once the file is in place (stdout stays
+ * the output's alone when it is "-"). */
+static void said_written(const cli_cmd_t *c, const char *out, int replaced)
+{
+    struct stat st;
+
+    if (stat(out, &st) == 0)
+        fprintf(stderr, "elixir-trace %s: %s %s (%lld bytes)\n", c->name,
+                replaced ? "replaced" : "wrote", out, (long long)st.st_size);
+}
+
 int cli_export(const cli_cmd_t *c, const tm_trace_t *t, const char *out, cli_export_fn fn,
                const void *arg)
 {
@@ -175,7 +187,11 @@ int cli_export(const cli_cmd_t *c, const tm_trace_t *t, const char *out, cli_exp
         rc = write_file(target, kind == OUT_REPLACE, fn, t, arg, err, sizeof(err));
     else
         rc = write_stream(out, (out_kind_t)kind, fn, t, arg, err, sizeof(err));
-    return rc < 0 ? cli_fail(c, "%s: %s", out, err[0] ? err : strerror(-rc)) : 0;
+    if (rc < 0)
+        return cli_fail(c, "%s: %s", out, err[0] ? err : strerror(-rc));
+    if (kind == OUT_NEW || kind == OUT_REPLACE)
+        said_written(c, out, kind == OUT_REPLACE);
+    return 0;
 }
 
 /* Loads the trace and writes out with fn: 0, or prints why and returns 1.  The output's

@@ -377,8 +377,8 @@ static int run_plan(const cli_cmd_t *c, char **pos)
         if (sweep)
             print_sweep_text(&s);
     }
-    if (svg && !(rc = cli_export(c, &t, svg, svg_sweep, &s)) && strcmp(svg, "-") != 0)
-        fprintf(stderr, "elixir-trace plan: wrote %s\n", svg);
+    if (svg)
+        rc = cli_export(c, &t, svg, svg_sweep, &s);
     if (!rc && p.rc == -ENOSPC && !sweep)
         rc = CLI_EXIT_FAIL;            /* said on the "predicted" line */
     else if (!rc && p.rc && p.rc != -ENOSPC)

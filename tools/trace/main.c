@@ -67,7 +67,8 @@ static void main_help(FILE *f)
                "Reads a trace file written by libelixir.so (ELIXIR_TRACE=path).\n\ncommands:\n");
     for (size_t i = 0; i < NCOMMANDS; i++)
         fprintf(f, "  %-9s %s\n", commands[i]->name, commands[i]->summary);
-    fprintf(f, "\n'" PROG " COMMAND --help' describes a command and its options.\n"
+    fprintf(f, "\n'" PROG " COMMAND --help' describes a command and its options;\n"
+               "'" PROG " --version' prints the version.\n"
                "Exit status: 0 success, 1 the output could not be written, 2 a usage error\n"
                "or a trace that cannot be read.\n");
 }
@@ -279,6 +280,10 @@ int main(int argc, char **argv)
     if (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0 ||
         strcmp(argv[1], "help") == 0) {
         main_help(stdout);
+        return 0;
+    }
+    if (strcmp(argv[1], "--version") == 0) {
+        printf(PROG " %s\n", ELIXIR_VERSION);
         return 0;
     }
     for (size_t i = 0; i < NCOMMANDS; i++) {
