@@ -1145,7 +1145,14 @@ static double account(sim_op_t *op, int err, sim_vc_t **vc, double *t_start)
         t0 = memop_wait_order(op, t0);
     double start = t0, end = t0, dur = err ? 0 : duration(op, &bytes);
     int eng = engine_of(op);
-    if (eng >= 0 && !err) {
+    if ((eng == SIM_ENG_H2D || eng == SIM_ENG_D2H) && !err) {
+        /* both directions of the device's host link, within its duplex figure (link.c) */
+        start = dmax(t0, d->engine_free[eng]);
+        end = sim_link_transfer(&d->pcie, eng == SIM_ENG_D2H, start, op->t_submit,
+                                (double)bytes, op->u.copy.gbps, &start);
+        d->engine_free[eng] = end;
+        stats.bytes[eng] += bytes;
+    } else if (eng >= 0 && !err) {
         start = dmax(t0, d->engine_free[eng]);
         end = start + dur;
         d->engine_free[eng] = end;

@@ -38,13 +38,19 @@ typedef struct sim_model {
     uint64_t memory;        /* bytes per device */
     double hbm_gbps;        /* device memory bandwidth, GB/s */
     double tflops;          /* fp32 rate, TFLOP/s */
-    double pcie_gbps;       /* pinned host <-> device, each direction */
+    double h2d_gbps;        /* pinned host -> device */
+    double d2h_gbps;        /* pinned device -> host */
+    double duplex_gbps;     /* both PCIe directions together (link.c) */
     double pageable_gbps;   /* pageable host <-> device (staged) */
     double nvlink_gbps;     /* device <-> device; 0: peers go over PCIe */
     double launch_us;       /* fixed device-side latency of a kernel */
     double api_us;          /* host time charged per enqueued operation */
     int sms;
     const char *device_name;
+    double nvme_read_gbps;  /* the NVMe drive (nvme.c): drive -> host */
+    double nvme_write_gbps; /* host -> drive */
+    double nvme_duplex_gbps;    /* reads and writes together */
+    double nvme_latency_us; /* from submission to completion, beside the transfer */
 } sim_model_t;
 
 enum sim_racecheck { SIM_RACE_OFF, SIM_RACE_REPORT, SIM_RACE_FAIL };
@@ -74,6 +80,28 @@ void sim_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3
 #define SIM_WARN(...) sim_log(1, __VA_ARGS__)
 #define SIM_INFO(...) do { if (sim_cfg.log_level >= 2) sim_log(2, __VA_ARGS__); } while (0)
 
+/* ------------------------------------------------------------------------- link.c */
+
+typedef struct sim_seg {
+    double s, e;            /* [s, e), virtual ns */
+    double rate;            /* bytes per ns (GB/s) */
+} sim_seg_t;
+
+typedef struct sim_lane {
+    sim_seg_t *seg;         /* the stretches its transfers occupy, in time order */
+    size_t n, cap;
+    double free;            /* when its last transfer ends */
+} sim_lane_t;
+
+/* Two directions of one link, whose rates together are held to duplex_gbps (0: not held). */
+typedef struct sim_link {
+    sim_lane_t lane[2];
+    double duplex_gbps;
+} sim_link_t;
+
+double sim_link_transfer(sim_link_t *link, int dir, double start, double floor, double bytes,
+                         double gbps, double *t_start);
+
 /* ------------------------------------------------------------------------- init.c */
 
 typedef struct sim_device {
@@ -86,6 +114,7 @@ typedef struct sim_device {
     int primary_refs;
     unsigned primary_flags;
     double engine_free[SIM_ENG_COUNT];  /* virtual time an engine is next free (executor) */
+    sim_link_t pcie;                /* its host link: the H2D and D2H lanes (executor) */
     struct CUmemPoolHandle_st *default_pool;
     struct CUmemPoolHandle_st *current_pool;
     char *arena;                    /* reserved VA for cuMemAlloc */
