@@ -205,6 +205,32 @@ void sim_vmm_calls(sim_vmm_calls_t *out);
  * name or an address given where none is taken. */
 int sim_vmm_fail(const char *call, uint64_t ptr, int result);
 
+/* ------------------------------------------------------------------------- NVMe I/O */
+
+/*
+ * I/O on the simulated machine's NVMe drive, charged to the virtual clock (sim/nvme.c).  Not
+ * CUDA: a library that performs real file I/O looks these up with dlsym in the driver it
+ * loaded, and calls them around each request when they exist; on a real driver they do not,
+ * and nothing else changes.  The library declares the types itself rather than including
+ * this header:
+ *
+ *   uint64_t elixirSimIoSubmit(int dir, uint64_t bytes);
+ *       dir 0: read (drive to host), 1: write (host to drive).  Schedules the request on the
+ *       drive from the host clock's now, behind the requests of that direction submitted
+ *       before it, and returns a ticket: nonzero; 0 for another dir or before cuInit.
+ *   void elixirSimIoWait(uint64_t ticket);
+ *       The host clock moves to the ticket's completion (never back).  A ticket may be waited
+ *       for more than once, from any thread, or never; 0 does nothing.
+ *
+ * Call submit when the request is handed to the kernel and wait when its completion is
+ * reaped; requests in flight together share the drive's bandwidth.
+ */
+#define ELIXIR_SIM_IO_READ  0
+#define ELIXIR_SIM_IO_WRITE 1
+
+uint64_t elixirSimIoSubmit(int dir, uint64_t bytes);
+void elixirSimIoWait(uint64_t ticket);
+
 /* ------------------------------------------------------------------------- other processes */
 
 /* Other processes now hold `bytes` of device `device`'s memory (0: none; the default): it
