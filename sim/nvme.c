@@ -16,10 +16,13 @@
  * (virtual ns + 1), so a ticket needs no storage: it may be waited for any number of times,
  * from any thread, or never.
  */
+#include <stdio.h>
+
 #include "sim.h"
 
 static pthread_mutex_t nvme_lock = PTHREAD_MUTEX_INITIALIZER;
 static sim_link_t nvme;             /* under nvme_lock */
+static uint64_t requests[2], bytes_moved[2];    /* per direction, under nvme_lock */
 
 /*
  * Schedule `bytes` of I/O in direction `dir` (ELIXIR_SIM_IO_READ: drive to host,
@@ -37,6 +40,8 @@ SIM_API uint64_t elixirSimIoSubmit(int dir, uint64_t bytes)
     pthread_mutex_lock(&nvme_lock);
     nvme.duplex_gbps = m->nvme_duplex_gbps;
     double end = sim_link_transfer(&nvme, dir, now, now, (double)bytes, gbps, &start);
+    requests[dir]++;
+    bytes_moved[dir] += bytes;
     pthread_mutex_unlock(&nvme_lock);
     return (uint64_t)(end + m->nvme_latency_us * 1000.0) + 1;
 }
@@ -46,4 +51,16 @@ SIM_API void elixirSimIoWait(uint64_t ticket)
 {
     if (ticket && sim_check_init() == CUDA_SUCCESS)
         sim_host_advance((double)(ticket - 1));
+}
+
+/* ELIXIR_SIM_STATS: the requests and bytes charged on the drive, when there were any. */
+void sim_nvme_stats(void)
+{
+    pthread_mutex_lock(&nvme_lock);
+    if (requests[0] || requests[1])
+        fprintf(stderr, "elixir-sim stats:   nvme read %llu bytes in %llu requests, "
+                "write %llu bytes in %llu requests\n", (unsigned long long)bytes_moved[0],
+                (unsigned long long)requests[0], (unsigned long long)bytes_moved[1],
+                (unsigned long long)requests[1]);
+    pthread_mutex_unlock(&nvme_lock);
 }

@@ -102,6 +102,10 @@ typedef struct sim_link {
 double sim_link_transfer(sim_link_t *link, int dir, double start, double floor, double bytes,
                          double gbps, double *t_start);
 
+/* ------------------------------------------------------------------------- nvme.c */
+
+void sim_nvme_stats(void);      /* ELIXIR_SIM_STATS lines of the NVMe drive */
+
 /* ------------------------------------------------------------------------- init.c */
 
 typedef struct sim_device {

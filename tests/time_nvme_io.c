@@ -104,6 +104,7 @@ static int child(int configured)
     else
         default_drive();
     printf("ok: %s\n", name);
+    fflush(stdout);
     return 0;
 }
 

@@ -149,6 +149,7 @@ static int child(const model_t *model)
     CHECK_CU(cuEventCreate(&start, CU_EVENT_DEFAULT));
     scenarios();
     printf("ok: %s\n", m->name);
+    fflush(stdout);
     return 0;
 }
 
