@@ -65,15 +65,17 @@ static int plan(sim_copy_t *c, int device, int src_where, int dst_where, int src
     if (src_where == SIM_WHERE_DEVICE && dst_where == SIM_WHERE_DEVICE) {
         c->engine = src_dev == dst_dev ? SIM_ENG_COMPUTE : SIM_ENG_PEER;
         c->gbps = src_dev == dst_dev ? m->hbm_gbps / 2
-                  : m->nvlink_gbps > 0 ? m->nvlink_gbps : m->pcie_gbps;
+                  : m->nvlink_gbps > 0 ? m->nvlink_gbps
+                  : m->h2d_gbps < m->d2h_gbps ? m->h2d_gbps : m->d2h_gbps;
         return 0;
     }
-    c->gbps = pageable ? m->pageable_gbps : m->pcie_gbps;
     if (dst_where != SIM_WHERE_DEVICE) {
         c->engine = SIM_ENG_D2H;
-        return !async || pageable;                  /* into host memory: wait, unless async pinned */
+        c->gbps = pageable ? m->pageable_gbps : m->d2h_gbps;
+        return !async || pageable;      /* into host memory: wait, unless async pinned */
     }
     c->engine = SIM_ENG_H2D;
+    c->gbps = pageable ? m->pageable_gbps : m->h2d_gbps;
     return !async && !pageable;                     /* pinned sync H2D waits; pageable is staged */
 }
 

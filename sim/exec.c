@@ -1145,7 +1145,16 @@ static double account(sim_op_t *op, int err, sim_vc_t **vc, double *t_start)
         t0 = memop_wait_order(op, t0);
     double start = t0, end = t0, dur = err ? 0 : duration(op, &bytes);
     int eng = engine_of(op);
-    if (eng >= 0 && !err) {
+    if ((eng == SIM_ENG_H2D || eng == SIM_ENG_D2H) && !err) {
+        /* both directions of the device's host link, within its duplex figure (link.c);
+         * later operations were submitted no earlier than this one (t_submit), but for
+         * those set aside behind a stream memory wait, which start later anyway */
+        start = dmax(t0, d->engine_free[eng]);
+        end = sim_link_transfer(&d->pcie, eng == SIM_ENG_D2H, start, op->t_submit,
+                                (double)bytes, op->u.copy.gbps, &start);
+        d->engine_free[eng] = end;
+        stats.bytes[eng] += bytes;
+    } else if (eng >= 0 && !err) {
         start = dmax(t0, d->engine_free[eng]);
         end = start + dur;
         d->engine_free[eng] = end;
@@ -1498,6 +1507,7 @@ void sim_exec_stats(void)
     for (int e = 0; e < SIM_ENG_COUNT; e++)
         fprintf(stderr, "elixir-sim stats:   bytes %-9s %llu\n", engines[e],
                 (unsigned long long)stats.bytes[e]);
+    sim_nvme_stats();
     fprintf(stderr, "elixir-sim stats:   faults %llu, races %llu\n",
             (unsigned long long)stats.faults,
             (unsigned long long)(race ? sim_race_count(race) : 0));

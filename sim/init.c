@@ -37,6 +37,7 @@ static CUresult setup_device(sim_device_t *d, int ordinal)
 {
     d->ordinal = ordinal;
     d->total = sim_cfg.model.memory;
+    d->pcie.duplex_gbps = sim_cfg.model.duplex_gbps;
     /* Four times the capacity of address space, so that freed ranges are not reused at once
      * (an access after free then faults) and fragmentation never limits allocation. */
     d->arena_size = d->total * 4;

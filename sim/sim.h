@@ -44,6 +44,32 @@ void sim_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3
 #define SIM_WARN(...) sim_log(1, __VA_ARGS__)
 #define SIM_INFO(...) do { if (sim_cfg.log_level >= 2) sim_log(2, __VA_ARGS__); } while (0)
 
+/* ------------------------------------------------------------------------- link.c */
+
+typedef struct sim_seg {
+    double s, e;            /* [s, e), virtual ns */
+    double rate;            /* bytes per ns (GB/s) */
+} sim_seg_t;
+
+typedef struct sim_lane {
+    sim_seg_t *seg;         /* the stretches its transfers occupy, in time order */
+    size_t n, cap;
+    double free;            /* when its last transfer ends */
+} sim_lane_t;
+
+/* Two directions of one link, whose rates together are held to duplex_gbps (0: not held). */
+typedef struct sim_link {
+    sim_lane_t lane[2];
+    double duplex_gbps;
+} sim_link_t;
+
+double sim_link_transfer(sim_link_t *link, int dir, double start, double floor, double bytes,
+                         double gbps, double *t_start);
+
+/* ------------------------------------------------------------------------- nvme.c */
+
+void sim_nvme_stats(void);      /* ELIXIR_SIM_STATS lines of the NVMe drive */
+
 /* ------------------------------------------------------------------------- init.c */
 
 typedef struct sim_device {
@@ -56,6 +82,7 @@ typedef struct sim_device {
     int primary_refs;
     unsigned primary_flags;
     double engine_free[SIM_ENG_COUNT];  /* virtual time an engine is next free (executor) */
+    sim_link_t pcie;                /* its host link: the H2D and D2H lanes (executor) */
     struct CUmemPoolHandle_st *default_pool;
     struct CUmemPoolHandle_st *current_pool;
     char *arena;                    /* reserved VA for cuMemAlloc */

@@ -18,14 +18,39 @@
 
 #define GIB (1024ull * 1024 * 1024)
 
+/*
+ * The host link.  Each direction has its own bandwidth, and a copy engine per direction; but a
+ * PCIe link is not fully duplex in practice: with both directions busy, an A100 on PCIe 4.0
+ * x16 measured 24-25 GB/s device-to-host while host-to-device fell to 11-13 GB/s, from about
+ * 25 GB/s each alone (nvbandwidth, *_bidirectional_memcpy_ce: NVIDIA/nvbandwidth issues 11
+ * and 53).  So both directions together are held to a duplex figure, 24 + 12 = 36 GB/s on
+ * that link (link.c says how the two share it).  The 25 GB/s one-way figure is that same
+ * measurement.  The SXM model's 50 GB/s each way is PCIe 5.0 x16 at the same efficiency; its
+ * duplex figure, 72 GB/s, is the A100's ratio (36 / 25) applied to it, not a measurement.
+ *
+ * The NVMe drive (nvme.c), the same in every model: one PCIe 4.0 x4 drive of the class rated
+ * 7.0 GB/s sequential read and 5.0 GB/s sequential write (Samsung 980 PRO 1 TB, the maker's
+ * figures), 80 us from submission to completion beside the transfer (of the order of a TLC
+ * NAND page read; an assumption, not a measurement), and reads and writes together held to
+ * the read figure, 7 GB/s (the x4 link carries about 7.9 GB/s each way; what limits a mixed
+ * load is the drive, and a mixed load does not beat the pure read rate on such drives).
+ */
+#define NVME_980PRO .nvme_read_gbps = 7.0, .nvme_write_gbps = 5.0, .nvme_duplex_gbps = 7.0, \
+                    .nvme_latency_us = 80.0
+
 static const sim_model_t models[] = {
-    /* name, devices, memory, hbm, tflops, pcie, pageable, nvlink, launch, api, sms, device name */
-    { "default", 1, 1 * GIB, 2000, 51, 25, 10, 0, 2.0, 1.0, 114,
-      "Elixir Simulated H100 PCIe (1 GiB)" },
-    { "h100-pcie", 1, 80 * GIB, 2000, 51, 25, 10, 0, 2.0, 1.0, 114,
-      "Elixir Simulated H100 PCIe" },
-    { "h100-nvlink-4", 4, 80 * GIB, 3350, 67, 50, 12, 450, 2.0, 1.0, 132,
-      "Elixir Simulated H100 SXM" },
+    { .name = "default", .devices = 1, .memory = 1 * GIB, .hbm_gbps = 2000, .tflops = 51,
+      .h2d_gbps = 25, .d2h_gbps = 25, .duplex_gbps = 36, .pageable_gbps = 10,
+      .nvlink_gbps = 0, .launch_us = 2.0, .api_us = 1.0, .sms = 114,
+      .device_name = "Elixir Simulated H100 PCIe (1 GiB)", NVME_980PRO },
+    { .name = "h100-pcie", .devices = 1, .memory = 80 * GIB, .hbm_gbps = 2000, .tflops = 51,
+      .h2d_gbps = 25, .d2h_gbps = 25, .duplex_gbps = 36, .pageable_gbps = 10,
+      .nvlink_gbps = 0, .launch_us = 2.0, .api_us = 1.0, .sms = 114,
+      .device_name = "Elixir Simulated H100 PCIe", NVME_980PRO },
+    { .name = "h100-nvlink-4", .devices = 4, .memory = 80 * GIB, .hbm_gbps = 3350, .tflops = 67,
+      .h2d_gbps = 50, .d2h_gbps = 50, .duplex_gbps = 72, .pageable_gbps = 12,
+      .nvlink_gbps = 450, .launch_us = 2.0, .api_us = 1.0, .sms = 132,
+      .device_name = "Elixir Simulated H100 SXM", NVME_980PRO },
 };
 
 const sim_model_t *sim_model_find(const char *name)
@@ -87,32 +112,55 @@ typedef struct option {
     const char *def;            /* default, as text ("" : taken from the machine model) */
     const char *choices;        /* OPT_CHOICE: space-separated accepted words, in value order */
     const char *desc;
+    size_t field;               /* OPT_DOUBLE: offset of the figure in sim_model_t */
+    int zero_ok;                /* OPT_DOUBLE: 0 is accepted */
 } option_t;
+
+#define RATE(f) .field = offsetof(sim_model_t, f)
 
 static const option_t options[] = {
     { "MACHINE", OPT_MODEL, "default", NULL,
-      "machine model: default (1 x 1 GiB), h100-pcie (1 x 80 GiB), h100-nvlink-4 (4 x 80 GiB)" },
-    { "DEVICES", OPT_INT, "", NULL, "number of devices (1-16)" },
-    { "MEMORY", OPT_SIZE, "", NULL, "memory per device, e.g. 1G, 512M" },
-    { "HBM_GBPS", OPT_DOUBLE, "", NULL, "device memory bandwidth, GB/s" },
-    { "TFLOPS", OPT_DOUBLE, "", NULL, "device arithmetic rate, TFLOP/s" },
-    { "PCIE_GBPS", OPT_DOUBLE, "", NULL, "pinned host <-> device bandwidth, GB/s" },
-    { "PAGEABLE_GBPS", OPT_DOUBLE, "", NULL, "pageable host <-> device bandwidth, GB/s" },
-    { "NVLINK_GBPS", OPT_DOUBLE, "", NULL, "peer bandwidth, GB/s (0: peers use PCIe)" },
+      "machine model: default (1 x 1 GiB), h100-pcie (1 x 80 GiB), h100-nvlink-4 (4 x 80 GiB)", 0, 0 },
+    { "DEVICES", OPT_INT, "", NULL, "number of devices (1-16)", 0, 0 },
+    { "MEMORY", OPT_SIZE, "", NULL, "memory per device, e.g. 1G, 512M", 0, 0 },
+    { "HBM_GBPS", OPT_DOUBLE, "", NULL, "device memory bandwidth, GB/s", RATE(hbm_gbps) },
+    { "TFLOPS", OPT_DOUBLE, "", NULL, "device arithmetic rate, TFLOP/s", RATE(tflops) },
+    { "PCIE_GBPS", OPT_DOUBLE, "", NULL, "pinned host <-> device bandwidth each way, GB/s",
+      RATE(h2d_gbps) },
+    { "PCIE_H2D_GBPS", OPT_DOUBLE, "", NULL, "pinned host -> device bandwidth, GB/s",
+      RATE(h2d_gbps) },
+    { "PCIE_D2H_GBPS", OPT_DOUBLE, "", NULL, "pinned device -> host bandwidth, GB/s",
+      RATE(d2h_gbps) },
+    { "PCIE_DUPLEX_GBPS", OPT_DOUBLE, "", NULL,
+      "host link, both directions together, GB/s (0: each direction alone)",
+      RATE(duplex_gbps), 1 },
+    { "PAGEABLE_GBPS", OPT_DOUBLE, "", NULL, "pageable host <-> device bandwidth, GB/s",
+      RATE(pageable_gbps) },
+    { "NVLINK_GBPS", OPT_DOUBLE, "", NULL, "peer bandwidth, GB/s (0: peers use PCIe)",
+      RATE(nvlink_gbps), 1 },
+    { "NVME_READ_GBPS", OPT_DOUBLE, "", NULL, "NVMe drive -> host bandwidth, GB/s",
+      RATE(nvme_read_gbps) },
+    { "NVME_WRITE_GBPS", OPT_DOUBLE, "", NULL, "host -> NVMe drive bandwidth, GB/s",
+      RATE(nvme_write_gbps) },
+    { "NVME_DUPLEX_GBPS", OPT_DOUBLE, "", NULL,
+      "NVMe reads and writes together, GB/s (0: each direction alone)",
+      RATE(nvme_duplex_gbps), 1 },
+    { "NVME_LATENCY_US", OPT_DOUBLE, "", NULL, "NVMe time from submission to completion "
+      "beside the transfer, us", RATE(nvme_latency_us), 1 },
     { "RACECHECK", OPT_CHOICE, "report", "off report fail",
-      "race checker: off, report (log races), fail (log, then exit 66 at exit)" },
-    { "STATS", OPT_CHOICE, "0", "0 1", "print operation statistics at exit" },
-    { "LOG", OPT_CHOICE, "warn", "error warn info trace", "log level" },
+      "race checker: off, report (log races), fail (log, then exit 66 at exit)", 0, 0 },
+    { "STATS", OPT_CHOICE, "0", "0 1", "print operation statistics at exit", 0, 0 },
+    { "LOG", OPT_CHOICE, "warn", "error warn info trace", "log level", 0, 0 },
     { "EXEC", OPT_CHOICE, "async", "async lazy",
-      "async: a thread runs queued work at once; lazy: only when the host waits" },
+      "async: a thread runs queued work at once; lazy: only when the host waits", 0, 0 },
     { "HOST_VMM", OPT_CHOICE, "1", "0 1",
-      "1: cuMemCreate takes HOST and HOST_NUMA locations; 0: a device without host VMM" },
+      "1: cuMemCreate takes HOST and HOST_NUMA locations; 0: a device without host VMM", 0, 0 },
     { "ALLOC_COSTS", OPT_CHOICE, "1", "0 1",
-      "1: allocation and VMM calls take host time as on an H100 (simcuda.h); 0: none" },
+      "1: allocation and VMM calls take host time as on an H100 (simcuda.h); 0: none", 0, 0 },
     { "HOST_MEMORY", OPT_LIMIT, "unlimited", NULL,
-      "page-locked host memory of the process, e.g. 8G, or unlimited" },
-    { "KERNELS", OPT_STRING, "", NULL, "colon-separated shared objects holding host kernels" },
-    { "VERBOSE", OPT_CHOICE, "0", "0 1", "print every option at start-up" },
+      "page-locked host memory of the process, e.g. 8G, or unlimited", 0, 0 },
+    { "KERNELS", OPT_STRING, "", NULL, "colon-separated shared objects holding host kernels", 0, 0 },
+    { "VERBOSE", OPT_CHOICE, "0", "0 1", "print every option at start-up", 0, 0 },
 };
 
 static int choice_index(const char *choices, const char *v)
@@ -175,14 +223,11 @@ static int apply(sim_config_t *c, const option_t *o, const char *v)
         double d = strtod(v, &end);
         if (*v == 0 || *end || d < 0 || d > 1e7)
             return -EINVAL;
-        double *dst = strcmp(o->name, "HBM_GBPS") == 0 ? &m->hbm_gbps
-                      : strcmp(o->name, "TFLOPS") == 0 ? &m->tflops
-                      : strcmp(o->name, "PCIE_GBPS") == 0 ? &m->pcie_gbps
-                      : strcmp(o->name, "PAGEABLE_GBPS") == 0 ? &m->pageable_gbps
-                      : &m->nvlink_gbps;
-        if (d == 0 && dst != &m->nvlink_gbps)
+        if (d == 0 && !o->zero_ok)
             return -EINVAL;
-        *dst = d;
+        *(double *)((char *)m + o->field) = d;
+        if (strcmp(o->name, "PCIE_GBPS") == 0)
+            m->d2h_gbps = d;                /* both directions */
         return 0;
     }
     case OPT_CHOICE: {
@@ -219,7 +264,7 @@ static const char *form_of(const option_t *o)
     case OPT_INT: return "an integer from 1 to 16";
     case OPT_SIZE: return "a size of at least 2M, digits with an optional K/M/G/T suffix";
     case OPT_LIMIT: return "unlimited, or a size above 0, digits with an optional K/M/G/T suffix";
-    case OPT_DOUBLE: return "a positive number";
+    case OPT_DOUBLE: return o->zero_ok ? "a number, 0 or more" : "a positive number";
     case OPT_CHOICE: return o->choices;
     default: return "a string";
     }

@@ -17,13 +17,19 @@ typedef struct sim_model {
     uint64_t memory;        /* bytes per device */
     double hbm_gbps;        /* device memory bandwidth, GB/s */
     double tflops;          /* fp32 rate, TFLOP/s */
-    double pcie_gbps;       /* pinned host <-> device, each direction */
+    double h2d_gbps;        /* pinned host -> device */
+    double d2h_gbps;        /* pinned device -> host */
+    double duplex_gbps;     /* both PCIe directions together (link.c) */
     double pageable_gbps;   /* pageable host <-> device (staged) */
     double nvlink_gbps;     /* device <-> device; 0: peers go over PCIe */
     double launch_us;       /* fixed device-side latency of a kernel */
     double api_us;          /* host time charged per enqueued operation */
     int sms;
     const char *device_name;
+    double nvme_read_gbps;  /* the NVMe drive (nvme.c): drive -> host */
+    double nvme_write_gbps; /* host -> drive */
+    double nvme_duplex_gbps;    /* reads and writes together */
+    double nvme_latency_us; /* from submission to completion, beside the transfer */
 } sim_model_t;
 
 enum sim_racecheck { SIM_RACE_OFF, SIM_RACE_REPORT, SIM_RACE_FAIL };

@@ -23,6 +23,13 @@
 
 #define PHYS_MAGIC 0x53594850u
 
+/* Charge a VMM call that reached `handles` physical allocations over `size` bytes (CALL +
+ * HANDLE x handles + GRANULE x granules, SIM_COST_*_US in simcuda.h). */
+#define VMM_COST(CALL, handles, size)                                                        \
+    sim_alloc_cost(SIM_COST_##CALL##_CALL_US +                                            \
+                   SIM_COST_##CALL##_HANDLE_US * (double)(handles) +                      \
+                   SIM_COST_##CALL##_GRANULE_US * (double)((size) / GRANULARITY))
+
 /* sim_vmm_calls: how often each call was made, whatever it returned. */
 static struct {
     _Atomic uint64_t create, map, set_access, unmap, release;
@@ -325,7 +332,7 @@ SIM_API CUresult CUDAAPI cuMemCreate(CUmemGenericAllocationHandle *handle, size_
     ph->prop = *prop;
     ph->id = sim_next_buffer_id();
     *handle = (CUmemGenericAllocationHandle)(uintptr_t)ph;
-    sim_alloc_cost(SIM_COST_CREATE_US * (double)(size / GRANULARITY));
+    VMM_COST(CREATE, 1, size);
     return CUDA_SUCCESS;
 }
 
@@ -368,7 +375,7 @@ SIM_API CUresult CUDAAPI cuMemRelease(CUmemGenericAllocationHandle handle)
     pthread_rwlock_unlock(&sim_reg_lock);
     if (!ph)
         return CUDA_ERROR_INVALID_VALUE;
-    sim_alloc_cost(SIM_COST_RELEASE_US * (double)(size / GRANULARITY));
+    VMM_COST(RELEASE, 1, size);
     return CUDA_SUCCESS;
 }
 
@@ -468,7 +475,7 @@ SIM_API CUresult CUDAAPI cuMemMap(CUdeviceptr ptr, size_t size, size_t offset,
     }
     pthread_rwlock_unlock(&sim_reg_lock);
     if (r == CUDA_SUCCESS)
-        sim_alloc_cost(SIM_COST_MAP_US * (double)(size / GRANULARITY));
+        VMM_COST(MAP, 1, size);
     return r;
 }
 
@@ -516,7 +523,7 @@ SIM_API CUresult CUDAAPI cuMemUnmap(CUdeviceptr ptr, size_t size)
     pages_index(rg, first);
     pthread_rwlock_unlock(&sim_reg_lock);
     sim_host_access(ptr, size, 1, "cuMemUnmap");
-    sim_alloc_cost(SIM_COST_UNMAP_US * (double)(size / GRANULARITY));
+    VMM_COST(UNMAP, last - first + 1, size);
     return CUDA_SUCCESS;
 }
 
@@ -591,7 +598,7 @@ SIM_API CUresult CUDAAPI cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUme
         mprotect((void *)(uintptr_t)m->va, m->size, prot);
     }
     pthread_rwlock_unlock(&sim_reg_lock);
-    sim_alloc_cost(SIM_COST_ACCESS_US * (double)(size / GRANULARITY));
+    VMM_COST(ACCESS, last - first + 1, size);
     return CUDA_SUCCESS;
 }
 

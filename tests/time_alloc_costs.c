@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * time_alloc_costs.c - allocation and virtual-memory calls take host time on the simulator's
- * clock, as they do on a GPU (the H100's measured costs, SIM_COST_* in sim.h): cuMemAlloc and
- * cuMemFree a fixed cost plus one per MiB; cuMemCreate, cuMemMap, cuMemSetAccess, cuMemUnmap
- * and cuMemRelease a cost per 2 MiB granule.  A call that fails takes none, nor does a
+ * clock, as they do on a GPU (the H100's measured costs, SIM_COST_* in simcuda.h): cuMemAlloc
+ * and cuMemFree a fixed cost plus one per MiB; cuMemCreate, cuMemMap, cuMemSetAccess,
+ * cuMemUnmap and cuMemRelease a cost per call, per handle and per 2 MiB granule
+ * (time_vmm_handles checks the shape that gives).  A call that fails takes none, nor does a
  * stream-ordered allocation from a pool.  The scenario runs in two children, one with the
  * default and one with ELIXIR_SIM_ALLOC_COSTS=0, where every call takes no host time.
  */
@@ -15,6 +16,11 @@
 #define GRAN (2 * MIB)
 
 static int failures, costs;
+
+/* What the simulator charges a VMM call reaching `handles` handles over `granules` granules. */
+#define COST(CALL, handles, granules)                                                         \
+    (SIM_COST_##CALL##_CALL_US + SIM_COST_##CALL##_HANDLE_US * (handles) +                    \
+     SIM_COST_##CALL##_GRANULE_US * (granules))
 
 /* The host clock moved by `want` microseconds (0 without costs) across `call`. */
 #define CHARGED(what, want, call)                                                             \
@@ -61,18 +67,18 @@ static void virtual_memory(void)
     CUmemAccessDesc rw = { { CU_MEM_LOCATION_TYPE_DEVICE, 0 }, CU_MEM_ACCESS_FLAGS_PROT_READWRITE };
     CUmemGenericAllocationHandle h;
     CUdeviceptr va;
-    CHARGED("cuMemCreate 4 MiB", 2 * SIM_COST_CREATE_US,
+    CHARGED("cuMemCreate 4 MiB", COST(CREATE, 1, 2),
             CHECK_CU(cuMemCreate(&h, 2 * GRAN, &prop, 0)));
     CHARGED("cuMemAddressReserve", 0, CHECK_CU(cuMemAddressReserve(&va, 4 * GRAN, 0, 0, 0)));
-    CHARGED("cuMemMap 4 MiB", 2 * SIM_COST_MAP_US, CHECK_CU(cuMemMap(va, 2 * GRAN, 0, h, 0)));
+    CHARGED("cuMemMap 4 MiB", COST(MAP, 1, 2), CHECK_CU(cuMemMap(va, 2 * GRAN, 0, h, 0)));
     CHARGED("cuMemMap over a mapping (refused)", 0,
             EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuMemMap(va, 2 * GRAN, 0, h, 0)));
-    CHARGED("cuMemSetAccess 4 MiB", 2 * SIM_COST_ACCESS_US,
+    CHARGED("cuMemSetAccess 4 MiB", COST(ACCESS, 1, 2),
             CHECK_CU(cuMemSetAccess(va, 2 * GRAN, &rw, 1)));
     CHARGED("cuMemUnmap of half a mapping (refused)", 0,
             EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuMemUnmap(va, GRAN)));
-    CHARGED("cuMemUnmap 4 MiB", 2 * SIM_COST_UNMAP_US, CHECK_CU(cuMemUnmap(va, 2 * GRAN)));
-    CHARGED("cuMemRelease 4 MiB", 2 * SIM_COST_RELEASE_US, CHECK_CU(cuMemRelease(h)));
+    CHARGED("cuMemUnmap 4 MiB", COST(UNMAP, 1, 2), CHECK_CU(cuMemUnmap(va, 2 * GRAN)));
+    CHARGED("cuMemRelease 4 MiB", COST(RELEASE, 1, 2), CHECK_CU(cuMemRelease(h)));
     CHARGED("cuMemRelease of no handle (refused)", 0,
             EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuMemRelease(0)));
     CHECK_CU(cuMemAddressFree(va, 4 * GRAN));

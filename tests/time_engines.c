@@ -3,7 +3,9 @@
  * time_engines.c - the virtual clock's engines: operations on different streams that need
  * different engines (host-to-device copy, device-to-host copy, compute) overlap in virtual
  * time, while operations that need the same engine run one after the other even on
- * independent streams.
+ * independent streams.  The two copy directions share the host link's duplex limit (36 GB/s
+ * together on the default machine; time_pcie_duplex checks it in detail): beside a
+ * host-to-device copy at 25 GB/s, one device-to-host gets the 11 GB/s left.
  */
 #include "simtest.h"
 
@@ -19,6 +21,8 @@ SIM_KERNEL void busy(const sim_launch_t *l, void **params)
 #define BYTES (64u << 20)
 static const double copy_ms = BYTES / 25e9 * 1e3;    /* 2.684 ms */
 static const double kernel_ms = 1.002;               /* 51e9 flops + 2 us launch */
+/* 11 GB/s while the first copy runs, 25 GB/s after it */
+#define BESIDE_MS (copy_ms + (BYTES - 11e6 * copy_ms) / 25e6)
 
 static CUfunction fn;
 static CUdeviceptr dev[2];
@@ -78,7 +82,7 @@ int main(void)
 
     pair(H2D, D2H, t);
     near(t[0], copy_ms, "H2D beside D2H");
-    near(t[1], copy_ms, "D2H beside H2D (overlaps)");
+    near(t[1], BESIDE_MS, "D2H beside H2D (overlaps, within the duplex limit)");
     pair(H2D, H2D, t);
     near(t[0], copy_ms, "first of two H2D");
     near(t[1], 2 * copy_ms, "second of two H2D (waits for the engine)");

@@ -90,20 +90,49 @@ enum sim_copy_kind {
 };
 
 /*
- * The host time the driver takes in allocation and virtual-memory calls, as measured on an
- * H100 (driver 580.159, CUDA 13; tools/gpu): the middle of each measured range, per 2 MiB
- * granule for calls over a range (the same calls over 32 granules at once took as long per
- * granule).  cuMemAlloc with its cuMemFree took 60 us for up to 16 MiB and 88 us for 64 MiB:
- * half is charged to each.  The simulator charges them to its host clock
- * (sim_activity_clock) unless ELIXIR_SIM_ALLOC_COSTS=0.
+ * The host time the driver takes in allocation and virtual-memory calls, in microseconds.
+ * The simulator charges them to its host clock (sim_activity_clock) unless
+ * ELIXIR_SIM_ALLOC_COSTS=0; a call that fails charges nothing.
+ *
+ * cuMemAlloc with its cuMemFree took 60 us for up to 16 MiB and 88 us for 64 MiB on an H100
+ * (driver 580.159, CUDA 13; tools/gpu): half is charged to each.
  */
 #define SIM_COST_ALLOC_US      30.0     /* cuMemAlloc, cuMemAllocPitch; cuMemFree the same */
 #define SIM_COST_ALLOC_US_MIB   0.24    /* ... and per MiB */
-#define SIM_COST_CREATE_US     26.0     /* cuMemCreate, per granule (measured 14-39) */
-#define SIM_COST_MAP_US         1.5     /* cuMemMap (1-2) */
-#define SIM_COST_ACCESS_US     38.0     /* cuMemSetAccess (34-42) */
-#define SIM_COST_UNMAP_US      26.5     /* cuMemUnmap (22-31) */
-#define SIM_COST_RELEASE_US    17.5     /* cuMemRelease (16-19) */
+
+/*
+ * The virtual-memory calls charge CALL + HANDLE x (physical allocations the call reaches) +
+ * GRANULE x (2 MiB granules it covers), as the driver's own costs grow:
+ *  - On the same H100, one 2 MiB granule of its own handle took cuMemCreate 14-39 us,
+ *    cuMemMap 1-2, cuMemSetAccess 34-42, cuMemUnmap 22-31, cuMemRelease 16-19 (the middle of
+ *    each range is charged in all: unmap + map + set access of a 2 MiB chunk, 66 us); the
+ *    calls over a range of 32 granules at once (the shim's chunks, a handle each) took as
+ *    long per granule, so the fixed part of a call is small.
+ *  - Mapping and unmapping cost in proportion to the number of physical allocations, not of
+ *    granules: PyTorch's expandable segments (pytorch/pytorch PR 96995) found mapping ten
+ *    separately created 2 MiB handles ten times as long as one 20 MiB handle of ten granules.
+ *    So map, set access and unmap charge nearly all of it per handle; the per-granule share
+ *    (about 2%) makes one 20 MiB handle cost 1.2x one 2 MiB handle, and ten 2 MiB handles
+ *    about 8x one 20 MiB handle.  The 2% itself is not measured.
+ *  - cuMemCreate and cuMemRelease make or free one handle per call; the H100 figures above
+ *    grew with the handle's size as far as they were measured, so they are charged per
+ *    granule.
+ */
+#define SIM_COST_MAP_CALL_US         0.5
+#define SIM_COST_MAP_HANDLE_US       0.95
+#define SIM_COST_MAP_GRANULE_US      0.05
+#define SIM_COST_ACCESS_CALL_US      0.5
+#define SIM_COST_ACCESS_HANDLE_US   36.7
+#define SIM_COST_ACCESS_GRANULE_US   0.8
+#define SIM_COST_UNMAP_CALL_US       0.5
+#define SIM_COST_UNMAP_HANDLE_US    25.5
+#define SIM_COST_UNMAP_GRANULE_US    0.5
+#define SIM_COST_CREATE_CALL_US      0.0
+#define SIM_COST_CREATE_HANDLE_US    0.0
+#define SIM_COST_CREATE_GRANULE_US  26.0
+#define SIM_COST_RELEASE_CALL_US     0.0
+#define SIM_COST_RELEASE_HANDLE_US   0.0
+#define SIM_COST_RELEASE_GRANULE_US 17.5
 
 /* One completed operation, as the executor saw it.  Times are virtual nanoseconds on the
  * clock of sim_activity_clock; ids are those cuCtxGetId and cuStreamGetId report. */
@@ -175,6 +204,32 @@ void sim_vmm_calls(sim_vmm_calls_t *out);
  * disarming, 1 if the failure armed before had not happened yet), or -EINVAL for another
  * name or an address given where none is taken. */
 int sim_vmm_fail(const char *call, uint64_t ptr, int result);
+
+/* ------------------------------------------------------------------------- NVMe I/O */
+
+/*
+ * I/O on the simulated machine's NVMe drive, charged to the virtual clock (sim/nvme.c).  Not
+ * CUDA: a library that performs real file I/O looks these up with dlsym in the driver it
+ * loaded, and calls them around each request when they exist; on a real driver they do not,
+ * and nothing else changes.  The library declares the types itself rather than including
+ * this header:
+ *
+ *   uint64_t elixirSimIoSubmit(int dir, uint64_t bytes);
+ *       dir 0: read (drive to host), 1: write (host to drive).  Schedules the request on the
+ *       drive from the host clock's now, behind the requests of that direction submitted
+ *       before it, and returns a ticket: nonzero; 0 for another dir or before cuInit.
+ *   void elixirSimIoWait(uint64_t ticket);
+ *       The host clock moves to the ticket's completion (never back).  A ticket may be waited
+ *       for more than once, from any thread, or never; 0 does nothing.
+ *
+ * Call submit when the request is handed to the kernel and wait when its completion is
+ * reaped; requests in flight together share the drive's bandwidth.
+ */
+#define ELIXIR_SIM_IO_READ  0
+#define ELIXIR_SIM_IO_WRITE 1
+
+uint64_t elixirSimIoSubmit(int dir, uint64_t bytes);
+void elixirSimIoWait(uint64_t ticket);
 
 /* ------------------------------------------------------------------------- other processes */
 
