@@ -162,6 +162,7 @@ test:
 	{ $(MAKE) --no-print-directory all 2>&1; echo $$? >$(BUILD)/.build-status; } | \
 	awk -v tty=$$tty 'function count() { printf "  built %d file%s", n, n == 1 ? "" : "s" } \
 	    /^  [A-Z]+ +[^ ]+$$/ { n++; if (tty) { printf "\r"; count(); open = 1; fflush() } next } \
+	    /^make\[[0-9]+\]: Nothing to be done/ { next } \
 	    { if (open) printf "\n"; open = 0; print; fflush() } \
 	    END { if (open || n) { if (!open) count(); printf "\n" } }'; \
 	exit $$(cat $(BUILD)/.build-status)
