@@ -161,29 +161,38 @@ figure() {
     echo "$v"
 }
 
-measure() {
-    local memory=$unlimited_memory where runs="$s1 and $s2"
-    [ "$gpu" = 0 ] || runs=$s2
-    where="on the GPU"
-    [ "$gpu" = 1 ] || where="on a simulated device of $unlimited_memory"
-    echo "demo: examples/train.py $job for $runs steps without Elixir, $where"
-    [ "$gpu" = 1 ] || run "unlimited-$s1" "$s1"
-    run "unlimited-$s2" "$s2"
-    wait_runs "unlimited-$s2"
+# The job's footprint in bytes, as train.py measured it in the run without the shim.
+read_footprint() {
     footprint=$(to_bytes "$(figure "the job's footprint" "$out/unlimited-$s2.log" \
         's/^train\.py: .* in use, \(.*\) allocated,.*/\1/p')") ||
         die "unreadable footprint in $out/unlimited-$s2.log"
-    local budget=()
-    if [ "$gpu" = 1 ]; then
-        budget=(ELIXIR_GPU_MEMORY=$((footprint / fraction >> 20))M)
-    fi
+}
+
+# The four runs on the simulator, all at once: the longest, under the shim, sets the time.
+measure_sim() {
+    local memory=$unlimited_memory preload=${LD_PRELOAD:+$LD_PRELOAD:}$shim
+    echo "demo: examples/train.py $job for $s1 and $s2 steps, without Elixir on a simulated" \
+         "device of $unlimited_memory and under $shim on the simulator's" \
+         "${sim_memory:-default} device"
+    run "unlimited-$s1" "$s1"
+    run "unlimited-$s2" "$s2"
     memory=$sim_memory
-    where="on the simulator's ${sim_memory:-default} device"
-    [ "$gpu" = 0 ] || where="on the GPU with ${budget[0]}"
-    echo "demo: the same job under $shim, $where"
-    local preload=${LD_PRELOAD:+$LD_PRELOAD:}$shim      # after a sanitizer runtime, if any
-    [ "$gpu" = 1 ] || run "elixir-$s1" "$s1" LD_PRELOAD="$preload" "${budget[@]}"
-    run "elixir-$s2" "$s2" LD_PRELOAD="$preload" "${budget[@]}" ELIXIR_TRACE="$out/train.trace"
+    run "elixir-$s1" "$s1" LD_PRELOAD="$preload"
+    run "elixir-$s2" "$s2" LD_PRELOAD="$preload" ELIXIR_TRACE="$out/train.trace"
+    wait_runs "unlimited-$s1" "unlimited-$s2" "elixir-$s1" "elixir-$s2"
+    read_footprint
+}
+
+# The two runs on the GPU, one after the other: the second's budget follows from the first.
+measure_gpu() {
+    local budget preload=${LD_PRELOAD:+$LD_PRELOAD:}$shim
+    echo "demo: examples/train.py $job for $s2 steps without Elixir on the GPU"
+    run "unlimited-$s2" "$s2"
+    wait_runs "unlimited-$s2"
+    read_footprint
+    budget=ELIXIR_GPU_MEMORY=$((footprint / fraction >> 20))M
+    echo "demo: the same job under $shim with $budget"
+    run "elixir-$s2" "$s2" LD_PRELOAD="$preload" "$budget" ELIXIR_TRACE="$out/train.trace"
     wait_runs "elixir-$s2"
 }
 
@@ -258,7 +267,7 @@ print_verdict() {
 }
 
 check_setup
-measure
+if [ "$gpu" = 1 ]; then measure_gpu; else measure_sim; fi
 export_trace
 read_figures
 print_verdict

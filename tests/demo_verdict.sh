@@ -104,7 +104,7 @@ demo "$tmp/gpu" LD_LIBRARY_PATH="$BUILD/sim${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
     DEMO_JOB="--preset small --width 96 --alloc pooled" DEMO_STEPS="1 2"
 check_verdict "$tmp/gpu"
 expect "expected ELIXIR_GPU_MEMORY=5M, half the job's 10 MiB" \
-    grep -q 'on the GPU with ELIXIR_GPU_MEMORY=5M$' "$tmp/verdict"
+    grep -q ' with ELIXIR_GPU_MEMORY=5M$' "$tmp/verdict"
 expect "the step times are not wall-clock times" \
     grep -q '^  *(wall-clock time of step 2' "$tmp/verdict"
 
