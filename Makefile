@@ -164,8 +164,23 @@ ALL := $(SIM_LIB) $(EXAMPLES) $(TOOLS) $(GPU_TOOLS) $(TESTS) $(TEST_PRELOADS) $(
 all: $(ALL)
 
 # The runner reads tests/*.c programs and tests/*.sh scripts from the build and source trees.
+# Without V=1 the build before the tests shows a count of the files it built (updated in place
+# on a terminal) instead of a line each; anything else the build prints, errors above all,
+# shows as it comes.
 TEST_ONLY ?=
+ifeq ($(V),1)
 test: all
+else
+test:
+	@mkdir -p $(BUILD); tty=0; [ -t 1 ] && tty=1; \
+	{ $(MAKE) --no-print-directory all 2>&1; echo $$? >$(BUILD)/.build-status; } | \
+	awk -v tty=$$tty 'function count() { printf "  built %d file%s", n, n == 1 ? "" : "s" } \
+	    /^  [A-Z]+ +[^ ]+$$/ { n++; if (tty) { printf "\r"; count(); open = 1; fflush() } next } \
+	    /^make\[[0-9]+\]: Nothing to be done/ { next } \
+	    { if (open) printf "\n"; open = 0; print; fflush() } \
+	    END { if (open || n) { if (!open) count(); printf "\n" } }'; \
+	exit $$(cat $(BUILD)/.build-status)
+endif
 	$(Q)BUILD=$(BUILD) SANITIZE=$(SANITIZE) $(RUNNER) $(TEST_ONLY)
 
 bench: all

@@ -28,22 +28,24 @@ examples/kernels.ptx: examples/kernels.cu
 	$(Q)$(NVCC) -ptx -arch=compute_80 -o $@ $<
 endif
 
-# `make demo`: the demo preset on the GPU when an NVIDIA driver is loaded, else on the simulator
-# with a device large enough to hold it (DEMO_SIM_ARGS).  `make demo ELIXIR=1` runs it under
-# libelixir.so instead, on the simulator's default 1 GiB device (or the GPU), over four times
-# smaller than the job.
+# `make demo` (examples/demo.sh): a job too large for the device trained under libelixir.so,
+# on the simulator's default 1 GiB device or, when an NVIDIA driver is loaded, on the GPU with
+# a budget of a quarter of the job; then the same job on a device that holds it, and a verdict
+# of what Elixir did, with the trace, its plot and its report in $(BUILD)/demo.  DEMO_JOB,
+# DEMO_STEPS, DEMO_SIM_MEMORY... pass through (see the script).
+# `make demo ELIXIR=0`: the demo preset without the shim, on the GPU or on a simulated device
+# of 6 GiB (DEMO_SIM_ARGS) that holds it.
 DEMO_ARGS     ?= --preset demo
-ifeq ($(ELIXIR),1)
-DEMO_SIM_ARGS ?=
-DEMO_ENV      := LD_PRELOAD=$(abspath $(BUILD))/libelixir.so ELIXIR_STATS=1
-else
 DEMO_SIM_ARGS ?= --memory 6G
-DEMO_ENV      :=
-endif
 .PHONY: demo
-demo: $(SIM_LIB) $(EXAMPLES) $(BUILD)/bin/elixir-sim $(if $(filter 1,$(ELIXIR)),$(BUILD)/libelixir.so)
+ifeq ($(ELIXIR),0)
+demo: $(SIM_LIB) $(EXAMPLES) $(BUILD)/bin/elixir-sim
 	$(Q)if [ -e /proc/driver/nvidia/version ]; then \
-	    $(DEMO_ENV) $(PYTHON) examples/train.py $(DEMO_ARGS); \
+	    $(PYTHON) examples/train.py $(DEMO_ARGS); \
 	else \
-	    $(DEMO_ENV) $(BUILD)/bin/elixir-sim $(DEMO_SIM_ARGS) -- $(PYTHON) examples/train.py $(DEMO_ARGS); \
+	    $(BUILD)/bin/elixir-sim $(DEMO_SIM_ARGS) -- $(PYTHON) examples/train.py $(DEMO_ARGS); \
 	fi
+else
+demo: $(SIM_LIB) $(EXAMPLES) $(BUILD)/bin/elixir-sim $(BUILD)/libelixir.so $(BUILD)/bin/elixir-trace
+	$(Q)BUILD=$(BUILD) PYTHON=$(PYTHON) bash examples/demo.sh
+endif

@@ -20,7 +20,7 @@ trap 'rm -rf "$probe"' EXIT
 echo 'int LLVMFuzzerTestOneInput(const char *d, unsigned long n) { return 0; }' >"$probe/p.c"
 if ! command -v "$clang" >/dev/null 2>&1 ||
     ! "$clang" -fsanitize=fuzzer "$probe/p.c" -o "$probe/p" >/dev/null 2>&1; then
-    echo "SKIP: no clang with libFuzzer (Debian: apt-get install clang libclang-rt-14-dev)"
+    echo "skip: no clang with libFuzzer (Debian: apt-get install clang libclang-rt-14-dev)"
     exit 77
 fi
 

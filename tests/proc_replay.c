@@ -285,7 +285,7 @@ int main(void)
 
     snprintf(path, sizeof(path), "%s/include/cudaTypedefs.h", home ? home : "/usr/local/cuda");
     if (!(f = fopen(req, "r")) || load_typedefs(path, &known) < 0) {
-        printf("SKIP: cannot read %s or %s\n", req, path);
+        printf("skip: cannot read %s or %s\n", req, path);
         return 77;
     }
     h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_GLOBAL);

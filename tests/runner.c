@@ -7,8 +7,18 @@
  * its own process group with a time limit (ELIXIR_TEST_TIMEOUT seconds, default 300), with
  * LD_LIBRARY_PATH pointing at the simulator and ELIXIR_SIM_RACECHECK=fail unless set.
  * Exit status 0 is a pass, 77 a skip, anything else (or a timeout) a failure.  Output goes to
- * $BUILD/test-logs/NAME.log and is shown when a test fails.  Arguments, when given, select
- * tests whose names contain one of them.  The last line is "N passed, N failed, N skipped".
+ * $BUILD/test-logs/NAME.log.  Arguments, when given, select tests whose names contain one of
+ * them.
+ *
+ * Each test is reported as it finishes, with how many are done of how many:
+ *     [ 12/312] PASS copy_peer                                  0.41s
+ *     [ 13/312] SKIP fuzz_trace                                 no clang with libFuzzer
+ *     [ 14/312] FAIL copy_3d                                    exit 1
+ *         | the last 40 lines of its log
+ * A skipped test gives its reason as the last line of its output ("skip: REASON", by
+ * convention; the prefix is dropped).  On a terminal the PASS lines overwrite one another, so
+ * that skips and failures stay on the screen.  At the end come the slowest tests and, as the
+ * last line (which .ci/run parses), "N passed, N failed, N skipped".
  */
 #include <dirent.h>
 #include <errno.h>
@@ -17,12 +27,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #define MAX_TESTS 1024
+#define SLOWEST 5                   /* tests listed at the end by time */
 
 typedef struct test {
     char name[128];
@@ -30,12 +42,14 @@ typedef struct test {
     int script;
     pid_t pid;
     double start, end;
-    int done, status, timed_out;
+    int done, status, timed_out, reported;
 } test_t;
 
 static test_t tests[MAX_TESTS];
 static int ntests;
 static const char *build = "build";
+static int tty;                     /* stdout is a terminal: PASS lines overwrite one another */
+static int status_line;             /* a PASS line is on the screen, not ended by a newline */
 
 static double now(void)
 {
@@ -57,6 +71,18 @@ static int selected(const char *name, int argc, char **argv)
 static int by_name(const void *a, const void *b)
 {
     return strcmp(((const test_t *)a)->name, ((const test_t *)b)->name);
+}
+
+static double duration(const test_t *t)
+{
+    return t->end - t->start;
+}
+
+/* Longest first: for the list of the slowest tests. */
+static int by_time(const void *a, const void *b)
+{
+    double x = duration(*(test_t *const *)a), y = duration(*(test_t *const *)b);
+    return (x < y) - (x > y);
 }
 
 static void collect(const char *dir, const char *suffix, int script, int argc, char **argv)
@@ -86,10 +112,15 @@ static void collect(const char *dir, const char *suffix, int script, int argc, c
     closedir(d);
 }
 
+static void log_path(const test_t *t, char *buf, size_t size)
+{
+    snprintf(buf, size, "%.400s/test-logs/%.127s.log", build, t->name);
+}
+
 static void start(test_t *t)
 {
     char log[600];
-    snprintf(log, sizeof(log), "%s/test-logs/%s.log", build, t->name);
+    log_path(t, log, sizeof(log));
     t->start = now();
     t->pid = fork();
     if (t->pid != 0)
@@ -111,7 +142,7 @@ static void start(test_t *t)
 static void show_log(const test_t *t)
 {
     char path[600], line[1024];
-    snprintf(path, sizeof(path), "%s/test-logs/%s.log", build, t->name);
+    log_path(t, path, sizeof(path));
     FILE *f = fopen(path, "r");
     if (!f)
         return;
@@ -123,6 +154,32 @@ static void show_log(const test_t *t)
         if (i >= lines - 40)
             printf("    | %s", line);
     fclose(f);
+}
+
+/* The reason a test skipped: the last non-blank line of its log, without a leading "skip:"
+ * (any case), trimmed, into buf; "no reason given" when the log has none. */
+static void skip_reason(const test_t *t, char *buf, size_t size)
+{
+    char path[600], line[1024], last[1024] = "";
+    log_path(t, path, sizeof(path));
+    FILE *f = fopen(path, "r");
+    while (f && fgets(line, sizeof(line), f)) {
+        size_t n = strlen(line);
+        while (n && strchr(" \t\r\n", line[n - 1]))
+            line[--n] = '\0';
+        if (n)
+            memcpy(last, line, n + 1);
+    }
+    if (f)
+        fclose(f);
+    const char *r = last;
+    while (*r == ' ' || *r == '\t')
+        r++;
+    if (strncasecmp(r, "skip:", 5) == 0)
+        r += 5;
+    while (*r == ' ')
+        r++;
+    snprintf(buf, size, "%s", *r ? r : "no reason given");
 }
 
 static void setup_env(void)
@@ -163,25 +220,60 @@ static int poll_running(double timeout)
     return running;
 }
 
-static void report(const test_t *t, int *pass, int *fail, int *skip)
+/* Print one result line: "[ k/N] WORD name detail".  A PASS on a terminal stays unended so
+ * that the next line replaces it; anything else first clears such a line. */
+static void result_line(int k, const char *word, const char *name, const char *detail)
 {
-    double secs = t->end - t->start;
+    int width = snprintf(NULL, 0, "%d", ntests);
+    if (status_line)
+        printf("\r\033[K");
+    printf("[%*d/%d] %s %-40s %s", width, k, ntests, word, name, detail);
+    status_line = tty && strcmp(word, "PASS") == 0;
+    if (!status_line)
+        printf("\n");
+    fflush(stdout);
+}
+
+/* Report test t, the k-th to finish, and count it. */
+static void report(const test_t *t, int k, int *pass, int *fail, int *skip)
+{
+    char detail[1100];
     if (t->timed_out) {
-        printf("FAIL %-40s (timed out)\n", t->name);
+        snprintf(detail, sizeof(detail), "timed out after %.0f s", duration(t));
+        result_line(k, "FAIL", t->name, detail);
         show_log(t);
         (*fail)++;
     } else if (t->status == 0) {
-        printf("PASS %-40s %6.2fs\n", t->name, secs);
+        snprintf(detail, sizeof(detail), "%6.2fs", duration(t));
+        result_line(k, "PASS", t->name, detail);
         (*pass)++;
     } else if (t->status == 77) {
-        printf("SKIP %-40s\n", t->name);
+        skip_reason(t, detail, sizeof(detail));
+        result_line(k, "SKIP", t->name, detail);
         (*skip)++;
     } else {
-        printf("FAIL %-40s (exit %d)\n", t->name, t->status);
+        snprintf(detail, sizeof(detail), "exit %d", t->status);
+        result_line(k, "FAIL", t->name, detail);
         show_log(t);
         (*fail)++;
     }
-    fflush(stdout);
+}
+
+/* The SLOWEST longest tests, on one line each. */
+static void show_slowest(void)
+{
+    test_t *order[MAX_TESTS];
+    int n = 0;
+    for (int i = 0; i < ntests; i++)
+        order[n++] = &tests[i];
+    qsort(order, (size_t)n, sizeof(order[0]), by_time);
+    if (n > SLOWEST)
+        n = SLOWEST;
+    if (n > 1) {
+        printf("slowest:\n");
+        for (int i = 0; i < n; i++)
+            printf("  %7.2fs %s\n", duration(order[i]), order[i]->name);
+    }
 }
 
 int main(int argc, char **argv)
@@ -197,6 +289,7 @@ int main(int argc, char **argv)
     int jobs = v ? atoi(v) : 2;
     if (jobs < 1)
         jobs = 1;
+    tty = isatty(1);
 
     snprintf(dir, sizeof(dir), "%s/tests", build);
     collect(dir, "", 0, argc, argv);
@@ -209,11 +302,17 @@ int main(int argc, char **argv)
             start(&tests[next++]);
             running++;
         }
-        /* Report in name order, as soon as each is done. */
-        while (reported < ntests && tests[reported].done)
-            report(&tests[reported++], &pass, &fail, &skip);
+        /* Report each as soon as it is done, in the order they finish. */
+        for (int i = 0; i < next; i++)
+            if (tests[i].done && !tests[i].reported) {
+                tests[i].reported = 1;
+                report(&tests[i], ++reported, &pass, &fail, &skip);
+            }
         usleep(20000);
     }
+    if (status_line)
+        printf("\n");
+    show_slowest();
     printf("%d passed, %d failed, %d skipped\n", pass, fail, skip);
     return fail ? 1 : 0;
 }

@@ -74,7 +74,7 @@ int main(int argc, char **argv)
            sh_calls("cuMemFree_v2"));
     f = fopen(st_proc_requests(), "r");
     if (!f) {
-        printf("SKIP: no request list\n");
+        printf("skip: no request list\n");
         return TEST_SKIP;
     }
     n = replay(f);

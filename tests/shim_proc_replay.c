@@ -157,7 +157,7 @@ int main(int argc, char **argv)
     sh_reexec_preloaded(argv);
     f = fopen(st_proc_requests(), "r");
     if (!f) {
-        printf("SKIP: no request list\n");
+        printf("skip: no request list\n");
         return TEST_SKIP;
     }
     h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_GLOBAL);

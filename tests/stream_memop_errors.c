@@ -47,8 +47,10 @@ static void blocked_at_exit(void *unused)
 
 int main(void)
 {
-    if (!st_simulated())
-        return TEST_SKIP;   /* what is checked here is the simulator's (see sim/memop.c) */
+    if (!st_simulated()) {  /* what is checked here is the simulator's (see sim/memop.c) */
+        printf("skip: checks the simulator's own faults, not a GPU driver's\n");
+        return TEST_SKIP;
+    }
     static const char *const faulted[] = { "illegal address", "cuStreamWriteValue", NULL };
     static const char *const dropped[] = { "blocked behind stream memory waits", NULL };
     st_child_t c;

@@ -1,8 +1,9 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
-# train_demo.sh - the demo preset (more than 4 GiB of device memory) on a simulated device of
-# 6 GiB: it trains, races nothing, and needs under a minute of CPU time.  Slow, and too slow
-# under sanitizers, so it runs only with ELIXIR_TEST_SLOW=1.
+# train_demo.sh - the demo preset (more than 4 GiB of device memory) without the shim on a
+# simulated device of 6 GiB, as `make demo ELIXIR=0` runs it: it trains, races nothing, and
+# needs under a minute of CPU time.  Slow, and too slow under sanitizers, so it runs only with
+# ELIXIR_TEST_SLOW=1.  (demo_full.sh runs `make demo` itself.)
 set -u
 if [ "${ELIXIR_TEST_SLOW:-0}" != 1 ]; then
     echo "skip: set ELIXIR_TEST_SLOW=1 to run the demo"

@@ -96,7 +96,7 @@ static inline const char *tt_tool(void)
     if (!path[0])
         snprintf(path, sizeof(path), "%s/bin/elixir-trace", build && *build ? build : "build");
     if (access(path, X_OK) != 0) {
-        printf("SKIP: %s is not built\n", path);
+        printf("skip: %s is not built\n", path);
         exit(77);
     }
     return path;
@@ -354,7 +354,7 @@ static inline void tt_need_python(const char *module)
     int status = r.status;
     tt_free(&r);
     if (status != 0) {
-        printf("SKIP: python3 cannot import %s\n", module);
+        printf("skip: python3 cannot import %s\n", module);
         exit(77);
     }
 }
