@@ -343,7 +343,9 @@ static int setup(res_dev_t *d, int device, CUcontext ctx)
     if (DRV(cuDeviceGetDefaultMemPool)(&d->default_pool, device) != CUDA_SUCCESS)
         d->default_pool = NULL;
     set_budgets(d);
-    d->size = round_up(2 * (d->gpu_budget + atomic_load(&res_host.budget)) + d->chunk, d->chunk);
+    uint64_t nvme = res_nvme_setup(d);  /* (0 without ELIXIR_NVME_PATH) */
+    d->size = round_up(2 * (d->gpu_budget + atomic_load(&res_host.budget) + nvme) + d->chunk,
+                       d->chunk);
     CUdeviceptr base;
     if (DRV(cuMemAddressReserve)(&base, d->size + d->chunk, d->chunk, 0, 0) != CUDA_SUCCESS)
         return -1;
@@ -481,10 +483,10 @@ res_dev_t *res_owner(CUdeviceptr p)
 
 /* ---------------------------------------------------------------- allocation */
 
-/* Every budget together: what cuMemGetInfo reports as the total. */
+/* Every budget together (the NVMe tier's too): what cuMemGetInfo reports as the total. */
 static uint64_t capacity(const res_dev_t *d)
 {
-    return d->gpu_budget + atomic_load(&res_host.budget);
+    return d->gpu_budget + atomic_load(&res_host.budget) + res_nvme_capacity(d);
 }
 
 /* Bytes of the capacity in use: arena chunks and the application's own device memory. */
@@ -1409,7 +1411,12 @@ void res_stats_print(void)
                        "mapping %llu (%u mapped)", d->device, d->parked.n,
                        (unsigned long long)d->parked_reused, (unsigned long long)d->parked_dropped,
                        (unsigned long long)d->shadow_hits, d->sh_n);
+        if (d->nvme_on)
+            shim_log_plain("device %d: chunks to NVMe %llu, back from NVMe %llu, on NVMe now "
+                           "%llu MiB", d->device, (unsigned long long)d->nvme_out,
+                           (unsigned long long)d->nvme_in, mib(d->resident[TIER_NVME]));
     }
+    res_nvme_stats_print();
 }
 
 /* In a forked child the driver is unusable if the parent had initialised it, as it had for
