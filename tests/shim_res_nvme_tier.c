@@ -15,7 +15,8 @@
  *     pointer: had H gone to NVMe its address would be unmapped and the simulator would fault;
  *  5. everything is freed.
  * Its transcript must equal the run without the shim; the statistics must show chunks
- * written to and read back from NVMe, and no slot used at exit.  With
+ * written to and read back from NVMe, and no slot used at exit; the same again where the
+ * device cannot map host memory (ELIXIR_SIM_HOST_VMM=0: host chunks are pieces, unmapped).  With
  * ELIXIR_NVME_FAULT=write:3:eio the scenario "fill until out of memory" must stop with
  * CUDA_ERROR_OUT_OF_MEMORY, every buffer filled before intact, and the log must say once
  * that the tier is degraded.
@@ -122,6 +123,21 @@ static void until_full(void)
     printf("%d buffers, then out of memory; data right\n", n);
 }
 
+/* The scenario without and under the shim (env): same transcript, chunks to NVMe and back,
+ * no slot used at exit, the engine said. */
+static void beyond(const char *const *env, const char *what)
+{
+    sh_run_t plain = sh_run_plain_ok(NULL);
+    sh_run_t r = sh_run_ok("scenario", env);
+    long long out = sh_stat(r.err, "chunks to NVMe "), in = sh_stat(r.err, "back from NVMe ");
+    long long used = sh_stat(r.err, "slots used ");
+    printf("%s: chunks to NVMe %lld, back %lld, slots used at exit %lld\n", what, out, in, used);
+    EXPECT(out >= 8 && in >= 4, "chunks did not go to NVMe and back:\n%s", r.err);
+    EXPECT(used == 0, "slots still used after every free:\n%s", r.err);
+    EXPECT(strstr(r.err, "NVMe tier: "), "the tier did not say which engine runs:\n%s", r.err);
+    sh_same_transcript(what, &plain, &r);
+}
+
 static char dir[] = "/tmp/elixir-nvme-test-XXXXXX";
 
 static void remove_dir(void)
@@ -147,15 +163,10 @@ int main(int argc, char **argv)
                           "ELIXIR_NVME_MEMORY=64M", "ELIXIR_NVME_VERIFY=1", "ELIXIR_STATS=1",
                           path, NULL };
 
-    sh_run_t plain = sh_run_plain_ok(NULL);
-    sh_run_t r = sh_run_ok("scenario", env);
-    long long out = sh_stat(r.err, "chunks to NVMe "), in = sh_stat(r.err, "back from NVMe ");
-    long long used = sh_stat(r.err, "slots used ");
-    printf("chunks to NVMe %lld, back %lld, slots used at exit %lld\n", out, in, used);
-    EXPECT(out >= 8 && in >= 4, "chunks did not go to NVMe and back:\n%s", r.err);
-    EXPECT(used == 0, "slots still used after every free:\n%s", r.err);
-    EXPECT(strstr(r.err, "NVMe tier: "), "the tier did not say which engine runs:\n%s", r.err);
-    sh_same_transcript("beyond GPU and host budgets", &plain, &r);
+    beyond(env, "beyond GPU and host budgets");
+    setenv("ELIXIR_SIM_HOST_VMM", "0", 1);
+    beyond(env, "beyond GPU and host budgets, evicted chunks unmapped");
+    unsetenv("ELIXIR_SIM_HOST_VMM");
 
     const char *fenv[] = { "ELIXIR_GPU_MEMORY=8M", "ELIXIR_HOST_MEMORY=8M",
                            "ELIXIR_NVME_MEMORY=64M", "ELIXIR_NVME_FAULT=write:3:eio",
