@@ -767,12 +767,13 @@ static void out_of_use(res_dev_t *d, uint32_t ci)
 void res_unback(res_dev_t *d, uint32_t ci)
 {
     chunk_t *c = &d->chunks[ci];
-    if (c->tier == TIER_NVME)
-        res_nvme_release(d, ci);
-    else if (mapped(d, c))
-        DRV(cuMemUnmap)(arena_chunk_addr(d->arena, ci), d->chunk);  /* access goes with it */
-    if (c->tier != TIER_NONE)
+    if (c->tier == TIER_NVME) {
+        res_nvme_release(d, ci);        /* its slot (res_nvme.c) */
+    } else {
+        if (mapped(d, c))
+            DRV(cuMemUnmap)(arena_chunk_addr(d->arena, ci), d->chunk);  /* access goes too */
         chunk_phys_put(d, c);
+    }
     out_of_use(d, ci);
 }
 
