@@ -37,7 +37,7 @@ static struct {
     void *staging;                  /* 2 chunks of pinned memory, registered with the area */
     uint64_t chunk;
     pthread_mutex_t io;             /* the staging pool's user */
-    int degraded_logged;
+    _Atomic int degraded_logged;
     const char *engine;
     /* Counters (under io). */
     uint64_t writes, reads, bytes_w, bytes_r, failed;
@@ -72,17 +72,9 @@ static uint64_t wanted_size(const char *path, uint64_t chunk)
     return 0;
 }
 
-uint64_t res_nvme_setup(res_dev_t *d)
+/* The module's options from ELIXIR_NVME_*, for chunks of d's size (no staging yet). */
+static nvme_options_t area_options(const res_dev_t *d, const char *path)
 {
-    const char *path = shim_opt_str(SHIM_OPT_NVME_PATH);
-    char why[256] = "";
-    nvme_clock_t clock;
-    if (nv.area) {
-        d->nvme_on = d->chunk == nv.chunk;
-        return d->nvme_on ? nvme_size(nv.area) : 0;
-    }
-    if (!path[0] || d->chunk % NVME_ALIGN)
-        return 0;
     nvme_options_t o = {
         .path = path,
         .size = wanted_size(path, d->chunk),
@@ -95,6 +87,42 @@ uint64_t res_nvme_setup(res_dev_t *d)
     };
     if (o.block_size > o.slot_size)
         o.block_size = o.slot_size;
+    return o;
+}
+
+/* The area is open: the clock hook where the simulator offers one, the test-only fault plan,
+ * and one line saying what runs (a warning when io_uring was wanted and does not). */
+static void area_started(const char *path)
+{
+    char why[256] = "";
+    nvme_clock_t clock;
+    nv.engine = nvme_engine(nv.area, why, sizeof(why));
+    if (nvme_clock_lookup(&clock, "elixirSimIoSubmit", "elixirSimIoWait") == 0)
+        nvme_set_clock(nv.area, &clock);
+    const char *fault = shim_opt_str(SHIM_OPT_NVME_FAULT);
+    if (fault[0] && nvme_fault_parse(nv.area, fault) < 0)
+        SHIM_ERROR(RES, "ELIXIR_NVME_FAULT=\"%s\" is not valid: expected write:N:KIND, "
+                   "read:N:KIND or any:N:KIND (KIND: eio, enospc, erofs, short, corrupt)", fault);
+    if (why[0])
+        SHIM_WARN(RES, "NVMe tier: %llu MiB in %s, %u slots, engine %s (io_uring: %s)",
+                  (unsigned long long)(nvme_size(nv.area) >> 20), path,
+                  nvme_slots_total(nv.area), nv.engine, why);
+    else
+        SHIM_INFO(RES, "NVMe tier: %llu MiB in %s, %u slots, engine %s",
+                  (unsigned long long)(nvme_size(nv.area) >> 20), path,
+                  nvme_slots_total(nv.area), nv.engine);
+}
+
+uint64_t res_nvme_setup(res_dev_t *d)
+{
+    const char *path = shim_opt_str(SHIM_OPT_NVME_PATH);
+    if (nv.area) {
+        d->nvme_on = d->chunk == nv.chunk;
+        return d->nvme_on ? nvme_size(nv.area) : 0;
+    }
+    if (!path[0] || d->chunk % NVME_ALIGN)
+        return 0;
+    nvme_options_t o = area_options(d, path);
     if (!(o.staging = staging_alloc(d, o.staging_bytes))) {
         SHIM_ERROR(RES, "ELIXIR_NVME_PATH=%s: no pinned staging memory: no NVMe tier", path);
         return 0;
@@ -109,16 +137,7 @@ uint64_t res_nvme_setup(res_dev_t *d)
     }
     nv.staging = o.staging;
     nv.chunk = d->chunk;
-    nv.engine = nvme_engine(nv.area, why, sizeof(why));
-    if (nvme_clock_lookup(&clock, "elixirSimIoSubmit", "elixirSimIoWait") == 0)
-        nvme_set_clock(nv.area, &clock);
-    const char *fault = shim_opt_str(SHIM_OPT_NVME_FAULT);
-    if (fault[0] && nvme_fault_parse(nv.area, fault) < 0)
-        SHIM_ERROR(RES, "ELIXIR_NVME_FAULT=\"%s\" is not valid: expected write:N:KIND, "
-                   "read:N:KIND or any:N:KIND (KIND: eio, enospc, erofs, short, corrupt)", fault);
-    SHIM_WARN(RES, "NVMe tier: %llu MiB in %s, %u slots, engine %s%s%s%s", 
-              (unsigned long long)(nvme_size(nv.area) >> 20), path, nvme_slots_total(nv.area),
-              nv.engine, why[0] ? " (io_uring: " : "", why, why[0] ? ")" : "");
+    area_started(path);
     d->nvme_on = 1;
     return nvme_size(nv.area);
 }
@@ -129,10 +148,8 @@ static int healthy(void)
     char why[256];
     if (nvme_degraded(nv.area, why, sizeof(why)) == 0)
         return 1;
-    if (!nv.degraded_logged) {
-        nv.degraded_logged = 1;
+    if (!atomic_exchange(&nv.degraded_logged, 1))
         SHIM_ERROR(RES, "NVMe tier degraded, no more data goes to it: %s", why);
-    }
     return 0;
 }
 

@@ -134,7 +134,7 @@ static void beyond(const char *const *env, const char *what)
     printf("%s: chunks to NVMe %lld, back %lld, slots used at exit %lld\n", what, out, in, used);
     EXPECT(out >= 8 && in >= 4, "chunks did not go to NVMe and back:\n%s", r.err);
     EXPECT(used == 0, "slots still used after every free:\n%s", r.err);
-    EXPECT(strstr(r.err, "NVMe tier: "), "the tier did not say which engine runs:\n%s", r.err);
+    EXPECT(strstr(r.err, "NVMe: engine "), "the statistics do not name the engine:\n%s", r.err);
     sh_same_transcript(what, &plain, &r);
 }
 
