@@ -39,6 +39,8 @@ typedef enum opt_type {
     OPT_TYPE_COUNT,
     OPT_TYPE_CUPTI,
     OPT_TYPE_SIZE,
+    OPT_TYPE_NVME_DEPTH,
+    OPT_TYPE_NVME_ENGINE,
 } opt_type_t;
 
 typedef struct opt_desc {
@@ -207,6 +209,23 @@ static int parse_subsys(const char *s, opt_value_t *v)
     return 0;
 }
 
+static const char *const nvme_engine_names[] = { "auto", "io_uring", "psync" };
+
+/* 0: auto, 1: io_uring, 2: psync (res_nvme.c maps them onto the module's kinds). */
+static int parse_nvme_engine(const char *s, opt_value_t *v)
+{
+    int i = parse_name(s, nvme_engine_names, 3);
+    if (i < 0)
+        return -EINVAL;
+    v->num = i;
+    return 0;
+}
+
+static int parse_nvme_depth(const char *s, opt_value_t *v)
+{
+    return parse_bounded(s, 4096, v) < 0 || v->num < 1 ? -EINVAL : 0;
+}
+
 static int parse_path(const char *s, opt_value_t *v)
 {
     return strlen(s) < sizeof(v->text) ? 0 : -EINVAL;
@@ -250,6 +269,8 @@ static const struct {
     [OPT_TYPE_CUPTI] = { parse_cupti, "auto, off, or the path of a libcupti shared library" },
     [OPT_TYPE_SIZE] = { parse_size_opt, "a size in bytes with an optional K, M or G suffix, "
                                         "from 1 to 1G" },
+    [OPT_TYPE_NVME_DEPTH] = { parse_nvme_depth, "a whole number from 1 to 4096" },
+    [OPT_TYPE_NVME_ENGINE] = { parse_nvme_engine, "auto, io_uring or psync" },
 };
 
 /* Parse decimal digits with an optional fraction ("12", "12.5"); returns the end or NULL. */

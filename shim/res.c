@@ -402,7 +402,9 @@ static int setup(res_dev_t *d, int device, CUcontext ctx)
         d->default_pool = NULL;
     if (set_budgets(d) < 0)
         return -ERANGE;
-    d->size = round_up(2 * (d->gpu_budget + atomic_load(&res_host.budget)) + d->chunk, d->chunk);
+    uint64_t nvme = res_nvme_setup(d);  /* (0 without ELIXIR_NVME_PATH) */
+    d->size = round_up(2 * (d->gpu_budget + atomic_load(&res_host.budget) + nvme) + d->chunk,
+                       d->chunk);
     CUdeviceptr base;
     if (DRV(cuMemAddressReserve)(&base, d->size + d->chunk, d->chunk, 0, 0) != CUDA_SUCCESS)
         return -1;
@@ -545,10 +547,10 @@ res_dev_t *res_owner(CUdeviceptr p)
 
 /* ---------------------------------------------------------------- allocation */
 
-/* Every budget together: what cuMemGetInfo reports as the total. */
+/* Every budget together (the NVMe tier's too): what cuMemGetInfo reports as the total. */
 static uint64_t capacity(const res_dev_t *d)
 {
-    return d->gpu_budget + atomic_load(&res_host.budget);
+    return d->gpu_budget + atomic_load(&res_host.budget) + res_nvme_capacity(d);
 }
 
 /* Bytes of the capacity in use: arena chunks and the application's own device memory. */
@@ -1485,11 +1487,18 @@ void res_stats_print(double run_s, int lead)
             continue;
         arena_stats_t st;
         arena_stats(d->arena, &st);
-        if (lead)
+        if (lead) {
             stats_lead(d, run_s, &st);
-        else
+            if (d->nvme_on)
+                shim_log_plain("device %d: chunks to NVMe %llu, back from NVMe %llu, on NVMe "
+                               "now %llu MiB", d->device, (unsigned long long)d->nvme_out,
+                               (unsigned long long)d->nvme_in, mib(d->resident[TIER_NVME]));
+        } else {
             stats_rest(d);
+        }
     }
+    if (lead)
+        res_nvme_stats_print();
 }
 
 /* In a forked child the driver is unusable if the parent had initialised it, as it had for

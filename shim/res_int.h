@@ -25,7 +25,7 @@
 #define KPROBE 8            /* slots of the layout cache tried per kernel */
 #define INLINE_IDS 32       /* chunks an operation collects without allocating */
 
-enum { TIER_NONE, TIER_GPU, TIER_HOST };
+enum { TIER_NONE, TIER_GPU, TIER_HOST, TIER_NVME };  /* NVME: res_nvme.c */
 
 typedef struct use_event {
     CUevent ev;
@@ -73,7 +73,8 @@ typedef struct kparams {
  * (res_dev_t.host_mappable = 0), where it is the address of the pinned host piece holding
  * the chunk's contents while its address is unmapped (pinned memory of the arena's context;
  * plain host memory, a stray piece, while the arena has no context to pin it in: see
- * res_pieces_rehome).  A parked chunk is out of use (tier
+ * res_pieces_rehome), and of a TIER_NVME chunk, its slot in the swap area (res_nvme.c; its
+ * address unmapped).  A parked chunk is out of use (tier
  * TIER_NONE, as the arena sees it) but keeps the GPU memory it had mapped and accessible at
  * its address, so that the arena's next use of it costs no driver call (res_park).
  */
@@ -83,6 +84,8 @@ typedef struct chunk {
     uint8_t waiting : 1;            /* its eviction waits without the lock (res_idle_unlocked) */
     uint8_t parked : 1;             /* out of use, its GPU memory still mapped (d->parked) */
     uint8_t stray : 1;              /* its host piece is plain host memory (malloc) */
+    uint8_t exposed : 1;            /* an operation the shim cannot see into ran while it was
+                                     * in use: never goes to NVMe (res_nvme.c) */
     uint16_t held;                  /* not evicted while > 0: operations in flight (res_hold) */
     uint32_t seen;                  /* serial of the last launch that collected it */
     CUmemGenericAllocationHandle phys;
@@ -150,7 +153,7 @@ typedef struct res_dev {
     uint64_t gpu_budget_set;        /* the budget as set up; it comes back up to this at most */
     int gpu_budget_auto;            /* it is the default (free memory less a reserve) */
     double regrow_at;               /* looks at free memory again from then (res_move.c) */
-    uint64_t resident[3];           /* bytes of chunks in use per TIER_* (traced as MEMORY) */
+    uint64_t resident[4];           /* bytes of chunks in use per TIER_* (traced as MEMORY) */
     uint64_t app_used, app_peak;    /* the application's own device memory (cuMemCreate) */
     uint64_t pool_used, pool_peak;  /* growth of the application's own pools */
     CUmemoryPool default_pool;      /* the device's default memory pool (NULL: none) */
@@ -197,6 +200,8 @@ typedef struct res_dev {
     uint64_t refused;               /* operations refused: what they reach did not fit */
     uint64_t parked_reused, parked_dropped; /* parked chunks taken back into use, unmapped */
     double blocked_s, blocked_free_s;   /* host waits of migrations, of frees and releases */
+    int nvme_on;                    /* the NVMe tier serves this device (res_nvme.c) */
+    uint64_t nvme_out, nvme_in;     /* chunks written to NVMe, read back */
 } res_dev_t;
 
 _Static_assert(offsetof(res_dev_t, arena) <= 128, "a launch's fields span two cache lines");
@@ -484,10 +489,30 @@ int res_reach_away(res_dev_t *d, collect_t *k, int promote, int gap, const char 
 static inline int res_reach(res_dev_t *d, collect_t *k, int promote, int gap, const char *what,
                             const char *then)
 {
-    if (k->away || (k->unknown && !d->host_mappable))
+    if (k->away || (k->unknown && (!d->host_mappable || d->nvme_on)))
         return res_reach_away(d, k, promote, gap, what, then);
     return 0;
 }
+
+/* ---------------------------------------------------------------- res_nvme.c */
+/* At d's set-up (setup_lock held): the process's NVMe tier opened with the first arena when
+ * ELIXIR_NVME_PATH is set; d->nvme_on; returns the bytes it holds (0: no tier). */
+uint64_t res_nvme_setup(res_dev_t *d);
+/* The host budget has no room (d locked): host chunks go to NVMe until it has; 1 when it
+ * has, 0 when nothing (more) may go. */
+int res_nvme_room(res_dev_t *d);
+/* Chunk ci, if on NVMe, is read back into GPU memory at its address (d locked). */
+void res_nvme_back(res_dev_t *d, uint32_t ci);
+/* NVMe chunk ci goes out of use: its slot is free (d locked; out_of_use does the rest). */
+void res_nvme_release(res_dev_t *d, uint32_t ci);
+/* Before operation k is enqueued (d locked): the NVMe chunks it reaches (every one, when it
+ * reached unknown memory, which also exposes every chunk in use) are read back; 0, or
+ * -ENOMEM when some could not be. */
+int res_nvme_reach(res_dev_t *d, collect_t *k);
+void res_nvme_stats_print(void);
+/* The bytes the NVMe tier may hold for d: the area's size while it is healthy, what is on it
+ * once it is degraded (nothing more goes to it); 0 without a tier. */
+uint64_t res_nvme_capacity(const res_dev_t *d);
 
 /* ---------------------------------------------------------------- res_launch.c */
 /* Release the holds of other devices' operations on d's chunks (d locked) whose operations

@@ -199,6 +199,7 @@ static void account(res_dev_t *d, int from, int to)
         uint64_t b[4] = { 0 };
         b[SHIM_TIER_GPU] = d->resident[TIER_GPU];
         b[SHIM_TIER_HOST] = d->resident[TIER_HOST];
+        b[SHIM_TIER_NVME] = d->resident[TIER_NVME];
         shim_trace_memory(d->device, b);
     }
 }
@@ -588,7 +589,7 @@ int res_has_room(res_dev_t *d, int tier)
     /* The host budget is shared: without room, the other devices are asked to give back the
      * host memory they free (res_phys_put), until this one finds room again. */
     int room = atomic_load(&res_host.used) + d->chunk <= atomic_load(&res_host.budget) ||
-               host_regrow(d);
+               host_regrow(d) || (d->nvme_on && res_nvme_room(d));
     unsigned me = 1u << d->device;
     unsigned wanted = atomic_load_explicit(&res_host.wanted, memory_order_relaxed);
     if (!room && !(wanted & me))
@@ -766,9 +767,13 @@ static void out_of_use(res_dev_t *d, uint32_t ci)
 void res_unback(res_dev_t *d, uint32_t ci)
 {
     chunk_t *c = &d->chunks[ci];
-    if (mapped(d, c))
-        DRV(cuMemUnmap)(arena_chunk_addr(d->arena, ci), d->chunk);  /* access goes with it */
-    chunk_phys_put(d, c);
+    if (c->tier == TIER_NVME) {
+        res_nvme_release(d, ci);        /* its slot (res_nvme.c) */
+    } else {
+        if (mapped(d, c))
+            DRV(cuMemUnmap)(arena_chunk_addr(d->arena, ci), d->chunk);  /* access goes too */
+        chunk_phys_put(d, c);
+    }
     out_of_use(d, ci);
 }
 
@@ -1173,6 +1178,7 @@ static void map_back_or_warn(res_dev_t *d, uint32_t ci, const char *then)
 
 void res_map_back(res_dev_t *d, uint32_t ci)
 {
+    res_nvme_back(d, ci);
     if (d->chunks[ci].tier == TIER_HOST && !d->host_mappable)
         map_back_or_warn(d, ci, "the driver answers the query for unmapped memory");
 }
@@ -1211,6 +1217,7 @@ void res_pin(res_dev_t *d, uint32_t ci)
     chunk_t *c = &d->chunks[ci];
     if (c->pinned || c->tier == TIER_NONE)
         return;
+    res_nvme_back(d, ci);
     if (c->tier == TIER_HOST && d->host_mappable)
         bring_in(d, ci, 0, 0, 0);
     else if (c->tier == TIER_HOST)
@@ -1296,6 +1303,11 @@ int res_reach_away(res_dev_t *d, collect_t *k, int promote, int gap, const char 
                    const char *then)
 {
     int must = !d->host_mappable;
+    if (d->nvme_on && res_nvme_reach(d, k) < 0) {     /* (chunks on NVMe: res_nvme.c) */
+        SHIM_WARN(RES, "device %d: %s reaches chunks on NVMe that cannot come back: %s",
+                  d->device, what, then);
+        return -ENOMEM;
+    }
     if (!must && !promote)
         return 0;
     if (must && k->unknown)
@@ -1311,6 +1323,10 @@ int res_reach_away(res_dev_t *d, collect_t *k, int promote, int gap, const char 
     if (gap && must)
         for (size_t i = 0; i < k->n; i++)
             res_unhold(d, k->ids[i]);
+    /* (Bringing chunks in, or another thread while the lock was dropped, may have sent some
+     * of k's host chunks to NVMe: back they come, under the lock held until it is enqueued.) */
+    if (d->nvme_on && res_nvme_reach(d, k) < 0)
+        return -ENOMEM;
     size_t left = 0;
     for (size_t i = 0; must && i < k->n; i++)
         left += d->chunks[k->ids[i]].tier == TIER_HOST;

@@ -523,7 +523,21 @@ static inline unsigned res_code_generation(void)
       "path of a libcupti to load")                                                            \
     X(CUPTI_BUFFER, SIZE, "1M",                                                                \
       "bytes of each activity buffer given to CUPTI; a record that does not fit one is "      \
-      "dropped (and counted)")
+      "dropped (and counted)")                                                                 \
+    X(NVME_PATH, PATH, "",                                                                     \
+      "the NVMe tier's swap area: a directory (an unnamed file in it), a regular file or a "  \
+      "block device; unset: no NVMe tier")                                                     \
+    X(NVME_MEMORY, MEMORY, "auto",                                                             \
+      "bytes of the swap area: a size, or N% of what the file system can spare; auto: a "     \
+      "file's or device's size, in a directory what the file system can spare less a margin") \
+    X(NVME_VERIFY, BOOL, "0", "1: keep a CRC32C per NVMe slot and check it on every read")     \
+    X(NVME_QUEUE_DEPTH, NVME_DEPTH, "16", "NVMe requests in flight: 1 to 4096")               \
+    X(NVME_BLOCK, SIZE, "2M", "bytes per NVMe request: a multiple of 4K dividing the chunk")   \
+    X(NVME_ENGINE, NVME_ENGINE, "auto",                                                        \
+      "NVMe I/O: auto (io_uring, else pread/pwrite threads), io_uring or psync")             \
+    X(NVME_FAULT, PATH, "",                                                                    \
+      "test only: make the Nth NVMe request fail, write:N:KIND, read:N:KIND or any:N:KIND "   \
+      "(KIND: eio, enospc, erofs, short, corrupt)")
 
 typedef enum shim_opt {
 #define X(name, type, def, desc) SHIM_OPT_##name,

@@ -19,17 +19,19 @@ SHIM_MAP  := $(BUILD)/gen/libelixir.map
 # tracer/tracer.mk's $(TRC_LIB) and policy/policy.mk's $(POL_LIB), defined after this file is read.
 SHIM_TRC_LIB := $(BUILD)/tracer/libelixirtrace.a
 SHIM_POL_LIB := $(BUILD)/lib/libelixirpolicy.a
+# iouring/iouring.mk's $(NVME_LIB): the NVMe tier (shim/res_nvme.c), with liburing.
+SHIM_NVME_LIB := $(BUILD)/iouring/libelixirnvme.a
 
 $(SHIM_MAP): shim/libelixir.map.in shim/hooks.h shim/hooks_nccl.h
 	$(call msg,GEN,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) -E -P -x c -Ishim -o $@.tmp $< && mv $@.tmp $@
 
-$(SHIM_LIB): $(SHIM_OBJS) $(SHIM_MAP) $(SHIM_TRC_LIB) $(SHIM_POL_LIB)
+$(SHIM_LIB): $(SHIM_OBJS) $(SHIM_MAP) $(SHIM_TRC_LIB) $(SHIM_POL_LIB) $(SHIM_NVME_LIB)
 	$(call msg,LD,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) -shared -Wl,-soname,libelixir.so -Wl,-Bsymbolic -Wl,--version-script=$(SHIM_MAP) \
-	    -Wl,-z,defs -o $@ $(SHIM_OBJS) $(SHIM_TRC_LIB) $(SHIM_POL_LIB) $(LDFLAGS) -lunwind -ldl
+	    -Wl,-z,defs -o $@ $(SHIM_OBJS) $(SHIM_TRC_LIB) $(SHIM_POL_LIB) $(SHIM_NVME_LIB) $(LDFLAGS) -lunwind -luring -ldl
 
 SHIM_TESTS := $(patsubst tests/%.c,$(BUILD)/tests/%,$(wildcard tests/shim_*.c tests/conc_shim_*.c))
 

@@ -93,6 +93,11 @@ static const struct bad {
     { "ELIXIR_CUPTI", "", "auto, off, or the path" },
     { "ELIXIR_CUPTI_BUFFER", "2G", "from 1 to 1G" },
     { "ELIXIR_CUPTI_BUFFER", "0", "from 1 to 1G" },
+    { "ELIXIR_NVME_MEMORY", "5X", "auto, a size in bytes with an optional K, M, G or T" },
+    { "ELIXIR_NVME_VERIFY", "perhaps", "1 or 0" },
+    { "ELIXIR_NVME_QUEUE_DEPTH", "0", "from 1 to 4096" },
+    { "ELIXIR_NVME_BLOCK", "3X", "a size in bytes" },
+    { "ELIXIR_NVME_ENGINE", "bogus", "auto, io_uring or psync" },
 };
 
 /* Each bad value alone stops the child; all together, each is reported once. */

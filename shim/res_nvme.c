@@ -1,0 +1,362 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * res_nvme.c - the NVMe tier behind host memory, for the reactive engine: when the host
+ * budget has no room, a host chunk whose every use the shim has seen is written to its slot
+ * of the swap area (iouring/nvme.h) and its address unmapped (TIER_NVME, chunk_t.phys is the
+ * slot); an operation that reaches such a chunk reads it back, synchronously, into new GPU
+ * memory mapped at the same address before the operation is enqueued.
+ *
+ * The area is the process's (ELIXIR_NVME_PATH, opened with the first arena), shared by every
+ * device.  I/O goes through one staging pool of pinned host memory (cuMemHostAlloc, portable)
+ * registered with io_uring; a mutex serialises its use (innermost: taken under a device's
+ * lock, never the other way round).
+ *
+ * "Every use seen" (DESIGN.md invariant 2).  A chunk is exposed (chunk_t.exposed) once an
+ * operation the shim cannot see into (a launch whose arguments it cannot read, a graph
+ * launch, arguments set with cuParamSet*) ran while the chunk was in use: that operation may
+ * have left the chunk's address anywhere.  Exposed chunks stay in host memory until freed;
+ * an allocation made after the last such operation is not exposed.  A pointer the
+ * application itself stores in device memory and a kernel reads back is not seen (as for
+ * the ordering of such a use: docs/limits.md).
+ *
+ * Nothing is lost (invariant 5): a chunk's host copy stays mapped and authoritative until its
+ * write completed with 0; a write that fails marks the tier degraded (one log line), after
+ * which nothing more goes to it and allocations beyond GPU and host fail with
+ * CUDA_ERROR_OUT_OF_MEMORY.  Data already on NVMe is still read back.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../iouring/nvme.h"
+#include "res_int.h"
+
+static struct {
+    nvme_area_t *area;
+    void *staging;                  /* 2 chunks of pinned memory, registered with the area */
+    uint64_t chunk;
+    pthread_mutex_t io;             /* the staging pool's user */
+    _Atomic int degraded_logged;
+    const char *engine;
+    /* Counters (under io). */
+    uint64_t writes, reads, bytes_w, bytes_r, failed;
+    double io_s;
+} nv = { .io = PTHREAD_MUTEX_INITIALIZER };
+
+static const nvme_engine_kind_t engines[] = { NVME_ENGINE_AUTO, NVME_ENGINE_URING,
+                                              NVME_ENGINE_PSYNC };
+
+/* Pinned, portable host memory of d's context for the staging pool; NULL on failure. */
+static void *staging_alloc(res_dev_t *d, size_t bytes)
+{
+    CUcontext popped;
+    void *p = NULL;
+    int pushed = DRV(cuCtxPushCurrent_v2)(d->ctx) == CUDA_SUCCESS;
+    CUresult r = DRV(cuMemHostAlloc)(&p, bytes, CU_MEMHOSTALLOC_PORTABLE);
+    if (pushed)
+        DRV(cuCtxPopCurrent_v2)(&popped);
+    return r == CUDA_SUCCESS ? p : NULL;
+}
+
+/* The size ELIXIR_NVME_MEMORY asks for: a size, or a percentage of (and by default) what the
+ * file system at a directory can spare; 0 lets the module choose (a file or device's size). */
+static uint64_t wanted_size(const char *path, uint64_t chunk)
+{
+    shim_mem_t m = shim_opt_mem(SHIM_OPT_NVME_MEMORY);
+    uint64_t spare = 0;
+    if (m.kind == SHIM_MEM_BYTES)
+        return m.bytes / chunk * chunk;
+    if (m.kind == SHIM_MEM_PERCENT && nvme_default_size(path, (uint32_t)chunk, &spare) == 0)
+        return (uint64_t)((double)spare * m.percent / 100.0) / chunk * chunk;
+    return 0;
+}
+
+/* The module's options from ELIXIR_NVME_*, for chunks of d's size (no staging yet). */
+static nvme_options_t area_options(const res_dev_t *d, const char *path)
+{
+    nvme_options_t o = {
+        .path = path,
+        .size = wanted_size(path, d->chunk),
+        .slot_size = (uint32_t)d->chunk,
+        .queue_depth = (uint32_t)shim_opt_int(SHIM_OPT_NVME_QUEUE_DEPTH),
+        .block_size = (uint32_t)shim_opt_int(SHIM_OPT_NVME_BLOCK),
+        .verify = (int)shim_opt_int(SHIM_OPT_NVME_VERIFY),
+        .engine = engines[shim_opt_int(SHIM_OPT_NVME_ENGINE)],
+        .staging_bytes = 2 * d->chunk,
+    };
+    if (o.block_size > o.slot_size)
+        o.block_size = o.slot_size;
+    return o;
+}
+
+/* The area is open: the clock hook where the simulator offers one, the test-only fault plan,
+ * and one line saying what runs (a warning when io_uring was wanted and does not). */
+static void area_started(const char *path)
+{
+    char why[256] = "";
+    nvme_clock_t clock;
+    nv.engine = nvme_engine(nv.area, why, sizeof(why));
+    if (nvme_clock_lookup(&clock, "elixirSimIoSubmit", "elixirSimIoWait") == 0)
+        nvme_set_clock(nv.area, &clock);
+    const char *fault = shim_opt_str(SHIM_OPT_NVME_FAULT);
+    if (fault[0] && nvme_fault_parse(nv.area, fault) < 0)
+        SHIM_ERROR(RES, "ELIXIR_NVME_FAULT=\"%s\" is not valid: expected write:N:KIND, "
+                   "read:N:KIND or any:N:KIND (KIND: eio, enospc, erofs, short, corrupt)", fault);
+    if (why[0])
+        SHIM_WARN(RES, "NVMe tier: %llu MiB in %s, %u slots, engine %s (io_uring: %s)",
+                  (unsigned long long)(nvme_size(nv.area) >> 20), path,
+                  nvme_slots_total(nv.area), nv.engine, why);
+    else
+        SHIM_INFO(RES, "NVMe tier: %llu MiB in %s, %u slots, engine %s",
+                  (unsigned long long)(nvme_size(nv.area) >> 20), path,
+                  nvme_slots_total(nv.area), nv.engine);
+}
+
+uint64_t res_nvme_setup(res_dev_t *d)
+{
+    const char *path = shim_opt_str(SHIM_OPT_NVME_PATH);
+    if (nv.area) {
+        d->nvme_on = d->chunk == nv.chunk;
+        return d->nvme_on ? nvme_size(nv.area) : 0;
+    }
+    if (!path[0] || d->chunk % NVME_ALIGN)
+        return 0;
+    nvme_options_t o = area_options(d, path);
+    if (!(o.staging = staging_alloc(d, o.staging_bytes))) {
+        SHIM_ERROR(RES, "ELIXIR_NVME_PATH=%s: no pinned staging memory: no NVMe tier", path);
+        return 0;
+    }
+    int r = nvme_open(&o, &nv.area);
+    if (r < 0) {
+        SHIM_ERROR(RES, "ELIXIR_NVME_PATH=%s: cannot open the swap area (%s): no NVMe tier",
+                   path, strerror(-r));
+        DRV(cuMemFreeHost)(o.staging);
+        nv.area = NULL;
+        return 0;
+    }
+    nv.staging = o.staging;
+    nv.chunk = d->chunk;
+    area_started(path);
+    d->nvme_on = 1;
+    return nvme_size(nv.area);
+}
+
+/* The area is healthy; else the first call logs why it is not (once). */
+static int healthy(void)
+{
+    char why[256];
+    if (nvme_degraded(nv.area, why, sizeof(why)) == 0)
+        return 1;
+    if (!atomic_exchange(&nv.degraded_logged, 1))
+        SHIM_ERROR(RES, "NVMe tier degraded, no more data goes to it: %s", why);
+    return 0;
+}
+
+/* A chunk that may go to NVMe: in mapped host memory or a host piece, nothing holding,
+ * pinning or waiting on it, never exposed.  (One that the operation being prepared reaches
+ * may go while that operation brings its other chunks in: res_reach_away looks again.) */
+static int demotable(const chunk_t *c)
+{
+    return c->tier == TIER_HOST && !c->held && !c->pinned && !c->waiting && !c->exposed &&
+           !c->stray;
+}
+
+/* Write host chunk ci to slot (the host copy untouched): from its pinned piece where its
+ * address is unmapped, else copied into staging first.  0 or a negative errno. */
+static int write_out(res_dev_t *d, uint32_t ci, uint32_t slot)
+{
+    const chunk_t *c = &d->chunks[ci];
+    const void *src = (const void *)(uintptr_t)c->phys;
+    double t0 = res_now_s();
+    int r = 0;
+    pthread_mutex_lock(&nv.io);
+    if (d->host_mappable) {
+        CUdeviceptr va = arena_chunk_addr(d->arena, ci);
+        src = nv.staging;
+        if (DRV(cuMemcpyDtoHAsync_v2)(nv.staging, va, d->chunk, d->stream) != CUDA_SUCCESS ||
+            DRV(cuStreamSynchronize)(d->stream) != CUDA_SUCCESS)
+            r = -EIO;
+    }
+    if (r == 0)
+        r = nvme_write_sync(nv.area, slot, src, (uint32_t)d->chunk);
+    nv.io_s += res_now_s() - t0;
+    if (r == 0) {
+        nv.writes++;
+        nv.bytes_w += d->chunk;
+    } else {
+        nv.failed++;
+    }
+    pthread_mutex_unlock(&nv.io);
+    return r;
+}
+
+/* Move host chunk ci to NVMe: its last use waited for, written, then its host memory goes
+ * (res_unback) and it keeps its place in its allocation as a TIER_NVME chunk.  0 or -1. */
+static int demote(res_dev_t *d, uint32_t ci)
+{
+    chunk_t *c = &d->chunks[ci];
+    uint32_t slot;
+    uint64_t start = SHIM_TRACING() ? shim_trace_now() : 0;
+    if (nvme_slot_alloc(nv.area, &slot) < 0)
+        return -1;
+    res_wait_idle(d, c, &d->blocked_s);
+    if (write_out(d, ci, slot) < 0) {
+        nvme_slot_free(nv.area, slot);
+        healthy();
+        return -1;
+    }
+    chunk_t keep = *c;
+    res_unback(d, ci);                  /* unmapped, its host memory back, off its list */
+    c->span_first = keep.span_first;
+    c->span_n = keep.span_n;
+    c->seen = keep.seen;
+    c->lru = keep.lru;
+    c->phys = slot;
+    c->tier = TIER_NVME;
+    d->resident[TIER_NVME] += d->chunk;
+    d->nvme_out++;
+    if (SHIM_TRACING())
+        shim_trace_migration(d->device, ci, d->chunk, SHIM_TIER_HOST, SHIM_TIER_NVME, start,
+                             shim_trace_now(), shim_trace_current_op());
+    SHIM_TRACE(RES, "device %d: chunk %u to NVMe slot %u", d->device, ci, slot);
+    return 0;
+}
+
+/* One host chunk to NVMe (the oldest on the host list that may go); 0 or -1. */
+static int demote_one(res_dev_t *d)
+{
+    if (!d->nvme_on || !healthy() || nvme_slots_used(nv.area) >= nvme_slots_total(nv.area))
+        return -1;
+    for (uint32_t i = d->host.head; i; i = d->chunks[i - 1].next)
+        if (demotable(&d->chunks[i - 1]))
+            return demote(d, i - 1);
+    return -1;
+}
+
+int res_nvme_room(res_dev_t *d)
+{
+    while (demote_one(d) == 0)
+        if (d->nspare[1] ||
+            atomic_load(&res_host.used) + d->chunk <= atomic_load(&res_host.budget))
+            return 1;
+    return 0;
+}
+
+/* Read NVMe chunk ci back into GPU memory mapped at its address (over the GPU budget where
+ * nothing can be evicted: the driver has the last word).  0 or -1 (it stays on NVMe). */
+static int read_back(res_dev_t *d, uint32_t ci, uint32_t serial)
+{
+    chunk_t *c = &d->chunks[ci];
+    uint32_t slot = (uint32_t)c->phys;
+    CUdeviceptr va = arena_chunk_addr(d->arena, ci);
+    uint64_t start = SHIM_TRACING() ? shim_trace_now() : 0;
+    res_make_room(d, serial);
+    if (c->tier != TIER_NVME)
+        return 0;                       /* (freed meanwhile by a deferred free) */
+    pthread_mutex_lock(&nv.io);
+    double t0 = res_now_s();
+    int r = nvme_read_sync(nv.area, slot, nv.staging, (uint32_t)d->chunk);
+    if (r == 0) {
+        chunk_t keep = *c;
+        c->tier = TIER_NONE;
+        if (res_back(d, ci, TIER_GPU) != CUDA_SUCCESS) {
+            *c = keep;
+            r = -ENOMEM;
+        } else if (DRV(cuMemcpyHtoDAsync_v2)(va, nv.staging, d->chunk, d->stream) !=
+                       CUDA_SUCCESS ||
+                   DRV(cuStreamSynchronize)(d->stream) != CUDA_SUCCESS) {
+            res_unback(d, ci);          /* the slot stays authoritative */
+            *c = keep;
+            d->nheld += keep.held != 0;         /* (res_unback let them go) */
+            d->pinned += keep.pinned;
+            r = -EIO;
+        }
+    }
+    nv.io_s += res_now_s() - t0;
+    if (r == 0) {
+        nv.reads++;
+        nv.bytes_r += d->chunk;
+    }
+    pthread_mutex_unlock(&nv.io);
+    if (r < 0) {
+        SHIM_WARN(RES, "device %d: cannot read chunk %u back from NVMe slot %u (%s)", d->device,
+                  ci, slot, strerror(-r));
+        return -1;
+    }
+    nvme_slot_free(nv.area, slot);
+    d->resident[TIER_NVME] -= d->chunk;
+    d->nvme_in++;
+    if (SHIM_TRACING())
+        shim_trace_migration(d->device, ci, d->chunk, SHIM_TIER_NVME, SHIM_TIER_GPU, start,
+                             shim_trace_now(), shim_trace_current_op());
+    return 0;
+}
+
+void res_nvme_back(res_dev_t *d, uint32_t ci)
+{
+    if (d->chunks[ci].tier == TIER_NVME)
+        read_back(d, ci, 0);
+}
+
+void res_nvme_release(res_dev_t *d, uint32_t ci)
+{
+    nvme_slot_free(nv.area, (uint32_t)d->chunks[ci].phys);
+    d->resident[TIER_NVME] -= d->chunk;
+    d->chunks[ci].tier = TIER_NONE;     /* (out_of_use clears the rest) */
+}
+
+/* An operation the shim cannot see into: every chunk in use is exposed from now on, and
+ * every chunk on NVMe comes back (the operation may reach it).  Returns the chunks left. */
+static size_t unknown_reach(res_dev_t *d, uint32_t serial)
+{
+    size_t left = 0;
+    uint32_t n = (uint32_t)arena_chunk_count(d->arena);
+    for (uint32_t ci = 0; ci < n; ci++)        /* first, so that no read evicts one to NVMe */
+        if (d->chunks[ci].tier != TIER_NONE)
+            d->chunks[ci].exposed = 1;
+    for (uint32_t ci = 0; ci < n && d->resident[TIER_NVME]; ci++)
+        if (d->chunks[ci].tier == TIER_NVME)
+            left += read_back(d, ci, serial) < 0;
+    return left;
+}
+
+int res_nvme_reach(res_dev_t *d, collect_t *k)
+{
+    size_t left = 0;
+    if (k->unknown)
+        left = unknown_reach(d, k->serial);
+    for (size_t i = 0; i < k->n; i++)
+        if (d->chunks[k->ids[i]].tier == TIER_NVME)
+            left += read_back(d, k->ids[i], k->serial) < 0;
+    return left ? -ENOMEM : 0;
+}
+
+uint64_t res_nvme_capacity(const res_dev_t *d)
+{
+    if (!d->nvme_on)
+        return 0;
+    uint64_t slots = nvme_degraded(nv.area, NULL, 0) ? nvme_slots_used(nv.area)
+                                                     : nvme_slots_total(nv.area);
+    return slots * nv.chunk;
+}
+
+void res_nvme_stats_print(void)
+{
+    nvme_stats_t s;
+    char why[256] = "";
+    if (!nv.area)
+        return;
+    nvme_get_stats(nv.area, &s);
+    int deg = nvme_degraded(nv.area, why, sizeof(why));
+    pthread_mutex_lock(&nv.io);
+    shim_log_plain("NVMe: engine %s; chunks written %llu (%llu MiB), read %llu (%llu MiB), "
+                   "failed writes %llu; I/O time %.3f s (device %.3f s), most requests in "
+                   "flight %u; slots used %u of %u; %s%s", nv.engine,
+                   (unsigned long long)nv.writes, (unsigned long long)(nv.bytes_w >> 20),
+                   (unsigned long long)nv.reads, (unsigned long long)(nv.bytes_r >> 20),
+                   (unsigned long long)nv.failed, nv.io_s, (double)s.io_ns / 1e9,
+                   s.max_inflight, nvme_slots_used(nv.area), nvme_slots_total(nv.area),
+                   deg ? "degraded: " : "healthy", deg ? why : "");
+    pthread_mutex_unlock(&nv.io);
+}
