@@ -76,6 +76,7 @@ $(SIM_LIB): $(SIM_OBJS) sim/libcuda.map
 EXAMPLES :=
 -include examples/examples.mk
 -include shim/shim.mk
+-include policy/policy.mk
 -include tracer/tracer.mk
 -include sim/cupti/cupti.mk
 -include sim/nccl/nccl.mk

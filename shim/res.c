@@ -214,11 +214,15 @@ static int arena_do_alloc(res_dev_t *d, size_t bytes, arena_info_t *info)
     if (err && arena_trim(d->arena, release_chunk, d) > 0)
         err = arena_alloc(d->arena, bytes, back_chunk, d, info);
     d->arena_busy = 0;
+    if (!err && d->plan)
+        res_plan_alloc(d, info->base, info->size);
     return err;
 }
 
 static int arena_do_free(res_dev_t *d, CUdeviceptr p, arena_info_t *info)
 {
+    if (d->plan)
+        res_plan_free(d, p);
     d->arena_busy = 1;
     int err = arena_free(d->arena, p, release_chunk, d, info);
     d->arena_busy = 0;
@@ -341,6 +345,7 @@ static int setup(res_dev_t *d, int device, CUcontext ctx)
     if (DRV(cuDeviceGetDefaultMemPool)(&d->default_pool, device) != CUDA_SUCCESS)
         d->default_pool = NULL;
     set_budgets(d);
+    res_policy_plan = shim_opt_int(SHIM_OPT_POLICY) == 1;
     d->size = round_up(2 * (d->gpu_budget + atomic_load(&res_host.budget)) + d->chunk, d->chunk);
     CUdeviceptr base;
     if (DRV(cuMemAddressReserve)(&base, d->size + d->chunk, d->chunk, 0, 0) != CUDA_SUCCESS)
@@ -1402,6 +1407,7 @@ void res_stats_print(void)
                        "mapping %llu (%u mapped)", d->device, d->parked.n,
                        (unsigned long long)d->parked_reused, (unsigned long long)d->parked_dropped,
                        (unsigned long long)d->shadow_hits, d->sh_n);
+        res_plan_stats(d);
     }
 }
 

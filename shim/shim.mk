@@ -7,7 +7,8 @@
 # It is linked with -Bsymbolic so that its own references to the wrappers it exports (the
 # cuGetProcAddress map) bind to its own definitions, and never against libcuda: the real
 # driver is found with dlopen at run time.  The tracer's library is linked in (recording,
-# tracer/), with libunwind for call sites and libdl for CUPTI.  Test programs named shim_* or
+# tracer/), with libunwind for call sites and libdl for CUPTI, and so is the policy's (the
+# iteration detector and the planner, policy/).  Test programs named shim_* or
 # conc_shim_* are preloaded with it, so they are rebuilt when it changes.  The rules of the
 # recording's own tests are in shim/trace_tests.mk, included at the end.
 
@@ -15,19 +16,20 @@ SHIM_SRCS := $(wildcard shim/*.c)
 SHIM_OBJS := $(SHIM_SRCS:%.c=$(BUILD)/obj/%.o)
 SHIM_LIB  := $(BUILD)/libelixir.so
 SHIM_MAP  := $(BUILD)/gen/libelixir.map
-# tracer/tracer.mk's $(TRC_LIB), which is defined after this file is read.
+# tracer/tracer.mk's $(TRC_LIB) and policy/policy.mk's $(POL_LIB), defined after this file is read.
 SHIM_TRC_LIB := $(BUILD)/tracer/libelixirtrace.a
+SHIM_POL_LIB := $(BUILD)/lib/libelixirpolicy.a
 
 $(SHIM_MAP): shim/libelixir.map.in shim/hooks.h shim/hooks_nccl.h
 	$(call msg,GEN,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) -E -P -x c -Ishim -o $@.tmp $< && mv $@.tmp $@
 
-$(SHIM_LIB): $(SHIM_OBJS) $(SHIM_MAP) $(SHIM_TRC_LIB)
+$(SHIM_LIB): $(SHIM_OBJS) $(SHIM_MAP) $(SHIM_TRC_LIB) $(SHIM_POL_LIB)
 	$(call msg,LD,$@)
 	$(Q)mkdir -p $(@D)
 	$(Q)$(CC) -shared -Wl,-soname,libelixir.so -Wl,-Bsymbolic -Wl,--version-script=$(SHIM_MAP) \
-	    -Wl,-z,defs -o $@ $(SHIM_OBJS) $(SHIM_TRC_LIB) $(LDFLAGS) -lunwind -ldl
+	    -Wl,-z,defs -o $@ $(SHIM_OBJS) $(SHIM_TRC_LIB) $(SHIM_POL_LIB) $(LDFLAGS) -lunwind -ldl
 
 SHIM_TESTS := $(patsubst tests/%.c,$(BUILD)/tests/%,$(wildcard tests/shim_*.c tests/conc_shim_*.c))
 
