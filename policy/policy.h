@@ -14,11 +14,18 @@
  * a plan is cyclic, the residency it leaves at the end of the iteration is the residency it
  * assumes at the start.
  *
- * The plan.  For each operation i, moves[op_first[i] .. op_first[i + 1]) are issued before
- * operation i is enqueued (prefetches, and the evictions that make their room), and the moves
- * of op_after[i] .. are issued right after it (write-backs and evictions whose source's last
- * use is i).  Every chunk operation i reaches is on POL_GPU when i runs, and at no point does
- * any tier hold more than its capacity, counting chunks in flight at both ends.
+ * The plan.  For each operation i, moves[op_first[i] .. op_after[i]) are issued before
+ * operation i is enqueued (prefetches, and the evictions that make their room), and
+ * moves[op_after[i] .. op_first[i + 1]) right after it (write-backs and evictions whose
+ * source's last use is i); op_first[nops] == op_after[nops] == nmoves.  Moves are listed in
+ * the order they must take effect.  Every chunk operation i reaches is on POL_GPU when i runs,
+ * and at no point does any tier hold more than its capacity, counting chunks in flight at both
+ * ends and the copies a chunk keeps (pol_move_t.keep).
+ *
+ * Kept copies.  A chunk brought to the GPU with keep = 1 leaves its source copy in place (its
+ * room in that tier stays held) until the chunk goes back there; while no operation has
+ * written the chunk, that copy is current and the eviction back is writeback = 0, a remap with
+ * no transfer.  A chunk brought with keep = 0 frees its source room once the copy is done.
  *
  * Buffer identity across iterations is the caller's business (pol_buf_t.key): the shim uses
  * the allocation order within the iteration for buffers born inside it and the arena address
@@ -40,7 +47,12 @@ enum pol_access { POL_READ = 1, POL_WRITE = 2, POL_RW = 3, POL_OVERWRITE = 4 | 2
 
 /* A buffer of the iteration.  born/dies are operation indexes (-1: allocated before the
  * iteration / still alive after it); a buffer born inside the iteration starts nowhere and
- * needs no prefetch before its first use, one that dies needs no write-back. */
+ * needs no prefetch before its first use, one that dies needs no write-back.  The buffer
+ * exists for operations born .. dies inclusive; each iteration allocates it anew at born.
+ * dies < born is a life across the iteration's end (allocated at born, freed at dies of the
+ * next iteration); born >= 0 with dies == -1 means dies = born - 1 (modulo nops: the next
+ * iteration's allocation replaces it); born == -1 with dies >= 0 cannot repeat and is refused
+ * (write it as born > dies). */
 typedef struct pol_buf {
     uint64_t key;        /* the caller's identity of the buffer across iterations */
     uint64_t bytes;      /* its size; its chunks are ceil(bytes / chunk) */
@@ -99,12 +111,22 @@ typedef struct pol_knobs {
     uint64_t pin_bytes;         /* bytes of the most reused buffers kept on the GPU for good */
 } pol_knobs_t;
 
-/* One move: chunks [chunk, chunk + nchunks) of buf from one tier to another. */
+/* One move: chunks [chunk, chunk + nchunks) of buf from one tier to another.  Every move
+ * has POL_GPU at one end, except a demotion POL_HOST -> POL_NVME (over link[POL_NVME]).
+ * from == POL_NTIERS materialises chunks of a buffer born in this iteration on the GPU: they
+ * have no contents yet, nothing is copied (the executor maps GPU memory there).
+ * need_by: for a move to the GPU, the operation that needs it; when need_by is less than the
+ * operation the move is issued before (or not more than the one it is issued after), it is
+ * the next iteration's operation need_by (the plan prefetches across the iteration's end).
+ * UINT32_MAX for moves away from the GPU. */
 typedef struct pol_move {
     uint32_t buf, chunk, nchunks;
-    uint8_t from, to;           /* enum pol_tier */
-    uint8_t writeback;          /* 0: the destination's copy is current, only the mapping moves */
-    uint32_t need_by;           /* the operation that needs it (prefetch) or UINT32_MAX */
+    uint8_t from, to;           /* enum pol_tier; from may be POL_NTIERS (see above) */
+    uint8_t writeback;          /* 1: copy the data.  0: the destination holds a current copy
+                                 * kept there (keep) or the data is dead (the next use
+                                 * overwrites it whole, or the buffer dies first): remap only */
+    uint8_t keep;               /* to the GPU: keep the source copy (see "Kept copies") */
+    uint32_t need_by;           /* see above */
 } pol_move_t;
 
 /* What the cost model predicts for a plan (pol_replay), in nanoseconds and bytes. */
@@ -123,7 +145,12 @@ typedef struct pol_plan {
     size_t nmoves;
     uint32_t *op_first;         /* nops + 1 entries: moves issued before operation i */
     uint32_t *op_after;         /* nops + 1 entries: moves issued after operation i */
-    uint8_t *start_tier;        /* per chunk (buffers' chunks in order): its tier at the start */
+    uint8_t *start_tier;        /* per chunk (buffers' chunks in order): its tier at the start
+                                 * (POL_NTIERS: not alive at the start, or never used) */
+    uint8_t *start_home;        /* per chunk on the GPU at the start: the tier where it keeps a
+                                 * copy (see "Kept copies"; its room is held), POL_NTIERS for
+                                 * none.  An executor that starts following the plan makes
+                                 * that copy current there */
     pol_knobs_t knobs;          /* the configuration chosen */
     pol_result_t predicted;     /* pol_replay of this plan */
 } pol_plan_t;
@@ -132,7 +159,10 @@ typedef struct pol_plan {
 int pol_input_check(const pol_input_t *in, char *err, size_t errlen);
 /* Plan `in` with `knobs` (NULL: search the knobs for the best predicted time).  0 and *out,
  * -EINVAL for a bad input, -ENOSPC when the pinned and concurrently needed chunks of some
- * operation exceed the GPU's capacity (no plan can exist), -ENOMEM. */
+ * operation exceed the GPU's capacity (no plan can exist) or every tier is full, -EDOM when
+ * these knobs give no cyclic plan (the residency at the iteration's end oscillates and cannot
+ * be brought back to the start within the capacities; rare, other knobs or NULL may plan),
+ * -ENOMEM.  The plan returned has passed pol_plan_verify's checks. */
 int pol_plan(const pol_input_t *in, const pol_knobs_t *knobs, pol_plan_t **out);
 void pol_plan_free(pol_plan_t *p);
 /* Replay a plan on the cost model: compute streams, one queue per link direction with the

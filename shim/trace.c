@@ -52,7 +52,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "iter.h"
+#include "../policy/iter.h"
 #include "lock.h"
 #include "trace_int.h"
 

@@ -1,8 +1,7 @@
 # SPDX-License-Identifier: MIT
 # shim/trace_tests.mk - included by shim/shim.mk: the tests of the shim's recording.
 #
-# tests/unit_iter tests the iteration detector on its own, linked with shim/iter.c's object
-# and nothing else.  tests/shim_trace_*.c and conc_shim_trace_*.c are shim tests (preloaded with libelixir.so, linked
+# tests/shim_trace_*.c and conc_shim_trace_*.c are shim tests (preloaded with libelixir.so, linked
 # with the simulated libcuda and tests/lib like every test) that read the trace they made with
 # the tracer's reader, so they link the tracer's library too (and the NCCL stand-in, for
 # those with nccl in their names).  Both are explicit rules (a
@@ -13,11 +12,6 @@
 SHIM_TRACE_TESTS := $(patsubst tests/%.c,$(BUILD)/tests/%,\
                       $(wildcard tests/shim_trace_*.c tests/conc_shim_trace_*.c))
 SHIM_TRACE_TEST_LIB := $(patsubst %.c,$(BUILD)/obj/%.o,$(wildcard tests/lib/*.c))
-
-$(BUILD)/tests/unit_iter: tests/unit_iter.c $(BUILD)/obj/shim/iter.o
-	$(call msg,CC,$<)
-	$(Q)mkdir -p $(@D)
-	$(Q)$(CC) $(CFLAGS) -o $@ $< $(BUILD)/obj/shim/iter.o $(LDFLAGS)
 
 $(SHIM_TRACE_TESTS): $(BUILD)/tests/%: tests/%.c tests/lib/simtest.h tests/shim_trace_test.h \
                      $(SHIM_TRACE_TEST_LIB) $(SHIM_TRC_LIB) $(SIM_LIB) $(SHIM_LIB)

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * unit_iter.c - the iteration detector (shim/iter.c) on its own, on launch sequences.
+ * unit_iter.c - the iteration detector (policy/iter.c) on its own, on launch sequences.
  *
  * A sequence is written as text: a letter is a launch of that kernel, '|' a barrier (a host
  * synchronisation or a host <-> device copy), spaces are ignored.  Launch number i (from 0)
@@ -9,7 +9,7 @@
  * times, and each mark no later than the launch it names could be known (rule 1 and 2 may
  * reveal earlier ones late, never a later one early).
  */
-#include "../shim/iter.h"
+#include "../policy/iter.h"
 
 #include <stdio.h>
 #include <stdlib.h>

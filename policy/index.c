@@ -1,0 +1,306 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * index.c - the chunk-level view of one iteration that planning, replay and verification
+ * share: global chunk numbers, the uses of each operation, and next-use links.
+ *
+ * A buffer's life.  A buffer allocated before the iteration and alive after it (born and
+ * dies both -1) is permanent.  Any other lives from operation born to operation dies
+ * inclusive, born anew each iteration with no contents: dies < born means a life that runs
+ * across the iteration's end (allocated at born, freed at dies of the next iteration), and
+ * dies == -1 with born >= 0 is taken as dies = born - 1 (modulo nops): the buffer is replaced
+ * by the next iteration's at born.  born == -1 with dies >= 0 cannot repeat and is refused by
+ * pol_input_check.  Next-use links never cross a death: the last use of a life has none, or,
+ * for a life alive at the iteration's end, the first use of the next iteration that still
+ * belongs to it.  All of it is O(nops + nrefs + nchunks + uses).
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pol_int.h"
+
+void pol_index_free(pol_index_t *ix)
+{
+    free(ix->chunk_base);
+    free(ix->chunk_buf);
+    free(ix->op_use);
+    free(ix->use_chunk);
+    free(ix->use_op);
+    free(ix->use_acc);
+    free(ix->use_next);
+    free(ix->chunk_first);
+    free(ix->chunk_born_use);
+    free(ix->buf_wrap);
+    free(ix->born_first);
+    free(ix->born_list);
+    free(ix->dies_first);
+    free(ix->dies_list);
+    free(ix->life_born);
+    free(ix->life_dies);
+    memset(ix, 0, sizeof(*ix));
+}
+
+int pol_buf_alive(const pol_input_t *in, const pol_index_t *ix, uint32_t b, uint32_t op)
+{
+    uint32_t lb = ix->life_born[b], ld = ix->life_dies[b];
+    if (ix->buf_wrap[b] == 0)
+        return 1;
+    if (ix->buf_wrap[b] == 1)
+        return op >= lb && op <= ld;
+    return op >= lb || op <= ld;
+}
+
+/* Lives of the buffers and the birth / death lists by operation (CSR). */
+static int index_lives(const pol_input_t *in, pol_index_t *ix)
+{
+    uint32_t n = ix->nops, nb = ix->nbufs;
+    ix->buf_wrap = calloc(nb ? nb : 1, 1);
+    ix->life_born = calloc(nb ? nb : 1, sizeof(uint32_t));
+    ix->life_dies = calloc(nb ? nb : 1, sizeof(uint32_t));
+    ix->born_first = calloc(n + 2, sizeof(uint32_t));
+    ix->dies_first = calloc(n + 2, sizeof(uint32_t));
+    ix->born_list = calloc(nb ? nb : 1, sizeof(uint32_t));
+    ix->dies_list = calloc(nb ? nb : 1, sizeof(uint32_t));
+    if (!ix->buf_wrap || !ix->life_born || !ix->life_dies || !ix->born_first ||
+        !ix->dies_first || !ix->born_list || !ix->dies_list)
+        return -ENOMEM;
+    for (uint32_t b = 0; b < nb; b++) {
+        const pol_buf_t *bf = &in->bufs[b];
+        if (bf->born < 0)
+            continue;
+        uint32_t lb = (uint32_t)bf->born;
+        uint32_t ld = bf->dies >= 0 ? (uint32_t)bf->dies : (lb + n - 1) % n;
+        ix->life_born[b] = lb;
+        ix->life_dies[b] = ld;
+        ix->buf_wrap[b] = ld >= lb ? 1 : 2;
+        ix->born_first[lb + 1]++;
+        ix->dies_first[ld + 1]++;
+    }
+    for (uint32_t i = 0; i < n; i++) {
+        ix->born_first[i + 1] += ix->born_first[i];
+        ix->dies_first[i + 1] += ix->dies_first[i];
+    }
+    uint32_t *bp = calloc(n + 1, sizeof(uint32_t)), *dp = calloc(n + 1, sizeof(uint32_t));
+    if (!bp || !dp) {
+        free(bp);
+        free(dp);
+        return -ENOMEM;
+    }
+    for (uint32_t b = 0; b < nb; b++) {
+        if (!ix->buf_wrap[b])
+            continue;
+        uint32_t lb = ix->life_born[b], ld = ix->life_dies[b];
+        ix->born_list[ix->born_first[lb] + bp[lb]++] = b;
+        ix->dies_list[ix->dies_first[ld] + dp[ld]++] = b;
+    }
+    free(bp);
+    free(dp);
+    return 0;
+}
+
+/* Global chunk numbers: chunk_base and chunk_buf. */
+static int index_chunks(const pol_input_t *in, pol_index_t *ix)
+{
+    uint64_t c = 0, ch = in->m.chunk;
+    ix->chunk_base = malloc((ix->nbufs + 1) * sizeof(uint64_t));
+    if (!ix->chunk_base)
+        return -ENOMEM;
+    for (uint32_t b = 0; b < ix->nbufs; b++) {
+        ix->chunk_base[b] = c;
+        c += (in->bufs[b].bytes + ch - 1) / ch;
+    }
+    ix->chunk_base[ix->nbufs] = c;
+    ix->nchunks = c;
+    ix->chunk_buf = malloc((c ? c : 1) * sizeof(uint32_t));
+    if (!ix->chunk_buf)
+        return -ENOMEM;
+    for (uint32_t b = 0; b < ix->nbufs; b++)
+        for (uint64_t k = ix->chunk_base[b]; k < ix->chunk_base[b + 1]; k++)
+            ix->chunk_buf[k] = b;
+    return 0;
+}
+
+/* Expand references into uses, one per operation and chunk (accesses merged).  `last` is
+ * nchunks of scratch: the latest use of each chunk.  -EINVAL for a reference outside its
+ * buffer's life. */
+static int index_uses(const pol_input_t *in, pol_index_t *ix, uint64_t *last)
+{
+    uint64_t total = 0;
+    for (size_t r = 0; r < in->nrefs; r++)
+        total += in->refs[r].nchunks;
+    ix->op_use = malloc((ix->nops + 1) * sizeof(uint64_t));
+    ix->use_chunk = malloc((total ? total : 1) * sizeof(uint32_t));
+    ix->use_op = malloc((total ? total : 1) * sizeof(uint32_t));
+    ix->use_acc = malloc(total ? total : 1);
+    if (!ix->op_use || !ix->use_chunk || !ix->use_op || !ix->use_acc)
+        return -ENOMEM;
+    uint64_t u = 0;
+    for (uint32_t i = 0; i < ix->nops; i++) {
+        const pol_op_t *op = &in->ops[i];
+        ix->op_use[i] = u;
+        for (uint32_t r = op->ref; r < op->ref + op->nref; r++) {
+            const pol_ref_t *rf = &in->refs[r];
+            if (!pol_buf_alive(in, ix, rf->buf, i))
+                return -EINVAL;
+            for (uint32_t k = 0; k < rf->nchunks; k++) {
+                uint64_t c = ix->chunk_base[rf->buf] + rf->chunk + k;
+                if (last[c] != POL_INF && last[c] >= ix->op_use[i]) {
+                    ix->use_acc[last[c]] |= rf->access;
+                    continue;
+                }
+                ix->use_chunk[u] = (uint32_t)c;
+                ix->use_op[u] = i;
+                ix->use_acc[u] = rf->access;
+                last[c] = u++;
+            }
+        }
+    }
+    ix->op_use[ix->nops] = u;
+    ix->nuses = u;
+    return 0;
+}
+
+/* Do the uses at ops a < b of buffer bf belong to one life? */
+static int same_life(const pol_index_t *ix, uint32_t bf, uint32_t a, uint32_t b)
+{
+    return ix->buf_wrap[bf] != 2 || !(a <= ix->life_dies[bf] && b >= ix->life_born[bf]);
+}
+
+/* Next-use links and each chunk's first uses.  `last` is scratch as in index_uses. */
+static int index_links(pol_index_t *ix, uint64_t *last)
+{
+    uint64_t nu = ix->nuses, nc = ix->nchunks;
+    ix->use_next = malloc((nu ? nu : 1) * sizeof(uint64_t));
+    ix->chunk_first = malloc((nc ? nc : 1) * sizeof(uint64_t));
+    ix->chunk_born_use = malloc((nc ? nc : 1) * sizeof(uint64_t));
+    uint64_t *first = malloc((nc ? nc : 1) * sizeof(uint64_t));
+    if (!ix->use_next || !ix->chunk_first || !ix->chunk_born_use || !first) {
+        free(first);
+        return -ENOMEM;
+    }
+    for (uint64_t c = 0; c < nc; c++)
+        last[c] = first[c] = ix->chunk_first[c] = ix->chunk_born_use[c] = POL_INF;
+    for (uint64_t u = 0; u < nu; u++) {
+        uint32_t c = ix->use_chunk[u], bf = ix->chunk_buf[c], op = ix->use_op[u];
+        ix->use_next[u] = POL_INF;
+        if (first[c] == POL_INF)
+            first[c] = u;
+        if (last[c] != POL_INF && same_life(ix, bf, ix->use_op[last[c]], op))
+            ix->use_next[last[c]] = u;
+        if (ix->buf_wrap[bf] && ix->chunk_born_use[c] == POL_INF && op >= ix->life_born[bf])
+            ix->chunk_born_use[c] = u;
+        last[c] = u;
+    }
+    for (uint64_t c = 0; c < nc; c++) {
+        if (first[c] == POL_INF)
+            continue;
+        uint32_t bf = ix->chunk_buf[c], f_op = ix->use_op[first[c]];
+        uint8_t w = ix->buf_wrap[bf];
+        int first_old = w == 0 || (w == 2 && f_op <= ix->life_dies[bf]);
+        if (first_old)
+            ix->chunk_first[c] = first[c];
+        /* The last use links to the next iteration's first when one life spans both. */
+        if (w == 0 || (w == 2 && first_old && ix->use_op[last[c]] >= ix->life_born[bf]))
+            ix->use_next[last[c]] = first[c] + nu;
+        if (w == 2 && ix->chunk_born_use[c] == POL_INF && first_old)
+            ix->chunk_born_use[c] = first[c] + nu;
+    }
+    free(first);
+    return 0;
+}
+
+int pol_index_build(const pol_input_t *in, pol_index_t *ix)
+{
+    memset(ix, 0, sizeof(*ix));
+    ix->nops = (uint32_t)in->nops;
+    ix->nbufs = (uint32_t)in->nbufs;
+    for (int t = 0; t < POL_NTIERS; t++)
+        ix->cap[t] = in->m.cap[t] / in->m.chunk;
+    ix->gpu_cap = ix->cap[POL_GPU];
+    int rc = index_lives(in, ix);
+    if (!rc)
+        rc = index_chunks(in, ix);
+    uint64_t *last = NULL;
+    if (!rc) {
+        last = malloc((ix->nchunks ? ix->nchunks : 1) * sizeof(uint64_t));
+        if (!last)
+            rc = -ENOMEM;
+        for (uint64_t c = 0; last && c < ix->nchunks; c++)
+            last[c] = POL_INF;
+    }
+    if (!rc)
+        rc = index_uses(in, ix, last);
+    if (!rc)
+        rc = index_links(ix, last);
+    free(last);
+    if (!rc)
+        ix->forced = pol_forced_chunks(in, ix);
+    if (rc)
+        pol_index_free(ix);
+    return rc;
+}
+
+/* The GPU chunks operation i needs at once: its own chunks and the pinned ones alive
+ * (pinned lives counted over a difference array), the most over all operations. */
+uint64_t pol_min_gpu_chunks(const pol_input_t *in, const pol_index_t *ix, const uint8_t *pin)
+{
+    uint32_t n = ix->nops;
+    int64_t *d = calloc(n + 1, sizeof(int64_t));
+    if (!d)
+        return POL_INF;
+    for (uint32_t b = 0; b < ix->nbufs; b++) {
+        int64_t k = (int64_t)(ix->chunk_base[b + 1] - ix->chunk_base[b]);
+        uint32_t lb = ix->life_born[b], ld = ix->life_dies[b];
+        if (!pin[b])
+            continue;
+        if (ix->buf_wrap[b] == 0)
+            d[0] += k, d[n] -= k;
+        else if (ix->buf_wrap[b] == 1)
+            d[lb] += k, d[ld + 1] -= k;
+        else
+            d[lb] += k, d[n] -= k, d[0] += k, d[ld + 1] -= k;
+    }
+    uint64_t worst = 0;
+    int64_t run = 0;
+    for (uint32_t i = 0; i < n; i++) {
+        uint64_t need = 0;
+        run += d[i];
+        for (uint64_t u = ix->op_use[i]; u < ix->op_use[i + 1]; u++)
+            need += !pin[ix->chunk_buf[ix->use_chunk[u]]];
+        if (need + (uint64_t)run > worst)
+            worst = need + (uint64_t)run;
+    }
+    free(d);
+    return worst;
+}
+
+/* For each position x (before op x), the chunks whose next use reads data written before x,
+ * counted over a difference array with wrap-around; the most of them at any x, beyond the
+ * GPU's capacity, must come in over a link once per iteration at least. */
+uint64_t pol_forced_chunks(const pol_input_t *in, const pol_index_t *ix)
+{
+    uint32_t n = ix->nops;
+    int64_t *d = calloc(n + 1, sizeof(int64_t));
+    if (!d)
+        return 0;
+    for (uint64_t u = 0; u < ix->nuses; u++) {
+        uint64_t nx = ix->use_next[u];
+        if (nx == POL_INF || !pol_needs_data(ix->use_acc[nx % ix->nuses]))
+            continue;
+        uint32_t a = ix->use_op[u] + 1, b = ix->use_op[nx % ix->nuses];  /* [a, b] */
+        if (nx < ix->nuses) {
+            d[a]++, d[b + 1]--;
+        } else {                /* wraps: [a, n) and [0, b] */
+            d[a]++, d[n]--;
+            d[0]++, d[b + 1]--;
+        }
+    }
+    int64_t run = 0, most = 0;
+    for (uint32_t x = 0; x < n; x++) {
+        run += d[x];
+        if (run > most)
+            most = run;
+    }
+    free(d);
+    return (uint64_t)most > ix->gpu_cap ? (uint64_t)most - ix->gpu_cap : 0;
+}

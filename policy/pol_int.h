@@ -1,0 +1,113 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * pol_int.h - the policy's internal interfaces, grouped under the file that defines them.
+ *
+ * Everything here works on a chunk-level view of one iteration (pol_index_t, built once per
+ * input by index.c): chunks are numbered globally (buffer by buffer, chunk by chunk), every
+ * operation's references are expanded into *uses* (one per operation and chunk, access bits
+ * merged), and every use knows the next use of its chunk, in the same life of its buffer,
+ * possibly in the next iteration.  Times are absolute: operation i of pass p is p * nops + i,
+ * use u of pass p is p * nuses + u, so that plans can look across the iteration's end.
+ */
+#ifndef ELIXIR_POL_INT_H
+#define ELIXIR_POL_INT_H
+
+#include <stdint.h>
+
+#include "policy.h"
+
+#define POL_NONE 0xff           /* "no tier": a chunk not yet born or dead, or no home copy */
+#define POL_INF UINT64_MAX      /* "no next use" in absolute times */
+
+/* How a use needs the chunk's contents: all accesses but a whole overwrite read them. */
+static inline int pol_needs_data(uint8_t access)
+{
+    return (access & POL_READ) || !(access & 4);
+}
+
+/* ---------------------------------------------------------------- index.c */
+
+typedef struct pol_index {
+    uint32_t nops, nbufs;
+    uint64_t nchunks, nuses;
+    uint64_t *chunk_base;       /* nbufs + 1: first global chunk of each buffer */
+    uint32_t *chunk_buf;        /* nchunks: the buffer of each chunk */
+    uint64_t *op_use;           /* nops + 1: uses of op i are op_use[i] .. op_use[i + 1] */
+    uint32_t *use_chunk;        /* nuses: the chunk of each use */
+    uint32_t *use_op;           /* nuses: its operation */
+    uint8_t *use_acc;           /* nuses: merged access bits */
+    uint64_t *use_next;         /* nuses: relative index of the next use of the chunk in the
+                                 * same life (+ nuses: in the next iteration), or POL_INF */
+    uint64_t *chunk_first;      /* nchunks: the first use of a chunk alive at op 0, relative
+                                 * (POL_INF: none in that life, or not alive at op 0) */
+    uint64_t *chunk_born_use;   /* nchunks: first use after its buffer's birth (maybe + nuses) */
+    uint8_t *buf_wrap;          /* nbufs: 0 permanent, 1 lives born..dies, 2 wraps the end */
+    uint32_t *born_first, *born_list; /* buffers born before op i: born_list[born_first[i] ..
+                                       * born_first[i + 1]) */
+    uint32_t *dies_first, *dies_list; /* and dying after it */
+    uint32_t *life_born, *life_dies;  /* nbufs: the life born .. dies (inclusive) of a buffer
+                                       * that is not permanent; dies < born wraps */
+    uint64_t forced;            /* pol_forced_chunks, computed once */
+    uint64_t gpu_cap;           /* chunks */
+    uint64_t cap[POL_NTIERS];   /* chunks per tier */
+} pol_index_t;
+
+/* 0, -EINVAL (a reference outside its buffer's life) or -ENOMEM.  `in` must have passed
+ * pol_input_check. */
+int pol_index_build(const pol_input_t *in, pol_index_t *ix);
+void pol_index_free(pol_index_t *ix);
+/* Is buffer b alive at operation op (relative)? */
+int pol_buf_alive(const pol_input_t *in, const pol_index_t *ix, uint32_t b, uint32_t op);
+/* The smallest GPU capacity, in chunks, some operation needs with the pinned chunks. */
+uint64_t pol_min_gpu_chunks(const pol_input_t *in, const pol_index_t *ix, const uint8_t *pin);
+/* The lower bound of the iteration's link bytes to the GPU: the most chunks ever alive,
+ * holding data a later use reads, beyond the GPU's capacity. */
+uint64_t pol_forced_chunks(const pol_input_t *in, const pol_index_t *ix);
+
+/* ---------------------------------------------------------------- belady.c */
+
+/* One move of one chunk as the planner emits it, before extents are formed. */
+typedef struct pol_cmove {
+    uint32_t op;                /* relative operation it is issued at */
+    uint8_t after;              /* 0: before op, 1: after it */
+    uint8_t from, to, writeback, keep;
+    uint32_t chunk;             /* global chunk */
+    uint64_t need_by;           /* absolute op of the use it serves, POL_INF for evictions */
+} pol_cmove_t;
+
+typedef struct pol_cplan {
+    pol_cmove_t *mv;
+    uint64_t n, cap;
+    uint8_t *start_tier;        /* nchunks */
+    uint8_t *start_home;        /* nchunks */
+    uint32_t pass;              /* the pass the moves come from (their absolute base) */
+    int converged;              /* 1: the pass's end state is its start state */
+} pol_cplan_t;
+
+/* Plan one iteration chunk by chunk: Belady eviction, aggressive prefetch within lookahead
+ * operations (0: one iteration), pinned buffers in pin[] (nbufs flags) never moving.  0,
+ * -ENOSPC or -ENOMEM; out is filled (free with pol_cplan_free). */
+int pol_belady(const pol_input_t *in, const pol_index_t *ix, const uint8_t *pin,
+               uint32_t lookahead, pol_cplan_t *out);
+void pol_cplan_free(pol_cplan_t *cp);
+
+/* ---------------------------------------------------------------- search.c */
+
+/* Turn chunk moves into a plan with extents of up to `extent` chunks, moves away from the GPU
+ * first at each issue point when `reorder`: 0, -ENOMEM. */
+int pol_assemble(const pol_input_t *in, const pol_index_t *ix, const pol_cplan_t *cp,
+                 uint32_t extent, int reorder, pol_plan_t **out);
+
+/* ---------------------------------------------------------------- check.c */
+
+/* Walk a plan over one iteration as an executor would: 0, or -EINVAL with the first violation
+ * in err.  peak (may be NULL) gets the most chunks each tier held. */
+int pol_walk(const pol_input_t *in, const pol_index_t *ix, const pol_plan_t *p,
+             char *err, size_t errlen, uint64_t peak[POL_NTIERS]);
+
+/* ---------------------------------------------------------------- replay.c */
+
+int pol_replay_ix(const pol_input_t *in, const pol_index_t *ix, const pol_plan_t *p,
+                  pol_result_t *r);
+
+#endif

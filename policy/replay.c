@@ -1,0 +1,258 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * replay.c - the cost model: how long an iteration takes when the executor follows a plan.
+ *
+ * The host issues, in plan order, each operation's moves before it, the operation, and its
+ * moves after it; issuing costs nothing but mapping calls, which the host makes itself when
+ * it issues a move (map_us_per_call + map_us_per_chunk * nchunks), so they delay the issue of
+ * everything after them.  Then, in virtual nanoseconds:
+ *   - an operation starts when it is issued, its stream is free (one stream runs its
+ *     operations in order; streams overlap freely: the iteration's own events are not
+ *     modelled) and every chunk it reaches has arrived; it runs dur_ns;
+ *   - a move away from the GPU starts after the last operation that used its chunks; a move to
+ *     the GPU after the moves that freed the GPU room it takes (room is handed out first freed,
+ *     first taken, as the plan's order makes it), and after its chunks' previous move;
+ *   - a copy occupies its link's queue for its direction (to or from the GPU; a demotion host
+ *     -> nvme is the nvme link's "from" direction) at that direction's bandwidth, and the
+ *     link's shared pipe at duplex_gbs, so that both directions together never exceed the
+ *     duplex limit; it completes latency_us after its last byte.  Copy engines per direction
+ *     share the direction's bandwidth: one queue models them all.
+ *   - a move without write-back (or a materialisation) copies nothing: it is done when its
+ *     dependencies are.  A dying buffer's GPU room is free when its last use ends.
+ * The plan repeats: four iterations are replayed back to back from the plan's start state, so
+ * that prefetches issued across the iteration's end count as they will.  iter_ns is the mean
+ * time between the ends of the first and the last (an iteration ends with its last
+ * operation), and never less than the busiest stream's work (what a steady state takes at
+ * least, whatever the transients); the other figures are the last iteration's.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pol_int.h"
+
+#define REPLAY_ITERS 4
+
+typedef struct rp {
+    const pol_input_t *in;
+    const pol_index_t *ix;
+    double h;                   /* host time */
+    double *stream_free;
+    double *ready, *last_end;   /* per chunk: its last move's end, its last use's end */
+    uint8_t *loc;
+    double *tok;                /* GPU room: when each free chunk of room became free (FIFO) */
+    uint64_t tok_head, tok_n, tok_cap;
+    double q[POL_NTIERS][2], pipe[POL_NTIERS];
+    pol_result_t *r;
+    int measure;
+    double it_end;
+} rp_t;
+
+static void tok_push(rp_t *p, double t)
+{
+    if (p->tok_n < p->tok_cap)
+        p->tok[(p->tok_head + p->tok_n++) % p->tok_cap] = t;
+}
+
+/* The time the next chunk of GPU room is free, -1 when there is none (a bad plan). */
+static double tok_pop(rp_t *p)
+{
+    if (!p->tok_n)
+        return -1;
+    double t = p->tok[p->tok_head];
+    p->tok_head = (p->tok_head + 1) % p->tok_cap;
+    p->tok_n--;
+    return t;
+}
+
+static double max2(double a, double b)
+{
+    return a > b ? a : b;
+}
+
+/* A copy of `bytes` over link l's direction dir from time t0: its end. */
+static double copy_end(rp_t *p, int l, int dir, uint64_t bytes, double t0)
+{
+    const pol_link_t *lk = &p->in->m.link[l];
+    double bw = dir == 0 ? lk->to_gpu_gbs : lk->from_gpu_gbs;   /* GB/s == bytes/ns */
+    double start = max2(t0, p->q[l][dir]);
+    double shared = max2(start, p->pipe[l]) + (double)bytes / lk->duplex_gbs;
+    double end = max2(start + (double)bytes / bw, shared);
+    p->pipe[l] = shared;
+    p->q[l][dir] = end;
+    if (p->measure)
+        p->r->bytes[l][dir] += bytes;
+    return end + lk->latency_us * 1e3;
+}
+
+/* When move m's dependencies are met (see the file's comment); -1 for a bad plan. */
+static double move_ready(rp_t *p, const pol_move_t *m, uint64_t c0)
+{
+    double t0 = p->h;
+    for (uint32_t k = 0; k < m->nchunks; k++) {
+        t0 = max2(t0, p->ready[c0 + k]);
+        if (m->from == POL_GPU)
+            t0 = max2(t0, p->last_end[c0 + k]);
+        if (m->to == POL_GPU) {
+            double t = tok_pop(p);
+            if (t < 0)
+                return -1;
+            t0 = max2(t0, t);
+        }
+    }
+    return t0;
+}
+
+static int rp_move(rp_t *p, const pol_move_t *m)
+{
+    const pol_machine_t *mc = &p->in->m;
+    double map = (mc->map_us_per_call + mc->map_us_per_chunk * m->nchunks) * 1e3;
+    uint64_t c0 = p->ix->chunk_base[m->buf] + m->chunk;
+    p->h += map;
+    if (p->measure)
+        p->r->map_ns += map;
+    double end = move_ready(p, m, c0);
+    if (end < 0)
+        return -EINVAL;
+    if (m->writeback && m->from != POL_NTIERS) {
+        int l = m->to == POL_GPU ? m->from : m->to;
+        end = copy_end(p, l, m->to == POL_GPU ? 0 : 1, (uint64_t)m->nchunks * mc->chunk, end);
+    }
+    for (uint32_t k = 0; k < m->nchunks; k++) {
+        p->ready[c0 + k] = end;
+        p->loc[c0 + k] = m->to;
+        if (m->from == POL_GPU)
+            tok_push(p, end);
+    }
+    return 0;
+}
+
+static int rp_moves(rp_t *p, const pol_plan_t *pl, uint32_t a, uint32_t b)
+{
+    for (uint32_t k = a; k < b; k++) {
+        int rc = rp_move(p, &pl->moves[k]);
+        if (rc)
+            return rc;
+    }
+    return 0;
+}
+
+static void rp_op(rp_t *p, uint32_t i)
+{
+    const pol_index_t *ix = p->ix;
+    const pol_op_t *op = &p->in->ops[i];
+    double issue = max2(p->h, p->stream_free[op->stream]), start = issue;
+    for (uint64_t u = ix->op_use[i]; u < ix->op_use[i + 1]; u++)
+        start = max2(start, p->ready[ix->use_chunk[u]]);
+    double end = start + (double)op->dur_ns;
+    for (uint64_t u = ix->op_use[i]; u < ix->op_use[i + 1]; u++)
+        p->last_end[ix->use_chunk[u]] = max2(p->last_end[ix->use_chunk[u]], end);
+    p->stream_free[op->stream] = end;
+    p->it_end = max2(p->it_end, end);
+    if (p->measure)
+        p->r->stall_ns += start - issue;
+}
+
+static void rp_deaths(rp_t *p, uint32_t i)
+{
+    const pol_index_t *ix = p->ix;
+    for (uint32_t k = ix->dies_first[i]; k < ix->dies_first[i + 1]; k++)
+        for (uint64_t c = ix->chunk_base[ix->dies_list[k]];
+             c < ix->chunk_base[ix->dies_list[k] + 1]; c++) {
+            if (p->loc[c] == POL_GPU)
+                tok_push(p, max2(p->last_end[c], p->ready[c]));
+            p->loc[c] = POL_NONE;
+        }
+}
+
+static int rp_iteration(rp_t *p, const pol_plan_t *pl)
+{
+    for (uint32_t i = 0; i < p->ix->nops; i++) {
+        int rc = rp_moves(p, pl, pl->op_first[i], pl->op_after[i]);
+        if (rc)
+            return rc;
+        rp_op(p, i);
+        if ((rc = rp_moves(p, pl, pl->op_after[i], pl->op_first[i + 1])))
+            return rc;
+        rp_deaths(p, i);
+    }
+    return 0;
+}
+
+static int rp_init(rp_t *p, const pol_input_t *in, const pol_index_t *ix, const pol_plan_t *pl)
+{
+    uint64_t n = ix->nchunks ? ix->nchunks : 1, gpu = 0;
+    p->stream_free = calloc(in->nstreams, sizeof(double));
+    p->ready = calloc(n, sizeof(double));
+    p->last_end = calloc(n, sizeof(double));
+    p->loc = malloc(n);
+    p->tok_cap = ix->gpu_cap + 1;
+    p->tok = malloc(p->tok_cap * sizeof(double));
+    if (!p->stream_free || !p->ready || !p->last_end || !p->loc || !p->tok)
+        return -ENOMEM;
+    for (uint64_t c = 0; c < ix->nchunks; c++) {
+        p->loc[c] = pl->start_tier[c] >= POL_NTIERS ? POL_NONE : pl->start_tier[c];
+        gpu += p->loc[c] == POL_GPU;
+    }
+    for (uint64_t k = gpu; k < ix->gpu_cap; k++)
+        tok_push(p, 0);
+    return 0;
+}
+
+/* compute_ns and bound_ns: the operations alone, and the bytes that must move. */
+static void rp_bounds(const pol_input_t *in, const pol_index_t *ix, pol_result_t *r,
+                      const double *busy)
+{
+    for (uint32_t s = 0; s < in->nstreams; s++)
+        r->compute_ns = max2(r->compute_ns, busy[s]);
+    double bw = 0;
+    for (int t = POL_PEER; t < POL_NTIERS; t++)
+        if (in->m.cap[t] && in->m.link[t].to_gpu_gbs > bw)
+            bw = in->m.link[t].to_gpu_gbs;
+    if (in->m.cap[POL_HOST])
+        bw = in->m.link[POL_HOST].to_gpu_gbs;
+    double forced = (double)ix->forced * (double)in->m.chunk;
+    r->bound_ns = max2(r->compute_ns, bw > 0 ? forced / bw : 0);
+}
+
+int pol_replay_ix(const pol_input_t *in, const pol_index_t *ix, const pol_plan_t *pl,
+                  pol_result_t *r)
+{
+    rp_t p = { .in = in, .ix = ix, .r = r };
+    memset(r, 0, sizeof(*r));
+    int rc = pol_walk(in, ix, pl, NULL, 0, r->peak);
+    if (!rc)
+        rc = rp_init(&p, in, ix, pl);
+    double first_end = 0;
+    for (int k = 0; !rc && k < REPLAY_ITERS; k++) {
+        p.measure = k == REPLAY_ITERS - 1;
+        rc = rp_iteration(&p, pl);
+        if (k == 0)
+            first_end = p.it_end;
+    }
+    if (!rc) {
+        for (uint32_t s = 0; s < in->nstreams; s++)
+            p.stream_free[s] = 0;
+        for (uint32_t i = 0; i < ix->nops; i++)
+            p.stream_free[in->ops[i].stream] += (double)in->ops[i].dur_ns;
+        rp_bounds(in, ix, r, p.stream_free);
+        r->iter_ns = max2(r->compute_ns, (p.it_end - first_end) / (REPLAY_ITERS - 1));
+        for (int t = 0; t < POL_NTIERS; t++)
+            r->peak[t] *= in->m.chunk;
+    }
+    free(p.stream_free), free(p.ready), free(p.last_end), free(p.loc), free(p.tok);
+    return rc;
+}
+
+int pol_replay(const pol_input_t *in, const pol_plan_t *pl, pol_result_t *r)
+{
+    int rc = pol_input_check(in, NULL, 0);
+    if (rc)
+        return rc;
+    pol_index_t ix;
+    if ((rc = pol_index_build(in, &ix)))
+        return rc;
+    rc = pol_replay_ix(in, &ix, pl, r);
+    pol_index_free(&ix);
+    return rc;
+}

@@ -1,0 +1,278 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * search.c - pol_plan: the knobs, the plans they give, the best predicted one.
+ *
+ * A configuration is (lookahead, extent_chunks, pin_bytes).  pin_bytes pins, beyond the
+ * buffers the caller pinned, the permanent buffers with the most uses per chunk while their
+ * bytes fit.  lookahead and the pinned set change the chunk-level plan (belady.c); the extent
+ * only groups its moves: within the moves issued at one point, moves away from the GPU are
+ * put first (they free the room the others take) and consecutive moves of neighbouring
+ * chunks of one buffer, same tiers and flags, become one move of up to extent_chunks chunks,
+ * needed by the earliest of them: fewer, larger mapping calls, but an extent waits for its
+ * last chunk's last use, and the operation needing its first chunk for its whole copy.
+ * Every plan is walked (check.c) before it is replayed (replay.c); with knobs == NULL, the
+ * knobs are searched coordinate by coordinate: lookahead {0, 4, 16, 64, 256} with no extra
+ * pins, then pins of 1/4 and 1/2 of the GPU with the best lookahead, each with extents
+ * {1, 8, 64} (7 chunk-level plans, 21 replays), and the plan with the least predicted
+ * iteration time is kept (ties: the one found first).
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pol_int.h"
+
+void pol_plan_free(pol_plan_t *p)
+{
+    if (!p)
+        return;
+    free(p->moves);
+    free(p->op_first);
+    free(p->op_after);
+    free(p->start_tier);
+    free(p->start_home);
+    free(p);
+}
+
+/* ---------------------------------------------------------------- assembling extents */
+
+static uint32_t rel_need(const pol_index_t *ix, const pol_cplan_t *cp, uint64_t need_by)
+{
+    if (need_by == POL_INF)
+        return UINT32_MAX;
+    uint64_t r = need_by - (uint64_t)cp->pass * ix->nops;
+    return (uint32_t)(r >= ix->nops ? r - ix->nops : r);
+}
+
+/* Can chunk move b join the extent ending with a (of n chunks so far)? */
+static int joins(const pol_index_t *ix, const pol_cmove_t *a, uint32_t n, const pol_cmove_t *b,
+                 uint32_t extent)
+{
+    return n < extent && ix->chunk_buf[a->chunk] == ix->chunk_buf[b->chunk] &&
+           b->chunk == a->chunk + n && a->from == b->from && a->to == b->to &&
+           a->writeback == b->writeback && a->keep == b->keep;
+}
+
+/* Append the group of chunk moves g[0 .. n) (one issue point), downward moves first when
+ * `reorder`, as extents. */
+static void emit_group(const pol_index_t *ix, const pol_cplan_t *cp, const pol_cmove_t *g,
+                       uint64_t n, uint32_t extent, int reorder, pol_plan_t *p)
+{
+    for (int pass = 0; pass < (reorder ? 2 : 1); pass++) {
+        const pol_cmove_t *head = NULL;
+        uint32_t len = 0;
+        uint64_t need = POL_INF;
+        for (uint64_t k = 0; k <= n; k++) {
+            const pol_cmove_t *m = k < n ? &g[k] : NULL;
+            if (m && reorder && (m->to == POL_GPU) != pass)
+                continue;
+            if (head && m && joins(ix, head, len, m, extent)) {
+                len++;
+                need = m->need_by < need ? m->need_by : need;
+                continue;
+            }
+            if (head) {
+                uint32_t b = ix->chunk_buf[head->chunk];
+                p->moves[p->nmoves++] = (pol_move_t){
+                    b, (uint32_t)(head->chunk - ix->chunk_base[b]), len, head->from, head->to,
+                    head->writeback, head->keep, rel_need(ix, cp, need) };
+            }
+            head = m, len = 1, need = m ? m->need_by : POL_INF;
+        }
+    }
+}
+
+/* The plan for chunk moves cp with extents of up to `extent` chunks: 0 or -ENOMEM. */
+int pol_assemble(const pol_input_t *in, const pol_index_t *ix, const pol_cplan_t *cp,
+                 uint32_t extent, int reorder, pol_plan_t **out)
+{
+    pol_plan_t *p = calloc(1, sizeof(*p));
+    uint64_t nc = ix->nchunks ? ix->nchunks : 1;
+    if (!p)
+        return -ENOMEM;
+    p->moves = malloc((cp->n ? cp->n : 1) * sizeof(pol_move_t));
+    p->op_first = calloc(ix->nops + 1, sizeof(uint32_t));
+    p->op_after = calloc(ix->nops + 1, sizeof(uint32_t));
+    p->start_tier = malloc(nc);
+    p->start_home = malloc(nc);
+    if (!p->moves || !p->op_first || !p->op_after || !p->start_tier || !p->start_home) {
+        pol_plan_free(p);
+        return -ENOMEM;
+    }
+    memcpy(p->start_tier, cp->start_tier, ix->nchunks);
+    memcpy(p->start_home, cp->start_home, ix->nchunks);
+    uint64_t k = 0;
+    for (uint32_t i = 0; i < ix->nops; i++)
+        for (int after = 0; after < 2; after++) {
+            uint64_t a = k;
+            while (k < cp->n && cp->mv[k].op == i && cp->mv[k].after == after)
+                k++;
+            (after ? p->op_after : p->op_first)[i] = (uint32_t)p->nmoves;
+            emit_group(ix, cp, cp->mv + a, k - a, extent, reorder, p);
+        }
+    p->op_first[ix->nops] = p->op_after[ix->nops] = (uint32_t)p->nmoves;
+    *out = p;
+    return 0;
+}
+
+/* ---------------------------------------------------------------- pinning */
+
+typedef struct reuse {
+    double per_chunk;
+    uint32_t buf;
+} reuse_t;
+
+static int reuse_cmp(const void *a, const void *b)
+{
+    const reuse_t *x = a, *y = b;
+    if (x->per_chunk != y->per_chunk)
+        return x->per_chunk < y->per_chunk ? 1 : -1;
+    return x->buf < y->buf ? -1 : x->buf > y->buf;
+}
+
+/* pin[b]: the caller's pinned buffers, then permanent buffers by uses per chunk while
+ * pin_bytes lasts.  0 or -ENOMEM. */
+static int choose_pins(const pol_input_t *in, const pol_index_t *ix, uint64_t pin_bytes,
+                       uint8_t *pin)
+{
+    reuse_t *r = malloc((ix->nbufs ? ix->nbufs : 1) * sizeof(*r));
+    if (!r)
+        return -ENOMEM;
+    for (uint32_t b = 0; b < ix->nbufs; b++) {
+        pin[b] = in->bufs[b].pinned;
+        r[b] = (reuse_t){ 0, b };
+    }
+    for (uint64_t u = 0; u < ix->nuses; u++)
+        r[ix->chunk_buf[ix->use_chunk[u]]].per_chunk += 1;
+    for (uint32_t b = 0; b < ix->nbufs; b++)
+        r[b].per_chunk /= (double)(ix->chunk_base[b + 1] - ix->chunk_base[b]);
+    qsort(r, ix->nbufs, sizeof(*r), reuse_cmp);
+    for (uint32_t k = 0; k < ix->nbufs && pin_bytes; k++) {
+        uint32_t b = r[k].buf;
+        uint64_t bytes = (ix->chunk_base[b + 1] - ix->chunk_base[b]) * in->m.chunk;
+        if (pin[b] || ix->buf_wrap[b] || r[k].per_chunk == 0 || bytes > pin_bytes)
+            continue;
+        pin[b] = 1;
+        pin_bytes -= bytes;
+    }
+    free(r);
+    return 0;
+}
+
+/* ---------------------------------------------------------------- pol_plan */
+
+typedef struct best {
+    pol_plan_t *plan;
+} best_t;
+
+/* Assemble, check and replay cp with `extent`; keep it in *best if it predicts less. */
+static int try_extent(const pol_input_t *in, const pol_index_t *ix, const pol_cplan_t *cp,
+                      pol_knobs_t k, best_t *best)
+{
+    pol_plan_t *p = NULL;
+    pol_result_t r;
+    int rc = pol_assemble(in, ix, cp, k.extent_chunks, 1, &p);
+    if (!rc)
+        rc = pol_replay_ix(in, ix, p, &r);      /* walks the plan first */
+    if (rc == -EINVAL) {
+        pol_plan_free(p);   /* moving evictions first overfilled a lower tier */
+        p = NULL;
+        rc = pol_assemble(in, ix, cp, k.extent_chunks, 0, &p);
+        if (!rc)
+            rc = pol_replay_ix(in, ix, p, &r);
+    }
+    if (rc) {
+        pol_plan_free(p);
+        return rc == -EINVAL ? -EPROTO : rc;    /* the planner broke its own promise */
+    }
+    p->knobs = k;
+    p->predicted = r;
+    if (!best->plan || r.iter_ns < best->plan->predicted.iter_ns) {
+        pol_plan_free(best->plan);
+        best->plan = p;
+    } else {
+        pol_plan_free(p);
+    }
+    return 0;
+}
+
+/* Plan with lookahead and pin_bytes, each extent of extents[0 .. n). */
+static int try_config(const pol_input_t *in, const pol_index_t *ix, pol_knobs_t k,
+                      const uint32_t *extents, int n, uint8_t *pin, best_t *best)
+{
+    int rc = choose_pins(in, ix, k.pin_bytes, pin);
+    if (rc)
+        return rc;
+    if (pol_min_gpu_chunks(in, ix, pin) > ix->gpu_cap)
+        return -ENOSPC;
+    pol_cplan_t cp;
+    if ((rc = pol_belady(in, ix, pin, k.lookahead, &cp)))
+        return rc;
+    for (int e = 0; !rc && e < n; e++) {
+        k.extent_chunks = extents[e];
+        rc = try_extent(in, ix, &cp, k, best);
+    }
+    pol_cplan_free(&cp);
+    return rc;
+}
+
+/* Plan one configuration of the search, each extent; a configuration that cannot be
+ * planned (-ENOSPC: pinning too much; -EDOM) is skipped, its error kept in *first. */
+static int search_one(const pol_input_t *in, const pol_index_t *ix, pol_knobs_t k,
+                      uint8_t *pin, best_t *best, int *first)
+{
+    static const uint32_t extents[] = { 1, 8, 64 };
+    int rc = try_config(in, ix, k, extents, 3, pin, best);
+    if (rc && rc != -ENOSPC && rc != -EDOM)
+        return rc;
+    if (rc && !*first)
+        *first = rc;
+    return 0;
+}
+
+/* A coordinate search: every lookahead without extra pins, then the pin fractions with the
+ * best lookahead so far (each with every extent); the first error if nothing planned. */
+static int search(const pol_input_t *in, const pol_index_t *ix, uint8_t *pin, best_t *best)
+{
+    static const uint32_t looks[] = { 0, 4, 16, 64, 256 };
+    int first = 0, rc = 0;
+    for (unsigned l = 0; !rc && l < 5; l++)
+        rc = search_one(in, ix, (pol_knobs_t){ looks[l], 1, 0 }, pin, best, &first);
+    uint32_t look = best->plan ? best->plan->knobs.lookahead : 0;
+    for (unsigned q = 1; !rc && q < 3; q++)
+        rc = search_one(in, ix, (pol_knobs_t){ look, 1, in->m.cap[POL_GPU] / 4 * q }, pin,
+                        best, &first);
+    if (rc)
+        return rc;
+    return best->plan ? 0 : first;
+}
+
+int pol_plan(const pol_input_t *in, const pol_knobs_t *knobs, pol_plan_t **out)
+{
+    int rc = pol_input_check(in, NULL, 0);
+    if (rc)
+        return rc;
+    if (knobs && knobs->extent_chunks == 0)
+        return -EINVAL;
+    pol_index_t ix;
+    if ((rc = pol_index_build(in, &ix)))
+        return rc;
+    best_t best = { NULL };
+    uint8_t *pin = malloc(ix.nbufs ? ix.nbufs : 1);
+    if (!pin)
+        rc = -ENOMEM;
+    else if (knobs)
+        rc = try_config(in, &ix, *knobs, &knobs->extent_chunks, 1, pin, &best);
+    else
+        rc = search(in, &ix, pin, &best);
+    free(pin);
+    pol_index_free(&ix);
+    if (!rc && !best.plan)
+        rc = -ENOSPC;
+    if (rc) {
+        pol_plan_free(best.plan);
+        return rc;
+    }
+    *out = best.plan;
+    return 0;
+}

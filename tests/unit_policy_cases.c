@@ -1,0 +1,246 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * unit_policy_cases.c - the planner on small iterations whose best plans are known.
+ *
+ *   cycle:     one stream cycles through 6 one-chunk buffers on a 4-chunk GPU.  LRU misses
+ *              every access (6 chunks in per iteration); Belady keeps 3 for good and brings
+ *              in 3 per iteration (the optimum: 6 - 4 + 1); the plan moves at most that.
+ *   dead:      a buffer overwritten whole before its next read is never written back, nor
+ *              copied in for the overwrite.
+ *   clean:     read-only buffers evicted are never written back (their kept copies are
+ *              current); written ones are, each chunk that came in going out.
+ *   born/dies: buffers born and freed inside the iteration are materialised on the GPU and
+ *              never copied in or out.
+ *   unlimited: with room for everything, the predicted iteration is the operations alone and
+ *              nothing moves; two streams overlap.
+ *   nospc:     an operation needing more than the GPU gives -ENOSPC; so do pins that fill it.
+ *   errors:    bad inputs give -EINVAL with a message naming the field.
+ */
+#include "unit_policy.h"
+
+static const pol_knobs_t K1 = { 0, 1, 0 };
+
+/* ops[i] reads buffer i % n (one chunk each), `rounds` times around. */
+static void cycle_input(pb_t *b, uint32_t n, uint8_t access)
+{
+    for (uint32_t k = 0; k < n; k++)
+        pb_buf(b, 1, -1, -1);
+    for (uint32_t i = 0; i < n; i++) {
+        pb_op(b, 0, 10000);
+        pb_all(b, i, access);
+    }
+}
+
+static void test_cycle(void)
+{
+    pb_t b;
+    pb_init(&b);
+    b.m.cap[POL_GPU] = 4 * MIB;
+    cycle_input(&b, 6, POL_READ);
+    pol_plan_t *p = pb_plan(&b, NULL);
+    if (p) {
+        uint64_t in = pb_bytes(&p->predicted, 0);
+        PB_CHECK(in == 3 * MIB, "cycle: expected 3 chunks in per iteration (LRU: 6), got %.2f",
+                 (double)in / MIB);
+        PB_CHECK(pb_bytes(&p->predicted, 1) == 0, "cycle: read-only data written back: %llu",
+                 (unsigned long long)pb_bytes(&p->predicted, 1));
+        PB_CHECK(p->predicted.bound_ns > p->predicted.compute_ns,
+                 "cycle: expected the link to bound the iteration, got bound %.0f compute %.0f",
+                 p->predicted.bound_ns, p->predicted.compute_ns);
+    }
+    pol_plan_free(p);
+    pb_fini(&b);
+}
+
+/* buffer 0 written whole by op 0, read by op 1; 4 more buffers in between fill the GPU. */
+static void test_dead(void)
+{
+    pb_t b;
+    pb_init(&b);
+    b.m.cap[POL_GPU] = 3 * MIB;
+    uint32_t x = pb_buf(&b, 1, -1, -1);
+    for (int k = 0; k < 4; k++)
+        pb_buf(&b, 1, -1, -1);
+    pb_op(&b, 0, 1000);
+    pb_all(&b, x, POL_READ);
+    for (uint32_t k = 1; k <= 4; k++) {
+        pb_op(&b, 0, 1000);
+        pb_all(&b, k, POL_RW);
+    }
+    pb_op(&b, 0, 1000);
+    pb_all(&b, x, POL_OVERWRITE);
+    pol_plan_t *p = pb_plan(&b, &K1);
+    for (size_t k = 0; p && k < p->nmoves; k++) {
+        const pol_move_t *m = &p->moves[k];
+        PB_CHECK(m->buf != x || !m->writeback, "dead: bufs[0] moved %s -> %s with a copy, "
+                 "expected none (its data is dead between its read and its overwrite)",
+                 pol_tier_name(m->from), pol_tier_name(m->to));
+    }
+    pol_plan_free(p);
+    pb_fini(&b);
+}
+
+/* Bytes brought in and written back per iteration for the cycle with `access`. */
+static void cycle_bytes(uint8_t access, uint64_t *in, uint64_t *out)
+{
+    pb_t b;
+    pb_init(&b);
+    b.m.cap[POL_GPU] = 4 * MIB;
+    cycle_input(&b, 6, access);
+    pol_plan_t *p = pb_plan(&b, &K1);
+    *in = p ? pb_bytes(&p->predicted, 0) : 0;
+    *out = p ? pb_bytes(&p->predicted, 1) : UINT64_MAX;
+    pol_plan_free(p);
+    pb_fini(&b);
+}
+
+static void test_clean(void)
+{
+    uint64_t ro_in, ro_out, rw_in, rw_out;
+    cycle_bytes(POL_READ, &ro_in, &ro_out);
+    cycle_bytes(POL_RW, &rw_in, &rw_out);
+    PB_CHECK(ro_in > 0 && ro_out == 0, "clean: read-only chunks: expected some in and none "
+             "written back, got %llu in, %llu out", (unsigned long long)ro_in,
+             (unsigned long long)ro_out);
+    PB_CHECK(rw_in > 0 && rw_out == rw_in, "clean: written chunks: expected each chunk brought "
+             "in written back, got %llu in, %llu out", (unsigned long long)rw_in,
+             (unsigned long long)rw_out);
+}
+
+/* Activations: born in a forward op, read by the backward op, freed. */
+static void test_born_dies(void)
+{
+    pb_t b;
+    pb_init(&b);
+    b.m.cap[POL_GPU] = 4 * MIB;
+    uint32_t w = pb_buf(&b, 2, -1, -1);
+    uint32_t a0 = pb_buf(&b, 2, 0, 3), a1 = pb_buf(&b, 2, 1, 2);
+    pb_op(&b, 0, 1000), pb_all(&b, w, POL_READ), pb_all(&b, a0, POL_OVERWRITE);
+    pb_op(&b, 0, 1000), pb_all(&b, a0, POL_READ), pb_all(&b, a1, POL_OVERWRITE);
+    pb_op(&b, 0, 1000), pb_all(&b, a1, POL_READ);
+    pb_op(&b, 0, 1000), pb_all(&b, a0, POL_READ), pb_all(&b, w, POL_RW);
+    pol_plan_t *p = pb_plan(&b, &K1);
+    int born = 0;
+    for (size_t k = 0; p && k < p->nmoves; k++) {
+        const pol_move_t *m = &p->moves[k];
+        if (m->buf != w)
+            PB_CHECK(m->from == POL_NTIERS && !m->writeback, "born/dies: bufs[%u] moved %s -> "
+                     "%s, expected only materialisations", m->buf, pol_tier_name(m->from),
+                     pol_tier_name(m->to));
+        born += m->from == POL_NTIERS ? (int)m->nchunks : 0;
+    }
+    PB_CHECK(!p || born == 4, "born/dies: expected 4 chunks materialised, got %d", born);
+    pol_plan_free(p);
+    pb_fini(&b);
+}
+
+static void test_unlimited(void)
+{
+    pb_t b;
+    pb_init(&b);
+    b.m.cap[POL_GPU] = 64 * MIB;
+    b.m.map_us_per_call = 20;
+    for (int k = 0; k < 8; k++)
+        pb_buf(&b, 2, -1, -1);
+    for (uint32_t i = 0; i < 40; i++) {
+        pb_op(&b, i % 2, 1000 + 100 * i);
+        pb_all(&b, i % 8, POL_RW);
+    }
+    pol_plan_t *p = pb_plan(&b, NULL);
+    if (p) {
+        const pol_result_t *r = &p->predicted;
+        double s0 = 0, s1 = 0;
+        for (uint32_t i = 0; i < 40; i++)
+            *(i % 2 ? &s1 : &s0) += 1000 + 100 * i;
+        PB_CHECK(r->compute_ns == (s0 > s1 ? s0 : s1), "unlimited: compute %.0f, expected the "
+                 "busier stream's %.0f", r->compute_ns, s0 > s1 ? s0 : s1);
+        PB_CHECK(r->iter_ns == r->compute_ns && r->bound_ns == r->compute_ns,
+                 "unlimited: iter %.0f, bound %.0f, expected both = compute %.0f", r->iter_ns,
+                 r->bound_ns, r->compute_ns);
+        PB_CHECK(p->nmoves == 0, "unlimited: expected no moves, got %zu", p->nmoves);
+    }
+    pol_plan_free(p);
+    pb_fini(&b);
+}
+
+static void test_nospc(void)
+{
+    pb_t b;
+    pb_init(&b);
+    b.m.cap[POL_GPU] = 4 * MIB;
+    uint32_t x = pb_buf(&b, 3, -1, -1), y = pb_buf(&b, 2, -1, -1);
+    pb_op(&b, 0, 1000), pb_all(&b, x, POL_READ), pb_all(&b, y, POL_READ);
+    pol_plan_t *p = NULL;
+    int rc = pol_plan(pb_input(&b), NULL, &p);
+    PB_CHECK(rc == -ENOSPC && !p, "nospc: 5 chunks on a 4-chunk GPU: expected -ENOSPC, got %d",
+             rc);
+    b.m.cap[POL_GPU] = 5 * MIB;
+    rc = pol_plan(pb_input(&b), NULL, &p);
+    PB_CHECK(rc == 0, "nospc: 5 chunks on a 5-chunk GPU: expected 0, got %d", rc);
+    pol_plan_free(p);
+    p = NULL;
+    uint32_t z = pb_buf(&b, 1, -1, -1);
+    b.bufs[z].pinned = 1;
+    rc = pol_plan(pb_input(&b), NULL, &p);
+    PB_CHECK(rc == -ENOSPC, "nospc: a pinned chunk besides: expected -ENOSPC, got %d", rc);
+    pol_plan_free(p);
+    pb_fini(&b);
+}
+
+/* pol_input_check on a copy of a good input broken by `breakit`: -EINVAL naming `word`. */
+static void expect_bad(void (*breakit)(pb_t *), const char *word)
+{
+    pb_t b;
+    pb_init(&b);
+    pb_buf(&b, 2, -1, -1);
+    pb_op(&b, 0, 1000);
+    pb_all(&b, 0, POL_READ);
+    breakit(&b);
+    char err[256] = "";
+    pol_plan_t *p = NULL;
+    int rc = pol_input_check(pb_input(&b), err, sizeof(err));
+    PB_CHECK(rc == -EINVAL && strstr(err, word), "errors: expected -EINVAL naming %s, got %d "
+             "(%s)", word, rc, err);
+    rc = pol_plan(pb_input(&b), NULL, &p);
+    PB_CHECK(rc == -EINVAL && !p, "errors: pol_plan: expected -EINVAL for %s, got %d", word, rc);
+    pb_fini(&b);
+}
+
+static void bad_stream(pb_t *b) { b->ops[0].stream = 5; }
+static void bad_access(pb_t *b) { b->refs[0].access = 4; }
+static void bad_chunks(pb_t *b) { b->refs[0].nchunks = 3; }
+static void bad_buf(pb_t *b) { b->refs[0].buf = 7; }
+static void bad_life(pb_t *b) { b->bufs[0].dies = 0; }
+static void bad_chunk(pb_t *b) { b->m.chunk = 0; }
+static void bad_gpu(pb_t *b) { b->m.cap[POL_GPU] = 0; }
+static void bad_link(pb_t *b) { b->m.link[POL_HOST].duplex_gbs = 0; }
+static void bad_nops(pb_t *b) { b->nops = 0; }
+static void bad_born(pb_t *b) { b->bufs[0].born = 3; }
+
+static void test_errors(void)
+{
+    expect_bad(bad_stream, "stream");
+    expect_bad(bad_access, "access");
+    expect_bad(bad_chunks, "chunks");
+    expect_bad(bad_buf, "buf");
+    expect_bad(bad_life, "dies");
+    expect_bad(bad_chunk, "chunk");
+    expect_bad(bad_gpu, "cap[gpu]");
+    expect_bad(bad_link, "duplex_gbs");
+    expect_bad(bad_nops, "nops");
+    expect_bad(bad_born, "born");
+}
+
+int main(void)
+{
+    test_cycle();
+    test_dead();
+    test_clean();
+    test_born_dies();
+    test_unlimited();
+    test_nospc();
+    test_errors();
+    if (!pb_failures)
+        printf("policy cases: all pass\n");
+    return pb_failures ? 1 : 0;
+}

@@ -1,0 +1,163 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * unit_policy_random.c - property tests of the planner on random iterations.
+ *
+ * Each seed makes an iteration: 1 to 3 streams, buffers of 1 to 6 chunks that are permanent,
+ * live inside the iteration or across its end, some pinned, some nvme_ok, operations reaching
+ * 1 to 4 of the buffers alive with random accesses, and a machine whose GPU holds somewhere
+ * between what one operation needs and the whole footprint, with or without peer and NVMe
+ * tiers, a host that is roomy or tight.  For every seed, with the search and with random knobs:
+ * pol_plan succeeds or says -ENOSPC; a plan passes pol_plan_verify (no tier over capacity,
+ * every operation's chunks on the GPU, no data lost, cyclic); the replay predicts no less
+ * than the operations alone and the lower bound.  With more than enough GPU for everything,
+ * nothing moves but materialisations.  Usage: unit_policy_random [seeds] [first seed].
+ */
+#include "unit_policy.h"
+
+static uint64_t rng_state;
+
+static uint32_t rnd(uint32_t n)
+{
+    rng_state = rng_state * 6364136223846793005ull + 1442695040888963407ull;
+    return (uint32_t)(rng_state >> 33) % n;
+}
+
+/* A random life: permanent, inside, or across the end. */
+static void random_life(int nops, int *born, int *dies)
+{
+    int kind = (int)rnd(4);
+    *born = *dies = -1;
+    if (kind == 0 || kind == 3)
+        return;
+    int a = (int)rnd((uint32_t)nops), b = (int)rnd((uint32_t)nops);
+    *born = kind == 1 ? (a < b ? a : b) : (a > b ? a : b);
+    *dies = kind == 1 ? (a < b ? b : a) : (a > b ? b : a);
+    if (kind == 2 && *born == *dies)
+        *dies = -1;
+}
+
+static uint8_t random_access(void)
+{
+    static const uint8_t acc[] = { POL_READ, POL_WRITE, POL_RW, POL_OVERWRITE, POL_READ };
+    return acc[rnd(5)];
+}
+
+/* An iteration of about nops operations; returns its footprint in chunks. */
+static uint64_t build(pb_t *b, int nops)
+{
+    int nbufs = 3 + (int)rnd(30);
+    uint64_t total = 0;
+    for (int k = 0; k < nbufs; k++) {
+        int born, dies;
+        random_life(nops, &born, &dies);
+        uint32_t id = pb_buf(b, 1 + rnd(6), born, dies);
+        b->bufs[id].pinned = rnd(12) == 0;
+        b->bufs[id].nvme_ok = rnd(2);
+        b->bufs[id].clean = rnd(8) == 0;
+        total += b->bufs[id].bytes / b->m.chunk;
+    }
+    uint32_t streams = 1 + rnd(3);
+    for (int i = 0; i < nops; i++) {
+        pb_op(b, rnd(streams), 1000 + rnd(100000));
+        int want = 1 + (int)rnd(4);
+        for (int t = 0; t < 3 * want && b->ops[i].nref < (uint32_t)want; t++) {
+            uint32_t buf = rnd((uint32_t)nbufs);
+            const pol_buf_t *bf = &b->bufs[buf];
+            int lb = bf->born, ld = bf->dies >= 0 ? bf->dies : (lb + nops - 1) % nops;
+            int alive = lb < 0 || (ld >= lb ? i >= lb && i <= ld : i >= lb || i <= ld);
+            uint32_t nch = (uint32_t)(bf->bytes / b->m.chunk), c = rnd(nch);
+            if (alive)
+                pb_ref(b, buf, c, 1 + rnd(nch - c), random_access());
+        }
+    }
+    return total;
+}
+
+static void random_machine(pb_t *b, uint64_t total)
+{
+    b->m.cap[POL_GPU] = (2 + rnd((uint32_t)total + 8)) * b->m.chunk;
+    b->m.cap[POL_HOST] = (rnd(3) ? total + 4 : total / 2 + 1) * b->m.chunk;
+    b->m.cap[POL_PEER] = rnd(4) == 0 ? (1 + rnd(8)) * b->m.chunk : 0;
+    b->m.cap[POL_NVME] = rnd(2) ? (total + 1) * b->m.chunk : 0;
+    b->m.link[POL_HOST].latency_us = rnd(3);
+    b->m.map_us_per_call = rnd(3) * 10.0;
+    b->m.map_us_per_chunk = rnd(3) * 5.0;
+}
+
+/* Plan, verify and replay one input: 0 planned, 1 -ENOSPC, 2 -EDOM. */
+static int one(pb_t *b, const pol_knobs_t *k, uint32_t seed)
+{
+    pol_plan_t *p = NULL;
+    char err[256] = "";
+    int rc = pol_plan(pb_input(b), k, &p);
+    PB_CHECK(rc == 0 || rc == -ENOSPC || (k && rc == -EDOM),
+             "seed %u: pol_plan: expected 0 or -ENOSPC (or -EDOM with knobs), got %d", seed, rc);
+    if (rc == -EDOM)
+        return 2;
+    if (rc)
+        return 1;
+    rc = pol_plan_verify(pb_input(b), p, err, sizeof(err));
+    PB_CHECK(rc == 0, "seed %u: pol_plan_verify: expected 0, got %d: %s", seed, rc, err);
+    pol_result_t r;
+    rc = pol_replay(pb_input(b), p, &r);
+    PB_CHECK(rc == 0, "seed %u: pol_replay: expected 0, got %d", seed, rc);
+    PB_CHECK(r.iter_ns + 1e-6 >= r.compute_ns && r.iter_ns + 1e-6 >= r.bound_ns,
+             "seed %u: iter %.0f ns, expected >= compute %.0f and bound %.0f", seed,
+             r.iter_ns, r.compute_ns, r.bound_ns);
+    PB_CHECK(r.iter_ns == p->predicted.iter_ns, "seed %u: replay %.0f, plan predicted %.0f",
+             seed, r.iter_ns, p->predicted.iter_ns);
+    for (int t = 0; t < POL_NTIERS; t++)
+        PB_CHECK(r.peak[t] <= b->m.cap[t], "seed %u: %s peak %llu > capacity %llu", seed,
+                 pol_tier_name(t), (unsigned long long)r.peak[t],
+                 (unsigned long long)b->m.cap[t]);
+    pol_plan_free(p);
+    return 0;
+}
+
+/* With the GPU holding everything, nothing comes from a lower tier. */
+static void roomy(pb_t *b, uint64_t total, uint32_t seed)
+{
+    b->m.cap[POL_GPU] = (total + 1) * b->m.chunk;
+    pol_plan_t *p = NULL;
+    int rc = pol_plan(pb_input(b), NULL, &p);
+    PB_CHECK(rc == 0, "seed %u, roomy: pol_plan: expected 0, got %d", seed, rc);
+    if (rc)
+        return;
+    PB_CHECK(pb_bytes(&p->predicted, 0) == 0 && pb_bytes(&p->predicted, 1) == 0,
+             "seed %u, roomy: expected no bytes moved, got %llu in, %llu out", seed,
+             (unsigned long long)pb_bytes(&p->predicted, 0),
+             (unsigned long long)pb_bytes(&p->predicted, 1));
+    pol_plan_free(p);
+}
+
+int main(int argc, char **argv)
+{
+    uint32_t seeds = argc > 1 ? (uint32_t)atoi(argv[1]) : 300;
+    uint32_t first = argc > 2 ? (uint32_t)atoi(argv[2]) : 1;
+    int planned = 0, nospc = 0, nocycle = 0;
+    for (uint32_t seed = first; seed < first + seeds; seed++) {
+        pb_t b;
+        pb_init(&b);
+        rng_state = seed * 0x9e3779b97f4a7c15ull;
+        uint64_t total = build(&b, 10 + (int)rnd(200));
+        random_machine(&b, total);
+        pol_knobs_t k = { rnd(2) ? 0 : 1 + rnd(50), 1 + rnd(8),
+                          rnd(2) ? 0 : rnd(4) * b.m.chunk };
+        int r1 = one(&b, NULL, seed), r2 = one(&b, &k, seed);
+        planned += !r1 + !r2;
+        nospc += (r1 == 1) + (r2 == 1);
+        nocycle += (r1 == 2) + (r2 == 2);
+        if (!r1)
+            roomy(&b, total, seed);
+        pb_fini(&b);
+        if (pb_failures > 20)
+            break;
+    }
+    printf("%d plans verified, %d inputs without a plan (-ENOSPC), %d knobs without a cyclic "
+           "plan (-EDOM), %d failures\n", planned, nospc, nocycle, pb_failures);
+    PB_CHECK(planned > nospc, "expected most random inputs planned, got %d of %d", planned,
+             planned + nospc);
+    PB_CHECK(nocycle * 100 <= planned, "expected -EDOM for at most 1%% of the plans, got %d "
+             "for %d", nocycle, planned);
+    return pb_failures ? 1 : 0;
+}
