@@ -1115,6 +1115,8 @@ static void retier(res_dev_t *d, uint32_t ci, int tier, CUmemGenericAllocationHa
     pend_put(d, from, old, ev);
 }
 
+static int flight_end(res_dev_t *d, int i, int gone, int query);
+
 /* Room for one more GPU chunk: parked chunks go first, then evictions whose copies are done
  * complete, then the oldest one in flight is waited for; 0, or -1 when there is none. */
 static int flight_room(res_dev_t *d)
@@ -1183,6 +1185,9 @@ int res_prefetch(res_dev_t *d, uint32_t ci)
 int res_evict_async(res_dev_t *d, uint32_t ci, uint32_t serial)
 {
     chunk_t *c = &d->chunks[ci];
+    int i = c->moving ? flight_find(d, ci) : -1;
+    if (i >= 0 && d->flights[i].in)
+        flight_end(d, i, 0, 0);         /* its prefetch, used since: done first */
     if (c->tier != TIER_GPU || c->moving || c->pinned || c->held || c->waiting ||
         c->seen == serial || !d->host_mappable || !res_has_room(d, TIER_HOST) || !out_stream(d))
         return -1;

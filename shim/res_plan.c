@@ -27,20 +27,23 @@
  * res_prefetch and res_evict_async).  Chunks that the plan names but that are not where it
  * expects them, and operations it did not foresee, are left to the reactive engine, which
  * runs after this as always.  Write-back is never skipped: a plan is a hint, and an iteration
- * that diverges from it may read what the plan thought dead.  When more than an eighth of an
- * iteration's operations did not match, the next iteration is profiled and planned again.
+ * that diverges from it may read what the plan thought dead.  When more than an eighth of the
+ * operations of two iterations in a row did not match, the next iteration is profiled and
+ * planned again (one odd iteration, such as an evaluation pass, keeps the plan).
  */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "../policy/policy.h"
-#include "iter.h"
+#include "../policy/iter.h"
 #include "res_int.h"
 
 #define FKEYS 4096          /* kernels the detector tells apart (more share keys) */
 #define PLAN_STREAMS 16     /* streams told apart in a profile (more share the last) */
-#define REPLAN_SHARE 8      /* re-profile when over 1/REPLAN_SHARE of operations mismatch */
+#define REPLAN_SHARE 8      /* an iteration where over 1/REPLAN_SHARE of operations */
+#define REPLAN_AFTER 2      /* mismatch, REPLAN_AFTER times in a row: profiled again (one
+                             * odd iteration, an evaluation pass, keeps the plan) */
 #define MAX_PROFILE_OPS (1u << 20)
 
 int res_policy_plan;
@@ -80,6 +83,8 @@ typedef struct res_plan {
     uint32_t *born;             /* birth order -> buffer, for buffers born in the iteration */
     uint32_t nborn;
     uint32_t cursor, mism, after_of;    /* after_of: 1 + the operation whose after-moves are due */
+    uint32_t bad;                       /* iterations in a row that did not follow the plan */
+    double pred_ms, bound_ms;           /* the last plan's prediction (kept for the statistics) */
     /* Statistics. */
     uint64_t foreseen, unforeseen, plans, replans, moves, chunks_moved, skipped;
 } res_plan_t;
@@ -271,7 +276,7 @@ static void record(res_dev_t *d, res_plan_t *p, int kind, uintptr_t what, const 
 static pol_machine_t machine(const res_dev_t *d)
 {
     pol_machine_t m = { .chunk = d->chunk, .copy_engines = 1 };
-    uint64_t other = d->app_used + d->pool_used + 2 * d->chunk;
+    uint64_t other = d->app_used + d->pool_used;
     m.cap[POL_GPU] = d->gpu_budget > other ? d->gpu_budget - other : d->chunk;
     m.cap[POL_HOST] = atomic_load(&res_host.budget);
     m.link[POL_HOST] = (pol_link_t){ 25.0, 25.0, 40.0, 10.0 };
@@ -280,12 +285,40 @@ static pol_machine_t machine(const res_dev_t *d)
     return m;
 }
 
+/* The profile's lives made whole before planning.  A buffer allocated before the iteration
+ * and freed inside it at operation f is the previous iteration's instance of one allocated
+ * inside it later, at born > f, of the same size and not freed in it: the two are one buffer
+ * whose life wraps the iteration's end (born > dies), so that the planner does not count
+ * both for the whole iteration.  The first such buffer in allocation order is taken; the
+ * old one's references go to it.  One with no such partner stays alive all along (dies -1:
+ * the longest life it may have). */
+static void lives(res_plan_t *p)
+{
+    for (uint32_t o = 0; o < p->nbufs; o++) {
+        pol_buf_t *old = &p->bufs[o];
+        if (old->born >= 0 || old->dies < 0)
+            continue;
+        uint32_t b = 0;
+        for (; b < p->nbufs; b++)
+            if (p->bufs[b].born > old->dies && p->bufs[b].dies < 0 && p->nch[b] == p->nch[o])
+                break;
+        if (b < p->nbufs) {
+            p->bufs[b].dies = old->dies;
+            for (size_t r = 0; r < p->nrefs; r++)
+                if (p->refs[r].buf == o)
+                    p->refs[r].buf = b;
+        }
+        old->dies = -1;
+    }
+}
+
 static void plan_now(res_dev_t *d, res_plan_t *p)
 {
     pol_input_t in = { p->ops, p->nops, p->refs, p->nrefs, p->bufs, p->nbufs, p->nstreams,
                        machine(d) };
     char err[160];
     plan_clear(p);
+    lives(p);
     if (pol_input_check(&in, err, sizeof(err)) < 0) {
         SHIM_WARN(RES, "device %d: the profiled iteration is no planner input (%s); the plan "
                   "is off", d->device, err);
@@ -295,8 +328,17 @@ static void plan_now(res_dev_t *d, res_plan_t *p)
     double t0 = res_now_s();
     int r = pol_plan(&in, NULL, &p->plan);
     if (r < 0) {
-        SHIM_INFO(RES, "device %d: no plan for the profiled iteration (%d); the reactive "
-                  "engine serves it", d->device, r);
+        size_t most = 0;
+        for (size_t i = 0; i < p->nops; i++) {
+            size_t n = 0;
+            for (uint32_t j = 0; j < p->ops[i].nref; j++)
+                n += p->refs[p->ops[i].ref + j].nchunks;
+            most = n > most ? n : most;
+        }
+        SHIM_INFO(RES, "device %d: no plan for the profiled iteration (%s; %zu operations, "
+                  "one reaching up to %zu chunks, room for %llu); the reactive engine serves it",
+                  d->device, r == -ENOSPC ? "not enough GPU memory" : "planner error", p->nops,
+                  most, (unsigned long long)(in.m.cap[POL_GPU] / d->chunk));
         p->state = P_OFF;
         return;
     }
@@ -311,9 +353,22 @@ static void plan_now(res_dev_t *d, res_plan_t *p)
             p->born[p->nborn++] = b;
     p->plans++;
     const pol_result_t *pr = &p->plan->predicted;
-    SHIM_INFO(RES, "device %d: planned %zu operations, %zu buffers in %.1f ms: %zu moves, "
-              "predicted iteration %.3f ms against %.3f ms of compute (bound %.3f ms)",
+    p->pred_ms = pr->iter_ns / 1e6;
+    p->bound_ms = pr->bound_ns / 1e6;
+    uint64_t nowb = 0, keep = 0, born = 0;
+    for (size_t i = 0; i < p->plan->nmoves; i++) {
+        const pol_move_t *m = &p->plan->moves[i];
+        nowb += m->from != POL_NTIERS && !m->writeback ? m->nchunks : 0;
+        keep += m->keep ? m->nchunks : 0;
+        born += m->from == POL_NTIERS ? m->nchunks : 0;
+    }
+    SHIM_INFO(RES, "device %d: planned %zu operations, %zu buffers in %.1f ms: %zu moves "
+              "(chunks remapped only %llu, kept %llu, new %llu), predicted %llu MiB to the GPU "
+              "and %llu MiB back, iteration %.3f ms against %.3f ms of compute (bound %.3f ms)",
               d->device, p->nops, p->nbufs, (res_now_s() - t0) * 1e3, p->plan->nmoves,
+              (unsigned long long)nowb, (unsigned long long)keep, (unsigned long long)born,
+              (unsigned long long)(pr->bytes[POL_HOST][0] >> 20),
+              (unsigned long long)(pr->bytes[POL_HOST][1] >> 20),
               pr->iter_ns / 1e6, pr->compute_ns / 1e6, pr->bound_ns / 1e6);
     p->state = P_EXEC;
     p->cursor = p->mism = p->after_of = 0;
@@ -339,10 +394,14 @@ static void issue(res_dev_t *d, res_plan_t *p, const pol_move_t *m, uint32_t ser
             r = res_prefetch(d, ci);
         else if (m->from == POL_GPU && m->to == POL_HOST)
             r = res_evict_async(d, ci, serial);
-        if (r == 0)
+        if (r == 0) {
             p->chunks_moved++;
-        else
+        } else {
+            SHIM_TRACE(RES, "device %d: plan move of chunk %u, tier %d -> %d, left (now tier %d%s)",
+                       d->device, ci, m->from, m->to, d->chunks[ci].tier,
+                       d->chunks[ci].moving ? ", moving" : "");
             p->skipped++;
+        }
     }
 }
 
@@ -361,6 +420,8 @@ static void follow(res_dev_t *d, res_plan_t *p, uint64_t sig, uint32_t serial)
     if (at < p->nops && p->sig[at] != sig && at + 1 < p->nops && p->sig[at + 1] == sig)
         at++;                           /* one operation of the plan did not come */
     if (at >= p->nops || p->sig[at] != sig) {
+        SHIM_TRACE(RES, "device %d: operation %u of the plan expected, another came", d->device,
+                   at);
         p->unforeseen++;
         p->mism++;
         return;
@@ -391,11 +452,13 @@ static void iteration(res_dev_t *d, res_plan_t *p, int64_t it)
         break;
     case P_EXEC:
         p->mism += p->cursor < p->nops ? p->nops - p->cursor : 0;
-        if (p->mism * REPLAN_SHARE > p->nops) {
+        p->bad = p->mism * REPLAN_SHARE > p->nops ? p->bad + 1 : 0;
+        if (p->bad >= REPLAN_AFTER) {
             SHIM_INFO(RES, "device %d: %u of %zu operations of iteration %lld did not follow "
-                      "the plan; profiling again", d->device, p->mism, p->nops,
-                      (long long)it - 1);
+                      "the plan, %d iterations in a row; profiling again", d->device, p->mism,
+                      p->nops, (long long)it - 1, REPLAN_AFTER);
             p->replans++;
+            p->bad = 0;
             plan_clear(p);
             profile_clear(p);
             memset(p->buf_of, 0, arena_chunk_count(d->arena) * sizeof(*p->buf_of));
@@ -517,12 +580,9 @@ void res_plan_free(res_dev_t *d, uint64_t base)
         return;
     pol_buf_t *b = &p->bufs[p->buf_of[first] - 1];
     int32_t last = (int32_t)p->nops - 1;        /* the last operation it was alive for */
-    if (b->dies >= 0)
-        return;
-    if (b->born < 0)
-        return;             /* (one alive at the start and freed inside stays alive: planned
-                             * as the longest life it may have) */
-    b->dies = last > b->born ? last : b->born;
+    p->buf_of[first] = 0;       /* (what the arena puts there next is another buffer) */
+    if (b->dies < 0)            /* (born < 0: see lives()) */
+        b->dies = last > b->born ? last : b->born;
 }
 
 void res_plan_drop(res_dev_t *d)
@@ -556,7 +616,8 @@ void res_plan_stats(const res_dev_t *d)
     shim_log_plain("device %d: plan: %llu planned, %llu re-planned; operations foreseen %llu, "
                    "not foreseen %llu; moves issued %llu (%llu chunks, %llu left to the reactive "
                    "engine); prefetches %llu, evictions %llu (cancelled %llu, waited for %llu); "
-                   "blocked on moves %.3f s", d->device,
+                   "blocked on moves %.3f s; predicted iteration %.3f ms (bound %.3f ms)",
+                   d->device,
                    (unsigned long long)(p ? p->plans : 0), (unsigned long long)(p ? p->replans : 0),
                    (unsigned long long)(p ? p->foreseen : 0),
                    (unsigned long long)(p ? p->unforeseen : 0),
@@ -565,5 +626,6 @@ void res_plan_stats(const res_dev_t *d)
                    (unsigned long long)(p ? p->skipped : 0), (unsigned long long)d->prefetches,
                    (unsigned long long)d->evictions_async,
                    (unsigned long long)d->flights_cancelled,
-                   (unsigned long long)d->flights_waited, d->blocked_flight_s);
+                   (unsigned long long)d->flights_waited, d->blocked_flight_s,
+                   p ? p->pred_ms : 0.0, p ? p->bound_ms : 0.0);
 }
