@@ -1,13 +1,13 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
 # train_oversub.sh - examples/train.py on a GPU smaller than the job, under libelixir.so: the
-# virtual iteration time at 1/2 and 1/4 of the job's footprint relative to an unlimited GPU.
-# This is the reactive engine's figure, the baseline that the planned policy must later beat.
+# virtual step time at 1/2, 1/4 and 1/8 of the job's footprint under the planned policy
+# (ELIXIR_POLICY=plan) and the reactive engine side by side, against an unlimited GPU.
 #
 # A mid-size job runs on the simulator (build/bin/elixir-sim) with ELIXIR_SIM_STATS=1, whose
 # "virtual time" is the simulator's machine-model clock: deterministic, whatever else the host
 # is doing, so the runs go two at a time.  The footprint is the shim's "GPU peak" with its
-# default (ample) budget; ELIXIR_GPU_MEMORY then gets half and a quarter of it.  The time of
+# default (ample) budget; ELIXIR_GPU_MEMORY then gets a half, a quarter and an eighth of it.  The time of
 # one step is taken in the steady state, ((time of S2 steps) - (time of S1 steps)) / (S2 - S1),
 # which leaves out start-up, the first step's allocations and the final parameter download.
 # Both allocation patterns of train.py are measured; every run must give the digest of the
@@ -18,7 +18,7 @@ python=${PYTHON:-python3}
 sim=$build/bin/elixir-sim
 shim=$(realpath "$build/libelixir.so" 2>/dev/null || echo "$build/libelixir.so")
 job="--layers 2 --width 512 --heads 8 --seq 16 --batch 2 --vocab 1024"
-s1=4
+s1=5
 s2=8
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -72,20 +72,24 @@ moved() {
         "$tmp/$1.err" | awk '{ print $1 + $2 }'
 }
 
-# row LABEL NAME BUDGET BASE: one line of the table for configuration NAME against BASE.
-row() {
-    local label=$1 name=$2 budget=$3 base=$4
-    local m1 m2
-    m1=$(moved "$name-$s1")
-    m2=$(moved "$name-$s2")
-    awk -v l="$label" -v b="$budget" -v a1="$(vtime "$name-$s1")" -v a2="$(vtime "$name-$s2")" \
-        -v b1="$(vtime "$base-$s1")" -v b2="$(vtime "$base-$s2")" -v s1="$s1" -v s2="$s2" \
-        -v m1="${m1:-0}" -v m2="${m2:-0}" 'BEGIN {
-        step = (a2 - a1) / (s2 - s1); base = (b2 - b1) / (s2 - s1)
-        printf "  %-22s %10s %10.3f ms %8.2fx %10.3f ms %8.2fx %9.1f MiB\n", l, b, step,
-               step / base, a2, a2 / b2, (m2 - m1) / (s2 - s1)
-    }'
+# step NAME: virtual ms of one steady step of configuration NAME.
+step() {
+    awk -v a1="$(vtime "$1-$s1")" -v a2="$(vtime "$1-$s2")" -v s1="$s1" -v s2="$s2" \
+        'BEGIN { printf "%.3f", (a2 - a1) / (s2 - s1) }'
 }
+# per_step NAME: MiB migrated per steady step.
+per_step() {
+    local m1 m2
+    m1=$(moved "$1-$s1")
+    m2=$(moved "$1-$s2")
+    awk -v m1="${m1:-0}" -v m2="${m2:-0}" -v s1="$s1" -v s2="$s2" \
+        'BEGIN { printf "%.1f", (m2 - m1) / (s2 - s1) }'
+}
+# The planner's figures from a run's log (the last plan made): predicted iteration and bound.
+predicted() {
+    sed -n 's/.*plan: [1-9].*predicted iteration \([0-9.]*\) ms.*/\1/p' "$tmp/$1-$s2.err" | tail -1
+}
+bound() { sed -n 's/.*plan: [1-9].*(bound \([0-9.]*\) ms).*/\1/p' "$tmp/$1-$s2.err" | tail -1; }
 
 # Every run of a step count gives the digest of the run without the shim.
 check_digests() {
@@ -102,34 +106,50 @@ check_digests() {
     done
 }
 
+# row ALLOC FRAC: one line of the table for 1/FRAC of the footprint.  The lower bound is
+# max(the unlimited step, the planner's bound: bytes that must move / link bandwidth).
+row() {
+    local alloc=$1 frac=$2 r=$1-reactive-$2 p=$1-plan-$2
+    awk -v f="1/$frac" -v b="$(gpu_budget "$p-$s2")" -v u="$(step "$alloc-full")" \
+        -v r="$(step "$r")" -v p="$(step "$p")" -v mr="$(per_step "$r")" \
+        -v mp="$(per_step "$p")" -v pr="$(predicted "$p")" -v lb="$(bound "$p")" 'BEGIN {
+        lower = lb > u ? lb : u
+        printf "  %-4s %6s MiB %10.3f %10.3f %7.2fx %7.2fx %7.2fx %9.1f %9.1f", f, b, r, p,
+               r / p, p / u, p / lower, mr, mp
+        if (pr != "")
+            printf " %9.3f %7.2f\n", pr, pr / p
+        else
+            printf " %9s %7s\n", "no plan", "-"
+    }'
+}
+
 measure() {
-    local alloc=$1 peak half quarter
+    local alloc=$1 peak frac
     pair "$alloc-plain" "$alloc"
     pair "$alloc-full" "$alloc" LD_PRELOAD="$shim"
     peak=$(gpu_peak "$alloc-full-$s2")
-    half=$((peak / 2))
-    quarter=$((peak / 4))
-    job "$alloc-half-$s1" "$alloc" "$s1" LD_PRELOAD="$shim" ELIXIR_GPU_MEMORY="${half}M"
-    job "$alloc-quarter-$s1" "$alloc" "$s1" LD_PRELOAD="$shim" ELIXIR_GPU_MEMORY="${quarter}M"
-    wait_all
-    job "$alloc-half-$s2" "$alloc" "$s2" LD_PRELOAD="$shim" ELIXIR_GPU_MEMORY="${half}M"
-    job "$alloc-quarter-$s2" "$alloc" "$s2" LD_PRELOAD="$shim" ELIXIR_GPU_MEMORY="${quarter}M"
-    wait_all
+    for frac in 2 4 8; do
+        for pol in reactive plan; do
+            pair "$alloc-$pol-$frac" "$alloc" LD_PRELOAD="$shim" ELIXIR_POLICY=$pol \
+                ELIXIR_GPU_MEMORY="$((peak / frac))M"
+        done
+    done
     check_digests "$alloc"
 
-    echo "  --alloc $alloc: footprint (shim's GPU peak, default budget) $peak MiB"
-    printf "  %-22s %10s %13s %9s %13s %9s %13s\n" "" "GPU budget" "per step" "ratio" \
-        "$s2 steps" "ratio" "moved/step"
-    row "plain simulator" "$alloc-plain" "device" "$alloc-full"
-    row "shim, unlimited" "$alloc-full" "$(gpu_budget "$alloc-full-$s2") MiB" "$alloc-full"
-    row "shim, 1/2 footprint" "$alloc-half" "$(gpu_budget "$alloc-half-$s2") MiB" "$alloc-full"
-    row "shim, 1/4 footprint" "$alloc-quarter" "$(gpu_budget "$alloc-quarter-$s2") MiB" \
-        "$alloc-full"
+    echo "  --alloc $alloc: footprint (shim's GPU peak, default budget) $peak MiB;" \
+         "unlimited step $(step "$alloc-full") ms, plain simulator $(step "$alloc-plain") ms"
+    printf "  %-4s %10s %10s %10s %8s %8s %8s %9s %9s %9s %7s\n" "" "GPU" "reactive" \
+        "planned" "r/p" "p/unlim" "p/bound" "MiB/st r" "MiB/st p" "predicted" "pred/p"
+    for frac in 2 4 8; do
+        row "$alloc" "$frac"
+    done
 }
 
-echo "train_oversub: examples/train.py $job on the simulator,"
-echo "  virtual time per step in the steady state ((t($s2 steps) - t($s1 steps)) / $((s2 - s1))),"
-echo "  and of the whole $s2-step run; ratios against the shim with an unlimited budget"
+echo "train_oversub: examples/train.py $job on the simulator, ELIXIR_POLICY=reactive and plan,"
+echo "  virtual ms per step in the steady state ((t($s2 steps) - t($s1 steps)) / $((s2 - s1)));"
+echo "  r/p: reactive over planned; p/bound: planned over max(unlimited step, the planner's"
+echo "  bound of bytes that must move / link bandwidth); MiB/st: migrated per step; predicted:"
+echo "  the planner's iteration time (its cost model) and its ratio to the measured planned step"
 measure per-tensor
 measure pooled
 echo "  every run gave the same digest as the job without the shim"

@@ -620,6 +620,30 @@ class Trainer:
         self.drv("cuStreamSynchronize", self.stream)
         return self.host_loss.value
 
+    def evaluate(self, inputs, targets):
+        """The loss of a batch without training (an evaluation pass): the forward pass alone,
+        every tensor it made freed; the parameters do not change."""
+        c = self.cfg
+        n, d, v = c.batch * c.seq, c.width, c.vocab
+        tok, tgt = self.upload_ints(inputs, "tokens"), self.upload_ints(targets, "targets")
+        x = self.tensor(n * d, "x0")
+        self.k.launch("train_embed_fwd", (cdiv(n * d, 256),), (256,), x.ptr, self.w("wte"),
+                      self.w("wpe"), tok.ptr, n, c.seq, d)
+        for l in range(c.layers):
+            x, s = self.forward_block(l, x)
+            self.free(*s.values())
+        hf, meanf, rstdf = self.layernorm(x, "lnf", n, d)
+        logits = self.matmul(hf, self.w("head.w"), None, None, n, d, v, "logits")
+        dlogits, losses = self.tensor(n * v, "dlogits"), self.tensor(n, "losses")
+        self.k.launch("train_xent", (n,), (256,), dlogits.ptr, losses.ptr, logits.ptr, tgt.ptr,
+                      n, v)
+        self.k.launch("train_loss_mean", (1,), (1,), self.loss.ptr, losses.ptr, n)
+        self.free(x, hf, meanf, rstdf, logits, dlogits, losses, tok, tgt)
+        self.drv("cuMemcpyDtoHAsync_v2", ctypes.addressof(self.host_loss), self.loss.ptr, 4,
+                 self.stream)
+        self.drv("cuStreamSynchronize", self.stream)
+        return self.host_loss.value
+
     def adam(self):
         c = self.cfg
         self.step_no += 1
@@ -904,6 +928,11 @@ def parse_args(argv):
     ap.add_argument("--seed", type=int, default=1, help="seed of the weights and data")
     ap.add_argument("--alloc", choices=("per-tensor", "pooled"), default="per-tensor",
                     help="one cuMemAlloc per tensor, or a caching allocator (default per-tensor)")
+    ap.add_argument("--eval-every", type=int, default=0, metavar="N",
+                    help="after every N-th step, an evaluation pass (the forward pass of a "
+                    "held-out batch, its loss on stderr; the training is unchanged)")
+    ap.add_argument("--eval-from", type=int, default=1, metavar="S",
+                    help="no evaluation pass before step S (the job's iteration changes there)")
     ap.add_argument("--check", action="store_true",
                     help="verify the losses against a pure-Python reference (tiny models)")
     ap.add_argument("--ptx", default=os.path.join(os.path.dirname(os.path.abspath(__file__)),
@@ -915,6 +944,8 @@ def parse_args(argv):
     for name in ("layers", "width", "heads", "seq", "batch", "vocab", "steps"):
         if getattr(cfg, name) < 1:
             ap.error("--%s must be at least 1" % name)
+    if cfg.eval_every < 0:
+        ap.error("--eval-every must be 0 (none) or a number of steps")
     if cfg.width % cfg.heads:
         ap.error("--width must be a multiple of --heads")
     if cfg.vocab < 2:
@@ -958,6 +989,7 @@ def train(cfg):
     job = Job(cfg)
     trainer = Trainer(cfg, job.drv, job.mem, job.kernels)
     data = TokenStream(cfg.vocab, cfg.seq, cfg.seed)
+    held_out = TokenStream(cfg.vocab, cfg.seq, cfg.seed + 1)
     losses, probe = [], {}
     if cfg.check:
         probe["init"] = {p.name: trainer.download(p.p) for p in trainer.params}
@@ -965,6 +997,9 @@ def train(cfg):
         inputs, targets = data.batch(cfg.batch, cfg.seq)
         losses.append(trainer.step(inputs, targets))
         print("step %d loss %.6f" % (s, losses[-1]), flush=True)
+        if cfg.eval_every and s >= cfg.eval_from and s % cfg.eval_every == 0:
+            loss = trainer.evaluate(*held_out.batch(cfg.batch, cfg.seq))
+            print("eval after step %d loss %.6f" % (s, loss), file=sys.stderr, flush=True)
         if cfg.check and s == 1:
             probe["grads"] = {p.name: trainer.download(p.g) for p in trainer.params}
     digest = trainer.digest()

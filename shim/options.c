@@ -34,6 +34,7 @@ typedef enum opt_type {
     OPT_TYPE_PATH,
     OPT_TYPE_MEMORY,
     OPT_TYPE_MEMINFO,
+    OPT_TYPE_POLICY,
     OPT_TYPE_TRACE_LEVEL,
     OPT_TYPE_DEPTH,
     OPT_TYPE_COUNT,
@@ -72,6 +73,7 @@ static char bad_text[SHIM_NOPTS][64];   /* what a bad value was, for the report 
 
 static const char *const level_names[] = { "error", "warn", "info", "trace" };
 static const char *const meminfo_names[] = { "virtual", "physical" };
+static const char *const policy_names[] = { "reactive", "plan" };
 static const char *const trace_level_names[] = { "summary", "allocs", "all" };
 
 /* Index of s in names (case-insensitive), or -EINVAL. */
@@ -117,6 +119,16 @@ static int parse_level(const char *s, opt_value_t *v)
 static int parse_meminfo(const char *s, opt_value_t *v)
 {
     int i = parse_name(s, meminfo_names, (int)SHIM_ARRAY_LEN(meminfo_names));
+
+    if (i < 0)
+        return i;
+    v->num = i;
+    return 0;
+}
+
+static int parse_policy(const char *s, opt_value_t *v)
+{
+    int i = parse_name(s, policy_names, (int)SHIM_ARRAY_LEN(policy_names));
 
     if (i < 0)
         return i;
@@ -263,6 +275,7 @@ static const struct {
                                         "suffix (24G), or a percentage above 0 and at most "
                                         "100 (80%)" },
     [OPT_TYPE_MEMINFO] = { parse_meminfo, "virtual or physical" },
+    [OPT_TYPE_POLICY] = { parse_policy, "reactive or plan" },
     [OPT_TYPE_TRACE_LEVEL] = { parse_trace_level, "summary, allocs or all" },
     [OPT_TYPE_DEPTH] = { parse_depth, "a whole number from 0 to 256" },
     [OPT_TYPE_COUNT] = { parse_count, "a whole number from 0 to 1000000000" },

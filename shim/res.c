@@ -217,11 +217,15 @@ static int arena_do_alloc(res_dev_t *d, size_t bytes, arena_info_t *info)
     if (err && arena_trim(d->arena, release_chunk, d) > 0)
         err = arena_alloc(d->arena, bytes, back_chunk, d, info);
     d->arena_busy = 0;
+    if (!err && d->plan)
+        res_plan_alloc(d, info->base, info->size);
     return err;
 }
 
 static int arena_do_free(res_dev_t *d, CUdeviceptr p, arena_info_t *info)
 {
+    if (d->plan)
+        res_plan_free(d, p);
     d->arena_busy = 1;
     int err = arena_free(d->arena, p, release_chunk, d, info);
     d->arena_busy = 0;
@@ -402,6 +406,7 @@ static int setup(res_dev_t *d, int device, CUcontext ctx)
         d->default_pool = NULL;
     if (set_budgets(d) < 0)
         return -ERANGE;
+    res_policy_plan = shim_opt_int(SHIM_OPT_POLICY) == 1;
     uint64_t nvme = res_nvme_setup(d);  /* (0 without ELIXIR_NVME_PATH) */
     d->size = round_up(2 * (d->gpu_budget + atomic_load(&res_host.budget) + nvme) + d->chunk,
                        d->chunk);
@@ -1489,6 +1494,7 @@ void res_stats_print(double run_s, int lead)
         arena_stats(d->arena, &st);
         if (lead) {
             stats_lead(d, run_s, &st);
+            res_plan_stats(d);
             if (d->nvme_on)
                 shim_log_plain("device %d: chunks to NVMe %llu, back from NVMe %llu, on NVMe "
                                "now %llu MiB", d->device, (unsigned long long)d->nvme_out,

@@ -86,6 +86,7 @@ typedef struct chunk {
     uint8_t stray : 1;              /* its host piece is plain host memory (malloc) */
     uint8_t exposed : 1;            /* an operation the shim cannot see into ran while it was
                                      * in use: never goes to NVMe (res_nvme.c) */
+    uint8_t moving : 1;             /* an asynchronous move is in flight (d->flights) */
     uint16_t held;                  /* not evicted while > 0: operations in flight (res_hold) */
     uint32_t seen;                  /* serial of the last launch that collected it */
     CUmemGenericAllocationHandle phys;
@@ -103,6 +104,32 @@ _Static_assert(sizeof(chunk_t) == 64, "a chunk fills one cache line");
 typedef struct clist {
     uint32_t head, tail, n;
 } clist_t;
+
+/*
+ * An asynchronous move of one chunk (res_move.c, "asynchronous moves"), issued by the plan
+ * (res_plan.c).  A prefetch (in) has already swapped the chunk's mapping to its new GPU
+ * memory, which the copy on d->stream is still filling: every operation that uses the chunk
+ * waits for `ev` on its stream first, and `other` (the host memory it left, which the copy
+ * reads) is released once ev completed.  An eviction (out) leaves the chunk mapped to its GPU
+ * memory while the copy on d->out fills `other` (host memory) after the chunk's last use; once
+ * ev completed the mapping swaps to `other` and the GPU memory goes back.  A use of a chunk
+ * being evicted cancels the eviction (it may write the chunk).
+ */
+typedef struct flight {
+    uint32_t ci;
+    int in;
+    CUmemGenericAllocationHandle other;
+    use_event_t *ev;
+} flight_t;
+
+/* Memory that a copy still reads or writes: back to its tier once ev completed. */
+typedef struct pend {
+    int tier;
+    CUmemGenericAllocationHandle h;
+    use_event_t *ev;
+} pend_t;
+
+struct res_plan;
 
 /* A free that waits for an event recorded on the freeing stream (cuMemFreeAsync). */
 typedef struct deferred {
@@ -202,6 +229,15 @@ typedef struct res_dev {
     double blocked_s, blocked_free_s;   /* host waits of migrations, of frees and releases */
     int nvme_on;                    /* the NVMe tier serves this device (res_nvme.c) */
     uint64_t nvme_out, nvme_in;     /* chunks written to NVMe, read back */
+    /* Asynchronous moves (res_move.c) and the plan that issues them (res_plan.c). */
+    CUstream out;                   /* the copy stream of evictions (made at the first) */
+    flight_t *flights;
+    uint32_t nflights, cap_flights;
+    pend_t *pend;
+    uint32_t npend, cap_pend;
+    struct res_plan *plan;          /* NULL: ELIXIR_POLICY=reactive, or not planned yet */
+    uint64_t prefetches, evictions_async, flights_cancelled, flights_waited;
+    double blocked_flight_s;        /* host waits for moves in flight */
 } res_dev_t;
 
 _Static_assert(offsetof(res_dev_t, arena) <= 128, "a launch's fields span two cache lines");
@@ -513,6 +549,47 @@ void res_nvme_stats_print(void);
 /* The bytes the NVMe tier may hold for d: the area's size while it is healthy, what is on it
  * once it is degraded (nothing more goes to it); 0 without a tier. */
 uint64_t res_nvme_capacity(const res_dev_t *d);
+/* Asynchronous moves (d locked, d->host_mappable).  res_prefetch: chunk ci, in host memory,
+ * starts coming into GPU memory (its mapping swapped at once, see flight_t); 0 when issued, -1
+ * when it was not (no room, in use, a driver error: the reactive engine brings it in when it is
+ * used).  res_evict_async: GPU chunk ci starts going out to host memory after its last use,
+ * unless operation `serial` collected it; 0 or -1 likewise. */
+int res_prefetch(res_dev_t *d, uint32_t ci);
+int res_evict_async(res_dev_t *d, uint32_t ci, uint32_t serial);
+/* Operation k, about to be enqueued on stream s (ptds: the _ptsz ABI), uses chunk ci, which
+ * has a move in flight: a prefetch is waited for by s (or by the host where s cannot), an
+ * eviction is cancelled. */
+void res_flight_use(res_dev_t *d, uint32_t ci, CUstream s, int ptds);
+/* Chunk ci's move in flight ends now: the host waits for it where it must.  `gone`: the chunk
+ * goes out of use (freed), so an eviction is cancelled rather than completed. */
+void res_flight_settle(res_dev_t *d, uint32_t ci, int gone);
+/* Moves and memory whose copies completed are finished (d locked; queries only). */
+void res_flights_poll(res_dev_t *d);
+/* Every move in flight ends, the host waiting for them (d locked). */
+void res_flights_drain(res_dev_t *d);
+
+/* ---------------------------------------------------------------- res_plan.c */
+/* What an operation of the plan's kinds is, for its signature (res_plan_op). */
+enum { PLAN_LAUNCH, PLAN_COPY, PLAN_MEMSET, PLAN_NCCL };
+/* ELIXIR_POLICY=plan (read once at start-up). */
+extern int res_policy_plan;
+/* Operation k (d locked, collected, not yet reached) is about to be enqueued on stream s:
+ * recorded while an iteration is profiled, matched against the plan and its moves issued
+ * while one is followed; its chunks with moves in flight are settled (res_flight_use).
+ * `kind` and `what` (the kernel, or the copy kind) make its signature; `c` is the copy or
+ * memset (NULL for a launch), whose operands say which chunks it reads and writes. */
+void res_plan_op(res_dev_t *d, collect_t *k, int kind, uintptr_t what, const shim_copy_t *c,
+                 CUstream s, int ptds);
+/* The fast launch path's form: chunks ids[0, n) of a launch of f on s. */
+void res_plan_fast(res_dev_t *d, CUfunction f, const uint32_t *ids, unsigned n, CUstream s);
+/* A host synchronisation or a host <-> device copy: a barrier for the iteration detector. */
+void res_plan_barrier(void);
+/* An allocation of the arena on d (d locked): [base, +bytes), and one freed. */
+void res_plan_alloc(res_dev_t *d, uint64_t base, uint64_t bytes);
+void res_plan_free(res_dev_t *d, uint64_t base);
+/* d's plan and profile go (d locked: its context is lost, or the process ends). */
+void res_plan_drop(res_dev_t *d);
+void res_plan_stats(const res_dev_t *d);
 
 /* ---------------------------------------------------------------- res_launch.c */
 /* Release the holds of other devices' operations on d's chunks (d locked) whose operations
@@ -558,6 +635,12 @@ void res_wait_idle(res_dev_t *d, chunk_t *c, double *blocked);
  * mark means the chunk was freed).  Only for callers that hold no other lock and are inside
  * no arena call. */
 int res_idle_unlocked(res_dev_t *d, uint32_t ci, double *blocked);
+/* Is nothing in flight using chunk c (d locked: its last use and the fence done, queried
+ * without a wait, and it is not held)?  Then its use is forgotten. */
+int res_idle_now(res_dev_t *d, chunk_t *c);
+/* Stream s (of d's context) waits for chunk c's last use and the fence, by events: 0, or -1
+ * when it cannot (c is held by an operation whose use is not recorded, or a driver error). */
+int res_stream_after_use(res_dev_t *d, CUstream s, chunk_t *c);
 void res_finish(res_dev_t *d, collect_t *k, CUstream s, int ptds);
 /* An event recorded now on stream s (an application stream of context ctx, ptds: the _ptsz
  * ABI), or NULL. */

@@ -463,7 +463,8 @@ static SHIM_ALWAYS_INLINE unsigned fast_collect(res_dev_t *d, CUcontext ctx, CUf
         chunk_t *c = &chunks[ci];
         if (c->tier == TIER_NONE || c->seen == serial)
             continue;
-        if (c->tier != TIER_GPU || c->span_n > 1 || (c->use.slot && c->use.slot != me))
+        if (c->tier != TIER_GPU || c->span_n > 1 || c->moving ||
+            (c->use.slot && c->use.slot != me))
             return 0;
         c->seen = serial;
         ids[got++] = ci;
@@ -1033,6 +1034,9 @@ CUresult res_launch_begin(shim_launch_t *l)
         collect_launch(k, l, NULL);     /* (the tracer has its words already) */
     if (k) {
         k->capturing = res_stream_capturing(l->stream, shim_hook_per_thread[l->hook]);
+        if (SHIM_UNLIKELY(res_policy_plan))
+            res_plan_op(d, k, PLAN_LAUNCH, (uintptr_t)l->f, NULL, l->stream,
+                        shim_hook_per_thread[l->hook]);
         if (l->kind == SHIM_LAUNCH_GRAPH && !k->capturing &&
             atomic_load_explicit(&res_arenas, memory_order_acquire) > 1)
             fence_others_begin(k);
@@ -1078,6 +1082,8 @@ shim_lock_t *res_launch_fast(CUfunction f, void **params, CUstream s, int ptds, 
         shim_unlock(&d->lock);
         return NULL;
     }
+    if (SHIM_UNLIKELY(res_policy_plan))
+        res_plan_fast(d, f, ids, n, s);
     res_use_tick(d, ids, n, 0, (int)me - 1);
     return &d->lock;
 }
@@ -1343,6 +1349,9 @@ CUresult res_copy_begin(shim_copy_t *c)
         collect_copy(k, c);
     if (k)
         k->capturing = res_stream_capturing(c->stream, ptds);
+    if (k && SHIM_UNLIKELY(res_policy_plan))
+        res_plan_op(d, k, c->kind == SHIM_COPY_MEMSET ? PLAN_MEMSET : PLAN_COPY,
+                    (uintptr_t)c->kind, c, c->stream, ptds);
     /* (Its evictions may wait without the lock, as a launch's.) */
     if (k && !k->capturing && res_reach(d, k, 0, 1, shim_hook_names[c->hook], REFUSED) < 0) {
         r = CUDA_ERROR_OUT_OF_MEMORY;

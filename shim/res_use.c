@@ -177,6 +177,40 @@ void res_wait_idle(res_dev_t *d, chunk_t *c, double *blocked)
     wait_use(d, &d->fence, blocked);
 }
 
+/* Is use u done (its events complete)?  Then it is forgotten.  Queries only, except that a
+ * lazy use is covered by an event recorded now (where none can be, cover() waited). */
+static int use_done(res_dev_t *d, use_t *u)
+{
+    use_event_t *e = u->slot ? cover(d, u->slot - 1u, u->tick) : NULL;
+    if ((e && !res_event_done(e)) || (u->prior && !res_event_done(u->prior)))
+        return 0;
+    res_use_clear(d, u);
+    return 1;
+}
+
+int res_idle_now(res_dev_t *d, chunk_t *c)
+{
+    return !c->held && use_done(d, &c->use) && use_done(d, &d->fence);
+}
+
+/* Make stream s wait for use u (no host wait); 0, or -1 when it cannot. */
+static int stream_wait_use(res_dev_t *d, CUstream s, const use_t *u)
+{
+    use_event_t *e[2] = { u->slot ? cover(d, u->slot - 1u, u->tick) : NULL, u->prior };
+    for (int i = 0; i < 2; i++)
+        if (e[i] && !res_event_done(e[i]) &&
+            DRV(cuStreamWaitEvent)(s, e[i]->ev, 0) != CUDA_SUCCESS)
+            return -1;
+    return 0;
+}
+
+int res_stream_after_use(res_dev_t *d, CUstream s, chunk_t *c)
+{
+    if (c->held)
+        return -1;
+    return stream_wait_use(d, s, &c->use) < 0 || stream_wait_use(d, s, &d->fence) < 0 ? -1 : 0;
+}
+
 /* Is use u still the one saved in `was` (the same stream tick and the same prior uses)? */
 static int use_same(const use_t *u, const use_t *was)
 {
@@ -395,7 +429,12 @@ static void home_lost(res_dev_t *d)
         DRV(cuEventDestroy_v2)(e->ev);
         free(e);
     }
+    res_flights_drain(d);
+    res_plan_drop(d);
     res_pieces_drop(d);
+    if (d->out)
+        DRV(cuStreamDestroy_v2)(d->out);
+    d->out = NULL;
     DRV(cuStreamDestroy_v2)(d->stream);
     DRV(cuStreamDestroy_v2)(d->join);
     d->stream = d->join = NULL;

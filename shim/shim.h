@@ -345,6 +345,8 @@ void res_code_unload(void);
 /* After a host synchronisation succeeded: other devices' operations that hold chunks and are
  * done release them (res_launch.c). */
 void res_host_synced(void);
+/* A host synchronisation: a barrier for the plan's iteration detector (res_plan.c). */
+void res_plan_barrier(void);
 /* After the driver destroyed a stream: stream -> device pairs may be stale (res_stream_destroy
  * retires them before the call too, so none made meanwhile outlives it). */
 void res_stream_gone(void);
@@ -507,6 +509,9 @@ static inline unsigned res_code_generation(void)
       "use (physical, or its cgroup's limit); auto: half, shared by LOCAL_WORLD_SIZE procs")   \
     X(MEMINFO, MEMINFO, "virtual",                                                             \
       "what cuMemGetInfo reports: virtual (all budgets together) or physical (the device)")    \
+    X(POLICY, POLICY, "reactive",                                                              \
+      "how residency moves memory: reactive (least recently used, on demand) or plan (profile "\
+      "one iteration, plan its moves, issue them ahead; the reactive engine serves the rest)") \
     X(TRACE, PATH, "",                                                                         \
       "record a trace into this file (%p is the process id, %h the host name); created "      \
       "0600, never overwritten: if it exists, NAME.1.EXT, NAME.2.EXT ... is used instead")     \

@@ -193,6 +193,7 @@ SHIM_EXPORT CUresult CUDAAPI cuCtxDisablePeerAccess(CUcontext peerContext)
         CUresult r = real args;                                                                \
         if (r == CUDA_SUCCESS) {                                                               \
             res_host_synced();                                                                 \
+            res_plan_barrier();                                                                \
             if (SHIM_TRACING())                                                                \
                 shim_trace_sync();                                                             \
         }                                                                                      \

@@ -98,6 +98,7 @@ static const struct bad {
     { "ELIXIR_NVME_QUEUE_DEPTH", "0", "from 1 to 4096" },
     { "ELIXIR_NVME_BLOCK", "3X", "a size in bytes" },
     { "ELIXIR_NVME_ENGINE", "bogus", "auto, io_uring or psync" },
+    { "ELIXIR_POLICY", "smart", "reactive or plan" },
 };
 
 /* Each bad value alone stops the child; all together, each is reported once. */

@@ -1,0 +1,631 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * res_plan.c - the computed policy in the shim (ELIXIR_POLICY=plan): profile one steady
+ * iteration, plan it (policy/), then follow the plan.
+ *
+ * Iterations.  One iteration detector (iter.h) for the process, fed every launch on a device
+ * with an arena (the kernel's handle turned into a small key) and every barrier (host
+ * synchronisations, copies between host and device).  Each device's plan notices a new
+ * iteration at its first operation after the detector moved on.
+ *
+ * Profiling.  The second iteration the detector finds (the first allocates) is recorded, per
+ * device, under the device's lock: each operation the shim collects (launches, copies,
+ * memsets; the fast launch path included) with its stream, a signature (kind, kernel or copy
+ * kind, number of chunk runs) and the chunks it reaches as runs per buffer.  A buffer is an
+ * arena allocation's chunks (a slab chunk, shared by small allocations, is a buffer of its
+ * own).  Buffers that outlive the iteration are keyed by their arena address (their first
+ * chunk); those allocated inside it by their allocation order within the iteration and their
+ * size, so that the plan applies when the next iteration's allocation lands elsewhere.
+ * Access: a launch reads and writes what it reaches; a copy reads its source and writes its
+ * destination, overwriting the chunks it covers whole, as a memset does.  Device times are
+ * not measured here (0: the cost model counts no compute), so the planner's prediction is a
+ * transfer-only figure.
+ *
+ * Execution.  From the iteration after the profiled one, each operation is matched against
+ * the plan by position (a cursor) and signature; a match issues the moves the plan puts
+ * after the previous operation and before this one, as asynchronous moves (res_move.c,
+ * res_prefetch and res_evict_async).  Chunks that the plan names but that are not where it
+ * expects them, and operations it did not foresee, are left to the reactive engine, which
+ * runs after this as always.  Write-back is never skipped: a plan is a hint, and an iteration
+ * that diverges from it may read what the plan thought dead.  When more than an eighth of the
+ * operations of two iterations in a row did not match, the next iteration is profiled and
+ * planned again (one odd iteration, such as an evaluation pass, keeps the plan).
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../policy/policy.h"
+#include "../policy/iter.h"
+#include "res_int.h"
+
+#define FKEYS 4096          /* kernels the detector tells apart (more share keys) */
+#define PLAN_STREAMS 16     /* streams told apart in a profile (more share the last) */
+#define REPLAN_SHARE 8      /* an iteration where over 1/REPLAN_SHARE of operations */
+#define REPLAN_AFTER 2      /* mismatch, REPLAN_AFTER times in a row: profiled again (one
+                             * odd iteration, an evaluation pass, keeps the plan) */
+#define MAX_PROFILE_OPS (1u << 20)
+
+int res_policy_plan;
+
+/* The detector, for every device. */
+static struct {
+    shim_lock_t lock;
+    iter_t *it;
+    int failed;
+    uintptr_t fkeys[FKEYS];
+    uint32_t nkeys;
+    _Atomic int64_t cur;        /* the iteration in progress, -1 before the first */
+} det = { .lock = SHIM_LOCK_INIT, .cur = -1 };
+
+enum { P_WAIT, P_REC, P_EXEC, P_OFF };
+
+typedef struct res_plan {
+    int state;
+    int64_t iter;               /* the iteration this device last saw */
+    int64_t waited;             /* iterations seen while waiting to profile */
+    /* The profile. */
+    pol_op_t *ops;
+    uint64_t *sig;
+    size_t nops, cap_ops;
+    pol_ref_t *refs;
+    size_t nrefs, cap_refs;
+    pol_buf_t *bufs;
+    uint32_t *first;            /* per buffer: its first chunk when profiled (now: execution) */
+    uint32_t *nch;              /* per buffer: its chunks */
+    size_t nbufs, cap_bufs;
+    uint32_t *buf_of;           /* per arena chunk: 1 + the buffer starting there; 0: none */
+    uint32_t births;            /* allocations so far in this iteration */
+    CUstream streams[PLAN_STREAMS];
+    uint32_t nstreams;
+    /* The plan. */
+    pol_plan_t *plan;
+    uint32_t *born;             /* birth order -> buffer, for buffers born in the iteration */
+    uint32_t nborn;
+    uint32_t cursor, mism, after_of;    /* after_of: 1 + the operation whose after-moves are due */
+    uint32_t bad;                       /* iterations in a row that did not follow the plan */
+    double pred_ms, bound_ms;           /* the last plan's prediction (kept for the statistics) */
+    /* Statistics. */
+    uint64_t foreseen, unforeseen, plans, replans, moves, chunks_moved, skipped;
+} res_plan_t;
+
+/* ---------------------------------------------------------------- iterations */
+
+static uint32_t fkey(CUfunction f)
+{
+    uintptr_t v = (uintptr_t)f;
+    uint32_t h = (uint32_t)((v >> 4) * 0x9E3779B97F4A7C15ull >> 52) % FKEYS;
+    for (uint32_t i = 0; i < FKEYS; i++, h = (h + 1) % FKEYS) {
+        if (det.fkeys[h] == v)
+            return h;
+        if (!det.fkeys[h]) {
+            det.fkeys[h] = v;
+            return h;
+        }
+    }
+    return 0;
+}
+
+/* A launch of f: the detector moves on (det.cur) when it begins an iteration. */
+static void detect_launch(CUfunction f)
+{
+    iter_mark_t marks[ITER_MAX_MARKS];
+    shim_lock(&det.lock);
+    if (!det.it && !det.failed && iter_create(&det.it) < 0)
+        det.failed = 1;
+    int n = det.it && f ? iter_launch(det.it, fkey(f), 0, marks) : 0;
+    if (n > 0)
+        atomic_store(&det.cur, (int64_t)marks[n - 1].index);
+    shim_unlock(&det.lock);
+}
+
+void res_plan_barrier(void)
+{
+    if (!res_policy_plan)
+        return;
+    shim_lock(&det.lock);
+    if (det.it)
+        iter_barrier(det.it);
+    shim_unlock(&det.lock);
+}
+
+/* ---------------------------------------------------------------- the profile */
+
+static int grow(void **p, size_t *cap, size_t need, size_t size)
+{
+    if (need <= *cap)
+        return 0;
+    size_t c = *cap ? *cap : 64;
+    while (c < need)
+        c *= 2;
+    void *q = realloc(*p, c * size);
+    if (!q)
+        return -1;
+    *p = q;
+    *cap = c;
+    return 0;
+}
+
+static void profile_clear(res_plan_t *p)
+{
+    p->nops = p->nrefs = p->nbufs = 0;
+    p->nstreams = 0;
+    p->births = 0;
+    p->nborn = 0;
+}
+
+static void plan_clear(res_plan_t *p)
+{
+    pol_plan_free(p->plan);
+    p->plan = NULL;
+    free(p->born);
+    p->born = NULL;
+}
+
+/* The buffer whose first chunk is `first` (n chunks), made when unknown, or, when `born`,
+ * made anew, born at the next operation (its key: the allocation's order and size). */
+static int64_t buf_at(res_dev_t *d, res_plan_t *p, uint32_t first, uint32_t n, int born)
+{
+    if (p->buf_of[first] && !born)
+        return p->buf_of[first] - 1;
+    size_t need = p->nbufs + 1, c1 = p->cap_bufs, c2 = p->cap_bufs, c3 = p->cap_bufs;
+    if (grow((void **)&p->bufs, &c1, need, sizeof(*p->bufs)) < 0 ||
+        grow((void **)&p->first, &c2, need, sizeof(*p->first)) < 0 ||
+        grow((void **)&p->nch, &c3, need, sizeof(*p->nch)) < 0)
+        return -1;
+    p->cap_bufs = c1 < c2 ? (c1 < c3 ? c1 : c3) : (c2 < c3 ? c2 : c3);
+    uint32_t b = (uint32_t)p->nbufs++;
+    p->bufs[b] = (pol_buf_t){ .key = born ? ((uint64_t)p->births << 40) | (uint64_t)n
+                                          : (uint64_t)first,
+                              .bytes = (uint64_t)n * d->chunk,
+                              .born = born ? (int32_t)p->nops : -1,
+                              .dies = -1 };
+    p->first[b] = first;
+    p->nch[b] = n;
+    p->buf_of[first] = b + 1;
+    return b;
+}
+
+/* Which accesses a copy or memset makes to chunk ci (a launch: read and write). */
+static uint8_t access_of(const res_dev_t *d, uint32_t ci, const shim_copy_t *c)
+{
+    if (!c)
+        return POL_RW;
+    if (c->desc || c->count || c->rows > 1)
+        return POL_RW;
+    uint64_t lo = arena_chunk_addr(d->arena, ci), hi = lo + d->chunk;
+    uint8_t a = 0;
+    if (c->dst < hi && c->dst + c->bytes > lo)
+        a |= c->dst <= lo && c->dst + c->bytes >= hi ? POL_OVERWRITE : POL_WRITE;
+    if (c->kind != SHIM_COPY_MEMSET && c->src && c->src < hi && c->src + c->bytes > lo)
+        a |= POL_READ;
+    return a ? a : POL_RW;
+}
+
+static uint32_t stream_no(res_plan_t *p, CUstream s)
+{
+    for (uint32_t i = 0; i < p->nstreams; i++)
+        if (p->streams[i] == s)
+            return i;
+    if (p->nstreams < PLAN_STREAMS)
+        p->streams[p->nstreams++] = s;
+    return p->nstreams - 1;
+}
+
+/* The runs of chunks ids[0, n) reach, appended to p->refs (their count returned, or -1). */
+static int64_t refs_of(res_dev_t *d, res_plan_t *p, const uint32_t *ids, size_t n,
+                       const shim_copy_t *c)
+{
+    size_t start = p->nrefs;
+    for (size_t i = 0; i < n; i++) {
+        const chunk_t *ch = &d->chunks[ids[i]];
+        uint32_t first = ch->span_n ? ch->span_first : ids[i];
+        int64_t b = buf_at(d, p, first, ch->span_n ? ch->span_n : 1, 0);
+        if (b < 0)
+            return -1;
+        uint32_t off = ids[i] - first;
+        uint8_t a = access_of(d, ids[i], c);
+        pol_ref_t *last = p->nrefs > start ? &p->refs[p->nrefs - 1] : NULL;
+        if (last && last->buf == b && last->access == a && off == last->chunk + last->nchunks) {
+            last->nchunks++;
+            continue;
+        }
+        if (last && last->buf == b && off >= last->chunk && off < last->chunk + last->nchunks)
+            continue;
+        if (grow((void **)&p->refs, &p->cap_refs, p->nrefs + 1, sizeof(*p->refs)) < 0)
+            return -1;
+        p->refs[p->nrefs++] = (pol_ref_t){ (uint32_t)b, off, 1, a };
+    }
+    return (int64_t)(p->nrefs - start);
+}
+
+/* An operation's signature: its kind, kernel (or copy kind) and the chunks it reaches. */
+static uint64_t signature(int kind, uintptr_t what, size_t n)
+{
+    uint64_t h = ((uint64_t)what * 0x9E3779B97F4A7C15ull) ^ ((uint64_t)kind << 60);
+    return h ^ ((uint64_t)n << 32);
+}
+
+/* Operation (kind, what) reaching ids[0, n) on s, appended to the profile. */
+static void record(res_dev_t *d, res_plan_t *p, int kind, uintptr_t what, const uint32_t *ids,
+                   size_t n, const shim_copy_t *c, CUstream s)
+{
+    size_t start = p->nrefs, cap = p->cap_ops;
+    if (p->nops >= MAX_PROFILE_OPS ||
+        grow((void **)&p->ops, &cap, p->nops + 1, sizeof(*p->ops)) < 0 ||
+        grow((void **)&p->sig, &p->cap_ops, p->nops + 1, sizeof(*p->sig)) < 0 ||
+        cap != p->cap_ops) {
+        p->state = P_OFF;
+        SHIM_WARN(RES, "device %d: the iteration is too long to profile; the plan is off",
+                  d->device);
+        return;
+    }
+    int64_t nr = refs_of(d, p, ids, n, c);
+    if (nr < 0) {
+        p->state = P_OFF;
+        return;
+    }
+    p->ops[p->nops] = (pol_op_t){ stream_no(p, s), (uint32_t)start, (uint32_t)nr, 0 };
+    p->sig[p->nops++] = signature(kind, what, n);
+}
+
+/* ---------------------------------------------------------------- planning */
+
+/* The machine the plan is for: d's budgets, PCIe figures of an H100's link (measured by
+ * nobody here: defaults), mapping costs as the simulator charges them. */
+static pol_machine_t machine(const res_dev_t *d)
+{
+    pol_machine_t m = { .chunk = d->chunk, .copy_engines = 1 };
+    uint64_t other = d->app_used + d->pool_used;
+    m.cap[POL_GPU] = d->gpu_budget > other ? d->gpu_budget - other : d->chunk;
+    m.cap[POL_HOST] = atomic_load(&res_host.budget);
+    m.link[POL_HOST] = (pol_link_t){ 25.0, 25.0, 40.0, 10.0 };
+    m.map_us_per_call = 30.0;
+    m.map_us_per_chunk = 33.0;
+    return m;
+}
+
+/* The profile's lives made whole before planning.  A buffer allocated before the iteration
+ * and freed inside it at operation f is the previous iteration's instance of one allocated
+ * inside it later, at born > f, of the same size and not freed in it: the two are one buffer
+ * whose life wraps the iteration's end (born > dies), so that the planner does not count
+ * both for the whole iteration.  The first such buffer in allocation order is taken; the
+ * old one's references go to it.  One with no such partner stays alive all along (dies -1:
+ * the longest life it may have). */
+static void lives(res_plan_t *p)
+{
+    for (uint32_t o = 0; o < p->nbufs; o++) {
+        pol_buf_t *old = &p->bufs[o];
+        if (old->born >= 0 || old->dies < 0)
+            continue;
+        uint32_t b = 0;
+        for (; b < p->nbufs; b++)
+            if (p->bufs[b].born > old->dies && p->bufs[b].dies < 0 && p->nch[b] == p->nch[o])
+                break;
+        if (b < p->nbufs) {
+            p->bufs[b].dies = old->dies;
+            for (size_t r = 0; r < p->nrefs; r++)
+                if (p->refs[r].buf == o)
+                    p->refs[r].buf = b;
+        }
+        old->dies = -1;
+    }
+}
+
+static void plan_now(res_dev_t *d, res_plan_t *p)
+{
+    pol_input_t in = { p->ops, p->nops, p->refs, p->nrefs, p->bufs, p->nbufs, p->nstreams,
+                       machine(d) };
+    char err[160];
+    plan_clear(p);
+    lives(p);
+    if (pol_input_check(&in, err, sizeof(err)) < 0) {
+        SHIM_WARN(RES, "device %d: the profiled iteration is no planner input (%s); the plan "
+                  "is off", d->device, err);
+        p->state = P_OFF;
+        return;
+    }
+    double t0 = res_now_s();
+    int r = pol_plan(&in, NULL, &p->plan);
+    if (r < 0) {
+        size_t most = 0;
+        for (size_t i = 0; i < p->nops; i++) {
+            size_t n = 0;
+            for (uint32_t j = 0; j < p->ops[i].nref; j++)
+                n += p->refs[p->ops[i].ref + j].nchunks;
+            most = n > most ? n : most;
+        }
+        SHIM_INFO(RES, "device %d: no plan for the profiled iteration (%s; %zu operations, "
+                  "one reaching up to %zu chunks, room for %llu); the reactive engine serves it",
+                  d->device, r == -ENOSPC ? "not enough GPU memory" : "planner error", p->nops,
+                  most, (unsigned long long)(in.m.cap[POL_GPU] / d->chunk));
+        p->state = P_OFF;
+        return;
+    }
+    p->born = calloc(p->nbufs ? p->nbufs : 1, sizeof(*p->born));
+    if (!p->born) {
+        plan_clear(p);
+        p->state = P_OFF;
+        return;
+    }
+    for (uint32_t b = 0; b < p->nbufs; b++)
+        if (p->bufs[b].born >= 0)
+            p->born[p->nborn++] = b;
+    p->plans++;
+    const pol_result_t *pr = &p->plan->predicted;
+    p->pred_ms = pr->iter_ns / 1e6;
+    p->bound_ms = pr->bound_ns / 1e6;
+    uint64_t nowb = 0, keep = 0, born = 0;
+    for (size_t i = 0; i < p->plan->nmoves; i++) {
+        const pol_move_t *m = &p->plan->moves[i];
+        nowb += m->from != POL_NTIERS && !m->writeback ? m->nchunks : 0;
+        keep += m->keep ? m->nchunks : 0;
+        born += m->from == POL_NTIERS ? m->nchunks : 0;
+    }
+    SHIM_INFO(RES, "device %d: planned %zu operations, %zu buffers in %.1f ms: %zu moves "
+              "(chunks remapped only %llu, kept %llu, new %llu), predicted %llu MiB to the GPU "
+              "and %llu MiB back, iteration %.3f ms against %.3f ms of compute (bound %.3f ms)",
+              d->device, p->nops, p->nbufs, (res_now_s() - t0) * 1e3, p->plan->nmoves,
+              (unsigned long long)nowb, (unsigned long long)keep, (unsigned long long)born,
+              (unsigned long long)(pr->bytes[POL_HOST][0] >> 20),
+              (unsigned long long)(pr->bytes[POL_HOST][1] >> 20),
+              pr->iter_ns / 1e6, pr->compute_ns / 1e6, pr->bound_ns / 1e6);
+    p->state = P_EXEC;
+    p->cursor = p->mism = p->after_of = 0;
+}
+
+/* ---------------------------------------------------------------- execution */
+
+/* Issue move m of the plan (operation `serial` must keep its chunks). */
+static void issue(res_dev_t *d, res_plan_t *p, const pol_move_t *m, uint32_t serial)
+{
+    if (m->buf >= p->nbufs || m->chunk + m->nchunks > p->nch[m->buf])
+        return;
+    uint32_t first = p->first[m->buf];
+    if (first >= arena_chunk_count(d->arena) || d->chunks[first].span_first != first)
+        return;                         /* not where the plan has it: the reactive engine's */
+    p->moves++;
+    for (uint32_t i = 0; i < m->nchunks; i++) {
+        uint32_t ci = first + m->chunk + i;
+        int r = -1;
+        if (m->from == POL_NTIERS)
+            continue;                   /* a new buffer's chunks: the arena places them */
+        if (m->to == POL_GPU && m->from == POL_HOST)
+            r = res_prefetch(d, ci);
+        else if (m->from == POL_GPU && m->to == POL_HOST)
+            r = res_evict_async(d, ci, serial);
+        if (r == 0) {
+            p->chunks_moved++;
+        } else {
+            SHIM_TRACE(RES, "device %d: plan move of chunk %u, tier %d -> %d, left (now tier %d%s)",
+                       d->device, ci, m->from, m->to, d->chunks[ci].tier,
+                       d->chunks[ci].moving ? ", moving" : "");
+            p->skipped++;
+        }
+    }
+}
+
+static void issue_range(res_dev_t *d, res_plan_t *p, uint32_t from, uint32_t to,
+                        uint32_t serial)
+{
+    for (uint32_t i = from; i < to && i < p->plan->nmoves; i++)
+        issue(d, p, &p->plan->moves[i], serial);
+}
+
+/* An operation with signature `sig` in the plan's iteration: matched and its moves issued. */
+static void follow(res_dev_t *d, res_plan_t *p, uint64_t sig, uint32_t serial)
+{
+    const pol_plan_t *pl = p->plan;
+    uint32_t at = p->cursor;
+    if (at < p->nops && p->sig[at] != sig && at + 1 < p->nops && p->sig[at + 1] == sig)
+        at++;                           /* one operation of the plan did not come */
+    if (at >= p->nops || p->sig[at] != sig) {
+        SHIM_TRACE(RES, "device %d: operation %u of the plan expected, another came", d->device,
+                   at);
+        p->unforeseen++;
+        p->mism++;
+        return;
+    }
+    p->foreseen++;
+    if (p->after_of)
+        issue_range(d, p, pl->op_after[p->after_of - 1], pl->op_first[p->after_of], serial);
+    issue_range(d, p, pl->op_first[at], pl->op_after[at], serial);
+    p->after_of = at + 1;
+    p->cursor = at + 1;
+}
+
+/* A new iteration begins at this operation. */
+static void iteration(res_dev_t *d, res_plan_t *p, int64_t it)
+{
+    p->iter = it;
+    p->births = 0;
+    switch (p->state) {
+    case P_WAIT:
+        if (++p->waited >= 2) {         /* (the first iteration allocates) */
+            profile_clear(p);
+            memset(p->buf_of, 0, arena_chunk_count(d->arena) * sizeof(*p->buf_of));
+            p->state = P_REC;
+        }
+        break;
+    case P_REC:
+        plan_now(d, p);
+        break;
+    case P_EXEC:
+        p->mism += p->cursor < p->nops ? p->nops - p->cursor : 0;
+        p->bad = p->mism * REPLAN_SHARE > p->nops ? p->bad + 1 : 0;
+        if (p->bad >= REPLAN_AFTER) {
+            SHIM_INFO(RES, "device %d: %u of %zu operations of iteration %lld did not follow "
+                      "the plan, %d iterations in a row; profiling again", d->device, p->mism,
+                      p->nops, (long long)it - 1, REPLAN_AFTER);
+            p->replans++;
+            p->bad = 0;
+            plan_clear(p);
+            profile_clear(p);
+            memset(p->buf_of, 0, arena_chunk_count(d->arena) * sizeof(*p->buf_of));
+            p->state = P_REC;
+        }
+        p->cursor = p->mism = p->after_of = 0;
+        break;
+    }
+}
+
+static res_plan_t *plan_of(res_dev_t *d)
+{
+    if (SHIM_LIKELY(d->plan != NULL))
+        return d->plan;
+    if (!d->host_mappable)
+        return NULL;                    /* (evicted chunks unmapped: the reactive engine) */
+    res_plan_t *p = calloc(1, sizeof(*p));
+    if (p && !(p->buf_of = calloc(arena_chunk_count(d->arena), sizeof(*p->buf_of)))) {
+        free(p);
+        p = NULL;
+    }
+    if (p)
+        p->iter = -1;
+    d->plan = p;
+    return p;
+}
+
+/* The common part of res_plan_op and res_plan_fast. */
+static void plan_step(res_dev_t *d, int kind, uintptr_t what, const uint32_t *ids, size_t n,
+                      const shim_copy_t *c, CUstream s, uint32_t serial)
+{
+    res_plan_t *p = plan_of(d);
+    if (!p || p->state == P_OFF)
+        return;
+    int64_t it = atomic_load(&det.cur);
+    if (it != p->iter)
+        iteration(d, p, it);
+    if (p->state == P_REC)
+        record(d, p, kind, what, ids, n, c, s);
+    else if (p->state == P_EXEC)
+        follow(d, p, signature(kind, what, n), serial);
+}
+
+/* Chunks of operation k with moves in flight are settled before it is enqueued on s. */
+static void settle(res_dev_t *d, collect_t *k, CUstream s, int ptds)
+{
+    if (k->unknown) {
+        res_flights_drain(d);           /* it may reach anything */
+        return;
+    }
+    for (size_t i = 0; i < k->n; i++)
+        if (SHIM_UNLIKELY(d->chunks[k->ids[i]].moving)) {
+            if (k->capturing)
+                res_flight_settle(d, k->ids[i], 0);
+            else
+                res_flight_use(d, k->ids[i], s, ptds);
+        }
+}
+
+void res_plan_op(res_dev_t *d, collect_t *k, int kind, uintptr_t what, const shim_copy_t *c,
+                 CUstream s, int ptds)
+{
+    if (kind == PLAN_LAUNCH)
+        detect_launch((CUfunction)what);
+    else if (c && (c->kind == SHIM_COPY_HTOD || c->kind == SHIM_COPY_DTOH))
+        res_plan_barrier();
+    if (d->nflights || d->npend) {
+        settle(d, k, s, ptds);
+        res_flights_poll(d);
+    }
+    if (k->capturing || k->unknown)
+        return;                         /* (not part of an iteration the plan can follow) */
+    plan_step(d, kind, what, k->ids, k->n, c, s, k->serial);
+}
+
+void res_plan_fast(res_dev_t *d, CUfunction f, const uint32_t *ids, unsigned n, CUstream s)
+{
+    detect_launch(f);
+    if (d->nflights || d->npend)
+        res_flights_poll(d);
+    plan_step(d, PLAN_LAUNCH, (uintptr_t)f, ids, n, NULL, s, d->serial);
+}
+
+/* Allocations of whole chunks (not a slab's) are the buffers born and dying in an iteration. */
+static int whole(const res_dev_t *d, uint64_t base, uint32_t *first)
+{
+    if (base < d->base || base >= d->base + d->size)
+        return 0;
+    *first = (uint32_t)((base - d->base) / d->chunk);
+    const chunk_t *c = &d->chunks[*first];
+    return c->tier != TIER_NONE && c->span_first == *first &&
+           arena_chunk_addr(d->arena, *first) == base;
+}
+
+void res_plan_alloc(res_dev_t *d, uint64_t base, uint64_t bytes)
+{
+    res_plan_t *p = d->plan;
+    uint32_t first, n = (uint32_t)((bytes + d->chunk - 1) / d->chunk);
+    if (!p || !whole(d, base, &first))
+        return;
+    if (p->state == P_REC) {
+        if (buf_at(d, p, first, n, 1) < 0)
+            p->state = P_OFF;
+    } else if (p->state == P_EXEC) {
+        uint32_t b = p->births < p->nborn ? p->born[p->births] : UINT32_MAX;
+        if (b != UINT32_MAX && p->nch[b] == n)
+            p->first[b] = first;        /* the plan's buffer is here this time */
+        else
+            p->mism++;
+    }
+    p->births++;
+}
+
+void res_plan_free(res_dev_t *d, uint64_t base)
+{
+    res_plan_t *p = d->plan;
+    uint32_t first;
+    if (!p || p->state != P_REC || !whole(d, base, &first) || !p->buf_of[first])
+        return;
+    pol_buf_t *b = &p->bufs[p->buf_of[first] - 1];
+    int32_t last = (int32_t)p->nops - 1;        /* the last operation it was alive for */
+    p->buf_of[first] = 0;       /* (what the arena puts there next is another buffer) */
+    if (b->dies < 0)            /* (born < 0: see lives()) */
+        b->dies = last > b->born ? last : b->born;
+}
+
+void res_plan_drop(res_dev_t *d)
+{
+    res_plan_t *p = d->plan;
+    if (!p)
+        return;
+    plan_clear(p);
+    free(p->ops);
+    free(p->sig);
+    free(p->refs);
+    free(p->bufs);
+    free(p->first);
+    free(p->nch);
+    p->ops = NULL;
+    p->sig = NULL;
+    p->refs = NULL;
+    p->bufs = NULL;
+    p->first = p->nch = NULL;
+    p->cap_ops = p->cap_refs = p->cap_bufs = 0;
+    profile_clear(p);
+    p->state = P_WAIT;                  /* (its statistics stay; a new context profiles anew) */
+    p->waited = 0;
+}
+
+void res_plan_stats(const res_dev_t *d)
+{
+    const res_plan_t *p = d->plan;
+    if (!res_policy_plan)
+        return;
+    shim_log_plain("device %d: plan: %llu planned, %llu re-planned; operations foreseen %llu, "
+                   "not foreseen %llu; moves issued %llu (%llu chunks, %llu left to the reactive "
+                   "engine); prefetches %llu, evictions %llu (cancelled %llu, waited for %llu); "
+                   "blocked on moves %.3f s; predicted iteration %.3f ms (bound %.3f ms)",
+                   d->device,
+                   (unsigned long long)(p ? p->plans : 0), (unsigned long long)(p ? p->replans : 0),
+                   (unsigned long long)(p ? p->foreseen : 0),
+                   (unsigned long long)(p ? p->unforeseen : 0),
+                   (unsigned long long)(p ? p->moves : 0),
+                   (unsigned long long)(p ? p->chunks_moved : 0),
+                   (unsigned long long)(p ? p->skipped : 0), (unsigned long long)d->prefetches,
+                   (unsigned long long)d->evictions_async,
+                   (unsigned long long)d->flights_cancelled,
+                   (unsigned long long)d->flights_waited, d->blocked_flight_s,
+                   p ? p->pred_ms : 0.0, p ? p->bound_ms : 0.0);
+}
