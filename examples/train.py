@@ -584,8 +584,9 @@ class Trainer:
         self.free(dh1, dx1, s["x"], s["mean1"], s["rstd1"])
         return dx
 
-    def step(self, inputs, targets):
-        """One training step; returns the loss (float32, as a Python float)."""
+    def forward_loss(self, inputs, targets, keep):
+        """The forward pass and the loss of a batch, enqueued; the saved activations of every
+        block are kept for the backward pass when `keep`, else freed as soon as made."""
         c = self.cfg
         n, d, v = c.batch * c.seq, c.width, c.vocab
         tok, tgt = self.upload_ints(inputs, "tokens"), self.upload_ints(targets, "targets")
@@ -595,13 +596,31 @@ class Trainer:
         saved = []
         for l in range(c.layers):
             x, s = self.forward_block(l, x)
-            saved.append(s)
+            if keep:
+                saved.append(s)
+            else:
+                self.free(*s.values())
         hf, meanf, rstdf = self.layernorm(x, "lnf", n, d)
         logits = self.matmul(hf, self.w("head.w"), None, None, n, d, v, "logits")
         dlogits, losses = self.tensor(n * v, "dlogits"), self.tensor(n, "losses")
         self.k.launch("train_xent", (n,), (256,), dlogits.ptr, losses.ptr, logits.ptr, tgt.ptr,
                       n, v)
         self.k.launch("train_loss_mean", (1,), (1,), self.loss.ptr, losses.ptr, n)
+        return tok, tgt, x, saved, hf, meanf, rstdf, logits, dlogits, losses
+
+    def read_loss(self):
+        """The loss of the last batch, once the stream has computed it."""
+        self.drv("cuMemcpyDtoHAsync_v2", ctypes.addressof(self.host_loss), self.loss.ptr, 4,
+                 self.stream)
+        self.drv("cuStreamSynchronize", self.stream)
+        return self.host_loss.value
+
+    def step(self, inputs, targets):
+        """One training step; returns the loss (float32, as a Python float)."""
+        c = self.cfg
+        n, d, v = c.batch * c.seq, c.width, c.vocab
+        tok, tgt, x, saved, hf, meanf, rstdf, logits, dlogits, losses = \
+            self.forward_loss(inputs, targets, True)
         self.free(logits, losses)
         dhf = self.linear_bwd(hf, dlogits, "head", n, d, v)
         self.free(dlogits, hf)
@@ -615,34 +634,15 @@ class Trainer:
                       dx.ptr, n, c.seq, d)
         self.free(dx, tok, tgt)
         self.adam()
-        self.drv("cuMemcpyDtoHAsync_v2", ctypes.addressof(self.host_loss), self.loss.ptr, 4,
-                 self.stream)
-        self.drv("cuStreamSynchronize", self.stream)
-        return self.host_loss.value
+        return self.read_loss()
 
     def evaluate(self, inputs, targets):
         """The loss of a batch without training (an evaluation pass): the forward pass alone,
         every tensor it made freed; the parameters do not change."""
-        c = self.cfg
-        n, d, v = c.batch * c.seq, c.width, c.vocab
-        tok, tgt = self.upload_ints(inputs, "tokens"), self.upload_ints(targets, "targets")
-        x = self.tensor(n * d, "x0")
-        self.k.launch("train_embed_fwd", (cdiv(n * d, 256),), (256,), x.ptr, self.w("wte"),
-                      self.w("wpe"), tok.ptr, n, c.seq, d)
-        for l in range(c.layers):
-            x, s = self.forward_block(l, x)
-            self.free(*s.values())
-        hf, meanf, rstdf = self.layernorm(x, "lnf", n, d)
-        logits = self.matmul(hf, self.w("head.w"), None, None, n, d, v, "logits")
-        dlogits, losses = self.tensor(n * v, "dlogits"), self.tensor(n, "losses")
-        self.k.launch("train_xent", (n,), (256,), dlogits.ptr, losses.ptr, logits.ptr, tgt.ptr,
-                      n, v)
-        self.k.launch("train_loss_mean", (1,), (1,), self.loss.ptr, losses.ptr, n)
+        tok, tgt, x, _, hf, meanf, rstdf, logits, dlogits, losses = \
+            self.forward_loss(inputs, targets, False)
         self.free(x, hf, meanf, rstdf, logits, dlogits, losses, tok, tgt)
-        self.drv("cuMemcpyDtoHAsync_v2", ctypes.addressof(self.host_loss), self.loss.ptr, 4,
-                 self.stream)
-        self.drv("cuStreamSynchronize", self.stream)
-        return self.host_loss.value
+        return self.read_loss()
 
     def adam(self):
         c = self.cfg

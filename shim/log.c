@@ -52,8 +52,7 @@ static void write_all(int fd, const char *buf, size_t len)
     }
 }
 
-/* Expand %p, %h and %% of the log file pattern into out; -ENAMETOOLONG if too long. */
-static int expand_pattern(const char *pat, char *out, size_t size)
+int shim_expand_name(const char *pat, char *out, size_t size)
 {
     size_t n = 0;
 
@@ -84,7 +83,7 @@ static void open_log_file(void)
     char path[PATH_MAX];
     int fd = -1, old, err = ENAMETOOLONG;
 
-    if (expand_pattern(pattern, path, sizeof(path)) == 0 &&
+    if (shim_expand_name(pattern, path, sizeof(path)) == 0 &&
         (fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644)) < 0)
         err = errno;
     old = atomic_exchange(&log_fd, fd >= 0 ? fd : STDERR_FILENO);

@@ -628,6 +628,9 @@ void shim_log_plain(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void shim_log_fatal(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* Apply ELIXIR_LOG, ELIXIR_LOG_SUBSYS and ELIXIR_LOG_FILE (after shim_options_load). */
 void shim_log_configure(void);
+/* Expand %p (process id), %h (host name) and %% of a file name pattern (ELIXIR_LOG_FILE,
+ * ELIXIR_TRACE) into out; 0 or -ENAMETOOLONG. */
+int shim_expand_name(const char *pat, char *out, size_t size);
 /* In a forked child: reopen a log file whose name holds the process id. */
 void shim_log_after_fork(void);
 

@@ -10,41 +10,13 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "trace_int.h"
-
-/* Expand %p, %h and %% of pattern into out; 0 or -ENAMETOOLONG. */
-static int expand(const char *pattern, char *out, size_t cap)
-{
-    char host[256] = "?", pid[24];
-    size_t n = 0;
-
-    if (gethostname(host, sizeof(host)) < 0)
-        snprintf(host, sizeof(host), "?");
-    host[sizeof(host) - 1] = '\0';
-    snprintf(pid, sizeof(pid), "%d", (int)getpid());
-    for (const char *p = pattern; *p; p++) {
-        const char *add = p;
-        size_t len = 1;
-        if (p[0] == '%' && (p[1] == 'p' || p[1] == 'h' || p[1] == '%')) {
-            p++;
-            add = *p == 'p' ? pid : *p == 'h' ? host : "%";
-            len = strlen(add);
-        }
-        if (n + len >= cap)
-            return -ENAMETOOLONG;
-        memcpy(out + n, add, len);
-        n += len;
-    }
-    out[n] = '\0';
-    return 0;
-}
 
 int shim_trace_name(const char *pattern, unsigned n, char *out, size_t cap)
 {
     char base[4096];
-    int rc = expand(pattern, base, sizeof(base));
+    int rc = shim_expand_name(pattern, base, sizeof(base));
 
     if (rc < 0)
         return rc;
