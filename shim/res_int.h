@@ -549,6 +549,21 @@ void res_nvme_stats_print(void);
 /* The bytes the NVMe tier may hold for d: the area's size while it is healthy, what is on it
  * once it is degraded (nothing more goes to it); 0 without a tier. */
 uint64_t res_nvme_capacity(const res_dev_t *d);
+/* For res_flight.c (d locked): a chunk taken off its list and put back on the list of its
+ * tier; the resident bytes of a chunk moving between tiers; the shadow mapping of physical
+ * memory h (0: none) and one made for it; access to [va, va + size) for the device and its
+ * peers; physical memory of `tier` (a spare or new); a parked chunk's memory given up for
+ * room (0 when one was, -1 when there was none). */
+void res_unlist(res_dev_t *d, uint32_t ci);
+void res_relist(res_dev_t *d, uint32_t ci);
+void res_account(res_dev_t *d, int from, int to);
+CUdeviceptr res_shadow_of(const res_dev_t *d, CUmemGenericAllocationHandle h);
+CUdeviceptr res_shadow_add(res_dev_t *d, CUmemGenericAllocationHandle h);
+CUresult res_set_access(res_dev_t *d, CUdeviceptr va, uint64_t size);
+CUresult res_phys_get(res_dev_t *d, int tier, CUmemGenericAllocationHandle *h);
+int res_park_drop(res_dev_t *d);
+
+/* ---------------------------------------------------------------- res_flight.c */
 /* Asynchronous moves (d locked, d->host_mappable).  res_prefetch: chunk ci, in host memory,
  * starts coming into GPU memory (its mapping swapped at once, see flight_t); 0 when issued, -1
  * when it was not (no room, in use, a driver error: the reactive engine brings it in when it is

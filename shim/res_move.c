@@ -53,7 +53,7 @@ _Atomic uint32_t res_peers[MAX_DEVICES];
 
 /* Access to [va, +size) of d's arena, newly mapped: for d's device, and for the devices that
  * have peer access to it.  Should the driver refuse the peers, d's own device still gets it. */
-static CUresult set_access(res_dev_t *d, CUdeviceptr va, uint64_t size)
+CUresult res_set_access(res_dev_t *d, CUdeviceptr va, uint64_t size)
 {
     CUmemAccessDesc a[MAX_DEVICES];
     uint32_t peers = atomic_load_explicit(&res_peers[d->device], memory_order_relaxed);
@@ -189,7 +189,7 @@ static clist_t *list_of(res_dev_t *d, const chunk_t *c)
 
 /* Chunk ci's bytes leave tier `from` and join tier `to` (TIER_NONE: neither); the trace gets
  * the device's new bytes per tier. */
-static void account(res_dev_t *d, int from, int to)
+void res_account(res_dev_t *d, int from, int to)
 {
     if (from != TIER_NONE)
         d->resident[from] -= d->chunk;
@@ -209,14 +209,14 @@ static int trace_tier(int tier)
     return tier == TIER_GPU ? SHIM_TIER_GPU : SHIM_TIER_HOST;
 }
 
-static void unlist(res_dev_t *d, uint32_t ci)
+void res_unlist(res_dev_t *d, uint32_t ci)
 {
     clist_t *l = list_of(d, &d->chunks[ci]);
     if (l)
         list_del(d, l, ci);
 }
 
-static void relist(res_dev_t *d, uint32_t ci)
+void res_relist(res_dev_t *d, uint32_t ci)
 {
     clist_t *l = list_of(d, &d->chunks[ci]);
     if (l)
@@ -278,7 +278,7 @@ static CUresult phys_create(res_dev_t *d, int tier, CUmemGenericAllocationHandle
 static CUresult map_at(res_dev_t *d, CUdeviceptr va, CUmemGenericAllocationHandle h)
 {
     CUresult r = DRV(cuMemMap)(va, d->chunk, 0, h, 0);
-    if (r == CUDA_SUCCESS && (r = set_access(d, va, d->chunk)) != CUDA_SUCCESS)
+    if (r == CUDA_SUCCESS && (r = res_set_access(d, va, d->chunk)) != CUDA_SUCCESS)
         DRV(cuMemUnmap)(va, d->chunk);
     return r;
 }
@@ -359,7 +359,7 @@ static CUdeviceptr shadow_addr(const res_dev_t *d, uint32_t slot)
 }
 
 /* h's shadow mapping, or 0 when it has none. */
-static CUdeviceptr shadow_of(const res_dev_t *d, CUmemGenericAllocationHandle h)
+CUdeviceptr res_shadow_of(const res_dev_t *d, CUmemGenericAllocationHandle h)
 {
     if (!d->sh_n)
         return 0;
@@ -394,7 +394,7 @@ static int shadow_reserve(res_dev_t *d)
 
 /* Maps h, accessible as the arena is (map_at), at a free shadow slot: its address, or 0 when
  * it cannot be (no slot left, a driver error). */
-static CUdeviceptr shadow_add(res_dev_t *d, CUmemGenericAllocationHandle h)
+CUdeviceptr res_shadow_add(res_dev_t *d, CUmemGenericAllocationHandle h)
 {
     if (shadow_reserve(d) < 0 || ((d->sh_n + 1) * 2 > d->sh_cap && sh_grow(d) < 0))
         return 0;
@@ -557,7 +557,7 @@ static void budget_shrink(res_dev_t *d, int tier)
         shim_trace_budget(d->device, d->gpu_budget, atomic_load(&res_host.budget));
 }
 
-static CUresult phys_get(res_dev_t *d, int tier, CUmemGenericAllocationHandle *h)
+CUresult res_phys_get(res_dev_t *d, int tier, CUmemGenericAllocationHandle *h)
 {
     int t = tier == TIER_GPU ? 0 : 1;
     if (d->nspare[t]) {
@@ -721,7 +721,7 @@ void res_phys_put(res_dev_t *d, int tier, CUmemGenericAllocationHandle h)
 /* Physical memory of `tier` mapped and accessible at va. */
 CUresult res_map_new(res_dev_t *d, int tier, CUdeviceptr va, CUmemGenericAllocationHandle *h)
 {
-    CUresult r = phys_get(d, tier, h);
+    CUresult r = res_phys_get(d, tier, h);
     if (r != CUDA_SUCCESS)
         return r;
     r = map_at(d, va, *h);
@@ -734,14 +734,14 @@ CUresult res_back(res_dev_t *d, uint32_t ci, int tier)
 {
     chunk_t *c = &d->chunks[ci];
     CUresult r = tier == TIER_HOST && !d->host_mappable
-                     ? phys_get(d, tier, &c->phys)     /* contents undefined: nothing to copy */
+                     ? res_phys_get(d, tier, &c->phys)     /* contents undefined: nothing to copy */
                      : res_map_new(d, tier, arena_chunk_addr(d->arena, ci), &c->phys);
     if (r != CUDA_SUCCESS)
         return r;
     c->tier = (uint8_t)tier;
     c->lru = ++d->clock;
-    relist(d, ci);
-    account(d, TIER_NONE, tier);
+    res_relist(d, ci);
+    res_account(d, TIER_NONE, tier);
     return CUDA_SUCCESS;
 }
 
@@ -751,8 +751,8 @@ CUresult res_back(res_dev_t *d, uint32_t ci, int tier)
 static void out_of_use(res_dev_t *d, uint32_t ci)
 {
     chunk_t *c = &d->chunks[ci];
-    unlist(d, ci);
-    account(d, c->tier, TIER_NONE);
+    res_unlist(d, ci);
+    res_account(d, c->tier, TIER_NONE);
     if (c->pinned)
         d->pinned--;
     if (c->held)
@@ -821,25 +821,25 @@ void res_park(res_dev_t *d, uint32_t ci)
     out_of_use(d, ci);
     c->phys = h;
     c->parked = 1;
-    relist(d, ci);
+    res_relist(d, ci);
 }
 
 void res_unpark(res_dev_t *d, uint32_t ci)
 {
     chunk_t *c = &d->chunks[ci];
-    unlist(d, ci);
+    res_unlist(d, ci);
     c->parked = 0;
     c->tier = TIER_GPU;
     c->lru = ++d->clock;
-    relist(d, ci);
-    account(d, TIER_NONE, TIER_GPU);
+    res_relist(d, ci);
+    res_account(d, TIER_NONE, TIER_GPU);
     d->parked_reused++;
 }
 
 /* Unmap the parked chunk that fell out of use first, its memory to the spares (or back to the
  * driver); 0, or -1 when there is none.  Inside arena_alloc the chunks of the allocation being
  * placed are in use already: those parked ones are about to be reused, and are skipped. */
-static int park_drop(res_dev_t *d)
+int res_park_drop(res_dev_t *d)
 {
     for (uint32_t i = d->parked.head; i; i = d->chunks[i - 1].next) {
         chunk_t *c = &d->chunks[i - 1];
@@ -866,10 +866,10 @@ static CUresult swap_mapped(res_dev_t *d, uint32_t ci, int tier, CUmemGenericAll
     chunk_t *c = &d->chunks[ci];
     CUdeviceptr va = arena_chunk_addr(d->arena, ci), dst;
 
-    CUresult r = phys_get(d, tier, h);
+    CUresult r = res_phys_get(d, tier, h);
     if (r != CUDA_SUCCESS)
         return r;
-    if ((dst = shadow_of(d, *h)) != 0 || (dst = shadow_add(d, *h)) != 0) {
+    if ((dst = res_shadow_of(d, *h)) != 0 || (dst = res_shadow_add(d, *h)) != 0) {
         d->shadow_hits++;
     } else if ((r = map_at(d, d->staging, *h)) != CUDA_SUCCESS) {
         res_phys_put(d, tier, *h);
@@ -888,7 +888,7 @@ static CUresult swap_mapped(res_dev_t *d, uint32_t ci, int tier, CUmemGenericAll
         r = DRV(cuMemMap)(va, d->chunk, 0, *h, 0);
         mapped_new = r == CUDA_SUCCESS;
         if (mapped_new)
-            r = set_access(d, va, d->chunk);
+            r = res_set_access(d, va, d->chunk);
     }
     if (r != CUDA_SUCCESS) {
         /* The source stays authoritative (invariant 5): the new memory leaves the chunk's
@@ -898,7 +898,7 @@ static CUresult swap_mapped(res_dev_t *d, uint32_t ci, int tier, CUmemGenericAll
             DRV(cuMemUnmap)(va, d->chunk);
         res_phys_put(d, tier, *h);
         if (DRV(cuMemMap)(va, d->chunk, 0, c->phys, 0) == CUDA_SUCCESS)
-            set_access(d, va, d->chunk);
+            res_set_access(d, va, d->chunk);
     }
     return r;
 }
@@ -912,7 +912,7 @@ static CUresult unmap_out(res_dev_t *d, uint32_t ci, CUmemGenericAllocationHandl
     if (!d->swap && !d->swap_owed)
         piece_alloc(d, &d->swap);               /* (a failure is seen at swap_take) */
     CUresult r = swap ? (swap_take(d, h) == 0 ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY)
-                      : phys_get(d, TIER_HOST, h);
+                      : res_phys_get(d, TIER_HOST, h);
     if (r != CUDA_SUCCESS)
         return r;
     res_wait_idle(d, &d->chunks[ci], &d->blocked_s);
@@ -948,15 +948,15 @@ static CUresult map_in(res_dev_t *d, uint32_t ci, CUmemGenericAllocationHandle *
 static void set_tier(res_dev_t *d, uint32_t ci, int tier, CUmemGenericAllocationHandle h)
 {
     chunk_t *c = &d->chunks[ci];
-    unlist(d, ci);
+    res_unlist(d, ci);
     chunk_phys_put(d, c);
-    account(d, c->tier, tier);
+    res_account(d, c->tier, tier);
     c->phys = h;
     c->stray = 0;
     c->tier = (uint8_t)tier;
     if (tier == TIER_GPU)
         c->lru = ++d->clock;        /* brought in for a use: the most recently used */
-    relist(d, ci);
+    res_relist(d, ci);
 }
 
 /* Move chunk ci into memory of `tier` (copying its contents; out into the swap piece when
@@ -989,333 +989,6 @@ static CUresult migrate(res_dev_t *d, uint32_t ci, int tier, int swap)
         d->bytes_in += d->chunk;
     }
     return CUDA_SUCCESS;
-}
-
-/* ---------------------------------------------------------------- asynchronous moves */
-
-/*
- * The plan's moves (res_plan.c) run on the copy streams without the host waiting (flight_t in
- * res_int.h).  Invariant 4 holds by events: an eviction's copy waits for the chunk's last use
- * on its stream, a prefetch swaps the chunk's mapping only when nothing in flight uses it (its
- * last use completed, by query), and every operation that uses a chunk coming in waits for
- * its copy on its own stream (res_flight_use).  Memory a copy still reads or writes is kept
- * aside (pend_t) until its copy completed.  Whatever cannot be done so is left to the
- * reactive engine: the plan is a hint.
- */
-
-static int flight_find(const res_dev_t *d, uint32_t ci)
-{
-    for (uint32_t i = 0; i < d->nflights; i++)
-        if (d->flights[i].ci == ci)
-            return (int)i;
-    return -1;
-}
-
-static int flight_add(res_dev_t *d, uint32_t ci, int in, CUmemGenericAllocationHandle other,
-                      use_event_t *ev)
-{
-    if (d->nflights == d->cap_flights) {
-        uint32_t cap = d->cap_flights ? 2 * d->cap_flights : 32;
-        flight_t *f = realloc(d->flights, cap * sizeof(*f));
-        if (!f)
-            return -1;
-        d->flights = f;
-        d->cap_flights = cap;
-    }
-    d->flights[d->nflights++] = (flight_t){ ci, in, other, ev };
-    d->chunks[ci].moving = 1;
-    return 0;
-}
-
-static void flight_del(res_dev_t *d, int i)
-{
-    d->chunks[d->flights[i].ci].moving = 0;
-    d->flights[i] = d->flights[--d->nflights];
-}
-
-/* Memory h of `tier` goes back once ev completed (at once when it has, or when it cannot be
- * kept aside: the host then waits). */
-static void pend_put(res_dev_t *d, int tier, CUmemGenericAllocationHandle h, use_event_t *ev)
-{
-    if (ev && !res_event_done(ev) && d->npend == d->cap_pend) {
-        uint32_t cap = d->cap_pend ? 2 * d->cap_pend : 32;
-        pend_t *p = realloc(d->pend, cap * sizeof(*p));
-        if (p) {
-            d->pend = p;
-            d->cap_pend = cap;
-        }
-    }
-    if (ev && !res_event_done(ev) && d->npend < d->cap_pend) {
-        d->pend[d->npend++] = (pend_t){ tier, h, res_event_ref(ev) };
-        return;
-    }
-    res_event_wait(ev, &d->blocked_flight_s);
-    res_phys_put(d, tier, h);
-}
-
-/* The copy stream of evictions, made in d's context at the first; NULL when it cannot be. */
-static CUstream out_stream(res_dev_t *d)
-{
-    CUcontext cur = NULL, popped;
-    if (d->out || !d->ctx)
-        return d->out;
-    int push = DRV(cuCtxGetCurrent)(&cur) == CUDA_SUCCESS && cur != d->ctx &&
-               DRV(cuCtxPushCurrent_v2)(d->ctx) == CUDA_SUCCESS;
-    if (DRV(cuStreamCreate)(&d->out, CU_STREAM_NON_BLOCKING) != CUDA_SUCCESS)
-        d->out = NULL;
-    if (push)
-        DRV(cuCtxPopCurrent_v2)(&popped);
-    return d->out;
-}
-
-/* Copy a chunk from memory `from` to memory `to` through their shadow mappings on stream s;
- * the event after the copy, or NULL (nothing was enqueued, or the host waited for it). */
-static use_event_t *copy_shadows(res_dev_t *d, CUmemGenericAllocationHandle from,
-                                 CUmemGenericAllocationHandle to, CUstream s, int *issued)
-{
-    CUdeviceptr src = shadow_of(d, from), dst = shadow_of(d, to);
-    *issued = 0;
-    if ((!src && !(src = shadow_add(d, from))) || (!dst && !(dst = shadow_add(d, to))))
-        return NULL;
-    if (DRV(cuMemcpyDtoDAsync_v2)(dst, src, d->chunk, s) != CUDA_SUCCESS)
-        return NULL;
-    *issued = 1;
-    d->shadow_hits++;
-    use_event_t *e = res_record(d, s, 0, d->ctx);
-    if (!e)
-        DRV(cuStreamSynchronize)(s);
-    return e;
-}
-
-/* Map h at chunk ci's address in place of its memory (nothing in flight uses the chunk). */
-static CUresult remap(res_dev_t *d, uint32_t ci, CUmemGenericAllocationHandle h)
-{
-    CUdeviceptr va = arena_chunk_addr(d->arena, ci);
-    CUresult r = DRV(cuMemUnmap)(va, d->chunk);
-    if (r != CUDA_SUCCESS)
-        return r;
-    if ((r = DRV(cuMemMap)(va, d->chunk, 0, h, 0)) == CUDA_SUCCESS &&
-        (r = set_access(d, va, d->chunk)) == CUDA_SUCCESS)
-        return r;
-    DRV(cuMemUnmap)(va, d->chunk);
-    if (DRV(cuMemMap)(va, d->chunk, 0, d->chunks[ci].phys, 0) == CUDA_SUCCESS)
-        set_access(d, va, d->chunk);
-    return r;
-}
-
-/* Chunk ci now lives in memory h of `tier` (set_tier), its old memory kept aside until ev. */
-static void retier(res_dev_t *d, uint32_t ci, int tier, CUmemGenericAllocationHandle h,
-                   use_event_t *ev)
-{
-    chunk_t *c = &d->chunks[ci];
-    CUmemGenericAllocationHandle old = c->phys;
-    int from = c->tier;
-    unlist(d, ci);
-    account(d, from, tier);
-    c->phys = h;
-    c->tier = (uint8_t)tier;
-    if (tier == TIER_GPU)
-        c->lru = ++d->clock;
-    relist(d, ci);
-    pend_put(d, from, old, ev);
-}
-
-static int flight_end(res_dev_t *d, int i, int gone, int query);
-
-/* Room for one more GPU chunk: parked chunks go first, then evictions whose copies are done
- * complete, then the oldest one in flight is waited for; 0, or -1 when there is none. */
-static int flight_room(res_dev_t *d)
-{
-    while (!res_has_room(d, TIER_GPU)) {
-        if (park_drop(d) == 0)
-            continue;
-        int oldest = -1;
-        for (uint32_t i = 0; i < d->nflights; i++)
-            if (!d->flights[i].in) {
-                oldest = (int)i;
-                break;
-            }
-        if (oldest < 0)
-            return -1;
-        res_flight_settle(d, d->flights[oldest].ci, 0);
-    }
-    return 0;
-}
-
-int res_prefetch(res_dev_t *d, uint32_t ci)
-{
-    chunk_t *c = &d->chunks[ci];
-    if (c->tier != TIER_HOST || c->moving || c->pinned || c->held || c->waiting || c->stray ||
-        !d->host_mappable || !d->stream)
-        return -1;
-    if (!res_idle_now(d, c) || flight_room(d) < 0 || c->tier != TIER_HOST)
-        return -1;
-    CUmemGenericAllocationHandle h;
-    if (phys_get(d, TIER_GPU, &h) != CUDA_SUCCESS)
-        return -1;
-    int issued;
-    use_event_t *ev = copy_shadows(d, c->phys, h, d->stream, &issued);
-    if (!issued) {
-        res_phys_put(d, TIER_GPU, h);
-        return -1;
-    }
-    if (remap(d, ci, h) != CUDA_SUCCESS) {
-        pend_put(d, TIER_GPU, h, ev);   /* (the copy still writes it) */
-        res_event_put(d, ev);
-        return -1;
-    }
-    if (SHIM_TRACING())
-        shim_trace_migration(d->device, ci, d->chunk, SHIM_TIER_HOST, SHIM_TIER_GPU,
-                             shim_trace_now(), shim_trace_now(), shim_trace_current_op());
-    CUmemGenericAllocationHandle old = c->phys;
-    unlist(d, ci);
-    account(d, TIER_HOST, TIER_GPU);
-    c->phys = h;
-    c->tier = TIER_GPU;
-    c->lru = ++d->clock;
-    relist(d, ci);
-    d->migrations_in++;
-    d->bytes_in += d->chunk;
-    d->prefetches++;
-    if (!ev || flight_add(d, ci, 1, old, ev) < 0) {
-        pend_put(d, TIER_HOST, old, ev);        /* the host waits: nothing is in flight */
-        res_event_put(d, ev);
-        return 0;
-    }
-    /* A free or a migration of the chunk waits for the copy as for a use (res_wait_idle). */
-    c->use.prior = res_event_ref(ev);
-    return 0;
-}
-
-int res_evict_async(res_dev_t *d, uint32_t ci, uint32_t serial)
-{
-    chunk_t *c = &d->chunks[ci];
-    int i = c->moving ? flight_find(d, ci) : -1;
-    if (i >= 0 && d->flights[i].in)
-        flight_end(d, i, 0, 0);         /* its prefetch, used since: done first */
-    if (c->tier != TIER_GPU || c->moving || c->pinned || c->held || c->waiting ||
-        c->seen == serial || !d->host_mappable || !res_has_room(d, TIER_HOST) || !out_stream(d))
-        return -1;
-    CUmemGenericAllocationHandle h;
-    if (phys_get(d, TIER_HOST, &h) != CUDA_SUCCESS)
-        return -1;
-    int issued = 0;
-    use_event_t *ev = NULL;
-    if (res_stream_after_use(d, d->out, c) == 0)
-        ev = copy_shadows(d, c->phys, h, d->out, &issued);
-    if (!issued) {
-        res_phys_put(d, TIER_HOST, h);
-        return -1;
-    }
-    d->evictions_async++;
-    if (!ev || flight_add(d, ci, 0, h, ev) < 0) {
-        /* The host waited for the copy (or waits now): the eviction completes at once. */
-        res_event_wait(ev, &d->blocked_flight_s);
-        if (res_idle_now(d, c) && remap(d, ci, h) == CUDA_SUCCESS) {
-            retier(d, ci, TIER_HOST, h, NULL);
-            d->migrations_out++;
-            d->bytes_out += d->chunk;
-        } else {
-            res_phys_put(d, TIER_HOST, h);
-        }
-        res_event_put(d, ev);
-        return 0;
-    }
-    return 0;
-}
-
-/* Move i of d's flights ends (its copy complete, or waited for by the host unless `query`):
- * 1 when it ended, 0 when it is still running (query only). */
-static int flight_end(res_dev_t *d, int i, int gone, int query)
-{
-    flight_t f = d->flights[i];
-    chunk_t *c = &d->chunks[f.ci];
-    if (!f.in && gone) {                /* cancelled: the host copy goes once written */
-        flight_del(d, i);
-        pend_put(d, TIER_HOST, f.other, f.ev);
-        res_event_put(d, f.ev);
-        d->flights_cancelled++;
-        return 1;
-    }
-    if (!res_event_done(f.ev)) {
-        if (query)
-            return 0;
-        res_event_wait(f.ev, &d->blocked_flight_s);
-        d->flights_waited++;
-    }
-    flight_del(d, i);
-    if (f.in) {
-        res_phys_put(d, TIER_HOST, f.other);
-    } else if (c->tier == TIER_GPU && res_idle_now(d, c) &&
-               remap(d, f.ci, f.other) == CUDA_SUCCESS) {
-        if (SHIM_TRACING())
-            shim_trace_migration(d->device, f.ci, d->chunk, SHIM_TIER_GPU, SHIM_TIER_HOST,
-                                 shim_trace_now(), shim_trace_now(), shim_trace_current_op());
-        retier(d, f.ci, TIER_HOST, f.other, NULL);
-        d->migrations_out++;
-        d->bytes_out += d->chunk;
-    } else {
-        res_phys_put(d, TIER_HOST, f.other);    /* used meanwhile: it stays */
-        d->flights_cancelled++;
-    }
-    res_event_put(d, f.ev);
-    return 1;
-}
-
-void res_flight_settle(res_dev_t *d, uint32_t ci, int gone)
-{
-    int i = flight_find(d, ci);
-    if (i >= 0)
-        flight_end(d, i, gone, 0);
-    else
-        d->chunks[ci].moving = 0;
-}
-
-void res_flight_use(res_dev_t *d, uint32_t ci, CUstream s, int ptds)
-{
-    int i = flight_find(d, ci);
-    if (i < 0) {
-        d->chunks[ci].moving = 0;
-        return;
-    }
-    if (!d->flights[i].in) {
-        flight_end(d, i, 1, 0);         /* an eviction: cancelled, the chunk may be written */
-        return;
-    }
-    if (flight_end(d, i, 0, 1))
-        return;                         /* a prefetch whose copy is done */
-    if (s == CU_STREAM_PER_THREAD || (!s && ptds) ||
-        DRV(cuStreamWaitEvent)(s, d->flights[i].ev->ev, 0) != CUDA_SUCCESS)
-        flight_end(d, i, 0, 0);         /* the host waits where the stream cannot */
-}
-
-void res_flights_poll(res_dev_t *d)
-{
-    for (uint32_t i = 0; i < d->npend;) {
-        pend_t p = d->pend[i];
-        if (!res_event_done(p.ev)) {
-            i++;
-            continue;
-        }
-        d->pend[i] = d->pend[--d->npend];
-        res_phys_put(d, p.tier, p.h);
-        res_event_put(d, p.ev);
-    }
-    for (uint32_t i = 0; i < d->nflights;)
-        if (!flight_end(d, (int)i, 0, 1))
-            i++;
-}
-
-void res_flights_drain(res_dev_t *d)
-{
-    while (d->nflights)
-        flight_end(d, 0, 0, 0);
-    while (d->npend) {
-        pend_t p = d->pend[--d->npend];
-        res_event_wait(p.ev, &d->blocked_flight_s);
-        res_phys_put(d, p.tier, p.h);
-        res_event_put(d, p.ev);
-    }
 }
 
 /* ---------------------------------------------------------------- eviction */
@@ -1427,7 +1100,7 @@ static int make_room(res_dev_t *d, uint32_t serial, uint32_t n, int gap, int kee
     if (!room_for(d, keep_parked ? beyond_parked(d, n) : n))
         reclaim(d);
     while (!room_for(d, keep_parked ? beyond_parked(d, n) : n)) {
-        if (!keep_parked && park_drop(d) == 0)
+        if (!keep_parked && res_park_drop(d) == 0)
             continue;
         int r = evict_or_wait(d, serial, gap);
         if (r < 0)
@@ -1457,7 +1130,7 @@ int res_make_bytes(res_dev_t *d, uint64_t bytes)
         spares_release(d, TIER_GPU);
         if (res_gpu_charged(d) + bytes <= d->gpu_budget)
             return 0;
-        if (park_drop(d) == 0)
+        if (res_park_drop(d) == 0)
             continue;
         int r = evict_or_wait(d, 0, gap);
         if (r < 0)
@@ -1524,31 +1197,31 @@ static void pin(res_dev_t *d, uint32_t ci)
         return;
     if (SHIM_UNLIKELY(d->chunks[ci].moving))
         res_flight_settle(d, ci, 0);
-    unlist(d, ci);
+    res_unlist(d, ci);
     d->chunks[ci].pinned = 1;
     d->pinned++;
     d->pins++;
-    relist(d, ci);
+    res_relist(d, ci);
 }
 
 void res_hold(res_dev_t *d, uint32_t ci)
 {
     if (SHIM_UNLIKELY(d->chunks[ci].moving))
         res_flight_settle(d, ci, 0);    /* (its holder's use is not recorded) */
-    unlist(d, ci);
+    res_unlist(d, ci);
     if (d->chunks[ci].held++ == 0)
         d->nheld++;
-    relist(d, ci);
+    res_relist(d, ci);
 }
 
 void res_unhold(res_dev_t *d, uint32_t ci)
 {
     if (!d->chunks[ci].held)
         return;
-    unlist(d, ci);
+    res_unlist(d, ci);
     if (--d->chunks[ci].held == 0)
         d->nheld--;
-    relist(d, ci);
+    res_relist(d, ci);
 }
 
 void res_pin(res_dev_t *d, uint32_t ci)

@@ -1,0 +1,332 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * res_flight.c - the plan's asynchronous moves: prefetches and evictions in flight on the
+ * shim's copy streams, and the memory their copies still use.
+ *
+ * The plan's moves (res_plan.c) run on the copy streams without the host waiting (flight_t in
+ * res_int.h).  Invariant 4 holds by events: an eviction's copy waits for the chunk's last use
+ * on its stream, a prefetch swaps the chunk's mapping only when nothing in flight uses it (its
+ * last use completed, by query), and every operation that uses a chunk coming in waits for
+ * its copy on its own stream (res_flight_use).  Memory a copy still reads or writes is kept
+ * aside (pend_t) until its copy completed.  Whatever cannot be done so is left to the
+ * reactive engine: the plan is a hint.  Physical memory, shadow mappings and the chunk lists
+ * are res_move.c's.
+ */
+#include <stdlib.h>
+
+#include "res_int.h"
+
+static int flight_find(const res_dev_t *d, uint32_t ci)
+{
+    for (uint32_t i = 0; i < d->nflights; i++)
+        if (d->flights[i].ci == ci)
+            return (int)i;
+    return -1;
+}
+
+static int flight_add(res_dev_t *d, uint32_t ci, int in, CUmemGenericAllocationHandle other,
+                      use_event_t *ev)
+{
+    if (d->nflights == d->cap_flights) {
+        uint32_t cap = d->cap_flights ? 2 * d->cap_flights : 32;
+        flight_t *f = realloc(d->flights, cap * sizeof(*f));
+        if (!f)
+            return -1;
+        d->flights = f;
+        d->cap_flights = cap;
+    }
+    d->flights[d->nflights++] = (flight_t){ ci, in, other, ev };
+    d->chunks[ci].moving = 1;
+    return 0;
+}
+
+static void flight_del(res_dev_t *d, int i)
+{
+    d->chunks[d->flights[i].ci].moving = 0;
+    d->flights[i] = d->flights[--d->nflights];
+}
+
+/* Memory h of `tier` goes back once ev completed (at once when it has, or when it cannot be
+ * kept aside: the host then waits). */
+static void pend_put(res_dev_t *d, int tier, CUmemGenericAllocationHandle h, use_event_t *ev)
+{
+    if (ev && !res_event_done(ev) && d->npend == d->cap_pend) {
+        uint32_t cap = d->cap_pend ? 2 * d->cap_pend : 32;
+        pend_t *p = realloc(d->pend, cap * sizeof(*p));
+        if (p) {
+            d->pend = p;
+            d->cap_pend = cap;
+        }
+    }
+    if (ev && !res_event_done(ev) && d->npend < d->cap_pend) {
+        d->pend[d->npend++] = (pend_t){ tier, h, res_event_ref(ev) };
+        return;
+    }
+    res_event_wait(ev, &d->blocked_flight_s);
+    res_phys_put(d, tier, h);
+}
+
+/* The copy stream of evictions, made in d's context at the first; NULL when it cannot be. */
+static CUstream out_stream(res_dev_t *d)
+{
+    CUcontext cur = NULL, popped;
+    if (d->out || !d->ctx)
+        return d->out;
+    int push = DRV(cuCtxGetCurrent)(&cur) == CUDA_SUCCESS && cur != d->ctx &&
+               DRV(cuCtxPushCurrent_v2)(d->ctx) == CUDA_SUCCESS;
+    if (DRV(cuStreamCreate)(&d->out, CU_STREAM_NON_BLOCKING) != CUDA_SUCCESS)
+        d->out = NULL;
+    if (push)
+        DRV(cuCtxPopCurrent_v2)(&popped);
+    return d->out;
+}
+
+/* Copy a chunk from memory `from` to memory `to` through their shadow mappings on stream s;
+ * the event after the copy, or NULL (nothing was enqueued, or the host waited for it). */
+static use_event_t *copy_shadows(res_dev_t *d, CUmemGenericAllocationHandle from,
+                                 CUmemGenericAllocationHandle to, CUstream s, int *issued)
+{
+    CUdeviceptr src = res_shadow_of(d, from), dst = res_shadow_of(d, to);
+    *issued = 0;
+    if ((!src && !(src = res_shadow_add(d, from))) || (!dst && !(dst = res_shadow_add(d, to))))
+        return NULL;
+    if (DRV(cuMemcpyDtoDAsync_v2)(dst, src, d->chunk, s) != CUDA_SUCCESS)
+        return NULL;
+    *issued = 1;
+    d->shadow_hits++;
+    use_event_t *e = res_record(d, s, 0, d->ctx);
+    if (!e)
+        DRV(cuStreamSynchronize)(s);
+    return e;
+}
+
+/* Map h at chunk ci's address in place of its memory (nothing in flight uses the chunk). */
+static CUresult remap(res_dev_t *d, uint32_t ci, CUmemGenericAllocationHandle h)
+{
+    CUdeviceptr va = arena_chunk_addr(d->arena, ci);
+    CUresult r = DRV(cuMemUnmap)(va, d->chunk);
+    if (r != CUDA_SUCCESS)
+        return r;
+    if ((r = DRV(cuMemMap)(va, d->chunk, 0, h, 0)) == CUDA_SUCCESS &&
+        (r = res_set_access(d, va, d->chunk)) == CUDA_SUCCESS)
+        return r;
+    DRV(cuMemUnmap)(va, d->chunk);
+    if (DRV(cuMemMap)(va, d->chunk, 0, d->chunks[ci].phys, 0) == CUDA_SUCCESS)
+        res_set_access(d, va, d->chunk);
+    return r;
+}
+
+/* Chunk ci now lives in memory h of `tier` (set_tier), its old memory kept aside until ev. */
+static void retier(res_dev_t *d, uint32_t ci, int tier, CUmemGenericAllocationHandle h,
+                   use_event_t *ev)
+{
+    chunk_t *c = &d->chunks[ci];
+    CUmemGenericAllocationHandle old = c->phys;
+    int from = c->tier;
+    res_unlist(d, ci);
+    res_account(d, from, tier);
+    c->phys = h;
+    c->tier = (uint8_t)tier;
+    if (tier == TIER_GPU)
+        c->lru = ++d->clock;
+    res_relist(d, ci);
+    pend_put(d, from, old, ev);
+}
+
+static int flight_end(res_dev_t *d, int i, int gone, int query);
+
+/* Room for one more GPU chunk: parked chunks go first, then evictions whose copies are done
+ * complete, then the oldest one in flight is waited for; 0, or -1 when there is none. */
+static int flight_room(res_dev_t *d)
+{
+    while (!res_has_room(d, TIER_GPU)) {
+        if (res_park_drop(d) == 0)
+            continue;
+        int oldest = -1;
+        for (uint32_t i = 0; i < d->nflights; i++)
+            if (!d->flights[i].in) {
+                oldest = (int)i;
+                break;
+            }
+        if (oldest < 0)
+            return -1;
+        res_flight_settle(d, d->flights[oldest].ci, 0);
+    }
+    return 0;
+}
+
+int res_prefetch(res_dev_t *d, uint32_t ci)
+{
+    chunk_t *c = &d->chunks[ci];
+    if (c->tier != TIER_HOST || c->moving || c->pinned || c->held || c->waiting || c->stray ||
+        !d->host_mappable || !d->stream)
+        return -1;
+    if (!res_idle_now(d, c) || flight_room(d) < 0 || c->tier != TIER_HOST)
+        return -1;
+    CUmemGenericAllocationHandle h;
+    if (res_phys_get(d, TIER_GPU, &h) != CUDA_SUCCESS)
+        return -1;
+    int issued;
+    use_event_t *ev = copy_shadows(d, c->phys, h, d->stream, &issued);
+    if (!issued) {
+        res_phys_put(d, TIER_GPU, h);
+        return -1;
+    }
+    if (remap(d, ci, h) != CUDA_SUCCESS) {
+        pend_put(d, TIER_GPU, h, ev);   /* (the copy still writes it) */
+        res_event_put(d, ev);
+        return -1;
+    }
+    if (SHIM_TRACING())
+        shim_trace_migration(d->device, ci, d->chunk, SHIM_TIER_HOST, SHIM_TIER_GPU,
+                             shim_trace_now(), shim_trace_now(), shim_trace_current_op());
+    CUmemGenericAllocationHandle old = c->phys;
+    res_unlist(d, ci);
+    res_account(d, TIER_HOST, TIER_GPU);
+    c->phys = h;
+    c->tier = TIER_GPU;
+    c->lru = ++d->clock;
+    res_relist(d, ci);
+    d->migrations_in++;
+    d->bytes_in += d->chunk;
+    d->prefetches++;
+    if (!ev || flight_add(d, ci, 1, old, ev) < 0) {
+        pend_put(d, TIER_HOST, old, ev);        /* the host waits: nothing is in flight */
+        res_event_put(d, ev);
+        return 0;
+    }
+    /* A free or a migration of the chunk waits for the copy as for a use (res_wait_idle). */
+    c->use.prior = res_event_ref(ev);
+    return 0;
+}
+
+int res_evict_async(res_dev_t *d, uint32_t ci, uint32_t serial)
+{
+    chunk_t *c = &d->chunks[ci];
+    int i = c->moving ? flight_find(d, ci) : -1;
+    if (i >= 0 && d->flights[i].in)
+        flight_end(d, i, 0, 0);         /* its prefetch, used since: done first */
+    if (c->tier != TIER_GPU || c->moving || c->pinned || c->held || c->waiting ||
+        c->seen == serial || !d->host_mappable || !res_has_room(d, TIER_HOST) || !out_stream(d))
+        return -1;
+    CUmemGenericAllocationHandle h;
+    if (res_phys_get(d, TIER_HOST, &h) != CUDA_SUCCESS)
+        return -1;
+    int issued = 0;
+    use_event_t *ev = NULL;
+    if (res_stream_after_use(d, d->out, c) == 0)
+        ev = copy_shadows(d, c->phys, h, d->out, &issued);
+    if (!issued) {
+        res_phys_put(d, TIER_HOST, h);
+        return -1;
+    }
+    d->evictions_async++;
+    if (!ev || flight_add(d, ci, 0, h, ev) < 0) {
+        /* The host waited for the copy (or waits now): the eviction completes at once. */
+        res_event_wait(ev, &d->blocked_flight_s);
+        if (res_idle_now(d, c) && remap(d, ci, h) == CUDA_SUCCESS) {
+            retier(d, ci, TIER_HOST, h, NULL);
+            d->migrations_out++;
+            d->bytes_out += d->chunk;
+        } else {
+            res_phys_put(d, TIER_HOST, h);
+        }
+        res_event_put(d, ev);
+        return 0;
+    }
+    return 0;
+}
+
+/* Move i of d's flights ends (its copy complete, or waited for by the host unless `query`):
+ * 1 when it ended, 0 when it is still running (query only). */
+static int flight_end(res_dev_t *d, int i, int gone, int query)
+{
+    flight_t f = d->flights[i];
+    chunk_t *c = &d->chunks[f.ci];
+    if (!f.in && gone) {                /* cancelled: the host copy goes once written */
+        flight_del(d, i);
+        pend_put(d, TIER_HOST, f.other, f.ev);
+        res_event_put(d, f.ev);
+        d->flights_cancelled++;
+        return 1;
+    }
+    if (!res_event_done(f.ev)) {
+        if (query)
+            return 0;
+        res_event_wait(f.ev, &d->blocked_flight_s);
+        d->flights_waited++;
+    }
+    flight_del(d, i);
+    if (f.in) {
+        res_phys_put(d, TIER_HOST, f.other);
+    } else if (c->tier == TIER_GPU && res_idle_now(d, c) &&
+               remap(d, f.ci, f.other) == CUDA_SUCCESS) {
+        if (SHIM_TRACING())
+            shim_trace_migration(d->device, f.ci, d->chunk, SHIM_TIER_GPU, SHIM_TIER_HOST,
+                                 shim_trace_now(), shim_trace_now(), shim_trace_current_op());
+        retier(d, f.ci, TIER_HOST, f.other, NULL);
+        d->migrations_out++;
+        d->bytes_out += d->chunk;
+    } else {
+        res_phys_put(d, TIER_HOST, f.other);    /* used meanwhile: it stays */
+        d->flights_cancelled++;
+    }
+    res_event_put(d, f.ev);
+    return 1;
+}
+
+void res_flight_settle(res_dev_t *d, uint32_t ci, int gone)
+{
+    int i = flight_find(d, ci);
+    if (i >= 0)
+        flight_end(d, i, gone, 0);
+    else
+        d->chunks[ci].moving = 0;
+}
+
+void res_flight_use(res_dev_t *d, uint32_t ci, CUstream s, int ptds)
+{
+    int i = flight_find(d, ci);
+    if (i < 0) {
+        d->chunks[ci].moving = 0;
+        return;
+    }
+    if (!d->flights[i].in) {
+        flight_end(d, i, 1, 0);         /* an eviction: cancelled, the chunk may be written */
+        return;
+    }
+    if (flight_end(d, i, 0, 1))
+        return;                         /* a prefetch whose copy is done */
+    if (s == CU_STREAM_PER_THREAD || (!s && ptds) ||
+        DRV(cuStreamWaitEvent)(s, d->flights[i].ev->ev, 0) != CUDA_SUCCESS)
+        flight_end(d, i, 0, 0);         /* the host waits where the stream cannot */
+}
+
+void res_flights_poll(res_dev_t *d)
+{
+    for (uint32_t i = 0; i < d->npend;) {
+        pend_t p = d->pend[i];
+        if (!res_event_done(p.ev)) {
+            i++;
+            continue;
+        }
+        d->pend[i] = d->pend[--d->npend];
+        res_phys_put(d, p.tier, p.h);
+        res_event_put(d, p.ev);
+    }
+    for (uint32_t i = 0; i < d->nflights;)
+        if (!flight_end(d, (int)i, 0, 1))
+            i++;
+}
+
+void res_flights_drain(res_dev_t *d)
+{
+    while (d->nflights)
+        flight_end(d, 0, 0, 0);
+    while (d->npend) {
+        pend_t p = d->pend[--d->npend];
+        res_event_wait(p.ev, &d->blocked_flight_s);
+        res_phys_put(d, p.tier, p.h);
+        res_event_put(d, p.ev);
+    }
+}
