@@ -11,6 +11,7 @@
  */
 #include "../tracer/pyframes.h"
 #include "../tracer/trace.h"
+#include "unit_trace_util.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -18,17 +19,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-static int failures;
-
-#define CHECK(what, expected, got)                                                            \
-    do {                                                                                      \
-        int64_t e_ = (int64_t)(expected), g_ = (int64_t)(got);                                \
-        if (e_ != g_) {                                                                       \
-            printf("FAIL %s: expected %" PRId64 ", got %" PRId64 "\n", what, e_, g_);         \
-            failures++;                                                                       \
-        }                                                                                     \
-    } while (0)
 
 #define CHECK_STR(what, expected, got)                                                        \
     do {                                                                                      \
@@ -257,9 +247,5 @@ int main(void)
     native_unchanged();
     hostile();
     not_python();
-    if (failures)
-        printf("%d check(s) failed\n", failures);
-    else
-        printf("ok\n");
-    return failures ? 1 : 0;
+    return tu_done("unit_trace_pyframes");
 }
