@@ -933,6 +933,9 @@ def parse_args(argv):
                     "held-out batch, its loss on stderr; the training is unchanged)")
     ap.add_argument("--eval-from", type=int, default=1, metavar="S",
                     help="no evaluation pass before step S (the job's iteration changes there)")
+    ap.add_argument("--batch-from", metavar="S:N",
+                    help="from step S on, N sequences per step (the job's iteration changes "
+                    "for good there)")
     ap.add_argument("--check", action="store_true",
                     help="verify the losses against a pure-Python reference (tiny models)")
     ap.add_argument("--ptx", default=os.path.join(os.path.dirname(os.path.abspath(__file__)),
@@ -946,6 +949,16 @@ def parse_args(argv):
             ap.error("--%s must be at least 1" % name)
     if cfg.eval_every < 0:
         ap.error("--eval-every must be 0 (none) or a number of steps")
+    cfg.rebatch = None
+    if cfg.batch_from is not None:
+        try:
+            step, n = (int(x) for x in cfg.batch_from.split(":"))
+        except ValueError:
+            step = n = 0
+        if step < 1 or n < 1:
+            ap.error("--batch-from takes S:N, a step and a number of sequences, both at least 1 "
+                     "(got %r)" % cfg.batch_from)
+        cfg.rebatch = (step, n, cfg.batch)
     if cfg.width % cfg.heads:
         ap.error("--width must be a multiple of --heads")
     if cfg.vocab < 2:
@@ -953,6 +966,13 @@ def parse_args(argv):
     if cfg.check and sum(numel(s) for _, s, _ in param_specs(cfg)) > CHECK_MAX_PARAMS:
         ap.error("--check runs a pure-Python reference: use it with --preset tiny")
     return cfg
+
+
+def batch_at(cfg, step):
+    """Sequences per step at `step` (--batch-from changes it for good)."""
+    if cfg.rebatch and step >= cfg.rebatch[0]:
+        return cfg.rebatch[1]
+    return cfg.rebatch[2] if cfg.rebatch else cfg.batch
 
 
 def memory_needed(cfg):
@@ -994,6 +1014,7 @@ def train(cfg):
     if cfg.check:
         probe["init"] = {p.name: trainer.download(p.p) for p in trainer.params}
     for s in range(1, cfg.steps + 1):
+        cfg.batch = batch_at(cfg, s)
         inputs, targets = data.batch(cfg.batch, cfg.seq)
         losses.append(trainer.step(inputs, targets))
         print("step %d loss %.6f" % (s, losses[-1]), flush=True)
@@ -1034,6 +1055,7 @@ def check(cfg, losses, probe):
     worst_init = check_tensors("initial values", probe["init"], ref.p, 0.0, bad)
     worst, worst_grad = 0.0, 0.0
     for s, got in enumerate(losses, 1):
+        cfg.batch = batch_at(cfg, s)
         want = ref.step(*data.batch(cfg.batch, cfg.seq))
         if s == 1:
             worst_grad = check_tensors("step 1 gradients", probe["grads"], ref.grads,

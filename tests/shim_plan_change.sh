@@ -5,8 +5,10 @@
 # evaluation pass (a forward pass of a held-out batch) after every 4th step keeps its plan
 # (one odd iteration is served by the reactive engine, no re-plan), and one with an evaluation
 # pass after every step from step 7 on still follows it (the evaluation's forward pass is the
-# plan's, as the iteration detector sees it).  Every run gives the digest of the job without the shim (the evaluation passes
-# change no parameter), and the race checker fails any run with an unordered access.
+# plan's, as the iteration detector sees it).  A job whose batch grows for good at step 6
+# (--batch-from 6:16, eight times the sequences, so operations reach more chunks) re-plans.
+# Every run gives the digest of the job without the shim (the evaluation passes change no
+# parameter), and the race checker fails any run with an unordered access.
 set -u
 . tests/lib/sim_env.sh
 sim_setup
@@ -42,4 +44,22 @@ for mode in per-tensor pooled; do
         esac
     done
 done
-echo "same digest while the iteration changes; an occasional evaluation pass keeps the plan"
+# A permanent change: from step 6 on, sixteen sequences per step instead of two.  The plan of the
+# old iteration stops matching; after two straying iterations the shim profiles and plans the
+# new one, and follows it to the end.
+for mode in per-tensor pooled; do
+    frac=4
+    [ "$mode" = pooled ] && frac=2
+    shim_train_reference "$mode" "${JOB[@]}" --alloc "$mode" --batch-from 6:16
+    ELIXIR_POLICY=plan ELIXIR_LOG=info ELIXIR_LOG_SUBSYS=RES \
+        shim_train_device "$frac" "${JOB[@]}" --alloc "$mode" --batch-from 6:16
+    plans=$(sed -n 's/.*plan: \([0-9]*\) planned, \([0-9]*\) re-planned.*/\1 \2/p' "$tmp/o.err")
+    echo "$mode, --batch-from 6:16: digest ${got:-none}; plans made, re-plans: ${plans:-?}"
+    [ "$got" = "$want" ] || fail_showing "$tmp/o.err" "--batch-from 6:16: expected digest $want"
+    set -- $plans
+    [ "${2:-0}" -ge 1 ] || fail_showing "$tmp/o.err" "--batch-from 6:16: the shim did not re-plan"
+    [ "${1:-0}" -ge 2 ] ||
+        fail_showing "$tmp/o.err" "--batch-from 6:16: no plan was made for the new iteration"
+done
+echo "same digest while the iteration changes; an occasional evaluation pass keeps the plan;" \
+     "a lasting change re-plans"
