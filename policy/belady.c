@@ -367,6 +367,8 @@ static int demand(st_t *s, uint32_t i, uint64_t T)
 static int prefetch(st_t *s, uint32_t i, uint64_t T)
 {
     const pol_index_t *ix = s->ix;
+    if (!ix->nuses)
+        return 0;                       /* (no operation reaches a chunk: nothing to fetch) */
     uint64_t horizon = T + (s->lookahead ? s->lookahead : ix->nops);
     if (horizon > T + ix->nops - 1)
         horizon = T + ix->nops - 1;

@@ -13,6 +13,8 @@
  *              never copied in or out.
  *   unlimited: with room for everything, the predicted iteration is the operations alone and
  *              nothing moves; two streams overlap.
+ *   no uses:   operations that reach no chunk (an iteration of NCCL calls or launches with
+ *              no device pointers) plan to nothing, with buffers present or not.
  *   nospc:     an operation needing more than the GPU gives -ENOSPC; so do pins that fill it.
  *   errors:    bad inputs give -EINVAL with a message naming the field.
  */
@@ -231,6 +233,25 @@ static void test_errors(void)
     expect_bad(bad_born, "born");
 }
 
+static void test_no_uses(void)
+{
+    for (int bufs = 0; bufs < 2; bufs++) {
+        pb_t b;
+        pb_init(&b);
+        b.m.cap[POL_GPU] = 4 * MIB;
+        if (bufs)
+            pb_buf(&b, 8, -1, -1);
+        for (int i = 0; i < 3; i++)
+            pb_op(&b, 0, 1000);
+        pol_plan_t *p = pb_plan(&b, NULL);
+        if (p)
+            PB_CHECK(p->nmoves == 0 && pb_bytes(&p->predicted, 0) == 0,
+                     "no uses (%d buffers): expected no moves, got %zu", bufs, p->nmoves);
+        pol_plan_free(p);
+        pb_fini(&b);
+    }
+}
+
 int main(void)
 {
     test_cycle();
@@ -238,6 +259,7 @@ int main(void)
     test_clean();
     test_born_dies();
     test_unlimited();
+    test_no_uses();
     test_nospc();
     test_errors();
     if (!pb_failures)
