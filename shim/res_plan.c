@@ -393,7 +393,8 @@ static void issue(res_dev_t *d, res_plan_t *p, const pol_move_t *m, uint32_t ser
         int r = -1;
         if (m->from == POL_NTIERS)
             continue;                   /* a new buffer's chunks: the arena places them */
-        if (m->from == POL_NVME || m->to == POL_NVME || d->chunks[ci].tier == TIER_NVME)
+        if (m->from == POL_NVME || m->to == POL_NVME || d->chunks[ci].tier == TIER_NVME ||
+            (m->to == POL_HOST && d->nvme_on))
             r = res_plan_nvme_move(d, ci, m->from, m->to, serial);
         else if (m->to == POL_GPU && m->from == POL_HOST)
             r = res_prefetch(d, ci);

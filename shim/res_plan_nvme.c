@@ -404,19 +404,62 @@ static void in_step(res_dev_t *d, nvfl_t *f)
         in_end(d, f);
 }
 
+/* Does the host budget have a chunk of room without a move to NVMe (res_has_room would make
+ * one, synchronously, of the oldest host chunk)? */
+static int host_free(const res_dev_t *d)
+{
+    return d->nspare[1] || atomic_load(&res_host.used) + d->chunk <= atomic_load(&res_host.budget);
+}
+
+/* Host memory for the plan's eviction GPU -> host where the budget has none: the plan made
+ * its room with moves host -> NVMe issued before it, which are completed now (the host waits
+ * for their copies and writes) until there is room.  Where none is in flight, the reactive
+ * engine's demotion makes it (res_has_room). */
+static void host_room(res_dev_t *d)
+{
+    while (!host_free(d)) {
+        nvfl_t *f = NULL;
+        for (unsigned k = 0; k < RES_NVME_STAGES && !f; k++)
+            if (pn.fl[k].used && pn.fl[k].dev == d->device && pn.fl[k].out &&
+                !pn.fl[k].cancelled && pn.fl[k].from == TIER_HOST)
+                f = &pn.fl[k];
+        if (!f)
+            return;
+        if (f->stage == F_COPY) {
+            res_event_wait(f->ev, &d->blocked_flight_s);
+            if (!out_step(d, f))
+                continue;               /* (the write could not be queued: the move ended) */
+            nvme_submit(res_nvme_area());
+        }
+        io_wait(d, f);
+        out_step(d, f);
+    }
+}
+
 /* ---------------------------------------------------------------- the executor's entries */
 
+/* (res_plan.c hands over every move with NVMe at one end, every move of a chunk on NVMe, and,
+ * with the tier on, the evictions to host memory.) */
 int res_plan_nvme_move(res_dev_t *d, uint32_t ci, int from, int to, uint32_t serial)
 {
     int tier = d->chunks[ci].tier;
+    if (from == POL_GPU && to == POL_HOST && (!res_nvme_area() || !res_nvme_stage(0)))
+        return res_evict_async(d, ci, serial);
     if (!d->nvme_on || !res_nvme_area() || !res_nvme_stage(0) || fl_find(d, ci, 1))
         return -1;
-    if (to == POL_NVME && (from == POL_HOST || from == POL_GPU))
+    if (to == POL_NVME && (from == POL_HOST || from == POL_GPU)) {
+        if (tier == TIER_GPU && d->chunks[ci].moving)
+            res_flight_settle(d, ci, 1);        /* (its eviction to host: cancelled) */
         return go_out(d, ci, serial);
+    }
     if (to == POL_GPU && tier == TIER_NVME)
         return come_in(d, ci);          /* (from the host in the plan: demoted meanwhile) */
     if (to == POL_GPU && tier == TIER_HOST)
         return res_prefetch(d, ci);     /* (from NVMe in the plan: not demoted) */
+    if (from == POL_GPU && to == POL_HOST && tier == TIER_GPU) {
+        host_room(d);
+        return res_evict_async(d, ci, serial);
+    }
     return -1;
 }
 
