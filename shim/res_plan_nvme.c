@@ -110,15 +110,40 @@ static unsigned fl_index(const nvfl_t *f)
     return (unsigned)(f - pn.fl);
 }
 
-/* d's flight of chunk ci (live ones only, unless `any`), or NULL. */
+/* d's flight of chunk ci (live ones only, unless `any`), or NULL.  (Other devices take and
+ * end entries meanwhile, under pn.lock; d's own stay as they are while d is locked.) */
 static nvfl_t *fl_find(const res_dev_t *d, uint32_t ci, int any)
 {
-    for (unsigned k = 0; k < RES_NVME_STAGES; k++) {
+    nvfl_t *found = NULL;
+    pthread_mutex_lock(&pn.lock);
+    for (unsigned k = 0; k < RES_NVME_STAGES && !found; k++) {
         nvfl_t *f = &pn.fl[k];
         if (f->used && f->dev == d->device && f->ci == ci && (any || !f->cancelled))
-            return f;
+            found = f;
     }
-    return NULL;
+    pthread_mutex_unlock(&pn.lock);
+    return found;
+}
+
+/* Is f still one of d's flights (a step of another may have ended it)? */
+static int fl_still(const res_dev_t *d, const nvfl_t *f)
+{
+    pthread_mutex_lock(&pn.lock);
+    int mine = f->used && f->dev == d->device;
+    pthread_mutex_unlock(&pn.lock);
+    return mine;
+}
+
+/* d's flights into mine[] (their count), under pn.lock as fl_find. */
+static unsigned fl_mine(const res_dev_t *d, nvfl_t **mine)
+{
+    unsigned n = 0;
+    pthread_mutex_lock(&pn.lock);
+    for (unsigned k = 0; k < RES_NVME_STAGES; k++)
+        if (pn.fl[k].used && pn.fl[k].dev == d->device)
+            mine[n++] = &pn.fl[k];
+    pthread_mutex_unlock(&pn.lock);
+    return n;
 }
 
 /* Flight f ends: its chunk is no longer moving (unless the move was cancelled, which let it
@@ -418,11 +443,11 @@ static int host_free(const res_dev_t *d)
 static void host_room(res_dev_t *d)
 {
     while (!host_free(d)) {
-        nvfl_t *f = NULL;
-        for (unsigned k = 0; k < RES_NVME_STAGES && !f; k++)
-            if (pn.fl[k].used && pn.fl[k].dev == d->device && pn.fl[k].out &&
-                !pn.fl[k].cancelled && pn.fl[k].from == TIER_HOST)
-                f = &pn.fl[k];
+        nvfl_t *mine[RES_NVME_STAGES], *f = NULL;
+        unsigned n = fl_mine(d, mine);
+        for (unsigned k = 0; k < n && !f; k++)
+            if (mine[k]->out && !mine[k]->cancelled && mine[k]->from == TIER_HOST)
+                f = mine[k];
         if (!f)
             return;
         if (f->stage == F_COPY) {
@@ -528,11 +553,13 @@ void res_nvme_flight_settle(res_dev_t *d, uint32_t ci, int gone)
 
 void res_nvme_flights_poll(res_dev_t *d)
 {
+    nvfl_t *mine[RES_NVME_STAGES];
     int queued = 0;
     reap(0);
-    for (unsigned k = 0; k < RES_NVME_STAGES; k++) {
-        nvfl_t *f = &pn.fl[k];
-        if (!f->used || f->dev != d->device)
+    unsigned n = fl_mine(d, mine);
+    for (unsigned k = 0; k < n; k++) {
+        nvfl_t *f = mine[k];
+        if (!fl_still(d, f))
             continue;
         if (f->out)
             queued += out_step(d, f);
@@ -545,13 +572,13 @@ void res_nvme_flights_poll(res_dev_t *d)
 
 void res_nvme_flights_drain(res_dev_t *d)
 {
-    for (unsigned k = 0; k < RES_NVME_STAGES; k++) {
-        nvfl_t *f = &pn.fl[k];
-        if (!f->used || f->dev != d->device)
-            continue;
-        if (!f->cancelled)
+    nvfl_t *mine[RES_NVME_STAGES];
+    unsigned n = fl_mine(d, mine);
+    for (unsigned k = 0; k < n; k++) {
+        nvfl_t *f = mine[k];
+        if (fl_still(d, f) && !f->cancelled)
             res_nvme_flight_settle(d, f->ci, 0);
-        if (f->used && f->stage == F_COPY) {    /* (its copy uses d's context) */
+        if (fl_still(d, f) && f->stage == F_COPY) {     /* (its copy uses d's context) */
             res_event_wait(f->ev, &d->blocked_flight_s);
             out_step(d, f);
         }
