@@ -281,14 +281,14 @@ void res_flight_settle(res_dev_t *d, uint32_t ci, int gone)
     if (i >= 0)
         flight_end(d, i, gone, 0);
     else
-        d->chunks[ci].moving = 0;
+        res_nvme_flight_settle(d, ci, gone);    /* (an NVMe move, or none) */
 }
 
 void res_flight_use(res_dev_t *d, uint32_t ci, CUstream s, int ptds)
 {
     int i = flight_find(d, ci);
     if (i < 0) {
-        d->chunks[ci].moving = 0;
+        res_nvme_flight_use(d, ci, s, ptds);    /* (an NVMe move, or none) */
         return;
     }
     if (!d->flights[i].in) {
@@ -317,10 +317,14 @@ void res_flights_poll(res_dev_t *d)
     for (uint32_t i = 0; i < d->nflights;)
         if (!flight_end(d, (int)i, 0, 1))
             i++;
+    if (d->nvme_flights)
+        res_nvme_flights_poll(d);
 }
 
 void res_flights_drain(res_dev_t *d)
 {
+    if (d->nvme_flights)
+        res_nvme_flights_drain(d);
     while (d->nflights)
         flight_end(d, 0, 0, 0);
     while (d->npend) {

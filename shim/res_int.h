@@ -229,6 +229,7 @@ typedef struct res_dev {
     double blocked_s, blocked_free_s;   /* host waits of migrations, of frees and releases */
     int nvme_on;                    /* the NVMe tier serves this device (res_nvme.c) */
     uint64_t nvme_out, nvme_in;     /* chunks written to NVMe, read back */
+    uint32_t nvme_flights;          /* the plan's NVMe moves in flight (res_plan_nvme.c) */
     /* Asynchronous moves (res_move.c) and the plan that issues them (res_plan.c). */
     CUstream out;                   /* the copy stream of evictions (made at the first) */
     flight_t *flights;
@@ -546,6 +547,36 @@ void res_nvme_release(res_dev_t *d, uint32_t ci);
  * -ENOMEM when some could not be. */
 int res_nvme_reach(res_dev_t *d, collect_t *k);
 void res_nvme_stats_print(void);
+/* Staging chunks of the plan's asynchronous NVMe moves (with ELIXIR_POLICY=plan). */
+#define RES_NVME_STAGES 16
+/* For res_plan_nvme.c: the area (NULL: none); staging chunk k (NULL: none); is the tier
+ * healthy (else its degradation is logged, once); a chunk written (write) or read, or not
+ * (ok 0), counted.  res_nvme_now_out: chunk ci (d locked), in host or GPU memory, whose
+ * contents slot now holds, goes to NVMe (its memory back, unmapped; `start` for the trace).
+ * res_nvme_now_in: chunk ci came back from slot, which is freed. */
+struct nvme_area *res_nvme_area(void);
+void *res_nvme_stage(unsigned k);
+int res_nvme_healthy(void);
+void res_nvme_count(int write, int ok);
+void res_nvme_now_out(res_dev_t *d, uint32_t ci, uint32_t slot, uint64_t start);
+void res_nvme_now_in(res_dev_t *d, uint32_t ci, uint32_t slot, uint64_t start);
+
+/* ---------------------------------------------------------------- res_plan_nvme.c */
+/* The plan's NVMe moves (d locked).  res_plan_nvme_machine: the NVMe tier's capacity and
+ * link in the planner's machine.  res_plan_nvme_ok: may chunks [first, +n) go to NVMe (none
+ * exposed)?  res_plan_nvme_move: chunk ci from tier `from` to `to` (enum pol_tier, one of them
+ * POL_NVME), started asynchronously; 0 when issued, -1 when left to the reactive engine. */
+struct pol_machine;
+void res_plan_nvme_machine(const res_dev_t *d, struct pol_machine *m);
+int res_plan_nvme_ok(const res_dev_t *d, uint32_t first, uint32_t n);
+int res_plan_nvme_move(res_dev_t *d, uint32_t ci, int from, int to, uint32_t serial);
+/* As res_flight_use, res_flight_settle, res_flights_poll and res_flights_drain (which call
+ * these), for the plan's NVMe moves. */
+void res_nvme_flight_use(res_dev_t *d, uint32_t ci, CUstream s, int ptds);
+void res_nvme_flight_settle(res_dev_t *d, uint32_t ci, int gone);
+void res_nvme_flights_poll(res_dev_t *d);
+void res_nvme_flights_drain(res_dev_t *d);
+void res_plan_nvme_stats(void);
 /* The bytes the NVMe tier may hold for d: the area's size while it is healthy, what is on it
  * once it is degraded (nothing more goes to it); 0 without a tier. */
 uint64_t res_nvme_capacity(const res_dev_t *d);

@@ -8,8 +8,9 @@
  *
  * The area is the process's (ELIXIR_NVME_PATH, opened with the first arena), shared by every
  * device.  I/O goes through one staging pool of pinned host memory (cuMemHostAlloc, portable)
- * registered with io_uring; a mutex serialises its use (innermost: taken under a device's
- * lock, never the other way round).
+ * registered with io_uring: its first two chunks are the reactive engine's, under a mutex
+ * (innermost: taken under a device's lock, never the other way round); with ELIXIR_POLICY=plan
+ * RES_NVME_STAGES more are the plan's asynchronous moves' (res_plan_nvme.c).
  *
  * "Every use seen" (DESIGN.md invariant 2).  A chunk is exposed (chunk_t.exposed) once an
  * operation the shim cannot see into (a launch whose arguments it cannot read, a graph
@@ -40,7 +41,7 @@ static struct {
     _Atomic int degraded_logged;
     const char *engine;
     /* Counters (under io). */
-    uint64_t writes, reads, bytes_w, bytes_r, failed;
+    uint64_t writes, reads, bytes_w, bytes_r, failed, failed_reads;
     double io_s;
 } nv = { .io = PTHREAD_MUTEX_INITIALIZER };
 
@@ -83,7 +84,7 @@ static nvme_options_t area_options(const res_dev_t *d, const char *path)
         .block_size = (uint32_t)shim_opt_int(SHIM_OPT_NVME_BLOCK),
         .verify = (int)shim_opt_int(SHIM_OPT_NVME_VERIFY),
         .engine = engines[shim_opt_int(SHIM_OPT_NVME_ENGINE)],
-        .staging_bytes = 2 * d->chunk,
+        .staging_bytes = (2 + (res_policy_plan ? RES_NVME_STAGES : 0)) * d->chunk,
     };
     if (o.block_size > o.slot_size)
         o.block_size = o.slot_size;
@@ -159,7 +160,7 @@ static int healthy(void)
 static int demotable(const chunk_t *c)
 {
     return c->tier == TIER_HOST && !c->held && !c->pinned && !c->waiting && !c->exposed &&
-           !c->stray;
+           !c->stray && !c->moving;
 }
 
 /* Write host chunk ci to slot (the host copy untouched): from its pinned piece where its
@@ -191,8 +192,28 @@ static int write_out(res_dev_t *d, uint32_t ci, uint32_t slot)
     return r;
 }
 
+void res_nvme_now_out(res_dev_t *d, uint32_t ci, uint32_t slot, uint64_t start)
+{
+    chunk_t *c = &d->chunks[ci];
+    int from = c->tier == TIER_GPU ? SHIM_TIER_GPU : SHIM_TIER_HOST;
+    chunk_t keep = *c;
+    res_unback(d, ci);                  /* unmapped, its memory back, off its list */
+    c->span_first = keep.span_first;
+    c->span_n = keep.span_n;
+    c->seen = keep.seen;
+    c->lru = keep.lru;
+    c->phys = slot;
+    c->tier = TIER_NVME;
+    d->resident[TIER_NVME] += d->chunk;
+    d->nvme_out++;
+    if (SHIM_TRACING())
+        shim_trace_migration(d->device, ci, d->chunk, from, SHIM_TIER_NVME, start,
+                             shim_trace_now(), shim_trace_current_op());
+    SHIM_TRACE(RES, "device %d: chunk %u to NVMe slot %u", d->device, ci, slot);
+}
+
 /* Move host chunk ci to NVMe: its last use waited for, written, then its host memory goes
- * (res_unback) and it keeps its place in its allocation as a TIER_NVME chunk.  0 or -1. */
+ * (res_nvme_now_out).  0 or -1. */
 static int demote(res_dev_t *d, uint32_t ci)
 {
     chunk_t *c = &d->chunks[ci];
@@ -206,20 +227,7 @@ static int demote(res_dev_t *d, uint32_t ci)
         healthy();
         return -1;
     }
-    chunk_t keep = *c;
-    res_unback(d, ci);                  /* unmapped, its host memory back, off its list */
-    c->span_first = keep.span_first;
-    c->span_n = keep.span_n;
-    c->seen = keep.seen;
-    c->lru = keep.lru;
-    c->phys = slot;
-    c->tier = TIER_NVME;
-    d->resident[TIER_NVME] += d->chunk;
-    d->nvme_out++;
-    if (SHIM_TRACING())
-        shim_trace_migration(d->device, ci, d->chunk, SHIM_TIER_HOST, SHIM_TIER_NVME, start,
-                             shim_trace_now(), shim_trace_current_op());
-    SHIM_TRACE(RES, "device %d: chunk %u to NVMe slot %u", d->device, ci, slot);
+    res_nvme_now_out(d, ci, slot, start);
     return 0;
 }
 
@@ -243,11 +251,54 @@ int res_nvme_room(res_dev_t *d)
     return 0;
 }
 
+/* Read slot into the reactive engine's staging chunk (nv.io held): a failed read is tried
+ * once more (a transient error, a corrupted transfer that CRC32C caught), and the tier
+ * is marked degraded on the first failure.  0 or a negative errno. */
+static int read_staged(uint32_t slot, uint32_t bytes)
+{
+    int r = nvme_read_sync(nv.area, slot, nv.staging, bytes);
+    if (r < 0) {
+        nv.failed_reads++;
+        r = nvme_read_sync(nv.area, slot, nv.staging, bytes);
+        nv.failed_reads += r < 0;
+    }
+    return r;
+}
+
+/* The chunk's only copy, on NVMe, could not be read: said with the allocation it belongs to
+ * (the operation reaching it is refused: res_reach_away). */
+static void lost(res_dev_t *d, uint32_t ci, uint32_t slot, int err)
+{
+    const chunk_t *c = &d->chunks[ci];
+    uint32_t first = c->span_n ? c->span_first : ci, n = c->span_n ? c->span_n : 1;
+    SHIM_ERROR(RES, "device %d: chunk %u (bytes %llu to %llu of the allocation at 0x%llx, "
+               "%llu bytes) cannot be read back from NVMe slot %u (%s, twice): its only copy "
+               "is unreadable, so operations reaching it are refused", d->device, ci,
+               (unsigned long long)((ci - first) * d->chunk),
+               (unsigned long long)((ci - first + 1) * d->chunk),
+               (unsigned long long)arena_chunk_addr(d->arena, first),
+               (unsigned long long)(n * d->chunk), slot, strerror(-err));
+}
+
+void res_nvme_now_in(res_dev_t *d, uint32_t ci, uint32_t slot, uint64_t start)
+{
+    nvme_slot_free(nv.area, slot);
+    d->resident[TIER_NVME] -= d->chunk;
+    d->nvme_in++;
+    if (SHIM_TRACING())
+        shim_trace_migration(d->device, ci, d->chunk, SHIM_TIER_NVME, SHIM_TIER_GPU, start,
+                             shim_trace_now(), shim_trace_current_op());
+}
+
 /* Read NVMe chunk ci back into GPU memory mapped at its address (over the GPU budget where
  * nothing can be evicted: the driver has the last word).  0 or -1 (it stays on NVMe). */
 static int read_back(res_dev_t *d, uint32_t ci, uint32_t serial)
 {
     chunk_t *c = &d->chunks[ci];
+    if (SHIM_UNLIKELY(c->moving))
+        res_flight_settle(d, ci, 0);    /* (a read of the plan's in flight: res_plan_nvme.c) */
+    if (c->tier != TIER_NVME)
+        return 0;
     uint32_t slot = (uint32_t)c->phys;
     CUdeviceptr va = arena_chunk_addr(d->arena, ci);
     uint64_t start = SHIM_TRACING() ? shim_trace_now() : 0;
@@ -256,7 +307,7 @@ static int read_back(res_dev_t *d, uint32_t ci, uint32_t serial)
         return 0;                       /* (freed meanwhile by a deferred free) */
     pthread_mutex_lock(&nv.io);
     double t0 = res_now_s();
-    int r = nvme_read_sync(nv.area, slot, nv.staging, (uint32_t)d->chunk);
+    int r = read_staged(slot, (uint32_t)d->chunk), unread = r < 0;
     if (r == 0) {
         chunk_t keep = *c;
         c->tier = TIER_NONE;
@@ -279,17 +330,17 @@ static int read_back(res_dev_t *d, uint32_t ci, uint32_t serial)
         nv.bytes_r += d->chunk;
     }
     pthread_mutex_unlock(&nv.io);
+    if (nvme_degraded(nv.area, NULL, 0))
+        healthy();                      /* (one line when a read degraded the tier) */
     if (r < 0) {
-        SHIM_WARN(RES, "device %d: cannot read chunk %u back from NVMe slot %u (%s)", d->device,
-                  ci, slot, strerror(-r));
+        if (unread)
+            lost(d, ci, slot, r);
+        else
+            SHIM_WARN(RES, "device %d: cannot read chunk %u back from NVMe slot %u (%s)",
+                      d->device, ci, slot, strerror(-r));
         return -1;
     }
-    nvme_slot_free(nv.area, slot);
-    d->resident[TIER_NVME] -= d->chunk;
-    d->nvme_in++;
-    if (SHIM_TRACING())
-        shim_trace_migration(d->device, ci, d->chunk, SHIM_TIER_NVME, SHIM_TIER_GPU, start,
-                             shim_trace_now(), shim_trace_current_op());
+    res_nvme_now_in(d, ci, slot, start);
     return 0;
 }
 
@@ -341,6 +392,36 @@ uint64_t res_nvme_capacity(const res_dev_t *d)
     return slots * nv.chunk;
 }
 
+nvme_area_t *res_nvme_area(void)
+{
+    return nv.area;
+}
+
+void *res_nvme_stage(unsigned k)
+{
+    return k < RES_NVME_STAGES && res_policy_plan ? (char *)nv.staging + (2 + k) * nv.chunk
+                                                  : NULL;
+}
+
+int res_nvme_healthy(void)
+{
+    return nv.area && healthy();
+}
+
+void res_nvme_count(int write, int ok)
+{
+    pthread_mutex_lock(&nv.io);
+    if (write && ok)
+        nv.writes++, nv.bytes_w += nv.chunk;
+    else if (ok)
+        nv.reads++, nv.bytes_r += nv.chunk;
+    else if (write)
+        nv.failed++;
+    else
+        nv.failed_reads++;
+    pthread_mutex_unlock(&nv.io);
+}
+
 void res_nvme_stats_print(void)
 {
     nvme_stats_t s;
@@ -351,12 +432,13 @@ void res_nvme_stats_print(void)
     int deg = nvme_degraded(nv.area, why, sizeof(why));
     pthread_mutex_lock(&nv.io);
     shim_log_plain("NVMe: engine %s; chunks written %llu (%llu MiB), read %llu (%llu MiB), "
-                   "failed writes %llu; I/O time %.3f s (device %.3f s), most requests in "
-                   "flight %u; slots used %u of %u; %s%s", nv.engine,
+                   "failed writes %llu, failed reads %llu; I/O time %.3f s (device %.3f s), "
+                   "most requests in flight %u; slots used %u of %u; %s%s", nv.engine,
                    (unsigned long long)nv.writes, (unsigned long long)(nv.bytes_w >> 20),
                    (unsigned long long)nv.reads, (unsigned long long)(nv.bytes_r >> 20),
-                   (unsigned long long)nv.failed, nv.io_s, (double)s.io_ns / 1e9,
-                   s.max_inflight, nvme_slots_used(nv.area), nvme_slots_total(nv.area),
+                   (unsigned long long)nv.failed, (unsigned long long)nv.failed_reads, nv.io_s,
+                   (double)s.io_ns / 1e9, s.max_inflight, nvme_slots_used(nv.area), nvme_slots_total(nv.area),
                    deg ? "degraded: " : "healthy", deg ? why : "");
     pthread_mutex_unlock(&nv.io);
+    res_plan_nvme_stats();
 }

@@ -282,6 +282,7 @@ static pol_machine_t machine(const res_dev_t *d)
     m.link[POL_HOST] = (pol_link_t){ 25.0, 25.0, 40.0, 10.0 };
     m.map_us_per_call = 30.0;
     m.map_us_per_chunk = 33.0;
+    res_plan_nvme_machine(d, &m);
     return m;
 }
 
@@ -319,6 +320,8 @@ static void plan_now(res_dev_t *d, res_plan_t *p)
     char err[160];
     plan_clear(p);
     lives(p);
+    for (uint32_t b = 0; b < p->nbufs; b++)
+        p->bufs[b].nvme_ok = (uint8_t)res_plan_nvme_ok(d, p->first[b], p->nch[b]);
     if (pol_input_check(&in, err, sizeof(err)) < 0) {
         SHIM_WARN(RES, "device %d: the profiled iteration is no planner input (%s); the plan "
                   "is off", d->device, err);
@@ -390,7 +393,10 @@ static void issue(res_dev_t *d, res_plan_t *p, const pol_move_t *m, uint32_t ser
         int r = -1;
         if (m->from == POL_NTIERS)
             continue;                   /* a new buffer's chunks: the arena places them */
-        if (m->to == POL_GPU && m->from == POL_HOST)
+        if (m->from == POL_NVME || m->to == POL_NVME || d->chunks[ci].tier == TIER_NVME ||
+            (m->to == POL_HOST && d->nvme_on))
+            r = res_plan_nvme_move(d, ci, m->from, m->to, serial);
+        else if (m->to == POL_GPU && m->from == POL_HOST)
             r = res_prefetch(d, ci);
         else if (m->from == POL_GPU && m->to == POL_HOST)
             r = res_evict_async(d, ci, serial);
@@ -525,7 +531,7 @@ void res_plan_op(res_dev_t *d, collect_t *k, int kind, uintptr_t what, const shi
         detect_launch((CUfunction)what);
     else if (c && (c->kind == SHIM_COPY_HTOD || c->kind == SHIM_COPY_DTOH))
         res_plan_barrier();
-    if (d->nflights || d->npend) {
+    if (d->nflights || d->npend || d->nvme_flights) {
         settle(d, k, s, ptds);
         res_flights_poll(d);
     }
@@ -537,7 +543,7 @@ void res_plan_op(res_dev_t *d, collect_t *k, int kind, uintptr_t what, const shi
 void res_plan_fast(res_dev_t *d, CUfunction f, const uint32_t *ids, unsigned n, CUstream s)
 {
     detect_launch(f);
-    if (d->nflights || d->npend)
+    if (d->nflights || d->npend || d->nvme_flights)
         res_flights_poll(d);
     plan_step(d, PLAN_LAUNCH, (uintptr_t)f, ids, n, NULL, s, d->serial);
 }

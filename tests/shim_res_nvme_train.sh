@@ -4,7 +4,12 @@
 # the host budget at 1/4 of the job's footprint and the NVMe tier in a scratch directory, in
 # both allocation patterns: what fits in neither budget goes to NVMe and comes back, and the
 # parameter digest is the one of the job without the shim; no race (the race checker fails the
-# run with exit 66).
+# run with exit 66).  The same under the planned policy (ELIXIR_POLICY=plan), whose plan must
+# place chunks on NVMe and read them ahead; and, in the per-tensor pattern, with a read that
+# fails (ELIXIR_NVME_FAULT=read:150:eio, while the plan is followed): the tier is degraded (one
+# line), the failed read counted, and the job either ends with the digest of the job without
+# the shim (the read was tried again) or stops with CUDA_ERROR_OUT_OF_MEMORY (a degraded tier
+# takes no new data, and the job needs more than GPU and host hold): never another digest.
 set -u
 . tests/lib/sim_env.sh
 sim_setup
@@ -22,5 +27,33 @@ for mode in per-tensor pooled; do
          "migrations to host ${moved:-?}, chunks to NVMe ${nvme:-?}"
     [ "$got" = "$want" ] || fail_showing "$tmp/o.err" "expected digest $want"
     [ "${nvme:-0}" -gt 0 ] || fail_showing "$tmp/o.err" "nothing went to NVMe"
+    ELIXIR_POLICY=plan ELIXIR_HOST_MEMORY=$quarter ELIXIR_NVME_PATH="$tmp/nvme" \
+        ELIXIR_NVME_MEMORY=$((peak * 2))M ELIXIR_NVME_VERIFY=1 \
+        shim_train_budget 4 "${JOB[@]}" --alloc "$mode"
+    out=$(sed -n 's/.*NVMe plan: moves to NVMe \([0-9]*\) (completed \([0-9]*\),.*/\2/p' "$tmp/o.err")
+    ahead=$(sed -n 's/.*reads ahead [0-9]* (completed \([0-9]*\),.*/\1/p' "$tmp/o.err")
+    echo "$mode, planned: digest ${got:-none}, the plan's moves to NVMe completed ${out:-0}," \
+         "reads ahead completed ${ahead:-0}"
+    [ "$got" = "$want" ] || fail_showing "$tmp/o.err" "planned: expected digest $want"
+    if [ "$mode" = per-tensor ] && { [ "${out:-0}" -eq 0 ] || [ "${ahead:-0}" -eq 0 ]; }; then
+        fail_showing "$tmp/o.err" "the plan moved nothing to or from NVMe"
+    fi
+    [ "$mode" = per-tensor ] || continue
+    rm -rf "$tmp/nvme" && mkdir -p "$tmp/nvme"
+    ELIXIR_POLICY=plan ELIXIR_HOST_MEMORY=$quarter ELIXIR_NVME_PATH="$tmp/nvme" \
+        ELIXIR_NVME_MEMORY=$((peak * 2))M ELIXIR_NVME_VERIFY=1 ELIXIR_NVME_FAULT=read:150:eio \
+        shim_train_budget 4 "${JOB[@]}" --alloc "$mode"
+    failed=$(shim_stat "$tmp/o.err" "failed reads")
+    degraded=$(grep -c "NVMe tier degraded" "$tmp/o.err")
+    echo "$mode, planned, the 150th read failing: digest ${got:-none}, failed reads" \
+         "${failed:-?}, lines saying the tier is degraded $degraded"
+    if [ -n "$got" ]; then
+        [ "$got" = "$want" ] || fail_showing "$tmp/o.err" "read fault: expected digest $want"
+    else
+        grep -q "CUDA_ERROR_OUT_OF_MEMORY" "$tmp/o.err" ||
+            fail_showing "$tmp/o.err" "read fault: the job failed without CUDA_ERROR_OUT_OF_MEMORY"
+    fi
+    [ "${failed:-0}" -ge 1 ] || fail_showing "$tmp/o.err" "read fault: no failed read counted"
+    [ "$degraded" -eq 1 ] || fail_showing "$tmp/o.err" "read fault: expected one degraded line"
 done
 echo "same digest with GPU and host at 1/4 of the footprint each, the rest on NVMe"

@@ -1,0 +1,149 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+# nvme_train.sh - examples/train.py with the GPU at 1/4 and host memory at 1/4 of the job's
+# footprint, the rest on the NVMe tier (ELIXIR_NVME_PATH in a scratch directory), under the
+# planned policy (ELIXIR_POLICY=plan) and the reactive engine side by side, against the same
+# GPU budget with host memory unlimited (everything evicted stays in host RAM) and an unlimited
+# GPU.
+#
+# The job runs on the simulator (build/bin/elixir-sim) with ELIXIR_SIM_STATS=1, whose "virtual
+# time" is the machine model's clock, NVMe drive included (sim/nvme.c: the shim's I/O is
+# charged on it): deterministic whatever else the host is doing, so the runs go two at a time.
+# The footprint is the shim's "GPU peak" with its default (ample) budget.  The time of one step
+# is taken in the steady state, ((time of S2 steps) - (time of S1 steps)) / (S2 - S1).  Both
+# allocation patterns of train.py are measured; every run must give the digest of the same job
+# without the shim (else the figures mean nothing and the script fails).
+set -u
+build=${BUILD:-build}
+python=${PYTHON:-python3}
+sim=$build/bin/elixir-sim
+shim=$(realpath "$build/libelixir.so" 2>/dev/null || echo "$build/libelixir.so")
+job="--layers 2 --width 512 --heads 8 --seq 16 --batch 2 --vocab 1024"
+s1=5
+s2=8
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+
+for f in "$sim" "$shim" "$build/examples/kernels_sim.so" examples/train.py; do
+    if [ ! -e "$f" ]; then
+        echo "nvme_train: $f is missing (run make from the repository root)" >&2
+        exit 1
+    fi
+done
+
+# job NAME ALLOC STEPS [VAR=VALUE...]: run train.py into $tmp/NAME.{out,err}, in the background;
+# each run has its own swap directory.
+job() {
+    local name=$1 alloc=$2 steps=$3
+    shift 3
+    mkdir -p "$tmp/swap-$name"
+    env ELIXIR_SIM_STATS=1 ELIXIR_STATS=1 "$@" "$sim" -- "$python" examples/train.py $job \
+        --alloc "$alloc" --steps "$steps" >"$tmp/$name.out" 2>"$tmp/$name.err" &
+}
+
+wait_all() {
+    local failed=0 pid
+    for pid in $(jobs -p); do
+        wait "$pid" || failed=1
+    done
+    if [ "$failed" = 1 ]; then
+        for f in "$tmp"/*.err; do
+            grep -q '^digest' "${f%.err}.out" || { echo "== $f" >&2; tail -5 "$f" >&2; }
+        done
+        echo "nvme_train: a run failed" >&2
+        exit 1
+    fi
+}
+
+pair() {
+    local name=$1 alloc=$2
+    shift 2
+    job "$name-$s1" "$alloc" "$s1" "$@"
+    job "$name-$s2" "$alloc" "$s2" "$@"
+    wait_all
+}
+
+vtime() { sed -n 's/.*virtual time \([0-9.]*\) ms.*/\1/p' "$tmp/$1.err"; }
+gpu_peak() { sed -n 's/.*GPU peak \([0-9]*\) MiB of.*/\1/p' "$tmp/$1.err"; }
+digest() { sed -n 's/^digest //p' "$tmp/$1.out"; }
+# MiB written to and read from NVMe in a run (the shim's statistics).
+nvme_mib() {
+    sed -n 's/.*NVMe: engine.*written [0-9]* (\([0-9]*\) MiB), read [0-9]* (\([0-9]*\) MiB).*/\1 \2/p' \
+        "$tmp/$1.err" | awk '{ print $1 + $2 }'
+}
+# The plan's reads ahead from NVMe in a run, and those the host had to wait for.
+ahead() { sed -n 's/.*reads ahead \([0-9]*\) (completed [0-9]*, waited for \([0-9]*\),.*/\1 \2/p' "$tmp/$1.err"; }
+
+step() {
+    awk -v a1="$(vtime "$1-$s1")" -v a2="$(vtime "$1-$s2")" -v s1="$s1" -v s2="$s2" \
+        'BEGIN { printf "%.3f", (a2 - a1) / (s2 - s1) }'
+}
+per_step() {
+    local m1 m2
+    m1=$(nvme_mib "$1-$s1")
+    m2=$(nvme_mib "$1-$s2")
+    awk -v m1="${m1:-0}" -v m2="${m2:-0}" -v s1="$s1" -v s2="$s2" \
+        'BEGIN { printf "%.1f", (m2 - m1) / (s2 - s1) }'
+}
+
+check_digests() {
+    local alloc=$1 n f want
+    for n in $s1 $s2; do
+        want=$(digest "$alloc-plain-$n")
+        for f in "$tmp/$alloc"-*-"$n".out; do
+            if [ -z "$want" ] || [ "$(sed -n 's/^digest //p' "$f")" != "$want" ]; then
+                echo "nvme_train: $(basename "$f" .out) does not give the digest of the" \
+                     "run without the shim; the figures mean nothing" >&2
+                exit 1
+            fi
+        done
+    done
+}
+
+measure() {
+    local alloc=$1 peak quarter pol a w
+    pair "$alloc-plain" "$alloc"
+    pair "$alloc-full" "$alloc" LD_PRELOAD="$shim"
+    peak=$(gpu_peak "$alloc-full-$s2")
+    quarter=$((peak * 1024 * 1024 / 4))
+    for pol in reactive plan; do
+        pair "$alloc-host-$pol" "$alloc" LD_PRELOAD="$shim" ELIXIR_POLICY=$pol \
+            ELIXIR_GPU_MEMORY=$quarter
+    done
+    for pol in reactive plan; do
+        job "$alloc-nvme-$pol-$s1" "$alloc" "$s1" LD_PRELOAD="$shim" ELIXIR_POLICY=$pol \
+            ELIXIR_GPU_MEMORY=$quarter ELIXIR_HOST_MEMORY=$quarter \
+            ELIXIR_NVME_PATH="$tmp/swap-$alloc-nvme-$pol-$s1" ELIXIR_NVME_MEMORY=$((peak * 2))M
+        job "$alloc-nvme-$pol-$s2" "$alloc" "$s2" LD_PRELOAD="$shim" ELIXIR_POLICY=$pol \
+            ELIXIR_GPU_MEMORY=$quarter ELIXIR_HOST_MEMORY=$quarter \
+            ELIXIR_NVME_PATH="$tmp/swap-$alloc-nvme-$pol-$s2" ELIXIR_NVME_MEMORY=$((peak * 2))M
+        wait_all
+    done
+    check_digests "$alloc"
+    read -r a w <<<"$(ahead "$alloc-nvme-plan-$s2")"
+
+    echo "  --alloc $alloc: footprint (shim's GPU peak, default budget) $peak MiB; GPU and" \
+         "host budgets $((quarter >> 20)) MiB each"
+    awk -v u="$(step "$alloc-full")" -v hr="$(step "$alloc-host-reactive")" \
+        -v hp="$(step "$alloc-host-plan")" -v nr="$(step "$alloc-nvme-reactive")" \
+        -v np="$(step "$alloc-nvme-plan")" -v mr="$(per_step "$alloc-nvme-reactive")" \
+        -v mp="$(per_step "$alloc-nvme-plan")" 'BEGIN {
+        printf "  %-34s %10s %10s %8s\n", "", "reactive", "planned", "r/p"
+        printf "  %-34s %10.3f %10.3f %7.2fx\n", "host RAM unlimited (ms/step)", hr, hp, hr / hp
+        printf "  %-34s %10.3f %10.3f %7.2fx\n", "host at 1/4, rest on NVMe (ms/step)", nr, np,
+               nr / np
+        printf "  %-34s %10.1f %10.1f\n", "NVMe MiB written + read per step", mr, mp
+        printf "  %-34s %10.2fx %9.2fx\n", "NVMe over host RAM", nr / hr, np / hp
+        printf "  %-34s %10.2fx %9.2fx\n", "over the unlimited GPU", nr / u, np / u
+        printf "  unlimited GPU %.3f ms/step\n", u
+    }'
+    echo "  the plan's reads ahead from NVMe in $s2 steps: ${a:-0}, of which the host waited for ${w:-0}"
+}
+
+echo "nvme_train: examples/train.py $job on the simulator with its NVMe drive, GPU and host"
+echo "  memory at 1/4 of the footprint each, ELIXIR_POLICY=reactive and plan; virtual ms per"
+echo "  step in the steady state ((t($s2 steps) - t($s1 steps)) / $((s2 - s1))); r/p: reactive"
+echo "  over planned"
+measure per-tensor
+measure pooled
+echo "  every run gave the same digest as the job without the shim"

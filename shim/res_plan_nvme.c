@@ -1,0 +1,599 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * res_plan_nvme.c - the plan's NVMe moves (ELIXIR_POLICY=plan with ELIXIR_NVME_PATH): the
+ * planner is given the NVMe tier (capacity and link), buffers no part of which is exposed
+ * (chunk_t.exposed, the rule of res_nvme.c) may be placed there, and the moves it places are
+ * executed asynchronously, through the staging chunks res_nvme.c sets aside for them.
+ *
+ * A move to NVMe (a demotion from host memory, or an eviction straight from GPU memory):
+ *   1. the chunk's contents are copied into a staging chunk on the device's NVMe stream, after
+ *      the chunk's last use (F_COPY; an event after the copy);
+ *   2. once that copy completed (a query), the staging chunk is written to a slot (F_IO);
+ *   3. once the write completed with 0, the chunk's memory goes and it becomes a TIER_NVME
+ *      chunk (res_nvme_now_out), provided nothing used it meanwhile.
+ * Until then the chunk stays where it was, mapped and authoritative (DESIGN.md invariant 5):
+ * a use of it cancels the move (the use's stream waits for the staging copy first, which
+ * reads the chunk), and a failed write only gives the slot back (the tier is degraded, one log
+ * line).  A move from NVMe to the GPU:
+ *   1. the slot is read into a staging chunk (F_IO);
+ *   2. once the read completed, GPU memory is mapped at the chunk's address (when the budget
+ *      has room) and the staging chunk copied into it on the shim's copy stream (F_GPU; the
+ *      chunk is TIER_GPU from then, every use waits for the copy's event on its stream, as
+ *      for the plan's prefetches in res_flight.c);
+ *   3. once the copy completed, the slot is free.
+ * A use that comes before step 2 waits for the read, makes room as the reactive engine does
+ * and issues the copy; a read that failed leaves the chunk on NVMe, where the reactive engine
+ * reads it synchronously (and reports it lost when it cannot: res_nvme.c).
+ *
+ * Moves in flight are found from the chunk's `moving` bit through res_flight.c, which hands
+ * the chunks it does not know to this file.  The flights live in one table for the process,
+ * one per staging chunk (the I/O completions of every device are reaped into it under its
+ * mutex, innermost); all else in a flight is its device's, under the device's lock.  Where no
+ * staging chunk is free, a move is left to the reactive engine: the plan is a hint.
+ */
+#include <errno.h>
+#include <pthread.h>
+
+#include "../iouring/nvme.h"
+#include "../policy/policy.h"
+#include "res_int.h"
+
+enum { F_COPY, F_IO, F_STAGED, F_GPU };
+
+typedef struct nvfl {
+    uint8_t used;
+    uint8_t out;                /* 1: to NVMe; 0: from NVMe to the GPU */
+    uint8_t stage;              /* F_* */
+    uint8_t cancelled;          /* a move out used (or freed) meanwhile: only its I/O is left */
+    uint8_t from;               /* a move out: the chunk's tier when it was issued */
+    uint8_t io_done;            /* set by whoever reaps its completion (pn.lock) */
+    int io_err;
+    int dev;
+    uint32_t ci, slot;
+    use_event_t *ev;            /* F_COPY: the copy into staging; F_GPU: the copy out of it */
+    uint64_t start;
+} nvfl_t;
+
+static struct {
+    pthread_mutex_t lock;       /* used, io_done, io_err */
+    nvfl_t fl[RES_NVME_STAGES]; /* flight k uses staging chunk k; its I/O's tag is k */
+    CUstream s[MAX_DEVICES];    /* per device: the copies into staging */
+    CUcontext sctx[MAX_DEVICES];
+    /* Counters (any device's lock; read at exit). */
+    _Atomic uint64_t out_issued, out_done, out_cancelled, out_failed;
+    _Atomic uint64_t in_issued, in_done, in_waited, in_dropped;
+} pn = { .lock = PTHREAD_MUTEX_INITIALIZER };
+
+/* ---------------------------------------------------------------- the planner's machine */
+
+void res_plan_nvme_machine(const res_dev_t *d, pol_machine_t *m)
+{
+    if (!d->nvme_on || !res_nvme_healthy())
+        return;
+    m->cap[POL_NVME] = res_nvme_capacity(d);
+    /* Reads and writes of a PCIe 4.0 x4 drive of the 7/5 GB/s class, the simulator's drive
+     * (sim/simconfig.c): the chunk's trip through host memory is bound by the drive. */
+    m->link[POL_NVME] = (pol_link_t){ 7.0, 5.0, 7.0, 80.0 };
+}
+
+int res_plan_nvme_ok(const res_dev_t *d, uint32_t first, uint32_t n)
+{
+    uint32_t count = (uint32_t)arena_chunk_count(d->arena);
+    if (!d->nvme_on)
+        return 0;
+    for (uint32_t i = 0; i < n && first + i < count; i++)
+        if (d->chunks[first + i].exposed)
+            return 0;
+    return 1;
+}
+
+/* ---------------------------------------------------------------- the table */
+
+/* A free flight for d's chunk ci, marked used, or NULL. */
+static nvfl_t *fl_take(res_dev_t *d, uint32_t ci, int out)
+{
+    nvfl_t *f = NULL;
+    pthread_mutex_lock(&pn.lock);
+    for (unsigned k = 0; k < RES_NVME_STAGES && !f; k++)
+        if (!pn.fl[k].used)
+            f = &pn.fl[k];
+    if (f)
+        *f = (nvfl_t){ .used = 1, .out = (uint8_t)out, .dev = d->device, .ci = ci };
+    pthread_mutex_unlock(&pn.lock);
+    if (f)
+        d->nvme_flights++;
+    return f;
+}
+
+static unsigned fl_index(const nvfl_t *f)
+{
+    return (unsigned)(f - pn.fl);
+}
+
+/* d's flight of chunk ci (live ones only, unless `any`), or NULL.  (Other devices take and
+ * end entries meanwhile, under pn.lock; d's own stay as they are while d is locked.) */
+static nvfl_t *fl_find(const res_dev_t *d, uint32_t ci, int any)
+{
+    nvfl_t *found = NULL;
+    pthread_mutex_lock(&pn.lock);
+    for (unsigned k = 0; k < RES_NVME_STAGES && !found; k++) {
+        nvfl_t *f = &pn.fl[k];
+        if (f->used && f->dev == d->device && f->ci == ci && (any || !f->cancelled))
+            found = f;
+    }
+    pthread_mutex_unlock(&pn.lock);
+    return found;
+}
+
+/* Is f still one of d's flights (a step of another may have ended it)? */
+static int fl_still(const res_dev_t *d, const nvfl_t *f)
+{
+    pthread_mutex_lock(&pn.lock);
+    int mine = f->used && f->dev == d->device;
+    pthread_mutex_unlock(&pn.lock);
+    return mine;
+}
+
+/* d's flights into mine[] (their count), under pn.lock as fl_find. */
+static unsigned fl_mine(const res_dev_t *d, nvfl_t **mine)
+{
+    unsigned n = 0;
+    pthread_mutex_lock(&pn.lock);
+    for (unsigned k = 0; k < RES_NVME_STAGES; k++)
+        if (pn.fl[k].used && pn.fl[k].dev == d->device)
+            mine[n++] = &pn.fl[k];
+    pthread_mutex_unlock(&pn.lock);
+    return n;
+}
+
+/* Flight f ends: its chunk is no longer moving (unless the move was cancelled, which let it
+ * go already), its event and staging chunk go. */
+static void fl_end(res_dev_t *d, nvfl_t *f)
+{
+    if (!f->cancelled)
+        d->chunks[f->ci].moving = 0;
+    res_event_put(d, f->ev);
+    f->ev = NULL;
+    pthread_mutex_lock(&pn.lock);
+    f->used = 0;
+    pthread_mutex_unlock(&pn.lock);
+    d->nvme_flights--;
+}
+
+/* Hand finished I/O to its flights, waiting for one when `wait`. */
+static void reap(int wait)
+{
+    nvme_done_t done[RES_NVME_STAGES];
+    int n = nvme_complete(res_nvme_area(), done, RES_NVME_STAGES, wait ? 1 : 0);
+    pthread_mutex_lock(&pn.lock);
+    for (int i = 0; i < n; i++)
+        if (done[i].tag < RES_NVME_STAGES) {
+            pn.fl[done[i].tag].io_done = 1;
+            pn.fl[done[i].tag].io_err = done[i].result;
+        }
+    pthread_mutex_unlock(&pn.lock);
+}
+
+static int io_done(const nvfl_t *f)
+{
+    pthread_mutex_lock(&pn.lock);
+    int done = f->io_done;
+    pthread_mutex_unlock(&pn.lock);
+    return done;
+}
+
+/* The host waits until f's I/O completed. */
+static void io_wait(res_dev_t *d, const nvfl_t *f)
+{
+    double t0 = res_now_s();
+    while (!io_done(f))
+        reap(1);
+    d->blocked_flight_s += res_now_s() - t0;
+}
+
+/* ---------------------------------------------------------------- moves to NVMe */
+
+/* d's stream for copies into staging, made in d's context at the first; NULL when none. */
+static CUstream copy_stream(res_dev_t *d)
+{
+    CUcontext cur = NULL, popped;
+    if (!d->ctx)
+        return NULL;
+    if (pn.s[d->device] && pn.sctx[d->device] == d->ctx)
+        return pn.s[d->device];
+    int push = DRV(cuCtxGetCurrent)(&cur) == CUDA_SUCCESS && cur != d->ctx &&
+               DRV(cuCtxPushCurrent_v2)(d->ctx) == CUDA_SUCCESS;
+    CUstream s = NULL;
+    if (DRV(cuStreamCreate)(&s, CU_STREAM_NON_BLOCKING) != CUDA_SUCCESS)
+        s = NULL;
+    if (push)
+        DRV(cuCtxPopCurrent_v2)(&popped);
+    pn.s[d->device] = s;
+    pn.sctx[d->device] = d->ctx;
+    return s;
+}
+
+/* Chunk ci of d, in host or GPU memory, starts going to NVMe (see the file's comment). */
+static int go_out(res_dev_t *d, uint32_t ci, uint32_t serial)
+{
+    chunk_t *c = &d->chunks[ci];
+    nvme_area_t *a = res_nvme_area();
+    if ((c->tier != TIER_HOST && c->tier != TIER_GPU) || c->moving || c->pinned || c->held ||
+        c->waiting || c->exposed || c->stray || c->seen == serial || !d->host_mappable ||
+        !res_nvme_healthy())
+        return -1;
+    CUstream s = copy_stream(d);
+    uint32_t slot;
+    nvfl_t *f = s ? fl_take(d, ci, 1) : NULL;
+    if (!f)
+        return -1;
+    void *stage = res_nvme_stage(fl_index(f));
+    if (nvme_slot_alloc(a, &slot) < 0) {
+        fl_end(d, f);
+        return -1;
+    }
+    if (res_stream_after_use(d, s, c) < 0 ||
+        DRV(cuMemcpyDtoHAsync_v2)(stage, arena_chunk_addr(d->arena, ci), d->chunk, s) !=
+            CUDA_SUCCESS) {
+        nvme_slot_free(a, slot);
+        fl_end(d, f);
+        return -1;
+    }
+    f->ev = res_record(d, s, 0, d->ctx);
+    if (!f->ev)
+        DRV(cuStreamSynchronize)(s);    /* (no event: the copy is done when this returns) */
+    f->stage = F_COPY;
+    f->from = c->tier;
+    f->slot = slot;
+    f->start = SHIM_TRACING() ? shim_trace_now() : 0;
+    c->moving = 1;
+    pn.out_issued++;
+    return 0;
+}
+
+/* A move out is cancelled (its chunk used, freed or wanted where it is): the chunk stays, the
+ * flight lives on until its I/O is over. */
+static void cancel(res_dev_t *d, nvfl_t *f)
+{
+    d->chunks[f->ci].moving = 0;
+    f->cancelled = 1;
+    pn.out_cancelled++;
+}
+
+/* A move out's next step; returns 1 when a write was queued. */
+static int out_step(res_dev_t *d, nvfl_t *f)
+{
+    nvme_area_t *a = res_nvme_area();
+    chunk_t *c = &d->chunks[f->ci];
+    if (f->stage == F_COPY) {
+        if (f->ev && !res_event_done(f->ev))
+            return 0;
+        res_event_put(d, f->ev);
+        f->ev = NULL;
+        if (f->cancelled || nvme_write(a, f->slot, res_nvme_stage(fl_index(f)),
+                                       (uint32_t)d->chunk, fl_index(f)) < 0) {
+            nvme_slot_free(a, f->slot);
+            if (!f->cancelled)
+                cancel(d, f);
+            fl_end(d, f);
+            return 0;
+        }
+        f->stage = F_IO;
+        return 1;
+    }
+    if (!io_done(f))
+        return 0;
+    res_nvme_count(1, f->io_err == 0);
+    int stays = f->io_err || f->cancelled || c->tier != f->from || c->held || c->pinned ||
+                c->waiting || c->exposed || !res_idle_now(d, c);
+    if (f->io_err) {
+        pn.out_failed++;
+        res_nvme_healthy();             /* (says once that the tier is degraded) */
+    }
+    if (stays) {
+        nvme_slot_free(a, f->slot);
+        if (!f->cancelled)
+            cancel(d, f);
+        fl_end(d, f);
+        return 0;
+    }
+    uint32_t slot = f->slot;
+    uint64_t start = f->start;
+    fl_end(d, f);                       /* (not moving: res_unback must not settle it) */
+    res_nvme_now_out(d, f->ci, slot, start);
+    pn.out_done++;
+    return 0;
+}
+
+/* ---------------------------------------------------------------- moves from NVMe */
+
+/* Chunk ci of d, on NVMe, starts coming to the GPU: its slot read into staging. */
+static int come_in(res_dev_t *d, uint32_t ci)
+{
+    chunk_t *c = &d->chunks[ci];
+    nvme_area_t *a = res_nvme_area();
+    if (c->tier != TIER_NVME || c->moving || !d->stream)
+        return -1;
+    nvfl_t *f = fl_take(d, ci, 0);
+    if (!f)
+        return -1;
+    f->slot = (uint32_t)c->phys;
+    f->start = SHIM_TRACING() ? shim_trace_now() : 0;
+    if (nvme_read(a, f->slot, res_nvme_stage(fl_index(f)), (uint32_t)d->chunk,
+                  fl_index(f)) < 0) {
+        fl_end(d, f);
+        return -1;
+    }
+    nvme_submit(a);
+    f->stage = F_IO;
+    c->moving = 1;
+    pn.in_issued++;
+    return 0;
+}
+
+/* Room for one more GPU chunk: parked chunks go first, then the plan's evictions in flight
+ * complete; with `force`, the reactive engine evicts.  1 when there is room. */
+static int gpu_room(res_dev_t *d, int force)
+{
+    while (!res_has_room(d, TIER_GPU)) {
+        if (res_park_drop(d) == 0)
+            continue;
+        uint32_t i = 0;
+        while (i < d->nflights && d->flights[i].in)
+            i++;
+        if (i < d->nflights) {
+            res_flight_settle(d, d->flights[i].ci, 0);
+            continue;
+        }
+        return force && res_make_room(d, d->serial) == 0;
+    }
+    return 1;
+}
+
+/* The staged contents of f's chunk go into GPU memory mapped at its address, on the shim's
+ * copy stream: 0, or -1 when there is no room (with `force`: none could be made) or the
+ * driver refused (the chunk stays on NVMe). */
+static int to_gpu(res_dev_t *d, nvfl_t *f, int force)
+{
+    chunk_t *c = &d->chunks[f->ci];
+    CUdeviceptr va = arena_chunk_addr(d->arena, f->ci);
+    if (!gpu_room(d, force) || c->tier != TIER_NVME)
+        return -1;
+    chunk_t keep = *c;
+    c->tier = TIER_NONE;
+    if (res_back(d, f->ci, TIER_GPU) != CUDA_SUCCESS) {
+        *c = keep;
+        return -1;
+    }
+    if (DRV(cuMemcpyHtoDAsync_v2)(va, res_nvme_stage(fl_index(f)), d->chunk, d->stream) !=
+        CUDA_SUCCESS) {
+        c->moving = 0;
+        res_unback(d, f->ci);           /* the slot stays authoritative */
+        *c = keep;
+        d->nheld += keep.held != 0;     /* (res_unback let them go) */
+        d->pinned += keep.pinned;
+        return -1;
+    }
+    f->ev = res_record(d, d->stream, 0, d->ctx);
+    if (!f->ev)
+        DRV(cuStreamSynchronize)(d->stream);
+    else if (!c->use.prior)             /* a free or a migration waits for it as for a use */
+        c->use.prior = res_event_ref(f->ev);
+    d->resident[TIER_NVME] -= d->chunk;
+    f->stage = F_GPU;
+    return 0;
+}
+
+/* A move in whose chunk is in GPU memory, its copy done: the slot goes. */
+static void in_end(res_dev_t *d, nvfl_t *f)
+{
+    uint32_t ci = f->ci, slot = f->slot;
+    uint64_t start = f->start;
+    fl_end(d, f);
+    nvme_slot_free(res_nvme_area(), slot);
+    d->nvme_in++;
+    pn.in_done++;
+    if (SHIM_TRACING())
+        shim_trace_migration(d->device, ci, d->chunk, SHIM_TIER_NVME, SHIM_TIER_GPU, start,
+                             shim_trace_now(), shim_trace_current_op());
+}
+
+/* A move in whose read failed or whose staged data is not wanted: the chunk stays on NVMe. */
+static void in_drop(res_dev_t *d, nvfl_t *f)
+{
+    pn.in_dropped++;
+    fl_end(d, f);
+}
+
+/* A move in's read completed: F_STAGED, or dropped when it failed (0). */
+static int in_read(res_dev_t *d, nvfl_t *f)
+{
+    res_nvme_count(0, f->io_err == 0);
+    if (f->io_err) {
+        res_nvme_healthy();
+        in_drop(d, f);
+        return 0;
+    }
+    f->stage = F_STAGED;
+    return 1;
+}
+
+/* A move in's next step, without waiting. */
+static void in_step(res_dev_t *d, nvfl_t *f)
+{
+    if (f->stage == F_IO && (!io_done(f) || !in_read(d, f)))
+        return;
+    if (f->stage == F_STAGED && to_gpu(d, f, 0) < 0)
+        return;
+    if (f->stage == F_GPU && (!f->ev || res_event_done(f->ev)))
+        in_end(d, f);
+}
+
+/* Does the host budget have a chunk of room without a move to NVMe (res_has_room would make
+ * one, synchronously, of the oldest host chunk)? */
+static int host_free(const res_dev_t *d)
+{
+    return d->nspare[1] || atomic_load(&res_host.used) + d->chunk <= atomic_load(&res_host.budget);
+}
+
+/* Host memory for the plan's eviction GPU -> host where the budget has none: the plan made
+ * its room with moves host -> NVMe issued before it, which are completed now (the host waits
+ * for their copies and writes) until there is room.  Where none is in flight, the reactive
+ * engine's demotion makes it (res_has_room). */
+static void host_room(res_dev_t *d)
+{
+    while (!host_free(d)) {
+        nvfl_t *mine[RES_NVME_STAGES], *f = NULL;
+        unsigned n = fl_mine(d, mine);
+        for (unsigned k = 0; k < n && !f; k++)
+            if (mine[k]->out && !mine[k]->cancelled && mine[k]->from == TIER_HOST)
+                f = mine[k];
+        if (!f)
+            return;
+        if (f->stage == F_COPY) {
+            res_event_wait(f->ev, &d->blocked_flight_s);
+            if (!out_step(d, f))
+                continue;               /* (the write could not be queued: the move ended) */
+            nvme_submit(res_nvme_area());
+        }
+        io_wait(d, f);
+        out_step(d, f);
+    }
+}
+
+/* ---------------------------------------------------------------- the executor's entries */
+
+/* (res_plan.c hands over every move with NVMe at one end, every move of a chunk on NVMe, and,
+ * with the tier on, the evictions to host memory.) */
+int res_plan_nvme_move(res_dev_t *d, uint32_t ci, int from, int to, uint32_t serial)
+{
+    int tier = d->chunks[ci].tier;
+    if (from == POL_GPU && to == POL_HOST && (!res_nvme_area() || !res_nvme_stage(0)))
+        return res_evict_async(d, ci, serial);
+    if (!d->nvme_on || !res_nvme_area() || !res_nvme_stage(0) || fl_find(d, ci, 1))
+        return -1;
+    if (to == POL_NVME && (from == POL_HOST || from == POL_GPU)) {
+        if (tier == TIER_GPU && d->chunks[ci].moving)
+            res_flight_settle(d, ci, 1);        /* (its eviction to host: cancelled) */
+        return go_out(d, ci, serial);
+    }
+    if (to == POL_GPU && tier == TIER_NVME)
+        return come_in(d, ci);          /* (from the host in the plan: demoted meanwhile) */
+    if (to == POL_GPU && tier == TIER_HOST)
+        return res_prefetch(d, ci);     /* (from NVMe in the plan: not demoted) */
+    if (from == POL_GPU && to == POL_HOST && tier == TIER_GPU) {
+        host_room(d);
+        return res_evict_async(d, ci, serial);
+    }
+    return -1;
+}
+
+void res_nvme_flight_use(res_dev_t *d, uint32_t ci, CUstream s, int ptds)
+{
+    nvfl_t *f = fl_find(d, ci, 0);
+    if (!f) {
+        d->chunks[ci].moving = 0;
+        return;
+    }
+    int host_waits = s == CU_STREAM_PER_THREAD || (!s && ptds);
+    if (f->out) {
+        if (f->stage == F_COPY && f->ev && !res_event_done(f->ev) &&
+            (host_waits || DRV(cuStreamWaitEvent)(s, f->ev->ev, 0) != CUDA_SUCCESS))
+            res_event_wait(f->ev, &d->blocked_flight_s);
+        cancel(d, f);                   /* (the use may write the chunk) */
+        return;
+    }
+    if (f->stage == F_IO) {
+        if (!io_done(f))
+            pn.in_waited++;
+        io_wait(d, f);
+        if (!in_read(d, f))
+            return;
+    }
+    if (f->stage == F_STAGED && to_gpu(d, f, 1) < 0) {
+        in_drop(d, f);                  /* the reactive engine reads it */
+        return;
+    }
+    if (!f->ev || res_event_done(f->ev)) {
+        in_end(d, f);
+        return;
+    }
+    if (host_waits || DRV(cuStreamWaitEvent)(s, f->ev->ev, 0) != CUDA_SUCCESS) {
+        res_event_wait(f->ev, &d->blocked_flight_s);
+        in_end(d, f);
+    }
+}
+
+void res_nvme_flight_settle(res_dev_t *d, uint32_t ci, int gone)
+{
+    (void)gone;                         /* (the same either way: see below) */
+    nvfl_t *f = fl_find(d, ci, 0);
+    if (!f) {
+        d->chunks[ci].moving = 0;
+        return;
+    }
+    if (f->out) {                       /* the chunk stays where it is */
+        if (f->stage == F_COPY)
+            res_event_wait(f->ev, &d->blocked_flight_s);
+        cancel(d, f);
+        return;
+    }
+    if (f->stage == F_GPU) {            /* in GPU memory: its copy completes */
+        res_event_wait(f->ev, &d->blocked_flight_s);
+        in_end(d, f);
+        return;
+    }
+    if (f->stage == F_IO) {
+        io_wait(d, f);                  /* (the staging chunk is being written) */
+        if (!in_read(d, f))
+            return;                     /* (failed: dropped) */
+    }
+    in_drop(d, f);                      /* on NVMe it stays */
+}
+
+void res_nvme_flights_poll(res_dev_t *d)
+{
+    nvfl_t *mine[RES_NVME_STAGES];
+    int queued = 0;
+    reap(0);
+    unsigned n = fl_mine(d, mine);
+    for (unsigned k = 0; k < n; k++) {
+        nvfl_t *f = mine[k];
+        if (!fl_still(d, f))
+            continue;
+        if (f->out)
+            queued += out_step(d, f);
+        else
+            in_step(d, f);
+    }
+    if (queued)
+        nvme_submit(res_nvme_area());
+}
+
+void res_nvme_flights_drain(res_dev_t *d)
+{
+    nvfl_t *mine[RES_NVME_STAGES];
+    unsigned n = fl_mine(d, mine);
+    for (unsigned k = 0; k < n; k++) {
+        nvfl_t *f = mine[k];
+        if (fl_still(d, f) && !f->cancelled)
+            res_nvme_flight_settle(d, f->ci, 0);
+        if (fl_still(d, f) && f->stage == F_COPY) {     /* (its copy uses d's context) */
+            res_event_wait(f->ev, &d->blocked_flight_s);
+            out_step(d, f);
+        }
+    }
+    res_nvme_flights_poll(d);
+}
+
+void res_plan_nvme_stats(void)
+{
+    if (!res_policy_plan || pn.out_issued + pn.in_issued == 0)
+        return;
+    shim_log_plain("NVMe plan: moves to NVMe %llu (completed %llu, cancelled %llu, failed %llu); "
+                   "reads ahead %llu (completed %llu, waited for %llu, dropped %llu)",
+                   (unsigned long long)pn.out_issued, (unsigned long long)pn.out_done,
+                   (unsigned long long)pn.out_cancelled, (unsigned long long)pn.out_failed,
+                   (unsigned long long)pn.in_issued, (unsigned long long)pn.in_done,
+                   (unsigned long long)pn.in_waited, (unsigned long long)pn.in_dropped);
+}
