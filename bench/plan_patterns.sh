@@ -13,7 +13,11 @@
 # The lower bound is max(the unlimited iteration, the planner's bound: bytes that must move /
 # link bandwidth, from its log line); the prediction is the planner's cost model.  Every run
 # under the shim must print the digest of the same job without it, or the figures are void.
-# The runs go two at a time (virtual time does not depend on the host's load).
+# The runs go two at a time (virtual time does not depend on the host's load; the planned
+# engine's asynchronous moves make its figures vary by a few per cent from run to run).
+# PLAN_PATTERNS picks some of the patterns (default: layers chain small); PLAN_PATTERNS_MACHINE
+# another machine model.  Where the shim made no plan, its reason is printed and the planned
+# column is the reactive engine's fallback.
 set -u
 build=${BUILD:-build}
 sim=$build/bin/elixir-sim
@@ -101,6 +105,11 @@ bound() {
 }
 # The plan's statistics line of a run: plans, re-plans, operations foreseen and not.
 plan_line() { sed -n 's/^.*device 0: plan: //p' "$tmp/$1-$s2.err" | head -1; }
+# plan_off NAME: why the shim made no plan, from its log, or nothing.
+plan_off() {
+    sed -n 's/.*device 0: \(.*the plan is off.*\|no plan for .*\)$/\1/p' "$tmp/$1-$s2.err" |
+        head -1
+}
 # unforeseen_per_iter NAME: operations the plan did not foresee per steady iteration (the
 # copies of the final download, the same in both runs, drop out).
 unforeseen_per_iter() {
@@ -143,7 +152,7 @@ row() {
 }
 
 measure() {
-    local pattern=$1 peak frac pol
+    local pattern=$1 peak frac pol off
     pair "$pattern-plain" "$pattern"
     pair "$pattern-full" "$pattern" LD_PRELOAD="$shim"
     peak=$(gpu_peak "$pattern-full-$s2")
@@ -166,6 +175,8 @@ measure() {
     for frac in 2 4 8; do
         echo "  1/$frac, $s2 iterations: $(plan_line "$pattern-plan-$frac"); operations not" \
              "foreseen per steady iteration $(unforeseen_per_iter "$pattern-plan-$frac")"
+        off=$(plan_off "$pattern-plan-$frac")
+        [ -z "$off" ] || echo "    no plan: $off"
     done
 }
 
