@@ -21,10 +21,10 @@
  *           in the forward pass and freed in the backward pass, then an optimizer step.
  *           Flops: forward 2 T P + 4 T S d (the matrix products and the attention scores),
  *           backward twice that (split between the data and the weight gradients).
- *   chain   a long chain with large activations (CNN-like): 32 convolutions of 3 x 3 x 128 x
+ *   chain   a long chain with large activations (CNN-like): 28 convolutions of 3 x 3 x 128 x
  *           128 (576 KiB of fp32 weights, with gradients and momentum: small tensors) on
- *           feature maps of 16384 pixels in bf16 (4 MiB each), all saved for the backward
- *           pass.  Flops: forward 2 x pixels x 9 x 128 x 128, backward twice that.
+ *           feature maps of 24 x 32 x 32 pixels in bf16 (6 MiB each), all saved for the
+ *           backward pass.  Flops: forward 2 x pixels x 9 x 128 x 128, backward twice that.
  *   small   many small tensors: 640 parameters of 16 KiB to 1 MiB (log-uniform, fixed seed),
  *           each with a saved activation of a quarter of its size allocated in the forward
  *           pass and a gradient of that size allocated and freed in the backward pass (1,280
@@ -315,7 +315,7 @@ static void layers_finish(void)
 
 /* ---------------------------------------------------------------- a long chain */
 
-enum { C_LAYERS = 32, C_CH = 128, C_PIXELS = 16384, C_IN_CH = 3 };
+enum { C_LAYERS = 28, C_CH = 128, C_PIXELS = 24 * 32 * 32, C_IN_CH = 3 };
 
 static struct {
     arg_t w[C_LAYERS], g[C_LAYERS], m[C_LAYERS], image, loss;
@@ -440,7 +440,7 @@ static const struct {
     { "layers", { layers_setup, layers_iteration, layers_finish,
                   "16 layers of 8 x 256^2 parameters (2 MiB), 4096 tokens" } },
     { "chain", { chain_setup, chain_iteration, chain_finish,
-                 "32 convolutions 3x3x128x128, 16384 pixels in bf16 (4 MiB per activation)" } },
+                 "28 convolutions 3x3x128x128, 24576 pixels in bf16 (6 MiB per activation)" } },
     { "small", { small_setup, small_iteration, small_finish,
                  "640 parameters of 16 KiB-1 MiB, an activation and a gradient each" } },
 };
