@@ -183,8 +183,10 @@ test:
 endif
 	$(Q)BUILD=$(BUILD) SANITIZE=$(SANITIZE) $(RUNNER) $(TEST_ONLY)
 
+# A bench program with a script of its name (bench/NAME.sh) is run by that script only.
 bench: all
-	$(Q)for b in $(BENCHES); do LD_LIBRARY_PATH=$(BUILD)/sim $$b || exit 1; done
+	$(Q)for b in $(BENCHES); do [ -e bench/$${b##*/}.sh ] || \
+	    LD_LIBRARY_PATH=$(BUILD)/sim $$b || exit 1; done
 	$(Q)for s in bench/*.sh; do BUILD=$(BUILD) PYTHON=$(PYTHON) bash $$s || exit 1; done
 
 # The checks that need an NVIDIA GPU and its driver (tools/gpu/check.sh): outputs in
