@@ -14,10 +14,10 @@ sim_setup
 sim_tmpdir
 JOB=(--layers 2 --width 256 --heads 4 --seq 16 --batch 2 --vocab 512 --steps 6)
 
-# mib FILE: MiB moved both ways, from the shim's statistics.
+# mib FILE: MiB moved both ways: migrations (of one 2 MiB chunk each) in the statistics.
 mib() {
-    sed -n 's/.*to host [0-9]* (\([0-9]*\) MiB), to GPU [0-9]* (\([0-9]*\) MiB).*/\1 \2/p' \
-        "$1" | awk '{ print $1 + $2; exit }'
+    sed -n 's/.*migrations to host \([0-9]*\) (.*), to GPU \([0-9]*\) (.*/\1 \2/p' \
+        "$1" | awk '{ print 2 * ($1 + $2); exit }'
 }
 
 for mode in per-tensor pooled; do
