@@ -14,6 +14,8 @@
  * record waits for nothing and nothing waits for it but the shim's queries, and on the legacy
  * stream, whose operations synchronise with every blocking stream, the two records sit
  * directly before and after an operation of that stream, which synchronises the same way.
+ * The per-thread default stream takes records as any blocking stream does (named as the
+ * operation's hook named it: cuEventRecord_ptsz for a _ptsz/_ptds call).
  * Not timed (dur_ns 0, counted in the plan's log line): operations of another context than
  * the arena's (their events would be that context's, which the application may destroy),
  * operations the driver refused, a copy during whose driver call (the device's lock dropped)
