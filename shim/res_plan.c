@@ -287,8 +287,11 @@ static int64_t record(res_dev_t *d, res_plan_t *p, int kind, uintptr_t what, con
 /* The machine the plan is for: d's budgets; the host link's rate each way measured from the
  * profiled iteration's migrations (res_plan_time.c) where enough bytes went that way, else
  * the default, and the duplex limit DUPLEX_RATIO times the faster way (migrations never run
- * both ways at once: not measured); a fixed 10 us per transfer (an assumption); mapping costs
- * as the simulator charges them. */
+ * both ways at once: not measured); a fixed 10 us per transfer (an assumption).  Mapping:
+ * every chunk is a physical handle of its own, and a move remaps chunk by chunk (unmap, map,
+ * set access), so a move of n chunks costs n times one handle's calls, about 66 us on an H100
+ * (docs/simulator.md: nearly all of it per handle, as pytorch/pytorch PR 96995 found), and
+ * only about 1 us per call whatever it spans. */
 static pol_machine_t machine(const res_dev_t *d, const res_ptime_report_t *tr)
 {
     pol_machine_t m = { .chunk = d->chunk, .copy_engines = 1 };
@@ -298,8 +301,8 @@ static pol_machine_t machine(const res_dev_t *d, const res_ptime_report_t *tr)
     double to = tr->link_gbs[0] > 0 ? tr->link_gbs[0] : LINK_GBS;
     double from = tr->link_gbs[1] > 0 ? tr->link_gbs[1] : LINK_GBS;
     m.link[POL_HOST] = (pol_link_t){ to, from, DUPLEX_RATIO * (to > from ? to : from), 10.0 };
-    m.map_us_per_call = 30.0;
-    m.map_us_per_chunk = 33.0;
+    m.map_us_per_call = 1.0;
+    m.map_us_per_chunk = 65.0;
     return m;
 }
 
