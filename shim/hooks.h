@@ -273,6 +273,8 @@
     X(cuEventQuery, cuEventQuery, 2000, )                                                       \
     X(cuEventSynchronize, cuEventSynchronize, 2000, )                                           \
     X(cuEventDestroy_v2, cuEventDestroy, 4000, )                                                \
+    X(cuEventElapsedTime_v2, cuEventElapsedTime, 12080, )                                       \
+    X(cuEventElapsedTime, cuEventElapsedTime, 2000, )                                           \
     X(cuFuncGetParamInfo, cuFuncGetParamInfo, 12040, )                                          \
     X(cuKernelGetParamInfo, cuKernelGetParamInfo, 12040, )                                      \
     X(cuMemcpyDtoDAsync_v2, cuMemcpyDtoDAsync, 3020, )                                          \

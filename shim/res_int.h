@@ -130,6 +130,7 @@ typedef struct pend {
 } pend_t;
 
 struct res_plan;
+typedef struct res_ptime res_ptime_t;
 
 /* A free that waits for an event recorded on the freeing stream (cuMemFreeAsync). */
 typedef struct deferred {
@@ -237,6 +238,7 @@ typedef struct res_dev {
     pend_t *pend;
     uint32_t npend, cap_pend;
     struct res_plan *plan;          /* NULL: ELIXIR_POLICY=reactive, or not planned yet */
+    res_ptime_t *ptime;             /* the profile's device times (res_plan_time.c) */
     uint64_t prefetches, evictions_async, flights_cancelled, flights_waited;
     double blocked_flight_s;        /* host waits for moves in flight */
 } res_dev_t;
@@ -329,6 +331,8 @@ typedef struct collect {
     void *foreign;
     uint32_t fenced;                /* bit i: device i's lock held for a graph launch, whose
                                      * fence it gets at the end (res_launch.c) */
+    uint32_t timed, timed_gen;      /* 1 + the profiled operation this is, to be timed, and
+                                     * its profile (res_plan_time.c); 0: none */
 } collect_t;
 _Static_assert(MAX_DEVICES <= 32, "collect_t.fenced has a bit per device");
 
@@ -626,8 +630,9 @@ extern int res_policy_plan;
  * memset (NULL for a launch), whose operands say which chunks it reads and writes. */
 void res_plan_op(res_dev_t *d, collect_t *k, int kind, uintptr_t what, const shim_copy_t *c,
                  CUstream s, int ptds);
-/* The fast launch path's form: chunks ids[0, n) of a launch of f on s. */
-void res_plan_fast(res_dev_t *d, CUfunction f, const uint32_t *ids, unsigned n, CUstream s);
+/* The fast launch path's form: chunks ids[0, n) of a launch of f on s (of context ctx). */
+void res_plan_fast(res_dev_t *d, CUcontext ctx, CUfunction f, const uint32_t *ids, unsigned n,
+                   CUstream s);
 /* A host synchronisation or a host <-> device copy: a barrier for the iteration detector. */
 void res_plan_barrier(void);
 /* An allocation of the arena on d (d locked): [base, +bytes), and one freed. */
@@ -636,6 +641,46 @@ void res_plan_free(res_dev_t *d, uint64_t base);
 /* d's plan and profile go (d locked: its context is lost, or the process ends). */
 void res_plan_drop(res_dev_t *d);
 void res_plan_stats(const res_dev_t *d);
+
+/* ---------------------------------------------------------------- res_plan_time.c */
+/* A profile of d begins (d locked): its operations are timed from now (any earlier profile's
+ * events are destroyed).  res_ptime_close: its events destroyed, nothing more is timed;
+ * res_ptime_drop: that, and its memory freed (d's context is about to go). */
+void res_ptime_open(res_dev_t *d);
+void res_ptime_close(res_dev_t *d);
+void res_ptime_drop(res_dev_t *d);
+/* Operation k is the profile's operation i (d locked; res_plan_op): it is timed when its
+ * enqueue comes (k->timed).  res_ptime_before: right before the driver call, its first event
+ * recorded on stream s (ptds: the _ptsz ABI), unless it cannot be timed (k->timed cleared);
+ * res_ptime_after: right after the driver returned r, its second (d locked). */
+void res_ptime_op(res_dev_t *d, collect_t *k, uint32_t i);
+void res_ptime_before(res_dev_t *d, collect_t *k, CUstream s, int ptds);
+void res_ptime_after(res_dev_t *d, collect_t *k, CUresult r, CUstream s, int ptds);
+/* The fast launch path's profiled operation i (context ctx) about to be enqueued on s (d
+ * locked); its end is res_plan_fast_done (shim.h). */
+void res_ptime_fast(res_dev_t *d, uint32_t i, CUcontext ctx, CUstream s);
+/* The profile has ended (d locked): 1 when its times can be read, every event complete or
+ * planning put off long enough; 0 to put planning off by an iteration. */
+int res_ptime_ready(res_dev_t *d);
+/* What res_ptime_fill measured: operations timed, estimated from timed ones with their
+ * signature, and left at 0; migration bytes each way ([0] to the GPU) and the rate measured
+ * from them, GB/s (0: too few bytes). */
+typedef struct res_ptime_report {
+    uint64_t timed, estimated, untimed;
+    uint64_t link_bytes[2];
+    double link_gbs[2];
+} res_ptime_report_t;
+/* The profile's times into ops[i].dur_ns (sig: the operations' signatures), its link figures
+ * into *rep; then res_ptime_close (d locked). */
+struct pol_op;
+void res_ptime_fill(res_dev_t *d, struct pol_op *ops, const uint64_t *sig, size_t nops,
+                    res_ptime_report_t *rep);
+/* Around a migration's copy on d->stream (d locked): res_ptime_link_begin just before it is
+ * enqueued (1: timed), res_ptime_link_wait after the driver returned r for it, which makes
+ * the host wait for the copy as the migration does (cuStreamSynchronize) and returns the
+ * result; to_gpu: its direction. */
+int res_ptime_link_begin(res_dev_t *d);
+CUresult res_ptime_link_wait(res_dev_t *d, int timed, CUresult r, int to_gpu);
 
 /* ---------------------------------------------------------------- res_launch.c */
 /* Release the holds of other devices' operations on d's chunks (d locked) whose operations

@@ -45,6 +45,7 @@ static SHIM_ALWAYS_INLINE collect_t *collect_open(res_dev_t *d, CUcontext ctx)
     k->n = 0;
     k->cap = INLINE_IDS;
     k->unknown = k->capturing = k->away = 0;
+    k->timed = 0;
     shim_lock(&d->lock);
     k->serial = next_serial(d);
     return k;
@@ -1045,6 +1046,8 @@ CUresult res_launch_begin(shim_launch_t *l)
             r = CUDA_ERROR_OUT_OF_MEMORY;
             d->refused++;
         }
+        if (SHIM_UNLIKELY(k->timed) && r == CUDA_SUCCESS)
+            res_ptime_before(d, k, l->stream, shim_hook_per_thread[l->hook]);
     }
     relax_end(rx);
     return r;
@@ -1083,7 +1086,7 @@ shim_lock_t *res_launch_fast(CUfunction f, void **params, CUstream s, int ptds, 
         return NULL;
     }
     if (SHIM_UNLIKELY(res_policy_plan))
-        res_plan_fast(d, f, ids, n, s);
+        res_plan_fast(d, ctx, f, ids, n, s);
     res_use_tick(d, ids, n, 0, (int)me - 1);
     return &d->lock;
 }
@@ -1093,6 +1096,11 @@ shim_lock_t *res_launch_fast(CUfunction f, void **params, CUstream s, int ptds, 
 static SHIM_ALWAYS_INLINE void op_end(collect_t *k, CUresult r, CUstream s, shim_hook_t h)
 {
     foreign_t *f = k->foreign;
+    if (SHIM_UNLIKELY(k->timed)) {
+        relax_t rx = relax_begin();
+        res_ptime_after(k->d, k, r, s, shim_hook_per_thread[h]);
+        relax_end(rx);
+    }
     if (r == CUDA_SUCCESS && !k->capturing) {
         relax_t rx = relax_begin();
         res_finish(k->d, k, s, shim_hook_per_thread[h]);
@@ -1357,6 +1365,8 @@ CUresult res_copy_begin(shim_copy_t *c)
         r = CUDA_ERROR_OUT_OF_MEMORY;
         d->refused++;
     }
+    if (k && SHIM_UNLIKELY(k->timed) && r == CUDA_SUCCESS)
+        res_ptime_before(d, k, c->stream, ptds);
     relax_end(rx);
     if (!k)
         return r;

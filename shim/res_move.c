@@ -858,6 +858,9 @@ int res_park_drop(res_dev_t *d)
 
 /* ---------------------------------------------------------------- migration */
 
+/* Each copy below is enqueued on d->stream and waited for by the host at once; while the plan
+ * profiles an iteration, two events around it time the link (res_ptime_link_*). */
+
 /* Host memory mapped: copy chunk ci into new memory of `tier`, through its shadow mapping
  * (made now if it has none), else mapped at the staging address, then swap the mappings under
  * the chunk's own address; *h receives the new memory. */
@@ -878,9 +881,9 @@ static CUresult swap_mapped(res_dev_t *d, uint32_t ci, int tier, CUmemGenericAll
     int staged = dst == 0;
     dst = staged ? d->staging : dst;
     res_wait_idle(d, c, &d->blocked_s);
+    int timed = res_ptime_link_begin(d);
     r = DRV(cuMemcpyDtoDAsync_v2)(dst, va, d->chunk, d->stream);
-    if (r == CUDA_SUCCESS)
-        r = DRV(cuStreamSynchronize)(d->stream);
+    r = res_ptime_link_wait(d, timed, r, tier == TIER_GPU);
     if (staged)
         DRV(cuMemUnmap)(d->staging, d->chunk);
     int mapped_new = 0;
@@ -916,9 +919,9 @@ static CUresult unmap_out(res_dev_t *d, uint32_t ci, CUmemGenericAllocationHandl
     if (r != CUDA_SUCCESS)
         return r;
     res_wait_idle(d, &d->chunks[ci], &d->blocked_s);
+    int timed = res_ptime_link_begin(d);
     r = DRV(cuMemcpyDtoHAsync_v2)(piece(*h), va, d->chunk, d->stream);
-    if (r == CUDA_SUCCESS)
-        r = DRV(cuStreamSynchronize)(d->stream);
+    r = res_ptime_link_wait(d, timed, r, 0);
     if (r == CUDA_SUCCESS)
         r = DRV(cuMemUnmap)(va, d->chunk);
     if (r != CUDA_SUCCESS)
@@ -934,9 +937,9 @@ static CUresult map_in(res_dev_t *d, uint32_t ci, CUmemGenericAllocationHandle *
     CUresult r = res_map_new(d, TIER_GPU, va, h);
     if (r != CUDA_SUCCESS)
         return r;
+    int timed = res_ptime_link_begin(d);
     r = DRV(cuMemcpyHtoDAsync_v2)(va, piece(d->chunks[ci].phys), d->chunk, d->stream);
-    if (r == CUDA_SUCCESS)
-        r = DRV(cuStreamSynchronize)(d->stream);
+    r = res_ptime_link_wait(d, timed, r, 1);
     if (r != CUDA_SUCCESS) {
         DRV(cuMemUnmap)(va, d->chunk);       /* the host piece stays authoritative */
         res_phys_put(d, TIER_GPU, *h);

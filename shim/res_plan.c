@@ -17,9 +17,14 @@
  * chunk); those allocated inside it by their allocation order within the iteration and their
  * size, so that the plan applies when the next iteration's allocation lands elsewhere.
  * Access: a launch reads and writes what it reaches; a copy reads its source and writes its
- * destination, overwriting the chunks it covers whole, as a memset does.  Device times are
- * not measured here (0: the cost model counts no compute), so the planner's prediction is a
- * transfer-only figure.
+ * destination, overwriting the chunks it covers whole, as a memset does.  Each operation's
+ * device time is measured with events around it, and the host link's rate each way from the
+ * reactive engine's migrations in that iteration (res_plan_time.c).
+ *
+ * Planning.  At the start of the next iteration, once the profile's events have completed
+ * (planning is put off by an iteration while some have not: res_plan_time.c), the profile is
+ * planned (policy/) on the machine of d's budgets, the measured times and link (machine());
+ * the log says what was measured and what the plan predicts.
  *
  * Execution.  From the iteration after the profiled one, each operation is matched against
  * the plan by position (a cursor) and signature; a match issues the moves the plan puts
@@ -32,6 +37,7 @@
  * planned again (one odd iteration, such as an evaluation pass, keeps the plan).
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -58,7 +64,7 @@ static struct {
     _Atomic int64_t cur;        /* the iteration in progress, -1 before the first */
 } det = { .lock = SHIM_LOCK_INIT, .cur = -1 };
 
-enum { P_WAIT, P_REC, P_EXEC, P_OFF };
+enum { P_WAIT, P_REC, P_TIME, P_EXEC, P_OFF };    /* P_TIME: the profile's times awaited */
 
 typedef struct res_plan {
     int state;
@@ -246,9 +252,9 @@ static uint64_t signature(int kind, uintptr_t what, size_t n)
     return h ^ ((uint64_t)n << 32);
 }
 
-/* Operation (kind, what) reaching ids[0, n) on s, appended to the profile. */
-static void record(res_dev_t *d, res_plan_t *p, int kind, uintptr_t what, const uint32_t *ids,
-                   size_t n, const shim_copy_t *c, CUstream s)
+/* Operation (kind, what) reaching ids[0, n) on s, appended to the profile: its index, or -1. */
+static int64_t record(res_dev_t *d, res_plan_t *p, int kind, uintptr_t what, const uint32_t *ids,
+                      size_t n, const shim_copy_t *c, CUstream s)
 {
     size_t start = p->nrefs, cap = p->cap_ops;
     if (p->nops >= MAX_PROFILE_OPS ||
@@ -258,32 +264,56 @@ static void record(res_dev_t *d, res_plan_t *p, int kind, uintptr_t what, const 
         p->state = P_OFF;
         SHIM_WARN(RES, "device %d: the iteration is too long to profile; the plan is off",
                   d->device);
-        return;
+        return -1;
     }
     int64_t nr = refs_of(d, p, ids, n, c);
     if (nr < 0) {
         p->state = P_OFF;
-        return;
+        return -1;
     }
     p->ops[p->nops] = (pol_op_t){ stream_no(p, s), (uint32_t)start, (uint32_t)nr, 0 };
-    p->sig[p->nops++] = signature(kind, what, n);
+    p->sig[p->nops] = signature(kind, what, n);
+    return (int64_t)p->nops++;
 }
 
 /* ---------------------------------------------------------------- planning */
 
-/* The machine the plan is for: d's budgets, PCIe figures of an H100's link (measured by
- * nobody here: defaults), mapping costs as the simulator charges them. */
-static pol_machine_t machine(const res_dev_t *d)
+/* The host link's defaults: GB/s each way of a PCIe 4.0 x16 link, and both ways together as a
+ * ratio to one way: an A100 there moved 25 GB/s each way alone, 36 together (24 + 12; the
+ * nvbandwidth measurements of NVIDIA/nvbandwidth issues 11 and 53, as docs/simulator.md). */
+#define LINK_GBS 25.0
+#define DUPLEX_RATIO (36.0 / 25.0)
+
+/* The machine the plan is for: d's budgets; the host link's rate each way measured from the
+ * profiled iteration's migrations (res_plan_time.c) where enough bytes went that way, else
+ * the default, and the duplex limit DUPLEX_RATIO times the faster way (migrations never run
+ * both ways at once: not measured); a fixed 10 us per transfer (an assumption).  Mapping:
+ * every chunk is a physical handle of its own, and a move remaps chunk by chunk (unmap, map,
+ * set access), so a move of n chunks costs n times one handle's calls, about 66 us on an H100
+ * (docs/simulator.md: nearly all of it per handle, as pytorch/pytorch PR 96995 found), and
+ * only about 1 us per call whatever it spans. */
+static pol_machine_t machine(const res_dev_t *d, const res_ptime_report_t *tr)
 {
     pol_machine_t m = { .chunk = d->chunk, .copy_engines = 1 };
     uint64_t other = d->app_used + d->pool_used;
     m.cap[POL_GPU] = d->gpu_budget > other ? d->gpu_budget - other : d->chunk;
     m.cap[POL_HOST] = atomic_load(&res_host.budget);
-    m.link[POL_HOST] = (pol_link_t){ 25.0, 25.0, 40.0, 10.0 };
-    m.map_us_per_call = 30.0;
-    m.map_us_per_chunk = 33.0;
+    double to = tr->link_gbs[0] > 0 ? tr->link_gbs[0] : LINK_GBS;
+    double from = tr->link_gbs[1] > 0 ? tr->link_gbs[1] : LINK_GBS;
+    m.link[POL_HOST] = (pol_link_t){ to, from, DUPLEX_RATIO * (to > from ? to : from), 10.0 };
+    m.map_us_per_call = 1.0;
+    m.map_us_per_chunk = 65.0;
     res_plan_nvme_machine(d, &m);
     return m;
+}
+
+/* "measured, N MiB" or "default" for the log: the host link's rate in direction dir. */
+static const char *link_source(const res_ptime_report_t *tr, int dir, char *buf, size_t len)
+{
+    if (tr->link_gbs[dir] <= 0)
+        return tr->link_bytes[dir] ? "default: too few bytes moved" : "default";
+    snprintf(buf, len, "measured over %llu MiB", (unsigned long long)(tr->link_bytes[dir] >> 20));
+    return buf;
 }
 
 /* The profile's lives made whole before planning.  A buffer allocated before the iteration
@@ -315,9 +345,11 @@ static void lives(res_plan_t *p)
 
 static void plan_now(res_dev_t *d, res_plan_t *p)
 {
+    res_ptime_report_t tr;
+    res_ptime_fill(d, p->ops, p->sig, p->nops, &tr);
     pol_input_t in = { p->ops, p->nops, p->refs, p->nrefs, p->bufs, p->nbufs, p->nstreams,
-                       machine(d) };
-    char err[160];
+                       machine(d, &tr) };
+    char err[160], src[2][48];
     plan_clear(p);
     lives(p);
     for (uint32_t b = 0; b < p->nbufs; b++)
@@ -373,6 +405,18 @@ static void plan_now(res_dev_t *d, res_plan_t *p)
               (unsigned long long)(pr->bytes[POL_HOST][0] >> 20),
               (unsigned long long)(pr->bytes[POL_HOST][1] >> 20),
               pr->iter_ns / 1e6, pr->compute_ns / 1e6, pr->bound_ns / 1e6);
+    SHIM_INFO(RES, "device %d: the plan's machine: %llu operations timed, %llu estimated from "
+              "timed ones of their kernel, %llu untimed (0); host link %.1f GB/s to the GPU (%s), "
+              "%.1f GB/s back (%s), %.1f GB/s both ways; its choice: lookahead %u, extents of up "
+              "to %u chunks, %llu MiB pinned; per iteration %.3f ms of host mapping calls, %.3f ms "
+              "of operations waiting for moves", d->device,
+              (unsigned long long)tr.timed, (unsigned long long)tr.estimated,
+              (unsigned long long)tr.untimed, in.m.link[POL_HOST].to_gpu_gbs,
+              link_source(&tr, 0, src[0], sizeof(src[0])), in.m.link[POL_HOST].from_gpu_gbs,
+              link_source(&tr, 1, src[1], sizeof(src[1])), in.m.link[POL_HOST].duplex_gbs,
+              p->plan->knobs.lookahead, p->plan->knobs.extent_chunks,
+              (unsigned long long)(p->plan->knobs.pin_bytes >> 20), pr->map_ns / 1e6,
+              pr->stall_ns / 1e6);
     p->state = P_EXEC;
     p->cursor = p->mism = p->after_of = 0;
 }
@@ -450,11 +494,15 @@ static void iteration(res_dev_t *d, res_plan_t *p, int64_t it)
         if (++p->waited >= 2) {         /* (the first iteration allocates) */
             profile_clear(p);
             memset(p->buf_of, 0, arena_chunk_count(d->arena) * sizeof(*p->buf_of));
+            res_ptime_open(d);
             p->state = P_REC;
         }
         break;
     case P_REC:
-        plan_now(d, p);
+    case P_TIME:                        /* (planned once the profile's times are in) */
+        p->state = P_TIME;
+        if (res_ptime_ready(d))
+            plan_now(d, p);
         break;
     case P_EXEC:
         p->mism += p->cursor < p->nops ? p->nops - p->cursor : 0;
@@ -468,6 +516,7 @@ static void iteration(res_dev_t *d, res_plan_t *p, int64_t it)
             plan_clear(p);
             profile_clear(p);
             memset(p->buf_of, 0, arena_chunk_count(d->arena) * sizeof(*p->buf_of));
+            res_ptime_open(d);
             p->state = P_REC;
         }
         p->cursor = p->mism = p->after_of = 0;
@@ -492,20 +541,22 @@ static res_plan_t *plan_of(res_dev_t *d)
     return p;
 }
 
-/* The common part of res_plan_op and res_plan_fast. */
-static void plan_step(res_dev_t *d, int kind, uintptr_t what, const uint32_t *ids, size_t n,
-                      const shim_copy_t *c, CUstream s, uint32_t serial)
+/* The common part of res_plan_op and res_plan_fast: the operation's index in the profile
+ * when it was recorded, else -1. */
+static int64_t plan_step(res_dev_t *d, int kind, uintptr_t what, const uint32_t *ids, size_t n,
+                         const shim_copy_t *c, CUstream s, uint32_t serial)
 {
     res_plan_t *p = plan_of(d);
     if (!p || p->state == P_OFF)
-        return;
+        return -1;
     int64_t it = atomic_load(&det.cur);
     if (it != p->iter)
         iteration(d, p, it);
     if (p->state == P_REC)
-        record(d, p, kind, what, ids, n, c, s);
-    else if (p->state == P_EXEC)
+        return record(d, p, kind, what, ids, n, c, s);
+    if (p->state == P_EXEC)
         follow(d, p, signature(kind, what, n), serial);
+    return -1;
 }
 
 /* Chunks of operation k with moves in flight are settled before it is enqueued on s. */
@@ -537,15 +588,20 @@ void res_plan_op(res_dev_t *d, collect_t *k, int kind, uintptr_t what, const shi
     }
     if (k->capturing || k->unknown)
         return;                         /* (not part of an iteration the plan can follow) */
-    plan_step(d, kind, what, k->ids, k->n, c, s, k->serial);
+    int64_t i = plan_step(d, kind, what, k->ids, k->n, c, s, k->serial);
+    if (i >= 0)
+        res_ptime_op(d, k, (uint32_t)i);
 }
 
-void res_plan_fast(res_dev_t *d, CUfunction f, const uint32_t *ids, unsigned n, CUstream s)
+void res_plan_fast(res_dev_t *d, CUcontext ctx, CUfunction f, const uint32_t *ids, unsigned n,
+                   CUstream s)
 {
     detect_launch(f);
     if (d->nflights || d->npend || d->nvme_flights)
         res_flights_poll(d);
-    plan_step(d, PLAN_LAUNCH, (uintptr_t)f, ids, n, NULL, s, d->serial);
+    int64_t i = plan_step(d, PLAN_LAUNCH, (uintptr_t)f, ids, n, NULL, s, d->serial);
+    if (i >= 0)
+        res_ptime_fast(d, (uint32_t)i, ctx, s);
 }
 
 /* Allocations of whole chunks (not a slab's) are the buffers born and dying in an iteration. */
@@ -594,6 +650,7 @@ void res_plan_free(res_dev_t *d, uint64_t base)
 void res_plan_drop(res_dev_t *d)
 {
     res_plan_t *p = d->plan;
+    res_ptime_drop(d);
     if (!p)
         return;
     plan_clear(p);

@@ -313,6 +313,11 @@ void res_launch_end(shim_launch_t *l, CUresult r);
  */
 struct shim_lock *res_launch_fast(CUfunction f, void **params, CUstream s, int ptds,
                                   int traced);
+/* While res_ptime_fast_on is not 0, some device times a fast launch of the iteration the
+ * plan profiles (res_plan_time.c): the wrapper calls res_plan_fast_done(lock, r) once the
+ * driver returned r for its launch, before it releases the lock res_launch_fast returned. */
+extern _Atomic int res_ptime_fast_on;
+void res_plan_fast_done(struct shim_lock *fast, CUresult r);
 CUresult res_copy_begin(shim_copy_t *c);
 void res_copy_end(shim_copy_t *c, CUresult r);
 /* Around a stream memory operation on stream s (ptds: the _ptsz ABI) naming the words at

@@ -9,7 +9,7 @@
  * usual launch (kernelParams, untraced) first tries residency's fast path, res_launch_fast,
  * which needs no descriptor and gives way to launch_begin whenever anything has to be done;
  * when it takes the launch, it returns the device's lock, which the wrapper drops after the
- * driver call.
+ * driver call (launch_fast_end).
  * While a trace is recorded (one test of shim_trace_on) the wrapper takes the traced path
  * instead: the tracer gives the launch its id before residency (whose migrations name it as
  * their cause), starts its device timing just before the driver call (inside the profiled
@@ -45,6 +45,15 @@ static SHIM_ALWAYS_INLINE shim_lock_t *launch_fast(shim_launch_t l)
                : NULL;
 }
 
+/* After the driver returned r for a launch that res_launch_fast took: its lock released (its
+ * time taken first while the plan profiles the iteration). */
+static SHIM_ALWAYS_INLINE void launch_fast_end(shim_lock_t *fast, CUresult r)
+{
+    if (SHIM_UNLIKELY(atomic_load_explicit(&res_ptime_fast_on, memory_order_relaxed)))
+        res_plan_fast_done(fast, r);
+    shim_unlock(fast);
+}
+
 /* After the driver returned r for the launch; returns r unchanged. */
 static inline CUresult launch_end(shim_launch_t *l, CUresult r)
 {
@@ -66,7 +75,7 @@ static inline CUresult launch_end(shim_launch_t *l, CUresult r)
         if (!SHIM_TRACING()) {                                                                 \
             if ((fast = launch_fast(LAUNCH_DESC(sym, __VA_ARGS__)))) {                         \
                 CUresult r = real args;                                                        \
-                shim_unlock(fast);                                                             \
+                launch_fast_end(fast, r);                                                      \
                 return launch_logged(LAUNCH_DESC(sym, __VA_ARGS__), r);                        \
             }                                                                                  \
             shim_launch_t l = LAUNCH_DESC(sym, __VA_ARGS__);                                   \
@@ -82,7 +91,7 @@ static inline CUresult launch_end(shim_launch_t *l, CUresult r)
         shim_trace_launch_end(&l, r);                                                          \
         if (!fast)                                                                             \
             return launch_end(&l, r);                                                          \
-        shim_unlock(fast);                                                                     \
+        launch_fast_end(fast, r);                                                              \
         return launch_logged(l, r);                                                            \
     }
 

@@ -1,0 +1,151 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * shim_plan_times.c - the planned policy measures what its cost model needs in the profiled
+ * iteration: each operation's device time, and the host link's rate each way.
+ *
+ * A loop of identical iterations runs under libelixir.so with ELIXIR_POLICY=plan: six kernels
+ * whose modelled costs are known (sim_kernel_cost: 100, 200, ... 600 us of arithmetic, plus the
+ * simulator's 2 us launch latency each), a memset and a host-to-device copy from pinned memory
+ * (its bytes at the simulator's link rate) into the buffer the last kernel used (so that it is
+ * in GPU memory: a copy into a chunk kept in host memory does not cross the link), all on one
+ * stream, then a host synchronisation.
+ * The plan's log line must report the iteration's compute (the busiest stream's operations)
+ * as the modelled total, within 2% (an operation timed while its stream was idle also counts
+ * the simulator's 1 us of host time between the first event and the enqueue), with every
+ * operation timed.  Twice: with a GPU budget that holds everything (the launches take the
+ * fast path; no migration, so the link keeps its default figures, and the log says so), and
+ * with half of it (the launches take the general path, the reactive engine migrates 24 MiB
+ * each way per iteration): there the link's rates, set apart on the simulator (10 GB/s to the
+ * GPU, 20 back), must be measured within 3%.  The race checker fails either run on any race.
+ */
+#include "shim_test.h"
+#include "simtest.h"
+
+#define NBUF 6
+#define MIB (1ull << 20)
+#define BUF (4 * MIB)
+#define COPY (4 * MIB)
+#define ITERS 8
+#define H2D_GBS 10.0
+#define D2H_GBS 20.0
+
+static const char ptx[] =
+    ".version 8.0\n.target sm_90\n.address_size 64\n"
+    ".visible .entry busy(.param .f64 flops, .param .u64 p, .param .u64 n)\n{\n ret;\n}\n";
+
+SIM_KERNEL void busy(const sim_launch_t *l, void **params)
+{
+    void *p = *(void **)params[1];
+    uint64_t n = *(uint64_t *)params[2];
+    sim_kernel_access(p, n, SIM_ACCESS_READ | SIM_ACCESS_WRITE);
+    sim_kernel_cost(*(double *)params[0], 0);
+}
+
+/* Kernel i's arithmetic: (i + 1) * 100 us at the default machine's 51 TFLOP/s. */
+static double flops_of(int i)
+{
+    return 51e12 * 100e-6 * (i + 1);
+}
+
+/* The iteration's modelled device time, ms: the kernels (2 us of launch latency each), the
+ * memset of one buffer at 2000 GB/s and the copy at H2D_GBS. */
+static double modelled_ms(void)
+{
+    double ms = 0;
+    for (int i = 0; i < NBUF; i++)
+        ms += 2e-3 + flops_of(i) / 51e12 * 1e3;
+    return ms + BUF / 2000e9 * 1e3 + COPY / (H2D_GBS * 1e9) * 1e3;
+}
+
+static void scenario(void)
+{
+    CUdeviceptr buf[NBUF];
+    CUstream s;
+    void *host;
+    st_setup(0);
+    CUfunction fn = st_function(ptx, "busy");
+    CHECK_CU(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    CHECK_CU(cuMemAllocHost(&host, COPY));
+    memset(host, 7, COPY);
+    for (int i = 0; i < NBUF; i++)
+        CHECK_CU(cuMemAlloc(&buf[i], BUF));
+    for (int it = 0; it < ITERS; it++) {
+        for (int i = 0; i < NBUF; i++) {
+            double flops = flops_of(i);
+            uint64_t n = BUF;
+            void *args[] = { &flops, &buf[i], &n };
+            CHECK_CU(cuLaunchKernel(fn, 1, 1, 1, 1, 1, 1, 0, s, args, NULL));
+        }
+        CHECK_CU(cuMemsetD32Async(buf[NBUF - 1], (unsigned)it, BUF / 4, s));
+        CHECK_CU(cuMemcpyHtoDAsync(buf[NBUF - 1], host, COPY, s));
+        CHECK_CU(cuStreamSynchronize(s));
+    }
+    CHECK_CU(cuMemFreeHost(host));
+}
+
+/* The number after `key` in text (its first occurrence), or -1. */
+static double after(const char *text, const char *key)
+{
+    const char *p = strstr(text, key);
+    double v;
+    return p && sscanf(p + strlen(key), "%lf", &v) == 1 ? v : -1;
+}
+
+/* The number before `key` in text (its first occurrence), or -1. */
+static double before(const char *text, const char *key)
+{
+    const char *p = strstr(text, key);
+    while (p && p > text && p[-1] == ' ')
+        p--;
+    while (p && p > text && (p[-1] == '.' || (p[-1] >= '0' && p[-1] <= '9')))
+        p--;
+    return p ? after(p, "") : -1;
+}
+
+static void near(double got, double want, double tol, const char *what, const char *err)
+{
+    if (got < want * (1 - tol) || got > want * (1 + tol)) {
+        fprintf(stderr, "%s\n%s: expected %.3f (within %.0f%%), got %.3f\n", err, what, want,
+                tol * 100, got);
+        exit(1);
+    }
+}
+
+/* One run with GPU budget `budget`; paged: the reactive engine migrates in it. */
+static void run(const char *budget, int paged)
+{
+    char gpu[64];
+    snprintf(gpu, sizeof(gpu), "ELIXIR_GPU_MEMORY=%s", budget);
+    const char *env[] = { "ELIXIR_POLICY=plan", "ELIXIR_LOG=info", "ELIXIR_LOG_SUBSYS=RES",
+                          "ELIXIR_SIM_PCIE_H2D_GBPS=10", "ELIXIR_SIM_PCIE_D2H_GBPS=20", gpu,
+                          NULL };
+    sh_run_t r = sh_run_ok("scenario", env);
+    const char *line = strstr(r.err, "device 0: planned");
+    const char *mach = strstr(r.err, "the plan's machine:");
+    EXPECT(line && mach, "a plan and its machine in the log:\n%s", r.err);
+    double compute = after(line, " against ");
+    double timed = after(mach, "machine: "), untimed = before(mach, " untimed");
+    double to = after(mach, "host link "), from = before(mach, " GB/s back");
+    printf("budget %s: compute %.3f ms (modelled %.3f), %.0f operations timed, %.0f untimed; "
+           "link %.2f GB/s to the GPU, %.2f back\n", budget, compute, modelled_ms(), timed,
+           untimed, to, from);
+    near(compute, modelled_ms(), 0.02, "the profiled iteration's compute, ms", line);
+    EXPECT(timed >= NBUF + 2 && untimed == 0, "every operation timed:\n%s", mach);
+    if (paged) {
+        near(to, H2D_GBS, 0.03, "the link to the GPU, GB/s", mach);
+        near(from, D2H_GBS, 0.03, "the link back, GB/s", mach);
+    } else {
+        EXPECT(strstr(mach, "GB/s to the GPU (default)") && strstr(mach, "GB/s back (default)"),
+               "the link's default figures without migrations:\n%s", mach);
+    }
+    sh_run_free(&r);
+}
+
+int main(int argc, char **argv)
+{
+    sh_scenario_child(argc, argv, scenario);
+    run("64M", 0);
+    run("12M", 1);
+    printf("the plan's compute is the modelled device time; the link's rates are measured\n");
+    return 0;
+}
