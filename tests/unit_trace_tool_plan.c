@@ -80,7 +80,7 @@ static void pages(const char *trace)
     TT_JSON(r.out, "d['machine']['gpu_memory']", "8388608");
     tt_free(&r);
     r = plan(trace, "8M", "--pcie=50");
-    TT_LINE(r.out, "machine", "link 50.0 GB/s each way (75.0 both)");
+    TT_LINE(r.out, "machine", "link 50.0 GB/s each way (72.0 both)");
     TT_LINE(r.out, "host", "to GPU", "from GPU");
     tt_free(&r);
 }

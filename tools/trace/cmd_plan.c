@@ -25,13 +25,16 @@
 
 /* Defaults of the machine's figures (GB/s, microseconds), documented in --help. */
 #define PCIE_GBS      25.0             /* the simulator's h100-pcie model, each way */
-#define DUPLEX_RATIO  1.5              /* both ways together, relative to one way */
+#define DUPLEX_RATIO  (36.0 / 25.0)    /* both ways together, relative to one way (an A100's
+                                        * link, nvbandwidth issues 11 and 53; as the shim) */
 #define NVME_GBS      7.0              /* a PCIe 4.0 x4 drive, reading */
 #define NVME_WRITE    0.7              /* its writes, relative to its reads */
 #define LINK_LAT_US   10.0
 #define NVME_LAT_US   80.0
-#define MAP_CALL_US   50.0             /* unmap + map + set access of one extent */
-#define MAP_CHUNK_US  8.0              /* and per 2 MiB chunk of it */
+#define MAP_CALL_US   1.0              /* a move's mapping calls, whatever they span, and */
+#define MAP_CHUNK_US  65.0             /* unmap + map + set access per 2 MiB chunk: the shim
+                                        * remaps chunk by chunk, one handle each (about 66 us
+                                        * on an H100; docs/simulator.md) */
 
 static cli_opt_t plan_opts[] = {
     { "--gpu-memory", "SIZE", "GPU memory to plan for (default: the trace's GPU budget)", NULL },
