@@ -120,6 +120,7 @@ typedef struct flight {
     int in;
     CUmemGenericAllocationHandle other;
     use_event_t *ev;
+    uint64_t issued;                /* when tracing: the trace's clock when its copy was issued */
 } flight_t;
 
 /* Memory that a copy still reads or writes: back to its tier once ev completed. */

@@ -21,6 +21,17 @@ extern trc_rec_t *shim_trace_rec;
  * iterations); ev->time must be set. */
 void shim_trace_emit(const trc_event_t *ev);
 
+/* For the other files' hooks: enter returns 1 while recording (device described when first
+ * seen; shim_trace_exit must follow), 0 when not recording. */
+int shim_trace_enter(int device);
+void shim_trace_exit(void);
+
+/* ---------------------------------------------------------------- trace_plan.c */
+
+/* Emits a MAPPING record for every device with remaps since its last one (an iteration mark,
+ * and at exit while the recorder is still open). */
+void shim_trace_mapping_flush(void);
+
 /* ---------------------------------------------------------------- trace_name.c */
 
 /* The trace file's n-th name from the ELIXIR_TRACE pattern into out (cap bytes): %p is the

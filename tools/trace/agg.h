@@ -33,6 +33,14 @@ typedef struct tm_migration_totals {
 
 int tm_migration_totals(const tm_trace_t *t, tm_migration_totals_t *out);
 
+/* The same over the migrations the plan issued (TRC_MIG_PLANNED, 1.5) or over the others
+ * (the reactive engine's), with untimed: how many of them ran wholly outside the span of
+ * their device's kernels with device times (the profiled iterations), where nothing can
+ * count as hidden. */
+enum { TM_MIG_ALL, TM_MIG_PLANNED, TM_MIG_REACTIVE };
+int tm_migration_totals_of(const tm_trace_t *t, int which, tm_migration_totals_t *out,
+                           uint64_t *untimed);
+
 /* The most bytes of device `device`'s allocations live at once (the program's footprint on
  * it, wherever the bytes were), in *peak; -ENOMEM. */
 int tm_peak_allocated(const tm_trace_t *t, int32_t device, uint64_t *peak);
