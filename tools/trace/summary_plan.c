@@ -13,6 +13,11 @@
 #include <inttypes.h>
 #include <string.h>
 
+/* Plans listed per device, and devices listed (each costs a pass over the records: a
+ * damaged or hostile trace with many of either stays quick). */
+#define MAX_PLANS   8
+#define MAX_DEVICES 64
+
 /* The value of option `name` in the trace's snapshot, or NULL. */
 static const char *option(const tm_trace_t *t, const char *name)
 {
@@ -88,9 +93,14 @@ static void print_device(const tm_trace_t *t, int32_t dev)
     printf("  device %s: %zu plan%s made, %" PRIu64 " iteration%s followed %s\n",
            fmt_device(dev, b), plans, plans == 1 ? "" : "s", iters, iters == 1 ? "" : "s",
            plans == 1 ? "it" : "them");
-    for (size_t i = 0; i < t->nplans; i++)
-        if (t->plans[i].p.device == dev)
+    size_t shown = 0;
+    for (size_t i = 0; i < t->nplans && shown < MAX_PLANS; i++)
+        if (t->plans[i].p.device == dev) {
             print_one_plan(t, &t->plans[i]);
+            shown++;
+        }
+    if (plans > shown)
+        printf("  (and %zu more plans)\n", plans - shown);
     if (!iters)
         return;
     printf("  operations  foreseen %" PRIu64 ", not foreseen %" PRIu64 ", the plan's not come %"
@@ -153,7 +163,7 @@ static void print_mapping(const tm_trace_t *t)
 
 void print_plan(const tm_trace_t *t)
 {
-    int32_t devs[64];
+    int32_t devs[MAX_DEVICES];
     size_t ndevs = 0;
     if (!t->nplans && !t->nfollows) {
         const char *policy = option(t, "ELIXIR_POLICY");
@@ -181,7 +191,7 @@ void print_plan(const tm_trace_t *t)
         size_t k = 0;
         while (k < ndevs && devs[k] != d)
             k++;
-        if (k == ndevs && ndevs < sizeof(devs) / sizeof(devs[0]))
+        if (k == ndevs && ndevs < MAX_DEVICES)
             devs[ndevs++] = d;
     }
     for (size_t k = 0; k < ndevs; k++)
