@@ -336,6 +336,18 @@ void shim_trace_exit(void)
     leave(tls_self);
 }
 
+static inline uint64_t op_new(tstate_t *th);
+
+uint64_t shim_trace_new_id(void)
+{
+    tstate_t *th = enter();
+    uint64_t id = th ? op_new(th) : 0;
+
+    if (th)
+        leave(th);
+    return id;
+}
+
 /* The thread's next block of OP_BLOCK operation ids. */
 static __attribute__((noinline)) void op_block(tstate_t *th)
 {

@@ -2,7 +2,9 @@
 /*
  * trace_plan.c - the planned policy at work in the trace (format 1.5): the plans made
  * (PLAN), each iteration that followed one (FOLLOW), the moves the plan issued (MIGRATION
- * flagged planned) and the host time of the shim's mapping calls for moves (MAPPING).
+ * flagged planned, with the device times of its copy in a TIMING record naming the move when
+ * events could time it: trace_time.c) and the host time of the shim's mapping calls for moves
+ * (MAPPING).
  *
  * Residency calls these hooks under its device lock; none makes a CUDA call.  Mapping time
  * is summed per device in atomics (remaps and nanoseconds, the plan's and the reactive
@@ -19,8 +21,23 @@ static struct {
     _Atomic uint64_t remaps[2], ns[2];          /* [planned] */
 } map[MAP_DEVICES];
 
+void *shim_trace_move_begin(CUcontext ctx, CUstream s, uint64_t *move)
+{
+    *move = shim_trace_new_id();
+    void *h = *move ? shim_timing_move_before(*move, ctx, s) : NULL;
+    if (!h)
+        *move = 0;
+    return h;
+}
+
+void shim_trace_move_end(void *handle, CUresult r, CUstream s)
+{
+    if (handle)
+        shim_timing_move_after(handle, r, s);
+}
+
 void shim_trace_planned_move(int device, uint64_t chunk, uint64_t bytes, int from, int to,
-                             uint64_t issued, uint64_t done)
+                             uint64_t issued, uint64_t done, uint64_t move)
 {
     if (!shim_trace_enter(device))
         return;
@@ -28,7 +45,7 @@ void shim_trace_planned_move(int device, uint64_t chunk, uint64_t bytes, int fro
     ev.u.migration = (trc_migration_t){ .chunk = chunk, .bytes = bytes, .from = (uint32_t)from,
                                         .to = (uint32_t)to, .device = device, .start = issued,
                                         .end = done >= issued ? done : issued,
-                                        .flags = TRC_MIG_PLANNED };
+                                        .flags = TRC_MIG_PLANNED, .move = move };
     shim_trace_emit(&ev);
     shim_trace_exit();
 }

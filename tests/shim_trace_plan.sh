@@ -4,9 +4,10 @@
 # of half its footprint: the same parameter digest as without the shim, and `elixir-trace
 # summary` shows the plan at work, as the shim's statistics count it: a plan made (PLAN),
 # iterations that followed it with their operations foreseen (FOLLOW), moves flagged as the
-# plan's (MIGRATION), and host time in the shim's mapping calls (MAPPING).  The operations
-# foreseen and the chunks the plan moved are those of the shim's `plan:` statistics line (the
-# last iteration's FOLLOW record is written as its context goes).
+# plan's (MIGRATION), most with their copies' device times (TIMING), and host time in the
+# shim's mapping calls (MAPPING).  The operations foreseen and the chunks the plan moved are
+# those of the shim's `plan:` statistics line (the last iteration's FOLLOW record is written
+# as its context goes).
 # The same job under ELIXIR_POLICY=reactive gets the one-line plan section and no plan moves.
 set -u
 . tests/lib/sim_env.sh
@@ -26,7 +27,8 @@ sed -n '/^plan/,/^[a-z]/p' "$tmp/plan.summary"
 foreseen=$(shim_stat "$tmp/o.err" "operations foreseen")
 chunks=$(sed -n 's/.*moves issued [0-9]* (\([0-9]*\) chunks.*/\1/p' "$tmp/o.err" | head -1)
 [ "${foreseen:-0}" -gt 0 ] && [ "${chunks:-0}" -gt 0 ] ||
-    fail_showing "$tmp/o.err" "the plan was not followed (foreseen ${foreseen:-?}, chunks ${chunks:-?})"
+    fail_showing "$tmp/o.err" \
+        "the plan was not followed (foreseen ${foreseen:-?}, chunks ${chunks:-?})"
 
 # What the summary says.
 grep -Eq '^  device 0: 1 plan made, [1-9][0-9]* iterations? followed it$' "$tmp/plan.summary" ||
@@ -49,6 +51,12 @@ echo "shim: foreseen $foreseen, chunks moved $chunks; trace: foreseen ${seen:-?}
     fail_showing "$tmp/plan.summary" "${planned:-no} migrations flagged as the plan's"
 [ "${remaps:-0}" -gt 0 ] ||
     fail_showing "$tmp/plan.summary" "no mapping time of the plan's moves"
+# The plan's copies are timed by events on their copy streams (all but those issued before
+# their context had a reference event: the first ones).
+timed=$(sed -n 's/^    \([0-9]*\) timed on the device.*/\1/p' "$tmp/plan.summary")
+echo "plan moves timed on the device: ${timed:-?} of $planned"
+[ "${timed:-0}" -gt 0 ] && [ "$timed" -le "$planned" ] ||
+    fail_showing "$tmp/plan.summary" "${timed:-no} planned moves timed on the device"
 
 # The reactive engine: one line, no plan moves.
 ELIXIR_POLICY=reactive ELIXIR_TRACE=$tmp/reactive.trace shim_train_device 2 "${JOB[@]}"

@@ -215,6 +215,7 @@ static void same_event(const trc_event_t *e, const trc_event_t *g)
         CHECK("migration.end", ge->end, gg->end);
         CHECK("migration.cause", ge->cause, gg->cause);
         CHECK("migration.flags", ge->flags, gg->flags);
+        CHECK("migration.move", ge->move, gg->move);
         break;
     case TRC_EV_EVICTION:
         CHECK("eviction.chunk", ve->chunk, vg->chunk);
@@ -400,10 +401,10 @@ static void write_all_types(trc_writer_t *w)
                               1 << 24, 0xabcdef, 3, -1, 0, { 1, 5001, 9000 }, NULL };
     emit(w, &ev);
     ev = (trc_event_t){ .type = TRC_EV_MIGRATION, .time = 6000 };
-    ev.u.migration = (trc_migration_t){ 17, 2 << 20, TRC_TIER_GPU, TRC_TIER_HOST, 0, 5990, 7000, 1, 0 };
+    ev.u.migration = (trc_migration_t){ 17, 2 << 20, TRC_TIER_GPU, TRC_TIER_HOST, 0, 5990, 7000, 1, 0, 0 };
     emit(w, &ev);
     ev.u.migration = (trc_migration_t){ 18, 2 << 20, TRC_TIER_HOST, TRC_TIER_GPU, 0, 6000, 6000, 0,
-                                        TRC_MIG_PLANNED };
+                                        TRC_MIG_PLANNED, 1ull << 45 };
     emit(w, &ev);
     ev = (trc_event_t){ .type = TRC_EV_EVICTION, .time = 5990 };
     ev.u.eviction = (trc_eviction_t){ 17, 7, 2 << 20, TRC_TIER_GPU, TRC_TIER_NVME, 3 };
@@ -692,7 +693,7 @@ static void mix_event(mix_t *m, trc_event_t *ev)
         uint64_t start = m->time + rnd(m, 50000);
         ev->u.migration = (trc_migration_t){ rnd(m, 40000), 2 << 20, TRC_TIER_GPU,
                                              TRC_TIER_HOST, 0, start, start + 80000,
-                                             m->next_launch - 1, 0 };
+                                             m->next_launch - 1, 0, 0 };
         m->host += 2 << 20;
     } else if (r < 959) {
         ev->type = TRC_EV_EVICTION;

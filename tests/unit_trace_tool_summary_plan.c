@@ -7,13 +7,14 @@
  * predicted 2 ms) and followed by iterations 2, 3 and 4, whose FOLLOW records come 2.5 ms
  * apart (measured 2.50 ms, 1.25x the prediction); plan 2 made later and followed by one
  * iteration only (nothing measured).  Kernels run over [11, 12] and [14, 15] ms.  The plan's
- * moves: two to the GPU over [11.5, 12.5] and [12.5, 13] ms and one back over [14.5, 15.5]
- * ms: busy 2.5 ms, 1 ms of it behind kernels (40.0%).  The reactive engine's: one to the GPU
- * over [13, 13.5] ms (nothing hidden) and one back at 20 ms, after the last kernel with
- * device times (so it cannot count as hidden, and the summary says so).  MAPPING records add
- * up to 4 remaps of the plan in 264 us and 2 of the reactive engine in 132 us.  A run under
- * ELIXIR_POLICY=reactive gets one line with its mapping time; a trace that does not say which
- * policy ran (an older one) gets no plan section at all.
+ * moves: two to the GPU, issued at 11.5 and 12.5 ms and seen complete at 12.5 and 13 ms, the
+ * first with its copy's device times [11.2, 11.8] ms (a TIMING record naming its move id),
+ * and one back over [14.5, 15.5] ms: busy 2.1 ms, 1.1 ms of it behind kernels (52.4%).  The
+ * reactive engine's: one to the GPU over [13, 13.5] ms (nothing hidden) and one back at 20
+ * ms, after the last kernel with device times (so it cannot count as hidden, and the summary
+ * says so).  MAPPING records add up to 4 remaps of the plan in 264 us and 2 of the reactive
+ * engine in 132 us.  A run under ELIXIR_POLICY=reactive gets one line with its mapping time;
+ * a trace that does not say which policy ran (an older one) gets no plan section at all.
  */
 #include "unit_trace_tool.h"
 
@@ -46,7 +47,8 @@ static void kernel(uint64_t id, uint64_t start, uint64_t end)
 static void move(uint32_t from, uint32_t to, uint64_t start, uint64_t end, uint64_t flags)
 {
     trc_migration_t m = { .chunk = start, .bytes = 2 * MiB, .from = from, .to = to,
-                          .device = 0, .start = start, .end = end, .flags = flags };
+                          .device = 0, .start = start, .end = end, .flags = flags,
+                          .move = flags ? 900 + start / MS : 0 };
     TT_EMIT(trc_emit_migration(w, end, &m));
 }
 
@@ -75,6 +77,9 @@ static void planned_run(const char *path)
     TT_EMIT(trc_emit_plan(w, 10 * MS, &p));
     kernel(1, 11 * MS, 12 * MS);
     move(TRC_TIER_HOST, TRC_TIER_GPU, 11500 * US, 12500 * US, TRC_MIG_PLANNED);
+    /* Its copy's device times, which replace the interval from issue to completion seen. */
+    trc_timing_t tm = { 900 + 11, TRC_TIMING_EVENTS, 11200 * US, 11800 * US };
+    TT_EMIT(trc_emit_timing(w, 12600 * US, &tm));
     follow(12 * MS, 1, 2, 0);
     move(TRC_TIER_HOST, TRC_TIER_GPU, 12500 * US, 13 * MS, TRC_MIG_PLANNED);
     move(TRC_TIER_HOST, TRC_TIER_GPU, 13 * MS, 13500 * US, 0);
@@ -108,7 +113,9 @@ static void check_planned(const char *path)
     TT_LINE(r.out, "  plan moves  160 issued: 152 chunks moved, 8 left to the reactive engine");
     TT_LINE(r.out, "  by the plan               3");
     TT_LINE(r.out, "    host -> gpu ", " 2 ", "4.00 MiB");
-    TT_LINE(r.out, "    busy 2.50 ms, hidden behind kernels 1.00 ms (40.0%)");
+    TT_LINE(r.out, "    busy 2.10 ms, hidden behind kernels 1.10 ms (52.4%)");
+    TT_LINE(r.out, "    1 timed on the device (their copies' events); the others from issue to "
+                   "completion seen");
     TT_LINE(r.out, "  reactive                  2");
     TT_LINE(r.out, "    busy 700.00 us, hidden behind kernels 0 ns (0.0%)");
     TT_LINE(r.out, "    1 of them ran where no kernel has device times");

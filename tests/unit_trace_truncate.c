@@ -64,7 +64,7 @@ static void make_trace(const char *path)
             ev.u.launch = (trc_launch_t){ .id = (uint64_t)i, .func_id = f, .nallocs = 3,
                                           .allocs = ids, .span = { 1, t + 5, t + 900 } };
             break;
-        case TRC_EV_MIGRATION: ev.u.migration = (trc_migration_t){ 1, 2, 0, 2, 0, t, t + 9, 300, (uint64_t)i % 2 }; break;
+        case TRC_EV_MIGRATION: ev.u.migration = (trc_migration_t){ 1, 2, 0, 2, 0, t, t + 9, 300, (uint64_t)i % 2, (uint64_t)i % 3 }; break;
         case TRC_EV_COPY: ev.u.copy.id = 1ull << 40; break; /* the trailing 1.1 fields */
         case TRC_EV_MEMSET: ev.u.memset.id = (uint64_t)i; break;
         case TRC_EV_TIMING: ev.u.timing = (trc_timing_t){ (uint64_t)i, 1, t - 700, t + 70000 }; break;

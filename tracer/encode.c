@@ -185,8 +185,11 @@ static int put_migration(wbuf_t *b, uint64_t time, const trc_migration_t *m)
     put_s(b, (int64_t)(m->start - time));
     put_u(b, m->end - m->start);
     put_u(b, m->cause);
-    if (m->flags)                       /* (1.5; absent reads as 0) */
+    if (m->flags || m->move) {          /* (1.5; absent reads as 0) */
         put_u(b, m->flags);
+        if (m->move)
+            put_u(b, m->move);
+    }
     return 0;
 }
 

@@ -395,6 +395,7 @@ static void ev_migration(cur_t *c, uint64_t time, trc_migration_t *m)
     times(c, time, &m->start, &m->end);
     m->cause = opt_u64(c);
     m->flags = opt_u64(c);
+    m->move = opt_u64(c);
 }
 
 static void ev_plan(cur_t *c, trc_plan_t *p)

@@ -180,6 +180,8 @@ typedef struct trc_migration {
     uint64_t start, end;               /* end >= start */
     uint64_t cause;                    /* 1.1: id of the launch/copy/memset that needed it; 0 */
     uint64_t flags;                    /* 1.5: TRC_MIG_*; 0 in older files */
+    uint64_t move;                     /* 1.5: id of the shim's copy that made it (TIMING
+                                        * records may give its device times); 0: none */
 } trc_migration_t;
 
 /* 1.5: MIGRATION flags (a reader passes the bits it does not know through). */

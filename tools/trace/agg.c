@@ -216,6 +216,7 @@ int tm_migration_totals_of(const tm_trace_t *t, int which, tm_migration_totals_t
             continue;
         if (untimed && !in_kernel_span(ker, nk, m->device, m->start, m->end))
             (*untimed)++;
+        out->timed += t->migrations[i].timed;
         if (m->from < TRC_TIERS && m->to < TRC_TIERS) {
             out->count[m->from][m->to]++;
             out->bytes[m->from][m->to] += m->bytes;

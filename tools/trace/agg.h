@@ -26,6 +26,8 @@ typedef struct tm_migration_totals {
     uint64_t bytes[TRC_TIERS][TRC_TIERS];
     uint64_t busy_ns;                  /* union of migration intervals, all devices */
     uint64_t hidden_ns;                /* the part of busy_ns during which a kernel ran */
+    uint64_t timed;                    /* migrations whose times are their copy's device
+                                        * times (1.5: a planned move's TIMING record) */
     /* Both are taken per device and summed: the union of one device's migration intervals,
      * and the part of it during which a launch with known device times ran on that same
      * device (so hidden_ns <= busy_ns). */

@@ -32,6 +32,7 @@ typedef struct priv {
     trc_reader_t *r;
     char *path;
     idmap_t alloc_ix, op_ix;
+    idmap_t move_ix;                   /* 1.5: a planned migration's move id -> migrations[] */
     idmap_t dev_ix, opt_ix;            /* device id -> devices[], option name -> options[] */
     int32_t beyond;                    /* the device that was one too many */
     uint64_t *ids;                     /* launch allocation ids, all launches in order */
@@ -330,7 +331,10 @@ static int add_small(tm_trace_t *t, priv_t *p, const trc_event_t *ev)
     switch (ev->type) {
     case TRC_EV_MIGRATION: {
         tm_migration_t *m = PUSH(t, p, migrations);
-        return m ? (*m = (tm_migration_t){ ev->time, ev->u.migration }, 0) : -ENOMEM;
+        if (!m)
+            return -ENOMEM;
+        *m = (tm_migration_t){ ev->time, ev->u.migration, 0 };
+        return m->m.move ? idmap_put(&p->move_ix, m->m.move, t->nmigrations - 1) : 0;
     }
     case TRC_EV_EVICTION: {
         tm_eviction_t *e = PUSH(t, p, evictions);
@@ -436,6 +440,14 @@ static void resolve(tm_trace_t *t, priv_t *p)
     for (size_t i = 0; i < p->ntimings; i++) {
         const trc_timing_t *tm = &p->timings[i];
         size_t k = idmap_get(&p->op_ix, tm->op);
+        if (k == SIZE_MAX && tm->end >= tm->start &&
+            (k = idmap_get(&p->move_ix, tm->op)) != SIZE_MAX) {
+            tm_migration_t *m = &t->migrations[k];      /* a planned move's copy (1.5) */
+            m->m.start = tm->start;
+            m->m.end = tm->end;
+            m->timed = 1;
+            continue;
+        }
         if (k == SIZE_MAX || tm->end < tm->start)
             continue;
         tm_op_t *o = &t->ops[k];
@@ -547,6 +559,7 @@ void tm_free(tm_trace_t *t)
         trc_reader_close(p->r);
         idmap_free(&p->alloc_ix);
         idmap_free(&p->op_ix);
+        idmap_free(&p->move_ix);
         idmap_free(&p->dev_ix);
         idmap_free(&p->opt_ix);
         idmap_free(&p->name_ix);

@@ -57,6 +57,8 @@ typedef struct tm_op {
 typedef struct tm_migration {
     uint64_t time;
     trc_migration_t m;
+    int timed;                         /* start and end are its copy's device times, from a
+                                        * TIMING record naming its move id (1.5) */
 } tm_migration_t;
 
 typedef struct tm_eviction {

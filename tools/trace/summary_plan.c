@@ -133,6 +133,9 @@ static void print_moves(const tm_trace_t *t, int which, const char *title)
     if (m.busy_ns)
         printf(" (%.1f%%)", 100.0 * (double)m.hidden_ns / (double)m.busy_ns);
     printf("\n");
+    if (which == TM_MIG_PLANNED)
+        printf("    %" PRIu64 " timed on the device (their copies' events); the others from "
+               "issue to completion seen\n", m.timed);
     if (untimed)
         printf("    %" PRIu64 " of them ran where no kernel has device times (outside the "
                "profiled iterations): not counted as hidden\n", untimed);
@@ -176,7 +179,8 @@ void print_plan(const tm_trace_t *t)
             rns += t->mappings[i].m.reactive_ns + t->mappings[i].m.planned_ns;
         }
         if (strcmp(policy, "plan") == 0)
-            printf("plan        none made (ELIXIR_POLICY=plan): the reactive engine served the run");
+            printf("plan        none made (ELIXIR_POLICY=plan): the reactive engine served "
+                   "the run");
         else
             printf("plan        none: the reactive engine (ELIXIR_POLICY=%s)", policy);
         if (rr)
