@@ -90,7 +90,8 @@ static void gen_residency(mix_t *m, uint64_t r, trc_event_t *ev)
         uint64_t start = m->time + rnd(m, 50000);
         ev->type = TRC_EV_MIGRATION;
         ev->u.migration = (trc_migration_t){ rnd(m, 40000), 2 << 20, TRC_TIER_GPU,
-                                             TRC_TIER_HOST, 0, start, start + 80000, m->next_op - 1 };
+                                             TRC_TIER_HOST, 0, start, start + 80000, m->next_op - 1,
+                                             0, 0 };
         m->host += 2 << 20;
     } else if (r < 959) {
         ev->type = TRC_EV_EVICTION;

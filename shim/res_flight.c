@@ -35,7 +35,7 @@ static int flight_add(res_dev_t *d, uint32_t ci, int in, CUmemGenericAllocationH
         d->flights = f;
         d->cap_flights = cap;
     }
-    d->flights[d->nflights++] = (flight_t){ ci, in, other, ev };
+    d->flights[d->nflights++] = (flight_t){ ci, in, other, ev, 0, 0 };
     d->chunks[ci].moving = 1;
     return 0;
 }
@@ -82,15 +82,21 @@ static CUstream out_stream(res_dev_t *d)
 }
 
 /* Copy a chunk from memory `from` to memory `to` through their shadow mappings on stream s;
- * the event after the copy, or NULL (nothing was enqueued, or the host waited for it). */
+ * the event after the copy, or NULL (nothing was enqueued, or the host waited for it).  When
+ * tracing, *move: the copy's id in the trace (0: none). */
 static use_event_t *copy_shadows(res_dev_t *d, CUmemGenericAllocationHandle from,
-                                 CUmemGenericAllocationHandle to, CUstream s, int *issued)
+                                 CUmemGenericAllocationHandle to, CUstream s, int *issued,
+                                 uint64_t *move)
 {
     CUdeviceptr src = res_shadow_of(d, from), dst = res_shadow_of(d, to);
     *issued = 0;
+    *move = 0;
     if ((!src && !(src = res_shadow_add(d, from))) || (!dst && !(dst = res_shadow_add(d, to))))
         return NULL;
-    if (DRV(cuMemcpyDtoDAsync_v2)(dst, src, d->chunk, s) != CUDA_SUCCESS)
+    void *timed = SHIM_TRACING() ? shim_trace_move_begin(d->ctx, s, move) : NULL;
+    CUresult r = DRV(cuMemcpyDtoDAsync_v2)(dst, src, d->chunk, s);
+    shim_trace_move_end(timed, r, s);
+    if (r != CUDA_SUCCESS)
         return NULL;
     *issued = 1;
     d->shadow_hits++;
@@ -101,7 +107,7 @@ static use_event_t *copy_shadows(res_dev_t *d, CUmemGenericAllocationHandle from
 }
 
 /* Map h at chunk ci's address in place of its memory (nothing in flight uses the chunk). */
-static CUresult remap(res_dev_t *d, uint32_t ci, CUmemGenericAllocationHandle h)
+static CUresult remap_calls(res_dev_t *d, uint32_t ci, CUmemGenericAllocationHandle h)
 {
     CUdeviceptr va = arena_chunk_addr(d->arena, ci);
     CUresult r = DRV(cuMemUnmap)(va, d->chunk);
@@ -113,6 +119,17 @@ static CUresult remap(res_dev_t *d, uint32_t ci, CUmemGenericAllocationHandle h)
     DRV(cuMemUnmap)(va, d->chunk);
     if (DRV(cuMemMap)(va, d->chunk, 0, d->chunks[ci].phys, 0) == CUDA_SUCCESS)
         res_set_access(d, va, d->chunk);
+    return r;
+}
+
+/* remap_calls, its host time traced (shim_trace_mapping). */
+static CUresult remap(res_dev_t *d, uint32_t ci, CUmemGenericAllocationHandle h)
+{
+    int traced = SHIM_TRACING();
+    uint64_t t0 = traced ? shim_trace_now() : 0;
+    CUresult r = remap_calls(d, ci, h);
+    if (traced)
+        shim_trace_mapping(d->device, 1, shim_trace_now() - t0);
     return r;
 }
 
@@ -167,7 +184,8 @@ int res_prefetch(res_dev_t *d, uint32_t ci)
     if (res_phys_get(d, TIER_GPU, &h) != CUDA_SUCCESS)
         return -1;
     int issued;
-    use_event_t *ev = copy_shadows(d, c->phys, h, d->stream, &issued);
+    uint64_t t0 = SHIM_TRACING() ? shim_trace_now() : 0, move;
+    use_event_t *ev = copy_shadows(d, c->phys, h, d->stream, &issued, &move);
     if (!issued) {
         res_phys_put(d, TIER_GPU, h);
         return -1;
@@ -177,9 +195,6 @@ int res_prefetch(res_dev_t *d, uint32_t ci)
         res_event_put(d, ev);
         return -1;
     }
-    if (SHIM_TRACING())
-        shim_trace_migration(d->device, ci, d->chunk, SHIM_TIER_HOST, SHIM_TIER_GPU,
-                             shim_trace_now(), shim_trace_now(), shim_trace_current_op());
     CUmemGenericAllocationHandle old = c->phys;
     res_unlist(d, ci);
     res_account(d, TIER_HOST, TIER_GPU);
@@ -193,8 +208,13 @@ int res_prefetch(res_dev_t *d, uint32_t ci)
     if (!ev || flight_add(d, ci, 1, old, ev) < 0) {
         pend_put(d, TIER_HOST, old, ev);        /* the host waits: nothing is in flight */
         res_event_put(d, ev);
+        if (SHIM_TRACING())
+            shim_trace_planned_move(d->device, ci, d->chunk, SHIM_TIER_HOST, SHIM_TIER_GPU, t0,
+                                    shim_trace_now(), move);
         return 0;
     }
+    d->flights[d->nflights - 1].issued = t0;
+    d->flights[d->nflights - 1].move = move;
     /* A free or a migration of the chunk waits for the copy as for a use (res_wait_idle). */
     c->use.prior = res_event_ref(ev);
     return 0;
@@ -214,8 +234,9 @@ int res_evict_async(res_dev_t *d, uint32_t ci, uint32_t serial)
         return -1;
     int issued = 0;
     use_event_t *ev = NULL;
+    uint64_t t0 = SHIM_TRACING() ? shim_trace_now() : 0, move = 0;
     if (res_stream_after_use(d, d->out, c) == 0)
-        ev = copy_shadows(d, c->phys, h, d->out, &issued);
+        ev = copy_shadows(d, c->phys, h, d->out, &issued, &move);
     if (!issued) {
         res_phys_put(d, TIER_HOST, h);
         return -1;
@@ -225,6 +246,9 @@ int res_evict_async(res_dev_t *d, uint32_t ci, uint32_t serial)
         /* The host waited for the copy (or waits now): the eviction completes at once. */
         res_event_wait(ev, &d->blocked_flight_s);
         if (res_idle_now(d, c) && remap(d, ci, h) == CUDA_SUCCESS) {
+            if (SHIM_TRACING())
+                shim_trace_planned_move(d->device, ci, d->chunk, SHIM_TIER_GPU, SHIM_TIER_HOST,
+                                        t0, shim_trace_now(), move);
             retier(d, ci, TIER_HOST, h, NULL);
             d->migrations_out++;
             d->bytes_out += d->chunk;
@@ -234,6 +258,8 @@ int res_evict_async(res_dev_t *d, uint32_t ci, uint32_t serial)
         res_event_put(d, ev);
         return 0;
     }
+    d->flights[d->nflights - 1].issued = t0;
+    d->flights[d->nflights - 1].move = move;
     return 0;
 }
 
@@ -258,12 +284,15 @@ static int flight_end(res_dev_t *d, int i, int gone, int query)
     }
     flight_del(d, i);
     if (f.in) {
+        if (SHIM_TRACING())
+            shim_trace_planned_move(d->device, f.ci, d->chunk, SHIM_TIER_HOST, SHIM_TIER_GPU,
+                                    f.issued, shim_trace_now(), f.move);
         res_phys_put(d, TIER_HOST, f.other);
     } else if (c->tier == TIER_GPU && res_idle_now(d, c) &&
                remap(d, f.ci, f.other) == CUDA_SUCCESS) {
         if (SHIM_TRACING())
-            shim_trace_migration(d->device, f.ci, d->chunk, SHIM_TIER_GPU, SHIM_TIER_HOST,
-                                 shim_trace_now(), shim_trace_now(), shim_trace_current_op());
+            shim_trace_planned_move(d->device, f.ci, d->chunk, SHIM_TIER_GPU, SHIM_TIER_HOST,
+                                    f.issued, shim_trace_now(), f.move);
         retier(d, f.ci, TIER_HOST, f.other, NULL);
         d->migrations_out++;
         d->bytes_out += d->chunk;

@@ -120,6 +120,8 @@ typedef struct flight {
     int in;
     CUmemGenericAllocationHandle other;
     use_event_t *ev;
+    uint64_t issued, move;          /* when tracing: the trace's clock when its copy was
+                                     * issued, and its move id (shim_trace_move_begin) */
 } flight_t;
 
 /* Memory that a copy still reads or writes: back to its tier once ev completed. */

@@ -886,13 +886,16 @@ static CUresult swap_mapped(res_dev_t *d, uint32_t ci, int tier, CUmemGenericAll
     r = res_ptime_link_wait(d, timed, r, tier == TIER_GPU);
     if (staged)
         DRV(cuMemUnmap)(d->staging, d->chunk);
-    int mapped_new = 0;
+    int mapped_new = 0, traced = r == CUDA_SUCCESS && SHIM_TRACING();
+    uint64_t t0 = traced ? shim_trace_now() : 0;
     if (r == CUDA_SUCCESS && (r = DRV(cuMemUnmap)(va, d->chunk)) == CUDA_SUCCESS) {
         r = DRV(cuMemMap)(va, d->chunk, 0, *h, 0);
         mapped_new = r == CUDA_SUCCESS;
         if (mapped_new)
             r = res_set_access(d, va, d->chunk);
     }
+    if (traced)
+        shim_trace_mapping(d->device, 0, shim_trace_now() - t0);
     if (r != CUDA_SUCCESS) {
         /* The source stays authoritative (invariant 5): the new memory leaves the chunk's
          * address before it goes back (a spare still mapped there would be handed out under

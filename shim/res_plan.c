@@ -93,6 +93,8 @@ typedef struct res_plan {
     double pred_ms, bound_ms;           /* the last plan's prediction (kept for the statistics) */
     /* Statistics. */
     uint64_t foreseen, unforeseen, plans, replans, moves, chunks_moved, skipped;
+    int64_t prof_iter;                  /* the iteration profiled (for the trace) */
+    shim_trace_follow_t traced;         /* the statistics when the last FOLLOW was traced */
 } res_plan_t;
 
 /* ---------------------------------------------------------------- iterations */
@@ -388,6 +390,7 @@ static void plan_now(res_dev_t *d, res_plan_t *p)
             p->born[p->nborn++] = b;
     p->plans++;
     const pol_result_t *pr = &p->plan->predicted;
+    double planning_s = res_now_s() - t0;
     p->pred_ms = pr->iter_ns / 1e6;
     p->bound_ms = pr->bound_ns / 1e6;
     uint64_t nowb = 0, keep = 0, born = 0;
@@ -400,7 +403,7 @@ static void plan_now(res_dev_t *d, res_plan_t *p)
     SHIM_INFO(RES, "device %d: planned %zu operations, %zu buffers in %.1f ms: %zu moves "
               "(chunks remapped only %llu, kept %llu, new %llu), predicted %llu MiB to the GPU "
               "and %llu MiB back, iteration %.3f ms against %.3f ms of compute (bound %.3f ms)",
-              d->device, p->nops, p->nbufs, (res_now_s() - t0) * 1e3, p->plan->nmoves,
+              d->device, p->nops, p->nbufs, planning_s * 1e3, p->plan->nmoves,
               (unsigned long long)nowb, (unsigned long long)keep, (unsigned long long)born,
               (unsigned long long)(pr->bytes[POL_HOST][0] >> 20),
               (unsigned long long)(pr->bytes[POL_HOST][1] >> 20),
@@ -419,6 +422,37 @@ static void plan_now(res_dev_t *d, res_plan_t *p)
               pr->stall_ns / 1e6);
     p->state = P_EXEC;
     p->cursor = p->mism = p->after_of = 0;
+    p->traced = (shim_trace_follow_t){ .foreseen = p->foreseen, .unforeseen = p->unforeseen,
+                                       .moves = p->moves, .chunks = p->chunks_moved,
+                                       .left = p->skipped };
+    if (SHIM_TRACING()) {
+        shim_trace_plan_t t = {
+            .plan = p->plans, .iteration = (uint64_t)p->prof_iter, .ops = p->nops,
+            .buffers = p->nbufs, .moves = p->plan->nmoves, .predicted_ns = pr->iter_ns,
+            .bound_ns = pr->bound_ns, .compute_ns = pr->compute_ns,
+            .bytes_in = pr->bytes[POL_HOST][0], .bytes_out = pr->bytes[POL_HOST][1],
+            .planning_ns = (uint64_t)(planning_s * 1e9),
+        };
+        shim_trace_plan(d->device, &t);
+    }
+}
+
+/* The trace's FOLLOW record of iteration `it`, which followed the plan: what the statistics
+ * gained since the last one. */
+static void trace_follow(res_dev_t *d, res_plan_t *p, int64_t it)
+{
+    shim_trace_follow_t *o = &p->traced;
+    uint64_t seen = p->foreseen - o->foreseen;
+    shim_trace_follow_t f = { .plan = p->plans, .iteration = (uint64_t)it, .foreseen = seen,
+                              .unforeseen = p->unforeseen - o->unforeseen,
+                              .missed = p->nops > seen ? p->nops - seen : 0,
+                              .moves = p->moves - o->moves,
+                              .chunks = p->chunks_moved - o->chunks,
+                              .left = p->skipped - o->left };
+    shim_trace_follow(d->device, &f);
+    *o = (shim_trace_follow_t){ .foreseen = p->foreseen, .unforeseen = p->unforeseen,
+                                .moves = p->moves, .chunks = p->chunks_moved,
+                                .left = p->skipped };
 }
 
 /* ---------------------------------------------------------------- execution */
@@ -484,9 +518,18 @@ static void follow(res_dev_t *d, res_plan_t *p, uint64_t sig, uint32_t serial)
     p->cursor = at + 1;
 }
 
+/* The FOLLOW record of the iteration in progress, when any operation of it came: the plan
+ * goes (its context does), or the trace closes. */
+static void trace_end(res_dev_t *d, res_plan_t *p)
+{
+    if (p->foreseen + p->unforeseen > p->traced.foreseen + p->traced.unforeseen)
+        trace_follow(d, p, p->iter);
+}
+
 /* A new iteration begins at this operation. */
 static void iteration(res_dev_t *d, res_plan_t *p, int64_t it)
 {
+    int64_t ended = p->iter;
     p->iter = it;
     p->births = 0;
     switch (p->state) {
@@ -496,6 +539,7 @@ static void iteration(res_dev_t *d, res_plan_t *p, int64_t it)
             memset(p->buf_of, 0, arena_chunk_count(d->arena) * sizeof(*p->buf_of));
             res_ptime_open(d);
             p->state = P_REC;
+            p->prof_iter = it;
         }
         break;
     case P_REC:
@@ -505,6 +549,8 @@ static void iteration(res_dev_t *d, res_plan_t *p, int64_t it)
             plan_now(d, p);
         break;
     case P_EXEC:
+        if (SHIM_TRACING())
+            trace_follow(d, p, ended);
         p->mism += p->cursor < p->nops ? p->nops - p->cursor : 0;
         p->bad = p->mism * REPLAN_SHARE > p->nops ? p->bad + 1 : 0;
         if (p->bad >= REPLAN_AFTER) {
@@ -518,6 +564,7 @@ static void iteration(res_dev_t *d, res_plan_t *p, int64_t it)
             memset(p->buf_of, 0, arena_chunk_count(d->arena) * sizeof(*p->buf_of));
             res_ptime_open(d);
             p->state = P_REC;
+            p->prof_iter = it;
         }
         p->cursor = p->mism = p->after_of = 0;
         break;
@@ -653,6 +700,8 @@ void res_plan_drop(res_dev_t *d)
     res_ptime_drop(d);
     if (!p)
         return;
+    if (p->state == P_EXEC && SHIM_TRACING())
+        trace_end(d, p);
     plan_clear(p);
     free(p->ops);
     free(p->sig);
@@ -669,6 +718,21 @@ void res_plan_drop(res_dev_t *d)
     profile_clear(p);
     p->state = P_WAIT;                  /* (its statistics stay; a new context profiles anew) */
     p->waited = 0;
+}
+
+void res_plan_trace_end(void)
+{
+    if (!res_policy_plan)
+        return;
+    for (int i = 0; i < MAX_DEVICES; i++) {
+        res_dev_t *d = &res_devs[i];
+        if (atomic_load_explicit((_Atomic int *)&d->ready, memory_order_acquire) <= 0)
+            continue;
+        shim_lock(&d->lock);
+        if (d->plan && d->plan->state == P_EXEC)
+            trace_end(d, d->plan);
+        shim_unlock(&d->lock);
+    }
 }
 
 void res_plan_stats(const res_dev_t *d)

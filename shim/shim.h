@@ -472,6 +472,35 @@ void shim_trace_migration(int device, uint64_t chunk, uint64_t bytes, int from, 
 void shim_trace_eviction(int device, uint64_t chunk, uint64_t alloc_base, uint64_t bytes,
                          int from, int to, unsigned reason);
 void shim_trace_memory(int device, const uint64_t bytes[4]);
+/* The planned policy at work (trace_plan.c; format 1.5).  planned_move: a move the plan
+ * issued (res_flight.c), recorded as a MIGRATION flagged planned once its copy is seen
+ * complete: issued and done are the trace's clock when its copy was issued and when the
+ * shim saw it complete, move the id from shim_trace_move_begin.  mapping: one remap (unmap,
+ * map, set access of one chunk) the shim made for a move, the plan's (planned) or the
+ * reactive engine's, that took ns on the trace's clock (the simulator's virtual clock, which
+ * charges VMM calls as the driver takes them); summed per device into MAPPING records at each
+ * iteration mark and at exit.  plan: a plan made (res_plan.c); follow: one iteration that
+ * followed it, as the next begins. */
+void shim_trace_planned_move(int device, uint64_t chunk, uint64_t bytes, int from, int to,
+                             uint64_t issued, uint64_t done, uint64_t move);
+/* Around the copy of a planned move on stream s of context ctx: begin returns a handle for
+ * end (NULL: not timed) and the move's id in *move (0: none), which planned_move is given;
+ * the copy's device times come as a TIMING record naming it. */
+void *shim_trace_move_begin(CUcontext ctx, CUstream s, uint64_t *move);
+void shim_trace_move_end(void *handle, CUresult r, CUstream s);
+void shim_trace_mapping(int device, int planned, uint64_t ns);
+typedef struct shim_trace_plan {
+    uint64_t plan, iteration, ops, buffers, moves;
+    uint64_t predicted_ns, bound_ns, compute_ns, bytes_in, bytes_out, planning_ns;
+} shim_trace_plan_t;
+void shim_trace_plan(int device, const shim_trace_plan_t *p);
+typedef struct shim_trace_follow {
+    uint64_t plan, iteration, foreseen, unforeseen, missed, moves, chunks, left;
+} shim_trace_follow_t;
+void shim_trace_follow(int device, const shim_trace_follow_t *f);
+/* res_plan.c, as the trace closes (while still recording): the FOLLOW record of the
+ * iteration in progress on each device that follows a plan. */
+void res_plan_trace_end(void);
 /* Device `device`'s budgets from now on: its GPU budget, and the process's host budget. */
 void shim_trace_budget(int device, uint64_t gpu, uint64_t host);
 /* An NCCL operation NCCL accepted (wrap_nccl.c): its name ("allReduce", ...), buffers, the

@@ -320,6 +320,34 @@ static void leave(tstate_t *th)
         atomic_store_explicit(&th->busy, 0, memory_order_release);
 }
 
+static void device_seen(int dev);
+
+int shim_trace_enter(int device)
+{
+    tstate_t *th = enter();
+
+    if (th)
+        device_seen(device);
+    return th != NULL;
+}
+
+void shim_trace_exit(void)
+{
+    leave(tls_self);
+}
+
+static inline uint64_t op_new(tstate_t *th);
+
+uint64_t shim_trace_new_id(void)
+{
+    tstate_t *th = enter();
+    uint64_t id = th ? op_new(th) : 0;
+
+    if (th)
+        leave(th);
+    return id;
+}
+
 /* The thread's next block of OP_BLOCK operation ids. */
 static __attribute__((noinline)) void op_block(tstate_t *th)
 {
@@ -952,6 +980,7 @@ static __attribute__((noinline)) void iterations(const iter_mark_t *marks, int n
         ev.u.iteration.index = marks[i].index;
         shim_trace_emit(&ev);
     }
+    shim_trace_mapping_flush();
     if (atomic_load_explicit(&T.window, memory_order_relaxed) != WIN_AFTER ||
         atomic_load_explicit(&T.retire_at, memory_order_relaxed))
         window_at((int64_t)marks[n - 1].index);
@@ -1752,6 +1781,8 @@ static int wait_idle(void)
 
 void shim_trace_stop(void)
 {
+    if (atomic_load(&shim_trace_on))
+        res_plan_trace_end();
     if (!atomic_exchange(&shim_trace_on, 0))
         return;
     atomic_store(&T.closing, 1);
@@ -1767,6 +1798,7 @@ void shim_trace_stop(void)
         trc_rec_flush(shim_trace_rec);
         return;
     }
+    shim_trace_mapping_flush();
     trc_rec_t *rec = shim_trace_rec;
     shim_trace_rec = NULL;
     int rc = trc_rec_close(rec);

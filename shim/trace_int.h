@@ -21,6 +21,17 @@ extern trc_rec_t *shim_trace_rec;
  * iterations); ev->time must be set. */
 void shim_trace_emit(const trc_event_t *ev);
 
+/* For the other files' hooks: enter returns 1 while recording (device described when first
+ * seen; shim_trace_exit must follow), 0 when not recording. */
+int shim_trace_enter(int device);
+void shim_trace_exit(void);
+
+/* ---------------------------------------------------------------- trace_plan.c */
+
+/* Emits a MAPPING record for every device with remaps since its last one (an iteration mark,
+ * and at exit while the recorder is still open). */
+void shim_trace_mapping_flush(void);
+
 /* ---------------------------------------------------------------- trace_name.c */
 
 /* The trace file's n-th name from the ELIXIR_TRACE pattern into out (cap bytes): %p is the
@@ -41,6 +52,14 @@ void shim_timing_window(int open);
  * current one): before returns a handle for after (NULL when not timed). */
 void *shim_timing_before(uint64_t op, CUstream s, shim_hook_t h, CUcontext ctx);
 void shim_timing_after(void *handle, CUresult r, CUstream s, shim_hook_t h);
+/* The copy of a planned move (id: its move id) on stream s of context ctx, timed by a pair of
+ * events whatever the operations' source, when ctx has a fresh reference; else NULL, and the
+ * next poll makes one (never waits: called under residency's lock).  after records the second
+ * event (handle not NULL); the pair's TIMING record names the move id. */
+void *shim_timing_move_before(uint64_t id, CUcontext ctx, CUstream s);
+void shim_timing_move_after(void *handle, CUresult r, CUstream s);
+/* For trace_plan.c: a new id from the operation id counter (0 when not recording). */
+uint64_t shim_trace_new_id(void);
 /* Records the times of operations whose events have completed (never waits); nothing to do
  * while shim_timing_pending (event pairs not yet read) is 0, which callers test inline. */
 extern _Atomic unsigned shim_timing_pending;

@@ -26,6 +26,11 @@
  *     An elapsed time is a float of milliseconds (24 bits): an hour from its reference it is
  *     a quarter of a millisecond off.  So a context's reference is made again once it is
  *     REF_AGE_NS old, and each pair keeps the one it was recorded with until it is read.
+ *   The shim's own moves: the copy of each move the plan issues (res_flight.c) is timed by a
+ *     pair of events on its copy stream whatever the operations' source, since the moves run
+ *     after the profiled iterations (and CUPTI's activity with them).  Residency issues them
+ *     under its lock, where no reference may be made (making one waits): a context without a
+ *     fresh one leaves that move untimed and asks for one, which the next poll makes.
  * The lock here guards the contexts' references and pools and the queue.  No call made under
  * it waits for the device (creating a stream, records and queries return at once); the host
  * waits (a reference event, the pairs left at exit or at a context's teardown) happen with it
@@ -490,6 +495,89 @@ void shim_timing_after(void *handle, CUresult r, CUstream s, shim_hook_t h)
     pthread_mutex_unlock(&TM.lock);
 }
 
+/* ---------------------------------------------------------------- the shim's own moves */
+
+/* A context that a move found without a fresh reference: the next poll makes one. */
+static _Atomic(CUcontext) want_ref;
+
+void *shim_timing_move_before(uint64_t id, CUcontext ctx, CUstream s)
+{
+    CUcontext cur = NULL, popped, none = NULL;
+    ref_t *r;
+
+    if (!TM.elapsed || !ctx || res_capture_open())
+        return NULL;
+    pthread_mutex_lock(&TM.lock);
+    for (r = TM.refs; r && r->ctx != ctx; r = r->next)
+        ;
+    mark_t *mark = r && mark_fresh(r->mark) ? r->mark : NULL;
+    if (mark)
+        mark->users++;
+    pthread_mutex_unlock(&TM.lock);
+    if (!mark) {                        /* (made outside residency's lock: it waits) */
+        if (atomic_compare_exchange_strong(&want_ref, &none, ctx))
+            atomic_fetch_add(&shim_timing_pending, 1);
+        return NULL;
+    }
+    int push = SHIM_DRIVER_CALL(cuCtxGetCurrent)(&cur) == CUDA_SUCCESS && cur != ctx;
+    if (push && SHIM_DRIVER_CALL(cuCtxPushCurrent_v2)(ctx) != CUDA_SUCCESS) {
+        pthread_mutex_lock(&TM.lock);
+        mark = mark_drop(mark);
+        pthread_mutex_unlock(&TM.lock);
+        mark_free(mark);
+        return NULL;
+    }
+    pair_t *p = pair_get(r, mark);      /* (its events are the context's) */
+    if (p) {
+        p->op = id;
+        if (SHIM_DRIVER_CALL(cuEventRecord)(p->a, s) != CUDA_SUCCESS) {
+            pair_put(p);
+            p = NULL;
+        }
+    }
+    if (push)
+        SHIM_DRIVER_CALL(cuCtxPopCurrent_v2)(&popped);
+    return p;
+}
+
+void shim_timing_move_after(void *handle, CUresult r, CUstream s)
+{
+    pair_t *p = handle;
+
+    if (r != CUDA_SUCCESS || SHIM_DRIVER_CALL(cuEventRecord)(p->b, s) != CUDA_SUCCESS) {
+        pair_put(p);
+        return;
+    }
+    p->next = NULL;
+    pthread_mutex_lock(&TM.lock);
+    *TM.tail = p;
+    TM.tail = &p->next;
+    atomic_fetch_add(&shim_timing_pending, 1);
+    pthread_mutex_unlock(&TM.lock);
+}
+
+/* A reference for the context a move asked one for (no lock held: it waits for its event). */
+static void want_served(void)
+{
+    CUcontext ctx = atomic_exchange(&want_ref, NULL), cur = NULL, popped;
+    mark_t *mark = NULL;
+
+    if (!ctx)
+        return;
+    atomic_fetch_sub(&shim_timing_pending, 1);
+    int push = SHIM_DRIVER_CALL(cuCtxGetCurrent)(&cur) == CUDA_SUCCESS && cur != ctx;
+    if (push && SHIM_DRIVER_CALL(cuCtxPushCurrent_v2)(ctx) != CUDA_SUCCESS)
+        return;
+    if (ref_current(ctx, &mark) && mark) {
+        pthread_mutex_lock(&TM.lock);
+        mark = mark_drop(mark);         /* (the context keeps its own use) */
+        pthread_mutex_unlock(&TM.lock);
+        mark_free(mark);
+    }
+    if (push)
+        SHIM_DRIVER_CALL(cuCtxPopCurrent_v2)(&popped);
+}
+
 /* The TIMING event of a pair whose events have both completed (no lock needed). */
 static void pair_emit(const pair_t *p)
 {
@@ -531,6 +619,7 @@ void shim_timing_poll(void)
      * it); the pairs wait until no capture is. */
     if (!atomic_load_explicit(&shim_timing_pending, memory_order_relaxed) || res_capture_open())
         return;
+    want_served();
     for (int i = 0; i < POLL_MAX; i++) {
         pair_t *p = take_done(&ok);
         if (!p)
@@ -612,6 +701,12 @@ static ref_t *take_dying(CUcontext ctx, int dev, pair_t **pairs)
 void shim_timing_ctx_gone(CUcontext ctx, int dev)
 {
     pair_t *pairs = NULL;
+    CUcontext want = ctx;
+
+    /* A reference wanted for it (for any, when only its device is known) is wanted no more. */
+    if (ctx ? atomic_compare_exchange_strong(&want_ref, &want, NULL)
+            : atomic_exchange(&want_ref, NULL) != NULL)
+        atomic_fetch_sub(&shim_timing_pending, 1);
 
     if (TM.source == SRC_CUPTI) {
         /* The context's queues of dropped records are read while it exists: what was dropped
@@ -683,6 +778,7 @@ void shim_timing_after_fork(void)
     TM.head = NULL;
     TM.tail = &TM.head;
     atomic_store(&shim_timing_pending, 0);
+    atomic_store(&want_ref, NULL);
     TM.refs = TM.gone = NULL;
     pthread_mutex_init(&TM.lock, NULL);
 }

@@ -476,7 +476,7 @@ static void base_trace(bb_t *b)
         if (ev.type == TRC_EV_ALLOC)
             ev.u.alloc = (trc_alloc_t){ 9, 0, 0x7f000000, 1 << 20, 1, NULL };
         if (ev.type == TRC_EV_MIGRATION)
-            ev.u.migration = (trc_migration_t){ 1, 2, 0, 2, 0, ev.time, ev.time + 10, 7 };
+            ev.u.migration = (trc_migration_t){ 1, 2, 0, 2, 0, ev.time, ev.time + 10, 7, 0, 0 };
         long n = trc_encode_event(&e, b->d + b->n, sizeof(b->d) - b->n, &ev);
         if (n < 0) {
             printf("FAIL: encode %d: %ld\n", i, n);

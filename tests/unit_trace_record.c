@@ -74,7 +74,7 @@ static void gen(int thread, uint64_t seq, names_t *n, trc_event_t *ev)
     case TRC_EV_COPY: ev->u.copy = (trc_copy_t){ 1, 0x1000 + seq, 0x7f0000000000ull, seq, 1, thread, span, t }; break;
     case TRC_EV_MEMSET: ev->u.memset = (trc_memset_t){ 0x7f0000000000ull, seq, 0, 4, 2, thread, span, t }; break;
     case TRC_EV_NCCL: ev->u.nccl = (trc_nccl_t){ n->own[k], 1, 2, seq, 5, -1, 0, thread, span, NULL }; break;
-    case TRC_EV_MIGRATION: ev->u.migration = (trc_migration_t){ seq, 2 << 20, 0, 2, thread, t - 5, t + 50, t - 4 }; break;
+    case TRC_EV_MIGRATION: ev->u.migration = (trc_migration_t){ seq, 2 << 20, 0, 2, thread, t - 5, t + 50, t - 4, 0, 0 }; break;
     case TRC_EV_EVICTION: ev->u.eviction = (trc_eviction_t){ seq, t - 9, 2 << 20, 0, 3, 1 }; break;
     case TRC_EV_ITERATION: ev->u.iteration.index = seq; break;
     case TRC_EV_TIMING: ev->u.timing = (trc_timing_t){ t - 7, (uint32_t)(seq & 1), t + 100, t + 300 }; break;

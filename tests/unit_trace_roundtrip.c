@@ -214,6 +214,8 @@ static void same_event(const trc_event_t *e, const trc_event_t *g)
         CHECK("migration.start", ge->start, gg->start);
         CHECK("migration.end", ge->end, gg->end);
         CHECK("migration.cause", ge->cause, gg->cause);
+        CHECK("migration.flags", ge->flags, gg->flags);
+        CHECK("migration.move", ge->move, gg->move);
         break;
     case TRC_EV_EVICTION:
         CHECK("eviction.chunk", ve->chunk, vg->chunk);
@@ -238,6 +240,39 @@ static void same_event(const trc_event_t *e, const trc_event_t *g)
     case TRC_EV_DROPPED:
         CHECK("dropped.source", e->u.dropped.source, g->u.dropped.source);
         CHECK("dropped.count", e->u.dropped.count, g->u.dropped.count);
+        break;
+    case TRC_EV_PLAN:
+        CHECK("plan.device", e->u.plan.device, g->u.plan.device);
+        CHECK("plan.plan", e->u.plan.plan, g->u.plan.plan);
+        CHECK("plan.iteration", e->u.plan.iteration, g->u.plan.iteration);
+        CHECK("plan.ops", e->u.plan.ops, g->u.plan.ops);
+        CHECK("plan.buffers", e->u.plan.buffers, g->u.plan.buffers);
+        CHECK("plan.moves", e->u.plan.moves, g->u.plan.moves);
+        CHECK("plan.predicted_ns", e->u.plan.predicted_ns, g->u.plan.predicted_ns);
+        CHECK("plan.bound_ns", e->u.plan.bound_ns, g->u.plan.bound_ns);
+        CHECK("plan.compute_ns", e->u.plan.compute_ns, g->u.plan.compute_ns);
+        CHECK("plan.bytes_in", e->u.plan.bytes_in, g->u.plan.bytes_in);
+        CHECK("plan.bytes_out", e->u.plan.bytes_out, g->u.plan.bytes_out);
+        CHECK("plan.planning_ns", e->u.plan.planning_ns, g->u.plan.planning_ns);
+        break;
+    case TRC_EV_FOLLOW:
+        CHECK("follow.device", e->u.follow.device, g->u.follow.device);
+        CHECK("follow.plan", e->u.follow.plan, g->u.follow.plan);
+        CHECK("follow.iteration", e->u.follow.iteration, g->u.follow.iteration);
+        CHECK("follow.foreseen", e->u.follow.foreseen, g->u.follow.foreseen);
+        CHECK("follow.unforeseen", e->u.follow.unforeseen, g->u.follow.unforeseen);
+        CHECK("follow.missed", e->u.follow.missed, g->u.follow.missed);
+        CHECK("follow.moves", e->u.follow.moves, g->u.follow.moves);
+        CHECK("follow.chunks", e->u.follow.chunks, g->u.follow.chunks);
+        CHECK("follow.left", e->u.follow.left, g->u.follow.left);
+        break;
+    case TRC_EV_MAPPING:
+        CHECK("mapping.device", e->u.mapping.device, g->u.mapping.device);
+        CHECK("mapping.planned_remaps", e->u.mapping.planned_remaps, g->u.mapping.planned_remaps);
+        CHECK("mapping.planned_ns", e->u.mapping.planned_ns, g->u.mapping.planned_ns);
+        CHECK("mapping.reactive_remaps", e->u.mapping.reactive_remaps,
+              g->u.mapping.reactive_remaps);
+        CHECK("mapping.reactive_ns", e->u.mapping.reactive_ns, g->u.mapping.reactive_ns);
         break;
     default: CHECK("iteration.index", e->u.iteration.index, g->u.iteration.index); break;
     }
@@ -339,14 +374,37 @@ static void write_all_types(trc_writer_t *w)
     ev.u.dropped = (trc_dropped_t){ 7, UINT64_MAX };
     CHECK("trc_emit_dropped", 0, trc_emit_dropped(w, ev.time, &ev.u.dropped));
     expect[nexpect++] = ev;
+    ev = (trc_event_t){ .type = TRC_EV_PLAN, .time = 4900 };
+    ev.u.plan = (trc_plan_t){ 0, 1, 2, 100000, 4000, 250000, 3000000, 2500000, 1000000,
+                              1ull << 33, 1ull << 32, 750000000 };
+    emit(w, &ev);
+    ev.time = 4901;
+    ev.u.plan = (trc_plan_t){ -7, UINT64_MAX, 0, 0, 0, 0, UINT64_MAX, 0, 0, 0, UINT64_MAX, 1 };
+    CHECK("trc_emit_plan", 0, trc_emit_plan(w, ev.time, &ev.u.plan));
+    expect[nexpect++] = ev;
+    ev = (trc_event_t){ .type = TRC_EV_FOLLOW, .time = 4910 };
+    ev.u.follow = (trc_follow_t){ 1, 1, 3, 120, 2, 1, 40, 80, 3 };
+    emit(w, &ev);
+    ev.time = 4911;
+    ev.u.follow = (trc_follow_t){ 0, 2, UINT64_MAX, 0, UINT64_MAX, 0, 0, UINT64_MAX, 0 };
+    CHECK("trc_emit_follow", 0, trc_emit_follow(w, ev.time, &ev.u.follow));
+    expect[nexpect++] = ev;
+    ev = (trc_event_t){ .type = TRC_EV_MAPPING, .time = 4920 };
+    ev.u.mapping = (trc_mapping_t){ 0, 64, 4224000, 3, 198000 };
+    emit(w, &ev);
+    ev.time = 4921;
+    ev.u.mapping = (trc_mapping_t){ 2, UINT64_MAX, 0, 0, UINT64_MAX };
+    CHECK("trc_emit_mapping", 0, trc_emit_mapping(w, ev.time, &ev.u.mapping));
+    expect[nexpect++] = ev;
     ev = (trc_event_t){ .type = TRC_EV_NCCL, .time = 5000 };
     ev.u.nccl = (trc_nccl_t){ sid(w, "allReduce"), 0x7f0000000000ull, 0x7f0000000000ull,
                               1 << 24, 0xabcdef, 3, -1, 0, { 1, 5001, 9000 }, NULL };
     emit(w, &ev);
     ev = (trc_event_t){ .type = TRC_EV_MIGRATION, .time = 6000 };
-    ev.u.migration = (trc_migration_t){ 17, 2 << 20, TRC_TIER_GPU, TRC_TIER_HOST, 0, 5990, 7000, 1 };
+    ev.u.migration = (trc_migration_t){ 17, 2 << 20, TRC_TIER_GPU, TRC_TIER_HOST, 0, 5990, 7000, 1, 0, 0 };
     emit(w, &ev);
-    ev.u.migration = (trc_migration_t){ 18, 2 << 20, TRC_TIER_HOST, TRC_TIER_GPU, 0, 6000, 6000, 0 };
+    ev.u.migration = (trc_migration_t){ 18, 2 << 20, TRC_TIER_HOST, TRC_TIER_GPU, 0, 6000, 6000, 0,
+                                        TRC_MIG_PLANNED, 1ull << 45 };
     emit(w, &ev);
     ev = (trc_event_t){ .type = TRC_EV_EVICTION, .time = 5990 };
     ev.u.eviction = (trc_eviction_t){ 17, 7, 2 << 20, TRC_TIER_GPU, TRC_TIER_NVME, 3 };
@@ -635,7 +693,7 @@ static void mix_event(mix_t *m, trc_event_t *ev)
         uint64_t start = m->time + rnd(m, 50000);
         ev->u.migration = (trc_migration_t){ rnd(m, 40000), 2 << 20, TRC_TIER_GPU,
                                              TRC_TIER_HOST, 0, start, start + 80000,
-                                             m->next_launch - 1 };
+                                             m->next_launch - 1, 0, 0 };
         m->host += 2 << 20;
     } else if (r < 959) {
         ev->type = TRC_EV_EVICTION;

@@ -185,6 +185,11 @@ static int put_migration(wbuf_t *b, uint64_t time, const trc_migration_t *m)
     put_s(b, (int64_t)(m->start - time));
     put_u(b, m->end - m->start);
     put_u(b, m->cause);
+    if (m->flags || m->move) {          /* (1.5; absent reads as 0) */
+        put_u(b, m->flags);
+        if (m->move)
+            put_u(b, m->move);
+    }
     return 0;
 }
 
@@ -207,6 +212,47 @@ static int put_timing(wbuf_t *b, uint64_t time, const trc_timing_t *t)
     put_u(b, t->source);
     put_s(b, (int64_t)(t->start - time));
     put_u(b, t->end - t->start);
+    return 0;
+}
+
+static int put_plan(wbuf_t *b, const trc_plan_t *p)
+{
+    put_s(b, p->device);
+    put_u(b, p->plan);
+    put_u(b, p->iteration);
+    put_u(b, p->ops);
+    put_u(b, p->buffers);
+    put_u(b, p->moves);
+    put_u(b, p->predicted_ns);
+    put_u(b, p->bound_ns);
+    put_u(b, p->compute_ns);
+    put_u(b, p->bytes_in);
+    put_u(b, p->bytes_out);
+    put_u(b, p->planning_ns);
+    return 0;
+}
+
+static int put_follow(wbuf_t *b, const trc_follow_t *f)
+{
+    put_s(b, f->device);
+    put_u(b, f->plan);
+    put_u(b, f->iteration);
+    put_u(b, f->foreseen);
+    put_u(b, f->unforeseen);
+    put_u(b, f->missed);
+    put_u(b, f->moves);
+    put_u(b, f->chunks);
+    put_u(b, f->left);
+    return 0;
+}
+
+static int put_mapping(wbuf_t *b, const trc_mapping_t *m)
+{
+    put_s(b, m->device);
+    put_u(b, m->planned_remaps);
+    put_u(b, m->planned_ns);
+    put_u(b, m->reactive_remaps);
+    put_u(b, m->reactive_ns);
     return 0;
 }
 
@@ -236,7 +282,7 @@ static int put_event(wbuf_t *b, trc_enc_t *e, const trc_event_t *ev)
     case TRC_REC_END: put_u(b, ev->u.end_count); return 0;
     default: break;
     }
-    if (ev->type < TRC_EV_PROCESS || ev->type > TRC_EV_DROPPED)
+    if (ev->type < TRC_EV_PROCESS || ev->type > TRC_EV_MAPPING)
         return -EINVAL;
     put_time(b, e, t);
     switch (ev->type) {
@@ -258,6 +304,9 @@ static int put_event(wbuf_t *b, trc_enc_t *e, const trc_event_t *ev)
         put_u(b, ev->u.dropped.source);
         put_u(b, ev->u.dropped.count);
         return 0;
+    case TRC_EV_PLAN: return put_plan(b, &ev->u.plan);
+    case TRC_EV_FOLLOW: return put_follow(b, &ev->u.follow);
+    case TRC_EV_MAPPING: return put_mapping(b, &ev->u.mapping);
     default: put_u(b, ev->u.iteration.index); return 0;
     }
 }
@@ -452,6 +501,7 @@ const char *trc_type_name(uint32_t type)
         [TRC_EV_EVICTION] = "eviction", [TRC_EV_ITERATION] = "iteration",
         [TRC_EV_TIMING] = "timing", [TRC_EV_MEMORY] = "memory",
         [TRC_EV_BUDGET] = "budget", [TRC_EV_DROPPED] = "dropped",
+        [TRC_EV_PLAN] = "plan", [TRC_EV_FOLLOW] = "follow", [TRC_EV_MAPPING] = "mapping",
     };
     return type < sizeof(names) / sizeof(names[0]) ? names[type] : NULL;
 }

@@ -394,6 +394,46 @@ static void ev_migration(cur_t *c, uint64_t time, trc_migration_t *m)
     m->device = i32(c, "device");
     times(c, time, &m->start, &m->end);
     m->cause = opt_u64(c);
+    m->flags = opt_u64(c);
+    m->move = opt_u64(c);
+}
+
+static void ev_plan(cur_t *c, trc_plan_t *p)
+{
+    p->device = i32(c, "device");
+    p->plan = u64(c);
+    p->iteration = u64(c);
+    p->ops = u64(c);
+    p->buffers = u64(c);
+    p->moves = u64(c);
+    p->predicted_ns = u64(c);
+    p->bound_ns = u64(c);
+    p->compute_ns = u64(c);
+    p->bytes_in = u64(c);
+    p->bytes_out = u64(c);
+    p->planning_ns = u64(c);
+}
+
+static void ev_follow(cur_t *c, trc_follow_t *f)
+{
+    f->device = i32(c, "device");
+    f->plan = u64(c);
+    f->iteration = u64(c);
+    f->foreseen = u64(c);
+    f->unforeseen = u64(c);
+    f->missed = u64(c);
+    f->moves = u64(c);
+    f->chunks = u64(c);
+    f->left = u64(c);
+}
+
+static void ev_mapping(cur_t *c, trc_mapping_t *m)
+{
+    m->device = i32(c, "device");
+    m->planned_remaps = u64(c);
+    m->planned_ns = u64(c);
+    m->reactive_remaps = u64(c);
+    m->reactive_ns = u64(c);
 }
 
 static void ev_eviction(cur_t *c, trc_eviction_t *v)
@@ -450,6 +490,9 @@ static void event(cur_t *c, trc_event_t *ev)
         ev->u.dropped.source = u32(c, "timing source");
         ev->u.dropped.count = u64(c);
         break;
+    case TRC_EV_PLAN: ev_plan(c, &ev->u.plan); break;
+    case TRC_EV_FOLLOW: ev_follow(c, &ev->u.follow); break;
+    case TRC_EV_MAPPING: ev_mapping(c, &ev->u.mapping); break;
     default: ev->u.iteration.index = u64(c); break;
     }
 }
@@ -462,7 +505,7 @@ static int record(trc_reader_t *r, uint64_t type, const uint8_t *p, size_t len, 
                   trc_event_t *ev)
 {
     cur_t c = { .b = { p, p + len, 0, 0 }, .r = r };
-    int is_event = type >= TRC_EV_PROCESS && type <= TRC_EV_DROPPED;
+    int is_event = type >= TRC_EV_PROCESS && type <= TRC_EV_MAPPING;
     memset(ev, 0, sizeof(*ev));
     ev->type = (trc_type_t)type;
     ev->offset = off;

@@ -22,7 +22,7 @@
 
 #define TRC_MAGIC         "ELXTRACE"
 #define TRC_VERSION_MAJOR 1
-#define TRC_VERSION_MINOR 4
+#define TRC_VERSION_MINOR 5
 #define TRC_HEADER_LEN    32          /* of this version; a reader skips a longer header */
 #define TRC_MAX_RECORD    (1u << 20)  /* largest record payload a reader accepts */
 #define TRC_MAX_DEPTH     256         /* deepest call stack (native frames; Python frames too) */
@@ -53,6 +53,9 @@ typedef enum trc_type {
     TRC_EV_MEMORY = 29,               /* 1.1: bytes resident per tier on one device */
     TRC_EV_BUDGET = 30,               /* 1.2: the budgets per tier of one device */
     TRC_EV_DROPPED = 31,              /* 1.3: device-time records a timing source lost */
+    TRC_EV_PLAN = 32,                 /* 1.5: the planned policy made a plan */
+    TRC_EV_FOLLOW = 33,               /* 1.5: one iteration followed a plan */
+    TRC_EV_MAPPING = 34,              /* 1.5: host time in the shim's mapping calls */
 } trc_type_t;
 
 typedef enum trc_tier { TRC_TIER_GPU, TRC_TIER_PEER, TRC_TIER_HOST, TRC_TIER_NVME } trc_tier_t;
@@ -176,7 +179,15 @@ typedef struct trc_migration {
     int32_t device;
     uint64_t start, end;               /* end >= start */
     uint64_t cause;                    /* 1.1: id of the launch/copy/memset that needed it; 0 */
+    uint64_t flags;                    /* 1.5: TRC_MIG_*; 0 in older files */
+    uint64_t move;                     /* 1.5: id of the shim's copy that made it (TIMING
+                                        * records may give its device times); 0: none */
 } trc_migration_t;
+
+/* 1.5: MIGRATION flags (a reader passes the bits it does not know through). */
+#define TRC_MIG_PLANNED 0x1u           /* issued by the plan: an asynchronous move on a copy
+                                        * stream; start: when its copy was issued, end: when
+                                        * the shim saw it complete (the copy ran in between) */
 
 typedef struct trc_eviction {
     uint64_t chunk, alloc, bytes;
@@ -228,6 +239,40 @@ typedef struct trc_dropped {
     uint64_t count;
 } trc_dropped_t;
 
+/* 1.5 (PLAN): device `device` made plan number `plan` (1, then 2 after a re-plan, ...) from
+ * the iteration its policy profiled (`iteration`, the policy's own count): its size, what
+ * its cost model predicts for one iteration (ns; bytes to and from the GPU) and the host
+ * time the planning took (ns of real time, not the trace's clock). */
+typedef struct trc_plan {
+    int32_t device;
+    uint64_t plan, iteration;
+    uint64_t ops, buffers, moves;
+    uint64_t predicted_ns, bound_ns, compute_ns;
+    uint64_t bytes_in, bytes_out;
+    uint64_t planning_ns;
+} trc_plan_t;
+
+/* 1.5 (FOLLOW): one iteration of device `device` under plan `plan`, written as the next one
+ * begins: operations the plan foresaw (matched), those it did not (came, no match), those of
+ * the plan that did not come (missed), and the plan's moves issued (moves), their chunks moved
+ * and those left to the reactive engine (left). */
+typedef struct trc_follow {
+    int32_t device;
+    uint64_t plan, iteration;
+    uint64_t foreseen, unforeseen, missed;
+    uint64_t moves, chunks, left;
+} trc_follow_t;
+
+/* 1.5 (MAPPING): host time in the mapping calls (cuMemUnmap, cuMemMap, cuMemSetAccess) the
+ * shim made to move chunks of device `device` since its previous MAPPING record: remaps (one
+ * chunk's address given other memory) and their time on the trace's clock, for the plan's
+ * moves and for the reactive engine's. */
+typedef struct trc_mapping {
+    int32_t device;
+    uint64_t planned_remaps, planned_ns;
+    uint64_t reactive_remaps, reactive_ns;
+} trc_mapping_t;
+
 /* One record as returned by the reader (and accepted by trc_encode_event). */
 typedef struct trc_event {
     trc_type_t type;
@@ -250,6 +295,9 @@ typedef struct trc_event {
         trc_memory_t memory;
         trc_budget_t budget;
         trc_dropped_t dropped;
+        trc_plan_t plan;
+        trc_follow_t follow;
+        trc_mapping_t mapping;
         uint64_t end_count;            /* TRC_REC_END: events the writer emitted */
     } u;
 } trc_event_t;
@@ -306,6 +354,9 @@ int trc_emit_timing(trc_writer_t *w, uint64_t time, const trc_timing_t *t);
 int trc_emit_memory(trc_writer_t *w, uint64_t time, const trc_memory_t *m);
 int trc_emit_budget(trc_writer_t *w, uint64_t time, const trc_budget_t *m);
 int trc_emit_dropped(trc_writer_t *w, uint64_t time, const trc_dropped_t *d);
+int trc_emit_plan(trc_writer_t *w, uint64_t time, const trc_plan_t *p);
+int trc_emit_follow(trc_writer_t *w, uint64_t time, const trc_follow_t *f);
+int trc_emit_mapping(trc_writer_t *w, uint64_t time, const trc_mapping_t *m);
 int trc_emit_event(trc_writer_t *w, const trc_event_t *ev);
 /* Writes the buffered records to the file. */
 int trc_writer_flush(trc_writer_t *w);

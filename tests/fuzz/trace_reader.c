@@ -48,6 +48,10 @@ static size_t visit(const trc_event_t *ev)
             n += ev->u.memory.bytes[i];
         break;
     case TRC_EV_DROPPED: n += ev->u.dropped.count + ev->u.dropped.source; break;
+    case TRC_EV_MIGRATION: n += ev->u.migration.flags + ev->u.migration.cause; break;
+    case TRC_EV_PLAN: n += ev->u.plan.predicted_ns + ev->u.plan.planning_ns; break;
+    case TRC_EV_FOLLOW: n += ev->u.follow.foreseen + ev->u.follow.left; break;
+    case TRC_EV_MAPPING: n += ev->u.mapping.planned_ns + ev->u.mapping.reactive_remaps; break;
     default: break;
     }
     return n;

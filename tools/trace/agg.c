@@ -169,9 +169,37 @@ static ival_t *kernel_intervals(const tm_trace_t *t, size_t *n)
     return v;
 }
 
+/* Whether [start, end] of device dev meets the span of the merged kernel intervals k[0, n)
+ * of that device (sorted by device). */
+static int in_kernel_span(const ival_t *k, size_t n, int32_t dev, uint64_t start, uint64_t end)
+{
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (k[mid].device < dev)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo == n || k[lo].device != dev)
+        return 0;
+    size_t last = lo;
+    while (last + 1 < n && k[last + 1].device == dev)
+        last++;
+    return end >= k[lo].start && start <= k[last].end;
+}
+
 int tm_migration_totals(const tm_trace_t *t, tm_migration_totals_t *out)
 {
+    return tm_migration_totals_of(t, TM_MIG_ALL, out, NULL);
+}
+
+int tm_migration_totals_of(const tm_trace_t *t, int which, tm_migration_totals_t *out,
+                           uint64_t *untimed)
+{
     memset(out, 0, sizeof(*out));
+    if (untimed)
+        *untimed = 0;
     size_t nk, nm = 0;
     ival_t *mig = malloc((t->nmigrations ? t->nmigrations : 1) * sizeof(*mig));
     ival_t *ker = kernel_intervals(t, &nk);
@@ -180,8 +208,15 @@ int tm_migration_totals(const tm_trace_t *t, tm_migration_totals_t *out)
         free(ker);
         return -ENOMEM;
     }
+    nk = merge(ker, nk);
     for (size_t i = 0; i < t->nmigrations; i++) {
         const trc_migration_t *m = &t->migrations[i].m;
+        int planned = (m->flags & TRC_MIG_PLANNED) != 0;
+        if ((which == TM_MIG_PLANNED && !planned) || (which == TM_MIG_REACTIVE && planned))
+            continue;
+        if (untimed && !in_kernel_span(ker, nk, m->device, m->start, m->end))
+            (*untimed)++;
+        out->timed += t->migrations[i].timed;
         if (m->from < TRC_TIERS && m->to < TRC_TIERS) {
             out->count[m->from][m->to]++;
             out->bytes[m->from][m->to] += m->bytes;
@@ -189,7 +224,6 @@ int tm_migration_totals(const tm_trace_t *t, tm_migration_totals_t *out)
         mig[nm++] = (ival_t){ m->device, m->start, m->end };
     }
     nm = merge(mig, nm);
-    nk = merge(ker, nk);
     for (size_t i = 0; i < nm; i++)
         out->busy_ns += mig[i].end - mig[i].start;
     out->hidden_ns = overlap(mig, nm, ker, nk);

@@ -26,12 +26,22 @@ typedef struct tm_migration_totals {
     uint64_t bytes[TRC_TIERS][TRC_TIERS];
     uint64_t busy_ns;                  /* union of migration intervals, all devices */
     uint64_t hidden_ns;                /* the part of busy_ns during which a kernel ran */
+    uint64_t timed;                    /* migrations whose times are their copy's device
+                                        * times (1.5: a planned move's TIMING record) */
     /* Both are taken per device and summed: the union of one device's migration intervals,
      * and the part of it during which a launch with known device times ran on that same
      * device (so hidden_ns <= busy_ns). */
 } tm_migration_totals_t;
 
 int tm_migration_totals(const tm_trace_t *t, tm_migration_totals_t *out);
+
+/* The same over the migrations the plan issued (TRC_MIG_PLANNED, 1.5) or over the others
+ * (the reactive engine's), with untimed: how many of them ran wholly outside the span of
+ * their device's kernels with device times (the profiled iterations), where nothing can
+ * count as hidden. */
+enum { TM_MIG_ALL, TM_MIG_PLANNED, TM_MIG_REACTIVE };
+int tm_migration_totals_of(const tm_trace_t *t, int which, tm_migration_totals_t *out,
+                           uint64_t *untimed);
 
 /* The most bytes of device `device`'s allocations live at once (the program's footprint on
  * it, wherever the bytes were), in *peak; -ENOMEM. */

@@ -97,5 +97,8 @@ void print_site_table(const tm_alloc_t **v, size_t n, size_t top, unsigned depth
 /* cmd_summary.c, shared with kernels: a line per timing source that lost device-time records
  * (DROPPED), since the times that follow leave out the operations those records were of. */
 void print_dropped(const tm_trace_t *t);
+/* summary_plan.c: the plan section of summary (format 1.5; one line or nothing without a
+ * plan). */
+void print_plan(const tm_trace_t *t);
 
 #endif

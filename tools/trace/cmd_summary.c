@@ -3,7 +3,8 @@
  * cmd_summary.c - `elixir-trace summary`: one page about a trace: a verdict (footprint against
  * the budgets, time spent migrating and how much of it was hidden), the process, its devices
  * and options, the time span and iterations, peak memory per tier, the top kernels and
- * allocations, migration totals with the share hidden behind kernels, and evictions.
+ * allocations, migration totals with the share hidden behind kernels, evictions, and the
+ * plan at work (summary_plan.c).
  */
 #include "cli.h"
 
@@ -393,6 +394,7 @@ static int run_summary(const cli_cmd_t *c, char **pos)
     print_sites(&t, top, depth);
     print_migrations(&t);
     print_evictions(&t);
+    print_plan(&t);
     print_nccl(&t);
     free(dv);
     tm_free(&t);
@@ -421,8 +423,17 @@ const cli_cmd_t cmd_summary = {
                "largest allocations with their call sites, the allocations grouped by\n"
                "call site (in a Python program, its Python call site), migrations per\n"
                "direction with how much of their time was hidden behind kernels running on\n"
-               "the same device, evictions by reason, and NCCL calls by operation (calls\n"
-               "and bytes) when there are any.",
+               "the same device, evictions by reason, the plan (below), and NCCL calls by\n"
+               "operation (calls and bytes) when there are any.\n"
+               "The plan section (traces of ELIXIR_POLICY=plan, format 1.5): per device,\n"
+               "each plan made (profiled iteration, size, host time to plan, predicted\n"
+               "iteration against the mean of the iterations that followed it in a row),\n"
+               "operations foreseen, not foreseen and those of the plan that did not come,\n"
+               "the plan's moves against the reactive engine's (count and bytes per\n"
+               "direction, time busy and hidden behind kernels; moves outside the profiled\n"
+               "iterations, where kernels have no device times, cannot count as hidden),\n"
+               "and the host time of the shim's mapping calls.  Without a plan, one line\n"
+               "says which policy ran, or nothing in a trace that does not say.",
     .opts = summary_opts,
     .run = run_summary,
 };

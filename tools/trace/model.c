@@ -32,6 +32,7 @@ typedef struct priv {
     trc_reader_t *r;
     char *path;
     idmap_t alloc_ix, op_ix;
+    idmap_t move_ix;                   /* 1.5: a planned migration's move id -> migrations[] */
     idmap_t dev_ix, opt_ix;            /* device id -> devices[], option name -> options[] */
     int32_t beyond;                    /* the device that was one too many */
     uint64_t *ids;                     /* launch allocation ids, all launches in order */
@@ -39,7 +40,7 @@ typedef struct priv {
     trc_timing_t *timings;             /* matched to operations after the load */
     size_t ntimings, cap_timings;
     size_t cap_devices, cap_options, cap_allocs, cap_ops, cap_migrations, cap_evictions,
-        cap_iterations, cap_memory, cap_budgets;
+        cap_iterations, cap_memory, cap_budgets, cap_plans, cap_follows, cap_mappings;
     idmap_t name_ix;                   /* a mangled kernel name (its interned pointer) ... */
     char **names;                      /* ... -> its demangled copy */
     size_t nnames, cap_names;
@@ -330,7 +331,10 @@ static int add_small(tm_trace_t *t, priv_t *p, const trc_event_t *ev)
     switch (ev->type) {
     case TRC_EV_MIGRATION: {
         tm_migration_t *m = PUSH(t, p, migrations);
-        return m ? (*m = (tm_migration_t){ ev->time, ev->u.migration }, 0) : -ENOMEM;
+        if (!m)
+            return -ENOMEM;
+        *m = (tm_migration_t){ ev->time, ev->u.migration, 0 };
+        return m->m.move ? idmap_put(&p->move_ix, m->m.move, t->nmigrations - 1) : 0;
     }
     case TRC_EV_EVICTION: {
         tm_eviction_t *e = PUSH(t, p, evictions);
@@ -345,6 +349,27 @@ static int add_small(tm_trace_t *t, priv_t *p, const trc_event_t *ev)
         return tm ? (*tm = ev->u.timing, 0) : -ENOMEM;
     }
     }
+}
+
+/* PLAN, FOLLOW and MAPPING (1.5), each naming a device counted as any other. */
+static int add_plan(tm_trace_t *t, priv_t *p, const trc_event_t *ev)
+{
+    int rc;
+    int32_t dev = ev->type == TRC_EV_PLAN     ? ev->u.plan.device
+                  : ev->type == TRC_EV_FOLLOW ? ev->u.follow.device
+                                              : ev->u.mapping.device;
+    if (!device_slot(t, p, dev, &rc))
+        return rc;
+    if (ev->type == TRC_EV_PLAN) {
+        tm_plan_t *x = PUSH(t, p, plans);
+        return x ? (*x = (tm_plan_t){ ev->time, ev->u.plan }, 0) : -ENOMEM;
+    }
+    if (ev->type == TRC_EV_FOLLOW) {
+        tm_follow_t *x = PUSH(t, p, follows);
+        return x ? (*x = (tm_follow_t){ ev->time, ev->u.follow }, 0) : -ENOMEM;
+    }
+    tm_mapping_t *x = PUSH(t, p, mappings);
+    return x ? (*x = (tm_mapping_t){ ev->time, ev->u.mapping }, 0) : -ENOMEM;
 }
 
 static void widen(tm_trace_t *t, uint64_t time)
@@ -386,6 +411,7 @@ static int add_event(tm_trace_t *t, priv_t *p, const trc_event_t *ev)
     }
     case TRC_EV_MIGRATION: case TRC_EV_EVICTION: case TRC_EV_ITERATION: case TRC_EV_TIMING:
         return add_small(t, p, ev);
+    case TRC_EV_PLAN: case TRC_EV_FOLLOW: case TRC_EV_MAPPING: return add_plan(t, p, ev);
     case TRC_EV_DROPPED:
         if (ev->u.dropped.source == TRC_TIMING_CUPTI)
             t->dropped_cupti += ev->u.dropped.count;
@@ -414,6 +440,14 @@ static void resolve(tm_trace_t *t, priv_t *p)
     for (size_t i = 0; i < p->ntimings; i++) {
         const trc_timing_t *tm = &p->timings[i];
         size_t k = idmap_get(&p->op_ix, tm->op);
+        if (k == SIZE_MAX && tm->end >= tm->start &&
+            (k = idmap_get(&p->move_ix, tm->op)) != SIZE_MAX) {
+            tm_migration_t *m = &t->migrations[k];      /* a planned move's copy (1.5) */
+            m->m.start = tm->start;
+            m->m.end = tm->end;
+            m->timed = 1;
+            continue;
+        }
         if (k == SIZE_MAX || tm->end < tm->start)
             continue;
         tm_op_t *o = &t->ops[k];
@@ -525,6 +559,7 @@ void tm_free(tm_trace_t *t)
         trc_reader_close(p->r);
         idmap_free(&p->alloc_ix);
         idmap_free(&p->op_ix);
+        idmap_free(&p->move_ix);
         idmap_free(&p->dev_ix);
         idmap_free(&p->opt_ix);
         idmap_free(&p->name_ix);
@@ -545,6 +580,9 @@ void tm_free(tm_trace_t *t)
     free(t->iterations);
     free(t->memory);
     free(t->budgets);
+    free(t->plans);
+    free(t->follows);
+    free(t->mappings);
     memset(t, 0, sizeof(*t));
 }
 

@@ -57,6 +57,8 @@ typedef struct tm_op {
 typedef struct tm_migration {
     uint64_t time;
     trc_migration_t m;
+    int timed;                         /* start and end are its copy's device times, from a
+                                        * TIMING record naming its move id (1.5) */
 } tm_migration_t;
 
 typedef struct tm_eviction {
@@ -73,6 +75,22 @@ typedef struct tm_memory {
     int32_t device;
     uint64_t bytes[TRC_TIERS];
 } tm_memory_t;
+
+/* 1.5: the planned policy's records, with their times. */
+typedef struct tm_plan {
+    uint64_t time;
+    trc_plan_t p;
+} tm_plan_t;
+
+typedef struct tm_follow {
+    uint64_t time;
+    trc_follow_t f;
+} tm_follow_t;
+
+typedef struct tm_mapping {
+    uint64_t time;
+    trc_mapping_t m;
+} tm_mapping_t;
 
 typedef struct tm_device {
     int32_t device;
@@ -103,6 +121,9 @@ typedef struct tm_trace {
     tm_iteration_t *iterations; size_t niterations;
     tm_memory_t *memory;        size_t nmemory;
     tm_memory_t *budgets;       size_t nbudgets;   /* BUDGET records (1.2), in file order */
+    tm_plan_t *plans;           size_t nplans;     /* PLAN records (1.5), in file order */
+    tm_follow_t *follows;       size_t nfollows;   /* FOLLOW records (1.5) */
+    tm_mapping_t *mappings;     size_t nmappings;  /* MAPPING records (1.5) */
     uint64_t t_first, t_last;          /* earliest and latest time of any event; t_last
                                         * also covers the end of device work (operations'
                                         * and migrations' end times) */
