@@ -543,7 +543,7 @@ static inline unsigned res_code_generation(void)
       "use (physical, or its cgroup's limit); auto: half, shared by LOCAL_WORLD_SIZE procs")   \
     X(MEMINFO, MEMINFO, "virtual",                                                             \
       "what cuMemGetInfo reports: virtual (all budgets together) or physical (the device)")    \
-    X(POLICY, POLICY, "reactive",                                                              \
+    X(POLICY, POLICY, "plan",                                                                  \
       "how residency moves memory: reactive (least recently used, on demand) or plan (profile "\
       "one iteration, plan its moves, issue them ahead; the reactive engine serves the rest)") \
     X(TRACE, PATH, "",                                                                         \
