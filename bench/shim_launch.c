@@ -2,25 +2,27 @@
 /*
  * shim_launch.c - what libelixir.so adds to a kernel launch when everything is resident.
  *
- * This program runs itself as three children, one on the plain simulator, one with
- * LD_PRELOAD=libelixir.so and one with the shim recording a trace (ELIXIR_TRACE, into a
- * temporary file removed afterwards), all with the race checker off
- * (ELIXIR_SIM_RACECHECK=off).  Each child launches empty kernels taking 1, 8 and 32 pointer
+ * This program runs itself as four children, one on the plain simulator, one with
+ * LD_PRELOAD=libelixir.so (ELIXIR_POLICY=reactive), one with the shim recording a trace
+ * (ELIXIR_TRACE, into a temporary file removed afterwards) and one with the computed policy
+ * (ELIXIR_POLICY=plan), all with the race checker off (ELIXIR_SIM_RACECHECK=off).  Each child launches empty kernels taking 1, 8 and 32 pointer
  * arguments, N times and then synchronises, in rounds that take the widths in turn, and
  * reports its best round per width.  The pointers lead into allocations far below the GPU
  * budget, so the shim never migrates anything: what is left is the cost of looking at the
  * arguments and recording their use, and with the trace, of recording each launch with the
  * allocations it reaches (at the default level, every launch is recorded in full; each
  * round's synchronisation marks an iteration, and the best round is one after the profiled
- * iteration, so the figure is recording's steady state, without CUPTI).  The three children
- * run RUNS times, in turn, all on one CPU (see bench_pin_to_one_cpu), and each run gives its
- * own ratios; the parent prints, side by side, the median time per launch of each and the
- * median (and range) of the runs' ratios: the shim's to the plain simulator and the trace's to
- * the shim.  A ratio taken within one run compares children that ran moments apart, so a slow
+ * iteration, so the figure is recording's steady state, without CUPTI).  With the plan, the
+ * same rounds are an iteration the shim profiles, plans (nothing to move) and then follows:
+ * every launch is matched against the plan, which is what it costs.  The four children run
+ * RUNS times, in turn, all on one CPU (see bench_pin_to_one_cpu), and each run gives its own
+ * ratios; the parent prints, side by side, the median time per launch of each and the median
+ * (and range) of the runs' ratios: the shim's to the plain simulator, the trace's to the shim
+ * and the planned shim's to the plain simulator.  A ratio taken within one run compares children that ran moments apart, so a slow
  * spell of the machine that spans a run does not tilt it, and the median discards the runs
- * that one landed in.  It then says whether the targets (the shim at most 10%, about 50 ns,
- * over the simulator; recording at most 10% over the shim) are met by those medians; it
- * asserts nothing about time.
+ * that one landed in.  It then says whether the targets (the shim, with either policy, at
+ * most 10%, about 50 ns, over the simulator; recording at most 10% over the shim) are met by
+ * those medians; it asserts nothing about time.
  *
  * The simulator checks every pointer argument of a launch against its address registry (a GPU
  * does not): a pointer into a VMM reservation, as all the shim's are, costs it one more index
@@ -49,7 +51,7 @@
 #define ALLOC_BYTES (1u << 20)      /* one allocation per pointer argument: 32 MiB in all */
 #define LAUNCHES 40000              /* per round */
 #define ROUNDS 4
-#define RUNS 7                      /* runs of the three children in turn */
+#define RUNS 7                      /* runs of the four children in turn */
 #define TARGET_RATIO 1.10
 #define TRACE_TARGET_RATIO 1.10     /* shim + trace against the shim alone */
 #define OWN_PAIRS 16                /* pairs of rounds measuring the shim's own cost */
@@ -59,10 +61,11 @@ _Static_assert(RUNS <= MAX_SAMPLES && OWN_PAIRS <= MAX_SAMPLES, "median's buffer
 
 static const int widths[NWIDTHS] = { 1, 8, 32 };
 
-/* One run's figures: each child's best round per width, in ns per launch; the preloaded child's
- * own_ratio per width follows its own rows (shim[NWIDTHS + i], printed as width -widths[i]). */
+/* One run's figures: each child's best round per width, in ns per launch; a preloaded child's
+ * own_ratio per width follows its own rows (shim[NWIDTHS + i], printed as width -widths[i]);
+ * planned: the child with ELIXIR_POLICY=plan, laid out as shim. */
 typedef struct run {
-    double plain[NWIDTHS], shim[2 * NWIDTHS], traced[NWIDTHS];
+    double plain[NWIDTHS], shim[2 * NWIDTHS], traced[NWIDTHS], planned[2 * NWIDTHS];
 } run_t;
 
 typedef CUresult (*launch_fn_t)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned,
@@ -198,16 +201,16 @@ static int width_row(long long w)
     return -1;
 }
 
-/* Run this program as a child (plain, preloaded, or preloaded and recording into `trace`)
- * and keep the best ns of each width in best[]; returns the shim's launch count the child
- * reported, or -3 when it failed. */
-static long long run_child(const char *self, const char *shim, const char *trace,
-                           double best[NWIDTHS])
+/* Run this program as a child (plain, preloaded with `policy`, or preloaded and recording
+ * into `trace`) and keep the best ns of each width in best[]; returns the shim's launch count
+ * the child reported, or -3 when it failed. */
+static long long run_child(const char *self, const char *shim, const char *policy,
+                           const char *trace, double *best)
 {
     char env[2 * PATH_MAX];
 
-    snprintf(env, sizeof(env), "ELIXIR_SIM_RACECHECK=off%s%s%s", trace ? " ELIXIR_TRACE='" : "",
-             trace ? trace : "", trace ? "'" : "");
+    snprintf(env, sizeof(env), "ELIXIR_SIM_RACECHECK=off ELIXIR_POLICY=%s%s%s%s", policy,
+             trace ? " ELIXIR_TRACE='" : "", trace ? trace : "", trace ? "'" : "");
     return bench_run_child(self, shim, env, "width", width_row, best);
 }
 
@@ -229,41 +232,49 @@ static double median(const double *v, int n, double *lo, double *hi)
 /* One width's row: median ns per side, and the medians (ranges) of the runs' ratios; the
  * worst-case bookkeeping gets the median ratios and the medians of the runs' differences. */
 static void report_row(int i, const run_t *runs, double *ratio, double *extra, double *tratio,
-                       double *textra)
+                       double *textra, double *pratio, double *pextra)
 {
-    double p[RUNS], w[RUNS], t[RUNS], rs[RUNS], rt[RUNS], es[RUNS], et[RUNS];
-    double lo, hi, rlo, rhi, tlo, thi;
+    double p[RUNS], w[RUNS], t[RUNS], q[RUNS], rs[RUNS], rt[RUNS], rq[RUNS], es[RUNS];
+    double et[RUNS], eq[RUNS], lo, hi, rlo, rhi, tlo, thi, qlo, qhi;
     for (int r = 0; r < RUNS; r++) {
         p[r] = runs[r].plain[i];
         w[r] = runs[r].shim[i];
         t[r] = runs[r].traced[i];
+        q[r] = runs[r].planned[i];
         rs[r] = w[r] / p[r];
         rt[r] = t[r] / w[r];
+        rq[r] = q[r] / p[r];
         es[r] = w[r] - p[r];
         et[r] = t[r] - w[r];
+        eq[r] = q[r] - p[r];
     }
     double mp = median(p, RUNS, &lo, &hi), mw = median(w, RUNS, &lo, &hi);
-    double mt = median(t, RUNS, &lo, &hi);
+    double mt = median(t, RUNS, &lo, &hi), mq = median(q, RUNS, &lo, &hi);
     *ratio = median(rs, RUNS, &rlo, &rhi);
     *tratio = median(rt, RUNS, &tlo, &thi);
+    *pratio = median(rq, RUNS, &qlo, &qhi);
     *extra = median(es, RUNS, &lo, &hi);           /* the runs' own differences, too */
     *textra = median(et, RUNS, &lo, &hi);
-    printf("  %8d | %8.1f ns | %8.1f ns  %.2fx (%.2f-%.2f) | %8.1f ns  %.2fx (%.2f-%.2f)\n",
-           widths[i], mp, mw, *ratio, rlo, rhi, mt, *tratio, tlo, thi);
+    *pextra = median(eq, RUNS, &lo, &hi);
+    printf("  %8d | %8.1f ns | %8.1f ns  %.2fx (%.2f-%.2f) | %8.1f ns  %.2fx (%.2f-%.2f) | "
+           "%8.1f ns  %.2fx (%.2f-%.2f)\n", widths[i], mp, mw, *ratio, rlo, rhi, mt, *tratio,
+           tlo, thi, mq, *pratio, qlo, qhi);
 }
 
-/* The shim's own cost per width: the median over the runs of the preloaded child's own_ratio
- * (range in brackets), and what it comes to per launch at that child's median speed. */
-static void report_own(const run_t *runs)
+/* The shim's own cost per width: the median over the runs of a preloaded child's own_ratio
+ * (range in brackets), and what it comes to per launch at that child's median speed; `plan`:
+ * the child with the plan. */
+static void report_own(const run_t *runs, int plan)
 {
-    printf("  The shim's own cost, inside the preloaded child (its wrapper against the driver's "
-           "own\n  function on the same memory, %d pairs of rounds of %d launches in turn, the "
-           "median\n  pair's ratio):\n", OWN_PAIRS, OWN_LAUNCHES);
+    printf("  The shim's own cost%s, inside the preloaded child (its wrapper against the "
+           "driver's own\n  function on the same memory, %d pairs of rounds of %d launches in "
+           "turn, the median\n  pair's ratio):\n", plan ? " with the plan" : "", OWN_PAIRS,
+           OWN_LAUNCHES);
     for (int i = 0; i < NWIDTHS; i++) {
         double w[RUNS], ratio[RUNS], lo, hi, rlo, rhi;
         for (int r = 0; r < RUNS; r++) {
-            w[r] = runs[r].shim[i];
-            ratio[r] = runs[r].shim[NWIDTHS + i];
+            w[r] = plan ? runs[r].planned[i] : runs[r].shim[i];
+            ratio[r] = plan ? runs[r].planned[NWIDTHS + i] : runs[r].shim[NWIDTHS + i];
         }
         double mw = median(w, RUNS, &lo, &hi), mr = median(ratio, RUNS, &rlo, &rhi);
         printf("  %8d pointers: %.2fx (%.2f-%.2f), about %+.0f ns per launch\n", widths[i], mr,
@@ -273,19 +284,23 @@ static void report_own(const run_t *runs)
 
 static void report(const run_t *runs)
 {
-    double worst = 0, worst_ns = 0, tworst = 0, tworst_ns = 0;
+    double worst = 0, worst_ns = 0, tworst = 0, tworst_ns = 0, pworst = 0, pworst_ns = 0;
 
     printf("shim_launch: cuLaunchKernel of an empty kernel, %d launches then one "
-           "cuStreamSynchronize,\n  best of %d rounds per child, %d runs of the three children "
+           "cuStreamSynchronize,\n  best of %d rounds per child, %d runs of the four children "
            "in turn, race checker off,\n  pinned to one CPU; every pointer leads into its own "
            "%u KiB allocation, all resident.\n  Medians over the runs; a ratio is the median "
            "of the runs' own ratios (range in brackets).\n",
            LAUNCHES, ROUNDS, RUNS, ALLOC_BYTES >> 10);
     printf("  pointers |  plain sim  |  with libelixir.so          | shim+trace, ratio to "
-           "the shim\n");
+           "the shim   | with the plan (ELIXIR_POLICY=plan)\n");
     for (int i = 0; i < NWIDTHS; i++) {
-        double ratio, extra, tratio, textra;
-        report_row(i, runs, &ratio, &extra, &tratio, &textra);
+        double ratio, extra, tratio, textra, pratio, pextra;
+        report_row(i, runs, &ratio, &extra, &tratio, &textra, &pratio, &pextra);
+        if (pratio > pworst) {
+            pworst = pratio;
+            pworst_ns = pextra;
+        }
         if (ratio > worst) {
             worst = ratio;
             worst_ns = extra;
@@ -300,7 +315,11 @@ static void report(const run_t *runs)
     printf("  trace target (recording at most +%.0f%% over the shim): %s (worst %.2fx, %+.1f ns)\n",
            (TRACE_TARGET_RATIO - 1) * 100, tworst <= TRACE_TARGET_RATIO ? "met" : "NOT met",
            tworst, tworst_ns);
-    report_own(runs);
+    printf("  plan target (the shim following a plan, at most +%.0f%% per launch): %s (worst "
+           "%.2fx, %+.1f ns)\n", (TARGET_RATIO - 1) * 100, pworst <= TARGET_RATIO ? "met" :
+           "NOT met", pworst, pworst_ns);
+    report_own(runs, 0);
+    report_own(runs, 1);
 }
 
 /* A fresh trace file name for a recording child (removed after each run). */
@@ -327,23 +346,26 @@ int main(int argc, char **argv)
     char trace[PATH_MAX];
     for (int i = 0; i < RUNS; i++) {
         run_t *r = &runs[i];
-        long long a = run_child(self, NULL, NULL, r->plain);
-        long long b = run_child(self, shim, NULL, r->shim);
-        long long c = run_child(self, shim, trace_path(trace, sizeof(trace)), r->traced);
+        long long a = run_child(self, NULL, "reactive", NULL, r->plain);
+        long long b = run_child(self, shim, "reactive", NULL, r->shim);
+        long long c = run_child(self, shim, "reactive", trace_path(trace, sizeof(trace)),
+                                r->traced);
         int recorded = access(trace, F_OK) == 0, own = 1;
         unlink(trace);
+        long long d = run_child(self, shim, "plan", NULL, r->planned);
         for (int w = 0; w < NWIDTHS; w++)
-            own &= r->shim[NWIDTHS + w] > 0;
+            own &= r->shim[NWIDTHS + w] > 0 && r->planned[NWIDTHS + w] > 0;
         if (!own) {
             fprintf(stderr, "shim_launch: the preloaded child found no driver function of its "
                             "own to compare the wrapper with\n");
             return 1;
         }
-        if (a != -2 || b != want_own || c != want || !recorded) {
+        if (a != -2 || b != want_own || c != want || d != want_own || !recorded) {
             fprintf(stderr, "shim_launch: a child failed or the shim was not where expected: "
                             "plain child saw %lld shim launches (want -2: no shim), preloaded "
-                            "child %lld (want %lld), recording child %lld (want %lld), trace "
-                            "%s\n", a, b, want_own, c, want, recorded ? "written" : "missing");
+                            "child %lld (want %lld), recording child %lld (want %lld), planned "
+                            "child %lld (want %lld), trace %s\n", a, b, want_own, c, want, d,
+                            want_own, recorded ? "written" : "missing");
             return 1;
         }
     }

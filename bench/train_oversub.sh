@@ -64,12 +64,13 @@ pair() {
 
 vtime() { sed -n 's/.*virtual time \([0-9.]*\) ms.*/\1/p' "$tmp/$1.err"; }
 gpu_peak() { sed -n 's/.*GPU peak \([0-9]*\) MiB of.*/\1/p' "$tmp/$1.err"; }
-gpu_budget() { sed -n 's/.*GPU peak [0-9]* MiB of \([0-9]*\),.*/\1/p' "$tmp/$1.err"; }
+gpu_budget() { sed -n 's/.*GPU peak [0-9]* MiB of \([0-9]*\)[ ,].*/\1/p' "$tmp/$1.err"; }
 digest() { sed -n 's/^digest //p' "$tmp/$1.out"; }
-# MiB migrated both ways in a run: migrations (of one 2 MiB chunk each) both ways.
+# MiB migrated both ways in a run: its migrations (one chunk each, both ways) times the
+# chunk, 2 MiB (the simulator's granularity); the log's byte figures are rounded to 0.1 GiB.
 moved() {
-    sed -n 's/.*migrations to host \([0-9]*\) (.*), to GPU \([0-9]*\) (.*/\1 \2/p' \
-        "$tmp/$1.err" | awk '{ print 2 * ($1 + $2); exit }'
+    sed -n 's/.*migrations to host \([0-9]*\) ([^)]*), to GPU \([0-9]*\) .*/\1 \2/p' \
+        "$tmp/$1.err" | awk '{ print 2 * ($1 + $2) }'
 }
 
 # step NAME: virtual ms of one steady step of configuration NAME.

@@ -3,9 +3,16 @@
  * replay.c - the cost model: how long an iteration takes when the executor follows a plan.
  *
  * The host issues, in plan order, each operation's moves before it, the operation, and its
- * moves after it; issuing costs nothing but mapping calls, which the host makes itself when
- * it issues a move (map_us_per_call + map_us_per_chunk * nchunks), so they delay the issue of
- * everything after them.  Then, in virtual nanoseconds:
+ * moves after it; issuing costs nothing but mapping calls, which the host makes itself
+ * (map_us_per_call + map_us_per_chunk * nchunks per move), and waits for GPU room, so they
+ * delay the issue of everything after them, as in the shim's executor (res_flight.c):
+ *   - a move to the GPU maps its chunks when it is issued, once the room it takes is free:
+ *     room that a move away from the GPU frees is free only when that move's copy completed,
+ *     and the host waits for it there (it cannot hand out memory a copy still reads);
+ *   - a move away from the GPU maps its chunks (its remap to the other tier) only when its copy
+ *     completed: the host pays that mapping when the room is taken (the executor completes
+ *     the move then, or polls it complete before), not when the move is issued.
+ * Then, in virtual nanoseconds:
  *   - an operation starts when it is issued, its stream is free (one stream runs its
  *     operations in order; streams overlap freely: the iteration's own events are not
  *     modelled) and every chunk it reaches has arrived; it runs dur_ns;
@@ -41,6 +48,7 @@ typedef struct rp {
     double *ready, *last_end;   /* per chunk: its last move's end, its last use's end */
     uint8_t *loc;
     double *tok;                /* GPU room: when each free chunk of room became free (FIFO) */
+    double *owed;               /* and the host's mapping time its freeing move still owes */
     uint64_t tok_head, tok_n, tok_cap;
     double q[POL_NTIERS][2], pipe[POL_NTIERS];
     pol_result_t *r;
@@ -48,18 +56,23 @@ typedef struct rp {
     double it_end;
 } rp_t;
 
-static void tok_push(rp_t *p, double t)
+static void tok_push(rp_t *p, double t, double owed)
 {
-    if (p->tok_n < p->tok_cap)
-        p->tok[(p->tok_head + p->tok_n++) % p->tok_cap] = t;
+    if (p->tok_n < p->tok_cap) {
+        uint64_t k = (p->tok_head + p->tok_n++) % p->tok_cap;
+        p->tok[k] = t;
+        p->owed[k] = owed;
+    }
 }
 
-/* The time the next chunk of GPU room is free, -1 when there is none (a bad plan). */
-static double tok_pop(rp_t *p)
+/* The time the next chunk of GPU room is free, -1 when there is none (a bad plan); *owed: the
+ * mapping time its freeing move still owes. */
+static double tok_pop(rp_t *p, double *owed)
 {
     if (!p->tok_n)
         return -1;
     double t = p->tok[p->tok_head];
+    *owed = p->owed[p->tok_head];
     p->tok_head = (p->tok_head + 1) % p->tok_cap;
     p->tok_n--;
     return t;
@@ -85,20 +98,30 @@ static double copy_end(rp_t *p, int l, int dir, uint64_t bytes, double t0)
     return end + lk->latency_us * 1e3;
 }
 
-/* When move m's dependencies are met (see the file's comment); -1 for a bad plan. */
+/* The host's mapping time t (ns), counted. */
+static void host_map(rp_t *p, double t)
+{
+    p->h += t;
+    if (p->measure)
+        p->r->map_ns += t;
+}
+
+/* When move m's dependencies are met (see the file's comment); -1 for a bad plan.  A move to
+ * the GPU first has the host wait for its room and complete the moves that freed it. */
 static double move_ready(rp_t *p, const pol_move_t *m, uint64_t c0)
 {
+    for (uint32_t k = 0; m->to == POL_GPU && k < m->nchunks; k++) {
+        double owed, t = tok_pop(p, &owed);
+        if (t < 0)
+            return -1;
+        p->h = max2(p->h, t);
+        host_map(p, owed);
+    }
     double t0 = p->h;
     for (uint32_t k = 0; k < m->nchunks; k++) {
         t0 = max2(t0, p->ready[c0 + k]);
         if (m->from == POL_GPU)
             t0 = max2(t0, p->last_end[c0 + k]);
-        if (m->to == POL_GPU) {
-            double t = tok_pop(p);
-            if (t < 0)
-                return -1;
-            t0 = max2(t0, t);
-        }
     }
     return t0;
 }
@@ -108,12 +131,11 @@ static int rp_move(rp_t *p, const pol_move_t *m)
     const pol_machine_t *mc = &p->in->m;
     double map = (mc->map_us_per_call + mc->map_us_per_chunk * m->nchunks) * 1e3;
     uint64_t c0 = p->ix->chunk_base[m->buf] + m->chunk;
-    p->h += map;
-    if (p->measure)
-        p->r->map_ns += map;
     double end = move_ready(p, m, c0);
     if (end < 0)
         return -EINVAL;
+    if (m->from != POL_GPU)
+        host_map(p, map);               /* (a move away maps when its room is taken) */
     if (m->writeback && m->from != POL_NTIERS) {
         int l = m->to == POL_GPU ? m->from : m->to;
         end = copy_end(p, l, m->to == POL_GPU ? 0 : 1, (uint64_t)m->nchunks * mc->chunk, end);
@@ -122,7 +144,7 @@ static int rp_move(rp_t *p, const pol_move_t *m)
         p->ready[c0 + k] = end;
         p->loc[c0 + k] = m->to;
         if (m->from == POL_GPU)
-            tok_push(p, end);
+            tok_push(p, end, k == 0 ? map : 0);
     }
     return 0;
 }
@@ -160,7 +182,7 @@ static void rp_deaths(rp_t *p, uint32_t i)
         for (uint64_t c = ix->chunk_base[ix->dies_list[k]];
              c < ix->chunk_base[ix->dies_list[k] + 1]; c++) {
             if (p->loc[c] == POL_GPU)
-                tok_push(p, max2(p->last_end[c], p->ready[c]));
+                tok_push(p, max2(p->last_end[c], p->ready[c]), 0);
             p->loc[c] = POL_NONE;
         }
 }
@@ -188,14 +210,15 @@ static int rp_init(rp_t *p, const pol_input_t *in, const pol_index_t *ix, const 
     p->loc = malloc(n);
     p->tok_cap = ix->gpu_cap + 1;
     p->tok = malloc(p->tok_cap * sizeof(double));
-    if (!p->stream_free || !p->ready || !p->last_end || !p->loc || !p->tok)
+    p->owed = malloc(p->tok_cap * sizeof(double));
+    if (!p->stream_free || !p->ready || !p->last_end || !p->loc || !p->tok || !p->owed)
         return -ENOMEM;
     for (uint64_t c = 0; c < ix->nchunks; c++) {
         p->loc[c] = pl->start_tier[c] >= POL_NTIERS ? POL_NONE : pl->start_tier[c];
         gpu += p->loc[c] == POL_GPU;
     }
     for (uint64_t k = gpu; k < ix->gpu_cap; k++)
-        tok_push(p, 0);
+        tok_push(p, 0, 0);
     return 0;
 }
 
@@ -240,7 +263,7 @@ int pol_replay_ix(const pol_input_t *in, const pol_index_t *ix, const pol_plan_t
         for (int t = 0; t < POL_NTIERS; t++)
             r->peak[t] *= in->m.chunk;
     }
-    free(p.stream_free), free(p.ready), free(p.last_end), free(p.loc), free(p.tok);
+    free(p.stream_free), free(p.ready), free(p.last_end), free(p.loc), free(p.tok), free(p.owed);
     return rc;
 }
 

@@ -28,8 +28,11 @@
  *
  * Execution.  From the iteration after the profiled one, each operation is matched against
  * the plan by position (a cursor) and signature; a match issues the moves the plan puts
- * after the previous operation and before this one, as asynchronous moves (res_move.c,
- * res_prefetch and res_evict_async).  Chunks that the plan names but that are not where it
+ * after the previous operation and before this one, as asynchronous moves (res_flight.c,
+ * res_prefetch and res_evict_async).  The moves after an iteration's last operation (those
+ * across its end) go out at the next iteration's first; there, chunks of the plan's buffers
+ * that are not where the plan starts them are moved there first (reconcile), so that the
+ * room the plan counts on is there.  Chunks that the plan names but that are not where it
  * expects them, and operations it did not foresee, are left to the reactive engine, which
  * runs after this as always.  Write-back is never skipped: a plan is a hint, and an iteration
  * that diverges from it may read what the plan thought dead.  When more than an eighth of the
@@ -92,7 +95,7 @@ typedef struct res_plan {
     uint32_t bad;                       /* iterations in a row that did not follow the plan */
     double pred_ms, bound_ms;           /* the last plan's prediction (kept for the statistics) */
     /* Statistics. */
-    uint64_t foreseen, unforeseen, plans, replans, moves, chunks_moved, skipped;
+    uint64_t foreseen, unforeseen, plans, replans, moves, chunks_moved, skipped, reconciled;
     int64_t prof_iter;                  /* the iteration profiled (for the trace) */
     shim_trace_follow_t traced;         /* the statistics when the last FOLLOW was traced */
 } res_plan_t;
@@ -496,6 +499,32 @@ static void issue_range(res_dev_t *d, res_plan_t *p, uint32_t from, uint32_t to,
         issue(d, p, &p->plan->moves[i], serial);
 }
 
+/* The iteration begins: chunks that are not where the plan starts them (moves left to the
+ * reactive engine, or its evictions, in the iteration before) are moved there, evictions
+ * first, so that the plan's room is there when its moves count on it. */
+static void reconcile(res_dev_t *d, res_plan_t *p, uint32_t serial)
+{
+    for (int pass = 0; pass < 2; pass++) {
+        size_t at = 0;
+        for (uint32_t b = 0; b < p->nbufs; at += p->nch[b], b++) {
+            uint32_t first = p->first[b];
+            if (first >= arena_chunk_count(d->arena) || d->chunks[first].span_first != first)
+                continue;
+            for (uint32_t i = 0; i < p->nch[b]; i++) {
+                uint8_t want = p->plan->start_tier[at + i];
+                uint32_t ci = first + i;
+                const chunk_t *c = &d->chunks[ci];
+                if (c->moving)
+                    continue;
+                if (pass == 0 && want == POL_HOST && c->tier == TIER_GPU)
+                    p->reconciled += res_evict_async(d, ci, serial) == 0;
+                else if (pass == 1 && want == POL_GPU && c->tier == TIER_HOST)
+                    p->reconciled += res_prefetch(d, ci) == 0;
+            }
+        }
+    }
+}
+
 /* An operation with signature `sig` in the plan's iteration: matched and its moves issued. */
 static void follow(res_dev_t *d, res_plan_t *p, uint64_t sig, uint32_t serial)
 {
@@ -513,6 +542,8 @@ static void follow(res_dev_t *d, res_plan_t *p, uint64_t sig, uint32_t serial)
     p->foreseen++;
     if (p->after_of)
         issue_range(d, p, pl->op_after[p->after_of - 1], pl->op_first[p->after_of], serial);
+    if (at == 0)
+        reconcile(d, p, serial);
     issue_range(d, p, pl->op_first[at], pl->op_after[at], serial);
     p->after_of = at + 1;
     p->cursor = at + 1;
@@ -566,7 +597,8 @@ static void iteration(res_dev_t *d, res_plan_t *p, int64_t it)
             p->state = P_REC;
             p->prof_iter = it;
         }
-        p->cursor = p->mism = p->after_of = 0;
+        p->cursor = p->mism = 0;        /* (after_of: the last operation's moves after it,
+                                         * those across the iteration's end, are still due) */
         break;
     }
 }
@@ -651,10 +683,12 @@ void res_plan_fast(res_dev_t *d, CUcontext ctx, CUfunction f, const uint32_t *id
         res_ptime_fast(d, (uint32_t)i, ctx, s);
 }
 
-/* Allocations of whole chunks (not a slab's) are the buffers born and dying in an iteration. */
-static int whole(const res_dev_t *d, uint64_t base, uint32_t *first)
+/* Allocations of whole chunks (not a slab's: a small allocation may sit at the start of its
+ * slab's chunk, which other allocations share and its free does not release) are the buffers
+ * born and dying in an iteration. */
+static int whole(const res_dev_t *d, uint64_t base, uint64_t bytes, uint32_t *first)
 {
-    if (base < d->base || base >= d->base + d->size)
+    if (base < d->base || base >= d->base + d->size || arena_small_class(d->arena, bytes))
         return 0;
     *first = (uint32_t)((base - d->base) / d->chunk);
     const chunk_t *c = &d->chunks[*first];
@@ -666,7 +700,7 @@ void res_plan_alloc(res_dev_t *d, uint64_t base, uint64_t bytes)
 {
     res_plan_t *p = d->plan;
     uint32_t first, n = (uint32_t)((bytes + d->chunk - 1) / d->chunk);
-    if (!p || !whole(d, base, &first))
+    if (!p || !whole(d, base, bytes, &first))
         return;
     if (p->state == P_REC) {
         if (buf_at(d, p, first, n, 1) < 0)
@@ -685,7 +719,9 @@ void res_plan_free(res_dev_t *d, uint64_t base)
 {
     res_plan_t *p = d->plan;
     uint32_t first;
-    if (!p || p->state != P_REC || !whole(d, base, &first) || !p->buf_of[first])
+    arena_info_t info;
+    if (!p || p->state != P_REC || arena_lookup(d->arena, base, &info) < 0 ||
+        !whole(d, base, info.size, &first) || !p->buf_of[first])
         return;
     pol_buf_t *b = &p->bufs[p->buf_of[first] - 1];
     int32_t last = (int32_t)p->nops - 1;        /* the last operation it was alive for */
@@ -742,7 +778,7 @@ void res_plan_stats(const res_dev_t *d)
         return;
     shim_log_plain("device %d: plan: %llu planned, %llu re-planned; operations foreseen %llu, "
                    "not foreseen %llu; moves issued %llu (%llu chunks, %llu left to the reactive "
-                   "engine); prefetches %llu, evictions %llu (cancelled %llu, waited for %llu); "
+                   "engine, %llu put where the plan starts them); prefetches %llu, evictions %llu (cancelled %llu, waited for %llu); "
                    "blocked on moves %.3f s; predicted iteration %.3f ms (bound %.3f ms)",
                    d->device,
                    (unsigned long long)(p ? p->plans : 0), (unsigned long long)(p ? p->replans : 0),
@@ -750,7 +786,8 @@ void res_plan_stats(const res_dev_t *d)
                    (unsigned long long)(p ? p->unforeseen : 0),
                    (unsigned long long)(p ? p->moves : 0),
                    (unsigned long long)(p ? p->chunks_moved : 0),
-                   (unsigned long long)(p ? p->skipped : 0), (unsigned long long)d->prefetches,
+                   (unsigned long long)(p ? p->skipped : 0),
+                   (unsigned long long)(p ? p->reconciled : 0), (unsigned long long)d->prefetches,
                    (unsigned long long)d->evictions_async,
                    (unsigned long long)d->flights_cancelled,
                    (unsigned long long)d->flights_waited, d->blocked_flight_s,

@@ -178,9 +178,9 @@ SIM_API CUresult CUDAAPI cuEventQuery(CUevent e)
         return CUDA_SUCCESS;
     int done = sim_seq_done(s, seq);
     release_stream(s);
-    if (!done)
+    if (!done || !sim_host_reached(&e->t))
         return CUDA_ERROR_NOT_READY;
-    sim_host_after(&e->t, &e->vc);   /* CUDA_SUCCESS counts as cuEventSynchronize */
+    sim_host_after(&e->t, &e->vc, SIM_HOST_WAIT); /* counts as cuEventSynchronize */
     return sim_ctx_check(e->ctx);
 }
 
@@ -204,7 +204,7 @@ SIM_API CUresult CUDAAPI cuEventSynchronize(CUevent e)
         return CUDA_SUCCESS;
     r = sim_wait_seq(s, seq, 0);
     release_stream(s);
-    sim_host_after(&e->t, &e->vc);
+    sim_host_after(&e->t, &e->vc, SIM_HOST_WAIT);
     return r;
 }
 

@@ -69,6 +69,8 @@ static struct {
     uint64_t ops[SIM_OP_NOP + 1];
     uint64_t bytes[SIM_ENG_COUNT];
     uint64_t faults;
+    double host_ns[SIM_HOST_WHY];   /* host clock moved, by what moved it (sim_lock) */
+    uint64_t polls_early;           /* queries of work done, but after the host's now */
 } stats;
 
 /* The kernel running on the executor: cost and declared accesses. */
@@ -106,19 +108,36 @@ static void host_clock_publish(void)
     atomic_store_explicit(&host_clock_ns, (uint64_t)host_clock, memory_order_release);
 }
 
-void sim_host_advance(double t)
+void sim_host_advance(double t, int why)
 {
     pthread_mutex_lock(&sim_lock);
-    if (t > host_clock)
+    if (t > host_clock) {
+        stats.host_ns[why] += t - host_clock;
         host_clock = t;
+    }
     host_clock_publish();
     pthread_mutex_unlock(&sim_lock);
+}
+
+int sim_host_reached(const double *t)
+{
+    pthread_mutex_lock(&sim_lock);
+    int reached = *t <= host_clock;
+    if (!reached) {
+        host_clock += sim_cfg.model.api_us * 1000.0;
+        stats.host_ns[SIM_HOST_POLL] += sim_cfg.model.api_us * 1000.0;
+        stats.polls_early++;
+        host_clock_publish();
+    }
+    pthread_mutex_unlock(&sim_lock);
+    return reached;
 }
 
 void sim_host_charge(double us)
 {
     pthread_mutex_lock(&sim_lock);
     host_clock += us * 1000.0;
+    stats.host_ns[SIM_HOST_CALL] += us * 1000.0;
     host_clock_publish();
     pthread_mutex_unlock(&sim_lock);
 }
@@ -471,6 +490,7 @@ CUresult sim_submit(CUstream s, sim_op_t *op, uint64_t *seq)
     op->t_submit = host_clock;
     op->host_vc = vc;
     host_clock += sim_cfg.model.api_us * 1000.0;
+    stats.host_ns[SIM_HOST_SUBMIT] += sim_cfg.model.api_us * 1000.0;
     host_clock_publish();
     if (op->kind == SIM_OP_EVENT_RECORD) {
         /* The event now refers to this record: its stream and position. */
@@ -1413,7 +1433,7 @@ CUresult sim_wait_seq(CUstream s, uint64_t seq, int acquire)
     sim_vc_t *vc = acquire ? sim_vc_ref(s->vc_done) : NULL;
     pthread_mutex_unlock(&sim_lock);
     if (acquire)
-        sim_host_advance(t);
+        sim_host_advance(t, SIM_HOST_WAIT);
     sim_host_acquire(vc);
     sim_vc_unref(vc);
     return (CUresult)atomic_load(&s->ctx->sticky);
@@ -1434,7 +1454,7 @@ static void wait_all(int at_exit)
     if (blocked)
         SIM_WARN("exit with work blocked behind stream memory waits whose condition never "
                  "held; it is dropped");
-    sim_host_advance(t);
+    sim_host_advance(t, SIM_HOST_WAIT);
     sim_exec_acquire_all();
 }
 
@@ -1500,6 +1520,11 @@ void sim_exec_stats(void)
 
     fprintf(stderr, "elixir-sim stats: virtual time %.3f ms, host clock %.3f ms\n",
             exec_t_max / 1e6, host_clock / 1e6);
+    fprintf(stderr, "elixir-sim stats:   host clock moved by waits %.3f ms, charged calls %.3f "
+            "ms, submissions %.3f ms, queries not yet complete %.3f ms (%llu), drive waits "
+            "%.3f ms\n", stats.host_ns[SIM_HOST_WAIT] / 1e6, stats.host_ns[SIM_HOST_CALL] / 1e6,
+            stats.host_ns[SIM_HOST_SUBMIT] / 1e6, stats.host_ns[SIM_HOST_POLL] / 1e6,
+            (unsigned long long)stats.polls_early, stats.host_ns[SIM_HOST_IO] / 1e6);
     for (int k = 1; k <= SIM_OP_NOP; k++)
         if (stats.ops[k])
             fprintf(stderr, "elixir-sim stats:   %-15s %llu\n", kinds[k],

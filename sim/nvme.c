@@ -50,7 +50,7 @@ SIM_API uint64_t elixirSimIoSubmit(int dir, uint64_t bytes)
 SIM_API void elixirSimIoWait(uint64_t ticket)
 {
     if (ticket && sim_check_init() == CUDA_SUCCESS)
-        sim_host_advance((double)(ticket - 1));
+        sim_host_advance((double)(ticket - 1), SIM_HOST_IO);
 }
 
 /* ELIXIR_SIM_STATS: the requests and bytes charged on the drive, when there were any. */

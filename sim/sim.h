@@ -251,7 +251,7 @@ void sim_stream_unref_locked(CUstream s);
 CUresult sim_ctx_wait_idle(CUcontext ctx);      /* host waits for all work of ctx */
 uint64_t sim_stream_tail(CUstream s);           /* position of the last submitted op */
 /* Work that ended at *t with race clock *vc (read under sim_lock) is seen complete by the host. */
-void sim_host_after(const double *t, sim_vc_t *const *vc);
+void sim_host_after(const double *t, sim_vc_t *const *vc, int why);
 
 /* ------------------------------------------------------------------------- event.c */
 
@@ -401,7 +401,16 @@ int sim_seq_done(CUstream s, uint64_t seq);      /* poll; nudges a lazy executor
 void sim_exec_start(void);
 int sim_on_executor(void);
 double sim_host_now(void);
-void sim_host_advance(double t);        /* host clock = max(host clock, t) */
+/* What moved the host clock (ELIXIR_SIM_STATS): a wait, a charged driver call (allocation
+ * and VMM), a submission, a query of work not yet complete, a drive request waited for. */
+enum { SIM_HOST_WAIT, SIM_HOST_CALL, SIM_HOST_SUBMIT, SIM_HOST_POLL, SIM_HOST_IO,
+       SIM_HOST_WHY };
+/* Has the host clock reached work that ended at *t (read under sim_lock)?  A query asks: the
+ * work may have run on the executor already, but in virtual time it ends later, and until
+ * then a query finds it running.  Each "no" charges the host one API call (model.api_us), so
+ * that a host polling in a loop moves on. */
+int sim_host_reached(const double *t);
+void sim_host_advance(double t, int why);   /* host clock = max(host clock, t) */
 void sim_host_charge(double us);        /* host clock += us */
 /* sim_host_charge(us) unless ELIXIR_SIM_ALLOC_COSTS=0 (the costs: SIM_COST_*, simcuda.h) */
 void sim_alloc_cost(double us);

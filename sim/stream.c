@@ -299,13 +299,13 @@ SIM_API CUresult CUDAAPI cuStreamGetDevice_ptsz(CUstream h, CUdevice *d) { retur
  * race checker.  Used for a stream or event found complete, since the driver documents a
  * successful query as equivalent to a synchronisation.
  */
-void sim_host_after(const double *t, sim_vc_t *const *vc)
+void sim_host_after(const double *t, sim_vc_t *const *vc, int why)
 {
     pthread_mutex_lock(&sim_lock);
     double end = *t;
     sim_vc_t *clock = sim_vc_ref(*vc);
     pthread_mutex_unlock(&sim_lock);
-    sim_host_advance(end);
+    sim_host_advance(end, why);
     sim_host_acquire(clock);
     sim_vc_unref(clock);
 }
@@ -318,9 +318,9 @@ static CUresult query(CUstream h, int ptds)
         return r;
     if ((r = sim_capture_sync_check(s)) != CUDA_SUCCESS)
         return r;
-    if (!sim_seq_done(s, sim_stream_tail(s)))
+    if (!sim_seq_done(s, sim_stream_tail(s)) || !sim_host_reached(&s->t_done))
         return CUDA_ERROR_NOT_READY;
-    sim_host_after(&s->t_done, &s->vc_done);
+    sim_host_after(&s->t_done, &s->vc_done, SIM_HOST_WAIT);
     return sim_ctx_check(s->ctx);
 }
 
