@@ -143,8 +143,11 @@ static void scenario(void)
 static void run(const char *what, const char *host_vmm)
 {
     const char *plain_env[] = { "ELIXIR_SIM_RACECHECK=fail", host_vmm, NULL };
+    /* The reactive engine: each buffer must be away when a launch of the form under test
+     * reaches it, so that only reading that launch's arguments brings it back (a plan would
+     * prefetch it). */
     const char *env[] = { "ELIXIR_SIM_RACECHECK=fail", host_vmm, "ELIXIR_GPU_MEMORY=4M",
-                          "ELIXIR_STATS=1", NULL };
+                          "ELIXIR_STATS=1", "ELIXIR_POLICY=reactive", NULL };
     sh_run_t plain = sh_run_plain_ok(plain_env);
     sh_run_t shim = sh_run_migrations(env);
 
