@@ -274,9 +274,15 @@ uint64_t pol_min_gpu_chunks(const pol_input_t *in, const pol_index_t *ix, const 
     return worst;
 }
 
-/* For each position x (before op x), the chunks whose next use reads data written before x,
- * counted over a difference array with wrap-around; the most of them at any x, beyond the
- * GPU's capacity, must come in over a link once per iteration at least. */
+/* The chunks that must come in over a link at least once per iteration, whatever the plan.
+ * Take a position x (before op x) and the set L(x) of the chunks whose next use, within one
+ * iteration from x, needs data they hold at x (pol_needs_data: not a whole overwrite, in the
+ * same life).  At x the GPU holds at most gpu_cap of them, so at least |L(x)| - gpu_cap are
+ * elsewhere, and each of those distinct chunks comes to the GPU, with a copy, before its
+ * next use, all within the one iteration after x.  So max over x of |L(x)| - gpu_cap, counted
+ * here over a difference array with wrap-around.  Only what the input says counts: a buffer
+ * described as permanent holds data between its last use and its first, one born and dying
+ * inside the iteration holds none before its first use or after its last. */
 uint64_t pol_forced_chunks(const pol_input_t *in, const pol_index_t *ix)
 {
     uint32_t n = ix->nops;

@@ -134,7 +134,8 @@ typedef struct pol_move {
 typedef struct pol_result {
     double iter_ns;             /* predicted iteration time */
     double compute_ns;          /* the operations alone: the unlimited GPU's time */
-    double bound_ns;            /* max(compute, bytes that must move / link bandwidth) */
+    double bound_ns;            /* a lower bound: max(compute, chunks that must come in
+                                 * / the links' rates; see replay.c) */
     double stall_ns;            /* time operations waited for moves */
     double map_ns;              /* host time in mapping calls */
     uint64_t bytes[POL_NTIERS][2];  /* bytes moved over link[t]: [t][0] to GPU, [t][1] from */

@@ -222,20 +222,32 @@ static int rp_init(rp_t *p, const pol_input_t *in, const pol_index_t *ix, const 
     return 0;
 }
 
-/* compute_ns and bound_ns: the operations alone, and the bytes that must move. */
+/* The least time the forced chunks (pol_forced_chunks) take to come in: each comes over
+ * one link to the GPU, at no more than that link's rate (to_gpu_gbs, or duplex_gbs when
+ * lower), and the links of the tiers present work side by side, so no faster than at the sum
+ * of their rates.  (Capacities are not counted: a chunk waiting in host memory may reach the
+ * GPU over the NVMe link after a demotion, and over one iteration a tier's link may bring in
+ * more chunks than the tier holds at once.) */
+static double forced_ns(const pol_input_t *in, const pol_index_t *ix)
+{
+    double rate = 0;                    /* bytes per ns */
+    for (int t = POL_PEER; t < POL_NTIERS; t++) {
+        const pol_link_t *l = &in->m.link[t];
+        if (ix->cap[t])
+            rate += l->duplex_gbs < l->to_gpu_gbs ? l->duplex_gbs : l->to_gpu_gbs;
+    }
+    return rate > 0 ? (double)ix->forced * (double)in->m.chunk / rate : 0;
+}
+
+/* compute_ns and bound_ns: the operations alone (the busiest stream), and the chunks that
+ * must come in (forced_ns).  Write-backs are not counted: whether a chunk's copy in a lower
+ * tier is current depends on the plan. */
 static void rp_bounds(const pol_input_t *in, const pol_index_t *ix, pol_result_t *r,
                       const double *busy)
 {
     for (uint32_t s = 0; s < in->nstreams; s++)
         r->compute_ns = max2(r->compute_ns, busy[s]);
-    double bw = 0;
-    for (int t = POL_PEER; t < POL_NTIERS; t++)
-        if (in->m.cap[t] && in->m.link[t].to_gpu_gbs > bw)
-            bw = in->m.link[t].to_gpu_gbs;
-    if (in->m.cap[POL_HOST])
-        bw = in->m.link[POL_HOST].to_gpu_gbs;
-    double forced = (double)ix->forced * (double)in->m.chunk;
-    r->bound_ns = max2(r->compute_ns, bw > 0 ? forced / bw : 0);
+    r->bound_ns = max2(r->compute_ns, forced_ns(in, ix));
 }
 
 int pol_replay_ix(const pol_input_t *in, const pol_index_t *ix, const pol_plan_t *pl,

@@ -327,7 +327,13 @@ static const char *link_source(const res_ptime_report_t *tr, int dir, char *buf,
  * whose life wraps the iteration's end (born > dies), so that the planner does not count
  * both for the whole iteration.  The first such buffer in allocation order is taken; the
  * old one's references go to it.  One with no such partner stays alive all along (dies -1:
- * the longest life it may have). */
+ * the longest life it may have).
+ * An allocation made after the profile's last operation (born == nops: after the copies that
+ * close the iteration, before the launch that begins the next, as a step that allocates its
+ * first activation before its first kernel does) is the next iteration's, made early: it is
+ * born at operation 0, and its partner's death ends its life there (born 0 .. f, no wrap).
+ * The executor counts it, as the profile did, among the births of the iteration before
+ * (res_plan_alloc): last in birth order, which this leaves as it is. */
 static void lives(res_plan_t *p)
 {
     for (uint32_t o = 0; o < p->nbufs; o++) {
@@ -346,6 +352,12 @@ static void lives(res_plan_t *p)
         }
         old->dies = -1;
     }
+    for (uint32_t b = 0; b < p->nbufs; b++)
+        if (p->bufs[b].born == (int32_t)p->nops) {
+            p->bufs[b].born = 0;
+            if (p->bufs[b].dies == (int32_t)p->nops)
+                p->bufs[b].dies = 0;        /* (freed again before any operation) */
+        }
 }
 
 static void plan_now(res_dev_t *d, res_plan_t *p)
@@ -683,24 +695,25 @@ void res_plan_fast(res_dev_t *d, CUcontext ctx, CUfunction f, const uint32_t *id
         res_ptime_fast(d, (uint32_t)i, ctx, s);
 }
 
-/* Allocations of whole chunks (not a slab's: a small allocation may sit at the start of its
- * slab's chunk, which other allocations share and its free does not release) are the buffers
- * born and dying in an iteration. */
-static int whole(const res_dev_t *d, uint64_t base, uint64_t bytes, uint32_t *first)
+/* Allocations of whole chunks (not a slab's) are the buffers born and dying in an iteration.
+ * Asked of the arena, not of the chunks' span stamps: res_plan_alloc runs before the new
+ * allocation's chunks are stamped, and a slab's first slot starts at its chunk's first byte. */
+static int whole(const res_dev_t *d, uint64_t base, uint32_t *first)
 {
-    if (base < d->base || base >= d->base + d->size || arena_small_class(d->arena, bytes))
+    arena_info_t info;
+    if (base < d->base || base >= d->base + d->size ||
+        arena_lookup(d->arena, base, &info) != 0 || info.base != base ||
+        arena_small_class(d->arena, info.size))
         return 0;
-    *first = (uint32_t)((base - d->base) / d->chunk);
-    const chunk_t *c = &d->chunks[*first];
-    return c->tier != TIER_NONE && c->span_first == *first &&
-           arena_chunk_addr(d->arena, *first) == base;
+    *first = info.first_chunk;
+    return d->chunks[*first].tier != TIER_NONE;
 }
 
 void res_plan_alloc(res_dev_t *d, uint64_t base, uint64_t bytes)
 {
     res_plan_t *p = d->plan;
     uint32_t first, n = (uint32_t)((bytes + d->chunk - 1) / d->chunk);
-    if (!p || !whole(d, base, bytes, &first))
+    if (!p || !whole(d, base, &first))
         return;
     if (p->state == P_REC) {
         if (buf_at(d, p, first, n, 1) < 0)
@@ -719,9 +732,7 @@ void res_plan_free(res_dev_t *d, uint64_t base)
 {
     res_plan_t *p = d->plan;
     uint32_t first;
-    arena_info_t info;
-    if (!p || p->state != P_REC || arena_lookup(d->arena, base, &info) < 0 ||
-        !whole(d, base, info.size, &first) || !p->buf_of[first])
+    if (!p || p->state != P_REC || !whole(d, base, &first) || !p->buf_of[first])
         return;
     pol_buf_t *b = &p->bufs[p->buf_of[first] - 1];
     int32_t last = (int32_t)p->nops - 1;        /* the last operation it was alive for */

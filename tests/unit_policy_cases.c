@@ -17,6 +17,9 @@
  *              no device pointers) plan to nothing, with buffers present or not.
  *   nospc:     an operation needing more than the GPU gives -ENOSPC; so do pins that fill it.
  *   errors:    bad inputs give -EINVAL with a message naming the field.
+ *   bound:     the lower bound never exceeds what a plan needs: 3 chunks in on the cycle,
+ *              over the host link, or with a peer tier whose link is 4 times the host's, all
+ *              over that one.
  */
 #include "unit_policy.h"
 
@@ -252,6 +255,38 @@ static void test_no_uses(void)
     }
 }
 
+/* The cycle: the best plan brings 3 chunks in per iteration (see test_cycle), at the host
+ * link's 10 GB/s, or, with a peer tier of room for them, all over its 40 GB/s link at best.
+ * The bound counts 2 (at every point all 6 chunks hold data read later, and 4 fit), over both
+ * links together when there is a peer. */
+static void test_bound(void)
+{
+    for (int peer = 0; peer < 2; peer++) {
+        pb_t b;
+        pb_init(&b);
+        b.m.cap[POL_GPU] = 4 * MIB;
+        b.m.cap[POL_PEER] = peer ? 8 * MIB : 0;
+        cycle_input(&b, 6, POL_READ);
+        for (size_t i = 0; i < b.nops; i++)
+            b.ops[i].dur_ns = 1000;         /* (the links, not the operations, bound it) */
+        double least = 3.0 * MIB / (peer ? 40.0 : 10.0);     /* GB/s: bytes per ns */
+        double counted = 2.0 * MIB / (peer ? 50.0 : 10.0);
+        pol_plan_t *p = pb_plan(&b, NULL);
+        if (p) {
+            const pol_result_t *r = &p->predicted;
+            PB_CHECK(r->bound_ns <= least && r->bound_ns <= r->iter_ns,
+                     "bound (peer %d): %.0f ns, expected at most the least link time of the 3 "
+                     "chunks the best plan brings in, %.0f ns, and this plan's %.0f ns", peer,
+                     r->bound_ns, least, r->iter_ns);
+            PB_CHECK(r->bound_ns > counted * 0.999999 && r->bound_ns < counted * 1.000001,
+                     "bound (peer %d): %.0f ns, expected its 2 chunks at %d GB/s, %.0f ns",
+                     peer, r->bound_ns, peer ? 50 : 10, counted);
+        }
+        pol_plan_free(p);
+        pb_fini(&b);
+    }
+}
+
 int main(void)
 {
     test_cycle();
@@ -262,6 +297,7 @@ int main(void)
     test_no_uses();
     test_nospc();
     test_errors();
+    test_bound();
     if (!pb_failures)
         printf("policy cases: all pass\n");
     return pb_failures ? 1 : 0;

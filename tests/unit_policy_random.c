@@ -9,7 +9,8 @@
  * tiers, a host that is roomy or tight.  For every seed, with the search and with random knobs:
  * pol_plan succeeds or says -ENOSPC; a plan passes pol_plan_verify (no tier over capacity,
  * every operation's chunks on the GPU, no data lost, cyclic); the replay predicts no less
- * than the operations alone and the lower bound.  With more than enough GPU for everything,
+ * than the operations alone and the lower bound, and the plan brings in at least the bound's
+ * chunks.  With more than enough GPU for everything,
  * nothing moves but materialisations.  Usage: unit_policy_random [seeds] [first seed].
  */
 #include "unit_policy.h"
@@ -106,6 +107,19 @@ static int one(pb_t *b, const pol_knobs_t *k, uint32_t seed)
              r.iter_ns, r.compute_ns, r.bound_ns);
     PB_CHECK(r.iter_ns == p->predicted.iter_ns, "seed %u: replay %.0f, plan predicted %.0f",
              seed, r.iter_ns, p->predicted.iter_ns);
+    /* The bound's chunks come in under every plan, this one's included: its bytes in, at the
+     * rates of all the links together, take no less than the bound's share. */
+    double rate = 0;
+    for (int t = POL_PEER; t < POL_NTIERS; t++) {
+        const pol_link_t *l = &b->m.link[t];
+        if (b->m.cap[t] >= b->m.chunk)
+            rate += l->duplex_gbs < l->to_gpu_gbs ? l->duplex_gbs : l->to_gpu_gbs;
+    }
+    double moved = (double)pb_bytes(&r, 0) / rate;
+    PB_CHECK(r.bound_ns <= (moved > r.compute_ns ? moved : r.compute_ns) * (1 + 1e-9),
+             "seed %u: bound %.0f ns, expected at most the plan's own %llu bytes in at %.1f "
+             "GB/s (%.0f ns) or its compute (%.0f ns)", seed, r.bound_ns,
+             (unsigned long long)pb_bytes(&r, 0), rate, moved, r.compute_ns);
     for (int t = 0; t < POL_NTIERS; t++)
         PB_CHECK(r.peak[t] <= b->m.cap[t], "seed %u: %s peak %llu > capacity %llu", seed,
                  pol_tier_name(t), (unsigned long long)r.peak[t],
