@@ -56,6 +56,7 @@
 #define TRACE_TARGET_RATIO 1.10     /* shim + trace against the shim alone */
 #define OWN_PAIRS 16                /* pairs of rounds measuring the shim's own cost */
 #define OWN_LAUNCHES 10000          /* per round of those */
+#define OWN_WARM 6                  /* wrapper rounds before them, per width (see own_ratio) */
 #define MAX_SAMPLES 32              /* values a median is taken of, at most */
 _Static_assert(RUNS <= MAX_SAMPLES && OWN_PAIRS <= MAX_SAMPLES, "median's buffer");
 
@@ -150,6 +151,11 @@ static double median(const double *v, int n, double *lo, double *hi);
 static double own_ratio(launch_fn_t driver, CUfunction f, CUstream s, void **args)
 {
     double ratio[OWN_PAIRS], lo, hi;
+    /* Rounds of OWN_LAUNCHES are an iteration other than the ones before: with the plan, the
+     * shim profiles and plans them again (two that do not follow the plan, one profiled, one
+     * awaiting its times), and the pairs are to measure it following, not profiling. */
+    for (int w = 0; w < OWN_WARM; w++)
+        launch_round(cuLaunchKernel, f, s, args, OWN_LAUNCHES);
     for (int p = 0; p < OWN_PAIRS; p++) {
         double w, d;
         if (p & 1) {
@@ -342,7 +348,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "shim_launch: cannot pin to one CPU; figures may be noisier\n");
     static run_t runs[RUNS];
     long long want = (long long)NWIDTHS * (LAUNCHES / 10 + ROUNDS * LAUNCHES);
-    long long want_own = want + (long long)NWIDTHS * OWN_PAIRS * OWN_LAUNCHES;
+    long long want_own = want + (long long)NWIDTHS * (OWN_PAIRS + OWN_WARM) * OWN_LAUNCHES;
     char trace[PATH_MAX];
     for (int i = 0; i < RUNS; i++) {
         run_t *r = &runs[i];

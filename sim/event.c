@@ -25,11 +25,9 @@ void sim_event_unref_locked(struct CUevent_st *e)
 {
     if (--e->refs > 0)
         return;
-    for (CUevent *p = &e->ctx->events; *p; p = &(*p)->ctx_next)
-        if (*p == e) {
-            *p = e->ctx_next;
-            break;
-        }
+    *e->ctx_prevp = e->ctx_next;        /* (a program may hold many events: no list walk) */
+    if (e->ctx_next)
+        e->ctx_next->ctx_prevp = e->ctx_prevp;
     if (e->stream)
         sim_stream_unref_locked(e->stream);
     sim_vc_unref(e->vc);
@@ -70,6 +68,9 @@ SIM_API CUresult CUDAAPI cuEventCreate(CUevent *phEvent, unsigned int flags)
     e->refs = 1;
     pthread_mutex_lock(&sim_lock);
     e->ctx_next = ctx->events;
+    if (e->ctx_next)
+        e->ctx_next->ctx_prevp = &e->ctx_next;
+    e->ctx_prevp = &ctx->events;
     ctx->events = e;
     pthread_mutex_unlock(&sim_lock);
     *phEvent = e;

@@ -270,6 +270,7 @@ struct CUevent_st {
     int refs;                   /* under sim_lock: handle + queued ops that name it */
     int destroyed;
     struct CUevent_st *ctx_next;    /* next event of its context (sim_lock) */
+    struct CUevent_st **ctx_prevp;  /* the link that points at it (sim_lock): O(1) unlinking */
     uint64_t rec_opno;          /* under sim_lock: operation number of the last record submitted */
     uint64_t exec_opno;         /* executor: the record whose t and vc are held (the newest run) */
     uint64_t taken_gen, taken_opno; /* executor: a record taken off the ops set aside (exec.c) */
