@@ -45,7 +45,7 @@ else
     # leaves 920 MiB of: a job that does not fit, small enough to run in under a minute
     job="--layers 3 --width 1024 --heads 8 --seq 4 --batch 2 --vocab 16384 --alloc pooled"
     job=${DEMO_JOB:-$job}
-    steps=${DEMO_STEPS:-2 4}
+    steps=${DEMO_STEPS:-5 8}
 fi
 read -r s1 s2 <<<"$steps"
 unlimited_memory=${DEMO_UNLIMITED_MEMORY:-8G}
