@@ -27,15 +27,9 @@ machine=${PLAN_PATTERNS_MACHINE:-h100-pcie}
 patterns=${PLAN_PATTERNS:-layers chain small}
 s1=5
 s2=8
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-
-for f in "$sim" "$shim" "$prog"; do
-    if [ ! -e "$f" ]; then
-        echo "plan_patterns: $f is missing (run make from the repository root)" >&2
-        exit 1
-    fi
-done
+name=plan_patterns
+. "$(dirname "$0")/lib/jobs.sh"
+bench_setup "$sim" "$shim" "$prog"
 
 # job NAME PATTERN ITERATIONS [VAR=VALUE...]: one run into $tmp/NAME.{out,err}, in the background.
 job() {
@@ -46,33 +40,6 @@ job() {
         >"$tmp/$name.out" 2>"$tmp/$name.err" &
 }
 
-# Wait for every background job; exit 1, showing its stderr, if any failed.
-wait_all() {
-    local failed=0 pid f
-    for pid in $(jobs -p); do
-        wait "$pid" || failed=1
-    done
-    if [ "$failed" = 1 ]; then
-        for f in "$tmp"/*.err; do
-            grep -q '^digest' "${f%.err}.out" || { echo "== $f" >&2; tail -5 "$f" >&2; }
-        done
-        echo "plan_patterns: a run failed" >&2
-        exit 1
-    fi
-}
-
-# Both run lengths of one configuration, side by side.
-pair() {
-    local name=$1 pattern=$2
-    shift 2
-    job "$name-$s1" "$pattern" "$s1" "$@"
-    job "$name-$s2" "$pattern" "$s2" "$@"
-    wait_all
-}
-
-gpu_peak() { sed -n 's/.*GPU peak \([0-9]*\) MiB of.*/\1/p' "$tmp/$1.err"; }
-gpu_budget() { sed -n 's/.*GPU peak [0-9]* MiB of \([0-9]*\).*/\1/p' "$tmp/$1.err"; }
-digest() { sed -n 's/^digest //p' "$tmp/$1.out"; }
 # iter NAME: virtual ms of one iteration in the steady state: the mean of iterations s1..s2-1.
 iter() {
     awk -v a="$s1" '$1 == "iteration" && $2 >= a { t += $3; n++ }

@@ -20,15 +20,9 @@ shim=$(realpath "$build/libelixir.so" 2>/dev/null || echo "$build/libelixir.so")
 job="--layers 2 --width 512 --heads 8 --seq 16 --batch 2 --vocab 1024"
 s1=5
 s2=8
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-
-for f in "$sim" "$shim" "$build/examples/kernels_sim.so" examples/train.py; do
-    if [ ! -e "$f" ]; then
-        echo "train_oversub: $f is missing (run make from the repository root)" >&2
-        exit 1
-    fi
-done
+name=train_oversub
+. "$(dirname "$0")/lib/jobs.sh"
+bench_setup "$sim" "$shim" "$build/examples/kernels_sim.so" examples/train.py
 
 # job NAME ALLOC STEPS [VAR=VALUE...]: run train.py into $tmp/NAME.{out,err}, in the background.
 job() {
@@ -38,34 +32,6 @@ job() {
         --alloc "$alloc" --steps "$steps" >"$tmp/$name.out" 2>"$tmp/$name.err" &
 }
 
-# Wait for every background job; exit 1, showing its stderr, if any failed.
-wait_all() {
-    local failed=0 pid
-    for pid in $(jobs -p); do
-        wait "$pid" || failed=1
-    done
-    if [ "$failed" = 1 ]; then
-        for f in "$tmp"/*.err; do
-            grep -q '^digest' "${f%.err}.out" || { echo "== $f" >&2; tail -5 "$f" >&2; }
-        done
-        echo "train_oversub: a run failed" >&2
-        exit 1
-    fi
-}
-
-# Both step counts of one configuration, two at a time.
-pair() {
-    local name=$1 alloc=$2
-    shift 2
-    job "$name-$s1" "$alloc" "$s1" "$@"
-    job "$name-$s2" "$alloc" "$s2" "$@"
-    wait_all
-}
-
-vtime() { sed -n 's/.*virtual time \([0-9.]*\) ms.*/\1/p' "$tmp/$1.err"; }
-gpu_peak() { sed -n 's/.*GPU peak \([0-9]*\) MiB of.*/\1/p' "$tmp/$1.err"; }
-gpu_budget() { sed -n 's/.*GPU peak [0-9]* MiB of \([0-9]*\)[ ,].*/\1/p' "$tmp/$1.err"; }
-digest() { sed -n 's/^digest //p' "$tmp/$1.out"; }
 # MiB migrated both ways in a run: its migrations (one chunk each, both ways) times the
 # chunk, 2 MiB (the simulator's granularity); the log's byte figures are rounded to 0.1 GiB.
 moved() {
