@@ -55,20 +55,6 @@ per_step() {
         'BEGIN { printf "%.1f", (m2 - m1) / (s2 - s1) }'
 }
 
-check_digests() {
-    local alloc=$1 n f want
-    for n in $s1 $s2; do
-        want=$(digest "$alloc-plain-$n")
-        for f in "$tmp/$alloc"-*-"$n".out; do
-            if [ -z "$want" ] || [ "$(sed -n 's/^digest //p' "$f")" != "$want" ]; then
-                echo "nvme_train: $(basename "$f" .out) does not give the digest of the" \
-                     "run without the shim; the figures mean nothing" >&2
-                exit 1
-            fi
-        done
-    done
-}
-
 measure() {
     local alloc=$1 peak quarter pol a w
     pair "$alloc-plain" "$alloc"

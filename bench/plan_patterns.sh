@@ -87,21 +87,6 @@ unforeseen_per_iter() {
         'BEGIN { printf "%.1f", (u2 - u1) / (s2 - s1) }'
 }
 
-# Every run of a step count gives the digest of the run without the shim.
-check_digests() {
-    local pattern=$1 n f want
-    for n in $s1 $s2; do
-        want=$(digest "$pattern-plain-$n")
-        for f in "$tmp/$pattern"-*-"$n".out; do
-            if [ -z "$want" ] || [ "$(sed -n 's/^digest //p' "$f")" != "$want" ]; then
-                echo "plan_patterns: $(basename "$f" .out) does not give the digest of the" \
-                     "run without the shim; the figures mean nothing" >&2
-                exit 1
-            fi
-        done
-    done
-}
-
 # row PATTERN FRAC: one line of the table for 1/FRAC of the footprint.
 row() {
     local pattern=$1 frac=$2 r=$1-reactive-$2 p=$1-plan-$2

@@ -58,21 +58,6 @@ predicted() {
 }
 bound() { sed -n 's/.*plan: [1-9].*(bound \([0-9.]*\) ms).*/\1/p' "$tmp/$1-$s2.err" | tail -1; }
 
-# Every run of a step count gives the digest of the run without the shim.
-check_digests() {
-    local alloc=$1 n f want
-    for n in $s1 $s2; do
-        want=$(digest "$alloc-plain-$n")
-        for f in "$tmp/$alloc"-*-"$n".out; do
-            if [ -z "$want" ] || [ "$(sed -n 's/^digest //p' "$f")" != "$want" ]; then
-                echo "train_oversub: $(basename "$f" .out) does not give the digest of the" \
-                     "run without the shim; the figures mean nothing" >&2
-                exit 1
-            fi
-        done
-    done
-}
-
 # row ALLOC FRAC: one line of the table for 1/FRAC of the footprint.  The lower bound is
 # max(the unlimited step, the planner's bound: bytes that must move / link bandwidth).
 row() {

@@ -46,3 +46,19 @@ vtime() { sed -n 's/.*virtual time \([0-9.]*\) ms.*/\1/p' "$tmp/$1.err"; }
 gpu_peak() { sed -n 's/.*GPU peak \([0-9]*\) MiB of.*/\1/p' "$tmp/$1.err"; }
 gpu_budget() { sed -n 's/.*GPU peak [0-9]* MiB of \([0-9]*\).*/\1/p' "$tmp/$1.err"; }
 digest() { sed -n 's/^digest //p' "$tmp/$1.out"; }
+
+# check_digests WHAT: every run of configuration WHAT-*-LENGTH gives the digest of the run
+# without the shim (WHAT-plain-LENGTH), for both lengths; else exit 1: the figures mean nothing.
+check_digests() {
+    local what=$1 n f want
+    for n in $s1 $s2; do
+        want=$(digest "$what-plain-$n")
+        for f in "$tmp/$what"-*-"$n".out; do
+            if [ -z "$want" ] || [ "$(sed -n 's/^digest //p' "$f")" != "$want" ]; then
+                echo "$name: $(basename "$f" .out) does not give the digest of the run" \
+                     "without the shim; the figures mean nothing" >&2
+                exit 1
+            fi
+        done
+    done
+}
