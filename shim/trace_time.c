@@ -427,6 +427,17 @@ static void pair_put(pair_t *p)
     mark_free(stale);
 }
 
+/* Pair p, both its events recorded, queued for the poll that reads its times. */
+static void pair_queue(pair_t *p)
+{
+    p->next = NULL;
+    pthread_mutex_lock(&TM.lock);
+    *TM.tail = p;
+    TM.tail = &p->next;
+    atomic_fetch_add(&shim_timing_pending, 1);
+    pthread_mutex_unlock(&TM.lock);
+}
+
 static void pair_destroy(pair_t *p)
 {
     SHIM_DRIVER_CALL(cuEventDestroy_v2)(p->a);
@@ -487,12 +498,7 @@ void shim_timing_after(void *handle, CUresult r, CUstream s, shim_hook_t h)
         pair_put(p);
         return;
     }
-    p->next = NULL;
-    pthread_mutex_lock(&TM.lock);
-    *TM.tail = p;
-    TM.tail = &p->next;
-    atomic_fetch_add(&shim_timing_pending, 1);
-    pthread_mutex_unlock(&TM.lock);
+    pair_queue(p);
 }
 
 /* ---------------------------------------------------------------- the shim's own moves */
@@ -548,12 +554,7 @@ void shim_timing_move_after(void *handle, CUresult r, CUstream s)
         pair_put(p);
         return;
     }
-    p->next = NULL;
-    pthread_mutex_lock(&TM.lock);
-    *TM.tail = p;
-    TM.tail = &p->next;
-    atomic_fetch_add(&shim_timing_pending, 1);
-    pthread_mutex_unlock(&TM.lock);
+    pair_queue(p);
 }
 
 /* A reference for the context a move asked one for (no lock held: it waits for its event). */
