@@ -122,15 +122,40 @@ static CUresult remap_calls(res_dev_t *d, uint32_t ci, CUmemGenericAllocationHan
     return r;
 }
 
-/* remap_calls, its host time traced (shim_trace_mapping). */
-static CUresult remap(res_dev_t *d, uint32_t ci, CUmemGenericAllocationHandle h)
+/* Map h at chunk ci's address, where nothing is mapped (an unmapped host chunk coming in). */
+static CUresult map_calls(res_dev_t *d, uint32_t ci, CUmemGenericAllocationHandle h)
+{
+    CUdeviceptr va = arena_chunk_addr(d->arena, ci);
+    CUresult r = DRV(cuMemMap)(va, d->chunk, 0, h, 0);
+    if (r == CUDA_SUCCESS && (r = res_set_access(d, va, d->chunk)) != CUDA_SUCCESS)
+        DRV(cuMemUnmap)(va, d->chunk);
+    return r;
+}
+
+/* Chunk ci's address gets memory h in place of its own (remap_calls), or, `unmap` (an
+ * eviction res_unmap_ok allows), only loses its own (res_unmapped.c), or, the chunk being
+ * unmapped, gets h (map_calls); its host time traced (shim_trace_mapping). */
+static CUresult remap(res_dev_t *d, uint32_t ci, CUmemGenericAllocationHandle h, int unmap)
 {
     int traced = SHIM_TRACING();
     uint64_t t0 = traced ? shim_trace_now() : 0;
-    CUresult r = remap_calls(d, ci, h);
+    CUresult r = unmap ? DRV(cuMemUnmap)(arena_chunk_addr(d->arena, ci), d->chunk)
+                 : d->chunks[ci].unmapped ? map_calls(d, ci, h)
+                                          : remap_calls(d, ci, h);
     if (traced)
         shim_trace_mapping(d->device, 1, shim_trace_now() - t0);
     return r;
+}
+
+/* An eviction's copy is done and nothing in flight uses GPU chunk ci: its address gets host
+ * memory h (1), or loses its GPU memory only, where res_unmap_ok allows (2); 0 when
+ * neither could be done. */
+static int evicted(res_dev_t *d, uint32_t ci, CUmemGenericAllocationHandle h)
+{
+    int unmap = res_unmap_ok(d, &d->chunks[ci]);
+    if (remap(d, ci, h, unmap) != CUDA_SUCCESS)
+        return 0;
+    return unmap ? 2 : 1;
 }
 
 /* Chunk ci now lives in memory h of `tier` (set_tier), its old memory kept aside until ev. */
@@ -190,13 +215,14 @@ int res_prefetch(res_dev_t *d, uint32_t ci)
         res_phys_put(d, TIER_GPU, h);
         return -1;
     }
-    if (remap(d, ci, h) != CUDA_SUCCESS) {
+    if (remap(d, ci, h, 0) != CUDA_SUCCESS) {
         pend_put(d, TIER_GPU, h, ev);   /* (the copy still writes it) */
         res_event_put(d, ev);
         return -1;
     }
     CUmemGenericAllocationHandle old = c->phys;
     res_unlist(d, ci);
+    res_unmapped_clear(d, ci);
     res_account(d, TIER_HOST, TIER_GPU);
     c->phys = h;
     c->tier = TIER_GPU;
@@ -245,11 +271,14 @@ int res_evict_async(res_dev_t *d, uint32_t ci, uint32_t serial)
     if (!ev || flight_add(d, ci, 0, h, ev) < 0) {
         /* The host waited for the copy (or waits now): the eviction completes at once. */
         res_event_wait(ev, &d->blocked_flight_s);
-        if (res_idle_now(d, c) && remap(d, ci, h) == CUDA_SUCCESS) {
+        int done = res_idle_now(d, c) ? evicted(d, ci, h) : 0;
+        if (done) {
             if (SHIM_TRACING())
                 shim_trace_planned_move(d->device, ci, d->chunk, SHIM_TIER_GPU, SHIM_TIER_HOST,
                                         t0, shim_trace_now(), move);
             retier(d, ci, TIER_HOST, h, NULL);
+            if (done == 2)
+                res_unmapped_mark(d, ci);
             d->migrations_out++;
             d->bytes_out += d->chunk;
         } else {
@@ -269,6 +298,7 @@ static int flight_end(res_dev_t *d, int i, int gone, int query)
 {
     flight_t f = d->flights[i];
     chunk_t *c = &d->chunks[f.ci];
+    int done;
     if (!f.in && gone) {                /* cancelled: the host copy goes once written */
         flight_del(d, i);
         pend_put(d, TIER_HOST, f.other, f.ev);
@@ -288,12 +318,13 @@ static int flight_end(res_dev_t *d, int i, int gone, int query)
             shim_trace_planned_move(d->device, f.ci, d->chunk, SHIM_TIER_HOST, SHIM_TIER_GPU,
                                     f.issued, shim_trace_now(), f.move);
         res_phys_put(d, TIER_HOST, f.other);
-    } else if (c->tier == TIER_GPU && res_idle_now(d, c) &&
-               remap(d, f.ci, f.other) == CUDA_SUCCESS) {
+    } else if (c->tier == TIER_GPU && res_idle_now(d, c) && (done = evicted(d, f.ci, f.other))) {
         if (SHIM_TRACING())
             shim_trace_planned_move(d->device, f.ci, d->chunk, SHIM_TIER_GPU, SHIM_TIER_HOST,
                                     f.issued, shim_trace_now(), f.move);
         retier(d, f.ci, TIER_HOST, f.other, NULL);
+        if (done == 2)
+            res_unmapped_mark(d, f.ci);
         d->migrations_out++;
         d->bytes_out += d->chunk;
     } else {

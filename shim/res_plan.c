@@ -296,7 +296,9 @@ static int64_t record(res_dev_t *d, res_plan_t *p, int kind, uintptr_t what, con
  * every chunk is a physical handle of its own, and a move remaps chunk by chunk (unmap, map,
  * set access), so a move of n chunks costs n times one handle's calls, about 66 us on an H100
  * (docs/simulator.md: nearly all of it per handle, as pytorch/pytorch PR 96995 found), and
- * only about 1 us per call whatever it spans. */
+ * only about 1 us per call whatever it spans.  Where the plan's evictions unmap
+ * (res_unmapped.c), an eviction costs the unmap (about 26 us) and a prefetch the map and set
+ * access (about 40 us): 33 us a move on average. */
 static pol_machine_t machine(const res_dev_t *d, const res_ptime_report_t *tr)
 {
     pol_machine_t m = { .chunk = d->chunk, .copy_engines = 1 };
@@ -307,7 +309,7 @@ static pol_machine_t machine(const res_dev_t *d, const res_ptime_report_t *tr)
     double from = tr->link_gbs[1] > 0 ? tr->link_gbs[1] : LINK_GBS;
     m.link[POL_HOST] = (pol_link_t){ to, from, DUPLEX_RATIO * (to > from ? to : from), 10.0 };
     m.map_us_per_call = 1.0;
-    m.map_us_per_chunk = 65.0;
+    m.map_us_per_chunk = d->unmap_on ? 32.0 : 65.0;
     res_plan_nvme_machine(d, &m);
     return m;
 }
@@ -789,8 +791,8 @@ void res_plan_stats(const res_dev_t *d)
         return;
     shim_log_plain("device %d: plan: %llu planned, %llu re-planned; operations foreseen %llu, "
                    "not foreseen %llu; moves issued %llu (%llu chunks, %llu left to the reactive "
-                   "engine, %llu put where the plan starts them); prefetches %llu, evictions %llu (cancelled %llu, waited for %llu); "
-                   "blocked on moves %.3f s; predicted iteration %.3f ms (bound %.3f ms)",
+                   "engine, %llu put where the plan starts them); prefetches %llu, evictions %llu (cancelled %llu, waited for %llu, "
+                   "%llu left unmapped; %llu mapped back unforeseen); blocked on moves %.3f s; predicted iteration %.3f ms (bound %.3f ms)",
                    d->device,
                    (unsigned long long)(p ? p->plans : 0), (unsigned long long)(p ? p->replans : 0),
                    (unsigned long long)(p ? p->foreseen : 0),
@@ -801,6 +803,8 @@ void res_plan_stats(const res_dev_t *d)
                    (unsigned long long)(p ? p->reconciled : 0), (unsigned long long)d->prefetches,
                    (unsigned long long)d->evictions_async,
                    (unsigned long long)d->flights_cancelled,
-                   (unsigned long long)d->flights_waited, d->blocked_flight_s,
+                   (unsigned long long)d->flights_waited,
+                   (unsigned long long)d->unmapped_out, (unsigned long long)d->unmapped_back,
+                   d->blocked_flight_s,
                    p ? p->pred_ms : 0.0, p ? p->bound_ms : 0.0);
 }

@@ -546,6 +546,9 @@ static inline unsigned res_code_generation(void)
     X(POLICY, POLICY, "plan",                                                                  \
       "how residency moves memory: reactive (least recently used, on demand) or plan (profile "\
       "one iteration, plan its moves, issue them ahead; the reactive engine serves the rest)") \
+    X(PLAN_UNMAP, BOOL, "1",                                                                 \
+      "with the plan: its evictions of memory whose every use the shim saw leave the address " \
+      "unmapped (one unmap, not a remap to host memory); 0: evicted memory stays mapped")     \
     X(TRACE, PATH, "",                                                                         \
       "record a trace into this file (%p is the process id, %h the host name); created "      \
       "0600, never overwritten: if it exists, NAME.1.EXT, NAME.2.EXT ... is used instead")     \
