@@ -408,8 +408,10 @@ static int setup(res_dev_t *d, int device, CUcontext ctx)
     if (set_budgets(d) < 0)
         return -ERANGE;
     res_policy_plan = shim_opt_int(SHIM_OPT_POLICY) == 1;
-    d->unmap_on = res_policy_plan && d->host_mappable && shim_opt_int(SHIM_OPT_PLAN_UNMAP);
     uint64_t nvme = res_nvme_setup(d);  /* (0 without ELIXIR_NVME_PATH) */
+    long unmap = shim_opt_int(SHIM_OPT_PLAN_UNMAP);
+    d->unmap_on = res_policy_plan && d->host_mappable &&
+                  (unmap == SHIM_AUTO ? shim_opt_str(SHIM_OPT_NVME_PATH)[0] != 0 : unmap == 1);
     d->size = round_up(2 * (d->gpu_budget + atomic_load(&res_host.budget) + nvme) + d->chunk,
                        d->chunk);
     CUdeviceptr base;

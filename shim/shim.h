@@ -546,9 +546,10 @@ static inline unsigned res_code_generation(void)
     X(POLICY, POLICY, "plan",                                                                  \
       "how residency moves memory: reactive (least recently used, on demand) or plan (profile "\
       "one iteration, plan its moves, issue them ahead; the reactive engine serves the rest)") \
-    X(PLAN_UNMAP, BOOL, "1",                                                                 \
-      "with the plan: its evictions of memory whose every use the shim saw leave the address " \
-      "unmapped (one unmap, not a remap to host memory); 0: evicted memory stays mapped")     \
+    X(PLAN_UNMAP, AUTO_BOOL, "auto",                                                         \
+      "1: the plan's evictions of memory whose every use the shim saw leave its address "      \
+      "unmapped (half the mapping calls; a pointer only kept in device memory then faults); "  \
+      "0: evicted memory stays mapped; auto: 1 when ELIXIR_NVME_PATH is set (the same rule)") \
     X(TRACE, PATH, "",                                                                         \
       "record a trace into this file (%p is the process id, %h the host name); created "      \
       "0600, never overwritten: if it exists, NAME.1.EXT, NAME.2.EXT ... is used instead")     \
@@ -597,6 +598,7 @@ typedef struct shim_mem {
 } shim_mem_t;
 
 enum { SHIM_MEMINFO_VIRTUAL, SHIM_MEMINFO_PHYSICAL };
+enum { SHIM_AUTO = 2 };                 /* an AUTO_BOOL option's auto (else 0 or 1) */
 enum { SHIM_TRACE_SUMMARY, SHIM_TRACE_ALLOCS, SHIM_TRACE_ALL };      /* ELIXIR_TRACE_LEVEL */
 enum { SHIM_CUPTI_AUTO, SHIM_CUPTI_OFF, SHIM_CUPTI_PATH };           /* ELIXIR_CUPTI */
 

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * shim_plan_unmapped.c - the plan's evictions leave memory whose every use the shim saw
- * unmapped (ELIXIR_PLAN_UNMAP, on by default), and whatever reaches such memory maps it first.
+ * unmapped (ELIXIR_PLAN_UNMAP=1), and whatever reaches such memory maps it first.
  *
  * A loop of identical iterations (sh_add over eight 4 MiB buffers in turn, a host
  * synchronisation) runs under ELIXIR_POLICY=plan with a GPU budget of half the buffers, so the
@@ -14,7 +14,8 @@
  * and every buffer holds exactly what the sums say.  On the simulator an access to an unmapped
  * address faults, so a chunk left unmapped under any of these fails the run; the race checker
  * fails it on any race.  The log must say that evictions left chunks unmapped and that the
- * graph launch mapped some back; with ELIXIR_PLAN_UNMAP=0 none is left unmapped.
+ * graph launch mapped some back; with ELIXIR_PLAN_UNMAP=0, and by default without an NVMe
+ * tier, none is left unmapped.
  */
 #define SH_RES_KERNELS
 #include "shim_test.h"
@@ -109,7 +110,8 @@ static long count_before(const char *err, const char *key)
 int main(int argc, char **argv)
 {
     sh_scenario_child(argc, argv, scenario);
-    const char *on[] = { "ELIXIR_POLICY=plan", "ELIXIR_STATS=1", "ELIXIR_GPU_MEMORY=16M", NULL };
+    const char *on[] = { "ELIXIR_POLICY=plan", "ELIXIR_STATS=1", "ELIXIR_GPU_MEMORY=16M",
+                         "ELIXIR_PLAN_UNMAP=1", NULL };
     sh_run_t r = sh_run_ok("scenario", on);
     long out = count_before(r.err, " left unmapped"), back = count_before(r.err, " mapped back");
     printf("unmapping on: %ld evictions left chunks unmapped, %ld mapped back\n", out, back);
@@ -117,13 +119,19 @@ int main(int argc, char **argv)
     EXPECT(back > 0, "the copies and the graph launch map chunks back:\n%s", r.err);
     sh_run_free(&r);
 
+    /* Off, and by default (auto) without an NVMe tier. */
     const char *off[] = { "ELIXIR_POLICY=plan", "ELIXIR_STATS=1", "ELIXIR_GPU_MEMORY=16M",
                           "ELIXIR_PLAN_UNMAP=0", NULL };
-    r = sh_run_ok("scenario", off);
-    out = count_before(r.err, " left unmapped");
-    printf("unmapping off: %ld evictions left chunks unmapped\n", out);
-    EXPECT(out == 0, "ELIXIR_PLAN_UNMAP=0 leaves nothing unmapped:\n%s", r.err);
-    sh_run_free(&r);
+    const char *dflt[] = { "ELIXIR_POLICY=plan", "ELIXIR_STATS=1", "ELIXIR_GPU_MEMORY=16M", NULL };
+    const char *const *envs[] = { off, dflt };
+    for (int i = 0; i < 2; i++) {
+        r = sh_run_ok("scenario", envs[i]);
+        out = count_before(r.err, " left unmapped");
+        printf("unmapping %s: %ld evictions left chunks unmapped\n", i ? "auto" : "off", out);
+        EXPECT(out == 0, "%s leaves nothing unmapped:\n%s",
+               i ? "the default without an NVMe tier" : "ELIXIR_PLAN_UNMAP=0", r.err);
+        sh_run_free(&r);
+    }
     printf("every buffer holds what its sums say, with and without unmapping\n");
     return 0;
 }
