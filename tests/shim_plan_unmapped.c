@@ -122,7 +122,8 @@ int main(int argc, char **argv)
     /* Off, and by default (auto) without an NVMe tier. */
     const char *off[] = { "ELIXIR_POLICY=plan", "ELIXIR_STATS=1", "ELIXIR_GPU_MEMORY=16M",
                           "ELIXIR_PLAN_UNMAP=0", NULL };
-    const char *dflt[] = { "ELIXIR_POLICY=plan", "ELIXIR_STATS=1", "ELIXIR_GPU_MEMORY=16M", NULL };
+    const char *dflt[] = { "ELIXIR_POLICY=plan", "ELIXIR_STATS=1", "ELIXIR_GPU_MEMORY=16M",
+                           "ELIXIR_PLAN_UNMAP=auto", NULL };
     const char *const *envs[] = { off, dflt };
     for (int i = 0; i < 2; i++) {
         r = sh_run_ok("scenario", envs[i]);
