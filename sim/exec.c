@@ -991,6 +991,20 @@ static int engine_of(const sim_op_t *op)
     }
 }
 
+/* The ns the kernel that just ran spent on the host link: the bytes of host memory it
+ * declared touching (sim_kernel_access), read over the link's host-to-device direction and
+ * written over the other, each at its bandwidth. */
+static double host_link_ns(const sim_model_t *m)
+{
+    double rd = 0, wr = 0;
+    for (size_t i = 0; i < cur.nacc; i++) {
+        double b = (double)sim_host_bytes(cur.acc[i].addr, cur.acc[i].len);
+        rd += cur.acc[i].mode & SIM_ACCESS_READ ? b : 0;
+        wr += cur.acc[i].mode & SIM_ACCESS_WRITE ? b : 0;
+    }
+    return dmax(rd / m->h2d_gbps, wr / m->d2h_gbps);
+}
+
 /* Modelled duration of op in ns, and the bytes it moved. */
 static double duration(const sim_op_t *op, uint64_t *bytes)
 {
@@ -999,7 +1013,7 @@ static double duration(const sim_op_t *op, uint64_t *bytes)
     if (op->kind == SIM_OP_KERNEL) {
         double compute = cur.flops / (m->tflops * 1e3);
         double memory = cur.bytes / m->hbm_gbps;
-        return m->launch_us * 1000.0 + dmax(compute, memory);
+        return m->launch_us * 1000.0 + dmax(dmax(compute, memory), host_link_ns(m));
     }
     if (op->kind == SIM_OP_COPY) {
         const sim_copy_t *c = &op->u.copy;

@@ -206,6 +206,9 @@ const sim_mapping_t *sim_vmm_lookup(const sim_range_t *r, uint64_t addr);
  * (What a launch checks of each pointer argument; other memory is not its concern.) */
 int sim_launch_denied(uint64_t addr, CUcontext ctx);
 int sim_vmm_phys_is_host(const struct sim_phys *p);
+/* Bytes of [addr, +bytes) in host memory (VMM mappings of host-located memory, pinned or
+ * registered host memory): what a kernel touching that range moves over the host link. */
+uint64_t sim_host_bytes(uint64_t addr, uint64_t bytes);
 const CUmemAllocationProp *sim_vmm_phys_prop(const struct sim_phys *p);
 uint64_t sim_vmm_phys_id(const struct sim_phys *p);
 
