@@ -620,7 +620,7 @@ CUresult res_phys_get(res_dev_t *d, int tier, CUmemGenericAllocationHandle *h);
 int res_park_drop(res_dev_t *d);
 
 /* ---------------------------------------------------------------- res_flight.c */
-/* Asynchronous moves (d locked, d->host_mappable).  res_prefetch: chunk ci, in host memory,
+/* Asynchronous moves (d locked).  res_prefetch: chunk ci, in host memory,
  * starts coming into GPU memory (its mapping swapped at once, see flight_t); 0 when issued, -1
  * when it was not (no room, in use, a driver error: the reactive engine brings it in when it is
  * used).  res_evict_async: GPU chunk ci starts going out to host memory after its last use,

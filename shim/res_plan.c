@@ -298,7 +298,7 @@ static int64_t record(res_dev_t *d, res_plan_t *p, int kind, uintptr_t what, con
  * (docs/simulator.md: nearly all of it per handle, as pytorch/pytorch PR 96995 found), and
  * only about 1 us per call whatever it spans.  Where the plan's evictions unmap
  * (res_unmapped.c), an eviction costs the unmap (about 26 us) and a prefetch the map and set
- * access (about 40 us): 33 us a move on average. */
+ * access (about 40 us): 33 us a move on average; so too where host memory does not map. */
 static pol_machine_t machine(const res_dev_t *d, const res_ptime_report_t *tr)
 {
     pol_machine_t m = { .chunk = d->chunk, .copy_engines = 1 };
@@ -309,7 +309,7 @@ static pol_machine_t machine(const res_dev_t *d, const res_ptime_report_t *tr)
     double from = tr->link_gbs[1] > 0 ? tr->link_gbs[1] : LINK_GBS;
     m.link[POL_HOST] = (pol_link_t){ to, from, DUPLEX_RATIO * (to > from ? to : from), 10.0 };
     m.map_us_per_call = 1.0;
-    m.map_us_per_chunk = d->unmap_on ? 32.0 : 65.0;
+    m.map_us_per_chunk = d->unmap_on || !d->host_mappable ? 32.0 : 65.0;
     res_plan_nvme_machine(d, &m);
     return m;
 }
@@ -621,8 +621,6 @@ static res_plan_t *plan_of(res_dev_t *d)
 {
     if (SHIM_LIKELY(d->plan != NULL))
         return d->plan;
-    if (!d->host_mappable)
-        return NULL;                    /* (evicted chunks unmapped: the reactive engine) */
     res_plan_t *p = calloc(1, sizeof(*p));
     if (p && !(p->buf_of = calloc(arena_chunk_count(d->arena), sizeof(*p->buf_of)))) {
         free(p);

@@ -15,7 +15,9 @@
  * address faults, so a chunk left unmapped under any of these fails the run; the race checker
  * fails it on any race.  The log must say that evictions left chunks unmapped and that the
  * graph launch mapped some back; with ELIXIR_PLAN_UNMAP=0, and by default without an NVMe
- * tier, none is left unmapped.
+ * tier, none is left unmapped.  Last, on a device without host VMM (ELIXIR_SIM_HOST_VMM=0),
+ * where every evicted chunk is unmapped in a pinned host piece, the plan must prefetch and
+ * evict, and the sums must hold again.
  */
 #define SH_RES_KERNELS
 #include "shim_test.h"
@@ -111,7 +113,7 @@ int main(int argc, char **argv)
 {
     sh_scenario_child(argc, argv, scenario);
     const char *on[] = { "ELIXIR_POLICY=plan", "ELIXIR_STATS=1", "ELIXIR_GPU_MEMORY=16M",
-                         "ELIXIR_PLAN_UNMAP=1", NULL };
+                         "ELIXIR_PLAN_UNMAP=1", "ELIXIR_SIM_HOST_VMM=1", NULL };
     sh_run_t r = sh_run_ok("scenario", on);
     long out = count_before(r.err, " left unmapped"), back = count_before(r.err, " mapped back");
     printf("unmapping on: %ld evictions left chunks unmapped, %ld mapped back\n", out, back);
@@ -121,9 +123,9 @@ int main(int argc, char **argv)
 
     /* Off, and by default (auto) without an NVMe tier. */
     const char *off[] = { "ELIXIR_POLICY=plan", "ELIXIR_STATS=1", "ELIXIR_GPU_MEMORY=16M",
-                          "ELIXIR_PLAN_UNMAP=0", NULL };
+                          "ELIXIR_PLAN_UNMAP=0", "ELIXIR_SIM_HOST_VMM=1", NULL };
     const char *dflt[] = { "ELIXIR_POLICY=plan", "ELIXIR_STATS=1", "ELIXIR_GPU_MEMORY=16M",
-                           "ELIXIR_PLAN_UNMAP=auto", NULL };
+                           "ELIXIR_PLAN_UNMAP=auto", "ELIXIR_SIM_HOST_VMM=1", NULL };
     const char *const *envs[] = { off, dflt };
     for (int i = 0; i < 2; i++) {
         r = sh_run_ok("scenario", envs[i]);
@@ -133,6 +135,20 @@ int main(int argc, char **argv)
                i ? "the default without an NVMe tier" : "ELIXIR_PLAN_UNMAP=0", r.err);
         sh_run_free(&r);
     }
-    printf("every buffer holds what its sums say, with and without unmapping\n");
+
+    /* A device whose host memory does not map: every evicted chunk is unmapped, and the plan
+     * moves chunks between its address and pinned host pieces. */
+    const char *novmm[] = { "ELIXIR_POLICY=plan", "ELIXIR_STATS=1", "ELIXIR_GPU_MEMORY=16M",
+                            "ELIXIR_SIM_HOST_VMM=0", NULL };
+    r = sh_run_ok("scenario", novmm);
+    const char *line = strstr(r.err, "plan: "), *pre = line ? strstr(line, "prefetches ") : NULL;
+    const char *evs = pre ? strstr(pre, "evictions ") : NULL;
+    long in = pre ? strtol(pre + strlen("prefetches "), NULL, 10) : -1;
+    long ev = evs ? strtol(evs + strlen("evictions "), NULL, 10) : -1;
+    printf("no host VMM: %ld prefetches, %ld evictions by the plan\n", in, ev);
+    EXPECT(in > 0 && ev > 0, "the plan moves chunks without host VMM:\n%s", r.err);
+    sh_run_free(&r);
+    printf("every buffer holds what its sums say, with and without unmapping, with and without "
+           "host VMM\n");
     return 0;
 }
