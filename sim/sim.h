@@ -495,7 +495,7 @@ CUresult sim_func_resolve(CUfunction f, struct CUfunc_st **out);
 /* Unload the modules of a destroyed or reset context, libraries' modules in it included. */
 void sim_module_free_ctx(CUcontext ctx);
 
-/* ------------------------------------------------------------------------- graph.c */
+/* ----------------------------------------------------------------------- capture.c */
 
 /* Number of capture sequences in progress; sim_submit consults the capture only when > 0. */
 extern _Atomic int sim_captures;
