@@ -43,6 +43,8 @@ static int exec_ok(CUgraphExec x)
     return x && x->magic == EXEC_MAGIC;
 }
 
+/* ---------------------------------------------------------------- operations */
+
 /* A copy of a node's operation that can be submitted or kept on its own; NULL when out of
  * memory.  Graph copies never keep a staging buffer: they read their source when they run. */
 static sim_op_t *op_clone(const sim_op_t *src)
