@@ -372,11 +372,11 @@ int res_capture_open(void);
 void res_stats_print(double run_s, int lead);
 void res_after_fork(void);
 
-/* ------------------------------------------------------------ trace.c, trace_time.c */
+/* ------------------------------------------------------------------------ trace*.c */
 
 /*
- * Recording into ELIXIR_TRACE (trace.c; device times of the profiled iterations in
- * trace_time.c).  shim_trace_on is 1 while a trace is being recorded: the wrappers test it
+ * Recording into ELIXIR_TRACE (trace.c and the trace_*.c files beside it; device times of the
+ * profiled iterations in trace_time.c).  shim_trace_on is 1 while a trace is being recorded: the wrappers test it
  * once (SHIM_TRACING) and only then take the traced path, which calls, in this order,
  * shim_trace_launch_begin (or _copy_begin), residency's begin, shim_trace_issue, the driver,
  * shim_trace_launch_end (or _copy_end), residency's end.  Every other function here may be
