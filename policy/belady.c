@@ -157,17 +157,44 @@ static int heap_push_st(st_t *s, heap_t *h, uint8_t tier, uint64_t key, uint32_t
 
 /* ---------------------------------------------------------------- small helpers */
 
+/* Absolute use au as an iteration (*q) and a relative use, without a division: au lies
+ * within a few iterations after the current pass's start (the division is the fallback). */
+static uint64_t rel_use(const st_t *s, uint64_t au, uint64_t *q)
+{
+    uint64_t n = s->ix->nuses, k = s->pass, b = (uint64_t)s->pass * n;
+    if (!n) {
+        *q = 0;
+        return 0;
+    }
+    if (au < b || au - b >= 4 * n) {
+        k = au / n;
+        b = k * n;
+    }
+    while (au - b >= n)
+        b += n, k++;
+    *q = k;
+    return au - b;
+}
+
 static uint64_t abs_op(const st_t *s, uint64_t au)
 {
     if (au == POL_INF)
         return POL_INF;
-    return au / s->ix->nuses * s->ix->nops + s->ix->use_op[au % s->ix->nuses];
+    uint64_t q, r = rel_use(s, au, &q);
+    return q * s->ix->nops + s->ix->use_op[r];
+}
+
+/* The access bits of absolute use au. */
+static uint8_t use_acc(const st_t *s, uint64_t au)
+{
+    uint64_t q;
+    return s->ix->use_acc[rel_use(s, au, &q)];
 }
 
 /* Does chunk c's next use read its data? */
 static int needs(const st_t *s, uint32_t c)
 {
-    return s->nuu[c] != POL_INF && pol_needs_data(s->ix->use_acc[s->nuu[c] % s->ix->nuses]);
+    return s->nuu[c] != POL_INF && pol_needs_data(use_acc(s, s->nuu[c]));
 }
 
 static int has_room(const st_t *s, int t)
@@ -283,7 +310,7 @@ static int fetch_keep(st_t *s, uint32_t c, uint32_t op, uint64_t need_by, int fo
         for (int t = POL_PEER; t < POL_NTIERS; t++)
             lower_free += s->ix->cap[t] - s->used[t];
         wb = 1;
-        keep = !(s->ix->use_acc[s->nuu[c] % s->ix->nuses] & POL_WRITE) &&
+        keep = !(use_acc(s, s->nuu[c]) & POL_WRITE) &&
                lower_free > s->nohome + 1;
         if (force_keep >= 0)
             keep = force_keep;
@@ -376,8 +403,8 @@ static int prefetch(st_t *s, uint32_t i, uint64_t T)
     if (s->f < lo)
         s->f = lo;
     for (;; s->f++) {
-        uint64_t f = s->f, J = abs_op(s, f);
-        uint32_t c = ix->use_chunk[f % ix->nuses];
+        uint64_t f = s->f, q, r = rel_use(s, f, &q), J = q * ix->nops + ix->use_op[r];
+        uint32_t c = ix->use_chunk[r];
         if (J > horizon)
             return 0;
         if (s->loc[c] == POL_GPU || s->nuu[c] != f || !s->alive[c])
@@ -394,16 +421,20 @@ static int prefetch(st_t *s, uint32_t i, uint64_t T)
 static int apply(st_t *s, uint32_t i)
 {
     const pol_index_t *ix = s->ix;
-    uint64_t base = (uint64_t)s->pass * ix->nuses;
+    uint64_t base = (uint64_t)s->pass * ix->nuses, op0 = (uint64_t)s->pass * ix->nops;
     for (uint64_t u = ix->op_use[i]; u < ix->op_use[i + 1]; u++) {
         uint32_t c = ix->use_chunk[u];
+        uint64_t nx = ix->use_next[u];
         if (ix->use_acc[u] & POL_WRITE)
             s->cur[c] = 0;
-        s->nuu[c] = ix->use_next[u] == POL_INF ? POL_INF : ix->use_next[u] + base;
+        s->nuu[c] = nx == POL_INF ? POL_INF : nx + base;
         if (s->pin[c])
             continue;
         s->stamp[c]++;
-        int rc = heap_push_st(s, &s->gpu, POL_GPU, abs_op(s, s->nuu[c]), c, s->stamp[c]);
+        /* (abs_op of the next use, from the index: no lookup far into use_op) */
+        uint64_t key = nx == POL_INF ? POL_INF
+                                     : op0 + (nx >= ix->nuses ? ix->nops : 0) + ix->use_next_op[u];
+        int rc = heap_push_st(s, &s->gpu, POL_GPU, key, c, s->stamp[c]);
         if (rc)
             return rc;
     }
