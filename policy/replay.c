@@ -3,9 +3,11 @@
  * replay.c - the cost model: how long an iteration takes when the executor follows a plan.
  *
  * The host issues, in plan order, each operation's moves before it, the operation, and its
- * moves after it; issuing costs nothing but mapping calls, which the host makes itself
- * (map_us_per_call + map_us_per_chunk * nchunks per move), and waits for GPU room, so they
- * delay the issue of everything after them, as in the shim's executor (res_flight.c):
+ * moves after it.  Issuing an operation costs the host host_us_per_op (the driver call that
+ * enqueues it: the operation is queued when the call begins, the host goes on when it
+ * returns), so a GPU faster than the host waits for it.  A move costs the host its mapping
+ * calls (map_us_per_call + map_us_per_chunk * nchunks per move), and waits for GPU room, so
+ * they delay the issue of everything after them, as in the shim's executor (res_flight.c):
  *   - a move to the GPU maps its chunks when it is issued, once the room it takes is free:
  *     room that a move away from the GPU frees is free only when that move's copy completed,
  *     and the host waits for it there (it cannot hand out memory a copy still reads);
@@ -29,8 +31,9 @@
  * The plan repeats: four iterations are replayed back to back from the plan's start state, so
  * that prefetches issued across the iteration's end count as they will.  iter_ns is the mean
  * time between the ends of the first and the last (an iteration ends with its last
- * operation), and never less than the busiest stream's work (what a steady state takes at
- * least, whatever the transients); the other figures are the last iteration's.
+ * operation), and never less than compute_ns, the busiest stream's work or the host's time
+ * to issue the operations (what a steady state takes at least, whatever the transients); the
+ * other figures are the last iteration's.
  */
 #include <errno.h>
 #include <math.h>
@@ -186,6 +189,7 @@ static void rp_op(rp_t *p, uint32_t i)
         for (uint32_t k = 0; k < ix->run_n[r]; k++)
             le[k] = max2(le[k], end);
     }
+    p->h += p->in->m.host_us_per_op * 1e3;
     p->stream_free[op->stream] = end;
     p->it_end = max2(p->it_end, end);
     if (p->measure)
@@ -260,12 +264,13 @@ static double forced_ns(const pol_input_t *in, const pol_index_t *ix)
     return rate > 0 ? (double)ix->forced * (double)in->m.chunk / rate : 0;
 }
 
-/* compute_ns and bound_ns: the operations alone (the busiest stream), and the chunks that
- * must come in (forced_ns).  Write-backs are not counted: whether a chunk's copy in a lower
- * tier is current depends on the plan. */
+/* compute_ns and bound_ns: the operations alone (the busiest stream, or the host's time to
+ * issue them, whichever is more), and the chunks that must come in (forced_ns).  Write-backs
+ * are not counted: whether a chunk's copy in a lower tier is current depends on the plan. */
 static void rp_bounds(const pol_input_t *in, const pol_index_t *ix, pol_result_t *r,
                       const double *busy)
 {
+    r->compute_ns = (double)ix->nops * in->m.host_us_per_op * 1e3;
     for (uint32_t s = 0; s < in->nstreams; s++)
         r->compute_ns = max2(r->compute_ns, busy[s]);
     r->bound_ns = max2(r->compute_ns, forced_ns(in, ix));
