@@ -55,6 +55,9 @@ typedef struct st {
     uint64_t nohome;            /* unpinned GPU chunks without a kept copy */
     uint64_t dying[POL_NTIERS]; /* room freed by the deaths after the last operation */
     heap_t gpu, host;           /* eviction candidates; HOST chunks that may go to NVME */
+    uint32_t *late;             /* chunks whose gpu heap entry waits (see apply) */
+    uint64_t nlate, *late_key;  /* how many; per chunk: that entry's key */
+    uint32_t *late_stamp;       /* per chunk: its stamp then (0: none waiting) */
     uint64_t f;                 /* prefetch frontier: absolute use */
     uint32_t pass, lookahead;
     pol_cplan_t *out;
@@ -289,14 +292,32 @@ static int evict(st_t *s, uint32_t v, uint32_t op)
 
 /* Make one GPU chunk of room before op, evicting only a chunk used after absolute op
  * `limit`: 1 done, 0 impossible, < 0 an error. */
+/* Push the gpu heap entries apply() left waiting: those of chunks unchanged since (an entry
+ * of a changed chunk would be stale). */
+static int push_late(st_t *s)
+{
+    int rc = 0;
+    for (uint64_t k = 0; k < s->nlate; k++) {
+        uint32_t c = s->late[k], st = s->late_stamp[c];
+        s->late_stamp[c] = 0;
+        if (!rc && st == s->stamp[c])
+            rc = heap_push_st(s, &s->gpu, POL_GPU, s->late_key[c], c, st);
+    }
+    s->nlate = 0;
+    return rc;
+}
+
 static int make_room(st_t *s, uint32_t op, uint64_t limit)
 {
     if (has_room(s, POL_GPU))
         return 1;
+    int rc = push_late(s);
+    if (rc)
+        return rc;
     const hent_t *t = heap_top(s, &s->gpu, POL_GPU);
     if (!t || t->key <= limit)
         return 0;
-    int rc = evict(s, t->chunk, op);
+    rc = evict(s, t->chunk, op);
     return rc ? rc : 1;
 }
 
@@ -430,13 +451,17 @@ static int apply(st_t *s, uint32_t i)
         s->nuu[c] = nx == POL_INF ? POL_INF : nx + base;
         if (s->pin[c])
             continue;
-        s->stamp[c]++;
-        /* (abs_op of the next use, from the index: no lookup far into use_op) */
-        uint64_t key = nx == POL_INF ? POL_INF
-                                     : op0 + (nx >= ix->nuses ? ix->nops : 0) + ix->use_next_op[u];
-        int rc = heap_push_st(s, &s->gpu, POL_GPU, key, c, s->stamp[c]);
-        if (rc)
-            return rc;
+        if (++s->stamp[c] == 0)
+            s->stamp[c] = 1;    /* (0 marks no entry waiting) */
+        /* The chunk's gpu heap entry waits until the heap is next read (make_room): only the
+         * last of a chunk's uses until then makes one.  abs_op of the next use comes from
+         * the index (no lookup far into use_op). */
+        if (!s->late_stamp[c])
+            s->late[s->nlate++] = c;
+        s->late_stamp[c] = s->stamp[c];
+        s->late_key[c] = nx == POL_INF ? POL_INF
+                                       : op0 + (nx >= ix->nuses ? ix->nops : 0) +
+                                             ix->use_next_op[u];
     }
     return 0;
 }
@@ -516,7 +541,11 @@ static int st_alloc(st_t *s, const pol_input_t *in, const pol_index_t *ix, const
     s->pin = malloc(n);
     s->stamp = calloc(n, sizeof(uint32_t));
     s->nuu = malloc(n * sizeof(uint64_t));
-    if (!s->loc || !s->home || !s->cur || !s->alive || !s->pin || !s->stamp || !s->nuu)
+    s->late = malloc(n * sizeof(uint32_t));
+    s->late_key = malloc(n * sizeof(uint64_t));
+    s->late_stamp = calloc(n, sizeof(uint32_t));
+    if (!s->loc || !s->home || !s->cur || !s->alive || !s->pin || !s->stamp || !s->nuu ||
+        !s->late || !s->late_key || !s->late_stamp)
         return -ENOMEM;
     for (uint64_t c = 0; c < ix->nchunks; c++)
         s->pin[c] = pin[ix->chunk_buf[c]];
@@ -527,6 +556,7 @@ static void st_free(st_t *s)
 {
     free(s->loc), free(s->home), free(s->cur), free(s->alive), free(s->pin);
     free(s->stamp), free(s->nuu);
+    free(s->late), free(s->late_key), free(s->late_stamp);
     free(s->gpu.a), free(s->host.a);
 }
 
