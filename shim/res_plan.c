@@ -288,6 +288,9 @@ static int64_t record(res_dev_t *d, res_plan_t *p, int kind, uintptr_t what, con
  * nvbandwidth measurements of NVIDIA/nvbandwidth issues 11 and 53, as docs/simulator.md). */
 #define LINK_GBS 25.0
 #define DUPLEX_RATIO (36.0 / 25.0)
+/* The host's time to issue one operation (the driver call that enqueues it): the simulator
+ * charges 1 us per submitted operation (docs/simulator.md); not measured in the profile. */
+#define HOST_OP_US 1.0
 
 /* The machine the plan is for: d's budgets; the host link's rate each way measured from the
  * profiled iteration's migrations (res_plan_time.c) where enough bytes went that way, else
@@ -310,6 +313,7 @@ static pol_machine_t machine(const res_dev_t *d, const res_ptime_report_t *tr)
     m.link[POL_HOST] = (pol_link_t){ to, from, DUPLEX_RATIO * (to > from ? to : from), 10.0 };
     m.map_us_per_call = 1.0;
     m.map_us_per_chunk = d->unmap_on || !d->host_mappable ? 32.0 : 65.0;
+    m.host_us_per_op = HOST_OP_US;
     res_plan_nvme_machine(d, &m);
     return m;
 }
