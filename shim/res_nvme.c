@@ -73,6 +73,23 @@ static uint64_t wanted_size(const char *path, uint64_t chunk)
     return 0;
 }
 
+/* ELIXIR_NVME_SHARE: processes expected to share a directory area's file system; auto: the
+ * count of processes on this node the launcher started (torchrun, Open MPI, MPICH), else 1. */
+static unsigned share(void)
+{
+    static const char *const vars[] = { "LOCAL_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_SIZE",
+                                        "MPI_LOCALNRANKS" };
+    long n = shim_opt_int(SHIM_OPT_NVME_SHARE);
+    for (unsigned i = 0; !n && i < sizeof(vars) / sizeof(vars[0]); i++) {
+        const char *v = getenv(vars[i]);
+        char *end;
+        long k = v ? strtol(v, &end, 10) : 0;
+        if (v && *v && !*end && k >= 1 && k <= 4096)
+            n = k;
+    }
+    return n ? (unsigned)n : 1;
+}
+
 /* The module's options from ELIXIR_NVME_*, for chunks of d's size (no staging yet). */
 static nvme_options_t area_options(const res_dev_t *d, const char *path)
 {
@@ -85,10 +102,23 @@ static nvme_options_t area_options(const res_dev_t *d, const char *path)
         .verify = (int)shim_opt_int(SHIM_OPT_NVME_VERIFY),
         .engine = engines[shim_opt_int(SHIM_OPT_NVME_ENGINE)],
         .staging_bytes = (2 + (res_policy_plan ? RES_NVME_STAGES : 0)) * d->chunk,
+        .share = share(),
     };
     if (o.block_size > o.slot_size)
         o.block_size = o.slot_size;
     return o;
+}
+
+/* What the directory's ledger said when the area opened, when there was anything to say. */
+static void ledger_said(const char *path)
+{
+    nvme_ledger_info_t li;
+    nvme_area_ledger(nv.area, &li);
+    if (li.live || li.reclaimed || li.share > 1)
+        SHIM_INFO(RES, "NVMe tier: %s's ledger: %u other areas live (%llu MiB), %u of areas "
+                  "gone reclaimed; a default size is 1/%u of %llu MiB spare", path, li.live,
+                  (unsigned long long)(li.live_bytes >> 20), li.reclaimed, li.share,
+                  (unsigned long long)(li.spare >> 20));
 }
 
 /* The area is open: the clock hook where the simulator offers one, the test-only fault plan,
@@ -112,6 +142,23 @@ static void area_started(const char *path)
         SHIM_INFO(RES, "NVMe tier: %llu MiB in %s, %u slots, engine %s",
                   (unsigned long long)(nvme_size(nv.area) >> 20), path,
                   nvme_slots_total(nv.area), nv.engine);
+    ledger_said(path);
+}
+
+/* Say why the area did not open; for want of space in a directory, beside whom. */
+static void open_failed(const char *path, const nvme_options_t *o, int err)
+{
+    nvme_ledger_info_t li;
+    if (err != -ENOSPC || nvme_ledger_read(path, &li) < 0 || !li.live) {
+        SHIM_ERROR(RES, "ELIXIR_NVME_PATH=%s: cannot open the swap area (%s): no NVMe tier",
+                   path, strerror(-err));
+        return;
+    }
+    SHIM_ERROR(RES, "ELIXIR_NVME_PATH=%s: no room for %s%llu MiB beside the %u areas other "
+               "processes hold there (%llu MiB; %llu MiB spare): no NVMe tier; give each "
+               "process an ELIXIR_NVME_MEMORY that fits, or ELIXIR_NVME_SHARE", path,
+               o->size ? "" : "a share of ", (unsigned long long)(o->size >> 20), li.live,
+               (unsigned long long)(li.live_bytes >> 20), (unsigned long long)(li.spare >> 20));
 }
 
 uint64_t res_nvme_setup(res_dev_t *d)
@@ -130,8 +177,7 @@ uint64_t res_nvme_setup(res_dev_t *d)
     }
     int r = nvme_open(&o, &nv.area);
     if (r < 0) {
-        SHIM_ERROR(RES, "ELIXIR_NVME_PATH=%s: cannot open the swap area (%s): no NVMe tier",
-                   path, strerror(-r));
+        open_failed(path, &o, r);
         DRV(cuMemFreeHost)(o.staging);
         nv.area = NULL;
         return 0;
