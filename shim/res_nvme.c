@@ -225,8 +225,11 @@ static int write_out(res_dev_t *d, uint32_t ci, uint32_t slot)
             DRV(cuStreamSynchronize)(d->stream) != CUDA_SUCCESS)
             r = -EIO;
     }
-    if (r == 0)
+    if (r == 0) {
+        int timed = res_ptime_io_begin(d);
         r = nvme_write_sync(nv.area, slot, src, (uint32_t)d->chunk);
+        res_ptime_io_end(d, timed, r == 0, 1);
+    }
     nv.io_s += res_now_s() - t0;
     if (r == 0) {
         nv.writes++;
@@ -297,12 +300,14 @@ int res_nvme_room(res_dev_t *d)
     return 0;
 }
 
-/* Read slot into the reactive engine's staging chunk (nv.io held): a failed read is tried
- * once more (a transient error, a corrupted transfer that CRC32C caught), and the tier
+/* Read slot into the reactive engine's staging chunk (nv.io held; the first try timed for
+ * the plan's NVMe link: res_plan_time.c): a failed read is tried once more (a transient error, a corrupted transfer that CRC32C caught), and the tier
  * is marked degraded on the first failure.  0 or a negative errno. */
-static int read_staged(uint32_t slot, uint32_t bytes)
+static int read_staged(res_dev_t *d, uint32_t slot, uint32_t bytes)
 {
+    int timed = res_ptime_io_begin(d);
     int r = nvme_read_sync(nv.area, slot, nv.staging, bytes);
+    res_ptime_io_end(d, timed, r == 0, 0);
     if (r < 0) {
         nv.failed_reads++;
         r = nvme_read_sync(nv.area, slot, nv.staging, bytes);
@@ -353,7 +358,7 @@ static int read_back(res_dev_t *d, uint32_t ci, uint32_t serial)
         return 0;                       /* (freed meanwhile by a deferred free) */
     pthread_mutex_lock(&nv.io);
     double t0 = res_now_s();
-    int r = read_staged(slot, (uint32_t)d->chunk), unread = r < 0;
+    int r = read_staged(d, slot, (uint32_t)d->chunk), unread = r < 0;
     if (r == 0) {
         chunk_t keep = *c;
         c->tier = TIER_NONE;

@@ -308,7 +308,7 @@ static pol_machine_t machine(const res_dev_t *d, const res_ptime_report_t *tr)
     m.link[POL_HOST] = (pol_link_t){ to, from, DUPLEX_RATIO * (to > from ? to : from), 10.0 };
     m.map_us_per_call = 1.0;
     m.map_us_per_chunk = 65.0;
-    res_plan_nvme_machine(d, &m);
+    res_plan_nvme_machine(d, tr, &m);
     return m;
 }
 
