@@ -30,7 +30,8 @@
  * with auto, each gets an equal part; those that come after them, or when others hold
  * explicit sizes, split what is left.
  *
- * Closing: the record is cleared and its lock dropped; the last live area unlinks the ledger
+ * Closing (or nvme_ledger_leave, for a process that exits without closing): the record is
+ * cleared and its lock dropped; the last live area unlinks the ledger
  * (under the mutex; an opener that locked a file meanwhile unlinked sees its link count at 0
  * and opens again).  After a crash the file stays, holding only dead records, until the next
  * area in the directory opens and closes.
@@ -248,6 +249,7 @@ int nvme_ledger_commit(nvme_area_t *a)
     if (i > n || i >= MAX_RECS)
         return -EUSERS;
     a->ledger_rec = (long)i;
+    a->ledger_pid = (long)getpid();
     int err = write_rec(a->ledger_fd, i, r);
     if (err)
         return err;
@@ -269,6 +271,11 @@ void nvme_ledger_end(nvme_area_t *a)
 {
     if (a->ledger_fd < 0)
         return;
+    if (a->ledger_rec >= 0 && a->ledger_pid != (long)getpid()) {
+        close(a->ledger_fd);            /* a forked child's: the parent's open keeps its locks */
+        a->ledger_fd = -1;
+        return;
+    }
     if (a->ledger_locked || lock_byte(a->ledger_fd, F_OFD_SETLKW, F_WRLCK, 0, NULL) == 0) {
         nvme_ledger_info_t left = { 0 };
         if (a->ledger_rec >= 0) {
@@ -280,6 +287,11 @@ void nvme_ledger_end(nvme_area_t *a)
     }
     close(a->ledger_fd);            /* drops every lock of this open */
     a->ledger_fd = -1;
+}
+
+void nvme_ledger_leave(nvme_area_t *a)
+{
+    nvme_ledger_end(a);
 }
 
 void nvme_area_ledger(const nvme_area_t *a, nvme_ledger_info_t *out)

@@ -126,6 +126,10 @@ typedef struct nvme_ledger_info {
 void nvme_area_ledger(const nvme_area_t *a, nvme_ledger_info_t *out);
 /* The ledger of dir now (records of areas gone cleared; zeros and the spare when none). */
 int nvme_ledger_read(const char *dir, nvme_ledger_info_t *out);
+/* The area's record leaves its directory's ledger (the last removes the ledger) while the
+ * area stays open: for a process about to exit without nvme_close (its space goes back as it
+ * ends).  Only the process that opened the area does anything; nvme_close does it too. */
+void nvme_ledger_leave(nvme_area_t *a);
 
 /* slots.c */
 /* A free slot's index in *slot, or -ENOSPC; nvme_slot_free() gives it back. */

@@ -84,6 +84,7 @@ struct nvme_area {
     int ledger_fd;              /* -1: none */
     int ledger_locked;          /* its mutex is held */
     long ledger_rec;            /* this area's record, or -1 */
+    long ledger_pid;            /* the process that wrote it (a forked child leaves it be) */
     nvme_ledger_info_t ledger;
     /* slots.c */
     uint64_t *slot_bits;
@@ -123,7 +124,8 @@ int nvme_ledger_size(nvme_area_t *a, const char *dir, uint64_t want, unsigned sh
                      uint64_t *out);
 /* Record the area (preallocated: a->fd, a->size) and let the mutex go. */
 int nvme_ledger_commit(nvme_area_t *a);
-/* Clear the area's record; the last live one removes the ledger.  Safe when none began. */
+/* Clear the area's record; the last live one removes the ledger.  Safe when none began or
+ * it ended; in a forked child it only closes the child's descriptor. */
 void nvme_ledger_end(nvme_area_t *a);
 
 /* slots.c */

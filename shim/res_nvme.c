@@ -27,6 +27,7 @@
  */
 #include <errno.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -115,9 +116,9 @@ static void ledger_said(const char *path)
     nvme_ledger_info_t li;
     nvme_area_ledger(nv.area, &li);
     if (li.live || li.reclaimed || li.share > 1)
-        SHIM_INFO(RES, "NVMe tier: %s's ledger: %u other areas live (%llu MiB), %u of areas "
-                  "gone reclaimed; a default size is 1/%u of %llu MiB spare", path, li.live,
-                  (unsigned long long)(li.live_bytes >> 20), li.reclaimed, li.share,
+        SHIM_INFO(RES, "NVMe tier: the ledger of %s: other live areas %u (%llu MiB), records "
+                  "of areas gone reclaimed %u; a default size is 1/%u of %llu MiB spare", path,
+                  li.live, (unsigned long long)(li.live_bytes >> 20), li.reclaimed, li.share,
                   (unsigned long long)(li.spare >> 20));
 }
 
@@ -154,11 +155,21 @@ static void open_failed(const char *path, const nvme_options_t *o, int err)
                    path, strerror(-err));
         return;
     }
-    SHIM_ERROR(RES, "ELIXIR_NVME_PATH=%s: no room for %s%llu MiB beside the %u areas other "
-               "processes hold there (%llu MiB; %llu MiB spare): no NVMe tier; give each "
-               "process an ELIXIR_NVME_MEMORY that fits, or ELIXIR_NVME_SHARE", path,
-               o->size ? "" : "a share of ", (unsigned long long)(o->size >> 20), li.live,
+    char want[64] = "a share of one chunk or more";
+    if (o->size)
+        snprintf(want, sizeof(want), "%llu MiB", (unsigned long long)(o->size >> 20));
+    SHIM_ERROR(RES, "ELIXIR_NVME_PATH=%s: no room for %s beside the areas other processes hold "
+               "there (%u live, %llu MiB; %llu MiB spare): no NVMe tier; give each process an "
+               "ELIXIR_NVME_MEMORY that fits, or set ELIXIR_NVME_SHARE", path, want, li.live,
                (unsigned long long)(li.live_bytes >> 20), (unsigned long long)(li.spare >> 20));
+}
+
+/* At exit the area (never closed: other threads may still use it) leaves its directory's
+ * ledger, so that a run that ends normally leaves nothing there. */
+static void leave_ledger(void)
+{
+    if (nv.area)
+        nvme_ledger_leave(nv.area);
 }
 
 uint64_t res_nvme_setup(res_dev_t *d)
@@ -185,6 +196,7 @@ uint64_t res_nvme_setup(res_dev_t *d)
     nv.staging = o.staging;
     nv.chunk = d->chunk;
     area_started(path);
+    atexit(leave_ledger);
     d->nvme_on = 1;
     return nvme_size(nv.area);
 }
