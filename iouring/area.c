@@ -143,7 +143,9 @@ int nvme_area_open_file(nvme_area_t *a, const nvme_options_t *o)
     if (a->kind == NVME_AREA_FILE && flock(fd, LOCK_EX | LOCK_NB) < 0)
         return errno == EWOULDBLOCK ? -EBUSY : -errno;
     snprintf(a->path, sizeof(a->path), "%s", o->path);
-    int dir = S_ISDIR(st.st_mode), err = dir ? nvme_ledger_begin(a, o->path) : 0;
+    int dir = S_ISDIR(st.st_mode), err = 0;
+    if (dir)
+        err = nvme_ledger_begin(a, o->path, o->test_flags);
     if (!err)
         err = choose_size(a, o, &st);
     if (!err)

@@ -30,6 +30,9 @@
  * with auto, each gets an equal part; those that come after them, or when others hold
  * explicit sizes, split what is left.
  *
+ * A file system that keeps no OFD locks (fcntl refuses them: some network and FUSE ones)
+ * has no ledger: the area is sized as if alone, and nvme_ledger_info_t.none says why.
+ *
  * Closing (or nvme_ledger_leave, for a process that exits without closing): the record is
  * cleared and its lock dropped; the last live area unlinks the ledger
  * (under the mutex; an opener that locked a file meanwhile unlinked sees its link count at 0
@@ -173,14 +176,27 @@ static void scan(int fd, long self, nvme_ledger_info_t *info)
     }
 }
 
-int nvme_ledger_begin(nvme_area_t *a, const char *dir)
+/* Whether err says the file system keeps no such locks (some network and FUSE ones). */
+static int no_locks(int err)
 {
-    int fd = open_locked(dir, 1);
+    return err == -EINVAL || err == -ENOLCK || err == -EOPNOTSUPP || err == -ENOSYS;
+}
+
+int nvme_ledger_begin(nvme_area_t *a, const char *dir, unsigned test_flags)
+{
+    int fd = test_flags & NVME_TEST_NO_LOCKS ? -ENOLCK : open_locked(dir, 1);
+    memset(&a->ledger, 0, sizeof(a->ledger));
+    if (no_locks(fd)) {
+        char path[4200];
+        snprintf(path, sizeof(path), "%s/%s", dir, NVME_LEDGER_NAME);
+        unlink(path);                   /* (of no use to anyone on this file system) */
+        a->ledger.none = -fd;           /* the area goes on alone */
+        return 0;
+    }
     if (fd < 0)
         return fd;
     a->ledger_fd = fd;
     a->ledger_locked = 1;
-    memset(&a->ledger, 0, sizeof(a->ledger));
     if (nrecs(fd) == 0) {
         int err = write_line(fd, 0, "%s", HEADER);
         if (err)
@@ -236,6 +252,8 @@ int nvme_ledger_size(nvme_area_t *a, const char *dir, uint64_t want, unsigned sh
 
 int nvme_ledger_commit(nvme_area_t *a)
 {
+    if (a->ledger_fd < 0)
+        return 0;
     struct stat st;
     uint64_t allocated = fstat(a->fd, &st) == 0 ? (uint64_t)st.st_blocks * 512 : 0;
     rec_t r = { (long)getpid(), a->size, allocated < a->size ? allocated : a->size };
@@ -307,11 +325,13 @@ int nvme_ledger_read(const char *dir, nvme_ledger_info_t *out)
     if (err)
         return err;
     int fd = open_locked(dir, 0);
+    if (no_locks(fd))
+        out->none = -fd;
     if (fd >= 0) {
         scan(fd, -1, out);
         unlink_unused(dir, out);
         close(fd);
-    } else if (fd != -ENOENT) {
+    } else if (fd != -ENOENT && !out->none) {
         return fd;
     }
     uint64_t free_ = avail > out->pending_bytes ? avail - out->pending_bytes : 0;

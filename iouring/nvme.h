@@ -53,6 +53,7 @@ typedef enum nvme_area_kind {
 
 /* Test-only flags (nvme_options_t.test_flags). */
 #define NVME_TEST_NO_TMPFILE 1u    /* a directory: act as if O_TMPFILE were unsupported */
+#define NVME_TEST_NO_LOCKS 2u      /* a directory: act as if its file system refused OFD locks */
 
 typedef struct nvme_area nvme_area_t;
 
@@ -121,6 +122,8 @@ typedef struct nvme_ledger_info {
                                  * pending_bytes */
     unsigned share;             /* the default's divisor: the job's processes still to come,
                                  * this one included (nvme_area_ledger only) */
+    int none;                   /* 0, or the errno why the file system keeps no ledger (its
+                                 * locks are refused): each area is sized as if alone */
 } nvme_ledger_info_t;
 /* The directory's ledger as this area found it when it opened (zeros but a directory's). */
 void nvme_area_ledger(const nvme_area_t *a, nvme_ledger_info_t *out);

@@ -118,7 +118,7 @@ int nvme_area_open_file(nvme_area_t *a, const nvme_options_t *o);
 
 /* ledger.c */
 /* Open dir's ledger, its mutex held, records of areas gone cleared, the others in a->ledger. */
-int nvme_ledger_begin(nvme_area_t *a, const char *dir);
+int nvme_ledger_begin(nvme_area_t *a, const char *dir, unsigned test_flags);
 /* The size of an area in dir (a->slot_size set): want checked, or 0's share; -ENOSPC. */
 int nvme_ledger_size(nvme_area_t *a, const char *dir, uint64_t want, unsigned share,
                      uint64_t *out);
