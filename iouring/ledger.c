@@ -31,7 +31,9 @@
  * explicit sizes, split what is left.
  *
  * A file system that keeps no OFD locks (fcntl refuses them: some network and FUSE ones)
- * has no ledger: the area is sized as if alone, and nvme_ledger_info_t.none says why.
+ * has no ledger, nor has a process that may not open the one there (another user's, mode
+ * 0600, in a directory users share): the area is sized as if alone, and
+ * nvme_ledger_info_t.none says why.
  *
  * Closing (or nvme_ledger_leave, for a process that exits without closing): the record is
  * cleared and its lock dropped; the last live area unlinks the ledger
@@ -182,14 +184,22 @@ static int no_locks(int err)
     return err == -EINVAL || err == -ENOLCK || err == -EOPNOTSUPP || err == -ENOSYS;
 }
 
+/* Whether an area may go on without the ledger for err: no locks, or a ledger this process
+ * may not open (another user's, in a directory users share). */
+static int no_ledger(int err)
+{
+    return no_locks(err) || err == -EACCES || err == -EPERM;
+}
+
 int nvme_ledger_begin(nvme_area_t *a, const char *dir, unsigned test_flags)
 {
     int fd = test_flags & NVME_TEST_NO_LOCKS ? -ENOLCK : open_locked(dir, 1);
     memset(&a->ledger, 0, sizeof(a->ledger));
-    if (no_locks(fd)) {
+    if (no_ledger(fd)) {
         char path[4200];
         snprintf(path, sizeof(path), "%s/%s", dir, NVME_LEDGER_NAME);
-        unlink(path);                   /* (of no use to anyone on this file system) */
+        if (no_locks(fd))
+            unlink(path);               /* (of no use to anyone on this file system) */
         a->ledger.none = -fd;           /* the area goes on alone */
         return 0;
     }
@@ -325,7 +335,7 @@ int nvme_ledger_read(const char *dir, nvme_ledger_info_t *out)
     if (err)
         return err;
     int fd = open_locked(dir, 0);
-    if (no_locks(fd))
+    if (no_ledger(fd))
         out->none = -fd;
     if (fd >= 0) {
         scan(fd, -1, out);

@@ -122,8 +122,9 @@ typedef struct nvme_ledger_info {
                                  * pending_bytes */
     unsigned share;             /* the default's divisor: the job's processes still to come,
                                  * this one included (nvme_area_ledger only) */
-    int none;                   /* 0, or the errno why the file system keeps no ledger (its
-                                 * locks are refused): each area is sized as if alone */
+    int none;                   /* 0, or the errno why there is no ledger to use (the file
+                                 * system refuses its locks, or it is another user's): the
+                                 * area is sized as if alone */
 } nvme_ledger_info_t;
 /* The directory's ledger as this area found it when it opened (zeros but a directory's). */
 void nvme_area_ledger(const nvme_area_t *a, nvme_ledger_info_t *out);

@@ -116,9 +116,9 @@ static void ledger_said(const char *path)
     nvme_ledger_info_t li;
     nvme_area_ledger(nv.area, &li);
     if (li.none)
-        SHIM_WARN(RES, "NVMe tier: %s keeps no ledger (its file system refuses the locks: %s): "
-                  "processes sharing it do not split it; give each an ELIXIR_NVME_MEMORY", path,
-                  strerror(li.none));
+        SHIM_WARN(RES, "NVMe tier: %s has no ledger this process can use (%s: its file system "
+                  "refuses the locks, or another user's is there): processes sharing it do not "
+                  "split it; give each an ELIXIR_NVME_MEMORY", path, strerror(li.none));
     else if (li.live || li.reclaimed || li.share > 1)
         SHIM_INFO(RES, "NVMe tier: the ledger of %s: other live areas %u (%llu MiB), records "
                   "of areas gone reclaimed %u; a default size is 1/%u of %llu MiB spare", path,
