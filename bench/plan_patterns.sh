@@ -1,9 +1,10 @@
 #!/bin/bash
 # SPDX-License-Identifier: MIT
-# plan_patterns.sh - the planned policy (ELIXIR_POLICY=plan) against the reactive engine and an
-# unlimited GPU on three access patterns of build/bench/plan_patterns (see bench/plan_patterns.c:
-# layered training, a long chain with large activations, many small tensors), at 1/2, 1/4 and
-# 1/8 of each job's footprint, in virtual time on the simulator's h100-pcie model.
+# plan_patterns.sh - the planned policy (ELIXIR_POLICY=plan, with ELIXIR_PLAN_UNMAP off and on)
+# against the reactive engine and an unlimited GPU on three access patterns of
+# build/bench/plan_patterns (see bench/plan_patterns.c: layered training, a long chain with
+# large activations, many small tensors), at 1/2, 1/4 and 1/8 of each job's footprint, in
+# virtual time on the simulator's h100-pcie model.
 #
 # The footprint is the shim's "GPU peak" with its default (ample) budget; ELIXIR_GPU_MEMORY then
 # gets a half, a quarter and an eighth of it.  An iteration's time is the mean of iterations
@@ -89,17 +90,23 @@ unforeseen_per_iter() {
 
 # row PATTERN FRAC: one line of the table for 1/FRAC of the footprint.
 row() {
-    local pattern=$1 frac=$2 r=$1-reactive-$2 p=$1-plan-$2
+    local pattern=$1 frac=$2 r=$1-reactive-$2 p=$1-plan-$2 m=$1-unmap-$2
     awk -v f="1/$frac" -v b="$(gpu_budget "$p-$s2")" -v u="$(iter "$pattern-full")" \
         -v r="$(iter "$r")" -v p="$(iter "$p")" -v mr="$(per_iter "$r")" \
-        -v mp="$(per_iter "$p")" -v pr="$(predicted "$p")" -v lb="$(bound "$p")" 'BEGIN {
+        -v mp="$(per_iter "$p")" -v pr="$(predicted "$p")" -v lb="$(bound "$p")" \
+        -v m="$(iter "$m")" -v pm="$(predicted "$m")" 'BEGIN {
         lower = lb > u ? lb : u
         printf "  %-4s %5s MiB %8.3f %8.3f %8.3f %8.3f %7.2fx %7.2fx %8.1f %8.1f", f, b, u,
                r, p, lower, r / p, p / lower, mr, mp
         if (pr != "")
-            printf " %9.3f %6.2f\n", pr, pr / p
+            printf " %9.3f %6.2f", pr, pr / p
         else
-            printf " %9s %6s\n", "no plan", "-"
+            printf " %9s %6s", "no plan", "-"
+        printf " %8.3f %6.2fx %7.2fx", m, r / m, m / lower
+        if (pm != "")
+            printf " %6.2f\n", pm / m
+        else
+            printf " %6s\n", "-"
     }'
 }
 
@@ -111,16 +118,19 @@ measure() {
     for frac in 2 4 8; do
         for pol in reactive plan; do
             pair "$pattern-$pol-$frac" "$pattern" LD_PRELOAD="$shim" ELIXIR_POLICY=$pol \
-                ELIXIR_GPU_MEMORY="$((peak / frac))M"
+                ELIXIR_PLAN_UNMAP=0 ELIXIR_GPU_MEMORY="$((peak / frac))M"
         done
+        pair "$pattern-unmap-$frac" "$pattern" LD_PRELOAD="$shim" ELIXIR_POLICY=plan \
+            ELIXIR_PLAN_UNMAP=1 ELIXIR_GPU_MEMORY="$((peak / frac))M"
     done
     check_digests "$pattern"
 
     sed -n 's/^pattern \([a-z]*\): /\1: /p' "$tmp/$pattern-plain-$s2.out"
     echo "  footprint (shim's GPU peak, default budget) $peak MiB; unlimited iteration" \
          "$(iter "$pattern-full") ms, without the shim $(iter "$pattern-plain") ms"
-    printf "  %-4s %9s %8s %8s %8s %8s %8s %8s %8s %8s %9s %6s\n" "" "GPU" "unlim" "reactive" \
-        "planned" "bound" "r/p" "p/bound" "MiB/it r" "MiB/it p" "predicted" "pred/p"
+    printf "  %-4s %9s %8s %8s %8s %8s %8s %8s %8s %8s %9s %6s %8s %7s %8s %6s\n" "" "GPU" \
+        "unlim" "reactive" "planned" "bound" "r/p" "p/bound" "MiB/it r" "MiB/it p" "predicted" \
+        "pred/p" "unmapped" "r/u" "u/bound" "pred/u"
     for frac in 2 4 8; do
         row "$pattern" "$frac"
     done
@@ -137,7 +147,9 @@ echo "  reactive and plan against an unlimited GPU; virtual ms per iteration in 
 echo "  (the mean of iterations $s1..$((s2 - 1))); bound: max(unlimited, the planner's bound of bytes"
 echo "  that must move / link bandwidth); r/p: reactive over planned; p/bound: planned over the"
 echo "  bound; MiB/it: migrated per iteration; predicted: the planner's iteration time (its cost"
-echo "  model) and its ratio to the measured planned iteration"
+echo "  model) and its ratio to the measured planned iteration; planned: ELIXIR_PLAN_UNMAP=0"
+echo "  (evicted memory stays mapped); unmapped: ELIXIR_PLAN_UNMAP=1 (the plan's evictions of"
+echo "  memory whose every use was seen unmap it)"
 for pattern in $patterns; do
     measure "$pattern"
 done

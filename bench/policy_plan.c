@@ -9,7 +9,8 @@
  * OPT kernels of optimizer step (weight, gradient and state read and written).  Device times
  * follow the bytes a kernel reaches at HBM speed.  The machine is an H100 on PCIe: 2 MiB
  * chunks, 25 GB/s each way and 40 GB/s both ways together (PCIe 5 x16 as measured, not
- * fully duplex), 66 us of mapping calls per 2 MiB chunk moved alone.  For the GPU at 1/2,
+ * fully duplex), 66 us of mapping calls per 2 MiB chunk moved alone, 1 us of host time to
+ * issue each operation.  For the GPU at 1/2,
  * 1/4 and 1/8 of the footprint, the whole knob search is timed and the best plan's predicted
  * iteration is printed beside the operations alone (compute) and the lower bound, with
  * ratios; planning time is given as wall and CPU time (the CPU time is the planner's own
@@ -94,6 +95,7 @@ int main(int argc, char **argv)
     b.m.cap[POL_HOST] = (total + 64) * b.m.chunk;
     b.m.map_us_per_call = 30;
     b.m.map_us_per_chunk = 36;
+    b.m.host_us_per_op = 1;
     printf("policy_plan: %zu operations, %zu buffers, footprint %llu chunks of 2 MiB\n",
            b.nops, b.nbufs, (unsigned long long)total);
     printf("%-6s %8s %8s %10s %10s %10s %10s %9s %9s %s\n", "gpu", "plan ms", "cpu ms",

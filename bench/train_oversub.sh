@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: MIT
 # train_oversub.sh - examples/train.py on a GPU smaller than the job, under libelixir.so: the
 # virtual step time at 1/2, 1/4 and 1/8 of the job's footprint under the planned policy
-# (ELIXIR_POLICY=plan) and the reactive engine side by side, against an unlimited GPU.
+# (ELIXIR_POLICY=plan, with ELIXIR_PLAN_UNMAP off and on) and the reactive engine side by side,
+# against an unlimited GPU.
 #
 # A mid-size job runs on the simulator (build/bin/elixir-sim) with ELIXIR_SIM_STATS=1, whose
 # "virtual time" is the simulator's machine-model clock: deterministic, whatever else the host
@@ -61,17 +62,23 @@ bound() { sed -n 's/.*plan: [1-9].*(bound \([0-9.]*\) ms).*/\1/p' "$tmp/$1-$s2.e
 # row ALLOC FRAC: one line of the table for 1/FRAC of the footprint.  The lower bound is
 # max(the unlimited step, the planner's bound: bytes that must move / link bandwidth).
 row() {
-    local alloc=$1 frac=$2 r=$1-reactive-$2 p=$1-plan-$2
+    local alloc=$1 frac=$2 r=$1-reactive-$2 p=$1-plan-$2 m=$1-unmap-$2
     awk -v f="1/$frac" -v b="$(gpu_budget "$p-$s2")" -v u="$(step "$alloc-full")" \
         -v r="$(step "$r")" -v p="$(step "$p")" -v mr="$(per_step "$r")" \
-        -v mp="$(per_step "$p")" -v pr="$(predicted "$p")" -v lb="$(bound "$p")" 'BEGIN {
+        -v mp="$(per_step "$p")" -v pr="$(predicted "$p")" -v lb="$(bound "$p")" \
+        -v m="$(step "$m")" -v pm="$(predicted "$m")" 'BEGIN {
         lower = lb > u ? lb : u
         printf "  %-4s %6s MiB %10.3f %10.3f %7.2fx %7.2fx %7.2fx %9.1f %9.1f", f, b, r, p,
                r / p, p / u, p / lower, mr, mp
         if (pr != "")
-            printf " %9.3f %7.2f\n", pr, pr / p
+            printf " %9.3f %7.2f", pr, pr / p
         else
-            printf " %9s %7s\n", "no plan", "-"
+            printf " %9s %7s", "no plan", "-"
+        printf " %10.3f %7.2fx %7.2fx", m, r / m, m / lower
+        if (pm != "")
+            printf " %7.2f\n", pm / m
+        else
+            printf " %7s\n", "-"
     }'
 }
 
@@ -83,15 +90,18 @@ measure() {
     for frac in 2 4 8; do
         for pol in reactive plan; do
             pair "$alloc-$pol-$frac" "$alloc" LD_PRELOAD="$shim" ELIXIR_POLICY=$pol \
-                ELIXIR_GPU_MEMORY="$((peak / frac))M"
+                ELIXIR_PLAN_UNMAP=0 ELIXIR_GPU_MEMORY="$((peak / frac))M"
         done
+        pair "$alloc-unmap-$frac" "$alloc" LD_PRELOAD="$shim" ELIXIR_POLICY=plan \
+            ELIXIR_PLAN_UNMAP=1 ELIXIR_GPU_MEMORY="$((peak / frac))M"
     done
     check_digests "$alloc"
 
     echo "  --alloc $alloc: footprint (shim's GPU peak, default budget) $peak MiB;" \
          "unlimited step $(step "$alloc-full") ms, plain simulator $(step "$alloc-plain") ms"
-    printf "  %-4s %10s %10s %10s %8s %8s %8s %9s %9s %9s %7s\n" "" "GPU" "reactive" \
-        "planned" "r/p" "p/unlim" "p/bound" "MiB/st r" "MiB/st p" "predicted" "pred/p"
+    printf "  %-4s %10s %10s %10s %8s %8s %8s %9s %9s %9s %7s %10s %8s %8s %7s\n" "" "GPU" \
+        "reactive" "planned" "r/p" "p/unlim" "p/bound" "MiB/st r" "MiB/st p" "predicted" \
+        "pred/p" "unmapped" "r/u" "u/bound" "pred/u"
     for frac in 2 4 8; do
         row "$alloc" "$frac"
     done
@@ -101,7 +111,9 @@ echo "train_oversub: examples/train.py $job on the simulator, ELIXIR_POLICY=reac
 echo "  virtual ms per step in the steady state ((t($s2 steps) - t($s1 steps)) / $((s2 - s1)));"
 echo "  r/p: reactive over planned; p/bound: planned over max(unlimited step, the planner's"
 echo "  bound of bytes that must move / link bandwidth); MiB/st: migrated per step; predicted:"
-echo "  the planner's iteration time (its cost model) and its ratio to the measured planned step"
+echo "  the planner's iteration time (its cost model) and its ratio to the measured planned step;"
+echo "  planned: ELIXIR_PLAN_UNMAP=0 (evicted memory stays mapped); unmapped: ELIXIR_PLAN_UNMAP=1"
+echo "  (the plan's evictions of memory whose every use was seen unmap it)"
 measure per-tensor
 measure pooled
 echo "  every run gave the same digest as the job without the shim"

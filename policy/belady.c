@@ -55,6 +55,9 @@ typedef struct st {
     uint64_t nohome;            /* unpinned GPU chunks without a kept copy */
     uint64_t dying[POL_NTIERS]; /* room freed by the deaths after the last operation */
     heap_t gpu, host;           /* eviction candidates; HOST chunks that may go to NVME */
+    uint32_t *late;             /* chunks whose gpu heap entry waits (see apply) */
+    uint64_t nlate, *late_key;  /* how many; per chunk: that entry's key */
+    uint32_t *late_stamp;       /* per chunk: its stamp then (0: none waiting) */
     uint64_t f;                 /* prefetch frontier: absolute use */
     uint32_t pass, lookahead;
     pol_cplan_t *out;
@@ -157,17 +160,44 @@ static int heap_push_st(st_t *s, heap_t *h, uint8_t tier, uint64_t key, uint32_t
 
 /* ---------------------------------------------------------------- small helpers */
 
+/* Absolute use au as an iteration (*q) and a relative use, without a division: au lies
+ * within a few iterations after the current pass's start (the division is the fallback). */
+static uint64_t rel_use(const st_t *s, uint64_t au, uint64_t *q)
+{
+    uint64_t n = s->ix->nuses, k = s->pass, b = (uint64_t)s->pass * n;
+    if (!n) {
+        *q = 0;
+        return 0;
+    }
+    if (au < b || au - b >= 4 * n) {
+        k = au / n;
+        b = k * n;
+    }
+    while (au - b >= n)
+        b += n, k++;
+    *q = k;
+    return au - b;
+}
+
 static uint64_t abs_op(const st_t *s, uint64_t au)
 {
     if (au == POL_INF)
         return POL_INF;
-    return au / s->ix->nuses * s->ix->nops + s->ix->use_op[au % s->ix->nuses];
+    uint64_t q, r = rel_use(s, au, &q);
+    return q * s->ix->nops + s->ix->use_op[r];
+}
+
+/* The access bits of absolute use au. */
+static uint8_t use_acc(const st_t *s, uint64_t au)
+{
+    uint64_t q;
+    return s->ix->use_acc[rel_use(s, au, &q)];
 }
 
 /* Does chunk c's next use read its data? */
 static int needs(const st_t *s, uint32_t c)
 {
-    return s->nuu[c] != POL_INF && pol_needs_data(s->ix->use_acc[s->nuu[c] % s->ix->nuses]);
+    return s->nuu[c] != POL_INF && pol_needs_data(use_acc(s, s->nuu[c]));
 }
 
 static int has_room(const st_t *s, int t)
@@ -262,14 +292,32 @@ static int evict(st_t *s, uint32_t v, uint32_t op)
 
 /* Make one GPU chunk of room before op, evicting only a chunk used after absolute op
  * `limit`: 1 done, 0 impossible, < 0 an error. */
+/* Push the gpu heap entries apply() left waiting: those of chunks unchanged since (an entry
+ * of a changed chunk would be stale). */
+static int push_late(st_t *s)
+{
+    int rc = 0;
+    for (uint64_t k = 0; k < s->nlate; k++) {
+        uint32_t c = s->late[k], st = s->late_stamp[c];
+        s->late_stamp[c] = 0;
+        if (!rc && st == s->stamp[c])
+            rc = heap_push_st(s, &s->gpu, POL_GPU, s->late_key[c], c, st);
+    }
+    s->nlate = 0;
+    return rc;
+}
+
 static int make_room(st_t *s, uint32_t op, uint64_t limit)
 {
     if (has_room(s, POL_GPU))
         return 1;
+    int rc = push_late(s);
+    if (rc)
+        return rc;
     const hent_t *t = heap_top(s, &s->gpu, POL_GPU);
     if (!t || t->key <= limit)
         return 0;
-    int rc = evict(s, t->chunk, op);
+    rc = evict(s, t->chunk, op);
     return rc ? rc : 1;
 }
 
@@ -283,7 +331,7 @@ static int fetch_keep(st_t *s, uint32_t c, uint32_t op, uint64_t need_by, int fo
         for (int t = POL_PEER; t < POL_NTIERS; t++)
             lower_free += s->ix->cap[t] - s->used[t];
         wb = 1;
-        keep = !(s->ix->use_acc[s->nuu[c] % s->ix->nuses] & POL_WRITE) &&
+        keep = !(use_acc(s, s->nuu[c]) & POL_WRITE) &&
                lower_free > s->nohome + 1;
         if (force_keep >= 0)
             keep = force_keep;
@@ -376,8 +424,8 @@ static int prefetch(st_t *s, uint32_t i, uint64_t T)
     if (s->f < lo)
         s->f = lo;
     for (;; s->f++) {
-        uint64_t f = s->f, J = abs_op(s, f);
-        uint32_t c = ix->use_chunk[f % ix->nuses];
+        uint64_t f = s->f, q, r = rel_use(s, f, &q), J = q * ix->nops + ix->use_op[r];
+        uint32_t c = ix->use_chunk[r];
         if (J > horizon)
             return 0;
         if (s->loc[c] == POL_GPU || s->nuu[c] != f || !s->alive[c])
@@ -394,18 +442,26 @@ static int prefetch(st_t *s, uint32_t i, uint64_t T)
 static int apply(st_t *s, uint32_t i)
 {
     const pol_index_t *ix = s->ix;
-    uint64_t base = (uint64_t)s->pass * ix->nuses;
+    uint64_t base = (uint64_t)s->pass * ix->nuses, op0 = (uint64_t)s->pass * ix->nops;
     for (uint64_t u = ix->op_use[i]; u < ix->op_use[i + 1]; u++) {
         uint32_t c = ix->use_chunk[u];
+        uint64_t nx = ix->use_next[u];
         if (ix->use_acc[u] & POL_WRITE)
             s->cur[c] = 0;
-        s->nuu[c] = ix->use_next[u] == POL_INF ? POL_INF : ix->use_next[u] + base;
+        s->nuu[c] = nx == POL_INF ? POL_INF : nx + base;
         if (s->pin[c])
             continue;
-        s->stamp[c]++;
-        int rc = heap_push_st(s, &s->gpu, POL_GPU, abs_op(s, s->nuu[c]), c, s->stamp[c]);
-        if (rc)
-            return rc;
+        if (++s->stamp[c] == 0)
+            s->stamp[c] = 1;    /* (0 marks no entry waiting) */
+        /* The chunk's gpu heap entry waits until the heap is next read (make_room): only the
+         * last of a chunk's uses until then makes one.  abs_op of the next use comes from
+         * the index (no lookup far into use_op). */
+        if (!s->late_stamp[c])
+            s->late[s->nlate++] = c;
+        s->late_stamp[c] = s->stamp[c];
+        s->late_key[c] = nx == POL_INF ? POL_INF
+                                       : op0 + (nx >= ix->nuses ? ix->nops : 0) +
+                                             ix->use_next_op[u];
     }
     return 0;
 }
@@ -485,7 +541,11 @@ static int st_alloc(st_t *s, const pol_input_t *in, const pol_index_t *ix, const
     s->pin = malloc(n);
     s->stamp = calloc(n, sizeof(uint32_t));
     s->nuu = malloc(n * sizeof(uint64_t));
-    if (!s->loc || !s->home || !s->cur || !s->alive || !s->pin || !s->stamp || !s->nuu)
+    s->late = malloc(n * sizeof(uint32_t));
+    s->late_key = malloc(n * sizeof(uint64_t));
+    s->late_stamp = calloc(n, sizeof(uint32_t));
+    if (!s->loc || !s->home || !s->cur || !s->alive || !s->pin || !s->stamp || !s->nuu ||
+        !s->late || !s->late_key || !s->late_stamp)
         return -ENOMEM;
     for (uint64_t c = 0; c < ix->nchunks; c++)
         s->pin[c] = pin[ix->chunk_buf[c]];
@@ -496,6 +556,7 @@ static void st_free(st_t *s)
 {
     free(s->loc), free(s->home), free(s->cur), free(s->alive), free(s->pin);
     free(s->stamp), free(s->nuu);
+    free(s->late), free(s->late_key), free(s->late_stamp);
     free(s->gpu.a), free(s->host.a);
 }
 

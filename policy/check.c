@@ -56,6 +56,9 @@ static int check_machine(const pol_machine_t *m, char *err, size_t len)
     }
     if (!(m->map_us_per_call >= 0) || !(m->map_us_per_chunk >= 0))
         return fail(err, len, "m.map_us_per_call and m.map_us_per_chunk must be >= 0");
+    if (!(m->host_us_per_op >= 0) || m->host_us_per_op > 1e6)
+        return fail(err, len, "m.host_us_per_op is %g: 0 to 1e6 microseconds",
+                    m->host_us_per_op);
     if (m->copy_engines < 1)
         return fail(err, len, "m.copy_engines is 0: 1 or more");
     return 0;

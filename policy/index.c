@@ -28,6 +28,10 @@ void pol_index_free(pol_index_t *ix)
     free(ix->use_op);
     free(ix->use_acc);
     free(ix->use_next);
+    free(ix->use_next_op);
+    free(ix->op_run);
+    free(ix->run_chunk);
+    free(ix->run_n);
     free(ix->chunk_first);
     free(ix->chunk_born_use);
     free(ix->buf_wrap);
@@ -160,6 +164,35 @@ static int index_uses(const pol_input_t *in, pol_index_t *ix, uint64_t *last)
     return 0;
 }
 
+/* Each operation's uses as runs of consecutive chunks (the cost model's view): op_run,
+ * run_chunk, run_n. */
+static int index_runs(pol_index_t *ix)
+{
+    uint64_t nr = 0, nu = ix->nuses;
+    for (uint64_t u = 0; u < nu; u++)
+        nr += u == 0 || ix->use_op[u] != ix->use_op[u - 1] ||
+              ix->use_chunk[u] != ix->use_chunk[u - 1] + 1;
+    ix->op_run = malloc((ix->nops + 1) * sizeof(uint64_t));
+    ix->run_chunk = malloc((nr ? nr : 1) * sizeof(uint32_t));
+    ix->run_n = malloc((nr ? nr : 1) * sizeof(uint32_t));
+    if (!ix->op_run || !ix->run_chunk || !ix->run_n)
+        return -ENOMEM;
+    uint64_t r = 0;
+    for (uint32_t i = 0; i < ix->nops; i++) {
+        ix->op_run[i] = r;
+        for (uint64_t u = ix->op_use[i]; u < ix->op_use[i + 1]; u++) {
+            if (u > ix->op_use[i] && ix->use_chunk[u] == ix->use_chunk[u - 1] + 1) {
+                ix->run_n[r - 1]++;
+                continue;
+            }
+            ix->run_chunk[r] = ix->use_chunk[u];
+            ix->run_n[r++] = 1;
+        }
+    }
+    ix->op_run[ix->nops] = r;
+    return 0;
+}
+
 /* Do the uses at ops a < b of buffer bf belong to one life? */
 static int same_life(const pol_index_t *ix, uint32_t bf, uint32_t a, uint32_t b)
 {
@@ -206,6 +239,12 @@ static int index_links(pol_index_t *ix, uint64_t *last)
             ix->chunk_born_use[c] = first[c] + nu;
     }
     free(first);
+    ix->use_next_op = malloc((nu ? nu : 1) * sizeof(uint32_t));
+    if (!ix->use_next_op)
+        return -ENOMEM;
+    for (uint64_t u = 0; u < nu; u++)
+        ix->use_next_op[u] = ix->use_next[u] == POL_INF ? UINT32_MAX
+                                                        : ix->use_op[ix->use_next[u] % nu];
     return 0;
 }
 
@@ -232,6 +271,8 @@ int pol_index_build(const pol_input_t *in, pol_index_t *ix)
         rc = index_uses(in, ix, last);
     if (!rc)
         rc = index_links(ix, last);
+    if (!rc)
+        rc = index_runs(ix);
     free(last);
     if (!rc)
         ix->forced = pol_forced_chunks(in, ix);

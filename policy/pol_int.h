@@ -38,6 +38,11 @@ typedef struct pol_index {
     uint8_t *use_acc;           /* nuses: merged access bits */
     uint64_t *use_next;         /* nuses: relative index of the next use of the chunk in the
                                  * same life (+ nuses: in the next iteration), or POL_INF */
+    uint32_t *use_next_op;      /* nuses: the operation of that next use (relative to its
+                                 * iteration), UINT32_MAX for none */
+    uint64_t *op_run;           /* nops + 1: the runs of op i are op_run[i] .. op_run[i + 1]:
+                                 * its uses' chunks grouped into runs of consecutive chunks */
+    uint32_t *run_chunk, *run_n;    /* the first chunk of a run and how many */
     uint64_t *chunk_first;      /* nchunks: the first use of a chunk alive at op 0, relative
                                  * (POL_INF: none in that life, or not alive at op 0) */
     uint64_t *chunk_born_use;   /* nchunks: first use after its buffer's birth (maybe + nuses) */
@@ -94,9 +99,10 @@ void pol_cplan_free(pol_cplan_t *cp);
 /* ---------------------------------------------------------------- search.c */
 
 /* Turn chunk moves into a plan with extents of up to `extent` chunks, moves away from the GPU
- * first at each issue point when `reorder`: 0, -ENOMEM. */
+ * first at each issue point when `reorder`: 0, -ENOMEM.  *capped (may be NULL) is set to 1
+ * when the limit split some extent (a larger limit would give another plan), else left. */
 int pol_assemble(const pol_input_t *in, const pol_index_t *ix, const pol_cplan_t *cp,
-                 uint32_t extent, int reorder, pol_plan_t **out);
+                 uint32_t extent, int reorder, pol_plan_t **out, int *capped);
 
 /* ---------------------------------------------------------------- check.c */
 
@@ -107,7 +113,10 @@ int pol_walk(const pol_input_t *in, const pol_index_t *ix, const pol_plan_t *p,
 
 /* ---------------------------------------------------------------- replay.c */
 
+/* pol_replay on an index, the plan walked first (pol_walk's -EINVAL).  With stop_ns, the
+ * replay gives up, returning 1, as soon as iter_ns is known to be no less than stop_ns
+ * (INFINITY: never); r is then incomplete. */
 int pol_replay_ix(const pol_input_t *in, const pol_index_t *ix, const pol_plan_t *p,
-                  pol_result_t *r);
+                  pol_result_t *r, double stop_ns);
 
 #endif

@@ -91,6 +91,9 @@ typedef struct pol_machine {
     pol_link_t link[POL_NTIERS];    /* link[t]: between POL_GPU and t (link[POL_GPU] unused) */
     double map_us_per_call;         /* host time of one unmap + map + set-access of an extent */
     double map_us_per_chunk;        /* and per chunk of that extent */
+    double host_us_per_op;          /* host time to issue one operation of the iteration (the
+                                     * driver call that enqueues it): a GPU that is fast
+                                     * enough waits for the host at this rate */
     uint32_t copy_engines;          /* engines per direction (1 or 2 on PCIe GPUs) */
 } pol_machine_t;
 
@@ -133,7 +136,8 @@ typedef struct pol_move {
 /* What the cost model predicts for a plan (pol_replay), in nanoseconds and bytes. */
 typedef struct pol_result {
     double iter_ns;             /* predicted iteration time */
-    double compute_ns;          /* the operations alone: the unlimited GPU's time */
+    double compute_ns;          /* the operations alone: the unlimited GPU's time (the
+                                 * busiest stream's, or the host's to issue them all) */
     double bound_ns;            /* a lower bound: max(compute, chunks that must come in
                                  * / the links' rates; see replay.c) */
     double stall_ns;            /* time operations waited for moves */

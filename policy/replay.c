@@ -3,9 +3,11 @@
  * replay.c - the cost model: how long an iteration takes when the executor follows a plan.
  *
  * The host issues, in plan order, each operation's moves before it, the operation, and its
- * moves after it; issuing costs nothing but mapping calls, which the host makes itself
- * (map_us_per_call + map_us_per_chunk * nchunks per move), and waits for GPU room, so they
- * delay the issue of everything after them, as in the shim's executor (res_flight.c):
+ * moves after it.  Issuing an operation costs the host host_us_per_op (the driver call that
+ * enqueues it: the operation is queued when the call begins, the host goes on when it
+ * returns), so a GPU faster than the host waits for it.  A move costs the host its mapping
+ * calls (map_us_per_call + map_us_per_chunk * nchunks per move), and waits for GPU room, so
+ * they delay the issue of everything after them, as in the shim's executor (res_flight.c):
  *   - a move to the GPU maps its chunks when it is issued, once the room it takes is free:
  *     room that a move away from the GPU frees is free only when that move's copy completed,
  *     and the host waits for it there (it cannot hand out memory a copy still reads);
@@ -29,10 +31,12 @@
  * The plan repeats: four iterations are replayed back to back from the plan's start state, so
  * that prefetches issued across the iteration's end count as they will.  iter_ns is the mean
  * time between the ends of the first and the last (an iteration ends with its last
- * operation), and never less than the busiest stream's work (what a steady state takes at
- * least, whatever the transients); the other figures are the last iteration's.
+ * operation), and never less than compute_ns, the busiest stream's work or the host's time
+ * to issue the operations (what a steady state takes at least, whatever the transients); the
+ * other figures are the last iteration's.
  */
 #include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -54,6 +58,7 @@ typedef struct rp {
     pol_result_t *r;
     int measure;
     double it_end;
+    double first_end, stop_ns;  /* the first iteration's end; see pol_replay_ix */
 } rp_t;
 
 static void tok_push(rp_t *p, double t, double owed)
@@ -164,11 +169,28 @@ static void rp_op(rp_t *p, uint32_t i)
     const pol_index_t *ix = p->ix;
     const pol_op_t *op = &p->in->ops[i];
     double issue = max2(p->h, p->stream_free[op->stream]), start = issue;
-    for (uint64_t u = ix->op_use[i]; u < ix->op_use[i + 1]; u++)
-        start = max2(start, p->ready[ix->use_chunk[u]]);
+    /* (by runs of consecutive chunks; two running maxima, so that the loads do not wait
+     * for each other's comparisons) */
+    for (uint64_t r = ix->op_run[i]; r < ix->op_run[i + 1]; r++) {
+        const double *rd = p->ready + ix->run_chunk[r];
+        uint32_t n = ix->run_n[r], k = 0;
+        double s1 = start;
+        for (; k + 2 <= n; k += 2) {
+            start = max2(start, rd[k]);
+            s1 = max2(s1, rd[k + 1]);
+        }
+        if (k < n)
+            start = max2(start, rd[k]);
+        start = max2(start, s1);
+    }
     double end = start + (double)op->dur_ns;
-    for (uint64_t u = ix->op_use[i]; u < ix->op_use[i + 1]; u++)
-        p->last_end[ix->use_chunk[u]] = max2(p->last_end[ix->use_chunk[u]], end);
+    for (uint64_t r = ix->op_run[i]; r < ix->op_run[i + 1]; r++) {
+        double *le = p->last_end + ix->run_chunk[r];
+        uint32_t n = ix->run_n[r];
+        for (uint32_t k = 0; k < n; k++)
+            le[k] = max2(le[k], end);
+    }
+    p->h += p->in->m.host_us_per_op * 1e3;
     p->stream_free[op->stream] = end;
     p->it_end = max2(p->it_end, end);
     if (p->measure)
@@ -187,13 +209,18 @@ static void rp_deaths(rp_t *p, uint32_t i)
         }
 }
 
-static int rp_iteration(rp_t *p, const pol_plan_t *pl)
+/* One iteration: 0, -EINVAL, or 1 when iter_ns is known to reach stop_ns (it_end only grows)
+ * after the first iteration. */
+static int rp_iteration(rp_t *p, const pol_plan_t *pl, int first)
 {
     for (uint32_t i = 0; i < p->ix->nops; i++) {
         int rc = rp_moves(p, pl, pl->op_first[i], pl->op_after[i]);
         if (rc)
             return rc;
         rp_op(p, i);
+        if (!first && (i & 63) == 63 &&
+            (p->it_end - p->first_end) / (REPLAY_ITERS - 1) >= p->stop_ns)
+            return 1;           /* (looked at every 64 operations: it_end only grows) */
         if ((rc = rp_moves(p, pl, pl->op_after[i], pl->op_first[i + 1])))
             return rc;
         rp_deaths(p, i);
@@ -239,31 +266,31 @@ static double forced_ns(const pol_input_t *in, const pol_index_t *ix)
     return rate > 0 ? (double)ix->forced * (double)in->m.chunk / rate : 0;
 }
 
-/* compute_ns and bound_ns: the operations alone (the busiest stream), and the chunks that
- * must come in (forced_ns).  Write-backs are not counted: whether a chunk's copy in a lower
- * tier is current depends on the plan. */
+/* compute_ns and bound_ns: the operations alone (the busiest stream, or the host's time to
+ * issue them, whichever is more), and the chunks that must come in (forced_ns).  Write-backs
+ * are not counted: whether a chunk's copy in a lower tier is current depends on the plan. */
 static void rp_bounds(const pol_input_t *in, const pol_index_t *ix, pol_result_t *r,
                       const double *busy)
 {
+    r->compute_ns = (double)ix->nops * in->m.host_us_per_op * 1e3;
     for (uint32_t s = 0; s < in->nstreams; s++)
         r->compute_ns = max2(r->compute_ns, busy[s]);
     r->bound_ns = max2(r->compute_ns, forced_ns(in, ix));
 }
 
 int pol_replay_ix(const pol_input_t *in, const pol_index_t *ix, const pol_plan_t *pl,
-                  pol_result_t *r)
+                  pol_result_t *r, double stop_ns)
 {
-    rp_t p = { .in = in, .ix = ix, .r = r };
+    rp_t p = { .in = in, .ix = ix, .r = r, .stop_ns = stop_ns };
     memset(r, 0, sizeof(*r));
     int rc = pol_walk(in, ix, pl, NULL, 0, r->peak);
     if (!rc)
         rc = rp_init(&p, in, ix, pl);
-    double first_end = 0;
     for (int k = 0; !rc && k < REPLAY_ITERS; k++) {
         p.measure = k == REPLAY_ITERS - 1;
-        rc = rp_iteration(&p, pl);
+        rc = rp_iteration(&p, pl, k == 0);
         if (k == 0)
-            first_end = p.it_end;
+            p.first_end = p.it_end;
     }
     if (!rc) {
         for (uint32_t s = 0; s < in->nstreams; s++)
@@ -271,7 +298,7 @@ int pol_replay_ix(const pol_input_t *in, const pol_index_t *ix, const pol_plan_t
         for (uint32_t i = 0; i < ix->nops; i++)
             p.stream_free[in->ops[i].stream] += (double)in->ops[i].dur_ns;
         rp_bounds(in, ix, r, p.stream_free);
-        r->iter_ns = max2(r->compute_ns, (p.it_end - first_end) / (REPLAY_ITERS - 1));
+        r->iter_ns = max2(r->compute_ns, (p.it_end - p.first_end) / (REPLAY_ITERS - 1));
         for (int t = 0; t < POL_NTIERS; t++)
             r->peak[t] *= in->m.chunk;
     }
@@ -287,7 +314,7 @@ int pol_replay(const pol_input_t *in, const pol_plan_t *pl, pol_result_t *r)
     pol_index_t ix;
     if ((rc = pol_index_build(in, &ix)))
         return rc;
-    rc = pol_replay_ix(in, &ix, pl, r);
+    rc = pol_replay_ix(in, &ix, pl, r, INFINITY);
     pol_index_free(&ix);
     return rc;
 }

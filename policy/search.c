@@ -17,6 +17,7 @@
  * iteration time is kept (ties: the one found first).
  */
 #include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -44,19 +45,23 @@ static uint32_t rel_need(const pol_index_t *ix, const pol_cplan_t *cp, uint64_t 
     return (uint32_t)(r >= ix->nops ? r - ix->nops : r);
 }
 
-/* Can chunk move b join the extent ending with a (of n chunks so far)? */
+/* Can chunk move b join the extent starting with a (of n chunks so far)?  *capped: set when
+ * only the limit `extent` keeps it out. */
 static int joins(const pol_index_t *ix, const pol_cmove_t *a, uint32_t n, const pol_cmove_t *b,
-                 uint32_t extent)
+                 uint32_t extent, int *capped)
 {
-    return n < extent && ix->chunk_buf[a->chunk] == ix->chunk_buf[b->chunk] &&
-           b->chunk == a->chunk + n && a->from == b->from && a->to == b->to &&
-           a->writeback == b->writeback && a->keep == b->keep;
+    int fits = ix->chunk_buf[a->chunk] == ix->chunk_buf[b->chunk] &&
+               b->chunk == a->chunk + n && a->from == b->from && a->to == b->to &&
+               a->writeback == b->writeback && a->keep == b->keep;
+    if (fits && n >= extent)
+        *capped = 1;
+    return fits && n < extent;
 }
 
 /* Append the group of chunk moves g[0 .. n) (one issue point), downward moves first when
  * `reorder`, as extents. */
 static void emit_group(const pol_index_t *ix, const pol_cplan_t *cp, const pol_cmove_t *g,
-                       uint64_t n, uint32_t extent, int reorder, pol_plan_t *p)
+                       uint64_t n, uint32_t extent, int reorder, pol_plan_t *p, int *capped)
 {
     for (int pass = 0; pass < (reorder ? 2 : 1); pass++) {
         const pol_cmove_t *head = NULL;
@@ -66,7 +71,7 @@ static void emit_group(const pol_index_t *ix, const pol_cplan_t *cp, const pol_c
             const pol_cmove_t *m = k < n ? &g[k] : NULL;
             if (m && reorder && (m->to == POL_GPU) != pass)
                 continue;
-            if (head && m && joins(ix, head, len, m, extent)) {
+            if (head && m && joins(ix, head, len, m, extent, capped)) {
                 len++;
                 need = m->need_by < need ? m->need_by : need;
                 continue;
@@ -84,8 +89,9 @@ static void emit_group(const pol_index_t *ix, const pol_cplan_t *cp, const pol_c
 
 /* The plan for chunk moves cp with extents of up to `extent` chunks: 0 or -ENOMEM. */
 int pol_assemble(const pol_input_t *in, const pol_index_t *ix, const pol_cplan_t *cp,
-                 uint32_t extent, int reorder, pol_plan_t **out)
+                 uint32_t extent, int reorder, pol_plan_t **out, int *capped)
 {
+    int cap = 0;
     pol_plan_t *p = calloc(1, sizeof(*p));
     uint64_t nc = ix->nchunks ? ix->nchunks : 1;
     if (!p)
@@ -108,9 +114,11 @@ int pol_assemble(const pol_input_t *in, const pol_index_t *ix, const pol_cplan_t
             while (k < cp->n && cp->mv[k].op == i && cp->mv[k].after == after)
                 k++;
             (after ? p->op_after : p->op_first)[i] = (uint32_t)p->nmoves;
-            emit_group(ix, cp, cp->mv + a, k - a, extent, reorder, p);
+            emit_group(ix, cp, cp->mv + a, k - a, extent, reorder, p, &cap);
         }
     p->op_first[ix->nops] = p->op_after[ix->nops] = (uint32_t)p->nmoves;
+    if (capped && cap)
+        *capped = 1;
     *out = p;
     return 0;
 }
@@ -165,21 +173,28 @@ typedef struct best {
     pol_plan_t *plan;
 } best_t;
 
-/* Assemble, check and replay cp with `extent`; keep it in *best if it predicts less. */
+/* Assemble, check and replay cp with `extent`; keep it in *best if it predicts less.
+ * *capped: set when the extent limit split some extent (see pol_assemble). */
 static int try_extent(const pol_input_t *in, const pol_index_t *ix, const pol_cplan_t *cp,
-                      pol_knobs_t k, best_t *best)
+                      pol_knobs_t k, best_t *best, int *capped)
 {
     pol_plan_t *p = NULL;
     pol_result_t r;
-    int rc = pol_assemble(in, ix, cp, k.extent_chunks, 1, &p);
+    /* (a plan that cannot predict less than the best is not replayed to its end) */
+    double stop = best->plan ? best->plan->predicted.iter_ns : INFINITY;
+    int rc = pol_assemble(in, ix, cp, k.extent_chunks, 1, &p, capped);
     if (!rc)
-        rc = pol_replay_ix(in, ix, p, &r);      /* walks the plan first */
+        rc = pol_replay_ix(in, ix, p, &r, stop);    /* walks the plan first */
     if (rc == -EINVAL) {
         pol_plan_free(p);   /* moving evictions first overfilled a lower tier */
         p = NULL;
-        rc = pol_assemble(in, ix, cp, k.extent_chunks, 0, &p);
+        rc = pol_assemble(in, ix, cp, k.extent_chunks, 0, &p, capped);
         if (!rc)
-            rc = pol_replay_ix(in, ix, p, &r);
+            rc = pol_replay_ix(in, ix, p, &r, stop);
+    }
+    if (rc == 1) {
+        pol_plan_free(p);   /* no better than the best */
+        return 0;
     }
     if (rc) {
         pol_plan_free(p);
@@ -196,7 +211,9 @@ static int try_extent(const pol_input_t *in, const pol_index_t *ix, const pol_cp
     return 0;
 }
 
-/* Plan with lookahead and pin_bytes, each extent of extents[0 .. n). */
+/* Plan with lookahead and pin_bytes, each extent of extents[0 .. n) (increasing).  When no
+ * extent was split by a limit, a larger limit gives the same plan, the same prediction: it
+ * would not be kept (ties keep the first), and is not tried. */
 static int try_config(const pol_input_t *in, const pol_index_t *ix, pol_knobs_t k,
                       const uint32_t *extents, int n, uint8_t *pin, best_t *best)
 {
@@ -208,9 +225,11 @@ static int try_config(const pol_input_t *in, const pol_index_t *ix, pol_knobs_t 
     pol_cplan_t cp;
     if ((rc = pol_belady(in, ix, pin, k.lookahead, &cp)))
         return rc;
-    for (int e = 0; !rc && e < n; e++) {
+    int capped = 1;
+    for (int e = 0; !rc && capped && e < n; e++) {
         k.extent_chunks = extents[e];
-        rc = try_extent(in, ix, &cp, k, best);
+        capped = 0;
+        rc = try_extent(in, ix, &cp, k, best, &capped);
     }
     pol_cplan_free(&cp);
     return rc;

@@ -43,6 +43,7 @@ typedef enum opt_type {
     OPT_TYPE_NVME_DEPTH,
     OPT_TYPE_NVME_ENGINE,
     OPT_TYPE_NVME_SHARE,
+    OPT_TYPE_AUTO_BOOL,
 } opt_type_t;
 
 typedef struct opt_desc {
@@ -100,6 +101,18 @@ static int bool_value(const char *s)
 static int parse_bool(const char *s, opt_value_t *v)
 {
     int b = bool_value(s);
+
+    if (b < 0)
+        return b;
+    v->num = b;
+    return 0;
+}
+
+/* auto (SHIM_AUTO), or a boolean. */
+static int parse_auto_bool(const char *s, opt_value_t *v)
+{
+    static const char *const autos[] = { "auto" };
+    int b = parse_name(s, autos, 1) >= 0 ? SHIM_AUTO : bool_value(s);
 
     if (b < 0)
         return b;
@@ -296,6 +309,8 @@ static const struct {
     [OPT_TYPE_NVME_DEPTH] = { parse_nvme_depth, "a whole number from 1 to 4096" },
     [OPT_TYPE_NVME_ENGINE] = { parse_nvme_engine, "auto, io_uring or psync" },
     [OPT_TYPE_NVME_SHARE] = { parse_nvme_share, "auto or a whole number from 1 to 4096" },
+    [OPT_TYPE_AUTO_BOOL] = { parse_auto_bool, "auto, 1 or 0 (yes/no, true/false and on/off "
+                                              "also work)" },
 };
 
 /* Parse decimal digits with an optional fraction ("12", "12.5"); returns the end or NULL. */

@@ -166,6 +166,7 @@ static uint64_t buffer_id(res_dev_t *d, uint64_t base)
 static int back_chunk(void *ctx, uint32_t ci)
 {
     res_dev_t *d = ctx;
+    d->exposed_fresh = 1;               /* (not exposed yet: res_expose) */
     if (d->chunks[ci].parked) {
         res_unpark(d, ci);
         return 0;
@@ -408,6 +409,9 @@ static int setup(res_dev_t *d, int device, CUcontext ctx)
         return -ERANGE;
     res_policy_plan = shim_opt_int(SHIM_OPT_POLICY) == 1;
     uint64_t nvme = res_nvme_setup(d);  /* (0 without ELIXIR_NVME_PATH) */
+    long unmap = shim_opt_int(SHIM_OPT_PLAN_UNMAP);
+    d->unmap_on = res_policy_plan && d->host_mappable &&
+                  (unmap == SHIM_AUTO ? shim_opt_str(SHIM_OPT_NVME_PATH)[0] != 0 : unmap == 1);
     d->size = round_up(2 * (d->gpu_budget + atomic_load(&res_host.budget) + nvme) + d->chunk,
                        d->chunk);
     CUdeviceptr base;
@@ -1074,7 +1078,7 @@ int res_pointer_attribute(void *data, CUpointer_attribute a, CUdeviceptr p, CUre
         /* fall through */
     default:
         /* The driver answers the rest, for the arena's mapping: it must exist. */
-        if (!d->host_mappable)
+        if (!d->host_mappable || d->nunmapped || d->nvme_on)
             map_back(d, p);
         return 0;
     }

@@ -9,8 +9,10 @@
  * last use completed, by query), and every operation that uses a chunk coming in waits for
  * its copy on its own stream (res_flight_use).  Memory a copy still reads or writes is kept
  * aside (pend_t) until its copy completed.  Whatever cannot be done so is left to the
- * reactive engine: the plan is a hint.  Physical memory, shadow mappings and the chunk lists
- * are res_move.c's.
+ * reactive engine: the plan is a hint.  Where host memory does not map through VMM, a chunk
+ * on the host is a pinned piece with its address unmapped: a prefetch maps GPU memory there
+ * and copies the piece in, an eviction copies out into a piece and then unmaps.  Physical
+ * memory, shadow mappings and the chunk lists are res_move.c's.
  */
 #include <stdlib.h>
 
@@ -81,9 +83,31 @@ static CUstream out_stream(res_dev_t *d)
     return d->out;
 }
 
-/* Copy a chunk from memory `from` to memory `to` through their shadow mappings on stream s;
- * the event after the copy, or NULL (nothing was enqueued, or the host waited for it).  When
- * tracing, *move: the copy's id in the trace (0: none). */
+enum { COPY_DTOD, COPY_HTOD, COPY_DTOH };
+
+/* Enqueue one chunk's copy on stream s, from src to dst (device addresses, except the host
+ * piece `host` on the host side of COPY_HTOD and COPY_DTOH); the event after it, or NULL
+ * (nothing was enqueued: *issued 0; or the host waited for it).  When tracing, *move: the
+ * copy's id in the trace (0: none). */
+static use_event_t *copy_on(res_dev_t *d, CUstream s, int kind, CUdeviceptr dst,
+                            CUdeviceptr src, void *host, int *issued, uint64_t *move)
+{
+    void *timed = SHIM_TRACING() ? shim_trace_move_begin(d->ctx, s, move) : NULL;
+    CUresult r = kind == COPY_HTOD   ? DRV(cuMemcpyHtoDAsync_v2)(dst, host, d->chunk, s)
+                 : kind == COPY_DTOH ? DRV(cuMemcpyDtoHAsync_v2)(host, src, d->chunk, s)
+                                     : DRV(cuMemcpyDtoDAsync_v2)(dst, src, d->chunk, s);
+    shim_trace_move_end(timed, r, s);
+    if (r != CUDA_SUCCESS)
+        return NULL;
+    *issued = 1;
+    use_event_t *e = res_record(d, s, 0, d->ctx);
+    if (!e)
+        DRV(cuStreamSynchronize)(s);
+    return e;
+}
+
+/* Copy a chunk from memory `from` to memory `to` through their shadow mappings on stream s
+ * (as copy_on). */
 static use_event_t *copy_shadows(res_dev_t *d, CUmemGenericAllocationHandle from,
                                  CUmemGenericAllocationHandle to, CUstream s, int *issued,
                                  uint64_t *move)
@@ -93,17 +117,21 @@ static use_event_t *copy_shadows(res_dev_t *d, CUmemGenericAllocationHandle from
     *move = 0;
     if ((!src && !(src = res_shadow_add(d, from))) || (!dst && !(dst = res_shadow_add(d, to))))
         return NULL;
-    void *timed = SHIM_TRACING() ? shim_trace_move_begin(d->ctx, s, move) : NULL;
-    CUresult r = DRV(cuMemcpyDtoDAsync_v2)(dst, src, d->chunk, s);
-    shim_trace_move_end(timed, r, s);
-    if (r != CUDA_SUCCESS)
-        return NULL;
-    *issued = 1;
-    d->shadow_hits++;
-    use_event_t *e = res_record(d, s, 0, d->ctx);
-    if (!e)
-        DRV(cuStreamSynchronize)(s);
+    use_event_t *e = copy_on(d, s, COPY_DTOD, dst, src, NULL, issued, move);
+    d->shadow_hits += *issued;
     return e;
+}
+
+/* Where host memory does not map (res_dev_t.host_mappable 0): copy chunk ci between its
+ * address and the pinned host piece `piece` (in: into the chunk), on stream s (as copy_on). */
+static use_event_t *copy_piece(res_dev_t *d, uint32_t ci, CUmemGenericAllocationHandle piece,
+                               int in, CUstream s, int *issued, uint64_t *move)
+{
+    CUdeviceptr va = arena_chunk_addr(d->arena, ci);
+    *issued = 0;
+    *move = 0;
+    return copy_on(d, s, in ? COPY_HTOD : COPY_DTOH, va, va, (void *)(uintptr_t)piece, issued,
+                   move);
 }
 
 /* Map h at chunk ci's address in place of its memory (nothing in flight uses the chunk). */
@@ -122,15 +150,40 @@ static CUresult remap_calls(res_dev_t *d, uint32_t ci, CUmemGenericAllocationHan
     return r;
 }
 
-/* remap_calls, its host time traced (shim_trace_mapping). */
-static CUresult remap(res_dev_t *d, uint32_t ci, CUmemGenericAllocationHandle h)
+/* Map h at chunk ci's address, where nothing is mapped (an unmapped host chunk coming in). */
+static CUresult map_calls(res_dev_t *d, uint32_t ci, CUmemGenericAllocationHandle h)
+{
+    CUdeviceptr va = arena_chunk_addr(d->arena, ci);
+    CUresult r = DRV(cuMemMap)(va, d->chunk, 0, h, 0);
+    if (r == CUDA_SUCCESS && (r = res_set_access(d, va, d->chunk)) != CUDA_SUCCESS)
+        DRV(cuMemUnmap)(va, d->chunk);
+    return r;
+}
+
+/* Chunk ci's address gets memory h in place of its own (remap_calls), or, `unmap` (an
+ * eviction res_unmap_ok allows), only loses its own (res_unmapped.c), or, the chunk being
+ * unmapped, gets h (map_calls); its host time traced (shim_trace_mapping). */
+static CUresult remap(res_dev_t *d, uint32_t ci, CUmemGenericAllocationHandle h, int unmap)
 {
     int traced = SHIM_TRACING();
     uint64_t t0 = traced ? shim_trace_now() : 0;
-    CUresult r = remap_calls(d, ci, h);
+    CUresult r = unmap ? DRV(cuMemUnmap)(arena_chunk_addr(d->arena, ci), d->chunk)
+                 : d->chunks[ci].unmapped || !d->host_mappable ? map_calls(d, ci, h)
+                                                              : remap_calls(d, ci, h);
     if (traced)
         shim_trace_mapping(d->device, 1, shim_trace_now() - t0);
     return r;
+}
+
+/* An eviction's copy is done and nothing in flight uses GPU chunk ci: its address gets host
+ * memory h (1), or loses its GPU memory only, where res_unmap_ok allows or host memory does
+ * not map (2); 0 when neither could be done. */
+static int evicted(res_dev_t *d, uint32_t ci, CUmemGenericAllocationHandle h)
+{
+    int unmap = !d->host_mappable || res_unmap_ok(d, &d->chunks[ci]);
+    if (remap(d, ci, h, unmap) != CUDA_SUCCESS)
+        return 0;
+    return unmap ? 2 : 1;
 }
 
 /* Chunk ci now lives in memory h of `tier` (set_tier), its old memory kept aside until ev. */
@@ -176,7 +229,7 @@ int res_prefetch(res_dev_t *d, uint32_t ci)
 {
     chunk_t *c = &d->chunks[ci];
     if (c->tier != TIER_HOST || c->moving || c->pinned || c->held || c->waiting || c->stray ||
-        !d->host_mappable || !d->stream)
+        !d->stream)
         return -1;
     if (!res_idle_now(d, c) || flight_room(d) < 0 || c->tier != TIER_HOST)
         return -1;
@@ -185,18 +238,34 @@ int res_prefetch(res_dev_t *d, uint32_t ci)
         return -1;
     int issued;
     uint64_t t0 = SHIM_TRACING() ? shim_trace_now() : 0, move;
-    use_event_t *ev = copy_shadows(d, c->phys, h, d->stream, &issued, &move);
-    if (!issued) {
-        res_phys_put(d, TIER_GPU, h);
-        return -1;
-    }
-    if (remap(d, ci, h) != CUDA_SUCCESS) {
-        pend_put(d, TIER_GPU, h, ev);   /* (the copy still writes it) */
-        res_event_put(d, ev);
-        return -1;
+    use_event_t *ev;
+    if (!d->host_mappable) {
+        /* Unmapped with its contents in a host piece: mapped first, then copied into. */
+        if (remap(d, ci, h, 0) != CUDA_SUCCESS) {
+            res_phys_put(d, TIER_GPU, h);
+            return -1;
+        }
+        ev = copy_piece(d, ci, c->phys, 1, d->stream, &issued, &move);
+        if (!issued) {
+            DRV(cuMemUnmap)(arena_chunk_addr(d->arena, ci), d->chunk);
+            res_phys_put(d, TIER_GPU, h);
+            return -1;
+        }
+    } else {
+        ev = copy_shadows(d, c->phys, h, d->stream, &issued, &move);
+        if (!issued) {
+            res_phys_put(d, TIER_GPU, h);
+            return -1;
+        }
+        if (remap(d, ci, h, 0) != CUDA_SUCCESS) {
+            pend_put(d, TIER_GPU, h, ev);   /* (the copy still writes it) */
+            res_event_put(d, ev);
+            return -1;
+        }
     }
     CUmemGenericAllocationHandle old = c->phys;
     res_unlist(d, ci);
+    res_unmapped_clear(d, ci);
     res_account(d, TIER_HOST, TIER_GPU);
     c->phys = h;
     c->tier = TIER_GPU;
@@ -227,7 +296,7 @@ int res_evict_async(res_dev_t *d, uint32_t ci, uint32_t serial)
     if (i >= 0 && d->flights[i].in)
         flight_end(d, i, 0, 0);         /* its prefetch, used since: done first */
     if (c->tier != TIER_GPU || c->moving || c->pinned || c->held || c->waiting ||
-        c->seen == serial || !d->host_mappable || !res_has_room(d, TIER_HOST) || !out_stream(d))
+        c->seen == serial || !res_has_room(d, TIER_HOST) || !out_stream(d))
         return -1;
     CUmemGenericAllocationHandle h;
     if (res_phys_get(d, TIER_HOST, &h) != CUDA_SUCCESS)
@@ -236,7 +305,8 @@ int res_evict_async(res_dev_t *d, uint32_t ci, uint32_t serial)
     use_event_t *ev = NULL;
     uint64_t t0 = SHIM_TRACING() ? shim_trace_now() : 0, move = 0;
     if (res_stream_after_use(d, d->out, c) == 0)
-        ev = copy_shadows(d, c->phys, h, d->out, &issued, &move);
+        ev = d->host_mappable ? copy_shadows(d, c->phys, h, d->out, &issued, &move)
+                              : copy_piece(d, ci, h, 0, d->out, &issued, &move);
     if (!issued) {
         res_phys_put(d, TIER_HOST, h);
         return -1;
@@ -245,11 +315,14 @@ int res_evict_async(res_dev_t *d, uint32_t ci, uint32_t serial)
     if (!ev || flight_add(d, ci, 0, h, ev) < 0) {
         /* The host waited for the copy (or waits now): the eviction completes at once. */
         res_event_wait(ev, &d->blocked_flight_s);
-        if (res_idle_now(d, c) && remap(d, ci, h) == CUDA_SUCCESS) {
+        int done = res_idle_now(d, c) ? evicted(d, ci, h) : 0;
+        if (done) {
             if (SHIM_TRACING())
                 shim_trace_planned_move(d->device, ci, d->chunk, SHIM_TIER_GPU, SHIM_TIER_HOST,
                                         t0, shim_trace_now(), move);
             retier(d, ci, TIER_HOST, h, NULL);
+            if (done == 2 && d->host_mappable)
+                res_unmapped_mark(d, ci);
             d->migrations_out++;
             d->bytes_out += d->chunk;
         } else {
@@ -269,6 +342,7 @@ static int flight_end(res_dev_t *d, int i, int gone, int query)
 {
     flight_t f = d->flights[i];
     chunk_t *c = &d->chunks[f.ci];
+    int done;
     if (!f.in && gone) {                /* cancelled: the host copy goes once written */
         flight_del(d, i);
         pend_put(d, TIER_HOST, f.other, f.ev);
@@ -288,12 +362,13 @@ static int flight_end(res_dev_t *d, int i, int gone, int query)
             shim_trace_planned_move(d->device, f.ci, d->chunk, SHIM_TIER_HOST, SHIM_TIER_GPU,
                                     f.issued, shim_trace_now(), f.move);
         res_phys_put(d, TIER_HOST, f.other);
-    } else if (c->tier == TIER_GPU && res_idle_now(d, c) &&
-               remap(d, f.ci, f.other) == CUDA_SUCCESS) {
+    } else if (c->tier == TIER_GPU && res_idle_now(d, c) && (done = evicted(d, f.ci, f.other))) {
         if (SHIM_TRACING())
             shim_trace_planned_move(d->device, f.ci, d->chunk, SHIM_TIER_GPU, SHIM_TIER_HOST,
                                     f.issued, shim_trace_now(), f.move);
         retier(d, f.ci, TIER_HOST, f.other, NULL);
+        if (done == 2 && d->host_mappable)
+            res_unmapped_mark(d, f.ci);
         d->migrations_out++;
         d->bytes_out += d->chunk;
     } else {

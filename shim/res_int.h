@@ -87,6 +87,8 @@ typedef struct chunk {
     uint8_t exposed : 1;            /* an operation the shim cannot see into ran while it was
                                      * in use: never goes to NVMe (res_nvme.c) */
     uint8_t moving : 1;             /* an asynchronous move is in flight (d->flights) */
+    uint8_t unmapped : 1;           /* TIER_HOST, host_mappable, its address unmapped: the
+                                     * plan evicted it, every use seen (res_unmapped.c) */
     uint16_t held;                  /* not evicted while > 0: operations in flight (res_hold) */
     uint32_t seen;                  /* serial of the last launch that collected it */
     CUmemGenericAllocationHandle phys;
@@ -231,6 +233,10 @@ typedef struct res_dev {
     uint64_t parked_reused, parked_dropped; /* parked chunks taken back into use, unmapped */
     double blocked_s, blocked_free_s;   /* host waits of migrations, of frees and releases */
     int nvme_on;                    /* the NVMe tier serves this device (res_nvme.c) */
+    int unmap_on;                   /* the plan's evictions may unmap (res_unmapped.c) */
+    uint32_t nunmapped;             /* host chunks whose address is unmapped (chunk.unmapped) */
+    int exposed_fresh;              /* chunks came into use since every chunk was exposed */
+    uint64_t unmapped_out, unmapped_back;   /* evictions that unmapped; chunks mapped back */
     uint64_t nvme_out, nvme_in;     /* chunks written to NVMe, read back */
     uint32_t nvme_flights;          /* the plan's NVMe moves in flight (res_plan_nvme.c) */
     /* Asynchronous moves (res_move.c) and the plan that issues them (res_plan.c). */
@@ -532,10 +538,23 @@ int res_reach_away(res_dev_t *d, collect_t *k, int promote, int gap, const char 
 static inline int res_reach(res_dev_t *d, collect_t *k, int promote, int gap, const char *what,
                             const char *then)
 {
-    if (k->away || (k->unknown && (!d->host_mappable || d->nvme_on)))
+    if (k->away || (k->unknown && (!d->host_mappable || d->nvme_on || d->unmap_on)))
         return res_reach_away(d, k, promote, gap, what, then);
     return 0;
 }
+
+/* ---------------------------------------------------------------- res_unmapped.c */
+/* Host chunks whose address is unmapped (d locked).  res_unmap_ok: may the plan's eviction of
+ * chunk c leave it so?  res_unmapped_mark / _clear: chunk ci became one / is one no more
+ * (its tier changes or it goes out of use).  res_unmapped_restore: its host memory mapped back
+ * at its address (a failure is logged; the chunk stays unmapped).  res_expose: an operation
+ * the shim cannot see into is about to be enqueued: every chunk in use is exposed for good
+ * and every unmapped one mapped back. */
+int res_unmap_ok(const res_dev_t *d, const chunk_t *c);
+void res_unmapped_mark(res_dev_t *d, uint32_t ci);
+void res_unmapped_clear(res_dev_t *d, uint32_t ci);
+CUresult res_unmapped_restore(res_dev_t *d, uint32_t ci);
+void res_expose(res_dev_t *d);
 
 /* ---------------------------------------------------------------- res_nvme.c */
 /* At d's set-up (setup_lock held): the process's NVMe tier opened with the first arena when
@@ -604,7 +623,7 @@ CUresult res_phys_get(res_dev_t *d, int tier, CUmemGenericAllocationHandle *h);
 int res_park_drop(res_dev_t *d);
 
 /* ---------------------------------------------------------------- res_flight.c */
-/* Asynchronous moves (d locked, d->host_mappable).  res_prefetch: chunk ci, in host memory,
+/* Asynchronous moves (d locked).  res_prefetch: chunk ci, in host memory,
  * starts coming into GPU memory (its mapping swapped at once, see flight_t); 0 when issued, -1
  * when it was not (no room, in use, a driver error: the reactive engine brings it in when it is
  * used).  res_evict_async: GPU chunk ci starts going out to host memory after its last use,

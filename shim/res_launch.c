@@ -983,7 +983,7 @@ static SHIM_COLD __attribute__((noinline)) void fence_others_begin(collect_t *k)
         if (o == d)
             continue;
         k->fenced |= 1u << i;
-        if (o->host_mappable)
+        if (o->host_mappable && !o->nvme_on && !o->unmap_on)
             continue;
         CUcontext popped;           /* o's context current for its migrations */
         int pushed = DRV(cuCtxPushCurrent_v2)(o->ctx) == CUDA_SUCCESS;

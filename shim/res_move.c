@@ -80,7 +80,8 @@ CUresult res_set_access(res_dev_t *d, CUdeviceptr va, uint64_t size)
  * chunks, whose access must follow the peers' as a new mapping's would)? */
 static int mapped(const res_dev_t *d, const chunk_t *c)
 {
-    return c->tier == TIER_GPU || c->parked || (c->tier == TIER_HOST && d->host_mappable);
+    return c->tier == TIER_GPU || c->parked ||
+           (c->tier == TIER_HOST && d->host_mappable && !c->unmapped);
 }
 
 /* Grant (on) or take back device `dev`'s access to every mapped chunk of o's arena (o's lock
@@ -761,6 +762,7 @@ static void out_of_use(res_dev_t *d, uint32_t ci)
         if (d->grants[i])
             d->grants[i][ci] = 0;
     res_use_clear(d, &c->use);
+    res_unmapped_clear(d, ci);
     memset(c, 0, sizeof(*c));
 }
 
@@ -867,8 +869,17 @@ int res_park_drop(res_dev_t *d)
 static CUresult swap_mapped(res_dev_t *d, uint32_t ci, int tier, CUmemGenericAllocationHandle *h)
 {
     chunk_t *c = &d->chunks[ci];
-    CUdeviceptr va = arena_chunk_addr(d->arena, ci), dst;
+    CUdeviceptr va = arena_chunk_addr(d->arena, ci), dst, src = va;
 
+    /* An unmapped host chunk (res_unmapped.c) is copied from its shadow mapping, and its new
+     * memory only mapped; mapped back first where it has none. */
+    if (c->unmapped && !(src = res_shadow_of(d, c->phys)) && !(src = res_shadow_add(d, c->phys))) {
+        CUresult r = res_unmapped_restore(d, ci);
+        if (r != CUDA_SUCCESS)
+            return r;
+        src = va;
+    }
+    int unmapped = c->unmapped;
     CUresult r = res_phys_get(d, tier, h);
     if (r != CUDA_SUCCESS)
         return r;
@@ -882,13 +893,13 @@ static CUresult swap_mapped(res_dev_t *d, uint32_t ci, int tier, CUmemGenericAll
     dst = staged ? d->staging : dst;
     res_wait_idle(d, c, &d->blocked_s);
     int timed = res_ptime_link_begin(d);
-    r = DRV(cuMemcpyDtoDAsync_v2)(dst, va, d->chunk, d->stream);
+    r = DRV(cuMemcpyDtoDAsync_v2)(dst, src, d->chunk, d->stream);
     r = res_ptime_link_wait(d, timed, r, tier == TIER_GPU);
     if (staged)
         DRV(cuMemUnmap)(d->staging, d->chunk);
     int mapped_new = 0, traced = r == CUDA_SUCCESS && SHIM_TRACING();
     uint64_t t0 = traced ? shim_trace_now() : 0;
-    if (r == CUDA_SUCCESS && (r = DRV(cuMemUnmap)(va, d->chunk)) == CUDA_SUCCESS) {
+    if (r == CUDA_SUCCESS && (unmapped || (r = DRV(cuMemUnmap)(va, d->chunk)) == CUDA_SUCCESS)) {
         r = DRV(cuMemMap)(va, d->chunk, 0, *h, 0);
         mapped_new = r == CUDA_SUCCESS;
         if (mapped_new)
@@ -903,7 +914,7 @@ static CUresult swap_mapped(res_dev_t *d, uint32_t ci, int tier, CUmemGenericAll
         if (mapped_new)
             DRV(cuMemUnmap)(va, d->chunk);
         res_phys_put(d, tier, *h);
-        if (DRV(cuMemMap)(va, d->chunk, 0, c->phys, 0) == CUDA_SUCCESS)
+        if (!unmapped && DRV(cuMemMap)(va, d->chunk, 0, c->phys, 0) == CUDA_SUCCESS)
             res_set_access(d, va, d->chunk);
     }
     return r;
@@ -956,6 +967,7 @@ static void set_tier(res_dev_t *d, uint32_t ci, int tier, CUmemGenericAllocation
     chunk_t *c = &d->chunks[ci];
     res_unlist(d, ci);
     chunk_phys_put(d, c);
+    res_unmapped_clear(d, ci);          /* (its new memory is mapped) */
     res_account(d, c->tier, tier);
     c->phys = h;
     c->stray = 0;
@@ -1193,6 +1205,8 @@ static void map_back_or_warn(res_dev_t *d, uint32_t ci, const char *then)
 void res_map_back(res_dev_t *d, uint32_t ci)
 {
     res_nvme_back(d, ci);
+    if (d->chunks[ci].unmapped)
+        res_unmapped_restore(d, ci);
     if (d->chunks[ci].tier == TIER_HOST && !d->host_mappable)
         map_back_or_warn(d, ci, "the driver answers the query for unmapped memory");
 }
@@ -1240,6 +1254,8 @@ void res_pin(res_dev_t *d, uint32_t ci)
         bring_in(d, ci, 0, 0, 0);
     else if (c->tier == TIER_HOST)
         map_back_or_warn(d, ci, "an operation the shim does not see that reaches it will fault");
+    if (c->unmapped)
+        res_unmapped_restore(d, ci);    /* (it stayed on the host) */
     if (c->tier != TIER_NONE)       /* (making room may have completed a deferred free) */
         pin(d, ci);
 }
@@ -1317,6 +1333,15 @@ static void pin_everything(res_dev_t *d)
  * follows), and the wrapper returns CUDA_ERROR_OUT_OF_MEMORY rather than enqueue work that
  * would fault and take the context with it.
  */
+/* The unmapped host chunks operation k reaches are mapped back (those a launch could not
+ * bring into GPU memory, and every one a copy reaches). */
+static void unmapped_reached(res_dev_t *d, collect_t *k)
+{
+    for (size_t i = 0; d->nunmapped && i < k->n; i++)
+        if (d->chunks[k->ids[i]].unmapped)
+            res_unmapped_restore(d, k->ids[i]);
+}
+
 int res_reach_away(res_dev_t *d, collect_t *k, int promote, int gap, const char *what,
                    const char *then)
 {
@@ -1326,8 +1351,12 @@ int res_reach_away(res_dev_t *d, collect_t *k, int promote, int gap, const char 
                   d->device, what, then);
         return -ENOMEM;
     }
-    if (!must && !promote)
+    if (k->unknown && d->unmap_on)
+        res_expose(d);                  /* (every unmapped chunk mapped back) */
+    if (!must && !promote) {
+        unmapped_reached(d, k);
         return 0;
+    }
     if (must && k->unknown)
         pin_everything(d);
     gap = gap && !d->arena_busy;
@@ -1345,6 +1374,7 @@ int res_reach_away(res_dev_t *d, collect_t *k, int promote, int gap, const char 
      * of k's host chunks to NVMe: back they come, under the lock held until it is enqueued.) */
     if (d->nvme_on && res_nvme_reach(d, k) < 0)
         return -ENOMEM;
+    unmapped_reached(d, k);
     size_t left = 0;
     for (size_t i = 0; must && i < k->n; i++)
         left += d->chunks[k->ids[i]].tier == TIER_HOST;

@@ -233,6 +233,8 @@ static int write_out(res_dev_t *d, uint32_t ci, uint32_t slot)
     const void *src = (const void *)(uintptr_t)c->phys;
     double t0 = res_now_s();
     int r = 0;
+    if (c->unmapped && res_unmapped_restore(d, ci) != CUDA_SUCCESS)
+        return -EIO;                    /* (it stays in host memory) */
     pthread_mutex_lock(&nv.io);
     if (d->host_mappable) {
         CUdeviceptr va = arena_chunk_addr(d->arena, ci);
@@ -430,9 +432,7 @@ static size_t unknown_reach(res_dev_t *d, uint32_t serial)
 {
     size_t left = 0;
     uint32_t n = (uint32_t)arena_chunk_count(d->arena);
-    for (uint32_t ci = 0; ci < n; ci++)        /* first, so that no read evicts one to NVMe */
-        if (d->chunks[ci].tier != TIER_NONE)
-            d->chunks[ci].exposed = 1;
+    res_expose(d);                      /* first, so that no read evicts one to NVMe */
     for (uint32_t ci = 0; ci < n && d->resident[TIER_NVME]; ci++)
         if (d->chunks[ci].tier == TIER_NVME)
             left += read_back(d, ci, serial) < 0;

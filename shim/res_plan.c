@@ -288,6 +288,9 @@ static int64_t record(res_dev_t *d, res_plan_t *p, int kind, uintptr_t what, con
  * nvbandwidth measurements of NVIDIA/nvbandwidth issues 11 and 53, as docs/simulator.md). */
 #define LINK_GBS 25.0
 #define DUPLEX_RATIO (36.0 / 25.0)
+/* The host's time to issue one operation (the driver call that enqueues it): the simulator
+ * charges 1 us per submitted operation (docs/simulator.md); not measured in the profile. */
+#define HOST_OP_US 1.0
 
 /* The machine the plan is for: d's budgets; the host link's rate each way measured from the
  * profiled iteration's migrations (res_plan_time.c) where enough bytes went that way, else
@@ -296,7 +299,9 @@ static int64_t record(res_dev_t *d, res_plan_t *p, int kind, uintptr_t what, con
  * every chunk is a physical handle of its own, and a move remaps chunk by chunk (unmap, map,
  * set access), so a move of n chunks costs n times one handle's calls, about 66 us on an H100
  * (docs/simulator.md: nearly all of it per handle, as pytorch/pytorch PR 96995 found), and
- * only about 1 us per call whatever it spans. */
+ * only about 1 us per call whatever it spans.  Where the plan's evictions unmap
+ * (res_unmapped.c), an eviction costs the unmap (about 26 us) and a prefetch the map and set
+ * access (about 40 us): 33 us a move on average; so too where host memory does not map. */
 static pol_machine_t machine(const res_dev_t *d, const res_ptime_report_t *tr)
 {
     pol_machine_t m = { .chunk = d->chunk, .copy_engines = 1 };
@@ -307,7 +312,8 @@ static pol_machine_t machine(const res_dev_t *d, const res_ptime_report_t *tr)
     double from = tr->link_gbs[1] > 0 ? tr->link_gbs[1] : LINK_GBS;
     m.link[POL_HOST] = (pol_link_t){ to, from, DUPLEX_RATIO * (to > from ? to : from), 10.0 };
     m.map_us_per_call = 1.0;
-    m.map_us_per_chunk = 65.0;
+    m.map_us_per_chunk = d->unmap_on || !d->host_mappable ? 32.0 : 65.0;
+    m.host_us_per_op = HOST_OP_US;
     res_plan_nvme_machine(d, tr, &m);
     return m;
 }
@@ -619,8 +625,6 @@ static res_plan_t *plan_of(res_dev_t *d)
 {
     if (SHIM_LIKELY(d->plan != NULL))
         return d->plan;
-    if (!d->host_mappable)
-        return NULL;                    /* (evicted chunks unmapped: the reactive engine) */
     res_plan_t *p = calloc(1, sizeof(*p));
     if (p && !(p->buf_of = calloc(arena_chunk_count(d->arena), sizeof(*p->buf_of)))) {
         free(p);
@@ -789,8 +793,8 @@ void res_plan_stats(const res_dev_t *d)
         return;
     shim_log_plain("device %d: plan: %llu planned, %llu re-planned; operations foreseen %llu, "
                    "not foreseen %llu; moves issued %llu (%llu chunks, %llu left to the reactive "
-                   "engine, %llu put where the plan starts them); prefetches %llu, evictions %llu (cancelled %llu, waited for %llu); "
-                   "blocked on moves %.3f s; predicted iteration %.3f ms (bound %.3f ms)",
+                   "engine, %llu put where the plan starts them); prefetches %llu, evictions %llu (cancelled %llu, waited for %llu, "
+                   "%llu left unmapped; %llu mapped back unforeseen); blocked on moves %.3f s; predicted iteration %.3f ms (bound %.3f ms)",
                    d->device,
                    (unsigned long long)(p ? p->plans : 0), (unsigned long long)(p ? p->replans : 0),
                    (unsigned long long)(p ? p->foreseen : 0),
@@ -801,6 +805,8 @@ void res_plan_stats(const res_dev_t *d)
                    (unsigned long long)(p ? p->reconciled : 0), (unsigned long long)d->prefetches,
                    (unsigned long long)d->evictions_async,
                    (unsigned long long)d->flights_cancelled,
-                   (unsigned long long)d->flights_waited, d->blocked_flight_s,
+                   (unsigned long long)d->flights_waited,
+                   (unsigned long long)d->unmapped_out, (unsigned long long)d->unmapped_back,
+                   d->blocked_flight_s,
                    p ? p->pred_ms : 0.0, p ? p->bound_ms : 0.0);
 }

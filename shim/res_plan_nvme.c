@@ -260,6 +260,8 @@ static int go_out(res_dev_t *d, uint32_t ci, uint32_t serial)
         c->waiting || c->exposed || c->stray || c->seen == serial || !d->host_mappable ||
         !res_nvme_healthy())
         return -1;
+    if (c->unmapped && res_unmapped_restore(d, ci) != CUDA_SUCCESS)
+        return -1;                      /* (copied from its address below) */
     CUstream s = copy_stream(d);
     uint32_t slot;
     nvfl_t *f = s ? fl_take(d, ci, 1) : NULL;

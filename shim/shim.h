@@ -372,11 +372,11 @@ int res_capture_open(void);
 void res_stats_print(double run_s, int lead);
 void res_after_fork(void);
 
-/* ------------------------------------------------------------ trace.c, trace_time.c */
+/* ------------------------------------------------------------------------ trace*.c */
 
 /*
- * Recording into ELIXIR_TRACE (trace.c; device times of the profiled iterations in
- * trace_time.c).  shim_trace_on is 1 while a trace is being recorded: the wrappers test it
+ * Recording into ELIXIR_TRACE (trace.c and the trace_*.c files beside it; device times of the
+ * profiled iterations in trace_time.c).  shim_trace_on is 1 while a trace is being recorded: the wrappers test it
  * once (SHIM_TRACING) and only then take the traced path, which calls, in this order,
  * shim_trace_launch_begin (or _copy_begin), residency's begin, shim_trace_issue, the driver,
  * shim_trace_launch_end (or _copy_end), residency's end.  Every other function here may be
@@ -546,6 +546,10 @@ static inline unsigned res_code_generation(void)
     X(POLICY, POLICY, "plan",                                                                  \
       "how residency moves memory: reactive (least recently used, on demand) or plan (profile "\
       "one iteration, plan its moves, issue them ahead; the reactive engine serves the rest)") \
+    X(PLAN_UNMAP, AUTO_BOOL, "auto",                                                         \
+      "1: the plan's evictions of memory whose every use the shim saw leave its address "      \
+      "unmapped (half the mapping calls; a pointer only kept in device memory then faults); "  \
+      "0: evicted memory stays mapped; auto: 1 when ELIXIR_NVME_PATH is set (the same rule)") \
     X(TRACE, PATH, "",                                                                         \
       "record a trace into this file (%p is the process id, %h the host name); created "      \
       "0600, never overwritten: if it exists, NAME.1.EXT, NAME.2.EXT ... is used instead")     \
@@ -599,6 +603,7 @@ typedef struct shim_mem {
 } shim_mem_t;
 
 enum { SHIM_MEMINFO_VIRTUAL, SHIM_MEMINFO_PHYSICAL };
+enum { SHIM_AUTO = 2 };                 /* an AUTO_BOOL option's auto (else 0 or 1) */
 enum { SHIM_TRACE_SUMMARY, SHIM_TRACE_ALLOCS, SHIM_TRACE_ALL };      /* ELIXIR_TRACE_LEVEL */
 enum { SHIM_CUPTI_AUTO, SHIM_CUPTI_OFF, SHIM_CUPTI_PATH };           /* ELIXIR_CUPTI */
 

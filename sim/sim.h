@@ -124,7 +124,7 @@ struct CUctx_st {
     _Atomic(struct CUctx_st *) peers[SIM_MAX_PEERS];
     struct CUctx_st *all_next;      /* every context ever created (never freed), newest first */
     uint64_t aside_blocking_gen;    /* executor only: a blocking stream of it has work set
-                                     * aside (exec.c), in that generation */
+                                     * aside (exec_aside.c), in that generation */
 };
 
 CUcontext sim_ctx_current(void);
@@ -206,6 +206,9 @@ const sim_mapping_t *sim_vmm_lookup(const sim_range_t *r, uint64_t addr);
  * (What a launch checks of each pointer argument; other memory is not its concern.) */
 int sim_launch_denied(uint64_t addr, CUcontext ctx);
 int sim_vmm_phys_is_host(const struct sim_phys *p);
+/* Bytes of [addr, +bytes) in host memory (VMM mappings of host-located memory, pinned or
+ * registered host memory): what a kernel touching that range moves over the host link. */
+uint64_t sim_host_bytes(uint64_t addr, uint64_t bytes);
 const CUmemAllocationProp *sim_vmm_phys_prop(const struct sim_phys *p);
 uint64_t sim_vmm_phys_id(const struct sim_phys *p);
 
@@ -240,8 +243,8 @@ struct CUstream_st {
     struct CUstream_st *ctx_next;
     struct sim_graph_capture *capture;  /* non-NULL while capturing */
     /* Executor only: this stream has operations set aside behind a blocked stream memory wait
-     * (exec.c) when aside_gen is the executor's current generation; aside_seq is the position
-     * of its first one. */
+     * (exec_aside.c) when aside_gen is the executor's current generation; aside_seq is the
+     * position of its first one. */
     uint64_t aside_gen, aside_seq;
 };
 
@@ -273,7 +276,8 @@ struct CUevent_st {
     struct CUevent_st **ctx_prevp;  /* the link that points at it (sim_lock): O(1) unlinking */
     uint64_t rec_opno;          /* under sim_lock: operation number of the last record submitted */
     uint64_t exec_opno;         /* executor: the record whose t and vc are held (the newest run) */
-    uint64_t taken_gen, taken_opno; /* executor: a record taken off the ops set aside (exec.c) */
+    uint64_t taken_gen, taken_opno; /* executor: a record taken off the ops set aside
+                                     * (exec_aside.c) */
 };
 
 void sim_event_unref_locked(struct CUevent_st *e);
@@ -401,6 +405,10 @@ void sim_exec_acquire_all(void);
 int sim_seq_done(CUstream s, uint64_t seq);      /* poll; nudges a lazy executor */
 void sim_exec_start(void);
 int sim_on_executor(void);
+void sim_exec_stats(void);
+
+/* ------------------------------------------------------------------------- host.c */
+
 double sim_host_now(void);
 /* What moved the host clock (ELIXIR_SIM_STATS): a wait, a charged driver call (allocation
  * and VMM), a submission, a query of work not yet complete, a drive request waited for. */
@@ -421,7 +429,9 @@ void sim_host_access(uint64_t addr, uint64_t len, int write, const char *what);
 sim_vc_t *sim_host_vc(void);            /* reference to the host clock snapshot */
 uint32_t sim_race_new_thread(void);
 void sim_race_forget_range(uint64_t base, uint64_t size);
-void sim_exec_stats(void);
+
+/* ------------------------------------------------------------------------- activity.c */
+
 /* Operations submitted between begin and end by this thread belong to one API call (a graph
  * launch): the activity observer gives them one correlation id.  Calls nest. */
 void sim_activity_call_begin(void);
@@ -495,7 +505,7 @@ CUresult sim_func_resolve(CUfunction f, struct CUfunc_st **out);
 /* Unload the modules of a destroyed or reset context, libraries' modules in it included. */
 void sim_module_free_ctx(CUcontext ctx);
 
-/* ------------------------------------------------------------------------- graph.c */
+/* ----------------------------------------------------------------------- capture.c */
 
 /* Number of capture sequences in progress; sim_submit consults the capture only when > 0. */
 extern _Atomic int sim_captures;

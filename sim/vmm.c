@@ -142,6 +142,29 @@ int sim_launch_denied(uint64_t addr, CUcontext ctx)
     return denied;
 }
 
+uint64_t sim_host_bytes(uint64_t addr, uint64_t bytes)
+{
+    uint64_t end = addr + bytes, host = 0;
+    pthread_rwlock_rdlock(&sim_reg_lock);
+    while (addr < end) {
+        const sim_range_t *r = sim_range_lookup_locked(addr);
+        if (!r)
+            break;
+        uint64_t stop = r->base + r->size;
+        int in_host = r->kind == SIM_RANGE_HOST || r->kind == SIM_RANGE_REGISTERED;
+        if (r->kind == SIM_RANGE_RESERVED) {
+            const sim_mapping_t *m = lookup(r, addr);
+            stop = m ? m->va + m->size : (addr / GRANULARITY + 1) * GRANULARITY;
+            in_host = m && sim_vmm_phys_is_host(m->phys);
+        }
+        stop = stop < end ? stop : end;
+        host += in_host ? stop - addr : 0;
+        addr = stop;
+    }
+    pthread_rwlock_unlock(&sim_reg_lock);
+    return host;
+}
+
 int sim_vmm_phys_is_host(const struct sim_phys *p)
 {
     return p->prop.location.type != CU_MEM_LOCATION_TYPE_DEVICE;

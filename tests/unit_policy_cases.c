@@ -13,6 +13,11 @@
  *              never copied in or out.
  *   unlimited: with room for everything, the predicted iteration is the operations alone and
  *              nothing moves; two streams overlap.
+ *   host:      the same with the host costing host_us_per_op per operation: a host slower
+ *              than the GPU sets the iteration (operations x host time, its compute_ns), a
+ *              faster one leaves the busier stream's time; the host's time for the
+ *              operations it issues before a move delays that move (iteration above both
+ *              the host's and the copies' time).
  *   no uses:   operations that reach no chunk (an iteration of NCCL calls or launches with
  *              no device pointers) plan to nothing, with buffers present or not.
  *   nospc:     an operation needing more than the GPU gives -ENOSPC; so do pins that fill it.
@@ -221,6 +226,74 @@ static void bad_gpu(pb_t *b) { b->m.cap[POL_GPU] = 0; }
 static void bad_link(pb_t *b) { b->m.link[POL_HOST].duplex_gbs = 0; }
 static void bad_nops(pb_t *b) { b->nops = 0; }
 static void bad_born(pb_t *b) { b->bufs[0].born = 3; }
+static void bad_host(pb_t *b) { b->m.host_us_per_op = -1; }
+
+/* test_unlimited's iteration with the host costing host_us per operation: iter and compute. */
+static void host_iter(double host_us, double *iter, double *compute)
+{
+    pb_t b;
+    pb_init(&b);
+    b.m.cap[POL_GPU] = 64 * MIB;
+    b.m.host_us_per_op = host_us;
+    for (int k = 0; k < 8; k++)
+        pb_buf(&b, 2, -1, -1);
+    for (uint32_t i = 0; i < 40; i++) {
+        pb_op(&b, i % 2, 1000 + 100 * i);
+        pb_all(&b, i % 8, POL_RW);
+    }
+    pol_plan_t *p = pb_plan(&b, NULL);
+    *iter = p ? p->predicted.iter_ns : -1;
+    *compute = p ? p->predicted.compute_ns : -1;
+    pol_plan_free(p);
+    pb_fini(&b);
+}
+
+/* Two one-chunk buffers taking turns on a one-chunk GPU, 10 operations that reach nothing
+ * between their uses, prefetching one operation ahead: the host issues 9 of those before the
+ * moves that make the next use's room, so its time per operation delays the moves.  The
+ * predicted iteration and compute_ns. */
+static double host_moves_iter(double host_us, double *compute)
+{
+    static const pol_knobs_t K = { 1, 1, 0 };
+    pb_t b;
+    pb_init(&b);
+    b.m.cap[POL_GPU] = 1 * MIB;
+    b.m.host_us_per_op = host_us;
+    pb_buf(&b, 1, -1, -1);
+    pb_buf(&b, 1, -1, -1);
+    for (uint32_t i = 0; i < 2; i++) {
+        pb_op(&b, 0, 1000);
+        pb_all(&b, i, POL_RW);
+        for (int k = 0; k < 10; k++)
+            pb_op(&b, 0, 1000);
+    }
+    pol_plan_t *p = pb_plan(&b, &K);
+    double iter = p ? p->predicted.iter_ns : -1;
+    *compute = p ? p->predicted.compute_ns : -1;
+    pol_plan_free(p);
+    pb_fini(&b);
+    return iter;
+}
+
+static void test_host(void)
+{
+    /* 9 operations at 20 us take longer than a copy (105 us): the host delays the moves */
+    double c0, c20, a = host_moves_iter(0, &c0), h = host_moves_iter(20.0, &c20);
+    PB_CHECK(c20 == 22 * 20000.0 && a > 4 * 100000 && h > c20 && h > a,
+             "host: moves: iter %.0f ns (compute %.0f) with 20 us per operation, %.0f ns with "
+             "none: expected compute 22 x 20000 ns, 4 copies of 1 MiB at 10 GB/s, and more "
+             "than both", h, c20, a);
+
+    double iter, compute, busy = 0;
+    for (uint32_t i = 1; i < 40; i += 2)
+        busy += 1000 + 100 * i;
+    host_iter(5.0, &iter, &compute);    /* every operation takes less than 5 us */
+    PB_CHECK(compute == 40 * 5000.0 && iter == compute, "host: 5 us per operation: iter %.0f, "
+             "compute %.0f, expected both 40 x 5000 ns", iter, compute);
+    host_iter(0.5, &iter, &compute);
+    PB_CHECK(compute == busy && iter == busy, "host: 0.5 us per operation: iter %.0f, compute "
+             "%.0f, expected both the busier stream's %.0f ns", iter, compute, busy);
+}
 
 static void test_errors(void)
 {
@@ -234,6 +307,7 @@ static void test_errors(void)
     expect_bad(bad_link, "duplex_gbs");
     expect_bad(bad_nops, "nops");
     expect_bad(bad_born, "born");
+    expect_bad(bad_host, "host_us_per_op");
 }
 
 static void test_no_uses(void)
@@ -294,6 +368,7 @@ int main(void)
     test_clean();
     test_born_dies();
     test_unlimited();
+    test_host();
     test_no_uses();
     test_nospc();
     test_errors();

@@ -83,6 +83,7 @@ static void random_machine(pb_t *b, uint64_t total)
     b->m.link[POL_HOST].latency_us = rnd(3);
     b->m.map_us_per_call = rnd(3) * 10.0;
     b->m.map_us_per_chunk = rnd(3) * 5.0;
+    b->m.host_us_per_op = rnd(3) * 2.0;
 }
 
 /* Plan, verify and replay one input: 0 planned, 1 -ENOSPC, 2 -EDOM. */

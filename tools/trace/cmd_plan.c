@@ -35,6 +35,8 @@
 #define MAP_CHUNK_US  65.0             /* unmap + map + set access per 2 MiB chunk: the shim
                                         * remaps chunk by chunk, one handle each (about 66 us
                                         * on an H100; docs/simulator.md) */
+#define HOST_OP_US    1.0              /* host time to issue one operation: what the simulator
+                                        * charges per submitted operation (as the shim) */
 
 static cli_opt_t plan_opts[] = {
     { "--gpu-memory", "SIZE", "GPU memory to plan for (default: the trace's GPU budget)", NULL },
@@ -116,6 +118,7 @@ static void machine(const cli_cmd_t *c, const tm_trace_t *t, const tp_input_t *x
     m->link[POL_NVME] = (pol_link_t){ nvme, nvme * NVME_WRITE, nvme, NVME_LAT_US };
     m->map_us_per_call = MAP_CALL_US;
     m->map_us_per_chunk = MAP_CHUNK_US * (double)chunk / (2 << 20);
+    m->host_us_per_op = HOST_OP_US;
     m->copy_engines = 1;
 }
 

@@ -1,0 +1,154 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * shim_plan_unmapped.c - the plan's evictions leave memory whose every use the shim saw
+ * unmapped (ELIXIR_PLAN_UNMAP=1), and whatever reaches such memory maps it first.
+ *
+ * A loop of identical iterations (sh_add over eight 4 MiB buffers in turn, a host
+ * synchronisation) runs under ELIXIR_POLICY=plan with a GPU budget of half the buffers, so the
+ * plan evicts and prefetches every iteration.  Then, with the plan at work and some buffers
+ * evicted (unmapped):
+ *  - a device-to-host copy reads every buffer (a copy reaches unmapped chunks: mapped back);
+ *  - a graph launch adds to every buffer (an operation the shim cannot see into: every chunk is
+ *    exposed and every unmapped one mapped back before it runs);
+ *  - more iterations run (nothing is unmapped any more: every chunk is exposed);
+ * and every buffer holds exactly what the sums say.  On the simulator an access to an unmapped
+ * address faults, so a chunk left unmapped under any of these fails the run; the race checker
+ * fails it on any race.  The log must say that evictions left chunks unmapped and that the
+ * graph launch mapped some back; with ELIXIR_PLAN_UNMAP=0, and by default without an NVMe
+ * tier, none is left unmapped.  Last, on a device without host VMM (ELIXIR_SIM_HOST_VMM=0),
+ * where every evicted chunk is unmapped in a pinned host piece, the plan must prefetch and
+ * evict, and the sums must hold again.
+ */
+#define SH_RES_KERNELS
+#include "shim_test.h"
+
+#define NBUF 8
+#define WORDS (4 * SH_MIB / 4)
+#define ITERS 8
+#define AFTER 4
+
+static CUfunction add;
+static CUstream s;
+
+static void iteration(CUdeviceptr *buf)
+{
+    for (int i = 0; i < NBUF; i++) {
+        uint64_t n = WORDS;
+        uint32_t v = (uint32_t)i + 1;
+        void *args[] = { &buf[i], &n, &v };
+        CHECK_CU(sh_launch(add, s, args));
+    }
+    CHECK_CU(cuStreamSynchronize(s));
+}
+
+/* Every word of buf[i] must be `want`. */
+static void check(CUdeviceptr *buf, const uint32_t *want, uint32_t *host)
+{
+    for (int i = 0; i < NBUF; i++) {
+        CHECK_CU(cuMemcpyDtoH(host, buf[i], WORDS * 4));
+        for (uint64_t w = 0; w < WORDS; w++)
+            if (host[w] != want[i]) {
+                fprintf(stderr, "buffer %d word %llu: %u, expected %u\n", i,
+                        (unsigned long long)w, host[w], want[i]);
+                exit(1);
+            }
+    }
+}
+
+static void scenario(void)
+{
+    CUdeviceptr buf[NBUF];
+    uint32_t want[NBUF], *host = malloc(WORDS * 4);
+    st_setup(0);
+    add = st_function(sh_res_ptx, "sh_add");
+    CHECK_CU(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    for (int i = 0; i < NBUF; i++) {
+        CHECK_CU(cuMemAlloc(&buf[i], WORDS * 4));
+        CHECK_CU(cuMemsetD32(buf[i], 0, WORDS));
+        want[i] = 0;
+    }
+    for (int it = 0; it < ITERS; it++)
+        iteration(buf);
+    for (int i = 0; i < NBUF; i++)
+        want[i] += ITERS * ((uint32_t)i + 1);
+    check(buf, want, host);
+
+    /* A graph that adds 100 to every buffer: its launch reaches what the shim cannot see. */
+    CUgraph g;
+    CUgraphExec ge;
+    uint64_t n = WORDS;
+    uint32_t v = 100;
+    iteration(buf);                     /* (the plan evicts again: some chunks unmapped) */
+    CHECK_CU(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
+    for (int i = 0; i < NBUF; i++) {
+        void *args[] = { &buf[i], &n, &v };
+        CHECK_CU(sh_launch(add, s, args));
+    }
+    CHECK_CU(cuStreamEndCapture(s, &g));
+    CHECK_CU(cuGraphInstantiate(&ge, g, 0));
+    CHECK_CU(cuGraphLaunch(ge, s));
+    CHECK_CU(cuStreamSynchronize(s));
+    for (int it = 0; it < AFTER; it++)
+        iteration(buf);
+    for (int i = 0; i < NBUF; i++)
+        want[i] += (AFTER + 1) * ((uint32_t)i + 1) + 100;
+    check(buf, want, host);
+    CHECK_CU(cuGraphExecDestroy(ge));
+    CHECK_CU(cuGraphDestroy(g));
+    free(host);
+}
+
+/* The count before `key` in the plan's statistics line, or -1. */
+static long count_before(const char *err, const char *key)
+{
+    const char *line = strstr(err, "plan: "), *p = line ? strstr(line, key) : NULL;
+    while (p && p > line && p[-1] == ' ')
+        p--;
+    while (p && p > line && p[-1] >= '0' && p[-1] <= '9')
+        p--;
+    return p ? strtol(p, NULL, 10) : -1;
+}
+
+int main(int argc, char **argv)
+{
+    sh_scenario_child(argc, argv, scenario);
+    const char *on[] = { "ELIXIR_POLICY=plan", "ELIXIR_STATS=1", "ELIXIR_GPU_MEMORY=16M",
+                         "ELIXIR_PLAN_UNMAP=1", "ELIXIR_SIM_HOST_VMM=1", NULL };
+    sh_run_t r = sh_run_ok("scenario", on);
+    long out = count_before(r.err, " left unmapped"), back = count_before(r.err, " mapped back");
+    printf("unmapping on: %ld evictions left chunks unmapped, %ld mapped back\n", out, back);
+    EXPECT(out > 0, "the plan's evictions leave chunks unmapped:\n%s", r.err);
+    EXPECT(back > 0, "the copies and the graph launch map chunks back:\n%s", r.err);
+    sh_run_free(&r);
+
+    /* Off, and by default (auto) without an NVMe tier. */
+    const char *off[] = { "ELIXIR_POLICY=plan", "ELIXIR_STATS=1", "ELIXIR_GPU_MEMORY=16M",
+                          "ELIXIR_PLAN_UNMAP=0", "ELIXIR_SIM_HOST_VMM=1", NULL };
+    const char *dflt[] = { "ELIXIR_POLICY=plan", "ELIXIR_STATS=1", "ELIXIR_GPU_MEMORY=16M",
+                           "ELIXIR_PLAN_UNMAP=auto", "ELIXIR_SIM_HOST_VMM=1", NULL };
+    const char *const *envs[] = { off, dflt };
+    for (int i = 0; i < 2; i++) {
+        r = sh_run_ok("scenario", envs[i]);
+        out = count_before(r.err, " left unmapped");
+        printf("unmapping %s: %ld evictions left chunks unmapped\n", i ? "auto" : "off", out);
+        EXPECT(out == 0, "%s leaves nothing unmapped:\n%s",
+               i ? "the default without an NVMe tier" : "ELIXIR_PLAN_UNMAP=0", r.err);
+        sh_run_free(&r);
+    }
+
+    /* A device whose host memory does not map: every evicted chunk is unmapped, and the plan
+     * moves chunks between its address and pinned host pieces. */
+    const char *novmm[] = { "ELIXIR_POLICY=plan", "ELIXIR_STATS=1", "ELIXIR_GPU_MEMORY=16M",
+                            "ELIXIR_SIM_HOST_VMM=0", NULL };
+    r = sh_run_ok("scenario", novmm);
+    const char *line = strstr(r.err, "plan: "), *pre = line ? strstr(line, "prefetches ") : NULL;
+    const char *evs = pre ? strstr(pre, "evictions ") : NULL;
+    long in = pre ? strtol(pre + strlen("prefetches "), NULL, 10) : -1;
+    long ev = evs ? strtol(evs + strlen("evictions "), NULL, 10) : -1;
+    printf("no host VMM: %ld prefetches, %ld evictions by the plan\n", in, ev);
+    EXPECT(in > 0 && ev > 0, "the plan moves chunks without host VMM:\n%s", r.err);
+    sh_run_free(&r);
+    printf("every buffer holds what its sums say, with and without unmapping, with and without "
+           "host VMM\n");
+    return 0;
+}
