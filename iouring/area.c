@@ -12,6 +12,8 @@
  * opened so by another.  Everything is opened O_DIRECT (the page cache would double the host
  * memory the tier exists to save), mode 0600, close-on-exec, and a file is preallocated
  * with fallocate so that running out of space is an error at open, not during a write.
+ * A directory's areas split its space through the directory's ledger (ledger.c), which also
+ * sizes an area given none.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -23,7 +25,6 @@
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
-#include <sys/statvfs.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -75,22 +76,6 @@ static int open_in_dir(nvme_area_t *a, const char *dir, unsigned test_flags)
     return open_unlinked(dir);
 }
 
-/* Statvfs-based default size of a directory area. */
-int nvme_default_size(const char *dir, uint32_t slot_size, uint64_t *out)
-{
-    struct statvfs sv;
-    if (!slot_size || statvfs(dir, &sv) < 0)
-        return slot_size ? -errno : -EINVAL;
-    uint64_t total = (uint64_t)sv.f_blocks * sv.f_frsize;
-    uint64_t avail = (uint64_t)sv.f_bavail * sv.f_frsize;
-    uint64_t margin = total / 20, floor = total / 10 < (1ull << 30) ? total / 10 : 1ull << 30;
-    if (margin < floor)
-        margin = floor;
-    uint64_t size = avail > margin ? avail - margin : 0;
-    *out = size / slot_size * slot_size;
-    return *out ? 0 : -ENOSPC;
-}
-
 /* The size of a block device or regular file already open as fd. */
 static int current_size(int fd, const struct stat *st, uint64_t *out)
 {
@@ -110,8 +95,8 @@ static int choose_size(nvme_area_t *a, const nvme_options_t *o, const struct sta
     if (err)
         return err;
     uint64_t size = o->size;
-    if (!size && (a->kind == NVME_AREA_TMPFILE || a->kind == NVME_AREA_UNLINKED))
-        err = nvme_default_size(o->path, a->slot_size, &size);
+    if (a->kind == NVME_AREA_TMPFILE || a->kind == NVME_AREA_UNLINKED)
+        err = nvme_ledger_size(a, o->path, size, o->share, &size);
     else if (!size)
         size = have;
     if (err)
@@ -158,8 +143,14 @@ int nvme_area_open_file(nvme_area_t *a, const nvme_options_t *o)
     if (a->kind == NVME_AREA_FILE && flock(fd, LOCK_EX | LOCK_NB) < 0)
         return errno == EWOULDBLOCK ? -EBUSY : -errno;
     snprintf(a->path, sizeof(a->path), "%s", o->path);
-    int err = choose_size(a, o, &st);
-    return err ? err : preallocate(a);
+    int dir = S_ISDIR(st.st_mode), err = 0;
+    if (dir)
+        err = nvme_ledger_begin(a, o->path, o->test_flags);
+    if (!err)
+        err = choose_size(a, o, &st);
+    if (!err)
+        err = preallocate(a);
+    return err || !dir ? err : nvme_ledger_commit(a);
 }
 
 /* Fill in and check the numbers of o, defaults applied. */
@@ -217,6 +208,8 @@ int nvme_open(const nvme_options_t *o, nvme_area_t **out)
     if (!a)
         return -ENOMEM;
     a->fd = -1;
+    a->ledger_fd = -1;
+    a->ledger_rec = -1;
     int err = check_options(a, o);
     if (!err)
         err = nvme_area_open_file(a, o);
@@ -252,6 +245,7 @@ void nvme_close(nvme_area_t *a)
     nvme_slots_fini(a);
     if (a->fd >= 0)
         close(a->fd);
+    nvme_ledger_end(a);
     free(a);
 }
 

@@ -53,6 +53,9 @@ typedef enum nvme_area_kind {
 
 /* Test-only flags (nvme_options_t.test_flags). */
 #define NVME_TEST_NO_TMPFILE 1u    /* a directory: act as if O_TMPFILE were unsupported */
+#define NVME_TEST_NO_LOCKS 2u      /* a directory: act as if its file system refused OFD locks */
+
+typedef struct nvme_area nvme_area_t;
 
 typedef struct nvme_options {
     const char *path;           /* a directory, a regular file or a block device */
@@ -68,10 +71,10 @@ typedef struct nvme_options {
     void *staging;              /* page-aligned pool to register with io_uring, or NULL */
     size_t staging_bytes;       /* its size; with staging NULL, 0 means NVME_DEFAULT_STAGING
                                  * allocated by the module (nvme_staging() returns it) */
+    unsigned share;             /* a directory: processes expected to share it, this one
+                                 * included (0 or 1: alone); sizes the default (ledger.c) */
     unsigned test_flags;        /* NVME_TEST_* */
 } nvme_options_t;
-
-typedef struct nvme_area nvme_area_t;
 
 /* One finished operation. */
 typedef struct nvme_done {
@@ -94,16 +97,43 @@ typedef struct nvme_clock {
 /* Open the swap area o->path describes; *out on success.  Errors: -EINVAL (a bad option:
  * see the options above), -ENOENT/-EACCES (path), -ENOSPC (size larger than the file system
  * can give or the device holds), -EBUSY (a block device or file another area uses),
- * -ENOSYS (engine). */
+ * -ENOSYS (engine), -EUSERS (a directory's ledger is full: 4096 areas). */
 int nvme_open(const nvme_options_t *o, nvme_area_t **out);
 /* Wait for what is in flight, release everything; an unnamed area's space goes back. */
 void nvme_close(nvme_area_t *a);
 uint64_t nvme_size(const nvme_area_t *a);
 uint32_t nvme_slot_size(const nvme_area_t *a);
 nvme_area_kind_t nvme_area_kind(const nvme_area_t *a);
-/* The size a directory area gets by default: what statvfs says the file system at dir can
- * spare less a margin (5% of its size, at least min(1 GiB, 10%)), in whole slots. */
+/* What statvfs says the file system at dir can spare less a margin (5% of its size, at
+ * least min(1 GiB, 10%)), in whole slots.  A directory area's default is its share of that
+ * (ledger.c). */
 int nvme_default_size(const char *dir, uint32_t slot_size, uint64_t *out);
+
+/* ledger.c: how areas in one directory split its space.  The ledger is a file of that name
+ * in the directory (mode 0600, no data); it is removed when its last live area closes, and
+ * may stay after a crash until the next area in the directory opens and closes. */
+#define NVME_LEDGER_NAME ".elixir-nvme-ledger"
+typedef struct nvme_ledger_info {
+    unsigned live;              /* other live areas in the directory */
+    uint64_t live_bytes;        /* bytes they reserved */
+    uint64_t pending_bytes;     /* of which the file system has not given them yet */
+    unsigned reclaimed;         /* records of areas that were gone, cleared */
+    uint64_t spare;             /* what the file system can spare less the margin and
+                                 * pending_bytes */
+    unsigned share;             /* the default's divisor: the job's processes still to come,
+                                 * this one included (nvme_area_ledger only) */
+    int none;                   /* 0, or the errno why there is no ledger to use (the file
+                                 * system refuses its locks, or it is another user's): the
+                                 * area is sized as if alone */
+} nvme_ledger_info_t;
+/* The directory's ledger as this area found it when it opened (zeros but a directory's). */
+void nvme_area_ledger(const nvme_area_t *a, nvme_ledger_info_t *out);
+/* The ledger of dir now (records of areas gone cleared; zeros and the spare when none). */
+int nvme_ledger_read(const char *dir, nvme_ledger_info_t *out);
+/* The area's record leaves its directory's ledger (the last removes the ledger) while the
+ * area stays open: for a process about to exit without nvme_close (its space goes back as it
+ * ends).  Only the process that opened the area does anything; nvme_close does it too. */
+void nvme_ledger_leave(nvme_area_t *a);
 
 /* slots.c */
 /* A free slot's index in *slot, or -ENOSPC; nvme_slot_free() gives it back. */

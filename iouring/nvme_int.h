@@ -80,6 +80,12 @@ struct nvme_area {
     uint32_t slot_size, block_size, queue_depth, max_ops;
     int verify;
     char path[4096];
+    /* ledger.c (a directory) */
+    int ledger_fd;              /* -1: none */
+    int ledger_locked;          /* its mutex is held */
+    long ledger_rec;            /* this area's record, or -1 */
+    long ledger_pid;            /* the process that wrote it (a forked child leaves it be) */
+    nvme_ledger_info_t ledger;
     /* slots.c */
     uint64_t *slot_bits;
     uint32_t nslots, slots_used, slot_hint;
@@ -109,6 +115,18 @@ struct nvme_area {
 
 /* area.c */
 int nvme_area_open_file(nvme_area_t *a, const nvme_options_t *o);
+
+/* ledger.c */
+/* Open dir's ledger, its mutex held, records of areas gone cleared, the others in a->ledger. */
+int nvme_ledger_begin(nvme_area_t *a, const char *dir, unsigned test_flags);
+/* The size of an area in dir (a->slot_size set): want checked, or 0's share; -ENOSPC. */
+int nvme_ledger_size(nvme_area_t *a, const char *dir, uint64_t want, unsigned share,
+                     uint64_t *out);
+/* Record the area (preallocated: a->fd, a->size) and let the mutex go. */
+int nvme_ledger_commit(nvme_area_t *a);
+/* Clear the area's record; the last live one removes the ledger.  Safe when none began or
+ * it ended; in a forked child it only closes the child's descriptor. */
+void nvme_ledger_end(nvme_area_t *a);
 
 /* slots.c */
 int nvme_slots_init(nvme_area_t *a);

@@ -260,6 +260,7 @@
     X(cuStreamCreate, cuStreamCreate, 2000, )                                                   \
     X(cuStreamDestroy_v2, cuStreamDestroy, 4000, )                                              \
     X(cuStreamSynchronize, cuStreamSynchronize, 2000, )                                         \
+    X(cuStreamQuery, cuStreamQuery, 2000, )                                                     \
     X(cuStreamWaitEvent, cuStreamWaitEvent, 3020, )                                             \
     X(cuStreamGetCtx, cuStreamGetCtx, 9020, )                                                   \
     X(cuStreamGetCtx_ptsz, cuStreamGetCtx, 9020, _ptsz)                                         \

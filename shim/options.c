@@ -42,6 +42,7 @@ typedef enum opt_type {
     OPT_TYPE_SIZE,
     OPT_TYPE_NVME_DEPTH,
     OPT_TYPE_NVME_ENGINE,
+    OPT_TYPE_NVME_SHARE,
     OPT_TYPE_AUTO_BOOL,
 } opt_type_t;
 
@@ -251,6 +252,16 @@ static int parse_nvme_depth(const char *s, opt_value_t *v)
     return parse_bounded(s, 4096, v) < 0 || v->num < 1 ? -EINVAL : 0;
 }
 
+/* 0: auto (res_nvme.c asks the launcher), else 1 to 4096 processes. */
+static int parse_nvme_share(const char *s, opt_value_t *v)
+{
+    if (strcasecmp(s, "auto") == 0) {
+        v->num = 0;
+        return 0;
+    }
+    return parse_bounded(s, 4096, v) < 0 || v->num < 1 ? -EINVAL : 0;
+}
+
 static int parse_path(const char *s, opt_value_t *v)
 {
     return strlen(s) < sizeof(v->text) ? 0 : -EINVAL;
@@ -297,6 +308,7 @@ static const struct {
                                         "from 1 to 1G" },
     [OPT_TYPE_NVME_DEPTH] = { parse_nvme_depth, "a whole number from 1 to 4096" },
     [OPT_TYPE_NVME_ENGINE] = { parse_nvme_engine, "auto, io_uring or psync" },
+    [OPT_TYPE_NVME_SHARE] = { parse_nvme_share, "auto or a whole number from 1 to 4096" },
     [OPT_TYPE_AUTO_BOOL] = { parse_auto_bool, "auto, 1 or 0 (yes/no, true/false and on/off "
                                               "also work)" },
 };

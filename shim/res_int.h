@@ -588,11 +588,14 @@ void res_nvme_now_in(res_dev_t *d, uint32_t ci, uint32_t slot, uint64_t start);
 
 /* ---------------------------------------------------------------- res_plan_nvme.c */
 /* The plan's NVMe moves (d locked).  res_plan_nvme_machine: the NVMe tier's capacity and
- * link in the planner's machine.  res_plan_nvme_ok: may chunks [first, +n) go to NVMe (none
+ * link in the planner's machine (the link measured in the profile tr where enough bytes
+ * moved, else the default), said in the log once per plan.  res_plan_nvme_ok: may chunks [first, +n) go to NVMe (none
  * exposed)?  res_plan_nvme_move: chunk ci from tier `from` to `to` (enum pol_tier, one of them
  * POL_NVME), started asynchronously; 0 when issued, -1 when left to the reactive engine. */
 struct pol_machine;
-void res_plan_nvme_machine(const res_dev_t *d, struct pol_machine *m);
+struct res_ptime_report;
+void res_plan_nvme_machine(const res_dev_t *d, const struct res_ptime_report *tr,
+                           struct pol_machine *m);
 int res_plan_nvme_ok(const res_dev_t *d, uint32_t first, uint32_t n);
 int res_plan_nvme_move(res_dev_t *d, uint32_t ci, int from, int to, uint32_t serial);
 /* As res_flight_use, res_flight_settle, res_flights_poll and res_flights_drain (which call
@@ -685,11 +688,14 @@ void res_ptime_fast(res_dev_t *d, uint32_t i, CUcontext ctx, CUstream s);
 int res_ptime_ready(res_dev_t *d);
 /* What res_ptime_fill measured: operations timed, estimated from timed ones with their
  * signature, and left at 0; migration bytes each way ([0] to the GPU) and the rate measured
- * from them, GB/s (0: too few bytes). */
+ * from them, GB/s (0: too few bytes); the same of the reactive engine's NVMe I/O ([0] reads,
+ * [1] writes). */
 typedef struct res_ptime_report {
     uint64_t timed, estimated, untimed;
     uint64_t link_bytes[2];
     double link_gbs[2];
+    uint64_t nvme_bytes[2];
+    double nvme_gbs[2];
 } res_ptime_report_t;
 /* The profile's times into ops[i].dur_ns (sig: the operations' signatures), its link figures
  * into *rep; then res_ptime_close (d locked). */
@@ -702,6 +708,11 @@ void res_ptime_fill(res_dev_t *d, struct pol_op *ops, const uint64_t *sig, size_
  * result; to_gpu: its direction. */
 int res_ptime_link_begin(res_dev_t *d);
 CUresult res_ptime_link_wait(res_dev_t *d, int timed, CUresult r, int to_gpu);
+/* Around one synchronous NVMe read or write of a chunk by the reactive engine (d locked,
+ * nothing of the shim's on d->stream): res_ptime_io_begin before it (1: timed),
+ * res_ptime_io_end after it; ok: every byte moved. */
+int res_ptime_io_begin(res_dev_t *d);
+void res_ptime_io_end(res_dev_t *d, int timed, int ok, int write);
 
 /* ---------------------------------------------------------------- res_launch.c */
 /* Release the holds of other devices' operations on d's chunks (d locked) whose operations

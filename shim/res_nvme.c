@@ -27,6 +27,7 @@
  */
 #include <errno.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -73,6 +74,23 @@ static uint64_t wanted_size(const char *path, uint64_t chunk)
     return 0;
 }
 
+/* ELIXIR_NVME_SHARE: processes expected to share a directory area's file system; auto: the
+ * count of processes on this node the launcher started (torchrun, Open MPI, MPICH), else 1. */
+static unsigned share(void)
+{
+    static const char *const vars[] = { "LOCAL_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_SIZE",
+                                        "MPI_LOCALNRANKS" };
+    long n = shim_opt_int(SHIM_OPT_NVME_SHARE);
+    for (unsigned i = 0; !n && i < sizeof(vars) / sizeof(vars[0]); i++) {
+        const char *v = getenv(vars[i]);
+        char *end;
+        long k = v ? strtol(v, &end, 10) : 0;
+        if (v && *v && !*end && k >= 1 && k <= 4096)
+            n = k;
+    }
+    return n ? (unsigned)n : 1;
+}
+
 /* The module's options from ELIXIR_NVME_*, for chunks of d's size (no staging yet). */
 static nvme_options_t area_options(const res_dev_t *d, const char *path)
 {
@@ -85,10 +103,27 @@ static nvme_options_t area_options(const res_dev_t *d, const char *path)
         .verify = (int)shim_opt_int(SHIM_OPT_NVME_VERIFY),
         .engine = engines[shim_opt_int(SHIM_OPT_NVME_ENGINE)],
         .staging_bytes = (2 + (res_policy_plan ? RES_NVME_STAGES : 0)) * d->chunk,
+        .share = share(),
     };
     if (o.block_size > o.slot_size)
         o.block_size = o.slot_size;
     return o;
+}
+
+/* What the directory's ledger said when the area opened, when there was anything to say. */
+static void ledger_said(const char *path)
+{
+    nvme_ledger_info_t li;
+    nvme_area_ledger(nv.area, &li);
+    if (li.none)
+        SHIM_WARN(RES, "NVMe tier: %s has no ledger this process can use (%s: its file system "
+                  "refuses the locks, or another user's is there): processes sharing it do not "
+                  "split it; give each an ELIXIR_NVME_MEMORY", path, strerror(li.none));
+    else if (li.live || li.reclaimed || li.share > 1)
+        SHIM_INFO(RES, "NVMe tier: the ledger of %s: other live areas %u (%llu MiB), records "
+                  "of areas gone reclaimed %u; a default size is 1/%u of %llu MiB spare", path,
+                  li.live, (unsigned long long)(li.live_bytes >> 20), li.reclaimed, li.share,
+                  (unsigned long long)(li.spare >> 20));
 }
 
 /* The area is open: the clock hook where the simulator offers one, the test-only fault plan,
@@ -112,6 +147,33 @@ static void area_started(const char *path)
         SHIM_INFO(RES, "NVMe tier: %llu MiB in %s, %u slots, engine %s",
                   (unsigned long long)(nvme_size(nv.area) >> 20), path,
                   nvme_slots_total(nv.area), nv.engine);
+    ledger_said(path);
+}
+
+/* Say why the area did not open; for want of space in a directory, beside whom. */
+static void open_failed(const char *path, const nvme_options_t *o, int err)
+{
+    nvme_ledger_info_t li;
+    if (err != -ENOSPC || nvme_ledger_read(path, &li) < 0 || !li.live) {
+        SHIM_ERROR(RES, "ELIXIR_NVME_PATH=%s: cannot open the swap area (%s): no NVMe tier",
+                   path, strerror(-err));
+        return;
+    }
+    char want[64] = "a share of one chunk or more";
+    if (o->size)
+        snprintf(want, sizeof(want), "%llu MiB", (unsigned long long)(o->size >> 20));
+    SHIM_ERROR(RES, "ELIXIR_NVME_PATH=%s: no room for %s beside the areas other processes hold "
+               "there (%u live, %llu MiB; %llu MiB spare): no NVMe tier; give each process an "
+               "ELIXIR_NVME_MEMORY that fits, or set ELIXIR_NVME_SHARE", path, want, li.live,
+               (unsigned long long)(li.live_bytes >> 20), (unsigned long long)(li.spare >> 20));
+}
+
+/* At exit the area (never closed: other threads may still use it) leaves its directory's
+ * ledger, so that a run that ends normally leaves nothing there. */
+static void leave_ledger(void)
+{
+    if (nv.area)
+        nvme_ledger_leave(nv.area);
 }
 
 uint64_t res_nvme_setup(res_dev_t *d)
@@ -130,8 +192,7 @@ uint64_t res_nvme_setup(res_dev_t *d)
     }
     int r = nvme_open(&o, &nv.area);
     if (r < 0) {
-        SHIM_ERROR(RES, "ELIXIR_NVME_PATH=%s: cannot open the swap area (%s): no NVMe tier",
-                   path, strerror(-r));
+        open_failed(path, &o, r);
         DRV(cuMemFreeHost)(o.staging);
         nv.area = NULL;
         return 0;
@@ -139,6 +200,7 @@ uint64_t res_nvme_setup(res_dev_t *d)
     nv.staging = o.staging;
     nv.chunk = d->chunk;
     area_started(path);
+    atexit(leave_ledger);
     d->nvme_on = 1;
     return nvme_size(nv.area);
 }
@@ -181,8 +243,11 @@ static int write_out(res_dev_t *d, uint32_t ci, uint32_t slot)
             DRV(cuStreamSynchronize)(d->stream) != CUDA_SUCCESS)
             r = -EIO;
     }
-    if (r == 0)
+    if (r == 0) {
+        int timed = res_ptime_io_begin(d);
         r = nvme_write_sync(nv.area, slot, src, (uint32_t)d->chunk);
+        res_ptime_io_end(d, timed, r == 0, 1);
+    }
     nv.io_s += res_now_s() - t0;
     if (r == 0) {
         nv.writes++;
@@ -253,12 +318,14 @@ int res_nvme_room(res_dev_t *d)
     return 0;
 }
 
-/* Read slot into the reactive engine's staging chunk (nv.io held): a failed read is tried
- * once more (a transient error, a corrupted transfer that CRC32C caught), and the tier
+/* Read slot into the reactive engine's staging chunk (nv.io held; the first try timed for
+ * the plan's NVMe link: res_plan_time.c): a failed read is tried once more (a transient error, a corrupted transfer that CRC32C caught), and the tier
  * is marked degraded on the first failure.  0 or a negative errno. */
-static int read_staged(uint32_t slot, uint32_t bytes)
+static int read_staged(res_dev_t *d, uint32_t slot, uint32_t bytes)
 {
+    int timed = res_ptime_io_begin(d);
     int r = nvme_read_sync(nv.area, slot, nv.staging, bytes);
+    res_ptime_io_end(d, timed, r == 0, 0);
     if (r < 0) {
         nv.failed_reads++;
         r = nvme_read_sync(nv.area, slot, nv.staging, bytes);
@@ -309,7 +376,7 @@ static int read_back(res_dev_t *d, uint32_t ci, uint32_t serial)
         return 0;                       /* (freed meanwhile by a deferred free) */
     pthread_mutex_lock(&nv.io);
     double t0 = res_now_s();
-    int r = read_staged(slot, (uint32_t)d->chunk), unread = r < 0;
+    int r = read_staged(d, slot, (uint32_t)d->chunk), unread = r < 0;
     if (r == 0) {
         chunk_t keep = *c;
         c->tier = TIER_NONE;

@@ -314,7 +314,7 @@ static pol_machine_t machine(const res_dev_t *d, const res_ptime_report_t *tr)
     m.map_us_per_call = 1.0;
     m.map_us_per_chunk = d->unmap_on || !d->host_mappable ? 32.0 : 65.0;
     m.host_us_per_op = HOST_OP_US;
-    res_plan_nvme_machine(d, &m);
+    res_plan_nvme_machine(d, tr, &m);
     return m;
 }
 

@@ -33,6 +33,8 @@
  */
 #include <errno.h>
 #include <pthread.h>
+#include <stdio.h>
+#include <string.h>
 
 #include "../iouring/nvme.h"
 #include "../policy/policy.h"
@@ -62,18 +64,54 @@ static struct {
     /* Counters (any device's lock; read at exit). */
     _Atomic uint64_t out_issued, out_done, out_cancelled, out_failed;
     _Atomic uint64_t in_issued, in_done, in_waited, in_dropped;
+    /* The link the last plan was given ([0] reads, [1] writes) and where it came from (lock). */
+    double link_gbs[2];
+    char link_src[2][48];
 } pn = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
 /* ---------------------------------------------------------------- the planner's machine */
 
-void res_plan_nvme_machine(const res_dev_t *d, pol_machine_t *m)
+/* The NVMe link's defaults: reads and writes of a PCIe 4.0 x4 drive of the 7/5 GB/s class,
+ * the simulator's drive (sim/simconfig.c), both ways together no faster than reads, 80 us from
+ * submission to completion beside the transfer: the chunk's trip through host memory is
+ * bound by the drive. */
+#define NVME_READ_GBS 7.0
+#define NVME_WRITE_GBS 5.0
+#define NVME_LATENCY_US 80.0
+
+/* "measured over N MiB" or "default" for the log and the statistics: direction dir's rate. */
+static void link_source(const res_ptime_report_t *tr, int dir, char *buf, size_t len)
+{
+    if (tr->nvme_gbs[dir] > 0)
+        snprintf(buf, len, "measured over %llu MiB",
+                 (unsigned long long)(tr->nvme_bytes[dir] >> 20));
+    else
+        snprintf(buf, len, "default%s", tr->nvme_bytes[dir] ? ": too few bytes timed" : "");
+}
+
+/* The rates each way measured in the profile where enough bytes were timed (res_plan_time.c),
+ * else the defaults.  A measured rate includes the drive's latency per chunk (the reactive
+ * engine's I/O is one chunk at a time), so with one the link's fixed cost is 0. */
+void res_plan_nvme_machine(const res_dev_t *d, const res_ptime_report_t *tr, pol_machine_t *m)
 {
     if (!d->nvme_on || !res_nvme_healthy())
         return;
     m->cap[POL_NVME] = res_nvme_capacity(d);
-    /* Reads and writes of a PCIe 4.0 x4 drive of the 7/5 GB/s class, the simulator's drive
-     * (sim/simconfig.c): the chunk's trip through host memory is bound by the drive. */
-    m->link[POL_NVME] = (pol_link_t){ 7.0, 5.0, 7.0, 80.0 };
+    double rd = tr->nvme_gbs[0] > 0 ? tr->nvme_gbs[0] : NVME_READ_GBS;
+    double wr = tr->nvme_gbs[1] > 0 ? tr->nvme_gbs[1] : NVME_WRITE_GBS;
+    int measured = tr->nvme_gbs[0] > 0 || tr->nvme_gbs[1] > 0;
+    m->link[POL_NVME] = (pol_link_t){ rd, wr, rd > wr ? rd : wr,
+                                      measured ? 0.0 : NVME_LATENCY_US };
+    char src[2][48];
+    link_source(tr, 0, src[0], sizeof(src[0]));
+    link_source(tr, 1, src[1], sizeof(src[1]));
+    SHIM_INFO(RES, "device %d: the plan's NVMe link: reads %.2f GB/s (%s), writes %.2f GB/s "
+              "(%s)", d->device, rd, src[0], wr, src[1]);
+    pthread_mutex_lock(&pn.lock);
+    pn.link_gbs[0] = rd;
+    pn.link_gbs[1] = wr;
+    memcpy(pn.link_src, src, sizeof(src));
+    pthread_mutex_unlock(&pn.lock);
 }
 
 int res_plan_nvme_ok(const res_dev_t *d, uint32_t first, uint32_t n)
@@ -598,4 +636,9 @@ void res_plan_nvme_stats(void)
                    (unsigned long long)pn.out_cancelled, (unsigned long long)pn.out_failed,
                    (unsigned long long)pn.in_issued, (unsigned long long)pn.in_done,
                    (unsigned long long)pn.in_waited, (unsigned long long)pn.in_dropped);
+    pthread_mutex_lock(&pn.lock);
+    if (pn.link_gbs[0] > 0)
+        shim_log_plain("NVMe plan: link reads %.2f GB/s (%s), writes %.2f GB/s (%s)",
+                       pn.link_gbs[0], pn.link_src[0], pn.link_gbs[1], pn.link_src[1]);
+    pthread_mutex_unlock(&pn.lock);
 }

@@ -44,6 +44,17 @@
  * host memory may be pageable (staged by the driver, slower) and the shim cannot tell.  The
  * migrations never run both ways at once, so the duplex limit is not measured: it keeps its
  * default ratio to one direction (res_plan.c, machine).
+ *
+ * The NVMe link.  The reactive engine's NVMe reads and writes in the profiled iteration are
+ * synchronous, whole chunks, one at a time (res_nvme.c); the same two events time each, on
+ * the shim's stream with nothing of the shim's on it: one recorded just before the I/O is
+ * issued (only when the stream is idle), one after it completed (waited for).  The stream is idle, so the events
+ * complete as they are recorded and their distance is the I/O's time on the host's clock; on
+ * the simulator the I/O is charged on its drive model, which moves the host clock the events
+ * are recorded by, so the same code measures the model.  The clock the shim reads for its own
+ * statistics (res_now_s, CLOCK_MONOTONIC) would not see that charge.  Bytes over time is each
+ * direction's rate (the drive's latency per chunk included) once PTIME_LINK_MIN bytes were
+ * timed that way; else the default (res_plan_nvme.c).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -78,6 +89,8 @@ struct res_ptime {
     CUevent la, lb;                 /* around one migration's copy */
     uint64_t link_bytes[2];         /* migrations' bytes and ns: [0] to the GPU, [1] from */
     double link_ns[2];
+    uint64_t io_bytes[2];           /* NVMe I/O's bytes and ns: [0] reads, [1] writes */
+    double io_ns[2];
 };
 
 _Atomic int res_ptime_fast_on;
@@ -158,6 +171,8 @@ void res_ptime_open(res_dev_t *d)
     t->defer = 0;
     memset(t->link_bytes, 0, sizeof(t->link_bytes));
     memset(t->link_ns, 0, sizeof(t->link_ns));
+    memset(t->io_bytes, 0, sizeof(t->io_bytes));
+    memset(t->io_ns, 0, sizeof(t->io_ns));
     CUevent ev[2];
     uint32_t n = events_make(d, ev, 2);
     if (n == 2) {
@@ -391,6 +406,9 @@ void res_ptime_fill(res_dev_t *d, pol_op_t *ops, const uint64_t *sig, size_t nop
         rep->link_bytes[dir] = t->link_bytes[dir];
         if (t->link_bytes[dir] >= PTIME_LINK_MIN && t->link_ns[dir] > 0)
             rep->link_gbs[dir] = (double)t->link_bytes[dir] / t->link_ns[dir];
+        rep->nvme_bytes[dir] = t->io_bytes[dir];
+        if (t->io_bytes[dir] >= PTIME_LINK_MIN && t->io_ns[dir] > 0)
+            rep->nvme_gbs[dir] = (double)t->io_bytes[dir] / t->io_ns[dir];
     }
     res_ptime_close(d);
 }
@@ -415,4 +433,26 @@ CUresult res_ptime_link_wait(res_dev_t *d, int timed, CUresult r, int to_gpu)
         t->link_ns[!to_gpu] += (double)ms * 1e6;
     }
     return r;
+}
+
+/* ---------------------------------------------------------------- the NVMe link */
+
+int res_ptime_io_begin(res_dev_t *d)
+{
+    res_ptime_t *t = d->ptime;
+    return t && t->on && d->stream && DRV(cuStreamQuery)(d->stream) == CUDA_SUCCESS &&
+           res_ptime_link_begin(d);
+}
+
+void res_ptime_io_end(res_dev_t *d, int timed, int ok, int write)
+{
+    res_ptime_t *t = d->ptime;
+    float ms = 0;
+    if (!timed || DRV(cuEventRecord)(t->lb, d->stream) != CUDA_SUCCESS ||
+        DRV(cuEventSynchronize)(t->lb) != CUDA_SUCCESS)
+        return;
+    if (ok && elapsed(&ms, t->la, t->lb) == CUDA_SUCCESS && ms > 0) {
+        t->io_bytes[write != 0] += d->chunk;
+        t->io_ns[write != 0] += (double)ms * 1e6;
+    }
 }

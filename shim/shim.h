@@ -572,7 +572,12 @@ static inline unsigned res_code_generation(void)
       "block device; unset: no NVMe tier")                                                     \
     X(NVME_MEMORY, MEMORY, "auto",                                                             \
       "bytes of the swap area: a size, or N% of what the file system can spare; auto: a "     \
-      "file's or device's size, in a directory what the file system can spare less a margin") \
+      "file's or device's size, in a directory this process's share of what the file system " \
+      "can spare less a margin (ELIXIR_NVME_SHARE)")                                           \
+    X(NVME_SHARE, NVME_SHARE, "auto",                                                          \
+      "processes expected to share the NVMe directory, this one included: 1 to 4096; auto: "  \
+      "the launcher's count of local processes (LOCAL_WORLD_SIZE, OMPI_COMM_WORLD_LOCAL_SIZE, " \
+      "MPI_LOCALNRANKS), else 1")                                                              \
     X(NVME_VERIFY, BOOL, "0", "1: keep a CRC32C per NVMe slot and check it on every read")     \
     X(NVME_QUEUE_DEPTH, NVME_DEPTH, "16", "NVMe requests in flight: 1 to 4096")               \
     X(NVME_BLOCK, SIZE, "2M", "bytes per NVMe request: a multiple of 4K dividing the chunk")   \

@@ -6,7 +6,8 @@
  * another thread, a fatal signal, SIGKILL from the parent).  Afterwards the directory holds
  * nothing and, on a tmpfs of the test's own (when mounting is permitted), the space comes
  * back; the kernel gives an io_uring's files back from a worker after the process is gone,
- * so the space is polled for up to 10 seconds.
+ * so the space is polled for up to 10 seconds.  The directory's ledger (no data) holds the
+ * child's record, which the next reader finds dead and clears, removing the ledger.
  */
 #ifndef NVME_CLEANUP_H
 #define NVME_CLEANUP_H
@@ -73,6 +74,7 @@ static inline void nt_cleanup_case(const char *dir, int space, unsigned flags,
     NT_EQ(nt_entries(dir), 0);
     if (space)
         nt_wait_space(dir, before);
+    nt_ledger_gone(dir, 1);             /* the child's record, left as it died: reclaimed */
 }
 
 /* Every case of one way to die: both engines, with and without O_TMPFILE, in the test's

@@ -95,7 +95,8 @@ static inline const char *nt_path(const char *name)
     return p[i];
 }
 
-/* The number of entries (but . and ..) in dir. */
+/* The number of entries in dir but . and .., lost+found and the directory's ledger (which
+ * holds no data; nt_ledger_gone checks it). */
 static inline int nt_entries(const char *dir)
 {
     DIR *d = opendir(dir);
@@ -103,9 +104,29 @@ static inline int nt_entries(const char *dir)
     int n = 0;
     NT_CHECK(d, "opendir %s: %s", dir, strerror(errno));
     while ((e = readdir(d)))
-        n += strcmp(e->d_name, ".") && strcmp(e->d_name, "..") && strcmp(e->d_name, "lost+found");
+        n += strcmp(e->d_name, ".") && strcmp(e->d_name, "..") &&
+             strcmp(e->d_name, "lost+found") && strcmp(e->d_name, NVME_LEDGER_NAME);
     closedir(d);
     return n;
+}
+
+/* Whether dir holds a ledger file. */
+static inline int nt_ledger_exists(const char *dir)
+{
+    char p[600];
+    snprintf(p, sizeof(p), "%s/%s", dir, NVME_LEDGER_NAME);
+    return access(p, F_OK) == 0;
+}
+
+/* dir's ledger (if any) holds no live area and `reclaimed` records of areas gone; reading it
+ * clears those and removes it, so the directory is left empty. */
+static inline void nt_ledger_gone(const char *dir, unsigned reclaimed)
+{
+    nvme_ledger_info_t li;
+    NT_EQ(nvme_ledger_read(dir, &li), 0);
+    NT_EQ(li.live, 0);
+    NT_EQ(li.reclaimed, reclaimed);
+    NT_CHECK(!nt_ledger_exists(dir), "%s/%s is still there", dir, NVME_LEDGER_NAME);
 }
 
 static inline uint64_t nt_avail(const char *dir)

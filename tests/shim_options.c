@@ -98,6 +98,8 @@ static const struct bad {
     { "ELIXIR_NVME_QUEUE_DEPTH", "0", "from 1 to 4096" },
     { "ELIXIR_NVME_BLOCK", "3X", "a size in bytes" },
     { "ELIXIR_NVME_ENGINE", "bogus", "auto, io_uring or psync" },
+    { "ELIXIR_NVME_SHARE", "0", "auto or a whole number from 1 to 4096" },
+    { "ELIXIR_NVME_SHARE", "4097", "auto or a whole number from 1 to 4096" },
     { "ELIXIR_POLICY", "smart", "reactive or plan" },
 };
 

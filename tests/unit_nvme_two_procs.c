@@ -3,7 +3,8 @@
  * unit_nvme_two_procs.c - processes of one job sharing a directory never collide: four
  * processes open areas in the same directory at the same moment (with O_TMPFILE, and with
  * created-and-unlinked files), each fills every slot of its own with its own pattern, reads
- * them all back intact, and the directory is empty once they are gone.
+ * them all back intact, and the directory is empty once they are gone (the last to close
+ * removes the directory's ledger).
  */
 #include "nvme_test.h"
 
@@ -57,6 +58,7 @@ static void run(const char *dir, unsigned flags)
                  i + 1, flags ? " (no O_TMPFILE)" : "", st);
     }
     NT_EQ(nt_entries(dir), 0);
+    NT_CHECK(!nt_ledger_exists(dir), "the last area to close left the ledger behind");
 }
 
 int main(void)
