@@ -388,6 +388,19 @@ void res_flight_settle(res_dev_t *d, uint32_t ci, int gone)
         res_nvme_flight_settle(d, ci, gone);    /* (an NVMe move, or none) */
 }
 
+void res_flight_keep(res_dev_t *d, uint32_t ci)
+{
+    int i = flight_find(d, ci);
+    if (i >= 0 && !d->flights[i].in) {
+        /* Its copy still reads the chunk, which the caller's use may write unordered with it:
+         * the host waits for the copy first. */
+        res_event_wait(d->flights[i].ev, &d->blocked_flight_s);
+        flight_end(d, i, 1, 0);
+    } else if (i < 0) {
+        res_nvme_flight_settle(d, ci, 1);       /* (a move out stays: see there) */
+    }
+}
+
 void res_flight_use(res_dev_t *d, uint32_t ci, CUstream s, int ptds)
 {
     int i = flight_find(d, ci);
@@ -396,7 +409,12 @@ void res_flight_use(res_dev_t *d, uint32_t ci, CUstream s, int ptds)
         return;
     }
     if (!d->flights[i].in) {
-        flight_end(d, i, 1, 0);         /* an eviction: cancelled, the chunk may be written */
+        /* An eviction: cancelled, the chunk may be written, once its copy read it (s waits
+         * for the copy, or the host where s cannot). */
+        if (s == CU_STREAM_PER_THREAD || (!s && ptds) ||
+            DRV(cuStreamWaitEvent)(s, d->flights[i].ev->ev, 0) != CUDA_SUCCESS)
+            res_event_wait(d->flights[i].ev, &d->blocked_flight_s);
+        flight_end(d, i, 1, 0);
         return;
     }
     if (flight_end(d, i, 0, 1))

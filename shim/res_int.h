@@ -637,6 +637,11 @@ void res_flight_use(res_dev_t *d, uint32_t ci, CUstream s, int ptds);
 /* Chunk ci's move in flight ends now: the host waits for it where it must.  `gone`: the chunk
  * goes out of use (freed), so an eviction is cancelled rather than completed. */
 void res_flight_settle(res_dev_t *d, uint32_t ci, int gone);
+/* Chunk ci is about to be used where its use is not ordered by the flight's events: an
+ * eviction of it in flight is cancelled once its copy completed (the host waits), so that it
+ * stays mapped where it is; a prefetch runs on (an NVMe move completes or stays: see
+ * res_nvme_flight_settle). */
+void res_flight_keep(res_dev_t *d, uint32_t ci);
 /* Moves and memory whose copies completed are finished (d locked; queries only). */
 void res_flights_poll(res_dev_t *d);
 /* Every move in flight ends, the host waiting for them (d locked). */

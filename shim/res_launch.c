@@ -1038,7 +1038,9 @@ CUresult res_launch_begin(shim_launch_t *l)
         if (SHIM_UNLIKELY(res_policy_plan))
             res_plan_op(d, k, PLAN_LAUNCH, (uintptr_t)l->f, NULL, l->stream,
                         shim_hook_per_thread[l->hook]);
-        if (l->kind == SHIM_LAUNCH_GRAPH && !k->capturing &&
+        /* (A launch whose arguments the shim cannot read may reach other devices' memory
+         * through peer access as a graph may: it fences them too.) */
+        if ((l->kind == SHIM_LAUNCH_GRAPH || k->unknown) && !k->capturing &&
             atomic_load_explicit(&res_arenas, memory_order_acquire) > 1)
             fence_others_begin(k);
         if (!k->capturing &&

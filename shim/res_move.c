@@ -1216,6 +1216,8 @@ static void pin(res_dev_t *d, uint32_t ci)
     if (d->chunks[ci].pinned)
         return;
     if (SHIM_UNLIKELY(d->chunks[ci].moving))
+        res_flight_keep(d, ci);         /* (an eviction is cancelled: it stays mapped) */
+    if (SHIM_UNLIKELY(d->chunks[ci].moving))
         res_flight_settle(d, ci, 0);
     res_unlist(d, ci);
     d->chunks[ci].pinned = 1;
@@ -1226,8 +1228,12 @@ static void pin(res_dev_t *d, uint32_t ci)
 
 void res_hold(res_dev_t *d, uint32_t ci)
 {
+    /* (Its holder's use is not recorded: an eviction in flight is cancelled, so that the chunk
+     * stays where its holder finds it, mapped.) */
     if (SHIM_UNLIKELY(d->chunks[ci].moving))
-        res_flight_settle(d, ci, 0);    /* (its holder's use is not recorded) */
+        res_flight_keep(d, ci);
+    if (SHIM_UNLIKELY(d->chunks[ci].moving))
+        res_flight_settle(d, ci, 0);
     res_unlist(d, ci);
     if (d->chunks[ci].held++ == 0)
         d->nheld++;
@@ -1370,6 +1376,11 @@ int res_reach_away(res_dev_t *d, collect_t *k, int promote, int gap, const char 
     if (gap && must)
         for (size_t i = 0; i < k->n; i++)
             res_unhold(d, k->ids[i]);
+    /* (While the lock was dropped, another thread's plan may have started evicting some of
+     * k's chunks: those evictions are cancelled, as a use cancels them.) */
+    for (size_t i = 0; gap && i < k->n; i++)
+        if (SHIM_UNLIKELY(d->chunks[k->ids[i]].moving) && d->chunks[k->ids[i]].tier == TIER_GPU)
+            res_flight_keep(d, k->ids[i]);
     /* (Bringing chunks in, or another thread while the lock was dropped, may have sent some
      * of k's host chunks to NVMe: back they come, under the lock held until it is enqueued.) */
     if (d->nvme_on && res_nvme_reach(d, k) < 0)
