@@ -11,7 +11,8 @@
 # default (ample) budget; ELIXIR_GPU_MEMORY then gets a half, a quarter and an eighth of it.  The time of
 # one step is taken in the steady state, ((time of S2 steps) - (time of S1 steps)) / (S2 - S1),
 # which leaves out start-up, the first step's allocations and the final parameter download.
-# Both allocation patterns of train.py are measured; every run must give the digest of the
+# Both allocation patterns of train.py are measured, and the per-tensor one again on a device
+# without host VMM (ELIXIR_SIM_HOST_VMM=0); every run must give the digest of the
 # same job without the shim (the tests check that; here a mismatch voids the figures).
 set -u
 build=${BUILD:-build}
@@ -114,6 +115,30 @@ echo "  bound of bytes that must move / link bandwidth); MiB/st: migrated per st
 echo "  the planner's iteration time (its cost model) and its ratio to the measured planned step;"
 echo "  planned: ELIXIR_PLAN_UNMAP=0 (evicted memory stays mapped); unmapped: ELIXIR_PLAN_UNMAP=1"
 echo "  (the plan's evictions of memory whose every use was seen unmap it)"
+# novmm: per tensor on a device without host VMM (ELIXIR_SIM_HOST_VMM=0: evicted chunks are
+# unmapped in pinned host pieces), reactive against planned, at the per-tensor budgets.
+novmm() {
+    local peak frac pol r p
+    peak=$(gpu_peak "per-tensor-full-$s2")
+    for frac in 2 4 8; do
+        for pol in reactive plan; do
+            pair "per-tensor-novmm-$pol-$frac" per-tensor LD_PRELOAD="$shim" ELIXIR_POLICY=$pol \
+                ELIXIR_SIM_HOST_VMM=0 ELIXIR_GPU_MEMORY="$((peak / frac))M"
+        done
+    done
+    check_digests per-tensor
+    echo "  --alloc per-tensor without host VMM (ELIXIR_SIM_HOST_VMM=0):"
+    printf "  %-4s %10s %10s %8s %9s %7s\n" "" "reactive" "planned" "r/p" "predicted" "pred/p"
+    for frac in 2 4 8; do
+        r=per-tensor-novmm-reactive-$frac p=per-tensor-novmm-plan-$frac
+        awk -v f="1/$frac" -v r="$(step "$r")" -v p="$(step "$p")" -v pr="$(predicted "$p")" \
+            'BEGIN { printf "  %-4s %10.3f %10.3f %7.2fx", f, r, p, r / p
+                     if (pr != "") printf " %9.3f %7.2f\n", pr, pr / p
+                     else printf " %9s %7s\n", "no plan", "-" }'
+    done
+}
+
 measure per-tensor
 measure pooled
+novmm
 echo "  every run gave the same digest as the job without the shim"

@@ -223,7 +223,7 @@ static int emit(st_t *s, uint32_t op, uint32_t c, int from, int to, int wb, int 
 
 static int nvme_ok(const st_t *s, uint32_t c)
 {
-    return s->in->bufs[s->ix->chunk_buf[c]].nvme_ok && s->ix->cap[POL_NVME] > 0;
+    return s->ix->buf_nvme[s->ix->chunk_buf[c]] && s->ix->cap[POL_NVME] > 0;
 }
 
 /* ---------------------------------------------------------------- moves */
@@ -394,13 +394,15 @@ static void deaths(st_t *s, uint32_t i)
     }
 }
 
-/* Everything operation i (absolute T) reaches onto the GPU. */
+/* Everything operation i (absolute T) reaches onto the GPU; for one that runs in place
+ * (pol_op_in_place), only its chunks that have no memory yet (born, never placed). */
 static int demand(st_t *s, uint32_t i, uint64_t T)
 {
     const pol_index_t *ix = s->ix;
+    int in_place = pol_op_in_place(ix, i);
     for (uint64_t u = ix->op_use[i]; u < ix->op_use[i + 1]; u++) {
         uint32_t c = ix->use_chunk[u];
-        if (s->loc[c] == POL_GPU)
+        if (s->loc[c] == POL_GPU || (in_place && s->loc[c] != POL_NONE))
             continue;
         int rc = make_room(s, i, T);
         if (rc <= 0)
@@ -497,7 +499,7 @@ static int initial(st_t *s)
         int t = POL_GPU;
         for (int k = 0; !s->pin[c] && k < 4; k++) {
             t = order[k];
-            if (has_room(s, t) && (t != POL_NVME || s->in->bufs[b].nvme_ok))
+            if (has_room(s, t) && (t != POL_NVME || ix->buf_nvme[b]))
                 break;
         }
         if (!has_room(s, t))

@@ -238,7 +238,7 @@ static int w_move(walk_t *w, const pol_move_t *m, uint32_t i)
         return fail(w->err, w->len, "op %u: a move of bufs[%u] from %s to %s: moves have the "
                     "GPU at one end, or go from host to nvme", i, m->buf,
                     pol_tier_name(m->from), pol_tier_name(m->to));
-    if (m->to == POL_NVME && !in->bufs[m->buf].nvme_ok)
+    if (m->to == POL_NVME && !w->ix->buf_nvme[m->buf])
         return fail(w->err, w->len, "op %u: bufs[%u] goes to nvme, but it is not nvme_ok", i,
                     m->buf);
     if (in->bufs[m->buf].pinned && m->from != POL_NTIERS)
@@ -292,7 +292,7 @@ static int w_op(walk_t *w, const pol_plan_t *p, uint32_t i)
     int rc = w_moves(w, p, p->op_first[i], p->op_after[i], i);
     for (uint64_t u = ix->op_use[i]; !rc && u < ix->op_use[i + 1]; u++) {
         uint32_t c = ix->use_chunk[u];
-        if (w->loc[c] != POL_GPU)
+        if (w->loc[c] != POL_GPU && !(pol_op_in_place(ix, i) && w->loc[c] == POL_HOST))
             return fail(w->err, w->len, "op %u reaches bufs[%u] chunk %llu, which is on %s",
                         i, ix->chunk_buf[c],
                         (unsigned long long)(c - ix->chunk_base[ix->chunk_buf[c]]),

@@ -35,6 +35,7 @@ void pol_index_free(pol_index_t *ix)
     free(ix->chunk_first);
     free(ix->chunk_born_use);
     free(ix->buf_wrap);
+    free(ix->buf_nvme);
     free(ix->born_first);
     free(ix->born_list);
     free(ix->dies_first);
@@ -274,6 +275,13 @@ int pol_index_build(const pol_input_t *in, pol_index_t *ix)
     if (!rc)
         rc = index_runs(ix);
     free(last);
+    if (!rc && !(ix->buf_nvme = malloc(ix->nbufs ? ix->nbufs : 1)))
+        rc = -ENOMEM;
+    for (uint32_t b = 0; !rc && b < ix->nbufs; b++)
+        ix->buf_nvme[b] = in->bufs[b].nvme_ok;
+    for (uint32_t i = 0; !rc && i < ix->nops; i++)
+        for (uint64_t u = ix->op_use[i]; pol_op_in_place(ix, i) && u < ix->op_use[i + 1]; u++)
+            ix->buf_nvme[ix->chunk_buf[ix->use_chunk[u]]] = 0;  /* (reached where it is) */
     if (!rc)
         ix->forced = pol_forced_chunks(in, ix);
     if (rc)
@@ -306,7 +314,7 @@ uint64_t pol_min_gpu_chunks(const pol_input_t *in, const pol_index_t *ix, const 
     for (uint32_t i = 0; i < n; i++) {
         uint64_t need = 0;
         run += d[i];
-        for (uint64_t u = ix->op_use[i]; u < ix->op_use[i + 1]; u++)
+        for (uint64_t u = ix->op_use[i]; u < ix->op_use[i + 1] && !pol_op_in_place(ix, i); u++)
             need += !pin[ix->chunk_buf[ix->use_chunk[u]]];
         if (need + (uint64_t)run > worst)
             worst = need + (uint64_t)run;
@@ -332,8 +340,9 @@ uint64_t pol_forced_chunks(const pol_input_t *in, const pol_index_t *ix)
         return 0;
     for (uint64_t u = 0; u < ix->nuses; u++) {
         uint64_t nx = ix->use_next[u];
-        if (nx == POL_INF || !pol_needs_data(ix->use_acc[nx % ix->nuses]))
-            continue;
+        if (nx == POL_INF || !pol_needs_data(ix->use_acc[nx % ix->nuses]) ||
+            pol_op_in_place(ix, ix->use_op[nx % ix->nuses]))
+            continue;               /* (an operation in place reads it where it is) */
         uint32_t a = ix->use_op[u] + 1, b = ix->use_op[nx % ix->nuses];  /* [a, b] */
         if (nx < ix->nuses) {
             d[a]++, d[b + 1]--;

@@ -52,10 +52,21 @@ typedef struct pol_index {
     uint32_t *dies_first, *dies_list; /* and dying after it */
     uint32_t *life_born, *life_dies;  /* nbufs: the life born .. dies (inclusive) of a buffer
                                        * that is not permanent; dies < born wraps */
+    uint8_t *buf_nvme;          /* nbufs: may go to NVMe (nvme_ok, and no operation that
+                                 * reaches it runs in place: pol_op_in_place) */
     uint64_t forced;            /* pol_forced_chunks, computed once */
     uint64_t gpu_cap;           /* chunks */
     uint64_t cap[POL_NTIERS];   /* chunks per tier */
 } pol_index_t;
+
+/* Does operation i reach more chunks than the GPU holds?  Such an operation runs where its
+ * chunks are (in place: those in host memory are reached there, over the link), and the plan
+ * brings none in for it but those that have no memory yet; the other operations' moves are
+ * planned around it.  Not with a peer tier (a machine with one gets no plan then, -ENOSPC). */
+static inline int pol_op_in_place(const pol_index_t *ix, uint32_t i)
+{
+    return ix->op_use[i + 1] - ix->op_use[i] > ix->gpu_cap && ix->cap[POL_PEER] == 0;
+}
 
 /* 0, -EINVAL (a reference outside its buffer's life) or -ENOMEM.  `in` must have passed
  * pol_input_check. */

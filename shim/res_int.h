@@ -328,6 +328,7 @@ typedef struct collect {
     size_t n, cap;
     int unknown;                    /* some argument could not be inspected */
     int away;                       /* some chunk collected was not in GPU memory */
+    int in_place;                   /* the plan lets it run where its chunks are (res_plan_op) */
     int capturing;                  /* the stream captures: the work is not run now */
     int busy;                       /* this thread's collect is in use */
     uint32_t inline_ids[INLINE_IDS];

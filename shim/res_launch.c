@@ -44,7 +44,7 @@ static SHIM_ALWAYS_INLINE collect_t *collect_open(res_dev_t *d, CUcontext ctx)
     k->ids = k->inline_ids;
     k->n = 0;
     k->cap = INLINE_IDS;
-    k->unknown = k->capturing = k->away = 0;
+    k->unknown = k->capturing = k->away = k->in_place = 0;
     k->timed = 0;
     shim_lock(&d->lock);
     k->serial = next_serial(d);
@@ -1044,7 +1044,7 @@ CUresult res_launch_begin(shim_launch_t *l)
             atomic_load_explicit(&res_arenas, memory_order_acquire) > 1)
             fence_others_begin(k);
         if (!k->capturing &&
-            res_reach(d, k, 1, !k->fenced, shim_hook_names[l->hook], REFUSED) < 0) {
+            res_reach(d, k, !k->in_place, !k->fenced, shim_hook_names[l->hook], REFUSED) < 0) {
             r = CUDA_ERROR_OUT_OF_MEMORY;
             d->refused++;
         }

@@ -71,6 +71,8 @@ enum { P_WAIT, P_REC, P_TIME, P_EXEC, P_OFF };    /* P_TIME: the profile's times
 
 typedef struct res_plan {
     int state;
+    uint64_t gpu_chunks;        /* the plan's GPU room: an operation reaching more runs in
+                                 * place (pol_op_in_place), nothing brought in for it */
     int64_t iter;               /* the iteration this device last saw */
     int64_t waited;             /* iterations seen while waiting to profile */
     /* The profile. */
@@ -385,6 +387,7 @@ static void plan_now(res_dev_t *d, res_plan_t *p)
     }
     double t0 = res_now_s();
     int r = pol_plan(&in, NULL, &p->plan);
+    p->gpu_chunks = in.m.cap[POL_GPU] / d->chunk;
     if (r < 0) {
         size_t most = 0;
         for (size_t i = 0; i < p->nops; i++) {
@@ -686,6 +689,10 @@ void res_plan_op(res_dev_t *d, collect_t *k, int kind, uintptr_t what, const shi
     int64_t i = plan_step(d, kind, what, k->ids, k->n, c, s, k->serial);
     if (i >= 0)
         res_ptime_op(d, k, (uint32_t)i);
+    /* (An operation the plan lets run in place: its chunks in host memory are not brought in,
+     * which would evict what the plan keeps for the next ones.) */
+    const res_plan_t *p = d->plan;
+    k->in_place = p && p->state == P_EXEC && k->n > p->gpu_chunks;
 }
 
 void res_plan_fast(res_dev_t *d, CUcontext ctx, CUfunction f, const uint32_t *ids, unsigned n,
