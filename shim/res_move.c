@@ -1324,6 +1324,15 @@ static void pin_everything(res_dev_t *d)
               "%u held chunks resident", d->device, gpu, host, held);
 }
 
+/* The unmapped host chunks operation k reaches are mapped back (those a launch could not
+ * bring into GPU memory, and every one a copy reaches). */
+static void unmapped_reached(res_dev_t *d, collect_t *k)
+{
+    for (size_t i = 0; d->nunmapped && i < k->n; i++)
+        if (d->chunks[k->ids[i]].unmapped)
+            res_unmapped_restore(d, k->ids[i]);
+}
+
 /*
  * Make what operation k reaches usable by the device before it is enqueued.  Where host
  * memory is mapped, chunks on the host are brought into GPU memory as far as the budget
@@ -1339,15 +1348,6 @@ static void pin_everything(res_dev_t *d)
  * follows), and the wrapper returns CUDA_ERROR_OUT_OF_MEMORY rather than enqueue work that
  * would fault and take the context with it.
  */
-/* The unmapped host chunks operation k reaches are mapped back (those a launch could not
- * bring into GPU memory, and every one a copy reaches). */
-static void unmapped_reached(res_dev_t *d, collect_t *k)
-{
-    for (size_t i = 0; d->nunmapped && i < k->n; i++)
-        if (d->chunks[k->ids[i]].unmapped)
-            res_unmapped_restore(d, k->ids[i]);
-}
-
 int res_reach_away(res_dev_t *d, collect_t *k, int promote, int gap, const char *what,
                    const char *then)
 {
