@@ -5,7 +5,9 @@
  * address.  With host memory mapped and without it (where evictions unmap and shadows are
  * not used).
  *
- * Under libelixir.so with an 8 MiB GPU budget (four 2 MiB chunks): A and B, 8 MiB each, are
+ * Under libelixir.so with the reactive engine (under the plan each verify, which reaches more
+ * than the GPU holds, would run in place and nothing would migrate) and an 8 MiB GPU budget
+ * (four 2 MiB chunks): A and B, 8 MiB each, are
  * filled by kernels, then used in turn for four rounds, each verifying A (which brings A in
  * and sends B out) and then B: sixteen migrations a round.  In the last round, where every
  * target is memory that received a migration before (the spares), each migration must make
@@ -60,7 +62,8 @@ static void scenario(void)
 
 static void run(const char *what, const char *host_vmm)
 {
-    const char *env[] = { "ELIXIR_GPU_MEMORY=8M", "ELIXIR_STATS=1", host_vmm, NULL };
+    const char *env[] = { "ELIXIR_GPU_MEMORY=8M", "ELIXIR_STATS=1", "ELIXIR_POLICY=reactive",
+                          host_vmm, NULL };
     int mapped = strcmp(host_vmm, "ELIXIR_SIM_HOST_VMM=0") != 0;
     sh_run_t r = sh_run_ok("scenario", env);
     long long moved = sh_stat(r.err, "migrations to host ");

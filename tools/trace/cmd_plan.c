@@ -152,6 +152,21 @@ static const char *no_plan_text(int rc)
                          : strerror(-rc);
 }
 
+/* Operations of x that reach more chunks than m's GPU holds: the planner leaves them in
+ * place, at their recorded device time. */
+static size_t in_place_ops(const tp_input_t *x, const pol_machine_t *m)
+{
+    size_t n = 0;
+    uint64_t cap = m->cap[POL_GPU] / m->chunk;
+    for (size_t i = 0; i < x->in.nops; i++) {
+        uint64_t chunks = 0;
+        for (uint32_t j = 0; j < x->in.ops[i].nref; j++)
+            chunks += x->in.refs[x->in.ops[i].ref + j].nchunks;
+        n += chunks > cap;
+    }
+    return n;
+}
+
 static void print_text(const tm_trace_t *t, const tp_input_t *x, const pol_machine_t *m,
                        const point_t *p)
 {
@@ -182,6 +197,11 @@ static void print_text(const tm_trace_t *t, const tp_input_t *x, const pol_machi
            text_ns((uint64_t)r->bound_ns, b[4]));
     printf("  waiting for moves %s, host time in mapping calls %s\n",
            text_ns((uint64_t)r->stall_ns, b[0]), text_ns((uint64_t)r->map_ns, b[1]));
+    size_t big = in_place_ops(x, m);
+    if (big)
+        printf("  %zu operations reach more than the GPU holds: they run in place, at their "
+               "recorded device time (what they read and write over the link is not "
+               "counted)\n", big);
     int moved = 0;
     for (int tier = POL_PEER; tier < POL_NTIERS; tier++)
         moved |= r->bytes[tier][0] || r->bytes[tier][1];
@@ -406,7 +426,9 @@ const cli_cmd_t cmd_plan = {
         "max(compute, bytes that must move / link bandwidth), the bytes each link carries,\n"
         "each tier's peak and the configuration chosen.  Operations without device times\n"
         "count as taking none: record with ELIXIR_TRACE and the default profiling options.\n"
-        "Mapping calls cost 50 us per extent moved plus 8 us per 2 MiB chunk of it.\n"
+        "Mapping calls cost 1 us per move plus 65 us per 2 MiB chunk of it, and the host\n"
+        "1 us per operation issued.  An operation that reaches more chunks than the GPU\n"
+        "holds runs in place, at its recorded device time.\n"
         "--sweep repeats the plan for GPU memory sizes up to the iteration's footprint.",
     .opts = plan_opts,
     .run = run_plan,
