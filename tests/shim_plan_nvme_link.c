@@ -54,23 +54,6 @@ static void scenario(void)
     CHECK_CU(cuStreamDestroy(s));
 }
 
-/* The number after `key` in text (its first occurrence), or -1. */
-static double after(const char *text, const char *key)
-{
-    const char *p = strstr(text, key);
-    double v;
-    return p && sscanf(p + strlen(key), "%lf", &v) == 1 ? v : -1;
-}
-
-static void near(double got, double want, double tol, const char *what, const char *err)
-{
-    if (got < want * (1 - tol) || got > want * (1 + tol)) {
-        fprintf(stderr, "%s\n%s: expected %.3f (within %.0f%%), got %.3f\n", err, what, want,
-                tol * 100, got);
-        exit(1);
-    }
-}
-
 /* GB/s of one chunk's I/O on the simulator's drive: its transfer at gbs plus the latency. */
 static double chunk_gbs(double gbs)
 {
@@ -98,16 +81,17 @@ static void run(const char *budget, int paged)
     const char *line = strstr(r.err, "the plan's NVMe link:");
     EXPECT(line, "the plan's NVMe link in the log:\n%s", r.err);
     const char *end = strchr(line, '\n');
-    double rd = after(line, "reads "), wr = after(line, "writes ");
+    double rd = sh_after(line, "reads "), wr = sh_after(line, "writes ");
     printf("budget %s: %.*s\n", budget, end ? (int)(end - line) : (int)strlen(line), line);
     if (paged) {
-        near(rd, chunk_gbs(READ_GBS), 0.03, "NVMe reads, GB/s", line);
-        near(wr, chunk_gbs(WRITE_GBS), 0.03, "NVMe writes, GB/s", line);
-        EXPECT(after(line, "(measured over ") >= 16 && after(line, "(measured over ") < 1000 &&
-               strstr(line, "writes") && strstr(strstr(line, "writes"), "(measured over "),
+        sh_near(rd, chunk_gbs(READ_GBS), 0.03, "NVMe reads, GB/s", line);
+        sh_near(wr, chunk_gbs(WRITE_GBS), 0.03, "NVMe writes, GB/s", line);
+        double mib = sh_after(line, "(measured over ");
+        EXPECT(mib >= 16 && mib < 1000 && strstr(line, "writes") &&
+               strstr(strstr(line, "writes"), "(measured over "),
                "both directions measured:\n%s", line);
         const char *st = strstr(r.err, "NVMe plan: link reads ");
-        EXPECT(st && after(st, "link reads ") == rd && strstr(st, "(measured over "),
+        EXPECT(st && sh_after(st, "link reads ") == rd && strstr(st, "(measured over "),
                "the statistics give the link the plan used:\n%s", r.err);
     } else {
         EXPECT(rd == 7.0 && wr == 5.0 && strstr(line, "reads 7.00 GB/s (default)") &&

@@ -83,14 +83,6 @@ static void scenario(void)
     CHECK_CU(cuMemFreeHost(host));
 }
 
-/* The number after `key` in text (its first occurrence), or -1. */
-static double after(const char *text, const char *key)
-{
-    const char *p = strstr(text, key);
-    double v;
-    return p && sscanf(p + strlen(key), "%lf", &v) == 1 ? v : -1;
-}
-
 /* The number before `key` in text (its first occurrence), or -1. */
 static double before(const char *text, const char *key)
 {
@@ -99,16 +91,7 @@ static double before(const char *text, const char *key)
         p--;
     while (p && p > text && (p[-1] == '.' || (p[-1] >= '0' && p[-1] <= '9')))
         p--;
-    return p ? after(p, "") : -1;
-}
-
-static void near(double got, double want, double tol, const char *what, const char *err)
-{
-    if (got < want * (1 - tol) || got > want * (1 + tol)) {
-        fprintf(stderr, "%s\n%s: expected %.3f (within %.0f%%), got %.3f\n", err, what, want,
-                tol * 100, got);
-        exit(1);
-    }
+    return p ? sh_after(p, "") : -1;
 }
 
 /* One run with GPU budget `budget`; paged: the reactive engine migrates in it. */
@@ -123,17 +106,17 @@ static void run(const char *budget, int paged)
     const char *line = strstr(r.err, "device 0: planned");
     const char *mach = strstr(r.err, "the plan's machine:");
     EXPECT(line && mach, "a plan and its machine in the log:\n%s", r.err);
-    double compute = after(line, " against ");
-    double timed = after(mach, "machine: "), untimed = before(mach, " untimed");
-    double to = after(mach, "host link "), from = before(mach, " GB/s back");
+    double compute = sh_after(line, " against ");
+    double timed = sh_after(mach, "machine: "), untimed = before(mach, " untimed");
+    double to = sh_after(mach, "host link "), from = before(mach, " GB/s back");
     printf("budget %s: compute %.3f ms (modelled %.3f), %.0f operations timed, %.0f untimed; "
            "link %.2f GB/s to the GPU, %.2f back\n", budget, compute, modelled_ms(), timed,
            untimed, to, from);
-    near(compute, modelled_ms(), 0.02, "the profiled iteration's compute, ms", line);
+    sh_near(compute, modelled_ms(), 0.02, "the profiled iteration's compute, ms", line);
     EXPECT(timed >= NBUF + 2 && untimed == 0, "every operation timed:\n%s", mach);
     if (paged) {
-        near(to, H2D_GBS, 0.03, "the link to the GPU, GB/s", mach);
-        near(from, D2H_GBS, 0.03, "the link back, GB/s", mach);
+        sh_near(to, H2D_GBS, 0.03, "the link to the GPU, GB/s", mach);
+        sh_near(from, D2H_GBS, 0.03, "the link back, GB/s", mach);
     } else {
         EXPECT(strstr(mach, "GB/s to the GPU (default)") && strstr(mach, "GB/s back (default)"),
                "the link's default figures without migrations:\n%s", mach);

@@ -244,6 +244,25 @@ static inline long long sh_migrations_out(const char *err, int dev)
     return sh_stat(err, key);
 }
 
+/* The number after `key` in text (its first occurrence), or -1. */
+static inline double sh_after(const char *text, const char *key)
+{
+    const char *p = strstr(text, key);
+    double v;
+    return p && sscanf(p + strlen(key), "%lf", &v) == 1 ? v : -1;
+}
+
+/* got must be want within the fraction tol, or the test fails, showing err (a log). */
+static inline void sh_near(double got, double want, double tol, const char *what,
+                           const char *err)
+{
+    if (got < want * (1 - tol) || got > want * (1 + tol)) {
+        fprintf(stderr, "%s\n%s: expected %.3f (within %.0f%%), got %.3f\n", err, what, want,
+                tol * 100, got);
+        exit(1);
+    }
+}
+
 /* sh_run(mode, 1, env), which must exit 0; otherwise print its output and exit 1. */
 static inline sh_run_t sh_run_ok(const char *mode, const char *const *env)
 {
