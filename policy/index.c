@@ -282,8 +282,10 @@ int pol_index_build(const pol_input_t *in, pol_index_t *ix)
     for (uint32_t i = 0; !rc && i < ix->nops; i++)
         for (uint64_t u = ix->op_use[i]; pol_op_in_place(ix, i) && u < ix->op_use[i + 1]; u++)
             ix->buf_nvme[ix->chunk_buf[ix->use_chunk[u]]] = 0;  /* (reached where it is) */
-    if (!rc)
-        ix->forced = pol_forced_chunks(in, ix);
+    if (!rc) {
+        uint64_t crossing = pol_forced_chunks(in, ix), least = pol_least_fetches(in, ix);
+        ix->forced = crossing > least ? crossing : least;
+    }
     if (rc)
         pol_index_free(ix);
     return rc;
@@ -321,42 +323,4 @@ uint64_t pol_min_gpu_chunks(const pol_input_t *in, const pol_index_t *ix, const 
     }
     free(d);
     return worst;
-}
-
-/* The chunks that must come in over a link at least once per iteration, whatever the plan.
- * Take a position x (before op x) and the set L(x) of the chunks whose next use, within one
- * iteration from x, needs data they hold at x (pol_needs_data: not a whole overwrite, in the
- * same life).  At x the GPU holds at most gpu_cap of them, so at least |L(x)| - gpu_cap are
- * elsewhere, and each of those distinct chunks comes to the GPU, with a copy, before its
- * next use, all within the one iteration after x.  So max over x of |L(x)| - gpu_cap, counted
- * here over a difference array with wrap-around.  Only what the input says counts: a buffer
- * described as permanent holds data between its last use and its first, one born and dying
- * inside the iteration holds none before its first use or after its last. */
-uint64_t pol_forced_chunks(const pol_input_t *in, const pol_index_t *ix)
-{
-    uint32_t n = ix->nops;
-    int64_t *d = calloc(n + 1, sizeof(int64_t));
-    if (!d)
-        return 0;
-    for (uint64_t u = 0; u < ix->nuses; u++) {
-        uint64_t nx = ix->use_next[u];
-        if (nx == POL_INF || !pol_needs_data(ix->use_acc[nx % ix->nuses]) ||
-            pol_op_in_place(ix, ix->use_op[nx % ix->nuses]))
-            continue;               /* (an operation in place reads it where it is) */
-        uint32_t a = ix->use_op[u] + 1, b = ix->use_op[nx % ix->nuses];  /* [a, b] */
-        if (nx < ix->nuses) {
-            d[a]++, d[b + 1]--;
-        } else {                /* wraps: [a, n) and [0, b] */
-            d[a]++, d[n]--;
-            d[0]++, d[b + 1]--;
-        }
-    }
-    int64_t run = 0, most = 0;
-    for (uint32_t x = 0; x < n; x++) {
-        run += d[x];
-        if (run > most)
-            most = run;
-    }
-    free(d);
-    return (uint64_t)most > ix->gpu_cap ? (uint64_t)most - ix->gpu_cap : 0;
 }

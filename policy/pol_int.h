@@ -54,7 +54,7 @@ typedef struct pol_index {
                                        * that is not permanent; dies < born wraps */
     uint8_t *buf_nvme;          /* nbufs: may go to NVMe (nvme_ok, and no operation that
                                  * reaches it runs in place: pol_op_in_place) */
-    uint64_t forced;            /* pol_forced_chunks, computed once */
+    uint64_t forced;            /* the chunks that must come in (bound.c), computed once */
     uint64_t gpu_cap;           /* chunks */
     uint64_t cap[POL_NTIERS];   /* chunks per tier */
 } pol_index_t;
@@ -76,9 +76,14 @@ void pol_index_free(pol_index_t *ix);
 int pol_buf_alive(const pol_input_t *in, const pol_index_t *ix, uint32_t b, uint32_t op);
 /* The smallest GPU capacity, in chunks, some operation needs with the pinned chunks. */
 uint64_t pol_min_gpu_chunks(const pol_input_t *in, const pol_index_t *ix, const uint8_t *pin);
-/* The lower bound of the iteration's link bytes to the GPU: the most chunks ever alive,
- * holding data a later use reads, beyond the GPU's capacity. */
+
+/* ---------------------------------------------------------------- bound.c */
+
+/* Lower bounds of the chunks that come to the GPU with a copy in one iteration, whatever the
+ * plan (pol_index_build keeps the larger in forced): the most chunks ever alive holding data
+ * a later use reads, beyond the GPU's capacity; and Belady's MIN over repeated iterations. */
 uint64_t pol_forced_chunks(const pol_input_t *in, const pol_index_t *ix);
+uint64_t pol_least_fetches(const pol_input_t *in, const pol_index_t *ix);
 
 /* ---------------------------------------------------------------- belady.c */
 

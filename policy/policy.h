@@ -139,7 +139,7 @@ typedef struct pol_result {
     double compute_ns;          /* the operations alone: the unlimited GPU's time (the
                                  * busiest stream's, or the host's to issue them all) */
     double bound_ns;            /* a lower bound: max(compute, chunks that must come in
-                                 * / the links' rates; see replay.c) */
+                                 * / the links' rates; see bound.c and replay.c) */
     double stall_ns;            /* time operations waited for moves */
     double map_ns;              /* host time in mapping calls */
     uint64_t bytes[POL_NTIERS][2];  /* bytes moved over link[t]: [t][0] to GPU, [t][1] from */

@@ -249,7 +249,7 @@ static int rp_init(rp_t *p, const pol_input_t *in, const pol_index_t *ix, const 
     return 0;
 }
 
-/* The least time the forced chunks (pol_forced_chunks) take to come in: each comes over
+/* The least time the forced chunks (bound.c) take to come in: each comes over
  * one link to the GPU, at no more than that link's rate (to_gpu_gbs, or duplex_gbs when
  * lower), and the links of the tiers present work side by side, so no faster than at the sum
  * of their rates.  (Capacities are not counted: a chunk waiting in host memory may reach the
