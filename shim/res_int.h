@@ -19,7 +19,7 @@
 
 #define MAX_DEVICES 16
 #define RESERVE_MIN (64ull << 20)
-#define SPARES 8            /* physical chunks kept per tier for the next migration */
+#define SPARES 64           /* physical chunks kept per tier for the next migration */
 #define MAX_STREAMS 64      /* application streams whose uses are recorded lazily, per device */
 #define KCACHE 256          /* kernels whose parameter layout is cached, per device */
 #define KPROBE 8            /* slots of the layout cache tried per kernel */
