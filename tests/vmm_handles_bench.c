@@ -11,6 +11,7 @@
  * simulator charges a range-wide cuMemSetAccess per handle; it times nothing.  Also: every
  * N has every step for the device and for host memory, a device without host VMM gets a
  * skip line instead of host rows, and a bad run count is refused naming the accepted values.
+ * Against a real driver (`make gpu-check`, check sim) it skips: the figures are a GPU's.
  */
 #include <math.h>
 #include <stdio.h>
@@ -106,6 +107,12 @@ static int run(const char *env, const char *args, int seen[2][NCOUNTS][NSTEPS], 
 int main(void)
 {
     int seen[2][NCOUNTS][NSTEPS] = { { { 0 } } }, skip = 0, sim = 0;
+
+    CHECK_CU(cuInit(0));            /* (and links libcuda.so.1, whose symbols tell which) */
+    if (!st_simulated()) {
+        puts("skip: the figures are checked against the simulator's model");
+        return TEST_SKIP;
+    }
 
     EXPECT(run("ELIXIR_SIM_ALLOC_COSTS=1", "-n 3", seen, &skip, &sim) == 0, "exit status 0");
     EXPECT(sim, "the bench to say that it reads the simulator's virtual clock");
