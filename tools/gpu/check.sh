@@ -29,7 +29,8 @@
 # torch  tools/gpu/torch_mlp.py (when python3 imports torch): without the shim, under it
 #        unlimited and with the budget at 1/2 and 1/4 of the caching allocator's peak: the same
 #        digest.
-# bench  bench/shim_launch and bench/shim_alloc on the real driver (figures only).
+# bench  bench/shim_launch, bench/shim_alloc and bench/vmm_handles on the real driver (figures
+#        only).
 # sim    every C test program run directly against the real driver (no simulator): a table of
 #        exit codes in OUTDIR/sim.txt, to compare the simulator's semantics with the driver's.
 #        Tests whose kernels are host functions cannot pass here (their PTX bodies are empty);
@@ -321,7 +322,7 @@ check_torch() {
 # ---------------------------------------------------------------- benchmarks
 check_bench() {
     local b
-    for b in shim_launch shim_alloc; do
+    for b in shim_launch shim_alloc vmm_handles; do
         if run "bench-$b" 300 env BUILD="$BUILD" "$BUILD/bench/$b"; then
             pass "bench/$b on the GPU (figures in bench-$b.out)"
         else
