@@ -648,6 +648,11 @@ void res_flights_poll(res_dev_t *d);
 /* Every move in flight ends, the host waiting for them (d locked). */
 void res_flights_drain(res_dev_t *d);
 
+/* ---------------------------------------------------------------- res_nccl.c */
+/* Is the calling thread inside NCCL's own function?  The launches it makes there are part of
+ * the NCCL call's operation, timed with it, not operations of the plan of their own. */
+int res_nccl_inside(void);
+
 /* ---------------------------------------------------------------- res_plan.c */
 /* What an operation of the plan's kinds is, for its signature (res_plan_op). */
 enum { PLAN_LAUNCH, PLAN_COPY, PLAN_MEMSET, PLAN_NCCL };
@@ -660,6 +665,14 @@ extern int res_policy_plan;
  * memset (NULL for a launch), whose operands say which chunks it reads and writes. */
 void res_plan_op(res_dev_t *d, collect_t *k, int kind, uintptr_t what, const shim_copy_t *c,
                  CUstream s, int ptds);
+/* How an operation reaches the chunk [lo, hi) of its arena: enum pol_access (res_plan_nccl). */
+typedef uint8_t (*res_access_fn_t)(const void *arg, uint64_t lo, uint64_t hi);
+/* res_plan_op's form for an NCCL call's chunks on d (k, d locked, reached after it), `what`
+ * its kind for the signature, acc(arg, ...) how it reaches each chunk: its chunks with moves
+ * in flight are settled after the plan's moves before it were issued, so that s waits for
+ * the prefetches it needs by events (the host waits for none of them). */
+void res_plan_nccl(res_dev_t *d, collect_t *k, uintptr_t what, res_access_fn_t acc,
+                   const void *arg, CUstream s);
 /* The fast launch path's form: chunks ids[0, n) of a launch of f on s (of context ctx). */
 void res_plan_fast(res_dev_t *d, CUcontext ctx, CUfunction f, const uint32_t *ids, unsigned n,
                    CUstream s);
@@ -686,6 +699,9 @@ void res_ptime_drop(res_dev_t *d);
 void res_ptime_op(res_dev_t *d, collect_t *k, uint32_t i);
 void res_ptime_before(res_dev_t *d, collect_t *k, CUstream s, int ptds);
 void res_ptime_after(res_dev_t *d, collect_t *k, CUresult r, CUstream s, int ptds);
+/* Instead of res_ptime_after: operation k runs nothing of its own, its work counted in a later
+ * operation's time (the calls of an NCCL group on one stream run as one): timed at 0. */
+void res_ptime_merged(res_dev_t *d, collect_t *k);
 /* The fast launch path's profiled operation i (context ctx) about to be enqueued on s (d
  * locked); its end is res_plan_fast_done (shim.h). */
 void res_ptime_fast(res_dev_t *d, uint32_t i, CUcontext ctx, CUstream s);

@@ -14,9 +14,30 @@
  * A range of unknown size (an element type the shim does not know) holds its whole allocation.
  * On a capturing stream nothing is held: the work runs when its graph is launched, and graph
  * launches are fences (res_launch.c).
+ *
+ * The plan (ELIXIR_POLICY=plan, res_plan.c).  Each call is an operation of the iteration on
+ * each device whose chunks it reaches, on its stream, in the order the host made the calls: a
+ * call inside a group is an operation of its own, issued where it was called (its buffers are
+ * held from there), though NCCL enqueues the group's work at its end.  It reads the chunks of
+ * its send range and writes those of its receive range: overwrites them where the range
+ * covers a chunk whole and the call writes its receive buffer on every rank (all but reduce
+ * and gather, which write only the root's), reads and writes a chunk of both (in place) or of
+ * a range of unknown size.  While the plan is followed, the call is matched against it, the
+ * moves the plan puts before it are issued first, and its stream waits by events for the
+ * prefetches of its chunks still in flight, as a launch's does; the host waits for no
+ * migration the plan started, so no rank waits for another's transfers.  What is still away
+ * is brought in as before, by the reactive engine.  The launches NCCL makes inside the call
+ * are part of it: no operations of the plan of their own (they are still made resident as
+ * every launch is).  Its device time comes from two timing events on its stream (res_plan_time.c),
+ * one before the call (after its chunks were brought in), one after the call that enqueued
+ * its work returned: the call itself, or a group's outermost ncclGroupEnd.  The calls of a
+ * group on one stream run as one piece of work, whose time the last of them takes; the others
+ * count 0.  A call on a non-blocking communicator (ncclInProgress) may enqueue its work after
+ * it returns: it is not timed.
  */
 #include <stdlib.h>
 
+#include "../policy/policy.h"
 #include "res_int.h"
 
 /* What one NCCL call holds on one device. */
@@ -30,6 +51,38 @@ struct res_nccl {
     int ndev;
     held_dev_t dev[2];              /* the devices owning the send and receive ranges */
 };
+
+/* Depth of the calling thread's calls into NCCL's own functions. */
+static SHIM_TLS int inside;
+
+void res_nccl_library(int enter)
+{
+    inside += enter ? 1 : -1;
+}
+
+int res_nccl_inside(void)
+{
+    return inside > 0;
+}
+
+/* Does [p, p + bytes) meet [lo, hi)? */
+static int meets(uint64_t p, uint64_t bytes, uint64_t lo, uint64_t hi)
+{
+    return p && p < hi && p + bytes > lo;
+}
+
+/* How call o reaches the chunk [lo, hi) of its arena (res_access_fn_t; see the top). */
+static uint8_t access_of(const void *arg, uint64_t lo, uint64_t hi)
+{
+    const res_nccl_op_t *o = arg;
+    uint64_t p = o->ptr[1], n = o->bytes[1];
+    if ((o->ptr[0] && !o->bytes[0]) || (p && !n))
+        return POL_RW;
+    uint8_t a = meets(o->ptr[0], o->bytes[0], lo, hi) ? POL_READ : 0;
+    if (meets(p, n, lo, hi))
+        a = a ? POL_RW : o->recv_whole && p <= lo && p + n >= hi ? POL_OVERWRITE : POL_WRITE;
+    return a ? a : POL_RW;
+}
 
 static uint32_t chunk_of(const res_dev_t *d, uint64_t off)
 {
@@ -51,8 +104,10 @@ static void add_range(collect_t *k, uint64_t p, uint64_t bytes)
             res_collect_chunk(k, ci);
 }
 
-/* The entry of h for device d (added when new; not locked yet).  Its context is the caller's:
- * NCCL's NULL stream is the legacy stream of the current context, as a launch's is. */
+/* The entry of h for device d (added when new; not locked yet).  Its context is the stream's,
+ * whose events it records (one thread may drive the ranks of several devices, whichever
+ * context is current): the current one for NCCL's NULL stream, the legacy stream of the
+ * current context, as a launch's is. */
 static held_dev_t *entry_for(res_nccl_t *h, res_dev_t *d, CUcontext ctx)
 {
     for (int i = 0; i < h->ndev; i++)
@@ -87,8 +142,9 @@ static void unlock_all(res_nccl_t *h)
         shim_unlock(&h->dev[i].d->lock);
 }
 
-res_nccl_t *res_nccl_begin(const uint64_t ptr[2], const uint64_t bytes[2], CUstream s)
+res_nccl_t *res_nccl_begin(const res_nccl_op_t *op, CUstream s)
 {
+    const uint64_t *ptr = op->ptr, *bytes = op->bytes;
     res_dev_t *owner[2] = { NULL, NULL };
     res_nccl_t *h;
     if (res_stream_capturing(s, 0))
@@ -97,9 +153,7 @@ res_nccl_t *res_nccl_begin(const uint64_t ptr[2], const uint64_t bytes[2], CUstr
         owner[i] = ptr[i] ? res_owner(ptr[i]) : NULL;
     if ((!owner[0] && !owner[1]) || !(h = calloc(1, sizeof(*h))))
         return NULL;
-    CUcontext ctx = NULL;
-    if (DRV(cuCtxGetCurrent)(&ctx) != CUDA_SUCCESS)
-        ctx = NULL;
+    CUcontext ctx = res_stream_ctx(s);
     h->stream = s;
     for (int i = 0; i < 2; i++)
         if (owner[i])
@@ -111,30 +165,45 @@ res_nccl_t *res_nccl_begin(const uint64_t ptr[2], const uint64_t bytes[2], CUstr
     for (int i = 0; i < h->ndev; i++) {
         held_dev_t *e = &h->dev[i];
         relax_t rx = relax_begin();
+        if (SHIM_UNLIKELY(res_policy_plan))
+            res_plan_nccl(e->d, &e->k, (uintptr_t)op->name, access_of, op, s);
         /* (Other devices' locks held.)  Not refused where it does not fit: the other ranks
          * would wait for it forever. */
-        res_reach(e->d, &e->k, 1, 0, "an NCCL call",
+        res_reach(e->d, &e->k, !e->k.in_place, 0, "an NCCL call",
                   "it goes ahead, and faults where it reaches them");
-        relax_end(rx);
         for (size_t j = 0; j < e->k.n; j++)
             res_hold(e->d, e->k.ids[j]);
+        if (SHIM_UNLIKELY(e->k.timed))
+            res_ptime_before(e->d, &e->k, s, 0);
+        relax_end(rx);
     }
     unlock_all(h);
     return h;
 }
 
-void res_nccl_end(res_nccl_t *h, int used)
+/* The end of h's time on each device (d locked): `how` as res_nccl_end's, or merged: its
+ * work runs with a later call's of its group on its stream. */
+static void time_end(held_dev_t *e, CUstream s, int how, int merged)
 {
-    if (!h)
+    if (!e->k.timed)
         return;
+    if (merged || how == RES_NCCL_NOTHING)
+        res_ptime_merged(e->d, &e->k);
+    else
+        res_ptime_after(e->d, &e->k, how == RES_NCCL_DONE ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY,
+                        s, 0);
+}
+
+static void end(res_nccl_t *h, int how, int merged)
+{
     lock_all(h);
     for (int i = 0; i < h->ndev; i++) {
         held_dev_t *e = &h->dev[i];
-        if (used) {
-            relax_t rx = relax_begin();
+        relax_t rx = relax_begin();
+        time_end(e, h->stream, how, merged);
+        if (how != RES_NCCL_FAILED)
             res_finish(e->d, &e->k, h->stream, 0);
-            relax_end(rx);
-        }
+        relax_end(rx);
         for (size_t j = 0; j < e->k.n; j++)
             res_unhold(e->d, e->k.ids[j]);
     }
@@ -143,4 +212,21 @@ void res_nccl_end(res_nccl_t *h, int used)
         if (h->dev[i].k.ids != h->dev[i].k.inline_ids)
             free(h->dev[i].k.ids);
     free(h);
+}
+
+void res_nccl_end(res_nccl_t *h, int how)
+{
+    if (h)
+        end(h, how, 0);
+}
+
+void res_nccl_group_end(res_nccl_t *const *h, size_t n, int how)
+{
+    for (size_t i = 0; i < n; i++) {
+        int merged = 0;
+        for (size_t j = i + 1; h[i] && j < n && !merged; j++)
+            merged = h[j] && h[j]->stream == h[i]->stream;
+        if (h[i])
+            end(h[i], how, merged);
+    }
 }

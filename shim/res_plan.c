@@ -10,14 +10,16 @@
  *
  * Profiling.  The second iteration the detector finds (the first allocates) is recorded, per
  * device, under the device's lock: each operation the shim collects (launches, copies,
- * memsets; the fast launch path included) with its stream, a signature (kind, kernel or copy
- * kind, number of chunk runs) and the chunks it reaches as runs per buffer.  A buffer is an
- * arena allocation's chunks (a slab chunk, shared by small allocations, is a buffer of its
- * own).  Buffers that outlive the iteration are keyed by their arena address (their first
+ * memsets, NCCL calls: res_nccl.c; the fast launch path included) with its stream, a
+ * signature (kind, kernel, copy kind or NCCL call's kind, number of chunks) and the chunks it
+ * reaches as runs per buffer.  The launches NCCL makes inside a call are part of the call.
+ * A buffer is an arena allocation's chunks (a slab chunk, shared by small allocations, is a
+ * buffer of its own).  Buffers that outlive the iteration are keyed by their arena address (their first
  * chunk); those allocated inside it by their allocation order within the iteration and their
  * size, so that the plan applies when the next iteration's allocation lands elsewhere.
  * Access: a launch reads and writes what it reaches; a copy reads its source and writes its
- * destination, overwriting the chunks it covers whole, as a memset does.  Each operation's
+ * destination, overwriting the chunks it covers whole, as a memset does; an NCCL call as
+ * res_nccl.c says.  Each operation's
  * device time is measured with events around it, and the host link's rate each way from the
  * reactive engine's migrations in that iteration (res_plan_time.c).
  *
@@ -89,6 +91,7 @@ typedef struct res_plan {
     uint32_t births;            /* allocations so far in this iteration */
     CUstream streams[PLAN_STREAMS];
     uint32_t nstreams;
+    uint32_t nccl_ops;          /* NCCL calls among the operations */
     /* The plan. */
     pol_plan_t *plan;
     uint32_t *born;             /* birth order -> buffer, for buffers born in the iteration */
@@ -97,7 +100,8 @@ typedef struct res_plan {
     uint32_t bad;                       /* iterations in a row that did not follow the plan */
     double pred_ms, bound_ms;           /* the last plan's prediction (kept for the statistics) */
     /* Statistics. */
-    uint64_t foreseen, unforeseen, plans, replans, moves, chunks_moved, skipped, reconciled;
+    uint64_t foreseen, nccl_foreseen, unforeseen, plans, replans, moves, chunks_moved, skipped,
+        reconciled;
     int64_t prof_iter;                  /* the iteration profiled (for the trace) */
     shim_trace_follow_t traced;         /* the statistics when the last FOLLOW was traced */
 } res_plan_t;
@@ -162,7 +166,7 @@ static int grow(void **p, size_t *cap, size_t need, size_t size)
 static void profile_clear(res_plan_t *p)
 {
     p->nops = p->nrefs = p->nbufs = 0;
-    p->nstreams = 0;
+    p->nstreams = p->nccl_ops = 0;
     p->births = 0;
     p->nborn = 0;
 }
@@ -199,14 +203,12 @@ static int64_t buf_at(res_dev_t *d, res_plan_t *p, uint32_t first, uint32_t n, i
     return b;
 }
 
-/* Which accesses a copy or memset makes to chunk ci (a launch: read and write). */
-static uint8_t access_of(const res_dev_t *d, uint32_t ci, const shim_copy_t *c)
+/* Which accesses a copy or memset (arg) makes to the chunk [lo, hi) (res_access_fn_t). */
+static uint8_t copy_access(const void *arg, uint64_t lo, uint64_t hi)
 {
-    if (!c)
-        return POL_RW;
+    const shim_copy_t *c = arg;
     if (c->desc || c->count || c->rows > 1)
         return POL_RW;
-    uint64_t lo = arena_chunk_addr(d->arena, ci), hi = lo + d->chunk;
     uint8_t a = 0;
     if (c->dst < hi && c->dst + c->bytes > lo)
         a |= c->dst <= lo && c->dst + c->bytes >= hi ? POL_OVERWRITE : POL_WRITE;
@@ -225,9 +227,10 @@ static uint32_t stream_no(res_plan_t *p, CUstream s)
     return p->nstreams - 1;
 }
 
-/* The runs of chunks ids[0, n) reach, appended to p->refs (their count returned, or -1). */
+/* The runs of chunks ids[0, n) reach, appended to p->refs (their count returned, or -1);
+ * acc(arg, ...) says how each chunk is reached (NULL: read and written, as by a launch). */
 static int64_t refs_of(res_dev_t *d, res_plan_t *p, const uint32_t *ids, size_t n,
-                       const shim_copy_t *c)
+                       res_access_fn_t acc, const void *arg)
 {
     size_t start = p->nrefs;
     for (size_t i = 0; i < n; i++) {
@@ -237,7 +240,8 @@ static int64_t refs_of(res_dev_t *d, res_plan_t *p, const uint32_t *ids, size_t 
         if (b < 0)
             return -1;
         uint32_t off = ids[i] - first;
-        uint8_t a = access_of(d, ids[i], c);
+        uint64_t lo = arena_chunk_addr(d->arena, ids[i]);
+        uint8_t a = acc ? acc(arg, lo, lo + d->chunk) : POL_RW;
         pol_ref_t *last = p->nrefs > start ? &p->refs[p->nrefs - 1] : NULL;
         if (last && last->buf == b && last->access == a && off == last->chunk + last->nchunks) {
             last->nchunks++;
@@ -261,7 +265,7 @@ static uint64_t signature(int kind, uintptr_t what, size_t n)
 
 /* Operation (kind, what) reaching ids[0, n) on s, appended to the profile: its index, or -1. */
 static int64_t record(res_dev_t *d, res_plan_t *p, int kind, uintptr_t what, const uint32_t *ids,
-                      size_t n, const shim_copy_t *c, CUstream s)
+                      size_t n, res_access_fn_t acc, const void *arg, CUstream s)
 {
     size_t start = p->nrefs, cap = p->cap_ops;
     if (p->nops >= MAX_PROFILE_OPS ||
@@ -273,7 +277,7 @@ static int64_t record(res_dev_t *d, res_plan_t *p, int kind, uintptr_t what, con
                   d->device);
         return -1;
     }
-    int64_t nr = refs_of(d, p, ids, n, c);
+    int64_t nr = refs_of(d, p, ids, n, acc, arg);
     if (nr < 0) {
         p->state = P_OFF;
         return -1;
@@ -424,10 +428,11 @@ static void plan_now(res_dev_t *d, res_plan_t *p)
         keep += m->keep ? m->nchunks : 0;
         born += m->from == POL_NTIERS ? m->nchunks : 0;
     }
-    SHIM_INFO(RES, "device %d: planned %zu operations, %zu buffers in %.1f ms: %zu moves "
-              "(chunks remapped only %llu, kept %llu, new %llu), predicted %llu MiB to the GPU "
-              "and %llu MiB back, iteration %.3f ms against %.3f ms of compute (bound %.3f ms)",
-              d->device, p->nops, p->nbufs, planning_s * 1e3, p->plan->nmoves,
+    SHIM_INFO(RES, "device %d: planned %zu operations (NCCL calls %u), %zu buffers in %.1f ms: "
+              "%zu moves (chunks remapped only %llu, kept %llu, new %llu), predicted %llu MiB to "
+              "the GPU and %llu MiB back, iteration %.3f ms against %.3f ms of compute (bound "
+              "%.3f ms)",
+              d->device, p->nops, p->nccl_ops, p->nbufs, planning_s * 1e3, p->plan->nmoves,
               (unsigned long long)nowb, (unsigned long long)keep, (unsigned long long)born,
               (unsigned long long)(pr->bytes[POL_HOST][0] >> 20),
               (unsigned long long)(pr->bytes[POL_HOST][1] >> 20),
@@ -642,7 +647,7 @@ static res_plan_t *plan_of(res_dev_t *d)
 /* The common part of res_plan_op and res_plan_fast: the operation's index in the profile
  * when it was recorded, else -1. */
 static int64_t plan_step(res_dev_t *d, int kind, uintptr_t what, const uint32_t *ids, size_t n,
-                         const shim_copy_t *c, CUstream s, uint32_t serial)
+                         res_access_fn_t acc, const void *arg, CUstream s, uint32_t serial)
 {
     res_plan_t *p = plan_of(d);
     if (!p || p->state == P_OFF)
@@ -651,7 +656,7 @@ static int64_t plan_step(res_dev_t *d, int kind, uintptr_t what, const uint32_t 
     if (it != p->iter)
         iteration(d, p, it);
     if (p->state == P_REC)
-        return record(d, p, kind, what, ids, n, c, s);
+        return record(d, p, kind, what, ids, n, acc, arg, s);
     if (p->state == P_EXEC)
         follow(d, p, signature(kind, what, n), serial);
     return -1;
@@ -673,6 +678,14 @@ static void settle(res_dev_t *d, collect_t *k, CUstream s, int ptds)
         }
 }
 
+/* (An operation the plan lets run in place: its chunks in host memory are not brought in,
+ * which would evict what the plan keeps for the next ones.) */
+static void in_place(const res_dev_t *d, collect_t *k)
+{
+    const res_plan_t *p = d->plan;
+    k->in_place = p && p->state == P_EXEC && k->n > p->gpu_chunks;
+}
+
 void res_plan_op(res_dev_t *d, collect_t *k, int kind, uintptr_t what, const shim_copy_t *c,
                  CUstream s, int ptds)
 {
@@ -684,15 +697,32 @@ void res_plan_op(res_dev_t *d, collect_t *k, int kind, uintptr_t what, const shi
         settle(d, k, s, ptds);
         res_flights_poll(d);
     }
-    if (k->capturing || k->unknown)
-        return;                         /* (not part of an iteration the plan can follow) */
-    int64_t i = plan_step(d, kind, what, k->ids, k->n, c, s, k->serial);
+    if (k->capturing || k->unknown || res_nccl_inside())
+        return;                         /* (not part of an iteration the plan can follow; an
+                                         * NCCL call's own launches are part of it) */
+    int64_t i = plan_step(d, kind, what, k->ids, k->n, c ? copy_access : NULL, c, s, k->serial);
     if (i >= 0)
         res_ptime_op(d, k, (uint32_t)i);
-    /* (An operation the plan lets run in place: its chunks in host memory are not brought in,
-     * which would evict what the plan keeps for the next ones.) */
-    const res_plan_t *p = d->plan;
-    k->in_place = p && p->state == P_EXEC && k->n > p->gpu_chunks;
+    in_place(d, k);
+}
+
+void res_plan_nccl(res_dev_t *d, collect_t *k, uintptr_t what, res_access_fn_t acc,
+                   const void *arg, CUstream s)
+{
+    if (d->nflights || d->npend || d->nvme_flights)
+        res_flights_poll(d);
+    uint64_t seen = d->plan ? d->plan->foreseen : 0;
+    int64_t i = plan_step(d, PLAN_NCCL, what, k->ids, k->n, acc, arg, s, k->serial);
+    /* (After the plan's moves before it: the prefetches it needs are in flight now.) */
+    if (d->nflights || d->nvme_flights)
+        settle(d, k, s, 0);
+    if (i >= 0) {
+        d->plan->nccl_ops++;
+        res_ptime_op(d, k, (uint32_t)i);
+    }
+    if (d->plan && d->plan->foreseen > seen)
+        d->plan->nccl_foreseen++;
+    in_place(d, k);
 }
 
 void res_plan_fast(res_dev_t *d, CUcontext ctx, CUfunction f, const uint32_t *ids, unsigned n,
@@ -701,7 +731,9 @@ void res_plan_fast(res_dev_t *d, CUcontext ctx, CUfunction f, const uint32_t *id
     detect_launch(f);
     if (d->nflights || d->npend || d->nvme_flights)
         res_flights_poll(d);
-    int64_t i = plan_step(d, PLAN_LAUNCH, (uintptr_t)f, ids, n, NULL, s, d->serial);
+    if (res_nccl_inside())
+        return;
+    int64_t i = plan_step(d, PLAN_LAUNCH, (uintptr_t)f, ids, n, NULL, NULL, s, d->serial);
     if (i >= 0)
         res_ptime_fast(d, (uint32_t)i, ctx, s);
 }
@@ -799,13 +831,15 @@ void res_plan_stats(const res_dev_t *d)
     if (!res_policy_plan)
         return;
     shim_log_plain("device %d: plan: %llu planned, %llu re-planned; operations foreseen %llu, "
-                   "not foreseen %llu; moves issued %llu (%llu chunks, %llu left to the reactive "
+                   "not foreseen %llu, NCCL calls foreseen %llu; moves issued %llu (%llu chunks, "
+                   "%llu left to the reactive "
                    "engine, %llu put where the plan starts them); prefetches %llu, evictions %llu (cancelled %llu, waited for %llu, "
                    "%llu left unmapped; %llu mapped back unforeseen); blocked on moves %.3f s; predicted iteration %.3f ms (bound %.3f ms)",
                    d->device,
                    (unsigned long long)(p ? p->plans : 0), (unsigned long long)(p ? p->replans : 0),
                    (unsigned long long)(p ? p->foreseen : 0),
                    (unsigned long long)(p ? p->unforeseen : 0),
+                   (unsigned long long)(p ? p->nccl_foreseen : 0),
                    (unsigned long long)(p ? p->moves : 0),
                    (unsigned long long)(p ? p->chunks_moved : 0),
                    (unsigned long long)(p ? p->skipped : 0),

@@ -15,12 +15,16 @@
  * stream, whose operations synchronise with every blocking stream, the two records sit
  * directly before and after an operation of that stream, which synchronises the same way.
  * The per-thread default stream takes records as any blocking stream does (named as the
- * operation's hook named it: cuEventRecord_ptsz for a _ptsz/_ptds call).
+ * operation's hook named it: cuEventRecord_ptsz for a _ptsz/_ptds call).  An NCCL call's
+ * second event follows the call that enqueued its work (res_nccl.c); of the calls of one
+ * group on one stream, which run as one piece of work, the last takes the time and the
+ * others count 0 (res_ptime_merged).
  * Not timed (dur_ns 0, counted in the plan's log line): operations of another context than
  * the arena's (their events would be that context's, which the application may destroy),
  * operations the driver refused, a copy during whose driver call (the device's lock dropped)
- * another thread began an operation on its stream, and operations past PTIME_MAX_OPS.  A
- * captured operation is never profiled.
+ * another thread began an operation on its stream, an NCCL call that may enqueue its work
+ * after it returned (ncclInProgress), and operations past PTIME_MAX_OPS.  A captured
+ * operation is never profiled.
  * An operation left untimed takes the mean time of the timed ones with its signature (the same
  * kernel or copy kind reaching as many runs of chunks), when there are any.
  *
@@ -67,7 +71,7 @@
 #define PTIME_LINK_MIN (16ull << 20)    /* bytes of migrations a direction's rate needs */
 #define EV_BATCH 64                 /* events made at once (one context switch) */
 
-enum { T_NONE, T_BEGUN, T_DONE };
+enum { T_NONE, T_BEGUN, T_DONE, T_MERGED };  /* T_MERGED: timed at 0 (res_ptime_merged) */
 
 typedef struct ptime_op {
     CUevent a, b;
@@ -300,6 +304,17 @@ void res_ptime_after(res_dev_t *d, collect_t *k, CUresult r, CUstream s, int ptd
     end(d, t, i, r, s, ptds);
 }
 
+void res_ptime_merged(res_dev_t *d, collect_t *k)
+{
+    res_ptime_t *t = d->ptime;
+    uint32_t i = k->timed - 1;
+    k->timed = 0;
+    if (!t || k->timed_gen != t->gen || i >= t->nop || t->op[i].state != T_BEGUN)
+        return;
+    event_destroy(&t->op[i].a);
+    t->op[i].state = T_MERGED;
+}
+
 void res_ptime_fast(res_dev_t *d, uint32_t i, CUcontext ctx, CUstream s)
 {
     res_ptime_t *t = d->ptime;
@@ -332,7 +347,7 @@ int res_ptime_ready(res_dev_t *d)
     t->on = 0;
     for (; t->scan < t->nop; t->scan++) {
         const ptime_op_t *o = &t->op[t->scan];
-        if (o->state == T_NONE)
+        if (o->state == T_NONE || o->state == T_MERGED)
             continue;
         if (o->state == T_BEGUN || DRV(cuEventQuery)(o->b) == CUDA_ERROR_NOT_READY)
             return t->defer++ >= PTIME_DEFER_MAX;
@@ -391,12 +406,13 @@ void res_ptime_fill(res_dev_t *d, pol_op_t *ops, const uint64_t *sig, size_t nop
     memset(rep, 0, sizeof(*rep));
     for (size_t i = 0; t && timed && i < nops && i < t->nop; i++) {
         const ptime_op_t *o = &t->op[i];
-        float ms = 0;
-        if (o->state == T_DONE && elapsed(&ms, o->a, o->b) == CUDA_SUCCESS && ms >= 0) {
-            ops[i].dur_ns = (uint64_t)((double)ms * 1e6 + 0.5);
-            timed[i] = 1;
-            rep->timed++;
-        }
+        float ms = 0;       /* (T_MERGED: 0) */
+        if (o->state != T_MERGED &&
+            (o->state != T_DONE || elapsed(&ms, o->a, o->b) != CUDA_SUCCESS || ms < 0))
+            continue;
+        ops[i].dur_ns = (uint64_t)((double)ms * 1e6 + 0.5);
+        timed[i] = 1;
+        rep->timed++;
     }
     if (timed)
         rep->estimated = estimate(ops, sig, nops, timed);

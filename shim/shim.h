@@ -327,12 +327,27 @@ void res_copy_end(shim_copy_t *c, CUresult r);
  * nothing. */
 void *res_memop_begin(CUstream s, int ptds, const CUdeviceptr *p, uint32_t n);
 void res_memop_end(void *held, CUstream s, int ptds, CUresult r);
-/* Around an NCCL call (res_nccl.c): the chunks of its send and receive ranges (ptr 0: none;
- * bytes 0: the whole allocation) are made usable and held; end records their use on the
- * stream when `used` and releases them.  begin returns NULL when nothing is held. */
+/* An NCCL call as residency sees it (res_nccl.c). */
+typedef struct res_nccl_op {
+    const char *name;           /* its kind ("allReduce", ...): one string per kind */
+    uint64_t ptr[2], bytes[2];  /* its send and receive ranges (ptr 0: none; bytes 0: the
+                                 * whole allocation) */
+    int recv_whole;             /* it writes its whole receive range on every rank */
+} res_nccl_op_t;
+/* How an NCCL call went (res_nccl_end): refused; its work enqueued when it returned; accepted,
+ * its work perhaps enqueued later (ncclInProgress); nothing run (ncclGroupSimulateEnd). */
+enum { RES_NCCL_FAILED, RES_NCCL_DONE, RES_NCCL_PENDING, RES_NCCL_NOTHING };
+/* Around an NCCL call on stream s: begin makes the chunks of its ranges usable and holds them
+ * (and, with the plan, makes the call an operation of the iteration); end, once the call (or
+ * its group's outermost ncclGroupEnd) returned, records their use on the stream unless `how`
+ * is RES_NCCL_FAILED and releases them; res_nccl_group_end ends a group's calls h[0, n), in
+ * the order they were made.  begin returns NULL when nothing is held. */
 typedef struct res_nccl res_nccl_t;
-res_nccl_t *res_nccl_begin(const uint64_t ptr[2], const uint64_t bytes[2], CUstream s);
-void res_nccl_end(res_nccl_t *h, int used);
+res_nccl_t *res_nccl_begin(const res_nccl_op_t *op, CUstream s);
+void res_nccl_end(res_nccl_t *h, int how);
+void res_nccl_group_end(res_nccl_t *const *h, size_t n, int how);
+/* Around a call into NCCL's own function: 1 before it, 0 after it returned. */
+void res_nccl_library(int enter);
 /* Before the driver destroys stream s, or a context (or resets a primary context): uses
  * recorded lazily on their streams get their event while the streams exist.  ctx: the
  * context cuCtxDestroy destroys, or the primary context a reset or release may destroy (NULL

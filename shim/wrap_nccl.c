@@ -139,6 +139,7 @@ typedef struct op {
     const void *send;
     void *recv;
     uint64_t send_bytes, recv_bytes;    /* 0: not known (the whole allocation is held) */
+    int recv_whole;                 /* its receive range is written whole on every rank */
     int peer;                       /* root or peer; -1: none */
     cudaStream_t stream;
     res_nccl_t *held;
@@ -182,15 +183,19 @@ static op_t op_new(const char *name, ncclComm_t comm, const void *send, uint64_t
                    void *recv, uint64_t recv_bytes, int peer, cudaStream_t stream)
 {
     return (op_t){ .name = name, .comm = comm, .send = send, .recv = recv,
-                   .send_bytes = send_bytes, .recv_bytes = recv_bytes, .peer = peer,
-                   .stream = stream };
+                   .send_bytes = send_bytes, .recv_bytes = recv_bytes, .recv_whole = 1,
+                   .peer = peer, .stream = stream };
 }
 
+/* Before NCCL is called for o (which the call's own launches are part of, until end). */
 static void begin(op_t *o)
 {
-    uint64_t ptr[2] = { (uint64_t)(uintptr_t)o->send, (uint64_t)(uintptr_t)o->recv };
-    uint64_t bytes[2] = { o->send_bytes, o->recv_bytes };
-    o->held = shim_disabled() ? NULL : res_nccl_begin(ptr, bytes, (CUstream)o->stream);
+    res_nccl_op_t r = { .name = o->name,
+                        .ptr = { (uint64_t)(uintptr_t)o->send, (uint64_t)(uintptr_t)o->recv },
+                        .bytes = { o->send_bytes, o->recv_bytes },
+                        .recv_whole = o->recv_whole };
+    o->held = shim_disabled() ? NULL : res_nccl_begin(&r, (CUstream)o->stream);
+    res_nccl_library(1);
 }
 
 /* Keep h until the group's end; 0, or -1 when there is no room (then end it now). */
@@ -211,6 +216,7 @@ static int group_keep(res_nccl_t *h)
 /* After NCCL returned r for o; returns r. */
 static ncclResult_t end(op_t *o, ncclResult_t r)
 {
+    res_nccl_library(0);
     int ok = r == ncclSuccess || r == ncclInProgress;
     if (ok && SHIM_TRACING())
         shim_trace_nccl(o->name, (uintptr_t)o->send, (uintptr_t)o->recv,
@@ -226,7 +232,8 @@ static ncclResult_t end(op_t *o, ncclResult_t r)
                       "stay resident from now on", o->name);
         return r;
     }
-    res_nccl_end(o->held, ok);
+    res_nccl_end(o->held, r == ncclSuccess ? RES_NCCL_DONE : ok ? RES_NCCL_PENDING
+                                                                : RES_NCCL_FAILED);
     return r;
 }
 
@@ -272,6 +279,7 @@ SHIM_EXPORT ncclResult_t ncclReduce(const void *sendbuff, void *recvbuff, size_t
     NCCL_ENTER(ncclReduce, fn);
     uint64_t b = count * type_bytes(datatype);
     op_t o = op_new("reduce", comm, sendbuff, b, recvbuff, b, root, stream);
+    o.recv_whole = 0;               /* (written on the root only) */
     begin(&o);
     return end(&o, fn(sendbuff, recvbuff, count, datatype, op, root, comm, stream));
 }
@@ -317,6 +325,7 @@ SHIM_EXPORT ncclResult_t ncclGather(const void *sendbuff, void *recvbuff, size_t
     NCCL_ENTER(ncclGather, fn);
     uint64_t b = count * type_bytes(datatype);
     op_t o = op_new("gather", comm, sendbuff, b, recvbuff, b * comm_size(comm), root, stream);
+    o.recv_whole = 0;               /* (written on the root only) */
     begin(&o);
     return end(&o, fn(sendbuff, recvbuff, count, datatype, root, comm, stream));
 }
@@ -350,10 +359,19 @@ SHIM_EXPORT ncclResult_t ncclRecv(void *recvbuff, size_t count, ncclDataType_t d
     return end(&o, fn(recvbuff, count, datatype, peer, comm, stream));
 }
 
+/* fn(), NCCL's group call, with the launches it makes counted as the group's. */
+static ncclResult_t group_call(ncclResult_t (*fn)(void))
+{
+    res_nccl_library(1);
+    ncclResult_t r = fn();
+    res_nccl_library(0);
+    return r;
+}
+
 SHIM_EXPORT ncclResult_t ncclGroupStart(void)
 {
     NCCL_ENTER(ncclGroupStart, fn);
-    ncclResult_t r = fn();
+    ncclResult_t r = group_call(fn);
     if (r == ncclSuccess)
         group_depth++;
     return r;
@@ -361,12 +379,12 @@ SHIM_EXPORT ncclResult_t ncclGroupStart(void)
 
 /* After a group end: the outermost one enqueued the group's operations, whose uses are
  * recorded (whatever it returned: an operation it did enqueue must not be raced, and
- * recording the use of one it did not costs only an event). */
-static void group_ended(void)
+ * recording the use of one it did not costs only an event); `how` (res_nccl_end's) says
+ * whether their work was enqueued when it returned. */
+static void group_ended(int how)
 {
     if (group_depth > 0 && --group_depth == 0) {
-        for (size_t i = 0; i < group_n; i++)
-            res_nccl_end(group_held[i], 1);
+        res_nccl_group_end(group_held, group_n, how);
         group_n = 0;
     }
 }
@@ -374,8 +392,8 @@ static void group_ended(void)
 SHIM_EXPORT ncclResult_t ncclGroupEnd(void)
 {
     NCCL_ENTER(ncclGroupEnd, fn);
-    ncclResult_t r = fn();
-    group_ended();
+    ncclResult_t r = group_call(fn);
+    group_ended(r == ncclSuccess ? RES_NCCL_DONE : RES_NCCL_PENDING);
     return r;
 }
 
@@ -386,7 +404,9 @@ SHIM_EXPORT ncclResult_t ncclGroupEnd(void)
 SHIM_EXPORT ncclResult_t ncclGroupSimulateEnd(ncclSimInfo_t *simInfo)
 {
     NCCL_ENTER(ncclGroupSimulateEnd, fn);
+    res_nccl_library(1);
     ncclResult_t r = fn(simInfo);
-    group_ended();
+    res_nccl_library(0);
+    group_ended(RES_NCCL_NOTHING);
     return r;
 }
