@@ -4,7 +4,9 @@
  * budget has no room, a host chunk whose every use the shim has seen is written to its slot
  * of the swap area (iouring/nvme.h) and its address unmapped (TIER_NVME, chunk_t.phys is the
  * slot); an operation that reaches such a chunk reads it back, synchronously, into new GPU
- * memory mapped at the same address before the operation is enqueued.
+ * memory mapped at the same address before the operation is enqueued.  Both go through
+ * staging in pieces (res_int.h, RES_NVME_PIECES): a read's piece is copied to the GPU as soon
+ * as it arrived, a write's piece written as soon as its copy to staging completed.
  *
  * The area is the process's (ELIXIR_NVME_PATH, opened with the first arena), shared by every
  * device.  I/O goes through one staging pool of pinned host memory (cuMemHostAlloc, portable)

@@ -7,8 +7,10 @@
  *
  * A move to NVMe (a demotion from host memory, or an eviction straight from GPU memory):
  *   1. the chunk's contents are copied into a staging chunk on the device's NVMe stream, after
- *      the chunk's last use (F_COPY; an event after the copy);
- *   2. once that copy completed (a query), the staging chunk is written to a slot (F_IO);
+ *      the chunk's last use, in pieces (res_nvme_piece), an event after each (F_COPY);
+ *   2. each piece whose copy completed (a query, at the shim's next call) is let go to the
+ *      write of the staging chunk to a slot, queued with the first, while the next pieces are
+ *      still copied; once every piece is let go, F_IO;
  *   3. once the write completed with 0, the chunk's memory goes and it becomes a TIER_NVME
  *      chunk (res_nvme_now_out), provided nothing used it meanwhile.
  * Until then the chunk stays where it was, mapped and authoritative (DESIGN.md invariant 5):
@@ -21,6 +23,7 @@
  *      chunk is TIER_GPU from then, every use waits for the copy's event on its stream, as
  *      for the plan's prefetches in res_flight.c);
  *   3. once the copy completed, the slot is free.
+ * (The read is not in pieces yet: the copy to the GPU begins when the whole read completed.)
  * A use that comes before step 2 waits for the read, makes room as the reactive engine does
  * and issues the copy; a read that failed leaves the chunk on NVMe, where the reactive engine
  * reads it synchronously (and reports it lost when it cannot: res_nvme.c).
