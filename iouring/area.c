@@ -251,6 +251,7 @@ void nvme_close(nvme_area_t *a)
 
 uint64_t nvme_size(const nvme_area_t *a) { return a->size; }
 uint32_t nvme_slot_size(const nvme_area_t *a) { return a->slot_size; }
+uint32_t nvme_block_size(const nvme_area_t *a) { return a->block_size; }
 nvme_area_kind_t nvme_area_kind(const nvme_area_t *a) { return a->kind; }
 
 void *nvme_staging(nvme_area_t *a, size_t *bytes)

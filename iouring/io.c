@@ -87,6 +87,17 @@ static void list_add(nvme_op_t **head, nvme_op_t **tail, nvme_op_t *op)
     *tail = op;
 }
 
+/* Take op, which follows prev (NULL: the head), out of a list. */
+static void list_unlink(nvme_op_t **head, nvme_op_t **tail, nvme_op_t *prev, nvme_op_t *op)
+{
+    if (prev)
+        prev->next = op->next;
+    else
+        *head = op->next;
+    if (*tail == op)
+        *tail = prev;
+}
+
 static nvme_op_t *list_pop(nvme_op_t **head, nvme_op_t **tail)
 {
     nvme_op_t *op = *head;
@@ -151,6 +162,7 @@ static void req_finish(nvme_area_t *a, nvme_req_t *r)
             nvme_degrade(a, err, "%s of slot %u on %s failed: %s", r->write ? "write" : "read",
                          op->slot, a->path, strerror(-err));
     }
+    r->finished = 1;
     if (++op->done == op->nreq)
         op_finish(a, op);
 }
@@ -219,7 +231,16 @@ static void engine_submit(nvme_area_t *a, nvme_req_t **batch, unsigned n)
     }
 }
 
-/* The next request of op, which has some not yet issued. */
+/* Whether op's next request may be issued: its bytes were let go (a write's may not be yet:
+ * nvme_write_more). */
+static int req_ready(const nvme_area_t *a, const nvme_op_t *op)
+{
+    uint32_t end = (op->issued + 1) * a->block_size;
+    return op->issued < op->nreq && (end <= op->ready || op->ready == op->len);
+}
+
+/* The next request of op, which has one ready (req_ready).  With a clock, each request is
+ * charged as it goes, so that a write let go piece by piece is charged as its pieces go. */
 static nvme_req_t *next_req(nvme_area_t *a, nvme_op_t *op)
 {
     nvme_req_t *r = &op->req[op->issued];
@@ -230,13 +251,13 @@ static nvme_req_t *next_req(nvme_area_t *a, nvme_op_t *op)
     r->write = op->write;
     r->corrupt = 0;
     r->res = 0;
+    r->finished = 0;
+    r->clock_token = 0;
     r->op = op;
-    if (op->issued == 0)
+    if (op->issued++ == 0)
         op->start_ns = now_ns();
-    if (op->issued++ == 0 && a->clock.submit) {
-        op->clock_token = a->clock.submit(a->clock.ctx, op->write, op->len);
-        op->clocked = 1;
-    }
+    if (a->clock.submit)
+        op->clock_token = r->clock_token = a->clock.submit(a->clock.ctx, op->write, r->len);
     return r;
 }
 
@@ -250,34 +271,44 @@ static void refuse(nvme_area_t *a, nvme_op_t *op)
 
 /* Start queued operations' requests while fewer than queue_depth are in flight, and
  * none finished without reaching the kernel (an error to fold in first: it may degrade
- * the area, which refuses the writes behind it). */
+ * the area, which refuses the writes behind it).  Operations start in the order they were
+ * queued; a write whose next bytes were not let go yet lets the ones behind it pass. */
 static void issue(nvme_area_t *a)
 {
     nvme_req_t *batch[BATCH];
     unsigned n = 0;
     int checked = 0;
-    while (a->sq_head && !a->imm && a->inflight + n < a->queue_depth) {
-        nvme_op_t *op = a->sq_head;
+    nvme_op_t *prev = NULL, *op = a->sq_head;
+    while (op && !a->imm && a->inflight + n < a->queue_depth) {
+        nvme_op_t *next = op->next;
         if (op->write && op->issued == 0 && !checked++)
             check_file(a);
         if (op->write && op->issued == 0 && a->degraded) {
-            list_pop(&a->sq_head, &a->sq_tail);
+            list_unlink(&a->sq_head, &a->sq_tail, prev, op);
             refuse(a, op);
+            op = next;
             continue;
         }
-        nvme_req_t *r = next_req(a, op);
+        while (req_ready(a, op) && !a->imm && a->inflight + n < a->queue_depth) {
+            nvme_req_t *r = next_req(a, op);
+            if (!fault_apply(a, r))
+                batch[n++] = r;
+            if (n == BATCH) {
+                engine_submit(a, batch, n);
+                n = 0;
+            }
+        }
         if (op->issued == op->nreq)
-            list_pop(&a->sq_head, &a->sq_tail);
-        if (fault_apply(a, r))
-            continue;
-        batch[n++] = r;
-        if (n == BATCH) {
-            engine_submit(a, batch, n);
-            n = 0;
-        }
+            list_unlink(&a->sq_head, &a->sq_tail, prev, op);
+        else
+            prev = op;
+        op = next;
     }
     engine_submit(a, batch, n);
 }
+
+static int reap_some(nvme_area_t *a, int wait);
+static void op_release(nvme_area_t *a, nvme_op_t *op);
 
 /* Check what the caller asks of an operation. */
 static int op_check(const nvme_area_t *a, uint32_t slot, const void *buf, uint32_t len)
@@ -288,20 +319,23 @@ static int op_check(const nvme_area_t *a, uint32_t slot, const void *buf, uint32
     return 0;
 }
 
-/* Queue an operation; *out (when not NULL) is it. */
+/* Queue an operation, of whose bytes the first `ready` may go (a write; reads: all);
+ * *out (when not NULL) is it. */
 static int queue_op(nvme_area_t *a, int write, uint32_t slot, void *buf, uint32_t len,
-                    uint64_t tag, int sync, nvme_op_t **out)
+                    uint32_t ready, uint64_t tag, int sync, nvme_op_t **out)
 {
     int err = op_check(a, slot, buf, len);
     if (err)
         return err;
-    uint32_t crc = write && a->verify ? nvme_crc32c(0, buf, len) : 0;
+    ready = write && ready < len ? ready : len;
+    uint32_t crc = write && a->verify ? nvme_crc32c(0, buf, ready) : 0;
     pthread_mutex_lock(&a->lock);
     nvme_op_t *op = write && a->degraded ? NULL : a->op_free;
     if (op) {
         a->op_free = op->next;
         *op = (nvme_op_t){ .tag = tag, .slot = slot, .len = len, .write = write, .buf = buf,
-                           .crc = crc, .req = op->req, .sync = sync,
+                           .crc = crc, .crc_at = ready, .ready = ready, .req = op->req,
+                           .sync = sync, .live = 1,
                            .nreq = (len + a->block_size - 1) / a->block_size };
         list_add(&a->sq_head, &a->sq_tail, op);
         a->pending++;
@@ -315,12 +349,12 @@ static int queue_op(nvme_area_t *a, int write, uint32_t slot, void *buf, uint32_
 
 int nvme_write(nvme_area_t *a, uint32_t slot, const void *buf, uint32_t len, uint64_t tag)
 {
-    return queue_op(a, 1, slot, (void *)buf, len, tag, 0, NULL);
+    return queue_op(a, 1, slot, (void *)buf, len, len, tag, 0, NULL);
 }
 
 int nvme_read(nvme_area_t *a, uint32_t slot, void *buf, uint32_t len, uint64_t tag)
 {
-    return queue_op(a, 0, slot, buf, len, tag, 0, NULL);
+    return queue_op(a, 0, slot, buf, len, len, tag, 0, NULL);
 }
 
 int nvme_submit(nvme_area_t *a)
@@ -329,6 +363,100 @@ int nvme_submit(nvme_area_t *a)
     issue(a);
     pthread_mutex_unlock(&a->lock);
     return 0;
+}
+
+int nvme_write_part(nvme_area_t *a, uint32_t slot, const void *buf, uint32_t len,
+                    uint32_t ready, uint64_t tag, unsigned flags)
+{
+    if (ready % a->block_size && ready < len)
+        return -EINVAL;
+    return queue_op(a, 1, slot, (void *)buf, len, ready, tag, !!(flags & NVME_OP_WAITED),
+                    NULL);
+}
+
+int nvme_read_part(nvme_area_t *a, uint32_t slot, void *buf, uint32_t len, uint64_t tag,
+                   unsigned flags)
+{
+    return queue_op(a, 0, slot, buf, len, len, tag, !!(flags & NVME_OP_WAITED), NULL);
+}
+
+/* The live operation of that direction with that tag (a->lock held), or NULL. */
+static nvme_op_t *op_find(nvme_area_t *a, uint64_t tag, int write)
+{
+    for (uint32_t i = 0; i < a->max_ops; i++)
+        if (a->ops[i].live && a->ops[i].tag == tag && a->ops[i].write == write)
+            return &a->ops[i];
+    return NULL;
+}
+
+int nvme_write_more(nvme_area_t *a, uint64_t tag, uint32_t ready)
+{
+    pthread_mutex_lock(&a->lock);
+    nvme_op_t *op = op_find(a, tag, 1);
+    int err = !op ? -ENOENT : ready % a->block_size && ready < op->len ? -EINVAL : 0;
+    if (!err && ready > op->ready) {
+        ready = ready < op->len ? ready : op->len;
+        if (a->verify)
+            op->crc = nvme_crc32c(op->crc, op->buf + op->crc_at, ready - op->crc_at);
+        op->crc_at = op->ready = ready;
+        issue(a);
+    }
+    pthread_mutex_unlock(&a->lock);
+    return err;
+}
+
+/* Bytes of read op that arrived in order: its leading requests finished without error. */
+static uint32_t op_got(const nvme_area_t *a, nvme_op_t *op, unsigned *nreq)
+{
+    unsigned k = 0;
+    while (k < op->issued && op->req[k].finished && op->req[k].res >= 0 &&
+           (uint32_t)op->req[k].res == op->req[k].want)
+        k++;
+    *nreq = k;
+    return k * a->block_size < op->len ? k * a->block_size : op->len;
+}
+
+int nvme_read_got(nvme_area_t *a, uint64_t tag, uint32_t after, int wait)
+{
+    unsigned k = 0;
+    uint32_t got = 0;
+    pthread_mutex_lock(&a->lock);
+    nvme_op_t *op = op_find(a, tag, 0);
+    issue(a);
+    while (op && (got = op_got(a, op, &k)) <= after && !op->finished && wait &&
+           reap_some(a, 1) >= 0)
+        ;
+    if (got > after && k * a->block_size > after + a->block_size) {
+        k = after / a->block_size + 1;  /* one request at a time: the clock sees each */
+        got = k * a->block_size < op->len ? k * a->block_size : op->len;
+    }
+    int r = !op ? -ENOENT : got > after ? (int)got : op->finished && op->err ? op->err : (int)got;
+    if (op && k > op->clock_waited && a->clock.wait) {
+        a->clock.wait(a->clock.ctx, op->req[k - 1].clock_token);
+        op->clock_waited = k;
+    }
+    pthread_mutex_unlock(&a->lock);
+    return r;
+}
+
+int nvme_wait(nvme_area_t *a, uint64_t tag)
+{
+    pthread_mutex_lock(&a->lock);
+    nvme_op_t *op = op_find(a, tag, 1);
+    op = op && op->sync ? op : op_find(a, tag, 0);
+    int err = !op || !op->sync ? -ENOENT : op->ready < op->len ? -EINVAL : 0;
+    issue(a);
+    while (!err && !op->finished) {
+        int r = reap_some(a, 1);
+        if (r < 0)
+            err = r;
+    }
+    if (!err) {
+        err = op->err;
+        op_release(a, op);
+    }
+    pthread_mutex_unlock(&a->lock);
+    return err;
 }
 
 /* Finish what the engine (waiting for one when wait) and the fault plan have finished; the
@@ -356,8 +484,9 @@ static int reap_some(nvme_area_t *a, int wait)
 /* Give a finished operation back to the free list, after the clock has seen it. */
 static void op_release(nvme_area_t *a, nvme_op_t *op)
 {
-    if (op->clocked && a->clock.wait)
+    if (op->clock_token && a->clock.wait)
         a->clock.wait(a->clock.ctx, op->clock_token);
+    op->live = 0;
     a->pending--;
     op->next = a->op_free;
     a->op_free = op;
@@ -403,7 +532,7 @@ int nvme_complete(nvme_area_t *a, nvme_done_t *out, unsigned max, unsigned min_w
 static int op_sync(nvme_area_t *a, int write, uint32_t slot, void *buf, uint32_t len)
 {
     nvme_op_t *op;
-    int err = queue_op(a, write, slot, buf, len, 0, 1, &op);
+    int err = queue_op(a, write, slot, buf, len, len, 0, 1, &op);
     if (err)
         return err;
     pthread_mutex_lock(&a->lock);

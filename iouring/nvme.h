@@ -85,8 +85,9 @@ typedef struct nvme_done {
 } nvme_done_t;
 
 /* The hook through which a caller charges I/O on a clock of its own (the simulator's).
- * submit() runs when an operation's first request goes to the kernel and returns a token;
- * wait() runs with that token when the operation is handed back by nvme_complete(). */
+ * submit() runs when each request goes to the kernel, with its bytes, and returns a token;
+ * wait() runs with the token of an operation's last request when the operation is handed
+ * back, and with a request's token when nvme_read_got() reports it arrived. */
 typedef struct nvme_clock {
     uint64_t (*submit)(void *ctx, int write, uint64_t bytes);
     void (*wait)(void *ctx, uint64_t token);
@@ -103,6 +104,7 @@ int nvme_open(const nvme_options_t *o, nvme_area_t **out);
 void nvme_close(nvme_area_t *a);
 uint64_t nvme_size(const nvme_area_t *a);
 uint32_t nvme_slot_size(const nvme_area_t *a);
+uint32_t nvme_block_size(const nvme_area_t *a);
 nvme_area_kind_t nvme_area_kind(const nvme_area_t *a);
 /* What statvfs says the file system at dir can spare less a margin (5% of its size, at
  * least min(1 GiB, 10%)), in whole slots.  A directory area's default is its share of that
@@ -150,6 +152,35 @@ uint32_t nvme_slots_used(const nvme_area_t *a);
 int nvme_write(nvme_area_t *a, uint32_t slot, const void *buf, uint32_t len, uint64_t tag);
 /* Queue the read of len bytes of slot into buf; as nvme_write(). */
 int nvme_read(nvme_area_t *a, uint32_t slot, void *buf, uint32_t len, uint64_t tag);
+
+/* Operations in pieces, for a caller that pipelines a slot's trip through buf with another
+ * link (the shim: GPU -> buf -> slot, slot -> buf -> GPU).  A piece is a request (the block
+ * size).  The tag names the operation in the calls below: it must be unique among the
+ * operations not yet handed back.  With NVME_OP_WAITED the operation is handed back by
+ * nvme_wait(), never by nvme_complete(). */
+#define NVME_OP_WAITED 1u
+/* As nvme_write(), of whose bytes only the first `ready` (a multiple of the block size, or
+ * len) may be written yet: the rest waits for nvme_write_more().  The CRC32C (verify) covers
+ * the bytes as they are let go, so each must hold its final data by then. */
+int nvme_write_part(nvme_area_t *a, uint32_t slot, const void *buf, uint32_t len,
+                    uint32_t ready, uint64_t tag, unsigned flags);
+/* The first `ready` bytes of the write tagged tag may go now (issued at once where the queue
+ * has room).  -ENOENT: no such write; -EINVAL: ready not a multiple of the block size. */
+int nvme_write_more(nvme_area_t *a, uint64_t tag, uint32_t ready);
+/* As nvme_read(), with flags. */
+int nvme_read_part(nvme_area_t *a, uint32_t slot, void *buf, uint32_t len, uint64_t tag,
+                   unsigned flags);
+/* How many bytes at the start of the read tagged tag have arrived (whole requests, in
+ * order), waiting (with `wait`) until more than `after` have or the read failed.  At most
+ * one request more than `after` (a multiple of the block size) is reported, so that the
+ * caller passes each on as it arrives and the clock sees each arrive.  A negative errno: the read failed before more than `after` arrived, or
+ * -ENOENT, no such read.  Arrived bytes are not yet checked (verify): the read's result,
+ * from nvme_wait() or nvme_complete(), says whether they are good. */
+int nvme_read_got(nvme_area_t *a, uint64_t tag, uint32_t after, int wait);
+/* Wait for the NVME_OP_WAITED operation tagged tag (a write: all its bytes let go) and hand
+ * it back: 0 or its negative errno; -ENOENT: no such operation; -EINVAL: a write not wholly
+ * let go. */
+int nvme_wait(nvme_area_t *a, uint64_t tag);
 /* Hand the queued operations to the kernel (one batch); 0 or a negative errno. */
 int nvme_submit(nvme_area_t *a);
 /* Fill out[0..max) with finished operations, waiting until at least min_wait are (0: never

@@ -34,6 +34,8 @@ typedef struct nvme_req {
                                  * fault plan shortened the request) */
     int corrupt;                /* fault plan: flip a byte of what a read returns */
     int32_t res;                /* bytes moved or a negative errno (set by the engine) */
+    int finished;               /* folded into its operation */
+    uint64_t clock_token;       /* clock.submit's, when the clock runs */
     nvme_op_t *op;
     struct nvme_req *next;      /* free list, engine queues, immediate completions */
 } nvme_req_t;
@@ -46,11 +48,16 @@ struct nvme_op {
     uint32_t crc;               /* of the data written (verify) */
     nvme_req_t *req;            /* its requests: max_reqs of them */
     unsigned nreq, issued, done;
-    int sync;                   /* waited for by nvme_*_sync(), not handed out */
+    uint32_t ready;             /* a write: bytes the caller let go so far (nvme_write_more);
+                                 * only requests wholly inside them are issued */
+    uint32_t crc_at;            /* bytes the CRC (verify) covers so far */
+    int sync;                   /* waited for (nvme_*_sync, NVME_OP_WAITED), not handed out */
+    int live;                   /* queued, in flight or finished, not yet released */
     int finished;
     int err;                    /* first error of its requests */
-    int clocked;                /* clock.submit was called */
-    uint64_t clock_token;
+    uint64_t clock_token;       /* the latest completion clock.submit gave its requests (0:
+                                 * none) */
+    unsigned clock_waited;      /* leading requests clock.wait saw (nvme_read_got) */
     uint64_t start_ns;          /* when its first request was issued */
     nvme_op_t *next;            /* free list, submit queue, done list */
 };

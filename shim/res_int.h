@@ -575,6 +575,14 @@ int res_nvme_reach(res_dev_t *d, collect_t *k);
 void res_nvme_stats_print(void);
 /* Staging chunks of the plan's asynchronous NVMe moves (with ELIXIR_POLICY=plan). */
 #define RES_NVME_STAGES 16
+/* A chunk goes between GPU and NVMe in pieces, so that it is on both links at once: piece k
+ * is written to its slot as soon as its copy to staging completed while piece k + 1 is
+ * copied, and copied to the GPU as soon as its read completed.  A piece is one NVMe request
+ * (ELIXIR_NVME_BLOCK), or several where a chunk has more than RES_NVME_PIECES of them (the
+ * events per move stay few).  res_nvme_piece: the piece's bytes for d's chunk (the area
+ * open). */
+#define RES_NVME_PIECES 8
+uint32_t res_nvme_piece(const res_dev_t *d);
 /* For res_plan_nvme.c: the area (NULL: none); staging chunk k (NULL: none); is the tier
  * healthy (else its degradation is logged, once); a chunk written (write) or read, or not
  * (ok 0), counted.  res_nvme_now_out: chunk ci (d locked), in host or GPU memory, whose

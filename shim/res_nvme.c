@@ -4,7 +4,9 @@
  * budget has no room, a host chunk whose every use the shim has seen is written to its slot
  * of the swap area (iouring/nvme.h) and its address unmapped (TIER_NVME, chunk_t.phys is the
  * slot); an operation that reaches such a chunk reads it back, synchronously, into new GPU
- * memory mapped at the same address before the operation is enqueued.
+ * memory mapped at the same address before the operation is enqueued.  Both go through
+ * staging in pieces (res_int.h, RES_NVME_PIECES): a read's piece is copied to the GPU as soon
+ * as it arrived, a write's piece written as soon as its copy to staging completed.
  *
  * The area is the process's (ELIXIR_NVME_PATH, opened with the first arena), shared by every
  * device.  I/O goes through one staging pool of pinned host memory (cuMemHostAlloc, portable)
@@ -225,29 +227,64 @@ static int demotable(const chunk_t *c)
            !c->stray && !c->moving;
 }
 
+uint32_t res_nvme_piece(const res_dev_t *d)
+{
+    uint32_t block = nvme_block_size(nv.area), n = (uint32_t)(d->chunk / block);
+    return block * ((n + RES_NVME_PIECES - 1) / RES_NVME_PIECES);
+}
+
+/* The reactive engine's tags for its I/O in pieces (the plan's are below RES_NVME_STAGES). */
+enum { TAG_WRITE = 1u << 20, TAG_READ };
+
+/* Copy d's chunk at va into staging piece by piece on d->stream, each piece written to slot
+ * as soon as its copy completed while the next ones are copied (nv.io held).  0 or a
+ * negative errno: on a copy that failed, -EIO (whatever reached the slot is not used). */
+static int write_pieces(res_dev_t *d, CUdeviceptr va, uint32_t slot)
+{
+    uint32_t piece = res_nvme_piece(d), len = (uint32_t)d->chunk, n = (len + piece - 1) / piece;
+    use_event_t *ev[RES_NVME_PIECES] = { 0 };
+    int r = 0;
+    for (uint32_t k = 0; k < n && r == 0; k++) {
+        uint32_t at = k * piece, b = len - at < piece ? len - at : piece;
+        if (DRV(cuMemcpyDtoHAsync_v2)((char *)nv.staging + at, va + at, b, d->stream) !=
+            CUDA_SUCCESS)
+            r = -EIO;
+        else
+            ev[k] = res_record(d, d->stream, 0, d->ctx);
+    }
+    if (r == 0)
+        r = nvme_write_part(nv.area, slot, nv.staging, len, 0, TAG_WRITE, NVME_OP_WAITED);
+    for (uint32_t k = 0; k < n && r == 0; k++) {
+        res_event_wait(ev[k], &d->blocked_s);   /* (none: res_record waited) */
+        nvme_write_more(nv.area, TAG_WRITE, (k + 1) * piece < len ? (k + 1) * piece : len);
+    }
+    if (r == 0)
+        r = nvme_wait(nv.area, TAG_WRITE);
+    if (DRV(cuStreamSynchronize)(d->stream) != CUDA_SUCCESS && r == 0)
+        r = -EIO;
+    for (uint32_t k = 0; k < n; k++)
+        res_event_put(d, ev[k]);
+    return r;
+}
+
 /* Write host chunk ci to slot (the host copy untouched): from its pinned piece where its
- * address is unmapped, else copied into staging first.  0 or a negative errno. */
+ * address is unmapped, else through staging in pieces (write_pieces).  0 or a negative
+ * errno. */
 static int write_out(res_dev_t *d, uint32_t ci, uint32_t slot)
 {
     const chunk_t *c = &d->chunks[ci];
     const void *src = (const void *)(uintptr_t)c->phys;
     double t0 = res_now_s();
-    int r = 0;
+    int r;
     if (c->unmapped && res_unmapped_restore(d, ci) != CUDA_SUCCESS)
         return -EIO;                    /* (it stays in host memory) */
     pthread_mutex_lock(&nv.io);
-    if (d->host_mappable) {
-        CUdeviceptr va = arena_chunk_addr(d->arena, ci);
-        src = nv.staging;
-        if (DRV(cuMemcpyDtoHAsync_v2)(nv.staging, va, d->chunk, d->stream) != CUDA_SUCCESS ||
-            DRV(cuStreamSynchronize)(d->stream) != CUDA_SUCCESS)
-            r = -EIO;
-    }
-    if (r == 0) {
-        int timed = res_ptime_io_begin(d);
+    int timed = res_ptime_io_begin(d);
+    if (d->host_mappable)
+        r = write_pieces(d, arena_chunk_addr(d->arena, ci), slot);
+    else
         r = nvme_write_sync(nv.area, slot, src, (uint32_t)d->chunk);
-        res_ptime_io_end(d, timed, r == 0, 1);
-    }
+    res_ptime_io_end(d, timed, r == 0, 1);
     nv.io_s += res_now_s() - t0;
     if (r == 0) {
         nv.writes++;
@@ -318,18 +355,46 @@ int res_nvme_room(res_dev_t *d)
     return 0;
 }
 
-/* Read slot into the reactive engine's staging chunk (nv.io held; the first try timed for
- * the plan's NVMe link: res_plan_time.c): a failed read is tried once more (a transient error, a corrupted transfer that CRC32C caught), and the tier
- * is marked degraded on the first failure.  0 or a negative errno. */
-static int read_staged(res_dev_t *d, uint32_t slot, uint32_t bytes)
+/* Read slot into staging and on into the GPU memory at va piece by piece: each piece copied
+ * on d->stream as soon as it arrived while the next ones are read (nv.io held).  0, or a
+ * negative errno with *unread set when the read failed (then nothing copied counts). */
+static int read_pieces(res_dev_t *d, CUdeviceptr va, uint32_t slot, int *unread)
+{
+    uint32_t len = (uint32_t)d->chunk, at = 0;
+    int copied = 1;
+    int r = nvme_read_part(nv.area, slot, nv.staging, len, TAG_READ, NVME_OP_WAITED);
+    *unread = r < 0;
+    if (r < 0)
+        return r;
+    nvme_submit(nv.area);
+    while (at < len) {
+        int got = nvme_read_got(nv.area, TAG_READ, at, 1);
+        if (got <= (int)at)
+            break;                      /* (failed: nvme_wait says how) */
+        copied = copied && DRV(cuMemcpyHtoDAsync_v2)(va + at, (char *)nv.staging + at,
+                                                     (uint32_t)got - at, d->stream) ==
+                               CUDA_SUCCESS;
+        at = (uint32_t)got;
+    }
+    r = nvme_wait(nv.area, TAG_READ);
+    *unread = r < 0;
+    copied = DRV(cuStreamSynchronize)(d->stream) == CUDA_SUCCESS && copied;
+    return r < 0 ? r : copied ? 0 : -EIO;
+}
+
+/* Read slot into the GPU memory at va (nv.io held; the first try timed for the plan's NVMe
+ * link: res_plan_time.c): a failed read is tried once more (a transient error, a corrupted
+ * transfer that CRC32C caught), and the tier is marked degraded on the first failure.  0 or
+ * a negative errno, *unread set when it is the read that failed. */
+static int read_in(res_dev_t *d, CUdeviceptr va, uint32_t slot, int *unread)
 {
     int timed = res_ptime_io_begin(d);
-    int r = nvme_read_sync(nv.area, slot, nv.staging, bytes);
+    int r = read_pieces(d, va, slot, unread);
     res_ptime_io_end(d, timed, r == 0, 0);
-    if (r < 0) {
+    if (r < 0 && *unread) {
         nv.failed_reads++;
-        r = nvme_read_sync(nv.area, slot, nv.staging, bytes);
-        nv.failed_reads += r < 0;
+        r = read_pieces(d, va, slot, unread);
+        nv.failed_reads += r < 0 && *unread;
     }
     return r;
 }
@@ -376,22 +441,17 @@ static int read_back(res_dev_t *d, uint32_t ci, uint32_t serial)
         return 0;                       /* (freed meanwhile by a deferred free) */
     pthread_mutex_lock(&nv.io);
     double t0 = res_now_s();
-    int r = read_staged(d, slot, (uint32_t)d->chunk), unread = r < 0;
-    if (r == 0) {
-        chunk_t keep = *c;
-        c->tier = TIER_NONE;
-        if (res_back(d, ci, TIER_GPU) != CUDA_SUCCESS) {
-            *c = keep;
-            r = -ENOMEM;
-        } else if (DRV(cuMemcpyHtoDAsync_v2)(va, nv.staging, d->chunk, d->stream) !=
-                       CUDA_SUCCESS ||
-                   DRV(cuStreamSynchronize)(d->stream) != CUDA_SUCCESS) {
-            res_unback(d, ci);          /* the slot stays authoritative */
-            *c = keep;
-            d->nheld += keep.held != 0;         /* (res_unback let them go) */
-            d->pinned += keep.pinned;
-            r = -EIO;
-        }
+    int r, unread = 0;
+    chunk_t keep = *c;
+    c->tier = TIER_NONE;
+    if (res_back(d, ci, TIER_GPU) != CUDA_SUCCESS) {
+        *c = keep;
+        r = -ENOMEM;
+    } else if ((r = read_in(d, va, slot, &unread)) < 0) {
+        res_unback(d, ci);              /* the slot stays authoritative */
+        *c = keep;
+        d->nheld += keep.held != 0;     /* (res_unback let them go) */
+        d->pinned += keep.pinned;
     }
     nv.io_s += res_now_s() - t0;
     if (r == 0) {

@@ -7,8 +7,10 @@
  *
  * A move to NVMe (a demotion from host memory, or an eviction straight from GPU memory):
  *   1. the chunk's contents are copied into a staging chunk on the device's NVMe stream, after
- *      the chunk's last use (F_COPY; an event after the copy);
- *   2. once that copy completed (a query), the staging chunk is written to a slot (F_IO);
+ *      the chunk's last use, in pieces (res_nvme_piece), an event after each (F_COPY);
+ *   2. each piece whose copy completed (a query, at the shim's next call) is let go to the
+ *      write of the staging chunk to a slot, queued with the first, while the next pieces are
+ *      still copied; once every piece is let go, F_IO;
  *   3. once the write completed with 0, the chunk's memory goes and it becomes a TIER_NVME
  *      chunk (res_nvme_now_out), provided nothing used it meanwhile.
  * Until then the chunk stays where it was, mapped and authoritative (DESIGN.md invariant 5):
@@ -21,6 +23,7 @@
  *      chunk is TIER_GPU from then, every use waits for the copy's event on its stream, as
  *      for the plan's prefetches in res_flight.c);
  *   3. once the copy completed, the slot is free.
+ * (The read is not in pieces yet: the copy to the GPU begins when the whole read completed.)
  * A use that comes before step 2 waits for the read, makes room as the reactive engine does
  * and issues the copy; a read that failed leaves the chunk on NVMe, where the reactive engine
  * reads it synchronously (and reports it lost when it cannot: res_nvme.c).
@@ -53,6 +56,8 @@ typedef struct nvfl {
     int dev;
     uint32_t ci, slot;
     use_event_t *ev;            /* F_COPY: the copy into staging; F_GPU: the copy out of it */
+    use_event_t *pev[RES_NVME_PIECES];  /* F_COPY: each piece's copy into staging */
+    uint8_t npieces, let_go;    /* F_COPY: pieces, and those let go to the write */
     uint64_t start;
 } nvfl_t;
 
@@ -192,6 +197,10 @@ static void fl_end(res_dev_t *d, nvfl_t *f)
         d->chunks[f->ci].moving = 0;
     res_event_put(d, f->ev);
     f->ev = NULL;
+    for (unsigned k = 0; k < RES_NVME_PIECES; k++) {
+        res_event_put(d, f->pev[k]);
+        f->pev[k] = NULL;
+    }
     pthread_mutex_lock(&pn.lock);
     f->used = 0;
     pthread_mutex_unlock(&pn.lock);
@@ -251,6 +260,26 @@ static CUstream copy_stream(res_dev_t *d)
     return s;
 }
 
+/* Chunk ci's contents into staging on stream s, piece by piece, an event after each (f->ev:
+ * the last one's); 0, or -1 when a copy could not be enqueued (after those that were
+ * completed). */
+static int copy_pieces(res_dev_t *d, nvfl_t *f, uint32_t ci, CUstream s, void *stage)
+{
+    uint32_t piece = res_nvme_piece(d), len = (uint32_t)d->chunk;
+    CUdeviceptr va = arena_chunk_addr(d->arena, ci);
+    f->npieces = (uint8_t)((len + piece - 1) / piece);
+    for (unsigned k = 0; k < f->npieces; k++) {
+        uint32_t at = k * piece, b = len - at < piece ? len - at : piece;
+        if (DRV(cuMemcpyDtoHAsync_v2)((char *)stage + at, va + at, b, s) != CUDA_SUCCESS) {
+            DRV(cuStreamSynchronize)(s);
+            return -1;
+        }
+        f->pev[k] = res_record(d, s, 0, d->ctx);    /* (NULL: the host waited for s) */
+    }
+    f->ev = res_event_ref(f->pev[f->npieces - 1]);
+    return 0;
+}
+
 /* Chunk ci of d, in host or GPU memory, starts going to NVMe (see the file's comment). */
 static int go_out(res_dev_t *d, uint32_t ci, uint32_t serial)
 {
@@ -272,16 +301,11 @@ static int go_out(res_dev_t *d, uint32_t ci, uint32_t serial)
         fl_end(d, f);
         return -1;
     }
-    if (res_stream_after_use(d, s, c) < 0 ||
-        DRV(cuMemcpyDtoHAsync_v2)(stage, arena_chunk_addr(d->arena, ci), d->chunk, s) !=
-            CUDA_SUCCESS) {
+    if (res_stream_after_use(d, s, c) < 0 || copy_pieces(d, f, ci, s, stage) < 0) {
         nvme_slot_free(a, slot);
         fl_end(d, f);
         return -1;
     }
-    f->ev = res_record(d, s, 0, d->ctx);
-    if (!f->ev)
-        DRV(cuStreamSynchronize)(s);    /* (no event: the copy is done when this returns) */
     f->stage = F_COPY;
     f->from = c->tier;
     f->slot = slot;
@@ -300,24 +324,48 @@ static void cancel(res_dev_t *d, nvfl_t *f)
     pn.out_cancelled++;
 }
 
-/* A move out's next step; returns 1 when a write was queued. */
+/* The pieces of f's copy into staging that completed go to its write, queued with the
+ * first (a cancelled move whose write is not queued yet queues none): the count let go, or
+ * -1 when the write could not be queued. */
+static int let_go(res_dev_t *d, nvfl_t *f)
+{
+    uint32_t piece = res_nvme_piece(d), len = (uint32_t)d->chunk;
+    unsigned k = f->let_go;
+    while (k < f->npieces && (!f->pev[k] || res_event_done(f->pev[k])))
+        k++;
+    if (k == f->let_go || (f->cancelled && f->let_go == 0))
+        return 0;
+    uint32_t ready = k * piece < len ? k * piece : len;
+    if (f->let_go == 0 && nvme_write_part(res_nvme_area(), f->slot,
+                                          res_nvme_stage(fl_index(f)), len, ready,
+                                          fl_index(f), 0) < 0)
+        return -1;
+    if (f->let_go > 0)                  /* (-ENOENT: it ended already, refused: reap) */
+        nvme_write_more(res_nvme_area(), fl_index(f), ready);
+    int n = (int)(k - f->let_go);
+    f->let_go = (uint8_t)k;
+    return n;
+}
+
+/* A move out's next step; returns 1 when a write was queued or grew. */
 static int out_step(res_dev_t *d, nvfl_t *f)
 {
     nvme_area_t *a = res_nvme_area();
     chunk_t *c = &d->chunks[f->ci];
     if (f->stage == F_COPY) {
-        if (f->ev && !res_event_done(f->ev))
-            return 0;
-        res_event_put(d, f->ev);
-        f->ev = NULL;
-        if (f->cancelled || nvme_write(a, f->slot, res_nvme_stage(fl_index(f)),
-                                       (uint32_t)d->chunk, fl_index(f)) < 0) {
+        int n = let_go(d, f);
+        if (n >= 0 && (f->ev && !res_event_done(f->ev)))
+            return n > 0;
+        if (n < 0 || f->let_go < f->npieces) {     /* (not queued: failed, or cancelled) */
+            res_event_wait(f->ev, &d->blocked_flight_s);        /* (staging written) */
             nvme_slot_free(a, f->slot);
             if (!f->cancelled)
                 cancel(d, f);
             fl_end(d, f);
             return 0;
         }
+        res_event_put(d, f->ev);
+        f->ev = NULL;
         f->stage = F_IO;
         return 1;
     }

@@ -17,7 +17,9 @@
  * Its transcript must equal the run without the shim; the statistics must show chunks
  * written to and read back from NVMe, and no slot used at exit; the same again where the
  * device cannot map host memory (ELIXIR_SIM_HOST_VMM=0: host chunks are pieces, unmapped).  With
- * ELIXIR_NVME_FAULT=write:3:eio the scenario "fill until out of memory" must stop with
+ * requests of 512 KiB (four per chunk) and ELIXIR_NVME_FAULT=write:10:eio (the second piece
+ * of the third chunk written, after its first went) the scenario "fill until out of memory"
+ * must stop with
  * CUDA_ERROR_OUT_OF_MEMORY, every buffer filled before intact, and the log must say once
  * that the tier is degraded.
  */
@@ -169,8 +171,8 @@ int main(int argc, char **argv)
     unsetenv("ELIXIR_SIM_HOST_VMM");
 
     const char *fenv[] = { "ELIXIR_GPU_MEMORY=8M", "ELIXIR_HOST_MEMORY=8M",
-                           "ELIXIR_NVME_MEMORY=64M", "ELIXIR_NVME_FAULT=write:3:eio",
-                           "ELIXIR_STATS=1", path, NULL };
+                           "ELIXIR_NVME_MEMORY=64M", "ELIXIR_NVME_FAULT=write:10:eio",
+                           "ELIXIR_NVME_BLOCK=512K", "ELIXIR_STATS=1", path, NULL };
     sh_run_t f = sh_run_ok("full", fenv);
     printf("%s", f.out);
     EXPECT(sh_count(f.err, "NVMe tier degraded") == 1, "expected one line saying the tier is "

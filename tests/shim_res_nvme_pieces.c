@@ -1,0 +1,189 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * shim_res_nvme_pieces.c - a chunk goes to and from NVMe in pieces, on both links at once.
+ *
+ * The NVMe tier is in a scratch directory, with requests of 512 KiB (four per 2 MiB chunk)
+ * and host memory of 4 MiB.  This program defines the simulator's two drive functions itself
+ * (elixirSimIoSubmit, elixirSimIoWait: the shim finds them by name, the program's first),
+ * records each request with the host's virtual time, and hands it on to the simulator's.
+ *   - Reads, the reactive engine (GPU budget 4 MiB): eight 4 MiB buffers are filled, then each
+ *     is read back and checked against its pattern.  The host must see the four requests of
+ *     each chunk read from NVMe arrive one by one (a wait for each: each piece is copied on to
+ *     the GPU as it arrives); a chunk read whole is waited for once.
+ *   - Writes, the plan (GPU budget 8 MiB): identical iterations check every buffer, and the
+ *     plan evicts chunks from GPU memory straight to NVMe; between the checks, small memsets
+ *     on another stream let the shim look at its moves often (it lets a piece go at the
+ *     first call after its copy completed).  At some host time, the write requests that went
+ *     to the drive must not be a whole number of chunks: a chunk's first pieces were written
+ *     while its last ones were still being copied.  A chunk copied whole, then written,
+ *     submits its four requests at once.  (The reactive engine writes only chunks already in host memory,
+ *     whose copy to staging is host to host: on the simulator it takes no time.)
+ * The race checker fails the run on any race.
+ */
+#define SH_RES_KERNELS
+#include <dlfcn.h>
+#include <errno.h>
+
+#include "shim_test.h"
+
+#define NBUF 8
+#define BUF (4 * SH_MIB)
+#define PIECE (512u * 1024)
+#define MAXREQ 4096
+#define POLLS 200
+
+typedef struct req {
+    int dir;
+    uint64_t bytes, at, ticket;
+} req_t;
+
+static req_t reqs[MAXREQ];
+static int nreq;
+static uint64_t waited[MAXREQ];
+static int nwait;
+
+#define EXPORT __attribute__((visibility("default")))
+EXPORT uint64_t elixirSimIoSubmit(int dir, uint64_t bytes);
+EXPORT void elixirSimIoWait(uint64_t ticket);
+
+uint64_t elixirSimIoSubmit(int dir, uint64_t bytes)
+{
+    uint64_t (*real)(int, uint64_t) = (uint64_t(*)(int, uint64_t))dlsym(RTLD_NEXT,
+                                                                         "elixirSimIoSubmit");
+    uint64_t t = real(dir, bytes);
+    if (nreq < MAXREQ)
+        reqs[nreq++] = (req_t){ dir, bytes, sim_activity_clock(), t };
+    return t;
+}
+
+void elixirSimIoWait(uint64_t ticket)
+{
+    void (*real)(uint64_t) = (void (*)(uint64_t))dlsym(RTLD_NEXT, "elixirSimIoWait");
+    real(ticket);
+    if (nwait < MAXREQ)
+        waited[nwait++] = ticket;
+}
+
+/* Host times at which a number of write requests went to the drive that is not a whole
+ * number of chunks (four requests each): a chunk's first pieces went before its last ones
+ * were copied.  A chunk copied whole, then written, submits its four requests at once. */
+static int part_writes(void)
+{
+    int parts = 0;
+    for (int i = 0; i < nreq;) {
+        int n = 0, j = i;
+        for (; j < nreq && reqs[j].at == reqs[i].at; j++)
+            n += reqs[j].dir == 1;
+        parts += n % 4 != 0;
+        i = j;
+    }
+    return parts;
+}
+
+/* Each chunk's four read requests were waited for one by one as they arrived. */
+static int check_reads(void)
+{
+    int chunks = 0;
+    for (int i = 0; i < nreq; i++) {
+        if (reqs[i].dir != 0)
+            continue;
+        EXPECT(i + 3 < nreq, "a chunk's read of fewer than 4 requests at the end");
+        for (int k = 0; k < 4; k++) {
+            int seen = 0;
+            for (int w = 0; w < nwait; w++)
+                seen |= waited[w] == reqs[i + k].ticket;
+            EXPECT(seen, "chunk %d: its read request %d was never waited for on its own: the "
+                   "chunk was read whole before its copy to the GPU", chunks, k);
+        }
+        EXPECT(reqs[i + 3].ticket > reqs[i].ticket, "chunk %d: its pieces arrived at once",
+               chunks);
+        chunks++;
+        i += 3;
+    }
+    return chunks;
+}
+
+/* The reactive engine: buffers filled, then each read back and checked. */
+static void reactive(void)
+{
+    CUdeviceptr buf[NBUF];
+    st_setup(0);
+    CUfunction fill = st_function(sh_res_ptx, "sh_fill");
+    for (int i = 0; i < NBUF; i++) {
+        CHECK_CU(cuMemAlloc(&buf[i], BUF));
+        CHECK_CU(sh_fill_async(fill, buf[i], BUF / 4, (uint32_t)(i + 1), NULL));
+    }
+    for (int i = 0; i < NBUF; i++) {
+        char what[32];
+        snprintf(what, sizeof(what), "buffer %d", i);
+        sh_expect_pattern_at(what, buf[i], BUF, (uint32_t)(i + 1), 0);
+    }
+    for (int i = 0; i < NBUF; i++)
+        CHECK_CU(cuMemFree(buf[i]));
+    int r = check_reads();
+    EXPECT(r >= 4, "chunks read in pieces %d: expected 4 or more", r);
+    printf("reactive: chunks read in pieces %d\n", r);
+}
+
+/* The plan: identical iterations that check every buffer (the plan evicts chunks from GPU
+ * memory straight to NVMe); some chunk's write must go in pieces while it is copied. */
+static void planned(void)
+{
+    CUdeviceptr buf[NBUF], bad, tick;
+    CUstream s, s2;
+    uint32_t wrong[NBUF];
+    st_setup(0);
+    CUfunction fill = st_function(sh_res_ptx, "sh_fill");
+    CUfunction verify = st_function(sh_res_ptx, "sh_verify");
+    CHECK_CU(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    CHECK_CU(cuMemAlloc(&bad, sizeof(wrong)));
+    CHECK_CU(cuStreamCreate(&s2, CU_STREAM_NON_BLOCKING));
+    CHECK_CU(cuMemAlloc(&tick, 4));
+    sh_alloc_filled(fill, buf, NBUF, BUF, 0, s);
+    CHECK_CU(cuStreamSynchronize(s));
+    for (int it = 0; it < 6; it++) {
+        for (int i = 0; i < NBUF; i++) {
+            CHECK_CU(sh_verify_async(verify, buf[i], BUF / 4, (uint32_t)i, bad + 4 * i, s));
+            for (int k = 0; k < POLLS; k++)     /* (the shim looks at its moves at each) */
+                CHECK_CU(cuMemsetD32Async(tick, (unsigned)k, 1, s2));
+        }
+        CHECK_CU(cuMemcpyDtoHAsync(wrong, bad, sizeof(wrong), s));
+        CHECK_CU(cuStreamSynchronize(s));
+        for (int i = 0; i < NBUF; i++)
+            EXPECT(wrong[i] == 0, "iteration %d: buffer %d has %u words wrong", it, i, wrong[i]);
+    }
+    for (int i = 0; i < NBUF; i++)
+        CHECK_CU(cuMemFree(buf[i]));
+    CHECK_CU(cuMemFree(bad));
+    int w = part_writes();
+    EXPECT(w >= 1, "no chunk's write began before its copy ended (%d requests)", nreq);
+    printf("planned: writes begun before their chunk's copy ended: %d\n", w);
+}
+
+static char dir[] = "/tmp/elixir-nvme-pieces-XXXXXX";
+
+static void run(const char *mode, const char *policy, const char *gpu)
+{
+    char path[64];
+    snprintf(path, sizeof(path), "ELIXIR_NVME_PATH=%s", dir);
+    const char *env[] = { gpu, "ELIXIR_HOST_MEMORY=4M", "ELIXIR_NVME_MEMORY=64M",
+                          "ELIXIR_NVME_BLOCK=512K", policy, "ELIXIR_STATS=1", path, NULL };
+    sh_run_t r = sh_run_ok(mode, env);
+    printf("%s", r.out);
+    EXPECT(sh_stat(r.err, "chunks written ") >= 4, "few chunks written to NVMe:\n%s", r.err);
+    sh_run_free(&r);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc > 1 && strcmp(argv[1], "planned") == 0) {
+        planned();
+        return 0;
+    }
+    sh_scenario_child(argc, argv, reactive);
+    EXPECT(mkdtemp(dir), "mkdtemp: %s", strerror(errno));
+    run("scenario", "ELIXIR_POLICY=reactive", "ELIXIR_GPU_MEMORY=4M");
+    run("planned", "ELIXIR_POLICY=plan", "ELIXIR_GPU_MEMORY=8M");
+    rmdir(dir);
+    return 0;
+}
