@@ -8,11 +8,13 @@
  * on its stream, a prefetch swaps the chunk's mapping only when nothing in flight uses it (its
  * last use completed, by query), and every operation that uses a chunk coming in waits for
  * its copy on its own stream (res_flight_use).  Memory a copy still reads or writes is kept
- * aside (pend_t) until its copy completed.  Whatever cannot be done so is left to the
- * reactive engine: the plan is a hint.  Where host memory does not map through VMM, a chunk
- * on the host is a pinned piece with its address unmapped: a prefetch maps GPU memory there
- * and copies the piece in, an eviction copies out into a piece and then unmaps.  Physical
- * memory, shadow mappings and the chunk lists are res_move.c's.
+ * aside (pend_t) until its copy completed; GPU memory kept so may go to a prefetch whose copy
+ * waits for that copy on the device (pend_take), so that an eviction left unmapped completes
+ * once its chunk's last use did, not its copy (flight_early).  Whatever cannot be done so is
+ * left to the reactive engine: the plan is a hint.  Where host memory does not map through
+ * VMM, a chunk on the host is a pinned piece with its address unmapped: a prefetch maps GPU
+ * memory there and copies the piece in, an eviction copies out into a piece and then unmaps.
+ * Physical memory, shadow mappings and the chunk lists are res_move.c's.
  */
 #include <stdlib.h>
 
@@ -205,13 +207,72 @@ static void retier(res_dev_t *d, uint32_t ci, int tier, CUmemGenericAllocationHa
 
 static int flight_end(res_dev_t *d, int i, int gone, int query);
 
+/* GPU memory a copy still reads or writes (d->pend), for a copy on stream s: s waits for that
+ * copy (the host, where it cannot); *ev, the copy's event (a reference: the memory goes back
+ * to d->pend with it should the caller not use it).  0, or -1 when there is none. */
+static int pend_take(res_dev_t *d, CUstream s, CUmemGenericAllocationHandle *h, use_event_t **ev)
+{
+    int take = -1;                      /* (one whose copy is done, else the first) */
+    for (uint32_t i = 0; i < d->npend; i++)
+        if (d->pend[i].tier == TIER_GPU && (take < 0 || res_event_done(d->pend[i].ev))) {
+            take = (int)i;
+            if (res_event_done(d->pend[i].ev))
+                break;
+        }
+    if (take < 0)
+        return -1;
+    pend_t p = d->pend[take];
+    d->pend[take] = d->pend[--d->npend];
+    if (!res_event_done(p.ev) && DRV(cuStreamWaitEvent)(s, p.ev->ev, 0) != CUDA_SUCCESS)
+        res_event_wait(p.ev, &d->blocked_flight_s);
+    *h = p.h;
+    *ev = p.ev;
+    return 0;
+}
+
+/*
+ * Eviction i, its copy still running, completes ahead of it where its chunk may be left
+ * unmapped (res_unmap_ok) and its copy reads it through the shadow mappings: the host waits
+ * for the chunk's last use (not for the copy, which comes after it), and the chunk's address
+ * loses its GPU memory, which goes aside until the copy completed (pend_take: a prefetch's
+ * copy may write it once the copy read it, ordered on the device).  The chunk's host memory
+ * is the copy's destination: what uses the chunk waits for the copy as for a prior use.  0,
+ * or -1 when it cannot.
+ */
+static int flight_early(res_dev_t *d, int i)
+{
+    flight_t f = d->flights[i];
+    chunk_t *c = &d->chunks[f.ci];
+    if (f.in || !d->host_mappable || c->tier != TIER_GPU || !res_unmap_ok(d, c) ||
+        res_event_done(f.ev))
+        return -1;
+    res_wait_idle(d, c, &d->blocked_flight_s);
+    if (remap(d, f.ci, 0, 1) != CUDA_SUCCESS)
+        return -1;
+    flight_del(d, i);
+    if (SHIM_TRACING())
+        shim_trace_planned_move(d->device, f.ci, d->chunk, SHIM_TIER_GPU, SHIM_TIER_HOST,
+                                f.issued, shim_trace_now(), f.move);
+    retier(d, f.ci, TIER_HOST, f.other, f.ev);
+    res_unmapped_mark(d, f.ci);
+    c->use.prior = f.ev;                /* (the flight's reference) */
+    d->migrations_out++;
+    d->bytes_out += d->chunk;
+    d->flights_early++;
+    return 0;
+}
+
 /* Room for one more GPU chunk: parked chunks go first, then evictions whose copies are done
- * complete, then the oldest one in flight is waited for; 0, or -1 when there is none. */
+ * complete, then the oldest one in flight completes ahead of its copy (flight_early) or is
+ * waited for.  0 (room), 1 (GPU memory that a copy still uses: pend_take), -1 (none). */
 static int flight_room(res_dev_t *d)
 {
     while (!res_has_room(d, TIER_GPU)) {
         if (res_park_drop(d) == 0)
             continue;
+        for (uint32_t i = 0; i < d->npend; i++)
+            if (d->pend[i].tier == TIER_GPU)
+                return 1;
         int oldest = -1;
         for (uint32_t i = 0; i < d->nflights; i++)
             if (!d->flights[i].in) {
@@ -220,9 +281,24 @@ static int flight_room(res_dev_t *d)
             }
         if (oldest < 0)
             return -1;
+        if (flight_early(d, oldest) == 0)
+            continue;                   /* (its memory went aside, or back if the copy ended) */
         res_flight_settle(d, d->flights[oldest].ci, 0);
     }
     return 0;
+}
+
+/* GPU memory h, taken for a prefetch, goes back: aside until `was` (pend_take's) and ev (the
+ * prefetch's copy, where issued) completed. */
+static void prefetch_undo(res_dev_t *d, CUmemGenericAllocationHandle h, use_event_t *was,
+                          use_event_t *ev)
+{
+    if (ev || was)
+        pend_put(d, TIER_GPU, h, ev ? ev : was);    /* (ev comes after was on its stream) */
+    else
+        res_phys_put(d, TIER_GPU, h);
+    res_event_put(d, was);
+    res_event_put(d, ev);
 }
 
 int res_prefetch(res_dev_t *d, uint32_t ci)
@@ -231,10 +307,15 @@ int res_prefetch(res_dev_t *d, uint32_t ci)
     if (c->tier != TIER_HOST || c->moving || c->pinned || c->held || c->waiting || c->stray ||
         !d->stream)
         return -1;
-    if (!res_idle_now(d, c) || flight_room(d) < 0 || c->tier != TIER_HOST)
+    if (!res_idle_now(d, c))
+        return -1;
+    int room = flight_room(d);
+    if (room < 0 || c->tier != TIER_HOST)
         return -1;
     CUmemGenericAllocationHandle h;
-    if (res_phys_get(d, TIER_GPU, &h) != CUDA_SUCCESS)
+    use_event_t *was = NULL;
+    if (room ? pend_take(d, d->stream, &h, &was) < 0
+             : res_phys_get(d, TIER_GPU, &h) != CUDA_SUCCESS)
         return -1;
     int issued;
     uint64_t t0 = SHIM_TRACING() ? shim_trace_now() : 0, move;
@@ -242,27 +323,27 @@ int res_prefetch(res_dev_t *d, uint32_t ci)
     if (!d->host_mappable) {
         /* Unmapped with its contents in a host piece: mapped first, then copied into. */
         if (remap(d, ci, h, 0) != CUDA_SUCCESS) {
-            res_phys_put(d, TIER_GPU, h);
+            prefetch_undo(d, h, was, NULL);
             return -1;
         }
         ev = copy_piece(d, ci, c->phys, 1, d->stream, &issued, &move);
         if (!issued) {
             DRV(cuMemUnmap)(arena_chunk_addr(d->arena, ci), d->chunk);
-            res_phys_put(d, TIER_GPU, h);
+            prefetch_undo(d, h, was, NULL);
             return -1;
         }
     } else {
         ev = copy_shadows(d, c->phys, h, d->stream, &issued, &move);
         if (!issued) {
-            res_phys_put(d, TIER_GPU, h);
+            prefetch_undo(d, h, was, NULL);
             return -1;
         }
         if (remap(d, ci, h, 0) != CUDA_SUCCESS) {
-            pend_put(d, TIER_GPU, h, ev);   /* (the copy still writes it) */
-            res_event_put(d, ev);
+            prefetch_undo(d, h, was, ev);   /* (the copy still writes it) */
             return -1;
         }
     }
+    res_event_put(d, was);
     CUmemGenericAllocationHandle old = c->phys;
     res_unlist(d, ci);
     res_unmapped_clear(d, ci);

@@ -247,7 +247,7 @@ typedef struct res_dev {
     uint32_t npend, cap_pend;
     struct res_plan *plan;          /* NULL: ELIXIR_POLICY=reactive, or not planned yet */
     res_ptime_t *ptime;             /* the profile's device times (res_plan_time.c) */
-    uint64_t prefetches, evictions_async, flights_cancelled, flights_waited;
+    uint64_t prefetches, evictions_async, flights_cancelled, flights_waited, flights_early;
     double blocked_flight_s;        /* host waits for moves in flight */
 } res_dev_t;
 

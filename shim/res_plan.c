@@ -833,7 +833,7 @@ void res_plan_stats(const res_dev_t *d)
     shim_log_plain("device %d: plan: %llu planned, %llu re-planned; operations foreseen %llu, "
                    "not foreseen %llu, NCCL calls foreseen %llu; moves issued %llu (%llu chunks, "
                    "%llu left to the reactive "
-                   "engine, %llu put where the plan starts them); prefetches %llu, evictions %llu (cancelled %llu, waited for %llu, "
+                   "engine, %llu put where the plan starts them); prefetches %llu, evictions %llu (cancelled %llu, waited for %llu, done ahead of their copies %llu, "
                    "%llu left unmapped; %llu mapped back unforeseen); blocked on moves %.3f s; predicted iteration %.3f ms (bound %.3f ms)",
                    d->device,
                    (unsigned long long)(p ? p->plans : 0), (unsigned long long)(p ? p->replans : 0),
@@ -847,6 +847,7 @@ void res_plan_stats(const res_dev_t *d)
                    (unsigned long long)d->evictions_async,
                    (unsigned long long)d->flights_cancelled,
                    (unsigned long long)d->flights_waited,
+                   (unsigned long long)d->flights_early,
                    (unsigned long long)d->unmapped_out, (unsigned long long)d->unmapped_back,
                    d->blocked_flight_s,
                    p ? p->pred_ms : 0.0, p ? p->bound_ms : 0.0);

@@ -48,6 +48,8 @@ CUresult res_unmapped_restore(res_dev_t *d, uint32_t ci)
     chunk_t *c = &d->chunks[ci];
     if (!c->unmapped)
         return CUDA_SUCCESS;
+    /* (Its host memory may still be the destination of its eviction's copy: flight_early.) */
+    res_event_wait(c->use.prior, &d->blocked_s);
     CUdeviceptr va = arena_chunk_addr(d->arena, ci);
     int traced = SHIM_TRACING();
     uint64_t t0 = traced ? shim_trace_now() : 0;

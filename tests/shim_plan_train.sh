@@ -7,7 +7,9 @@
 # reactive engine are printed side by side (bench/train_oversub.sh measures them per step; at
 # this size most chunks are slabs shared by tensors of every lifetime, and the plan moves about
 # as much as the reactive engine).  Where an operation reaches more chunks than the GPU holds,
-# it runs in place and the plan is made for the rest: a plan at every fraction.  The race
+# it runs in place and the plan is made for the rest: a plan at every fraction.  Then again
+# with the plan's evictions unmapping (ELIXIR_PLAN_UNMAP=1), where evictions complete ahead of
+# their copies (per tensor).  The race
 # checker fails the run (exit 66) on any unordered access, asynchronous moves included.
 set -u
 . tests/lib/sim_env.sh
@@ -42,6 +44,15 @@ for mode in per-tensor pooled; do
             "no plan was made at 1/$frac"
         [ "${foreseen:-0}" -gt 0 ] || fail_showing "$tmp/o.err" "no operation followed the plan"
         [ "${chunks:-0}" -gt 0 ] || fail_showing "$tmp/o.err" "the plan moved nothing at 1/$frac"
+        # The plan's evictions unmapping: an eviction completes ahead of its copy, and the
+        # prefetch taking its GPU memory waits for that copy on the device.
+        ELIXIR_POLICY=plan ELIXIR_PLAN_UNMAP=1 shim_train_device "$frac" "${JOB[@]}" --alloc "$mode"
+        early=$(sed -n 's/.*done ahead of their copies \([0-9]*\),.*/\1/p' "$tmp/o.err" | head -1)
+        echo "$mode, 1/$frac, evictions unmapped: digest ${got:-none}; evictions done ahead of" \
+             "their copies ${early:-?}"
+        [ "$got" = "$want" ] || fail_showing "$tmp/o.err" "plan, unmapped: expected digest $want"
+        [ "$mode" = pooled ] || [ "${early:-0}" -gt 0 ] ||
+            fail_showing "$tmp/o.err" "no eviction completed ahead of its copy at 1/$frac"
     done
 done
 echo "same digest under the plan at 1/2, 1/4 and 1/8 of the footprint"

@@ -14,8 +14,9 @@
  * and every buffer holds exactly what the sums say.  On the simulator an access to an unmapped
  * address faults, so a chunk left unmapped under any of these fails the run; the race checker
  * fails it on any race.  The log must say that evictions left chunks unmapped and that the
- * graph launch mapped some back; with ELIXIR_PLAN_UNMAP=0, and by default without an NVMe
- * tier, none is left unmapped.  Last, on a device without host VMM (ELIXIR_SIM_HOST_VMM=0),
+ * graph launch mapped some back, and that evictions completed ahead of their copies (the
+ * prefetch taking the GPU memory waits for the copy on the device); with ELIXIR_PLAN_UNMAP=0,
+ * and by default without an NVMe tier, none is left unmapped.  Last, on a device without host VMM (ELIXIR_SIM_HOST_VMM=0),
  * where every evicted chunk is unmapped in a pinned host piece, the plan must prefetch and
  * evict, and the sums must hold again.
  */
@@ -116,8 +117,12 @@ int main(int argc, char **argv)
                          "ELIXIR_PLAN_UNMAP=1", "ELIXIR_SIM_HOST_VMM=1", NULL };
     sh_run_t r = sh_run_ok("scenario", on);
     long out = count_before(r.err, " left unmapped"), back = count_before(r.err, " mapped back");
-    printf("unmapping on: %ld evictions left chunks unmapped, %ld mapped back\n", out, back);
+    const char *ahead = strstr(r.err, "done ahead of their copies ");
+    long early = ahead ? strtol(ahead + strlen("done ahead of their copies "), NULL, 10) : -1;
+    printf("unmapping on: %ld evictions left chunks unmapped (%ld ahead of their copies), %ld "
+           "mapped back\n", out, early, back);
     EXPECT(out > 0, "the plan's evictions leave chunks unmapped:\n%s", r.err);
+    EXPECT(early > 0, "evictions complete ahead of their copies:\n%s", r.err);
     EXPECT(back > 0, "the copies and the graph launch map chunks back:\n%s", r.err);
     sh_run_free(&r);
 
