@@ -54,8 +54,10 @@ static int check_machine(const pol_machine_t *m, char *err, size_t len)
         if (!(l->latency_us >= 0))
             return fail(err, len, "m.link[%s].latency_us must be >= 0", pol_tier_name(t));
     }
-    if (!(m->map_us_per_call >= 0) || !(m->map_us_per_chunk >= 0))
-        return fail(err, len, "m.map_us_per_call and m.map_us_per_chunk must be >= 0");
+    if (!(m->map_us_per_call >= 0) || !(m->map_us_per_chunk >= 0) ||
+        !(m->birth_us_per_chunk >= 0))
+        return fail(err, len, "m.map_us_per_call, m.map_us_per_chunk and m.birth_us_per_chunk "
+                              "must be >= 0");
     if (!(m->host_us_per_op >= 0) || m->host_us_per_op > 1e6)
         return fail(err, len, "m.host_us_per_op is %g: 0 to 1e6 microseconds",
                     m->host_us_per_op);

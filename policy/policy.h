@@ -61,6 +61,8 @@ typedef struct pol_buf {
     uint8_t nvme_ok;     /* every use was visible: it may go to POL_NVME (DESIGN invariant 2) */
     uint8_t clean;       /* its host copy is current at the iteration's start (read-only data);
                           * advisory: a cyclic plan tracks which chunks stay clean itself */
+    uint8_t free_waits;  /* its free (after dies) has the host wait for its last use (a
+                          * cuMemFree; a stream-ordered free does not) */
 } pol_buf_t;
 
 /* A run of chunks of one buffer that one operation reaches. */
@@ -91,10 +93,17 @@ typedef struct pol_machine {
     pol_link_t link[POL_NTIERS];    /* link[t]: between POL_GPU and t (link[POL_GPU] unused) */
     double map_us_per_call;         /* host time of one unmap + map + set-access of an extent */
     double map_us_per_chunk;        /* and per chunk of that extent */
+    double birth_us_per_chunk;      /* host time to give a chunk of a buffer born in the
+                                     * iteration its GPU memory; 0: map_us_per_chunk */
     double host_us_per_op;          /* host time to issue one operation of the iteration (the
                                      * driver call that enqueues it): a GPU that is fast
                                      * enough waits for the host at this rate */
     uint32_t copy_engines;          /* engines per direction (1 or 2 on PCIe GPUs) */
+    uint32_t room_on_device;        /* 1: GPU room a move away frees goes to a move in whose
+                                     * copy waits for the freeing copy on the device, the host
+                                     * waiting only for the freed chunks' last use (the shim's
+                                     * executor with unmapped evictions); 0: the host waits for
+                                     * the freeing copy */
 } pol_machine_t;
 
 typedef struct pol_input {

@@ -10,7 +10,9 @@
  * they delay the issue of everything after them, as in the shim's executor (res_flight.c):
  *   - a move to the GPU maps its chunks when it is issued, once the room it takes is free:
  *     room that a move away from the GPU frees is free only when that move's copy completed,
- *     and the host waits for it there (it cannot hand out memory a copy still reads);
+ *     and the host waits for it there (it cannot hand out memory a copy still reads), or,
+ *     with m.room_on_device, the host waits only for the freed chunks' last use and the
+ *     copy of the move in waits for the freeing copy on the device;
  *   - a move away from the GPU maps its chunks (its remap to the other tier) only when its copy
  *     completed: the host pays that mapping when the room is taken (the executor completes
  *     the move then, or polls it complete before), not when the move is issued.
@@ -27,7 +29,9 @@
  *     duplex limit; it completes latency_us after its last byte.  Copy engines per direction
  *     share the direction's bandwidth: one queue models them all.
  *   - a move without write-back (or a materialisation) copies nothing: it is done when its
- *     dependencies are.  A dying buffer's GPU room is free when its last use ends.
+ *     dependencies are; a materialisation costs the host birth_us_per_chunk a chunk.  A dying
+ *     buffer's GPU room is free when its last use ends; with free_waits the host waits for
+ *     that too (a cuMemFree).
  * The plan repeats: four iterations are replayed back to back from the plan's start state, so
  * that prefetches issued across the iteration's end count as they will.  iter_ns is the mean
  * time between the ends of the first and the last (an iteration ends with its last
@@ -52,6 +56,7 @@ typedef struct rp {
     double *ready, *last_end;   /* per chunk: its last move's end, its last use's end */
     uint8_t *loc;
     double *tok;                /* GPU room: when each free chunk of room became free (FIFO) */
+    double *tok_host;           /* when the host may hand it out (m.room_on_device) */
     double *owed;               /* and the host's mapping time its freeing move still owes */
     uint64_t tok_head, tok_n, tok_cap;
     double q[POL_NTIERS][2], pipe[POL_NTIERS];
@@ -61,22 +66,24 @@ typedef struct rp {
     double first_end, stop_ns;  /* the first iteration's end; see pol_replay_ix */
 } rp_t;
 
-static void tok_push(rp_t *p, double t, double owed)
+static void tok_push(rp_t *p, double t, double host, double owed)
 {
     if (p->tok_n < p->tok_cap) {
         uint64_t k = (p->tok_head + p->tok_n++) % p->tok_cap;
         p->tok[k] = t;
+        p->tok_host[k] = p->in->m.room_on_device ? host : t;
         p->owed[k] = owed;
     }
 }
 
-/* The time the next chunk of GPU room is free, -1 when there is none (a bad plan); *owed: the
- * mapping time its freeing move still owes. */
-static double tok_pop(rp_t *p, double *owed)
+/* The time the next chunk of GPU room is free, -1 when there is none (a bad plan); *host:
+ * when the host may hand it out; *owed: the mapping time its freeing move still owes. */
+static double tok_pop(rp_t *p, double *host, double *owed)
 {
     if (!p->tok_n)
         return -1;
     double t = p->tok[p->tok_head];
+    *host = p->tok_host[p->tok_head];
     *owed = p->owed[p->tok_head];
     p->tok_head = (p->tok_head + 1) % p->tok_cap;
     p->tok_n--;
@@ -115,14 +122,16 @@ static void host_map(rp_t *p, double t)
  * the GPU first has the host wait for its room and complete the moves that freed it. */
 static double move_ready(rp_t *p, const pol_move_t *m, uint64_t c0)
 {
+    double dev = 0;
     for (uint32_t k = 0; m->to == POL_GPU && k < m->nchunks; k++) {
-        double owed, t = tok_pop(p, &owed);
+        double host, owed, t = tok_pop(p, &host, &owed);
         if (t < 0)
             return -1;
-        p->h = max2(p->h, t);
+        p->h = max2(p->h, host);
+        dev = max2(dev, t);
         host_map(p, owed);
     }
-    double t0 = p->h;
+    double t0 = max2(p->h, dev);
     for (uint32_t k = 0; k < m->nchunks; k++) {
         t0 = max2(t0, p->ready[c0 + k]);
         if (m->from == POL_GPU)
@@ -134,9 +143,11 @@ static double move_ready(rp_t *p, const pol_move_t *m, uint64_t c0)
 static int rp_move(rp_t *p, const pol_move_t *m)
 {
     const pol_machine_t *mc = &p->in->m;
-    double map = (mc->map_us_per_call + mc->map_us_per_chunk * m->nchunks) * 1e3;
+    double per = m->from == POL_NTIERS && mc->birth_us_per_chunk > 0 ? mc->birth_us_per_chunk
+                                                                      : mc->map_us_per_chunk;
+    double map = (mc->map_us_per_call + per * m->nchunks) * 1e3;
     uint64_t c0 = p->ix->chunk_base[m->buf] + m->chunk;
-    double end = move_ready(p, m, c0);
+    double end = move_ready(p, m, c0), start = end;
     if (end < 0)
         return -EINVAL;
     if (m->from != POL_GPU)
@@ -149,7 +160,7 @@ static int rp_move(rp_t *p, const pol_move_t *m)
         p->ready[c0 + k] = end;
         p->loc[c0 + k] = m->to;
         if (m->from == POL_GPU)
-            tok_push(p, end, k == 0 ? map : 0);
+            tok_push(p, end, start, k == 0 ? map : 0);
     }
     return 0;
 }
@@ -200,13 +211,17 @@ static void rp_op(rp_t *p, uint32_t i)
 static void rp_deaths(rp_t *p, uint32_t i)
 {
     const pol_index_t *ix = p->ix;
-    for (uint32_t k = ix->dies_first[i]; k < ix->dies_first[i + 1]; k++)
-        for (uint64_t c = ix->chunk_base[ix->dies_list[k]];
-             c < ix->chunk_base[ix->dies_list[k] + 1]; c++) {
+    for (uint32_t k = ix->dies_first[i]; k < ix->dies_first[i + 1]; k++) {
+        uint32_t b = ix->dies_list[k];
+        for (uint64_t c = ix->chunk_base[b]; c < ix->chunk_base[b + 1]; c++) {
+            double t = max2(p->last_end[c], p->ready[c]);
             if (p->loc[c] == POL_GPU)
-                tok_push(p, max2(p->last_end[c], p->ready[c]), 0);
+                tok_push(p, t, t, 0);
+            if (p->in->bufs[b].free_waits)
+                p->h = max2(p->h, t);   /* (the free waits for its last use) */
             p->loc[c] = POL_NONE;
         }
+    }
 }
 
 /* One iteration: 0, -EINVAL, or 1 when iter_ns is known to reach stop_ns (it_end only grows)
@@ -237,15 +252,17 @@ static int rp_init(rp_t *p, const pol_input_t *in, const pol_index_t *ix, const 
     p->loc = malloc(n);
     p->tok_cap = ix->gpu_cap + 1;
     p->tok = malloc(p->tok_cap * sizeof(double));
+    p->tok_host = malloc(p->tok_cap * sizeof(double));
     p->owed = malloc(p->tok_cap * sizeof(double));
-    if (!p->stream_free || !p->ready || !p->last_end || !p->loc || !p->tok || !p->owed)
+    if (!p->stream_free || !p->ready || !p->last_end || !p->loc || !p->tok || !p->tok_host ||
+        !p->owed)
         return -ENOMEM;
     for (uint64_t c = 0; c < ix->nchunks; c++) {
         p->loc[c] = pl->start_tier[c] >= POL_NTIERS ? POL_NONE : pl->start_tier[c];
         gpu += p->loc[c] == POL_GPU;
     }
     for (uint64_t k = gpu; k < ix->gpu_cap; k++)
-        tok_push(p, 0, 0);
+        tok_push(p, 0, 0, 0);
     return 0;
 }
 
@@ -302,7 +319,8 @@ int pol_replay_ix(const pol_input_t *in, const pol_index_t *ix, const pol_plan_t
         for (int t = 0; t < POL_NTIERS; t++)
             r->peak[t] *= in->m.chunk;
     }
-    free(p.stream_free), free(p.ready), free(p.last_end), free(p.loc), free(p.tok), free(p.owed);
+    free(p.stream_free), free(p.ready), free(p.last_end), free(p.loc), free(p.tok);
+    free(p.tok_host), free(p.owed);
     return rc;
 }
 

@@ -319,6 +319,8 @@ static pol_machine_t machine(const res_dev_t *d, const res_ptime_report_t *tr)
     m.link[POL_HOST] = (pol_link_t){ to, from, DUPLEX_RATIO * (to > from ? to : from), 10.0 };
     m.map_us_per_call = 1.0;
     m.map_us_per_chunk = d->unmap_on || !d->host_mappable ? 32.0 : 65.0;
+    m.room_on_device = d->unmap_on && d->host_mappable;     /* (res_flight.c: flight_early) */
+    m.birth_us_per_chunk = 65.0;        /* (a freed chunk's memory unmapped, mapped, set) */
     m.host_us_per_op = HOST_OP_US;
     res_plan_nvme_machine(d, tr, &m);
     return m;
@@ -782,6 +784,7 @@ void res_plan_free(res_dev_t *d, uint64_t base)
     p->buf_of[first] = 0;       /* (what the arena puts there next is another buffer) */
     if (b->dies < 0)            /* (born < 0: see lives()) */
         b->dies = last > b->born ? last : b->born;
+    b->free_waits = !d->freed_in_order;     /* (release_chunk waits for its last use) */
 }
 
 void res_plan_drop(res_dev_t *d)

@@ -27,6 +27,11 @@
  *   bound:     the lower bound never exceeds what a plan needs: 3 chunks in on the cycle,
  *              over the host link, or with a peer tier whose link is 4 times the host's, all
  *              over that one.
+ *   executor:  the cost model follows the shim's executor: with room_on_device the host
+ *              hands GPU room over once the freed chunk's last use ended (the cycle of
+ *              written buffers runs faster than when it waits for the freeing copy); a
+ *              free that waits (free_waits) holds the host until the buffer's last use, so
+ *              two streams no longer overlap; a birth costs the host birth_us_per_chunk.
  */
 #include "unit_policy.h"
 
@@ -403,6 +408,55 @@ static void test_bound_min(void)
     pb_fini(&b);
 }
 
+/* The predicted iteration of plan p replayed on b's input (ns), or -1. */
+static double replayed(pb_t *b, const pol_plan_t *p)
+{
+    pol_result_t r;
+    int rc = pol_replay(pb_input(b), p, &r);
+    PB_CHECK(rc == 0, "pol_replay: expected 0, got %d", rc);
+    return rc ? -1 : r.iter_ns;
+}
+
+static void test_executor(void)
+{
+    /* Six written buffers cycled through 4 chunks of GPU, mapping calls of 50 us a chunk. */
+    pb_t b;
+    pb_init(&b);
+    b.m.cap[POL_GPU] = 4 * MIB;
+    b.m.map_us_per_chunk = 50;
+    cycle_input(&b, 6, POL_RW);
+    pol_plan_t *p = pb_plan(&b, &K1);
+    double wait = p ? replayed(&b, p) : -1;
+    b.m.room_on_device = 1;
+    double handed = p ? replayed(&b, p) : -1;
+    PB_CHECK(p && handed > 0 && handed < wait - 10e3, "room on the device: expected an "
+             "iteration at least 10 us shorter than %.0f ns, got %.0f ns", wait, handed);
+    pol_plan_free(p);
+    pb_fini(&b);
+
+    /* Two buffers born and freed each around a 1 ms kernel, one on each stream. */
+    pb_init(&b);
+    uint32_t a0 = pb_buf(&b, 1, 0, 0), a1 = pb_buf(&b, 1, 1, 1);
+    pb_op(&b, 0, 1000000), pb_all(&b, a0, POL_OVERWRITE);
+    pb_op(&b, 1, 1000000), pb_all(&b, a1, POL_OVERWRITE);
+    p = pb_plan(&b, &K1);
+    double async = p ? replayed(&b, p) : -1;
+    b.bufs[a0].free_waits = b.bufs[a1].free_waits = 1;
+    double waits = p ? replayed(&b, p) : -1;
+    PB_CHECK(p && async > 0.999e6 && async < 1.001e6,
+             "frees without a wait: expected 1 ms (the streams overlap), got %.0f ns", async);
+    PB_CHECK(p && waits > 1.999e6 && waits < 2.001e6,
+             "frees that wait: expected 2 ms (each kernel after the other's free), got %.0f ns",
+             waits);
+    b.bufs[a0].free_waits = b.bufs[a1].free_waits = 0;
+    b.m.birth_us_per_chunk = 1500;
+    double born = p ? replayed(&b, p) : -1;
+    PB_CHECK(p && born > 2.999e6 && born < 3.001e6, "births of 1.5 ms on the host: expected "
+             "3 ms (the host's), got %.0f ns", born);
+    pol_plan_free(p);
+    pb_fini(&b);
+}
+
 int main(void)
 {
     test_cycle();
@@ -416,6 +470,7 @@ int main(void)
     test_errors();
     test_bound();
     test_bound_min();
+    test_executor();
     if (!pb_failures)
         printf("policy cases: all pass\n");
     return pb_failures ? 1 : 0;
