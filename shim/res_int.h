@@ -330,6 +330,7 @@ typedef struct collect {
     int away;                       /* some chunk collected was not in GPU memory */
     int in_place;                   /* the plan lets it run where its chunks are (res_plan_op) */
     int capturing;                  /* the stream captures: the work is not run now */
+    int detected;                   /* the iteration detector saw the launch (res_launch_fast) */
     int busy;                       /* this thread's collect is in use */
     uint32_t inline_ids[INLINE_IDS];
     /* Words that point into other devices' arenas (a launch's or a batch's; heap, rare), and
@@ -681,9 +682,14 @@ typedef uint8_t (*res_access_fn_t)(const void *arg, uint64_t lo, uint64_t hi);
  * the prefetches it needs by events (the host waits for none of them). */
 void res_plan_nccl(res_dev_t *d, collect_t *k, uintptr_t what, res_access_fn_t acc,
                    const void *arg, CUstream s);
-/* The fast launch path's form: chunks ids[0, n) of a launch of f on s (of context ctx). */
+/* The fast launch path's form: chunks ids[0, n) of a launch of f on s (of context ctx),
+ * which res_plan_detect saw first. */
 void res_plan_fast(res_dev_t *d, CUcontext ctx, CUfunction f, const uint32_t *ids, unsigned n,
                    CUstream s);
+/* A launch of f for the process's iteration detector.  The fast launch path calls it before
+ * taking the device's lock, so that the detector's lock is the only one the thread holds and
+ * keeps its bias (lock.h); res_plan_op, for launches it did not see (collect_t.detected). */
+void res_plan_detect(CUfunction f);
 /* A host synchronisation or a host <-> device copy: a barrier for the iteration detector. */
 void res_plan_barrier(void);
 /* An allocation of the arena on d (d locked): [base, +bytes), and one freed. */

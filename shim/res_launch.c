@@ -31,6 +31,10 @@ static SHIM_ALWAYS_INLINE uint32_t next_serial(res_dev_t *d)
     return ++d->serial ? d->serial : ++d->serial;
 }
 
+/* The fast path saw this thread's launch for the iteration detector and left it to the
+ * general path (res_launch_begin, which the wrapper calls next). */
+static SHIM_TLS int fast_detected;
+
 /* Start collecting an operation on d: the thread's collect (a heap one if it is in use),
  * with d's lock taken; NULL when out of memory. */
 static SHIM_ALWAYS_INLINE collect_t *collect_open(res_dev_t *d, CUcontext ctx)
@@ -44,7 +48,7 @@ static SHIM_ALWAYS_INLINE collect_t *collect_open(res_dev_t *d, CUcontext ctx)
     k->ids = k->inline_ids;
     k->n = 0;
     k->cap = INLINE_IDS;
-    k->unknown = k->capturing = k->away = k->in_place = 0;
+    k->unknown = k->capturing = k->away = k->in_place = k->detected = 0;
     k->timed = 0;
     shim_lock(&d->lock);
     k->serial = next_serial(d);
@@ -1021,9 +1025,12 @@ CUresult res_launch_begin(shim_launch_t *l)
     res_dev_t *d = op_dev(l->stream, &ctx);
     collect_t *k;
     CUresult r = CUDA_SUCCESS;
+    int detected = fast_detected;
+    fast_detected = 0;
     l->res = NULL;
     if (!d || !(k = collect_open(d, ctx)))
         return r;
+    k->detected = detected;
     l->res = k;             /* the lock stays held until res_launch_end */
     relax_t rx = relax_begin();
     if (l->op)
@@ -1079,12 +1086,15 @@ shim_lock_t *res_launch_fast(CUfunction f, void **params, CUstream s, int ptds, 
     unsigned n;
     if (s == CU_STREAM_PER_THREAD || (!s && ptds) || !(d = op_dev(s, &ctx)))
         return NULL;
+    if (SHIM_UNLIKELY(res_policy_plan))
+        res_plan_detect(f);
     shim_lock(&d->lock);
     unsigned me = SHIM_LIKELY(!traced)
                       ? fast_collect(d, ctx, f, params, s, next_serial(d), ids, &n, NULL, NULL)
                       : fast_traced(d, ctx, f, params, s, ids, &n);
     if (!me) {
         shim_unlock(&d->lock);
+        fast_detected = res_policy_plan;    /* (res_launch_begin follows at once) */
         return NULL;
     }
     if (SHIM_UNLIKELY(res_policy_plan))

@@ -124,7 +124,7 @@ static uint32_t fkey(CUfunction f)
 }
 
 /* A launch of f: the detector moves on (det.cur) when it begins an iteration. */
-static void detect_launch(CUfunction f)
+void res_plan_detect(CUfunction f)
 {
     iter_mark_t marks[ITER_MAX_MARKS];
     shim_lock(&det.lock);
@@ -691,8 +691,8 @@ static void in_place(const res_dev_t *d, collect_t *k)
 void res_plan_op(res_dev_t *d, collect_t *k, int kind, uintptr_t what, const shim_copy_t *c,
                  CUstream s, int ptds)
 {
-    if (kind == PLAN_LAUNCH)
-        detect_launch((CUfunction)what);
+    if (kind == PLAN_LAUNCH && !k->detected)
+        res_plan_detect((CUfunction)what);
     else if (c && (c->kind == SHIM_COPY_HTOD || c->kind == SHIM_COPY_DTOH))
         res_plan_barrier();
     if (d->nflights || d->npend || d->nvme_flights) {
@@ -730,7 +730,6 @@ void res_plan_nccl(res_dev_t *d, collect_t *k, uintptr_t what, res_access_fn_t a
 void res_plan_fast(res_dev_t *d, CUcontext ctx, CUfunction f, const uint32_t *ids, unsigned n,
                    CUstream s)
 {
-    detect_launch(f);
     if (d->nflights || d->npend || d->nvme_flights)
         res_flights_poll(d);
     if (res_nccl_inside())
