@@ -15,7 +15,8 @@
  *     on another stream let the shim look at its moves often (it lets a piece go at the
  *     first call after its copy completed).  At some host time, the write requests that went
  *     to the drive must not be a whole number of chunks: a chunk's first pieces were written
- *     while its last ones were still being copied.  A chunk copied whole, then written,
+ *     while its last ones were still being copied (in one of five runs: whether a poll comes
+ *     between two pieces' copies depends on the machine's load).  A chunk copied whole, then written,
  *     submits its four requests at once.  (The reactive engine writes only chunks already in host memory,
  *     whose copy to staging is host to host: on the simulator it takes no time.)
  * The race checker fails the run on any race.
@@ -155,14 +156,14 @@ static void planned(void)
     for (int i = 0; i < NBUF; i++)
         CHECK_CU(cuMemFree(buf[i]));
     CHECK_CU(cuMemFree(bad));
-    int w = part_writes();
-    EXPECT(w >= 1, "no chunk's write began before its copy ended (%d requests)", nreq);
-    printf("planned: writes begun before their chunk's copy ended: %d\n", w);
+    printf("planned: writes begun before their chunk's copy ended: %d (of %d requests)\n",
+           part_writes(), nreq);
 }
 
 static char dir[] = "/tmp/elixir-nvme-pieces-XXXXXX";
 
-static void run(const char *mode, const char *policy, const char *gpu)
+/* Runs `mode` under the shim; the count the child printed after "copy ended: ", or -1. */
+static long run(const char *mode, const char *policy, const char *gpu)
 {
     char path[64];
     snprintf(path, sizeof(path), "ELIXIR_NVME_PATH=%s", dir);
@@ -171,7 +172,10 @@ static void run(const char *mode, const char *policy, const char *gpu)
     sh_run_t r = sh_run_ok(mode, env);
     printf("%s", r.out);
     EXPECT(sh_stat(r.err, "chunks written ") >= 4, "few chunks written to NVMe:\n%s", r.err);
+    const char *at = strstr(r.out, "copy ended: ");
+    long parts = at ? strtol(at + strlen("copy ended: "), NULL, 10) : -1;
     sh_run_free(&r);
+    return parts;
 }
 
 int main(int argc, char **argv)
@@ -183,7 +187,14 @@ int main(int argc, char **argv)
     sh_scenario_child(argc, argv, reactive);
     EXPECT(mkdtemp(dir), "mkdtemp: %s", strerror(errno));
     run("scenario", "ELIXIR_POLICY=reactive", "ELIXIR_GPU_MEMORY=4M");
-    run("planned", "ELIXIR_POLICY=plan", "ELIXIR_GPU_MEMORY=8M");
+    /* Whether a poll sees a piece's copy complete before the chunk's last one depends on
+     * how far the simulator's executor thread got in real time: on a loaded machine it may
+     * run a chunk's copies all at once.  A few tries; an executor that never lets a piece go
+     * early fails every one. */
+    long parts = 0;
+    for (int tries = 0; tries < 5 && parts < 1; tries++)
+        parts = run("planned", "ELIXIR_POLICY=plan", "ELIXIR_GPU_MEMORY=8M");
+    EXPECT(parts >= 1, "no chunk's write began before its copy ended, in 5 runs");
     rmdir(dir);
     return 0;
 }
