@@ -79,9 +79,24 @@ static void pages(const char *trace)
     TT_JSON(r.out, "d['plan']['iteration_ns'] >= d['plan']['bound_ns']", "True");
     TT_JSON(r.out, "d['plan']['peak']['gpu'] <= 8 << 20", "True");
     TT_JSON(r.out, "d['machine']['gpu_memory']", "8388608");
+    TT_JSON(r.out, "d['machine']['unmap']", "False");
+    /* As the shim with ELIXIR_PLAN_UNMAP=1: half the mapping calls, and the GPU room an
+     * eviction frees handed over on the GPU: a shorter iteration. */
+    tt_result_t u = tt_run("plan", trace, "--gpu-memory", "8M", "--unmap", "--json", NULL);
+    TT_CHECK("8M --unmap: exit status", 0, u.status);
+    TT_JSON(u.out, "d['machine']['unmap']", "True");
+    const char *a = strstr(r.out, "\"iteration_ns\": "), *b = strstr(u.out, "\"iteration_ns\": ");
+    double mapped = a ? strtod(a + 16, NULL) : 0, unmapped = b ? strtod(b + 16, NULL) : 0;
+    if (!(unmapped > 0 && unmapped < mapped))
+        TT_FAIL("8M --unmap: expected an iteration shorter than %.0f ns, got %.0f ns:\n%s",
+                mapped, unmapped, u.out);
+    tt_free(&u);
     tt_free(&r);
     r = plan(trace, "8M", "--pcie=50");
     TT_LINE(r.out, "machine", "link 50.0 GB/s each way (72.0 both)");
+    tt_free(&r);
+    r = plan(trace, "8M", "--unmap");
+    TT_LINE(r.out, "machine", "evictions unmapped");
     TT_LINE(r.out, "host", "to GPU", "from GPU");
     tt_free(&r);
 }

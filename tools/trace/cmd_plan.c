@@ -37,12 +37,17 @@
                                         * on an H100; docs/simulator.md) */
 #define HOST_OP_US    1.0              /* host time to issue one operation: what the simulator
                                         * charges per submitted operation (as the shim) */
+#define UNMAP_CHUNK_US 32.0            /* with --unmap: an eviction's unmap (about 26 us) and a
+                                        * prefetch's map and set access (about 40 us), averaged
+                                        * over the two (as the shim) */
 
 static cli_opt_t plan_opts[] = {
     { "--gpu-memory", "SIZE", "GPU memory to plan for (default: the trace's GPU budget)", NULL },
     { "--host-memory", "SIZE", "pinned host memory (default: the trace's host budget)", NULL },
     { "--pcie", "GB/s", "host link bandwidth each way (default 25)", NULL },
-    { "--duplex", "GB/s", "both ways together (default 1.5 x --pcie)", NULL },
+    { "--duplex", "GB/s", "both ways together (default 1.44 x --pcie)", NULL },
+    { "--unmap", NULL, "as the shim with ELIXIR_PLAN_UNMAP=1: evictions unmap, and a prefetch "
+      "takes GPU memory its eviction's copy still reads", NULL },
     { "--nvme-memory", "SIZE", "an NVMe tier of SIZE behind host memory (default none)", NULL },
     { "--nvme", "GB/s", "its read bandwidth; writes at 0.7 x (default 7)", NULL },
     { "--chunk", "SIZE", "bytes moved as one chunk (default 2M)", NULL },
@@ -116,8 +121,11 @@ static void machine(const cli_cmd_t *c, const tm_trace_t *t, const tp_input_t *x
     m->link[POL_HOST] = (pol_link_t){ pcie, pcie, gbs(c, "--duplex", pcie * DUPLEX_RATIO),
                                       LINK_LAT_US };
     m->link[POL_NVME] = (pol_link_t){ nvme, nvme * NVME_WRITE, nvme, NVME_LAT_US };
+    int unmap = cli_get(c, "--unmap") != NULL;
     m->map_us_per_call = MAP_CALL_US;
-    m->map_us_per_chunk = MAP_CHUNK_US * (double)chunk / (2 << 20);
+    m->map_us_per_chunk = (unmap ? UNMAP_CHUNK_US : MAP_CHUNK_US) * (double)chunk / (2 << 20);
+    m->birth_us_per_chunk = MAP_CHUNK_US * (double)chunk / (2 << 20);
+    m->room_on_device = unmap;
     m->host_us_per_op = HOST_OP_US;
     m->copy_engines = 1;
 }
@@ -185,6 +193,8 @@ static void print_text(const tm_trace_t *t, const tp_input_t *x, const pol_machi
     if (m->cap[POL_NVME])
         printf(", NVMe %s at %.1f GB/s", text_bytes(m->cap[POL_NVME], b[3]),
                m->link[POL_NVME].to_gpu_gbs);
+    if (m->room_on_device)
+        printf(", evictions unmapped");
     printf("\n");
     if (p->rc) {
         printf("predicted   %s\n", no_plan_text(p->rc));
@@ -286,7 +296,7 @@ static void print_json(const tm_trace_t *t, const tp_input_t *x, const pol_machi
     text_json_num(stdout, m->link[POL_HOST].duplex_gbs);
     printf(", \"nvme_gbs\": ");
     text_json_num(stdout, m->link[POL_NVME].to_gpu_gbs);
-    printf("},\n \"plan\": ");
+    printf(", \"unmap\": %s},\n \"plan\": ", m->room_on_device ? "true" : "false");
     json_point(p);
     if (s) {
         printf(",\n \"sweep\": [");
