@@ -221,7 +221,7 @@ typedef struct res_dev {
     use_event_t *free_events;
     alloc_tag_t *tags;              /* allocation tags, open addressing by base (res.c) */
     uint32_t tags_cap, tags_n;
-    struct foreign_hold *foreign_holds; /* other devices' operations' holds (res_launch.c) */
+    struct foreign_hold *foreign_holds; /* other devices' operations' holds (res_foreign.c) */
     /* Per other device, per chunk: how many of its operations hold the chunk, RES_GRANT_FOR_GOOD
      * once a captured one pinned it; allocated at the device's first (res_launch.c).  A device
      * whose counts could not be allocated is in grants_lost. */
@@ -750,7 +750,18 @@ CUresult res_ptime_link_wait(res_dev_t *d, int timed, CUresult r, int to_gpu);
 int res_ptime_io_begin(res_dev_t *d);
 void res_ptime_io_end(res_dev_t *d, int timed, int ok, int write);
 
-/* ---------------------------------------------------------------- res_launch.c */
+/* ---------------------------------------------------------------- res_foreign.c */
+/* Take the allocations that words w[0..n) name in arenas for an operation of device d (its
+ * context ctx) before it is enqueued: other devices' (every device's, the chunk holding the
+ * word only, for a stream memory operation: `memop`), each made addressable, held (pinned
+ * for good when `pinned`: the stream captures) and accessible to d.  NULL when nothing was
+ * taken, or out of memory (then logged: the operation may fault). */
+void *res_foreign_take(res_dev_t *d, CUcontext ctx, const uint64_t *w, uint32_t n, int memop,
+                       int pinned);
+/* After that operation was issued on stream s (ptds: the _ptsz ABI) and the driver returned
+ * r: what res_foreign_take took is released once an event behind it completes (at once when
+ * refused; never when pinned). */
+void res_foreign_end(void *held, CUstream s, int ptds, CUresult r);
 /* Release the holds of other devices' operations on d's chunks (d locked) whose operations
  * are done; with `wait`, after waiting for them all.  Returns 1 when it released any. */
 int res_foreign_drain(res_dev_t *d, int wait);
@@ -763,6 +774,8 @@ void res_foreign_wait(res_dev_t *d, uint32_t ci, double *blocked);
  * waits for them without d's lock (a wait may be released only by another thread's call,
  * which takes it); 1 when it waited (things may have changed), else 0. */
 int res_memop_wait_unlocked(res_dev_t *d, uint32_t first, uint32_t n, double *blocked);
+
+/* ---------------------------------------------------------------- res_launch.c */
 /* Does stream s (ptds: the _ptsz ABI) capture, or refuse the question? */
 int res_stream_capturing(CUstream s, int ptds);
 /* Into operation k (d's lock held): chunk ci in use, once; every chunk of the allocation
