@@ -658,9 +658,14 @@ void res_flights_poll(res_dev_t *d);
 void res_flights_drain(res_dev_t *d);
 
 /* ---------------------------------------------------------------- res_nccl.c */
+/* Depth of the calling thread's calls into NCCL's own functions. */
+extern SHIM_TLS int res_nccl_depth;
 /* Is the calling thread inside NCCL's own function?  The launches it makes there are part of
  * the NCCL call's operation, timed with it, not operations of the plan of their own. */
-int res_nccl_inside(void);
+static inline int res_nccl_inside(void)
+{
+    return res_nccl_depth > 0;
+}
 
 /* ---------------------------------------------------------------- res_plan.c */
 /* What an operation of the plan's kinds is, for its signature (res_plan_op). */

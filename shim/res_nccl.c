@@ -52,17 +52,11 @@ struct res_nccl {
     held_dev_t dev[2];              /* the devices owning the send and receive ranges */
 };
 
-/* Depth of the calling thread's calls into NCCL's own functions. */
-static SHIM_TLS int inside;
+SHIM_TLS int res_nccl_depth;
 
 void res_nccl_library(int enter)
 {
-    inside += enter ? 1 : -1;
-}
-
-int res_nccl_inside(void)
-{
-    return inside > 0;
+    res_nccl_depth += enter ? 1 : -1;
 }
 
 /* Does [p, p + bytes) meet [lo, hi)? */

@@ -123,14 +123,25 @@ static uint32_t fkey(CUfunction f)
     return 0;
 }
 
+/* The last function each thread launched and its key: a loop launches the same kernel in
+ * runs often enough (a function's key never changes). */
+static SHIM_TLS struct {
+    uintptr_t f;
+    uint32_t key;
+} fmemo;
+
 /* A launch of f: the detector moves on (det.cur) when it begins an iteration. */
 void res_plan_detect(CUfunction f)
 {
     iter_mark_t marks[ITER_MAX_MARKS];
     shim_lock(&det.lock);
-    if (!det.it && !det.failed && iter_create(&det.it) < 0)
+    if (SHIM_UNLIKELY(!det.it) && !det.failed && iter_create(&det.it) < 0)
         det.failed = 1;
-    int n = det.it && f ? iter_launch(det.it, fkey(f), 0, marks) : 0;
+    if (SHIM_UNLIKELY(fmemo.f != (uintptr_t)f)) {
+        fmemo.f = (uintptr_t)f;
+        fmemo.key = fkey(f);
+    }
+    int n = det.it && f ? iter_launch(det.it, fmemo.key, 0, marks) : 0;
     if (n > 0)
         atomic_store(&det.cur, (int64_t)marks[n - 1].index);
     shim_unlock(&det.lock);
@@ -727,8 +738,26 @@ void res_plan_nccl(res_dev_t *d, collect_t *k, uintptr_t what, res_access_fn_t a
     in_place(d, k);
 }
 
-void res_plan_fast(res_dev_t *d, CUcontext ctx, CUfunction f, const uint32_t *ids, unsigned n,
-                   CUstream s)
+/* follow() for the usual launch, of the iteration in progress, that the plan expects at its
+ * cursor, after the one before, with no moves before it nor after the one before: 1 when it
+ * was, else 0 and nothing changed. */
+static SHIM_ALWAYS_INLINE int follow_quiet(res_plan_t *p, uint64_t sig)
+{
+    uint32_t at = p->cursor;
+    if (p->state != P_EXEC || p->iter != atomic_load_explicit(&det.cur, memory_order_relaxed) ||
+        at == 0 || at >= p->nops || p->after_of != at || p->sig[at] != sig)
+        return 0;
+    const pol_plan_t *pl = p->plan;
+    if (pl->op_after[at - 1] < pl->op_first[at] || pl->op_first[at] < pl->op_after[at])
+        return 0;
+    p->foreseen++;
+    p->after_of = p->cursor = at + 1;
+    return 1;
+}
+
+/* res_plan_fast past follow_quiet. */
+static __attribute__((noinline)) void plan_fast_slow(res_dev_t *d, CUcontext ctx, CUfunction f,
+                                                     const uint32_t *ids, unsigned n, CUstream s)
 {
     if (d->nflights || d->npend || d->nvme_flights)
         res_flights_poll(d);
@@ -737,6 +766,16 @@ void res_plan_fast(res_dev_t *d, CUcontext ctx, CUfunction f, const uint32_t *id
     int64_t i = plan_step(d, PLAN_LAUNCH, (uintptr_t)f, ids, n, NULL, NULL, s, d->serial);
     if (i >= 0)
         res_ptime_fast(d, (uint32_t)i, ctx, s);
+}
+
+void res_plan_fast(res_dev_t *d, CUcontext ctx, CUfunction f, const uint32_t *ids, unsigned n,
+                   CUstream s)
+{
+    if (SHIM_LIKELY(!d->nflights && !d->npend && !d->nvme_flights && !res_nccl_inside() &&
+                    d->plan != NULL) &&
+        follow_quiet(d->plan, signature(PLAN_LAUNCH, (uintptr_t)f, n)))
+        return;
+    plan_fast_slow(d, ctx, f, ids, n, s);
 }
 
 /* Allocations of whole chunks (not a slab's) are the buffers born and dying in an iteration.
