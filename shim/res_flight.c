@@ -210,15 +210,23 @@ static int flight_end(res_dev_t *d, int i, int gone, int query);
 /* GPU memory a copy still reads or writes (d->pend), for a copy on stream s: s waits for that
  * copy (the host, where it cannot); *ev, the copy's event (a reference: the memory goes back
  * to d->pend with it should the caller not use it).  0, or -1 when there is none. */
-static int pend_take(res_dev_t *d, CUstream s, CUmemGenericAllocationHandle *h, use_event_t **ev)
+/* GPU memory aside in d->pend: the first, or with `done_first` the one pend_take takes (one
+ * whose copy is done, else the first); -1 when there is none. */
+static int pend_gpu(const res_dev_t *d, int done_first)
 {
-    int take = -1;                      /* (one whose copy is done, else the first) */
+    int take = -1;
     for (uint32_t i = 0; i < d->npend; i++)
         if (d->pend[i].tier == TIER_GPU && (take < 0 || res_event_done(d->pend[i].ev))) {
             take = (int)i;
-            if (res_event_done(d->pend[i].ev))
+            if (!done_first || res_event_done(d->pend[i].ev))
                 break;
         }
+    return take;
+}
+
+static int pend_take(res_dev_t *d, CUstream s, CUmemGenericAllocationHandle *h, use_event_t **ev)
+{
+    int take = pend_gpu(d, 1);
     if (take < 0)
         return -1;
     pend_t p = d->pend[take];
@@ -270,9 +278,8 @@ static int flight_room(res_dev_t *d)
     while (!res_has_room(d, TIER_GPU)) {
         if (res_park_drop(d) == 0)
             continue;
-        for (uint32_t i = 0; i < d->npend; i++)
-            if (d->pend[i].tier == TIER_GPU)
-                return 1;
+        if (pend_gpu(d, 0) >= 0)
+            return 1;
         int oldest = -1;
         for (uint32_t i = 0; i < d->nflights; i++)
             if (!d->flights[i].in) {

@@ -868,28 +868,25 @@ void res_plan_trace_end(void)
 
 void res_plan_stats(const res_dev_t *d)
 {
-    const res_plan_t *p = d->plan;
+    static const res_plan_t none;
+    const res_plan_t *p = d->plan ? d->plan : &none;
     if (!res_policy_plan)
         return;
     shim_log_plain("device %d: plan: %llu planned, %llu re-planned; operations foreseen %llu, "
-                   "not foreseen %llu, NCCL calls foreseen %llu; moves issued %llu (%llu chunks, "
-                   "%llu left to the reactive "
-                   "engine, %llu put where the plan starts them); prefetches %llu, evictions %llu (cancelled %llu, waited for %llu, done ahead of their copies %llu, "
-                   "%llu left unmapped; %llu mapped back unforeseen); blocked on moves %.3f s; predicted iteration %.3f ms (bound %.3f ms)",
-                   d->device,
-                   (unsigned long long)(p ? p->plans : 0), (unsigned long long)(p ? p->replans : 0),
-                   (unsigned long long)(p ? p->foreseen : 0),
-                   (unsigned long long)(p ? p->unforeseen : 0),
-                   (unsigned long long)(p ? p->nccl_foreseen : 0),
-                   (unsigned long long)(p ? p->moves : 0),
-                   (unsigned long long)(p ? p->chunks_moved : 0),
-                   (unsigned long long)(p ? p->skipped : 0),
-                   (unsigned long long)(p ? p->reconciled : 0), (unsigned long long)d->prefetches,
+                   "not foreseen %llu, NCCL calls foreseen %llu; moves issued %llu (%llu "
+                   "chunks, %llu left to the reactive engine, %llu put where the plan starts "
+                   "them); prefetches %llu, evictions %llu (cancelled %llu, waited for %llu, "
+                   "done ahead of their copies %llu, %llu left unmapped; %llu mapped back "
+                   "unforeseen); blocked on moves %.3f s; predicted iteration %.3f ms (bound "
+                   "%.3f ms)",
+                   d->device, (unsigned long long)p->plans, (unsigned long long)p->replans,
+                   (unsigned long long)p->foreseen, (unsigned long long)p->unforeseen,
+                   (unsigned long long)p->nccl_foreseen, (unsigned long long)p->moves,
+                   (unsigned long long)p->chunks_moved, (unsigned long long)p->skipped,
+                   (unsigned long long)p->reconciled, (unsigned long long)d->prefetches,
                    (unsigned long long)d->evictions_async,
                    (unsigned long long)d->flights_cancelled,
-                   (unsigned long long)d->flights_waited,
-                   (unsigned long long)d->flights_early,
+                   (unsigned long long)d->flights_waited, (unsigned long long)d->flights_early,
                    (unsigned long long)d->unmapped_out, (unsigned long long)d->unmapped_back,
-                   d->blocked_flight_s,
-                   p ? p->pred_ms : 0.0, p ? p->bound_ms : 0.0);
+                   d->blocked_flight_s, p->pred_ms, p->bound_ms);
 }
