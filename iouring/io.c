@@ -98,14 +98,6 @@ static void list_unlink(nvme_op_t **head, nvme_op_t **tail, nvme_op_t *prev, nvm
         *tail = prev;
 }
 
-static nvme_op_t *list_pop(nvme_op_t **head, nvme_op_t **tail)
-{
-    nvme_op_t *op = *head;
-    if (op && !(*head = op->next))
-        *tail = NULL;
-    return op;
-}
-
 static uint64_t now_ns(void)
 {
     struct timespec ts;
@@ -492,16 +484,40 @@ static void op_release(nvme_area_t *a, nvme_op_t *op)
     a->op_free = op;
 }
 
-/* Move finished operations from the done list to out[0..max); the count. */
-static unsigned take_done(nvme_area_t *a, nvme_done_t *out, unsigned max)
+/* Has the clock reached op's completion (always, without a clock that can say)? */
+static int op_due(const nvme_area_t *a, const nvme_op_t *op)
+{
+    return !a->clock.done || !op->clock_token || a->clock.done(a->clock.ctx, op->clock_token);
+}
+
+/* Move finished operations from the done list to out[0..max), only those the clock has
+ * reached when `due_only`; the count. */
+static unsigned take_done(nvme_area_t *a, nvme_done_t *out, unsigned max, int due_only)
 {
     unsigned n = 0;
-    while (n < max && a->done_head) {
-        nvme_op_t *op = list_pop(&a->done_head, &a->done_tail);
+    nvme_op_t *prev = NULL, *op = a->done_head;
+    while (n < max && op) {
+        nvme_op_t *next = op->next;
+        if (due_only && !op_due(a, op)) {
+            prev = op;
+            op = next;
+            continue;
+        }
+        list_unlink(&a->done_head, &a->done_tail, prev, op);
         out[n++] = (nvme_done_t){ op->tag, op->slot, op->write, op->err };
         op_release(a, op);
+        op = next;
     }
     return n;
+}
+
+/* Is an operation the clock has reached on the done list? */
+static int done_due(const nvme_area_t *a)
+{
+    for (const nvme_op_t *op = a->done_head; op; op = op->next)
+        if (op_due(a, op))
+            return 1;
+    return 0;
 }
 
 int nvme_complete(nvme_area_t *a, nvme_done_t *out, unsigned max, unsigned min_wait)
@@ -512,7 +528,8 @@ int nvme_complete(nvme_area_t *a, nvme_done_t *out, unsigned max, unsigned min_w
     pthread_mutex_lock(&a->lock);
     issue(a);
     for (;;) {
-        n += take_done(a, out + n, max - n);
+        /* (Past min_wait, a poll: what the clock has not reached yet is not done for it.) */
+        n += take_done(a, out + n, max - n, n >= min_wait);
         if (n >= max)
             break;
         int r = reap_some(a, n < min_wait);
@@ -520,7 +537,7 @@ int nvme_complete(nvme_area_t *a, nvme_done_t *out, unsigned max, unsigned min_w
             err = r;
             break;
         }
-        if (r == 0 && !a->done_head && (n >= min_wait || !a->inflight))
+        if (r == 0 && (n >= min_wait ? !done_due(a) : !a->done_head && !a->inflight))
             break;
     }
     pthread_mutex_unlock(&a->lock);
@@ -588,6 +605,7 @@ void nvme_set_clock(nvme_area_t *a, const nvme_clock_t *clock)
 typedef struct sym_clock {
     uint64_t (*submit)(int write, uint64_t bytes);
     void (*wait)(uint64_t token);
+    int (*done)(uint64_t token);
 } sym_clock_t;
 
 static sym_clock_t sym_clock;
@@ -602,14 +620,22 @@ static void sym_wait(void *ctx, uint64_t token)
     ((sym_clock_t *)ctx)->wait(token);
 }
 
-int nvme_clock_lookup(nvme_clock_t *clock, const char *submit_sym, const char *wait_sym)
+static int sym_done(void *ctx, uint64_t token)
+{
+    return ((sym_clock_t *)ctx)->done(token);
+}
+
+int nvme_clock_lookup(nvme_clock_t *clock, const char *submit_sym, const char *wait_sym,
+                      const char *done_sym)
 {
     void *s = dlsym(RTLD_DEFAULT, submit_sym), *w = dlsym(RTLD_DEFAULT, wait_sym);
+    void *d = done_sym ? dlsym(RTLD_DEFAULT, done_sym) : NULL;
     if (!s || !w)
         return -ENOENT;
     *(void **)&sym_clock.submit = s;
     *(void **)&sym_clock.wait = w;
-    *clock = (nvme_clock_t){ sym_submit, sym_wait, &sym_clock };
+    *(void **)&sym_clock.done = d;
+    *clock = (nvme_clock_t){ sym_submit, sym_wait, d ? sym_done : NULL, &sym_clock };
     return 0;
 }
 

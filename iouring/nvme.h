@@ -87,10 +87,14 @@ typedef struct nvme_done {
 /* The hook through which a caller charges I/O on a clock of its own (the simulator's).
  * submit() runs when each request goes to the kernel, with its bytes, and returns a token;
  * wait() runs with the token of an operation's last request when the operation is handed
- * back, and with a request's token when nvme_read_got() reports it arrived. */
+ * back, and with a request's token when nvme_read_got() reports it arrived.  done(), where
+ * there is one, says whether the clock has reached a token's completion: an operation that
+ * finished on the file but not yet on the clock is not handed back by a poll (nvme_complete
+ * past its min_wait), as a real drive's completion that has not come yet is not. */
 typedef struct nvme_clock {
     uint64_t (*submit)(void *ctx, int write, uint64_t bytes);
     void (*wait)(void *ctx, uint64_t token);
+    int (*done)(void *ctx, uint64_t token);     /* NULL: what finished is done */
     void *ctx;
 } nvme_clock_t;
 
@@ -184,7 +188,8 @@ int nvme_wait(nvme_area_t *a, uint64_t tag);
 /* Hand the queued operations to the kernel (one batch); 0 or a negative errno. */
 int nvme_submit(nvme_area_t *a);
 /* Fill out[0..max) with finished operations, waiting until at least min_wait are (0: never
- * wait: completions already posted are reaped without a system call).  Returns the count. */
+ * wait: completions already posted are reaped without a system call); beyond min_wait, only
+ * those the clock has reached (nvme_clock_t.done).  Returns the count. */
 int nvme_complete(nvme_area_t *a, nvme_done_t *out, unsigned max, unsigned min_wait);
 /* Write or read one slot and wait for it: nvme_write/read + submit + complete. */
 int nvme_write_sync(nvme_area_t *a, uint32_t slot, const void *buf, uint32_t len);
@@ -196,10 +201,12 @@ unsigned nvme_pending(nvme_area_t *a);
 int nvme_degraded(nvme_area_t *a, char *why, size_t n);
 /* The clock hook (NULL: none).  Set it before the first I/O. */
 void nvme_set_clock(nvme_area_t *a, const nvme_clock_t *clock);
-/* Look up submit_sym and wait_sym with dlsym(RTLD_DEFAULT): functions
- * `uint64_t submit(int write, uint64_t bytes)` and `void wait(uint64_t token)`.  Fills *clock
- * when both exist (the simulator), else -ENOENT (a real driver: no hook). */
-int nvme_clock_lookup(nvme_clock_t *clock, const char *submit_sym, const char *wait_sym);
+/* Look up submit_sym, wait_sym and done_sym (may be NULL) with dlsym(RTLD_DEFAULT):
+ * functions `uint64_t submit(int write, uint64_t bytes)`, `void wait(uint64_t token)` and
+ * `int done(uint64_t token)`.  Fills *clock when the first two exist (the simulator; done
+ * where it does too), else -ENOENT (a real driver: no hook). */
+int nvme_clock_lookup(nvme_clock_t *clock, const char *submit_sym, const char *wait_sym,
+                      const char *done_sym);
 /* The staging pool: registered with io_uring when that runs; *bytes its size. */
 void *nvme_staging(nvme_area_t *a, size_t *bytes);
 

@@ -135,7 +135,8 @@ static void area_started(const char *path)
     char why[256] = "";
     nvme_clock_t clock;
     nv.engine = nvme_engine(nv.area, why, sizeof(why));
-    if (nvme_clock_lookup(&clock, "elixirSimIoSubmit", "elixirSimIoWait") == 0)
+    if (nvme_clock_lookup(&clock, "elixirSimIoSubmit", "elixirSimIoWait",
+                          "elixirSimIoDone") == 0)
         nvme_set_clock(nv.area, &clock);
     const char *fault = shim_opt_str(SHIM_OPT_NVME_FAULT);
     if (fault[0] && nvme_fault_parse(nv.area, fault) < 0)

@@ -8,9 +8,10 @@
  * the order they were submitted at its bandwidth, both together held to the drive's duplex
  * figure (link.c), and a fixed latency from submission to completion beside the transfer.
  *
- * The interface is two exported functions that are not CUDA's (simcuda.h documents them):
+ * The interface is three exported functions that are not CUDA's (simcuda.h documents them):
  * elixirSimIoSubmit(dir, bytes) schedules a request from the host clock's now and returns a
- * ticket; elixirSimIoWait(ticket) moves the host clock to the request's completion.  A library
+ * ticket; elixirSimIoWait(ticket) moves the host clock to the request's completion;
+ * elixirSimIoDone(ticket) says whether the host clock has reached it (a poll).  A library
  * finds them with dlsym in the driver it loaded; on a real driver they do not exist, so the
  * library's own behaviour never depends on them.  The ticket is the completion time itself
  * (virtual ns + 1), so a ticket needs no storage: it may be waited for any number of times,
@@ -51,6 +52,12 @@ SIM_API void elixirSimIoWait(uint64_t ticket)
 {
     if (ticket && sim_check_init() == CUDA_SUCCESS)
         sim_host_advance((double)(ticket - 1), SIM_HOST_IO);
+}
+
+/* 1 when the host clock has reached the completion of `ticket` (0 counts as reached). */
+SIM_API int elixirSimIoDone(uint64_t ticket)
+{
+    return !ticket || sim_check_init() != CUDA_SUCCESS || (double)(ticket - 1) <= sim_host_now();
 }
 
 /* ELIXIR_SIM_STATS: the requests and bytes charged on the drive, when there were any. */

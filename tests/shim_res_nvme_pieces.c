@@ -15,9 +15,10 @@
  *     on another stream let the shim look at its moves often (it lets a piece go at the
  *     first call after its copy completed).  At some host time, the write requests that went
  *     to the drive must not be a whole number of chunks: a chunk's first pieces were written
- *     while its last ones were still being copied (in one of five runs: whether a poll comes
- *     between two pieces' copies depends on the machine's load).  A chunk copied whole, then written,
- *     submits its four requests at once.  (The reactive engine writes only chunks already in host memory,
+ *     while its last ones were still being copied (the memsets pause now and then in real
+ *     time, so that the simulator's executor has run the copies a poll asks about; one run
+ *     of five suffices, for a loaded machine).  A chunk copied whole, then written, submits
+ *     its four requests at once.  (The reactive engine writes only chunks already in host memory,
  *     whose copy to staging is host to host: on the simulator it takes no time.)
  * The race checker fails the run on any race.
  */
@@ -145,8 +146,11 @@ static void planned(void)
     for (int it = 0; it < 6; it++) {
         for (int i = 0; i < NBUF; i++) {
             CHECK_CU(sh_verify_async(verify, buf[i], BUF / 4, (uint32_t)i, bad + 4 * i, s));
-            for (int k = 0; k < POLLS; k++)     /* (the shim looks at its moves at each) */
+            for (int k = 0; k < POLLS; k++) {   /* (the shim looks at its moves at each) */
                 CHECK_CU(cuMemsetD32Async(tick, (unsigned)k, 1, s2));
+                if (k % 8 == 7)
+                    usleep(100);        /* (real time for the executor: see main) */
+            }
         }
         CHECK_CU(cuMemcpyDtoHAsync(wrong, bad, sizeof(wrong), s));
         CHECK_CU(cuStreamSynchronize(s));
@@ -188,9 +192,9 @@ int main(int argc, char **argv)
     EXPECT(mkdtemp(dir), "mkdtemp: %s", strerror(errno));
     run("scenario", "ELIXIR_POLICY=reactive", "ELIXIR_GPU_MEMORY=4M");
     /* Whether a poll sees a piece's copy complete before the chunk's last one depends on
-     * how far the simulator's executor thread got in real time: on a loaded machine it may
-     * run a chunk's copies all at once.  A few tries; an executor that never lets a piece go
-     * early fails every one. */
+     * how far the simulator's executor thread got in real time (the pauses between the
+     * memsets give it time; a machine loaded enough may still run a chunk's copies all at
+     * once).  A few tries; an executor that never lets a piece go early fails every one. */
     long parts = 0;
     for (int tries = 0; tries < 5 && parts < 1; tries++)
         parts = run("planned", "ELIXIR_POLICY=plan", "ELIXIR_GPU_MEMORY=8M");

@@ -2,18 +2,24 @@
 /*
  * unit_nvme_clock.c - the clock hook: submit() runs once per request with its direction
  * and bytes as it goes to the kernel, wait() once per operation with the token submit()
- * returned for its last request when it is handed back; nvme_clock_lookup() finds the pair by name (here in this program, as it finds the
- * simulator's) and says -ENOENT when either is missing, as on a real driver.
+ * returned for its last request when it is handed back; nvme_clock_lookup() finds the
+ * functions by name (here in this program, as it finds the simulator's) and says -ENOENT
+ * when submit or wait is missing, as on a real driver.  With done(), a poll (nvme_complete
+ * without min_wait) hands back only operations whose token done() says the clock reached,
+ * however long ago the file finished them; a reap that waits hands them back all the same.
  */
+#include <unistd.h>
+
 #include "nvme_test.h"
 
 static int submits, waits, writes;
-static uint64_t bytes, tokens_waited;
+static uint64_t bytes, tokens_waited, due = UINT64_MAX;    /* done(): tokens up to `due` */
 
 /* Exported (-rdynamic), as the simulator exports its pair. */
 #define EXPORT __attribute__((visibility("default")))
 EXPORT uint64_t test_io_submit(int write, uint64_t n);
 EXPORT void test_io_wait(uint64_t token);
+EXPORT int test_io_done(uint64_t token);
 
 uint64_t test_io_submit(int write, uint64_t n)
 {
@@ -29,12 +35,32 @@ void test_io_wait(uint64_t token)
     tokens_waited += token;
 }
 
+int test_io_done(uint64_t token)
+{
+    return token <= due;
+}
+
+/* Polls for up to 1 s: what nvme_complete without min_wait hands back (0 or 1 operation). */
+static int poll_for(nvme_area_t *a, nvme_done_t *d)
+{
+    int n = 0;
+    for (int i = 0; i < 100 && n == 0; i++) {
+        n = nvme_complete(a, d, 1, 0);
+        if (n == 0)
+            usleep(10000);
+    }
+    return n;
+}
+
 int main(void)
 {
     const char *dir = nt_mkdir();
     nvme_clock_t c;
-    NT_EQ(nvme_clock_lookup(&c, "test_io_submit", "no_such_wait"), -ENOENT);
-    NT_EQ(nvme_clock_lookup(&c, "test_io_submit", "test_io_wait"), 0);
+    NT_EQ(nvme_clock_lookup(&c, "test_io_submit", "no_such_wait", NULL), -ENOENT);
+    NT_EQ(nvme_clock_lookup(&c, "test_io_submit", "test_io_wait", "no_such_done"), 0);
+    NT_CHECK(c.done == NULL, "a clock without done()");
+    NT_EQ(nvme_clock_lookup(&c, "test_io_submit", "test_io_wait", "test_io_done"), 0);
+    NT_CHECK(c.done != NULL, "done() found");
     nvme_options_t o = nt_options(dir, 16 * NT_MIB, NVME_ENGINE_AUTO);
     o.block_size = 256 * 1024;
     nvme_area_t *a = nt_open_opts(&o);
@@ -50,6 +76,24 @@ int main(void)
     NT_EQ(writes, 8 + 4);
     NT_EQ(bytes, 4 * NT_MIB);
     NT_EQ(tokens_waited, 108 + 112 + 116);
+
+    /* Finished on the file, not on the clock: a poll leaves it, whatever the wait. */
+    due = 0;
+    NT_EQ(nvme_write(a, 2, buf, 1 * NT_MIB, 3), 0);
+    NT_EQ(nvme_submit(a), 0);
+    NT_EQ(poll_for(a, d), 0);
+    NT_EQ(waits, 3);
+    due = UINT64_MAX;                   /* the clock reaches it */
+    NT_EQ(poll_for(a, d), 1);
+    NT_EQ(d[0].tag, 3);
+    NT_EQ(d[0].result, 0);
+    NT_EQ(waits, 4);
+    /* A reap that waits takes it when the clock has not reached it. */
+    due = 0;
+    NT_EQ(nvme_write(a, 3, buf, 1 * NT_MIB, 4), 0);
+    NT_EQ(nvme_complete(a, d, 1, 1), 1);
+    NT_EQ(d[0].tag, 4);
+    NT_EQ(waits, 5);
     nvme_close(a);
     return 0;
 }

@@ -37,7 +37,7 @@ void pieces_io_wait(uint64_t token)
 static void engine(nvme_engine_kind_t e)
 {
     nvme_clock_t c;
-    NT_EQ(nvme_clock_lookup(&c, "pieces_io_submit", "pieces_io_wait"), 0);
+    NT_EQ(nvme_clock_lookup(&c, "pieces_io_submit", "pieces_io_wait", NULL), 0);
     nvme_options_t o = nt_options(nt_dir, 16 * NT_MIB, e);
     o.block_size = PIECE;
     o.verify = 1;

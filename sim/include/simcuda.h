@@ -221,15 +221,21 @@ int sim_vmm_fail(const char *call, uint64_t ptr, int result);
  *   void elixirSimIoWait(uint64_t ticket);
  *       The host clock moves to the ticket's completion (never back).  A ticket may be waited
  *       for more than once, from any thread, or never; 0 does nothing.
+ *   int elixirSimIoDone(uint64_t ticket);
+ *       1 when the host clock has reached the ticket's completion (0 always has), else 0;
+ *       the clock does not move.
  *
  * Call submit when the request is handed to the kernel and wait when its completion is
- * reaped; requests in flight together share the drive's bandwidth.
+ * reaped; a poll that finds the request finished on the real file hands it back only when
+ * done says so (the real file is far faster than the simulated drive).  Requests in flight
+ * together share the drive's bandwidth.
  */
 #define ELIXIR_SIM_IO_READ  0
 #define ELIXIR_SIM_IO_WRITE 1
 
 uint64_t elixirSimIoSubmit(int dir, uint64_t bytes);
 void elixirSimIoWait(uint64_t ticket);
+int elixirSimIoDone(uint64_t ticket);
 
 /* ------------------------------------------------------------------------- other processes */
 
