@@ -430,8 +430,9 @@ void res_nvme_now_in(res_dev_t *d, uint32_t ci, uint32_t slot, uint64_t start)
 static int read_back(res_dev_t *d, uint32_t ci, uint32_t serial)
 {
     chunk_t *c = &d->chunks[ci];
-    if (SHIM_UNLIKELY(c->moving))
-        res_flight_settle(d, ci, 0);    /* (a read of the plan's in flight: res_plan_nvme.c) */
+    if (SHIM_UNLIKELY(c->moving))       /* a read of the plan's in flight (res_plan_nvme.c):
+                                         * its data goes to the GPU, the host waiting for it */
+        res_nvme_flight_use(d, ci, CU_STREAM_PER_THREAD, 0);
     if (c->tier != TIER_NVME)
         return 0;
     uint32_t slot = (uint32_t)c->phys;
