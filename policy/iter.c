@@ -18,31 +18,7 @@
 #define MOD ((1ull << 61) - 1)
 #define BASE (0x1f3a5c79e2d4b68bull % MOD)
 
-/* What is known of one kernel key (after the first barrier only seen and last_t: note()). */
-typedef struct key_state {
-    uint64_t seen;                  /* launches so far */
-    uint64_t last_n, last_t, last_h;  /* its last launch: number, time, prefix hash before it */
-    uint64_t prev_n, prev_t, prev_h;  /* the one before */
-} key_state_t;
-
 enum { LEARNING, TRACKING };
-
-struct iter {
-    key_state_t *keys;
-    uint32_t nkeys;
-    uint64_t n;                     /* launches so far */
-    uint64_t h;                     /* hash of launches [0, n) (until the first barrier) */
-    int barrier;                    /* a barrier since the last launch */
-    int any_barrier;                /* a barrier was ever seen: rule 2 is off */
-    int state;
-    int64_t index;                  /* the iteration in progress; -1: none yet */
-    uint32_t anchor;
-    uint64_t start_n;               /* launch number that began the current iteration */
-    uint64_t length;                /* launches of the last complete iteration; 0: unknown */
-    uint32_t per_iter;              /* anchor launches per iteration; 0: unknown */
-    uint32_t anchor_count;          /* anchor launches since the iteration began */
-    uint64_t quiet_below;           /* launches numbered below it may be quiet (see quiet) */
-};
 
 /* x mod 2^61 - 1 for x < 2^63, without a division. */
 static uint64_t reduce(uint64_t x)
@@ -115,7 +91,7 @@ static int grow_keys(iter_t *it, uint32_t key)
 
     while (n <= key)
         n *= 2;
-    key_state_t *k = realloc(it->keys, (size_t)n * sizeof(*k));
+    iter_key_state_t *k = realloc(it->keys, (size_t)n * sizeof(*k));
     if (!k)
         return -1;
     memset(k + it->nkeys, 0, (size_t)(n - it->nkeys) * sizeof(*k));
@@ -125,7 +101,7 @@ static int grow_keys(iter_t *it, uint32_t key)
 }
 
 /* The state of key, growing the table as needed; NULL when out of memory. */
-static inline key_state_t *key_state(iter_t *it, uint32_t key)
+static inline iter_key_state_t *key_state(iter_t *it, uint32_t key)
 {
     if (__builtin_expect(key >= it->nkeys, 0) && grow_keys(it, key) < 0)
         return NULL;
@@ -166,7 +142,7 @@ static void start_tracking(iter_t *it, uint32_t key, uint32_t per_iter)
 
 /* Rules 1 and 2 at a launch of key (state k, not yet updated with this launch).  Out of line:
  * a loop being tracked never comes here. */
-static __attribute__((noinline)) int learn(iter_t *it, uint32_t key, const key_state_t *k,
+static __attribute__((noinline)) int learn(iter_t *it, uint32_t key, const iter_key_state_t *k,
                                            iter_mark_t *marks, uint64_t time)
 {
     int m = 0, first = it->index < 0;
@@ -197,7 +173,7 @@ static __attribute__((noinline)) int learn(iter_t *it, uint32_t key, const key_s
 /* Notes a launch of the key whose state is k at `time`.  Only rule 2 reads the launch
  * numbers and prefix hashes of the last two launches, and it is off for good after the first
  * barrier: from then on only what rule 1 reads (seen, last_t) is kept. */
-static void note(iter_t *it, key_state_t *k, uint64_t time)
+static void note(iter_t *it, iter_key_state_t *k, uint64_t time)
 {
     k->seen++;
     if (it->any_barrier) {
@@ -218,9 +194,9 @@ static __attribute__((noinline)) void hash_launch(iter_t *it, uint32_t key)
     it->h = reduce(mulmod(it->h, BASE) + (uint64_t)key + 1);
 }
 
-/* What quiet() asks of the state, the barrier and the loss rule, as one bound on the launch
- * number, set after every launch that is not quiet (which any change to them takes): while
- * tracking after a barrier, below the launch that would lose the loop (rule 4: more than
+/* What iter_launch's usual path (iter.h) asks of the state, the barrier and the loss rule, as
+ * one bound on the launch number, set after every launch that is not quiet (which any change
+ * to them takes): while tracking after a barrier, below the launch that would lose the loop (rule 4: more than
  * 2 L + 16 launches into an iteration), else 0. */
 static void set_quiet_below(iter_t *it)
 {
@@ -233,10 +209,9 @@ static void set_quiet_below(iter_t *it)
 }
 
 /* A launch, in any state (rules 1 to 4). */
-static __attribute__((noinline)) int launch(iter_t *it, uint32_t key, uint64_t time,
-                                            iter_mark_t marks[ITER_MAX_MARKS])
+int iter_launch_slow(iter_t *it, uint32_t key, uint64_t time, iter_mark_t marks[ITER_MAX_MARKS])
 {
-    key_state_t *k = key < ITER_MAX_KEY ? key_state(it, key) : NULL;
+    iter_key_state_t *k = key < ITER_MAX_KEY ? key_state(it, key) : NULL;
     int m = 0;
 
     if (it->state == TRACKING) {
@@ -255,25 +230,4 @@ static __attribute__((noinline)) int launch(iter_t *it, uint32_t key, uint64_t t
     it->barrier = 0;
     set_quiet_below(it);
     return m;
-}
-
-/* Is a launch of key one that only counts: a loop is tracked after its first barrier (rule 2
- * is off), no barrier came since the last launch, the launch does not complete the anchor's
- * count of an iteration (rule 3), the loop is not lost (rule 4), and key has its state?  Most
- * launches of a training loop are. */
-static inline int quiet(const iter_t *it, uint32_t key)
-{
-    if (it->n >= it->quiet_below || key >= it->nkeys)     /* (set_quiet_below) */
-        return 0;
-    return !(key == it->anchor && it->per_iter && it->anchor_count == it->per_iter);
-}
-
-int iter_launch(iter_t *it, uint32_t key, uint64_t time, iter_mark_t marks[ITER_MAX_MARKS])
-{
-    if (!quiet(it, key))
-        return launch(it, key, time, marks);
-    note(it, &it->keys[key], time);     /* what launch() does then, without its calls */
-    it->anchor_count += key == it->anchor;
-    it->n++;
-    return 0;
 }
