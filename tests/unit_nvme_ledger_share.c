@@ -15,9 +15,10 @@
 #define PROCS 4
 #define SLOT (2ull * NT_MIB)
 
-/* The child: open an area of no size with share PROCS, send its size, wait for the parent
- * to close the pipe, then close and exit. */
-static int child(const char *dir, int go_fd, int size_fd)
+/* The child: once the parent says go (a byte on go_fd: one per child), open an area of no
+ * size with share PROCS, send its size, wait for the parent to close end_fd (a pipe of its
+ * own: a child that read on from go_fd could take another's byte), then close and exit. */
+static int child(const char *dir, int go_fd, int end_fd, int size_fd)
 {
     char c;
     if (read(go_fd, &c, 1) != 1)
@@ -33,7 +34,7 @@ static int child(const char *dir, int go_fd, int size_fd)
         return 21;
     if (err)
         return 22;
-    while (read(go_fd, &c, 1) > 0)
+    while (read(end_fd, &c, 1) > 0)
         ;
     nvme_close(a);
     return 0;
@@ -55,20 +56,22 @@ int main(void)
     const char *mnt = nt_mount_tmpfs(64);
     uint64_t spare, size[PROCS], sum = 0;
     NT_EQ(nvme_default_size(mnt, SLOT, &spare), 0);
-    int go[2], sz[2];
+    int go[2], end[2], sz[2];
     pid_t pid[PROCS];
-    NT_CHECK(pipe(go) == 0 && pipe(sz) == 0, "pipe");
+    NT_CHECK(pipe(go) == 0 && pipe(end) == 0 && pipe(sz) == 0, "pipe");
     fflush(NULL);
     for (int i = 0; i < PROCS; i++) {
         pid[i] = fork();
         NT_CHECK(pid[i] >= 0, "fork");
         if (pid[i] == 0) {
             close(go[1]);
+            close(end[1]);
             close(sz[0]);
-            _exit(child(mnt, go[0], sz[1]));
+            _exit(child(mnt, go[0], end[0], sz[1]));
         }
     }
     close(go[0]);
+    close(end[0]);
     close(sz[1]);
     NT_CHECK(write(go[1], "gggg", PROCS) == PROCS, "start the children");
     for (int i = 0; i < PROCS; i++) {
@@ -110,6 +113,7 @@ int main(void)
     nvme_close(a);
 
     close(go[1]);
+    close(end[1]);
     for (int i = 1; i < PROCS; i++)
         NT_EQ(nt_wait(pid[i]), 0);
     NT_EQ(nt_entries(mnt), 0);
