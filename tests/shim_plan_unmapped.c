@@ -8,6 +8,10 @@
  * plan evicts and prefetches every iteration.  Then, with the plan at work and some buffers
  * evicted (unmapped):
  *  - a device-to-host copy reads every buffer (a copy reaches unmapped chunks: mapped back);
+ *  - right after an iteration's launches, its evictions' copies issued, a graph launch adds
+ *    to every buffer through pointers it loads from a table in device memory (add_via: the
+ *    shim sees only the table): the moves in flight are settled and every unmapped chunk is
+ *    mapped back before it runs, or its kernels would fault or race with the copies;
  *  - a graph launch adds to every buffer (an operation the shim cannot see into: every chunk is
  *    exposed and every unmapped one mapped back before it runs);
  *  - more iterations run (nothing is unmapped any more: every chunk is exposed);
@@ -21,6 +25,7 @@
  * evict, and the sums must hold again.
  */
 #define SH_RES_KERNELS
+#define ST_KERNEL_ADD_VIA
 #include "shim_test.h"
 
 #define NBUF 8
@@ -31,7 +36,8 @@
 static CUfunction add;
 static CUstream s;
 
-static void iteration(CUdeviceptr *buf)
+/* An iteration's launches, then (`sync`) a host synchronisation. */
+static void launches(CUdeviceptr *buf, int sync)
 {
     for (int i = 0; i < NBUF; i++) {
         uint64_t n = WORDS;
@@ -39,7 +45,35 @@ static void iteration(CUdeviceptr *buf)
         void *args[] = { &buf[i], &n, &v };
         CHECK_CU(sh_launch(add, s, args));
     }
-    CHECK_CU(cuStreamSynchronize(s));
+    if (sync)
+        CHECK_CU(cuStreamSynchronize(s));
+}
+
+static void iteration(CUdeviceptr *buf)
+{
+    launches(buf, 1);
+}
+
+/* A graph of add_via(table + 8 i, WORDS, v) for every buffer i, captured on its own stream. */
+static CUgraphExec graph_via(CUdeviceptr table, uint32_t v)
+{
+    CUstream cs;
+    CUgraph g;
+    CUgraphExec ge;
+    CUfunction via = st_function(ST_PTX_HEADER ST_PTX_ADD_VIA, "add_via");
+    CHECK_CU(cuStreamCreate(&cs, CU_STREAM_NON_BLOCKING));
+    CHECK_CU(cuStreamBeginCapture(cs, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL));
+    for (int i = 0; i < NBUF; i++) {
+        CUdeviceptr pp = table + 8 * (CUdeviceptr)i;
+        uint64_t n = WORDS;
+        void *args[] = { &pp, &n, &v };
+        CHECK_CU(sh_launch(via, cs, args));
+    }
+    CHECK_CU(cuStreamEndCapture(cs, &g));
+    CHECK_CU(cuGraphInstantiate(&ge, g, 0));
+    CHECK_CU(cuGraphDestroy(g));
+    CHECK_CU(cuStreamDestroy(cs));
+    return ge;
 }
 
 /* Every word of buf[i] must be `want`. */
@@ -68,11 +102,25 @@ static void scenario(void)
         CHECK_CU(cuMemsetD32(buf[i], 0, WORDS));
         want[i] = 0;
     }
+    CUdeviceptr table;
+    CHECK_CU(cuMemAlloc(&table, sizeof(buf)));
+    CHECK_CU(cuMemcpyHtoD(table, buf, sizeof(buf)));
+    CUgraphExec via = graph_via(table, 1000);
     for (int it = 0; it < ITERS; it++)
         iteration(buf);
     for (int i = 0; i < NBUF; i++)
         want[i] += ITERS * ((uint32_t)i + 1);
     check(buf, want, host);
+
+    /* Through pointers in device memory, while the iteration's evictions still copy. */
+    iteration(buf);                     /* (the plan evicts again: some chunks unmapped) */
+    launches(buf, 0);
+    CHECK_CU(cuGraphLaunch(via, s));
+    CHECK_CU(cuStreamSynchronize(s));
+    for (int i = 0; i < NBUF; i++)
+        want[i] += 2 * ((uint32_t)i + 1) + 1000;
+    check(buf, want, host);
+    CHECK_CU(cuGraphExecDestroy(via));
 
     /* A graph that adds 100 to every buffer: its launch reaches what the shim cannot see. */
     CUgraph g;
