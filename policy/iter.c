@@ -196,8 +196,8 @@ static __attribute__((noinline)) void hash_launch(iter_t *it, uint32_t key)
 
 /* What iter_launch's usual path (iter.h) asks of the state, the barrier and the loss rule, as
  * one bound on the launch number, set after every launch that is not quiet (which any change
- * to them takes): while tracking after a barrier, below the launch that would lose the loop (rule 4: more than
- * 2 L + 16 launches into an iteration), else 0. */
+ * to them takes): while tracking after a barrier, below the launch that would lose the loop
+ * (rule 4: more than 2 L + 16 launches into an iteration), else 0. */
 static void set_quiet_below(iter_t *it)
 {
     if (it->state != TRACKING || !it->any_barrier || it->barrier)

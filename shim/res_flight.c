@@ -207,9 +207,6 @@ static void retier(res_dev_t *d, uint32_t ci, int tier, CUmemGenericAllocationHa
 
 static int flight_end(res_dev_t *d, int i, int gone, int query);
 
-/* GPU memory a copy still reads or writes (d->pend), for a copy on stream s: s waits for that
- * copy (the host, where it cannot); *ev, the copy's event (a reference: the memory goes back
- * to d->pend with it should the caller not use it).  0, or -1 when there is none. */
 /* GPU memory aside in d->pend: the first, or with `done_first` the one pend_take takes (one
  * whose copy is done, else the first); -1 when there is none. */
 static int pend_gpu(const res_dev_t *d, int done_first)
@@ -224,6 +221,9 @@ static int pend_gpu(const res_dev_t *d, int done_first)
     return take;
 }
 
+/* GPU memory a copy still reads or writes (d->pend), for a copy on stream s: s waits for that
+ * copy (the host, where it cannot); *ev, the copy's event (a reference: the memory goes back
+ * to d->pend with it should the caller not use it).  0, or -1 when there is none. */
 static int pend_take(res_dev_t *d, CUstream s, CUmemGenericAllocationHandle *h, use_event_t **ev)
 {
     int take = pend_gpu(d, 1);

@@ -8,7 +8,6 @@
 #include <stdlib.h>
 
 #include "res_int.h"
-/* ---------------------------------------------------------------- operands on other devices */
 
 /*
  * A launch or copy issued on device d may reach memory in another device's arena: a peer

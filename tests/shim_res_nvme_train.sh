@@ -6,9 +6,9 @@
 # parameter digest is the one of the job without the shim; no race (the race checker fails the
 # run with exit 66).  The same under the planned policy (ELIXIR_POLICY=plan), whose plan must
 # place chunks on NVMe and read them ahead (dropping at most 1/8 of those reads: an operation
-# that needs a chunk being read ahead takes that read); and, in the per-tensor pattern, with a read that
-# fails (ELIXIR_NVME_FAULT=read:150:eio, while the plan is followed): the tier is degraded (one
-# line), the failed read counted, and the job either ends with the digest of the job without
+# that needs a chunk being read ahead takes that read); and, in the per-tensor pattern, with a
+# read that fails (ELIXIR_NVME_FAULT=read:150:eio, while the plan is followed): the tier is
+# degraded (one line), the failed read counted, and the job either ends with the digest of the job without
 # the shim (the read was tried again) or stops with CUDA_ERROR_OUT_OF_MEMORY (a degraded tier
 # takes no new data, and the job needs more than GPU and host hold): never another digest.
 set -u
