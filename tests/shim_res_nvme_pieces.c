@@ -16,8 +16,9 @@
  *     first call after its copy completed).  At some host time, the write requests that went
  *     to the drive must not be a whole number of chunks: a chunk's first pieces were written
  *     while its last ones were still being copied (the memsets pause now and then in real
- *     time, so that the simulator's executor has run the copies a poll asks about; one run
- *     of five suffices, for a loaded machine).  A chunk copied whole, then written, submits
+ *     time, so that the simulator's executor has run the copies a poll asks about, which
+ *     needs the executor that runs work at once: ELIXIR_SIM_EXEC=async; one run of five
+ *     suffices, for a loaded machine).  A chunk copied whole, then written, submits
  *     its four requests at once.  (The reactive engine writes only chunks already in host memory,
  *     whose copy to staging is host to host: on the simulator it takes no time.)
  * The race checker fails the run on any race.
@@ -172,7 +173,8 @@ static long run(const char *mode, const char *policy, const char *gpu)
     char path[64];
     snprintf(path, sizeof(path), "ELIXIR_NVME_PATH=%s", dir);
     const char *env[] = { gpu, "ELIXIR_HOST_MEMORY=4M", "ELIXIR_NVME_MEMORY=64M",
-                          "ELIXIR_NVME_BLOCK=512K", policy, "ELIXIR_STATS=1", path, NULL };
+                          "ELIXIR_NVME_BLOCK=512K", policy, "ELIXIR_STATS=1", path,
+                          "ELIXIR_SIM_EXEC=async", NULL };
     sh_run_t r = sh_run_ok(mode, env);
     printf("%s", r.out);
     EXPECT(sh_stat(r.err, "chunks written ") >= 4, "few chunks written to NVMe:\n%s", r.err);
