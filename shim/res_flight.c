@@ -431,9 +431,13 @@ static int flight_end(res_dev_t *d, int i, int gone, int query)
     flight_t f = d->flights[i];
     chunk_t *c = &d->chunks[f.ci];
     int done;
-    if (!f.in && gone) {                /* cancelled: the host copy goes once written */
+    if (!f.in && gone) {
+        /* Cancelled by the chunk's free: its copy still reads the chunk's GPU memory, which
+         * the caller parks or gives back (res_park, res_unback), to be copied into or
+         * released next; so the host waits for the copy first, as for a move to NVMe. */
+        res_event_wait(f.ev, &d->blocked_flight_s);
         flight_del(d, i);
-        pend_put(d, TIER_HOST, f.other, f.ev);
+        res_phys_put(d, TIER_HOST, f.other);
         res_event_put(d, f.ev);
         d->flights_cancelled++;
         return 1;

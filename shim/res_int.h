@@ -645,7 +645,8 @@ int res_evict_async(res_dev_t *d, uint32_t ci, uint32_t serial);
  * eviction is cancelled. */
 void res_flight_use(res_dev_t *d, uint32_t ci, CUstream s, int ptds);
 /* Chunk ci's move in flight ends now: the host waits for it where it must.  `gone`: the chunk
- * goes out of use (freed), so an eviction is cancelled rather than completed. */
+ * goes out of use (freed), so an eviction is cancelled rather than completed, once its copy
+ * stopped reading the chunk's memory (the host waits). */
 void res_flight_settle(res_dev_t *d, uint32_t ci, int gone);
 /* Chunk ci is about to be used where its use is not ordered by the flight's events: an
  * eviction of it in flight is cancelled once its copy completed (the host waits), so that it
