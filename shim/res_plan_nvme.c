@@ -23,10 +23,10 @@
  *      chunk is TIER_GPU from then, every use waits for the copy's event on its stream, as
  *      for the plan's prefetches in res_flight.c);
  *   3. once the copy completed, the slot is free.
- * (The read is not in pieces yet: the copy to the GPU begins when the whole read completed.)
- * A use that comes before step 2 waits for the read, makes room as the reactive engine does
- * and issues the copy; a read that failed leaves the chunk on NVMe, where the reactive engine
- * reads it synchronously (and reports it lost when it cannot: res_nvme.c).
+ * A use that comes before step 2 makes room as the reactive engine does and, while the read
+ * runs, maps the GPU memory and copies each piece of the read into it as it arrives
+ * (in_pieces); a read that failed leaves the chunk on NVMe, where the reactive engine reads it
+ * synchronously (and reports it lost when it cannot: res_nvme.c).
  *
  * Moves in flight are found from the chunk's `moving` bit through res_flight.c, which hands
  * the chunks it does not know to this file.  The flights live in one table for the process,
@@ -438,30 +438,40 @@ static int gpu_room(res_dev_t *d, int force)
     return 1;
 }
 
-/* The staged contents of f's chunk go into GPU memory mapped at its address, on the shim's
- * copy stream: 0, or -1 when there is no room (with `force`: none could be made) or the
- * driver refused (the chunk stays on NVMe). */
-static int to_gpu(res_dev_t *d, nvfl_t *f, int force)
+/* GPU memory mapped at f's chunk's address, for its staged contents (the chunk is TIER_GPU
+ * from then, not yet written; *keep, the chunk as it was): 0, or -1 when there is no room
+ * (with `force`: none could be made) or the driver refused (the chunk stays on NVMe). */
+static int gpu_map(res_dev_t *d, nvfl_t *f, int force, chunk_t *keep)
 {
     chunk_t *c = &d->chunks[f->ci];
-    CUdeviceptr va = arena_chunk_addr(d->arena, f->ci);
     if (!gpu_room(d, force) || c->tier != TIER_NVME)
         return -1;
-    chunk_t keep = *c;
+    *keep = *c;
     c->tier = TIER_NONE;
     if (res_back(d, f->ci, TIER_GPU) != CUDA_SUCCESS) {
-        *c = keep;
+        *c = *keep;
         return -1;
     }
-    if (DRV(cuMemcpyHtoDAsync_v2)(va, res_nvme_stage(fl_index(f)), d->chunk, d->stream) !=
-        CUDA_SUCCESS) {
-        c->moving = 0;
-        res_unback(d, f->ci);           /* the slot stays authoritative */
-        *c = keep;
-        d->nheld += keep.held != 0;     /* (res_unback let them go) */
-        d->pinned += keep.pinned;
-        return -1;
-    }
+    return 0;
+}
+
+/* The GPU memory gpu_map mapped goes (no copy into it runs): the chunk is on NVMe again, its
+ * slot authoritative. */
+static void gpu_unmap(res_dev_t *d, nvfl_t *f, const chunk_t *keep)
+{
+    chunk_t *c = &d->chunks[f->ci];
+    c->moving = 0;
+    res_unback(d, f->ci);
+    *c = *keep;
+    d->nheld += keep->held != 0;        /* (res_unback let them go) */
+    d->pinned += keep->pinned;
+}
+
+/* The copies out of f's staging chunk are enqueued on the shim's copy stream: F_GPU, every
+ * use of the chunk waiting for them on its stream, as for the plan's prefetches. */
+static void gpu_copying(res_dev_t *d, nvfl_t *f)
+{
+    chunk_t *c = &d->chunks[f->ci];
     f->ev = res_record(d, d->stream, 0, d->ctx);
     if (!f->ev)
         DRV(cuStreamSynchronize)(d->stream);
@@ -469,6 +479,23 @@ static int to_gpu(res_dev_t *d, nvfl_t *f, int force)
         c->use.prior = res_event_ref(f->ev);
     d->resident[TIER_NVME] -= d->chunk;
     f->stage = F_GPU;
+}
+
+/* The staged contents of f's chunk go into GPU memory mapped at its address, on the shim's
+ * copy stream: 0, or -1 when there is no room (with `force`: none could be made) or the
+ * driver refused (the chunk stays on NVMe). */
+static int to_gpu(res_dev_t *d, nvfl_t *f, int force)
+{
+    chunk_t keep;
+    if (gpu_map(d, f, force, &keep) < 0)
+        return -1;
+    if (DRV(cuMemcpyHtoDAsync_v2)(arena_chunk_addr(d->arena, f->ci),
+                                  res_nvme_stage(fl_index(f)), d->chunk, d->stream) !=
+        CUDA_SUCCESS) {
+        gpu_unmap(d, f, &keep);
+        return -1;
+    }
+    gpu_copying(d, f);
     return 0;
 }
 
@@ -503,6 +530,46 @@ static int in_read(res_dev_t *d, nvfl_t *f)
         return 0;
     }
     f->stage = F_STAGED;
+    return 1;
+}
+
+/*
+ * A use of f's chunk while its read is still running (F_IO): GPU memory is mapped at the
+ * chunk's address first and each piece of the read copied into it as soon as it arrived,
+ * while the next ones are read, as the reactive engine's reads do (the copy after the last
+ * piece is one piece's, not the chunk's).  Arrived bytes are checked only once the whole read
+ * completed (ELIXIR_NVME_VERIFY): a read that failed then takes the GPU memory back, the
+ * copies into it waited for, and nothing copied counts.  Afterwards f is F_GPU, or F_STAGED
+ * (no room, or a copy refused: to_gpu's turn), or dropped (0: the read failed).
+ */
+static int in_pieces(res_dev_t *d, nvfl_t *f)
+{
+    uint32_t len = (uint32_t)d->chunk, at = 0;
+    char *stage = res_nvme_stage(fl_index(f));
+    CUdeviceptr va = arena_chunk_addr(d->arena, f->ci);
+    chunk_t keep;
+    int mapped = gpu_map(d, f, 1, &keep) == 0, copied = mapped;
+    while (copied && at < len) {
+        int got = nvme_read_got(res_nvme_area(), fl_index(f), at, 1);
+        if (got <= (int)at)
+            break;                      /* (failed, or reaped already: io_wait says) */
+        copied = DRV(cuMemcpyHtoDAsync_v2)(va + at, stage + at, (uint32_t)got - at,
+                                           d->stream) == CUDA_SUCCESS;
+        at = (uint32_t)got;
+    }
+    io_wait(d, f);
+    if (copied && at < len && !f->io_err)       /* (reaped by another device's call) */
+        copied = DRV(cuMemcpyHtoDAsync_v2)(va + at, stage + at, len - at, d->stream) ==
+                 CUDA_SUCCESS;
+    if (mapped && (!copied || f->io_err)) {
+        DRV(cuStreamSynchronize)(d->stream);    /* (the copies read staging) */
+        gpu_unmap(d, f, &keep);
+        mapped = 0;
+    }
+    if (!in_read(d, f))
+        return 0;
+    if (mapped)
+        gpu_copying(d, f);
     return 1;
 }
 
@@ -591,9 +658,12 @@ void res_nvme_flight_use(res_dev_t *d, uint32_t ci, CUstream s, int ptds)
         cancel(d, f);                   /* (the use may write the chunk) */
         return;
     }
+    if (f->stage == F_IO && !io_done(f)) {
+        pn.in_waited++;
+        if (!in_pieces(d, f))
+            return;
+    }
     if (f->stage == F_IO) {
-        if (!io_done(f))
-            pn.in_waited++;
         io_wait(d, f);
         if (!in_read(d, f))
             return;

@@ -18,9 +18,13 @@
  *     while its last ones were still being copied (the memsets pause now and then in real
  *     time, so that the simulator's executor has run the copies a poll asks about, which
  *     needs the executor that runs work at once: ELIXIR_SIM_EXEC=async; one run of five
- *     suffices, for a loaded machine).  A chunk copied whole, then written, submits
- *     its four requests at once.  (The reactive engine writes only chunks already in host memory,
- *     whose copy to staging is host to host: on the simulator it takes no time.)
+ *     suffices, for a loaded machine).  A chunk copied whole, then written, submits its
+ *     four requests at once.  (The reactive engine writes only chunks already in host
+ *     memory, whose copy to staging is host to host: on the simulator it takes no time.)
+ *   - Reads, the plan (the same runs): a use that comes while the plan's read of its chunk
+ *     is running must see each piece copied on to the GPU as it arrives.  The chunks read
+ *     in pieces must outnumber the reactive engine's reads (in the statistics: chunks read
+ *     from NVMe less the plan's reads ahead), which all come in pieces.
  * The race checker fails the run on any race.
  */
 #define SH_RES_KERNELS
@@ -81,6 +85,32 @@ static int part_writes(void)
         i = j;
     }
     return parts;
+}
+
+/* Read requests of one chunk (four from i) each waited for on its own, as they arrived? */
+static int read_pieced(int i)
+{
+    int each = 1;
+    for (int k = 0; k < 4; k++) {
+        int seen = 0;
+        for (int w = 0; w < nwait; w++)
+            seen |= waited[w] == reqs[i + k].ticket;
+        each &= seen;
+    }
+    return each && reqs[i + 3].ticket > reqs[i].ticket;
+}
+
+/* Chunks read whose four requests were each waited for as they arrived. */
+static int pieced_reads(void)
+{
+    int n = 0;
+    for (int i = 0; i + 3 < nreq; i++)
+        if (reqs[i].dir == 0 && reqs[i + 1].dir == 0 && reqs[i + 2].dir == 0 &&
+            reqs[i + 3].dir == 0 && read_pieced(i)) {
+            n++;
+            i += 3;
+        }
+    return n;
 }
 
 /* Each chunk's four read requests were waited for one by one as they arrived. */
@@ -161,14 +191,16 @@ static void planned(void)
     for (int i = 0; i < NBUF; i++)
         CHECK_CU(cuMemFree(buf[i]));
     CHECK_CU(cuMemFree(bad));
-    printf("planned: writes begun before their chunk's copy ended: %d (of %d requests)\n",
-           part_writes(), nreq);
+    printf("planned: chunks read in pieces %d; writes begun before their chunk's copy ended: "
+           "%d (of %d requests)\n", pieced_reads(), part_writes(), nreq);
 }
 
 static char dir[] = "/tmp/elixir-nvme-pieces-XXXXXX";
 
-/* Runs `mode` under the shim; the count the child printed after "copy ended: ", or -1. */
-static long run(const char *mode, const char *policy, const char *gpu)
+/* Runs `mode` under the shim; the count the child printed after "copy ended: ", or -1.  For
+ * the plan, *planned_pieces: its reads ahead that came in pieces (those read in pieces beyond
+ * the reactive engine's reads, which all do). */
+static long run(const char *mode, const char *policy, const char *gpu, long *planned_pieces)
 {
     char path[64];
     snprintf(path, sizeof(path), "ELIXIR_NVME_PATH=%s", dir);
@@ -180,6 +212,14 @@ static long run(const char *mode, const char *policy, const char *gpu)
     EXPECT(sh_stat(r.err, "chunks written ") >= 4, "few chunks written to NVMe:\n%s", r.err);
     const char *at = strstr(r.out, "copy ended: ");
     long parts = at ? strtol(at + strlen("copy ended: "), NULL, 10) : -1;
+    if (planned_pieces) {
+        long long pieced = sh_stat(r.out, "chunks read in pieces ");
+        long long read = sh_stat(r.err, "), read "), ahead = sh_stat(r.err, "reads ahead ");
+        EXPECT(pieced >= 0 && read >= 0 && ahead >= 0, "no reads in the output or the "
+               "statistics:\n%s\n%s", r.out, r.err);
+        *planned_pieces = (long)(pieced - (read - ahead));
+        printf("planned: reads ahead %lld, %ld of them in pieces\n", ahead, *planned_pieces);
+    }
     sh_run_free(&r);
     return parts;
 }
@@ -192,15 +232,19 @@ int main(int argc, char **argv)
     }
     sh_scenario_child(argc, argv, reactive);
     EXPECT(mkdtemp(dir), "mkdtemp: %s", strerror(errno));
-    run("scenario", "ELIXIR_POLICY=reactive", "ELIXIR_GPU_MEMORY=4M");
+    run("scenario", "ELIXIR_POLICY=reactive", "ELIXIR_GPU_MEMORY=4M", NULL);
     /* Whether a poll sees a piece's copy complete before the chunk's last one depends on
      * how far the simulator's executor thread got in real time (the pauses between the
      * memsets give it time; a machine loaded enough may still run a chunk's copies all at
      * once).  A few tries; an executor that never lets a piece go early fails every one. */
-    long parts = 0;
-    for (int tries = 0; tries < 5 && parts < 1; tries++)
-        parts = run("planned", "ELIXIR_POLICY=plan", "ELIXIR_GPU_MEMORY=8M");
+    long parts = 0, pieces = 0, most = 0;
+    for (int tries = 0; tries < 5 && (parts < 1 || most < 1); tries++) {
+        long p = run("planned", "ELIXIR_POLICY=plan", "ELIXIR_GPU_MEMORY=8M", &pieces);
+        parts = p > parts ? p : parts;
+        most = pieces > most ? pieces : most;
+    }
     EXPECT(parts >= 1, "no chunk's write began before its copy ended, in 5 runs");
+    EXPECT(most >= 1, "no read ahead that a use waited for came in pieces, in 5 runs");
     rmdir(dir);
     return 0;
 }
