@@ -207,6 +207,19 @@ static void retier(res_dev_t *d, uint32_t ci, int tier, CUmemGenericAllocationHa
 
 static int flight_end(res_dev_t *d, int i, int gone, int query);
 
+/* Eviction i is cancelled, its chunk staying where it is: the host copy goes once written
+ * (the host waits for the copy first with `wait`). */
+static void flight_cancel(res_dev_t *d, int i, int wait)
+{
+    flight_t f = d->flights[i];
+    if (wait)
+        res_event_wait(f.ev, &d->blocked_flight_s);
+    flight_del(d, i);
+    pend_put(d, TIER_HOST, f.other, f.ev);
+    res_event_put(d, f.ev);
+    d->flights_cancelled++;
+}
+
 /* GPU memory aside in d->pend: the first, or with `done_first` the one pend_take takes (one
  * whose copy is done, else the first); -1 when there is none. */
 static int pend_gpu(const res_dev_t *d, int done_first)
@@ -435,11 +448,7 @@ static int flight_end(res_dev_t *d, int i, int gone, int query)
         /* Cancelled by the chunk's free: its copy still reads the chunk's GPU memory, which
          * the caller parks or gives back (res_park, res_unback), to be copied into or
          * released next; so the host waits for the copy first, as for a move to NVMe. */
-        res_event_wait(f.ev, &d->blocked_flight_s);
-        flight_del(d, i);
-        res_phys_put(d, TIER_HOST, f.other);
-        res_event_put(d, f.ev);
-        d->flights_cancelled++;
+        flight_cancel(d, i, 1);
         return 1;
     }
     if (!res_event_done(f.ev)) {
@@ -491,6 +500,15 @@ void res_flight_keep(res_dev_t *d, uint32_t ci)
     } else if (i < 0) {
         res_nvme_flight_settle(d, ci, 1);       /* (a move out stays: see there) */
     }
+}
+
+void res_flight_drop(res_dev_t *d, uint32_t ci)
+{
+    int i = flight_find(d, ci);
+    if (i >= 0 && !d->flights[i].in)
+        flight_cancel(d, i, 0);
+    else
+        res_flight_settle(d, ci, 0);    /* (a prefetch completes) */
 }
 
 void res_flight_use(res_dev_t *d, uint32_t ci, CUstream s, int ptds)
