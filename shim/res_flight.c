@@ -445,9 +445,9 @@ static int flight_end(res_dev_t *d, int i, int gone, int query)
     chunk_t *c = &d->chunks[f.ci];
     int done;
     if (!f.in && gone) {
-        /* Cancelled by the chunk's free: its copy still reads the chunk's GPU memory, which
-         * the caller parks or gives back (res_park, res_unback), to be copied into or
-         * released next; so the host waits for the copy first, as for a move to NVMe. */
+        /* Cancelled by res_flight_settle: its copy still reads the chunk's GPU memory, which
+         * the caller may park or give back (a free: res_park, res_unback) or move on (to
+         * NVMe), with nothing ordered after the copy; so the host waits for it first. */
         flight_cancel(d, i, 1);
         return 1;
     }
@@ -496,19 +496,10 @@ void res_flight_keep(res_dev_t *d, uint32_t ci)
         /* Its copy still reads the chunk, which the caller's use may write unordered with it:
          * the host waits for the copy first. */
         res_event_wait(d->flights[i].ev, &d->blocked_flight_s);
-        flight_end(d, i, 1, 0);
+        flight_cancel(d, i, 0);
     } else if (i < 0) {
         res_nvme_flight_settle(d, ci, 1);       /* (a move out stays: see there) */
     }
-}
-
-void res_flight_drop(res_dev_t *d, uint32_t ci)
-{
-    int i = flight_find(d, ci);
-    if (i >= 0 && !d->flights[i].in)
-        flight_cancel(d, i, 0);
-    else
-        res_flight_settle(d, ci, 0);    /* (a prefetch completes) */
 }
 
 void res_flight_use(res_dev_t *d, uint32_t ci, CUstream s, int ptds)
@@ -524,7 +515,7 @@ void res_flight_use(res_dev_t *d, uint32_t ci, CUstream s, int ptds)
         if (s == CU_STREAM_PER_THREAD || (!s && ptds) ||
             DRV(cuStreamWaitEvent)(s, d->flights[i].ev->ev, 0) != CUDA_SUCCESS)
             res_event_wait(d->flights[i].ev, &d->blocked_flight_s);
-        flight_end(d, i, 1, 0);
+        flight_cancel(d, i, 0);         /* (the chunk's memory stays, used after the copy) */
         return;
     }
     if (flight_end(d, i, 0, 1))

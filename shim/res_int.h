@@ -608,10 +608,6 @@ void res_plan_nvme_machine(const res_dev_t *d, const struct res_ptime_report *tr
                            struct pol_machine *m);
 int res_plan_nvme_ok(const res_dev_t *d, uint32_t first, uint32_t n);
 int res_plan_nvme_move(res_dev_t *d, uint32_t ci, int from, int to, uint32_t serial);
-/* The plan's move host -> NVMe of chunk ci is issued ahead of its place (res_plan.c's hoist),
- * where the chunk is in host memory, not moving, not used by operation `serial`, and half the
- * staging chunks at least are free (the reads ahead need them more): 0, or -1. */
-int res_plan_nvme_ahead(res_dev_t *d, uint32_t ci, uint32_t serial);
 /* As res_flight_use, res_flight_settle, res_flights_poll and res_flights_drain (which call
  * these), for the plan's NVMe moves. */
 void res_nvme_flight_use(res_dev_t *d, uint32_t ci, CUstream s, int ptds);
@@ -649,13 +645,9 @@ int res_evict_async(res_dev_t *d, uint32_t ci, uint32_t serial);
  * eviction is cancelled. */
 void res_flight_use(res_dev_t *d, uint32_t ci, CUstream s, int ptds);
 /* Chunk ci's move in flight ends now: the host waits for it where it must.  `gone`: the chunk
- * goes out of use (freed), so an eviction is cancelled rather than completed, once its copy
- * stopped reading the chunk's memory (the host waits). */
+ * goes out of use (freed) or elsewhere, so an eviction is cancelled rather than completed,
+ * once its copy stopped reading the chunk's memory (the host waits). */
 void res_flight_settle(res_dev_t *d, uint32_t ci, int gone);
-/* Chunk ci's move in flight ends, the chunk staying where it is: an eviction is cancelled
- * without a wait (its copy only reads the chunk, which stays in use), the host copy going once
- * written; any other move is settled (res_flight_settle). */
-void res_flight_drop(res_dev_t *d, uint32_t ci);
 /* Chunk ci is about to be used where its use is not ordered by the flight's events: an
  * eviction of it in flight is cancelled once its copy completed (the host waits), so that it
  * stays mapped where it is; a prefetch runs on (an NVMe move completes or stays: see

@@ -52,6 +52,8 @@ typedef struct nvfl {
     uint8_t cancelled;          /* a move out used (or freed) meanwhile: only its I/O is left */
     uint8_t from;               /* a move out: the chunk's tier when it was issued */
     uint8_t io_done;            /* set by whoever reaps its completion (pn.lock) */
+    uint8_t busy;               /* a use is bringing it in (room made meanwhile may poll):
+                                 * polls and drains leave it alone */
     int io_err;
     int dev;
     uint32_t ci, slot;
@@ -67,7 +69,7 @@ static struct {
     CUstream s[MAX_DEVICES];    /* per device: the copies into staging */
     CUcontext sctx[MAX_DEVICES];
     /* Counters (any device's lock; read at exit). */
-    _Atomic uint64_t out_issued, out_done, out_cancelled, out_failed, out_ahead;
+    _Atomic uint64_t out_issued, out_done, out_cancelled, out_failed;
     _Atomic uint64_t in_issued, in_done, in_waited, in_dropped;
     /* The link the last plan was given ([0] reads, [1] writes) and where it came from (lock). */
     double link_gbs[2];
@@ -203,6 +205,7 @@ static void fl_end(res_dev_t *d, nvfl_t *f)
     }
     pthread_mutex_lock(&pn.lock);
     f->used = 0;
+    f->busy = 0;
     pthread_mutex_unlock(&pn.lock);
     d->nvme_flights--;
 }
@@ -629,7 +632,7 @@ int res_plan_nvme_move(res_dev_t *d, uint32_t ci, int from, int to, uint32_t ser
         return -1;
     if (to == POL_NVME && (from == POL_HOST || from == POL_GPU)) {
         if (tier == TIER_GPU && d->chunks[ci].moving)
-            res_flight_drop(d, ci);             /* (its eviction to host: cancelled) */
+            res_flight_settle(d, ci, 1);        /* (its eviction to host: cancelled) */
         return go_out(d, ci, serial);
     }
     if (to == POL_GPU && tier == TIER_NVME)
@@ -641,16 +644,6 @@ int res_plan_nvme_move(res_dev_t *d, uint32_t ci, int from, int to, uint32_t ser
         return res_evict_async(d, ci, serial);
     }
     return -1;
-}
-
-int res_plan_nvme_ahead(res_dev_t *d, uint32_t ci, uint32_t serial)
-{
-    if (!d->nvme_on || !res_nvme_area() || !res_nvme_stage(0) ||
-        d->chunks[ci].tier != TIER_HOST || d->nvme_flights >= RES_NVME_STAGES / 2 ||
-        go_out(d, ci, serial) < 0)
-        return -1;
-    pn.out_ahead++;
-    return 0;
 }
 
 void res_nvme_flight_use(res_dev_t *d, uint32_t ci, CUstream s, int ptds)
@@ -668,6 +661,7 @@ void res_nvme_flight_use(res_dev_t *d, uint32_t ci, CUstream s, int ptds)
         cancel(d, f);                   /* (the use may write the chunk) */
         return;
     }
+    f->busy = 1;                        /* (until it is in GPU memory, or dropped) */
     if (f->stage == F_IO && !io_done(f)) {
         pn.in_waited++;
         if (!in_pieces(d, f))
@@ -682,6 +676,7 @@ void res_nvme_flight_use(res_dev_t *d, uint32_t ci, CUstream s, int ptds)
         in_drop(d, f);                  /* the reactive engine reads it */
         return;
     }
+    f->busy = 0;
     if (!f->ev || res_event_done(f->ev)) {
         in_end(d, f);
         return;
@@ -727,7 +722,7 @@ void res_nvme_flights_poll(res_dev_t *d)
     unsigned n = fl_mine(d, mine);
     for (unsigned k = 0; k < n; k++) {
         nvfl_t *f = mine[k];
-        if (!fl_still(d, f))
+        if (!fl_still(d, f) || f->busy)
             continue;
         if (f->out)
             queued += out_step(d, f);
@@ -744,6 +739,8 @@ void res_nvme_flights_drain(res_dev_t *d)
     unsigned n = fl_mine(d, mine);
     for (unsigned k = 0; k < n; k++) {
         nvfl_t *f = mine[k];
+        if (fl_still(d, f) && f->busy)
+            continue;                   /* (its use brings it in) */
         if (fl_still(d, f) && !f->cancelled)
             res_nvme_flight_settle(d, f->ci, 0);
         if (fl_still(d, f) && f->stage == F_COPY) {     /* (its copy uses d's context) */
@@ -758,12 +755,10 @@ void res_plan_nvme_stats(void)
 {
     if (!res_policy_plan || pn.out_issued + pn.in_issued == 0)
         return;
-    shim_log_plain("NVMe plan: moves to NVMe %llu (completed %llu, cancelled %llu, failed %llu; "
-                   "issued ahead of their place %llu); reads ahead %llu (completed %llu, "
-                   "waited for %llu, dropped %llu)",
+    shim_log_plain("NVMe plan: moves to NVMe %llu (completed %llu, cancelled %llu, failed %llu); "
+                   "reads ahead %llu (completed %llu, waited for %llu, dropped %llu)",
                    (unsigned long long)pn.out_issued, (unsigned long long)pn.out_done,
                    (unsigned long long)pn.out_cancelled, (unsigned long long)pn.out_failed,
-                   (unsigned long long)pn.out_ahead,
                    (unsigned long long)pn.in_issued, (unsigned long long)pn.in_done,
                    (unsigned long long)pn.in_waited, (unsigned long long)pn.in_dropped);
     pthread_mutex_lock(&pn.lock);
