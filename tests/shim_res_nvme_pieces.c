@@ -121,15 +121,8 @@ static int check_reads(void)
         if (reqs[i].dir != 0)
             continue;
         EXPECT(i + 3 < nreq, "a chunk's read of fewer than 4 requests at the end");
-        for (int k = 0; k < 4; k++) {
-            int seen = 0;
-            for (int w = 0; w < nwait; w++)
-                seen |= waited[w] == reqs[i + k].ticket;
-            EXPECT(seen, "chunk %d: its read request %d was never waited for on its own: the "
-                   "chunk was read whole before its copy to the GPU", chunks, k);
-        }
-        EXPECT(reqs[i + 3].ticket > reqs[i].ticket, "chunk %d: its pieces arrived at once",
-               chunks);
+        EXPECT(read_pieced(i), "chunk %d: its read requests were not each waited for as they "
+               "arrived: the chunk was read whole before its copy to the GPU", chunks);
         chunks++;
         i += 3;
     }
