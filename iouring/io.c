@@ -311,8 +311,14 @@ static int op_check(const nvme_area_t *a, uint32_t slot, const void *buf, uint32
     return 0;
 }
 
+static nvme_op_t *op_find(nvme_area_t *a, uint64_t tag, int write);
+
 /* Queue an operation, of whose bytes the first `ready` may go (a write; reads: all);
- * *out (when not NULL) is it. */
+ * *out (when not NULL) is it.  sync: Q_WAITED (handed back by nvme_wait), Q_SYNC (op_sync's,
+ * untagged), else 0.  A tag already live in that direction is refused (-EBUSY): the calls
+ * that name an operation by its tag would reach the other one. */
+enum { Q_WAITED = 1, Q_SYNC = 2 };
+
 static int queue_op(nvme_area_t *a, int write, uint32_t slot, void *buf, uint32_t len,
                     uint32_t ready, uint64_t tag, int sync, nvme_op_t **out)
 {
@@ -322,12 +328,16 @@ static int queue_op(nvme_area_t *a, int write, uint32_t slot, void *buf, uint32_
     ready = write && ready < len ? ready : len;
     uint32_t crc = write && a->verify ? nvme_crc32c(0, buf, ready) : 0;
     pthread_mutex_lock(&a->lock);
+    if (sync != Q_SYNC && op_find(a, tag, write)) {
+        pthread_mutex_unlock(&a->lock);
+        return -EBUSY;
+    }
     nvme_op_t *op = write && a->degraded ? NULL : a->op_free;
     if (op) {
         a->op_free = op->next;
         *op = (nvme_op_t){ .tag = tag, .slot = slot, .len = len, .write = write, .buf = buf,
                            .crc = crc, .crc_at = ready, .ready = ready, .req = op->req,
-                           .sync = sync, .live = 1,
+                           .sync = sync != 0, .untagged = sync == Q_SYNC, .live = 1,
                            .nreq = (len + a->block_size - 1) / a->block_size };
         list_add(&a->sq_head, &a->sq_tail, op);
         a->pending++;
@@ -362,21 +372,23 @@ int nvme_write_part(nvme_area_t *a, uint32_t slot, const void *buf, uint32_t len
 {
     if (ready % a->block_size && ready < len)
         return -EINVAL;
-    return queue_op(a, 1, slot, (void *)buf, len, ready, tag, !!(flags & NVME_OP_WAITED),
-                    NULL);
+    return queue_op(a, 1, slot, (void *)buf, len, ready, tag,
+                    flags & NVME_OP_WAITED ? Q_WAITED : 0, NULL);
 }
 
 int nvme_read_part(nvme_area_t *a, uint32_t slot, void *buf, uint32_t len, uint64_t tag,
                    unsigned flags)
 {
-    return queue_op(a, 0, slot, buf, len, len, tag, !!(flags & NVME_OP_WAITED), NULL);
+    return queue_op(a, 0, slot, buf, len, len, tag, flags & NVME_OP_WAITED ? Q_WAITED : 0,
+                    NULL);
 }
 
 /* The live operation of that direction with that tag (a->lock held), or NULL. */
 static nvme_op_t *op_find(nvme_area_t *a, uint64_t tag, int write)
 {
     for (uint32_t i = 0; i < a->max_ops; i++)
-        if (a->ops[i].live && a->ops[i].tag == tag && a->ops[i].write == write)
+        if (a->ops[i].live && !a->ops[i].untagged && a->ops[i].tag == tag &&
+            a->ops[i].write == write)
             return &a->ops[i];
     return NULL;
 }
@@ -549,7 +561,7 @@ int nvme_complete(nvme_area_t *a, nvme_done_t *out, unsigned max, unsigned min_w
 static int op_sync(nvme_area_t *a, int write, uint32_t slot, void *buf, uint32_t len)
 {
     nvme_op_t *op;
-    int err = queue_op(a, write, slot, buf, len, len, 0, 1, &op);
+    int err = queue_op(a, write, slot, buf, len, len, 0, Q_SYNC, &op);
     if (err)
         return err;
     pthread_mutex_lock(&a->lock);

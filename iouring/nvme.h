@@ -151,8 +151,9 @@ uint32_t nvme_slots_used(const nvme_area_t *a);
 /* io.c */
 /* Queue the write of len bytes at buf into slot (len and buf aligned to NVME_ALIGN, len at
  * most the slot size).  buf must stay untouched until the operation is complete.  -EAGAIN:
- * max_ops operations are pending (complete some); -EINVAL: alignment or range; after
- * degradation, the error that degraded the area. */
+ * max_ops operations are pending (complete some); -EINVAL: alignment or range; -EBUSY: a
+ * write tagged tag is not yet handed back (a tag names one operation of each direction at a
+ * time); after degradation, the error that degraded the area. */
 int nvme_write(nvme_area_t *a, uint32_t slot, const void *buf, uint32_t len, uint64_t tag);
 /* Queue the read of len bytes of slot into buf; as nvme_write(). */
 int nvme_read(nvme_area_t *a, uint32_t slot, void *buf, uint32_t len, uint64_t tag);
@@ -160,7 +161,7 @@ int nvme_read(nvme_area_t *a, uint32_t slot, void *buf, uint32_t len, uint64_t t
 /* Operations in pieces, for a caller that pipelines a slot's trip through buf with another
  * link (the shim: GPU -> buf -> slot, slot -> buf -> GPU).  A piece is a request (the block
  * size).  The tag names the operation in the calls below: it must be unique among the
- * operations not yet handed back.  With NVME_OP_WAITED the operation is handed back by
+ * operations of its direction not yet handed back (-EBUSY otherwise).  With NVME_OP_WAITED the operation is handed back by
  * nvme_wait(), never by nvme_complete(). */
 #define NVME_OP_WAITED 1u
 /* As nvme_write(), of whose bytes only the first `ready` (a multiple of the block size, or

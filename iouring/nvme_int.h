@@ -52,6 +52,7 @@ struct nvme_op {
                                  * only requests wholly inside them are issued */
     uint32_t crc_at;            /* bytes the CRC (verify) covers so far */
     int sync;                   /* waited for (nvme_*_sync, NVME_OP_WAITED), not handed out */
+    int untagged;               /* nvme_*_sync's: found by no tag */
     int live;                   /* queued, in flight or finished, not yet released */
     int finished;
     int err;                    /* first error of its requests */

@@ -357,20 +357,24 @@ static int out_step(res_dev_t *d, nvfl_t *f)
     chunk_t *c = &d->chunks[f->ci];
     if (f->stage == F_COPY) {
         int n = let_go(d, f);
-        if (n >= 0 && (f->ev && !res_event_done(f->ev)))
-            return n > 0;
-        if (n < 0 || f->let_go < f->npieces) {     /* (not queued: failed, or cancelled) */
-            res_event_wait(f->ev, &d->blocked_flight_s);        /* (staging written) */
-            nvme_slot_free(a, f->slot);
-            if (!f->cancelled)
-                cancel(d, f);
-            fl_end(d, f);
-            return 0;
+        if (n >= 0 && f->let_go == f->npieces) {    /* the whole write is queued */
+            res_event_put(d, f->ev);
+            f->ev = NULL;
+            f->stage = F_IO;
+            return 1;
         }
-        res_event_put(d, f->ev);
-        f->ev = NULL;
-        f->stage = F_IO;
-        return 1;
+        /* Decided from what let_go let go, never from a later query of f->ev, which may find
+         * done a piece that let_go found running: a write queued in part lives until the
+         * rest of it is let go, so the flight (its tag, its staging chunk) must not end. */
+        int unqueued = n < 0 || (f->cancelled && f->let_go == 0);
+        if (!unqueued || (n >= 0 && f->ev && !res_event_done(f->ev)))
+            return n > 0;
+        res_event_wait(f->ev, &d->blocked_flight_s);    /* (no write: failed, or cancelled) */
+        nvme_slot_free(a, f->slot);
+        if (!f->cancelled)
+            cancel(d, f);
+        fl_end(d, f);
+        return 0;
     }
     if (!io_done(f))
         return 0;

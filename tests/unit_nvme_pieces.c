@@ -9,7 +9,9 @@
  *     whole checks it, and a byte the caller changes in a piece after letting it go reads
  *     back as -EBADMSG, which degrades the area;
  *   - a read reports its arrival one request at a time, with the clock waited for each;
- *   - nvme_wait refuses a write not wholly let go (-EINVAL) and an unknown tag (-ENOENT).
+ *   - nvme_wait refuses a write not wholly let go (-EINVAL) and an unknown tag (-ENOENT);
+ *   - a tag live in one direction is refused for another operation of it (-EBUSY), not for
+ *     one of the other direction, and nvme_write_sync takes none.
  */
 #include "nvme_test.h"
 
@@ -76,6 +78,18 @@ static void engine(nvme_engine_kind_t e)
     }
     NT_EQ(nvme_wait(a, 8), 0);
     NT_CHECK(nt_differs(back, 2 * NT_MIB, 11) < 0, "slot 1 differs from what was written");
+
+    /* A tag names one operation of each direction at a time; nvme_*_sync's take none. */
+    NT_EQ(nvme_write_part(a, 2, buf, 2 * NT_MIB, 0, 0, NVME_OP_WAITED), 0);
+    NT_EQ(nvme_write_part(a, 3, buf, 2 * NT_MIB, 0, 0, NVME_OP_WAITED), -EBUSY);
+    NT_EQ(nvme_write(a, 3, buf, 2 * NT_MIB, 0), -EBUSY);
+    NT_EQ(nvme_read_part(a, 1, back, 2 * NT_MIB, 0, NVME_OP_WAITED), 0);    /* (a read) */
+    NT_EQ(nvme_wait(a, 0), -EINVAL);    /* (the write: not let go) */
+    NT_EQ(nvme_write_sync(a, 3, buf, 2 * NT_MIB), 0);
+    NT_EQ(nvme_write_more(a, 0, 2 * NT_MIB), 0);
+    NT_EQ(nvme_wait(a, 0), 0);          /* (the write first: the read is the only one left) */
+    NT_EQ(nvme_wait(a, 0), 0);
+    NT_EQ(nvme_wait(a, 0), -ENOENT);
 
     /* A piece changed after it was let go: the slot's CRC32C no longer matches. */
     NT_EQ(nvme_write_part(a, 2, buf, 2 * NT_MIB, PIECE, 3, NVME_OP_WAITED), 0);
