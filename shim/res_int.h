@@ -608,6 +608,10 @@ void res_plan_nvme_machine(const res_dev_t *d, const struct res_ptime_report *tr
                            struct pol_machine *m);
 int res_plan_nvme_ok(const res_dev_t *d, uint32_t first, uint32_t n);
 int res_plan_nvme_move(res_dev_t *d, uint32_t ci, int from, int to, uint32_t serial);
+/* The plan's move host -> NVMe of chunk ci is issued ahead of its place (res_plan.c's hoist),
+ * where the chunk is in host memory, not moving, not used by operation `serial`, and half the
+ * staging chunks at least are free (the reads ahead need them more): 0, or -1. */
+int res_plan_nvme_ahead(res_dev_t *d, uint32_t ci, uint32_t serial);
 /* As res_flight_use, res_flight_settle, res_flights_poll and res_flights_drain (which call
  * these), for the plan's NVMe moves. */
 void res_nvme_flight_use(res_dev_t *d, uint32_t ci, CUstream s, int ptds);

@@ -97,6 +97,7 @@ typedef struct res_plan {
     uint32_t *born;             /* birth order -> buffer, for buffers born in the iteration */
     uint32_t nborn;
     uint32_t cursor, mism, after_of;    /* after_of: 1 + the operation whose after-moves are due */
+    uint8_t *ahead;                     /* per move: 1 while issued ahead of its place (hoist) */
     uint32_t bad;                       /* iterations in a row that did not follow the plan */
     double pred_ms, bound_ms;           /* the last plan's prediction (kept for the statistics) */
     /* Statistics. */
@@ -188,6 +189,8 @@ static void plan_clear(res_plan_t *p)
     p->plan = NULL;
     free(p->born);
     p->born = NULL;
+    free(p->ahead);
+    p->ahead = NULL;
 }
 
 /* The buffer whose first chunk is `first` (n chunks), made when unknown, or, when `born`,
@@ -421,7 +424,8 @@ static void plan_now(res_dev_t *d, res_plan_t *p)
         return;
     }
     p->born = calloc(p->nbufs ? p->nbufs : 1, sizeof(*p->born));
-    if (!p->born) {
+    p->ahead = calloc(p->plan->nmoves ? p->plan->nmoves : 1, 1);
+    if (!p->born || !p->ahead) {
         plan_clear(p);
         p->state = P_OFF;
         return;
@@ -534,8 +538,60 @@ static void issue(res_dev_t *d, res_plan_t *p, const pol_move_t *m, uint32_t ser
 static void issue_range(res_dev_t *d, res_plan_t *p, uint32_t from, uint32_t to,
                         uint32_t serial)
 {
-    for (uint32_t i = from; i < to && i < p->plan->nmoves; i++)
-        issue(d, p, &p->plan->moves[i], serial);
+    for (uint32_t i = from; i < to && i < p->plan->nmoves; i++) {
+        if (SHIM_UNLIKELY(p->ahead[i]))
+            p->ahead[i] = 0;            /* (issued already: hoist) */
+        else
+            issue(d, p, &p->plan->moves[i], serial);
+    }
+}
+
+/* Do moves a and b move a chunk in common? */
+static int same_chunks(const pol_move_t *a, const pol_move_t *b)
+{
+    return a->buf == b->buf && a->chunk < b->chunk + b->nchunks &&
+           b->chunk < a->chunk + a->nchunks;
+}
+
+/*
+ * Moves host -> NVMe that the plan places within the next HOIST_OPS operations after
+ * operation `at` are issued now, where no other move of their chunks comes before them: the
+ * write that makes host room for an eviction then runs while those operations do, instead of
+ * the eviction waiting for it (the planner puts a demotion just before the eviction that
+ * needs its room).  The chunk is not used before the move's place: a use would need a move of
+ * it to the GPU first, and such a move keeps the demotion in its place (an operation that
+ * runs in place and reaches it cancels the demotion, as any use of a chunk going out does).
+ * Each chunk goes where it is in host memory and not moving (res_plan_nvme_ahead); the move
+ * is marked, and passed over when its place comes.
+ */
+#define HOIST_OPS 8
+
+static void hoist(res_dev_t *d, res_plan_t *p, uint32_t at, uint32_t serial)
+{
+    const pol_plan_t *pl = p->plan;
+    uint32_t end = at + 1 + HOIST_OPS < p->nops ? at + 1 + HOIST_OPS : (uint32_t)p->nops;
+    uint32_t from = pl->op_after[at], to = pl->op_first[end];
+    for (uint32_t i = from; i < to; i++) {
+        const pol_move_t *m = &pl->moves[i];
+        if (m->from != POL_HOST || m->to != POL_NVME || p->ahead[i] || m->buf >= p->nbufs ||
+            m->chunk + m->nchunks > p->nch[m->buf])
+            continue;
+        int clash = 0;
+        for (uint32_t j = from; j < i && !clash; j++)
+            clash = same_chunks(&pl->moves[j], m);
+        uint32_t first = p->first[m->buf];
+        if (clash || first >= arena_chunk_count(d->arena) || d->chunks[first].span_first != first)
+            continue;
+        uint32_t k = 0;
+        while (k < m->nchunks && res_plan_nvme_ahead(d, first + m->chunk + k, serial) == 0)
+            k++;
+        if (k > 0) {                    /* (chunks of it that did not go: their host room is
+                                         * made when the eviction needs it, see host_room) */
+            p->ahead[i] = 1;
+            p->moves++;
+            p->chunks_moved += k;
+        }
+    }
 }
 
 /* The iteration begins: chunks that are not where the plan starts them (moves left to the
@@ -586,6 +642,8 @@ static void follow(res_dev_t *d, res_plan_t *p, uint64_t sig, uint32_t serial)
     issue_range(d, p, pl->op_first[at], pl->op_after[at], serial);
     p->after_of = at + 1;
     p->cursor = at + 1;
+    if (d->nvme_on)
+        hoist(d, p, at, serial);
 }
 
 /* The FOLLOW record of the iteration in progress, when any operation of it came: the plan
@@ -622,6 +680,9 @@ static void iteration(res_dev_t *d, res_plan_t *p, int64_t it)
         if (SHIM_TRACING())
             trace_follow(d, p, ended);
         p->mism += p->cursor < p->nops ? p->nops - p->cursor : 0;
+        if (p->cursor < p->nops)        /* (marks of moves the iteration did not reach) */
+            memset(p->ahead + p->plan->op_first[p->cursor], 0,
+                   p->plan->nmoves - p->plan->op_first[p->cursor]);
         p->bad = p->mism * REPLAN_SHARE > p->nops ? p->bad + 1 : 0;
         if (p->bad >= REPLAN_AFTER) {
             SHIM_INFO(RES, "device %d: %u of %zu operations of iteration %lld did not follow "

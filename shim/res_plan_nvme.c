@@ -69,7 +69,7 @@ static struct {
     CUstream s[MAX_DEVICES];    /* per device: the copies into staging */
     CUcontext sctx[MAX_DEVICES];
     /* Counters (any device's lock; read at exit). */
-    _Atomic uint64_t out_issued, out_done, out_cancelled, out_failed;
+    _Atomic uint64_t out_issued, out_done, out_cancelled, out_failed, out_ahead;
     _Atomic uint64_t in_issued, in_done, in_waited, in_dropped;
     /* The link the last plan was given ([0] reads, [1] writes) and where it came from (lock). */
     double link_gbs[2];
@@ -650,6 +650,16 @@ int res_plan_nvme_move(res_dev_t *d, uint32_t ci, int from, int to, uint32_t ser
     return -1;
 }
 
+int res_plan_nvme_ahead(res_dev_t *d, uint32_t ci, uint32_t serial)
+{
+    if (!d->nvme_on || !res_nvme_area() || !res_nvme_stage(0) ||
+        d->chunks[ci].tier != TIER_HOST || d->nvme_flights >= RES_NVME_STAGES / 2 ||
+        go_out(d, ci, serial) < 0)
+        return -1;
+    pn.out_ahead++;
+    return 0;
+}
+
 void res_nvme_flight_use(res_dev_t *d, uint32_t ci, CUstream s, int ptds)
 {
     nvfl_t *f = fl_find(d, ci, 0);
@@ -759,10 +769,12 @@ void res_plan_nvme_stats(void)
 {
     if (!res_policy_plan || pn.out_issued + pn.in_issued == 0)
         return;
-    shim_log_plain("NVMe plan: moves to NVMe %llu (completed %llu, cancelled %llu, failed %llu); "
-                   "reads ahead %llu (completed %llu, waited for %llu, dropped %llu)",
+    shim_log_plain("NVMe plan: moves to NVMe %llu (completed %llu, cancelled %llu, failed %llu; "
+                   "issued ahead of their place %llu); reads ahead %llu (completed %llu, "
+                   "waited for %llu, dropped %llu)",
                    (unsigned long long)pn.out_issued, (unsigned long long)pn.out_done,
                    (unsigned long long)pn.out_cancelled, (unsigned long long)pn.out_failed,
+                   (unsigned long long)pn.out_ahead,
                    (unsigned long long)pn.in_issued, (unsigned long long)pn.in_done,
                    (unsigned long long)pn.in_waited, (unsigned long long)pn.in_dropped);
     pthread_mutex_lock(&pn.lock);

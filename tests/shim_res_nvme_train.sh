@@ -6,7 +6,8 @@
 # parameter digest is the one of the job without the shim; no race (the race checker fails the
 # run with exit 66).  The same under the planned policy (ELIXIR_POLICY=plan), whose plan must
 # place chunks on NVMe and read them ahead (dropping at most 1/8 of those reads: an operation
-# that needs a chunk being read ahead takes that read); and, in the per-tensor pattern, with a
+# that needs a chunk being read ahead takes that read) and, per tensor, issue some of its moves
+# host -> NVMe ahead of their place; and, in the per-tensor pattern, with a
 # read that fails (ELIXIR_NVME_FAULT=read:150:eio, while the plan is followed): the tier is
 # degraded (one line), the failed read counted, and the job either ends with the digest of the job without
 # the shim (the read was tried again) or stops with CUDA_ERROR_OUT_OF_MEMORY (a degraded tier
@@ -34,11 +35,18 @@ for mode in per-tensor pooled; do
     out=$(sed -n 's/.*NVMe plan: moves to NVMe \([0-9]*\) (completed \([0-9]*\),.*/\2/p' "$tmp/o.err")
     ahead=$(sed -n 's/.*reads ahead [0-9]* (completed \([0-9]*\),.*/\1/p' "$tmp/o.err")
     dropped=$(sed -n 's/.*reads ahead .* dropped \([0-9]*\)).*/\1/p' "$tmp/o.err")
+    hoisted=$(sed -n 's/.*issued ahead of their place \([0-9]*\)).*/\1/p' "$tmp/o.err")
     echo "$mode, planned: digest ${got:-none}, the plan's moves to NVMe completed ${out:-0}," \
-         "reads ahead completed ${ahead:-0}, dropped ${dropped:-0}"
+         "issued ahead of their place ${hoisted:-0}, reads ahead completed ${ahead:-0}," \
+         "dropped ${dropped:-0}"
     [ "$got" = "$want" ] || fail_showing "$tmp/o.err" "planned: expected digest $want"
     if [ "$mode" = per-tensor ] && { [ "${out:-0}" -eq 0 ] || [ "${ahead:-0}" -eq 0 ]; }; then
         fail_showing "$tmp/o.err" "the plan moved nothing to or from NVMe"
+    fi
+    # (The plan's demotions host -> NVMe go ahead of their place where the chunk is in host
+    # memory then: res_plan.c's hoist.)
+    if [ "$mode" = per-tensor ] && [ "${hoisted:-0}" -eq 0 ]; then
+        fail_showing "$tmp/o.err" "no move to NVMe was issued ahead of its place"
     fi
     # (A read ahead is dropped when its chunk is freed or taken by a fence; one that an
     # operation needs before the plan's own step comes is used, not read again.)
