@@ -161,8 +161,8 @@ int nvme_read(nvme_area_t *a, uint32_t slot, void *buf, uint32_t len, uint64_t t
 /* Operations in pieces, for a caller that pipelines a slot's trip through buf with another
  * link (the shim: GPU -> buf -> slot, slot -> buf -> GPU).  A piece is a request (the block
  * size).  The tag names the operation in the calls below: it must be unique among the
- * operations of its direction not yet handed back (-EBUSY otherwise).  With NVME_OP_WAITED the operation is handed back by
- * nvme_wait(), never by nvme_complete(). */
+ * operations of its direction not yet handed back (-EBUSY otherwise).  With NVME_OP_WAITED
+ * the operation is handed back by nvme_wait(), never by nvme_complete(). */
 #define NVME_OP_WAITED 1u
 /* As nvme_write(), of whose bytes only the first `ready` (a multiple of the block size, or
  * len) may be written yet: the rest waits for nvme_write_more().  The CRC32C (verify) covers
@@ -178,9 +178,10 @@ int nvme_read_part(nvme_area_t *a, uint32_t slot, void *buf, uint32_t len, uint6
 /* How many bytes at the start of the read tagged tag have arrived (whole requests, in
  * order), waiting (with `wait`) until more than `after` have or the read failed.  At most
  * one request more than `after` (a multiple of the block size) is reported, so that the
- * caller passes each on as it arrives and the clock sees each arrive.  A negative errno: the read failed before more than `after` arrived, or
- * -ENOENT, no such read.  Arrived bytes are not yet checked (verify): the read's result,
- * from nvme_wait() or nvme_complete(), says whether they are good. */
+ * caller passes each on as it arrives and the clock sees each arrive.  A negative errno: the
+ * read failed before more than `after` arrived, or -ENOENT, no such read.  Arrived bytes are
+ * not yet checked (verify): the read's result, from nvme_wait() or nvme_complete(), says
+ * whether they are good. */
 int nvme_read_got(nvme_area_t *a, uint64_t tag, uint32_t after, int wait);
 /* Wait for the NVME_OP_WAITED operation tagged tag (a write: all its bytes let go) and hand
  * it back: 0 or its negative errno; -ENOENT: no such operation; -EINVAL: a write not wholly

@@ -26,7 +26,7 @@
 #define SHIM_HOOKS_H
 
 /* Allocation, free, the application's pools and memory information: residency takes these
- * over (res.c). */
+ * over (res.c, res_app.c). */
 #define SHIM_HOOKS_ALLOC(X)                                                                     \
     X(cuMemAlloc_v2, cuMemAlloc, 3020, )                                                        \
     X(cuMemAllocPitch_v2, cuMemAllocPitch, 3020, )                                              \

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * res.c - residency: the arena of each device, its budgets, and the entry points that serve
- * allocations, frees, cuMemGetInfo, pointer attributes and IPC of arena memory, and that
- * charge the application's own device memory (cuMemCreate, its pools) to the budget.
+ * allocations, frees, cuMemGetInfo, pointer attributes and IPC of arena memory (res_app.c
+ * charges the application's own device memory to the budget).
  *
  * Every application allocation lives in one arena per device, a range reserved with
  * cuMemAddressReserve and divided into chunks of the allocation granularity (arena.c lays the
@@ -22,14 +22,9 @@
  * still does.
  */
 #include <errno.h>
-#include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
-#include <time.h>
-#include <unistd.h>
 
 #include "res_int.h"
-#include "sysmem.h"
 
 res_dev_t res_devs[MAX_DEVICES];
 static pthread_mutex_t setup_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -242,130 +237,6 @@ static uint64_t round_up(uint64_t v, uint64_t a)
     return (v + a - 1) / a * a;
 }
 
-static uint64_t budget(shim_opt_t o, uint64_t whole, uint64_t automatic)
-{
-    shim_mem_t m = shim_opt_mem(o);
-    if (m.kind == SHIM_MEM_BYTES)
-        return m.bytes;
-    if (m.kind == SHIM_MEM_PERCENT)
-        return (uint64_t)((double)whole * m.percent / 100.0);
-    return automatic;
-}
-
-uint64_t res_gpu_headroom(uint64_t free_b, uint64_t total)
-{
-    uint64_t reserve = total / 10 > RESERVE_MIN ? total / 10 : RESERVE_MIN;
-    return free_b > reserve ? free_b - reserve : free_b / 2;
-}
-
-/* Did option o (ELIXIR_GPU_MEMORY or ELIXIR_HOST_MEMORY) come from the environment? */
-static int budget_given(shim_opt_t o)
-{
-    return shim_opt_mem(o).kind != SHIM_MEM_AUTO;
-}
-
-/* A budget the user gave that is under one chunk (nothing could ever be placed there) is bad
- * configuration: reported, naming the variable, its value and the smallest accepted;
- * -ERANGE (the caller stops the program once setup_lock is released), else 0. */
-static int check_budget(const res_dev_t *d, shim_opt_t o, uint64_t bytes, const char *what)
-{
-    char got[32], chunk[32];
-
-    if (!budget_given(o) || bytes >= d->chunk)
-        return 0;
-    shim_log_fatal("ELIXIR_%s=\"%s\" gives device %d a %s budget of %s (%llu bytes), less than "
-                   "one chunk (%s, the driver's allocation granularity): expected auto, or a "
-                   "size or percentage that comes to at least %s; the program stops (exit "
-                   "status %d)", shim_opt_name(o), shim_opt_str(o), d->device, what,
-                   shim_fmt_size(bytes, got), (unsigned long long)bytes,
-                   shim_fmt_size(d->chunk, chunk), chunk, SHIM_EXIT_CONFIG);
-    return -ERANGE;
-}
-
-/* With ELIXIR_VERBOSE=1: what budget option o became ("auto -> 60.0 GiB"), and how (the GPU
- * budget per device, the host budget once for the process). */
-static void say_budget(const res_dev_t *d, shim_opt_t o, uint64_t bytes, const char *how)
-{
-    char b[32];
-
-    if (!shim_opt_int(SHIM_OPT_VERBOSE))
-        return;
-    if (o == SHIM_OPT_HOST_MEMORY)     /* one budget for the whole process */
-        shim_log_plain("option ELIXIR_%s=%s -> %s (%s)", shim_opt_name(o), shim_opt_str(o),
-                       shim_fmt_size(bytes, b), how);
-    else
-        shim_log_plain("option ELIXIR_%s=%s -> %s on device %d (%s)", shim_opt_name(o),
-                       shim_opt_str(o), shim_fmt_size(bytes, b), d->device, how);
-}
-
-/* The host budget, set with the first arena (under setup_lock); 0 or -ERANGE. */
-static int set_host_budget(res_dev_t *d)
-{
-    const char *from;
-    uint64_t ram = shim_host_memory();
-    unsigned procs = shim_local_processes(&from);
-    if (procs == 0) {
-        if (!budget_given(SHIM_OPT_HOST_MEMORY))
-            SHIM_WARN(RES, "%s=\"%s\" is not a number of processes (1 to 65536); the "
-                      "automatic host budget is not divided among the job's processes",
-                      from, getenv(from));
-        procs = 1;
-        from = NULL;
-    }
-    uint64_t host = budget(SHIM_OPT_HOST_MEMORY, ram, ram / 2 / procs);
-    if (host > ram) {
-        SHIM_WARN(RES, "ELIXIR_HOST_MEMORY asks for %llu MiB, more than the %llu MiB this "
-                  "process may use (pinned memory cannot be swapped out); using the "
-                  "default, %llu MiB", (unsigned long long)(host >> 20),
-                  (unsigned long long)(ram >> 20), (unsigned long long)(ram / 2 / procs >> 20));
-        host = ram / 2 / procs;
-    }
-    if (check_budget(d, SHIM_OPT_HOST_MEMORY, host, "host") < 0)
-        return -ERANGE;
-    atomic_store(&res_host.budget, host / d->chunk * d->chunk);
-    atomic_store(&res_host.budget_set, host / d->chunk * d->chunk);
-    if (from && !budget_given(SHIM_OPT_HOST_MEMORY))
-        SHIM_INFO(RES, "host budget: half of the %llu MiB this process may use, shared "
-                  "by the %u processes %s=%u says run here", (unsigned long long)(ram >> 20),
-                  procs, from, procs);
-    say_budget(d, SHIM_OPT_HOST_MEMORY, host / d->chunk * d->chunk,
-               !budget_given(SHIM_OPT_HOST_MEMORY) ? "half the memory this process may use, "
-               "shared by the processes of the node" : "pinned host memory of the process");
-    return 0;
-}
-
-/* Budgets from the options; the GPU default keeps a reserve for the driver and libraries.
- * A GPU budget beyond the device's free memory could never be backed (the driver would
- * refuse chunks the budget still allows, and nothing would be evicted for them), nor a host
- * budget beyond the memory the process may use: each is reported and its default used
- * instead.  A budget given under one chunk is bad configuration: -ERANGE (else 0).  The host
- * budget is set with the first arena (res_host). */
-static int set_budgets(res_dev_t *d)
-{
-    size_t free_b = 0, total = 0;
-    DRV(cuMemGetInfo_v2)(&free_b, &total);
-    uint64_t automatic = res_gpu_headroom(free_b, total);
-    uint64_t gpu = budget(SHIM_OPT_GPU_MEMORY, total, automatic);
-    d->gpu_budget_auto = !budget_given(SHIM_OPT_GPU_MEMORY);
-    if (check_budget(d, SHIM_OPT_GPU_MEMORY, gpu, "GPU") < 0)
-        return -ERANGE;
-    if (gpu > free_b) {
-        SHIM_WARN(RES, "device %d: ELIXIR_GPU_MEMORY asks for %llu MiB, more than the %llu MiB "
-                  "the device has free; using the default, %llu MiB (free memory less a "
-                  "reserve)", d->device, (unsigned long long)(gpu >> 20),
-                  (unsigned long long)(free_b >> 20), (unsigned long long)(automatic >> 20));
-        gpu = automatic;
-        d->gpu_budget_auto = 1;
-    }
-    d->gpu_budget = d->gpu_budget_set = gpu / d->chunk * d->chunk;
-    say_budget(d, SHIM_OPT_GPU_MEMORY, d->gpu_budget,
-               d->gpu_budget_auto ? "free device memory less a reserve for the driver"
-                                  : "of the device's memory");
-    if (atomic_load(&res_arenas) == 0)          /* (the first arena, under setup_lock) */
-        return set_host_budget(d);
-    return 0;
-}
-
 static int attribute(CUdevice_attribute a, int device)
 {
     int v = 0;
@@ -405,7 +276,7 @@ static int setup(res_dev_t *d, int device, CUcontext ctx)
     host_location(d);
     if (DRV(cuDeviceGetDefaultMemPool)(&d->default_pool, device) != CUDA_SUCCESS)
         d->default_pool = NULL;
-    if (set_budgets(d) < 0)
+    if (res_set_budgets(d) < 0)
         return -ERANGE;
     res_policy_plan = shim_opt_int(SHIM_OPT_POLICY) == 1;
     uint64_t nvme = res_nvme_setup(d);  /* (0 without ELIXIR_NVME_PATH) */
@@ -434,11 +305,6 @@ static int setup(res_dev_t *d, int device, CUcontext ctx)
     if (SHIM_TRACING())
         shim_trace_budget(device, d->gpu_budget, atomic_load(&res_host.budget));
     return 0;
-}
-
-static int dev_ready(const res_dev_t *d)
-{
-    return atomic_load_explicit((_Atomic int *)&d->ready, memory_order_acquire) > 0;
 }
 
 /* Widen the span of all arenas to d's (setup_lock held).  Relaxed: a pointer into d's arena
@@ -497,17 +363,14 @@ static res_dev_t *memo_dev(CUcontext ctx)
 {
     unsigned gen = atomic_load_explicit(&res_code_gen, memory_order_acquire);
     res_dev_t *d = res_ctx_memo.d;
-    if (ctx == res_ctx_memo.ctx && gen == res_ctx_memo.gen && d && dev_ready(d))
+    if (ctx == res_ctx_memo.ctx && gen == res_ctx_memo.gen && d && res_dev_ready(d))
         return d;
     d = ctx_dev(ctx);
     res_ctx_memo = (res_ctx_memo_t){ ctx, gen, d };
     return d;
 }
 
-/* The residency state of the current context's device (the context in *ctxp when not NULL);
- * NULL when the shim cannot serve it (the caller then passes the call to the driver, whose
- * answer is the right one). */
-static res_dev_t *current_dev(CUcontext *ctxp)
+res_dev_t *res_current_dev(CUcontext *ctxp)
 {
     shim_pfn_cuCtxGetCurrent_t get = DRV(cuCtxGetCurrent);
     CUcontext ctx = NULL;
@@ -532,15 +395,13 @@ res_dev_t *res_ctx_dev(CUcontext ctx)
     return d;
 }
 
-/* The residency state of device ordinal `device`: set up already, or set up now when it is
- * the current context's device; NULL otherwise. */
-static res_dev_t *dev_of(int device)
+res_dev_t *res_dev_of(int device)
 {
     if (device < 0 || device >= MAX_DEVICES)
         return NULL;
-    if (dev_ready(&res_devs[device]))
+    if (res_dev_ready(&res_devs[device]))
         return &res_devs[device];
-    res_dev_t *d = current_dev(NULL);
+    res_dev_t *d = res_current_dev(NULL);
     return d && d->device == device ? d : NULL;
 }
 
@@ -548,7 +409,7 @@ res_dev_t *res_owner(CUdeviceptr p)
 {
     for (int i = 0; i < MAX_DEVICES; i++) {
         res_dev_t *d = &res_devs[i];
-        if (dev_ready(d) && p >= d->base && p < d->base + d->size)
+        if (res_dev_ready(d) && p >= d->base && p < d->base + d->size)
             return d;
     }
     return NULL;
@@ -675,7 +536,7 @@ static void alloc_on(res_dev_t *d, CUdeviceptr *dptr, size_t bytes, CUcontext ct
 int res_alloc(CUdeviceptr *dptr, size_t bytes, CUresult *r)
 {
     CUcontext ctx = NULL;
-    res_dev_t *d = current_dev(&ctx);
+    res_dev_t *d = res_current_dev(&ctx);
     if (!d)
         return 0;
     alloc_on(d, dptr, bytes, ctx, NULL, r);
@@ -951,7 +812,7 @@ int res_meminfo(size_t *free_b, size_t *total, CUresult *r)
 {
     if (shim_opt_int(SHIM_OPT_MEMINFO) == SHIM_MEMINFO_PHYSICAL)
         return 0;
-    res_dev_t *d = current_dev(NULL);
+    res_dev_t *d = res_current_dev(NULL);
     arena_stats_t st;
     if (!d)
         return 0;
@@ -1124,391 +985,14 @@ void res_ipc_failed(CUdeviceptr p, CUresult r)
               (unsigned long long)p, (int)r);
 }
 
-/* ---------------------------------------------------------------- the application's own memory */
-
-/*
- * Device memory the application creates itself (cuMemCreate with a DEVICE location) is
- * charged to that device's GPU budget from creation to release, and never moved.  Arena
- * chunks are evicted to make room first; when they cannot be, the call still goes to the
- * driver, which has the last word.  The sizes are kept in an open-addressing table keyed by
- * handle (0 marks a free slot), since the driver gives no size for a handle, with the
- * handle's references: cuMemRetainAllocationHandle hands out the same handle again, and the
- * memory is given back at the release of the last one.
- */
-typedef struct app_mem {
-    CUmemGenericAllocationHandle h;
-    uint64_t size;
-    int device;
-    unsigned refs;                  /* the handle's references: creation, retains */
-} app_mem_t;
-
-static pthread_mutex_t app_lock = PTHREAD_MUTEX_INITIALIZER;
-static app_mem_t *app_tab;
-static size_t app_cap, app_n;
-
-static size_t app_slot(CUmemGenericAllocationHandle h)
-{
-    return (size_t)((h * 0x9E3779B97F4A7C15ull) >> 20) & (app_cap - 1);
-}
-
-static int app_grow(void);
-
-/* Add an entry (app_lock held); 0 or -ENOMEM. */
-static int app_put(app_mem_t m)
-{
-    if ((app_n + 1) * 2 > app_cap && app_grow() < 0)
-        return -ENOMEM;
-    size_t i = app_slot(m.h);
-    while (app_tab[i].h)
-        i = (i + 1) & (app_cap - 1);
-    app_tab[i] = m;
-    app_n++;
-    return 0;
-}
-
-static int app_grow(void)
-{
-    size_t old_cap = app_cap;
-    app_mem_t *old = app_tab, *tab = calloc(old_cap ? old_cap * 2 : 64, sizeof(*tab));
-    if (!tab)
-        return -ENOMEM;
-    app_tab = tab;
-    app_cap = old_cap ? old_cap * 2 : 64;
-    app_n = 0;
-    for (size_t i = 0; i < old_cap; i++)
-        if (old[i].h)
-            app_put(old[i]);
-    free(old);
-    return 0;
-}
-
-/* The slot of h's entry (app_lock held), or SIZE_MAX. */
-static size_t app_find(CUmemGenericAllocationHandle h)
-{
-    if (!app_cap || !h)
-        return SIZE_MAX;
-    size_t i = app_slot(h);
-    while (app_tab[i].h && app_tab[i].h != h)
-        i = (i + 1) & (app_cap - 1);
-    return app_tab[i].h ? i : SIZE_MAX;
-}
-
-/* Remove and return the entry of h (app_lock held); 0 when there is none.  The entries after
- * it in its probe run shift back, so no slot is ever marked deleted. */
-static int app_take(CUmemGenericAllocationHandle h, app_mem_t *out)
-{
-    size_t i = app_find(h);
-    if (i == SIZE_MAX)
-        return 0;
-    *out = app_tab[i];
-    for (size_t j = (i + 1) & (app_cap - 1); app_tab[j].h; j = (j + 1) & (app_cap - 1)) {
-        size_t home = app_slot(app_tab[j].h);
-        /* j's entry may move to i when its home slot is not in (i, j], cyclically */
-        if ((j > i && (home <= i || home > j)) || (j < i && home <= i && home > j)) {
-            app_tab[i] = app_tab[j];
-            i = j;
-        }
-    }
-    app_tab[i].h = 0;
-    app_n--;
-    return 1;
-}
-
-/* Charge `bytes` (signed) of the application's memory to d; app: cuMemCreate, else pools. */
-static void app_charge(res_dev_t *d, int app, int64_t bytes)
-{
-    uint64_t *used = app ? &d->app_used : &d->pool_used, *peak = app ? &d->app_peak
-                                                                      : &d->pool_peak;
-    *used += (uint64_t)bytes;
-    if (*used > *peak)
-        *peak = *used;
-}
-
-/* Charge `size` bytes created at prop's location when it is a device with an arena, evicting
- * to make room; the device, or -1 when nothing was charged. */
-static int vmm_charge(size_t size, const CUmemAllocationProp *prop)
-{
-    if (!prop || prop->location.type != CU_MEM_LOCATION_TYPE_DEVICE || size == 0)
-        return -1;
-    res_dev_t *d = dev_of(prop->location.id);
-    if (!d)
-        return -1;
-    shim_lock(&d->lock);
-    relax_t rx = relax_begin();
-    if (res_make_bytes(d, size) < 0)
-        SHIM_INFO(RES, "device %d: no room in the budget for %zu bytes of the application's "
-                  "own memory", d->device, size);
-    app_charge(d, 1, (int64_t)size);
-    relax_end(rx);
-    shim_unlock(&d->lock);
-    return d->device;
-}
-
-static void vmm_uncharge(int device, uint64_t size)
-{
-    res_dev_t *d = &res_devs[device];
-    shim_lock(&d->lock);
-    app_charge(d, 1, -(int64_t)size);
-    shim_unlock(&d->lock);
-}
-
-CUresult res_vmm_create(shim_pfn_cuMemCreate_t real, CUmemGenericAllocationHandle *handle,
-                        size_t size, const CUmemAllocationProp *prop, unsigned long long flags)
-{
-    int device = shim_disabled() ? -1 : vmm_charge(size, prop);
-    CUresult r = real(handle, size, prop, flags);
-    int kept = 0;
-    if (device < 0)
-        return r;
-    if (r == CUDA_SUCCESS && *handle) {
-        pthread_mutex_lock(&app_lock);
-        kept = app_put((app_mem_t){ *handle, size, device, 1 }) == 0;
-        pthread_mutex_unlock(&app_lock);
-    }
-    if (!kept)
-        vmm_uncharge(device, size);
-    return r;
-}
-
-/* Handle h of the application's memory was handed out again (cuMemRetainAllocationHandle). */
-void res_vmm_retained(CUmemGenericAllocationHandle h)
-{
-    pthread_mutex_lock(&app_lock);
-    size_t i = app_find(h);
-    if (i != SIZE_MAX)
-        app_tab[i].refs++;
-    pthread_mutex_unlock(&app_lock);
-}
-
-/* The last reference's entry leaves the table before the driver releases h, so that a handle
- * value the driver hands out again at once is never taken for it. */
-CUresult res_vmm_release(shim_pfn_cuMemRelease_t real, CUmemGenericAllocationHandle h)
-{
-    app_mem_t m = { 0 };
-    pthread_mutex_lock(&app_lock);
-    size_t i = app_find(h);
-    int found = i != SIZE_MAX && app_tab[i].refs == 1 && app_take(h, &m);
-    if (i != SIZE_MAX && !found)
-        app_tab[i].refs--;              /* the driver may refuse: then the count is off by one */
-    pthread_mutex_unlock(&app_lock);
-    CUresult r = real(h);
-    if (!found)
-        return r;
-    if (r != CUDA_SUCCESS) {
-        pthread_mutex_lock(&app_lock);
-        int kept = app_put(m) == 0;
-        pthread_mutex_unlock(&app_lock);
-        if (kept)
-            return r;
-    }
-    vmm_uncharge(m.device, m.size);
-    return r;
-}
-
-/*
- * The application's own memory pools (cuMemAllocFromPoolAsync): what a pool reserves from
- * the device (CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT) is charged to the budget of the device
- * of the current context.  Before an allocation that the pool's free memory cannot hold,
- * arena chunks are evicted to make room for it; after it, the charge follows the pool's
- * reserve, and it follows it again whenever memory is short (pools give memory back at the
- * driver's will), at a trim and when the pool is destroyed.  A pool whose memory turns out
- * not to be this device's (another device's, the host's) is remembered as such, uncharged.
- */
-static app_pool_t *pool_entry(res_dev_t *d, CUmemoryPool pool, int add)
-{
-    for (unsigned i = 0; i < d->npools; i++)
-        if (d->pools[i].pool == pool)
-            return &d->pools[i];
-    if (!add)
-        return NULL;
-    if (d->npools == d->cap_pools) {
-        unsigned cap = d->cap_pools ? d->cap_pools * 2 : 4;
-        app_pool_t *p = realloc(d->pools, cap * sizeof(*p));
-        if (!p)
-            return NULL;
-        d->pools = p;
-        d->cap_pools = cap;
-    }
-    d->pools[d->npools] = (app_pool_t){ .pool = pool };
-    return &d->pools[d->npools++];
-}
-
-static uint64_t pool_attr(CUmemoryPool pool, CUmemPool_attribute a, int *ok)
-{
-    cuuint64_t v = 0;
-    *ok = DRV(cuMemPoolGetAttribute)(pool, a, &v) == CUDA_SUCCESS;
-    return v;
-}
-
-/* The charge of pool entry p follows the pool's reserve (d locked); returns the charge. */
-static uint64_t pool_sync(res_dev_t *d, app_pool_t *p)
-{
-    int ok;
-    uint64_t reserved = pool_attr(p->pool, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT, &ok);
-    if (ok && p->mine >= 0) {
-        app_charge(d, 0, (int64_t)(reserved - p->charged));
-        p->charged = reserved;
-    }
-    return p->charged;
-}
-
-/* Forget pool entry p, giving back its charge (d locked). */
-static void pool_drop(res_dev_t *d, app_pool_t *p)
-{
-    app_charge(d, 0, -(int64_t)p->charged);
-    *p = d->pools[--d->npools];
-}
-
-void res_pools_sync(res_dev_t *d)
-{
-    for (unsigned i = 0; i < d->npools; i++)
-        pool_sync(d, &d->pools[i]);
-}
-
-void res_pool_alloc_begin(CUmemoryPool pool, size_t bytes)
-{
-    res_dev_t *d = pool ? current_dev(NULL) : NULL;
-    app_pool_t *p;
-    int ok;
-    if (!d)
-        return;
-    shim_lock(&d->lock);
-    relax_t rx = relax_begin();
-    if ((p = pool_entry(d, pool, 1)) != NULL && p->mine >= 0) {
-        uint64_t reserved = pool_sync(d, p);
-        uint64_t used = pool_attr(pool, CU_MEMPOOL_ATTR_USED_MEM_CURRENT, &ok);
-        if (ok && (reserved < used || reserved - used < bytes))
-            res_make_bytes(d, bytes);       /* the pool must grow: room for it first */
-    }
-    relax_end(rx);
-    shim_unlock(&d->lock);
-}
-
-/* Is the pool memory at p this device's? */
-static int device_memory(const res_dev_t *d, CUdeviceptr p)
-{
-    unsigned type = 0;
-    int ordinal = -1;
-    return DRV(cuPointerGetAttribute)(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, p) ==
-               CUDA_SUCCESS && type == CU_MEMORYTYPE_DEVICE &&
-           DRV(cuPointerGetAttribute)(&ordinal, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, p) ==
-               CUDA_SUCCESS && ordinal == d->device;
-}
-
-void res_pool_alloc_end(CUmemoryPool pool, CUresult r, CUdeviceptr p)
-{
-    res_dev_t *d = pool ? current_dev(NULL) : NULL;
-    app_pool_t *e;
-    if (!d)
-        return;
-    shim_lock(&d->lock);
-    if ((e = pool_entry(d, pool, 0)) != NULL) {
-        if (r == CUDA_SUCCESS && !e->mine)
-            e->mine = device_memory(d, p) ? 1 : -1;
-        if (e->mine < 0) {
-            app_charge(d, 0, -(int64_t)e->charged);     /* not this device's memory */
-            e->charged = 0;
-        }
-        pool_sync(d, e);
-    }
-    shim_unlock(&d->lock);
-}
-
-/* Before cuMemPoolDestroy (destroy = 1) or after cuMemPoolTrimTo: forget or re-read pool. */
-void res_pool_changed(CUmemoryPool pool, int destroy)
-{
-    for (int i = 0; i < MAX_DEVICES; i++) {
-        res_dev_t *d = &res_devs[i];
-        app_pool_t *p;
-        if (!dev_ready(d))
-            continue;
-        shim_lock(&d->lock);
-        if ((p = pool_entry(d, pool, 0)) != NULL) {
-            if (destroy)
-                pool_drop(d, p);
-            else
-                pool_sync(d, p);
-        }
-        shim_unlock(&d->lock);
-    }
-}
-
 /* ---------------------------------------------------------------- devices */
 
 res_dev_t *res_active_dev_slow(CUcontext ctx)
 {
     for (int i = 0; i < MAX_DEVICES; i++)
-        if (dev_ready(&res_devs[i]))
+        if (res_dev_ready(&res_devs[i]))
             return memo_dev(ctx);
     return NULL;
-}
-
-/* ---------------------------------------------------------------- statistics */
-
-static unsigned long long mib(uint64_t bytes)
-{
-    return (unsigned long long)(bytes >> 20);
-}
-
-/* The lines that lead: what migrations cost, then the budgets and peaks. */
-static void stats_lead(const res_dev_t *d, double run_s, const arena_stats_t *st)
-{
-    char out[32], in[32], share[96] = "";
-
-    if (run_s > 0)
-        snprintf(share, sizeof(share), " (%.1f%% of the %.3f s run)",
-                 100.0 * d->blocked_s / run_s, run_s);
-    shim_log_plain("device %d: migrations to host %llu (%s), to GPU %llu (%s), evictions "
-                   "forced %llu; the host blocked on migrations %.3f s%s", d->device,
-                   (unsigned long long)d->migrations_out, shim_fmt_size(d->bytes_out, out),
-                   (unsigned long long)d->migrations_in, shim_fmt_size(d->bytes_in, in),
-                   (unsigned long long)d->evictions_forced, d->blocked_s, share);
-    shim_log_plain("device %d: GPU peak %llu MiB of %llu (the budget), host peak %llu MiB of "
-                   "%llu; allocations %llu live, %llu peak", d->device, mib(d->gpu_peak),
-                   mib(d->gpu_budget), mib(d->host_peak), mib(atomic_load(&res_host.budget)),
-                   (unsigned long long)st->live_allocs, (unsigned long long)st->peak_live_allocs);
-}
-
-/* The other lines: waits for frees, refusals, the application's own memory, pins, parking. */
-static void stats_rest(const res_dev_t *d)
-{
-    shim_log_plain("device %d: application VMM memory %llu MiB (peak %llu), pools %llu MiB "
-                   "(peak %llu); chunks pinned %u (total %llu, fences that pinned %llu); frees "
-                   "deferred %llu, in captures %llu; blocked on frees %.3f s, operations "
-                   "refused (no room) %llu; evicted chunks %s", d->device, mib(d->app_used),
-                   mib(d->app_peak), mib(d->pool_used), mib(d->pool_peak), d->pinned,
-                   (unsigned long long)d->pins, (unsigned long long)d->fences_pinned,
-                   (unsigned long long)d->frees_deferred, (unsigned long long)d->frees_captured,
-                   d->blocked_free_s, (unsigned long long)d->refused,
-                   d->host_mappable ? "stay mapped" : "unmapped");
-    shim_log_plain("device %d: freed chunks kept mapped (parked) %u, taken back into use "
-                   "%llu, unmapped for room %llu; migrations copied through a shadow "
-                   "mapping %llu (%u mapped)", d->device, d->parked.n,
-                   (unsigned long long)d->parked_reused, (unsigned long long)d->parked_dropped,
-                   (unsigned long long)d->shadow_hits, d->sh_n);
-}
-
-void res_stats_print(double run_s, int lead)
-{
-    for (int i = 0; i < MAX_DEVICES; i++) {
-        res_dev_t *d = &res_devs[i];
-        if (d->ready <= 0)
-            continue;
-        arena_stats_t st;
-        arena_stats(d->arena, &st);
-        if (lead) {
-            stats_lead(d, run_s, &st);
-            res_plan_stats(d);
-            if (d->nvme_on)
-                shim_log_plain("device %d: chunks to NVMe %llu, back from NVMe %llu, on NVMe "
-                               "now %llu MiB", d->device, (unsigned long long)d->nvme_out,
-                               (unsigned long long)d->nvme_in, mib(d->resident[TIER_NVME]));
-        } else {
-            stats_rest(d);
-        }
-    }
-    if (lead)
-        res_nvme_stats_print();
 }
 
 /* In a forked child the driver is unusable if the parent had initialised it, as it had for

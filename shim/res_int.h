@@ -2,9 +2,11 @@
 /*
  * res_int.h - what the residency files share: the per-device state (chunks, streams, last
  * uses, budgets), the operation being collected, and the functions one file offers the
- * others.  res.c sets devices up and serves allocations; res_move.c owns physical memory,
- * migrations and eviction; res_use.c last uses, events and application streams;
- * res_launch.c what launches and copies reach.  Nothing outside these files includes it.
+ * others.  res.c sets devices up and serves allocations (res_budget.c sets the budgets,
+ * res_app.c charges the application's own memory); res_move.c owns physical memory,
+ * migrations and eviction (res_shadow.c the shadow mappings, res_pin.c pinning and reach);
+ * res_use.c last uses, events and application streams; res_launch.c what launches and copies
+ * reach.  Nothing outside these files includes it.
  */
 #ifndef ELIXIR_RES_INT_H
 #define ELIXIR_RES_INT_H
@@ -207,7 +209,7 @@ typedef struct res_dev {
     kparams_t kcache[KCACHE];
     CUmemGenericAllocationHandle spare[2][SPARES];  /* unmapped physical chunks, per tier */
     int nspare[2];
-    /* Migration targets' shadow mappings (res_move.c): a handle that received a migration
+    /* Migration targets' shadow mappings (res_shadow.c): a handle that received a migration
      * stays mapped, accessible, at its own slot of the `shadow` reservation. */
     CUdeviceptr shadow;             /* 0: not reserved yet */
     int shadow_off;                 /* the reservation failed: staging only */
@@ -385,6 +387,18 @@ static inline res_dev_t *res_active_dev(CUcontext *ctx)
 res_dev_t *res_ctx_dev(CUcontext ctx);
 /* The device whose arena holds p, or NULL. */
 res_dev_t *res_owner(CUdeviceptr p);
+/* Is d's arena set up (its state usable)? */
+static inline int res_dev_ready(const res_dev_t *d)
+{
+    return atomic_load_explicit((_Atomic int *)&d->ready, memory_order_acquire) > 0;
+}
+/* The residency state of the current context's device (the context in *ctxp when not NULL);
+ * NULL when the shim cannot serve it (the caller then passes the call to the driver, whose
+ * answer is the right one). */
+res_dev_t *res_current_dev(CUcontext *ctxp);
+/* The residency state of device ordinal `device`: set up already, or set up now when it is
+ * the current context's device; NULL otherwise. */
+res_dev_t *res_dev_of(int device);
 /* Free the deferred frees whose stream passed them (all of them, waiting, when `wait`);
  * returns how many were freed.  Not while d->arena_busy. */
 unsigned res_deferred_drain(res_dev_t *d, int wait);
@@ -399,6 +413,13 @@ void res_pools_sync(res_dev_t *d);
  * takes: all but a reserve for the driver and libraries (a tenth, RESERVE_MIN at least), or
  * half when less is free. */
 uint64_t res_gpu_headroom(uint64_t free_b, uint64_t total);
+/* Budgets from the options; the GPU default keeps a reserve for the driver and libraries.
+ * A GPU budget beyond the device's free memory could never be backed (the driver would
+ * refuse chunks the budget still allows, and nothing would be evicted for them), nor a host
+ * budget beyond the memory the process may use: each is reported and its default used
+ * instead.  A budget given under one chunk is bad configuration: -ERANGE (else 0).  The host
+ * budget is set with the first arena (res_host, under the set-up lock). */
+int res_set_budgets(res_dev_t *d);
 
 /* ---------------------------------------------------------------- res_move.c */
 double res_now_s(void);
@@ -599,9 +620,10 @@ void res_nvme_now_in(res_dev_t *d, uint32_t ci, uint32_t slot, uint64_t start);
 /* ---------------------------------------------------------------- res_plan_nvme.c */
 /* The plan's NVMe moves (d locked).  res_plan_nvme_machine: the NVMe tier's capacity and
  * link in the planner's machine (the link measured in the profile tr where enough bytes
- * moved, else the default), said in the log once per plan.  res_plan_nvme_ok: may chunks [first, +n) go to NVMe (none
- * exposed)?  res_plan_nvme_move: chunk ci from tier `from` to `to` (enum pol_tier, one of them
- * POL_NVME), started asynchronously; 0 when issued, -1 when left to the reactive engine. */
+ * moved, else the default), said in the log once per plan.  res_plan_nvme_ok: may chunks
+ * [first, +n) go to NVMe (none exposed)?  res_plan_nvme_move: chunk ci from tier `from` to
+ * `to` (enum pol_tier, one of them POL_NVME), started asynchronously; 0 when issued, -1 when
+ * left to the reactive engine. */
 struct pol_machine;
 struct res_ptime_report;
 void res_plan_nvme_machine(const res_dev_t *d, const struct res_ptime_report *tr,
@@ -632,6 +654,23 @@ void res_relist(res_dev_t *d, uint32_t ci);
 void res_account(res_dev_t *d, int from, int to);
 CUdeviceptr res_shadow_of(const res_dev_t *d, CUmemGenericAllocationHandle h);
 CUdeviceptr res_shadow_add(res_dev_t *d, CUmemGenericAllocationHandle h);
+/* (res_move.c, res_shadow.c) Physical memory h goes back to the driver: its shadow mapping,
+ * if any, goes first; memory h mapped and accessible at va (nothing mapped there on
+ * failure). */
+void res_shadow_drop(res_dev_t *d, CUmemGenericAllocationHandle h);
+CUresult res_map_at(res_dev_t *d, CUdeviceptr va, CUmemGenericAllocationHandle h);
+/* (res_move.c, res_pin.c) Move chunk ci into memory of `tier` (copying its contents; out into
+ * the swap piece when `swap`): a move does not look at the budgets, callers make room first.
+ * Bring host chunk ci into GPU memory, evicting chunks that operation `serial` does not need:
+ * without room it stays where it is (mapped host memory: slower, still right), unless `must`
+ * (its address is unmapped): then it trades places with a victim through the swap piece, or,
+ * with no victim, exceeds the GPU budget (the driver has the last word).  0, or -ENOMEM when
+ * the chunk stayed on the host.  A held chunk stays where it is unless `must` (returning 0):
+ * the operation holding it (another device's, or an NCCL call's) does not record its use,
+ * so a migration could not wait for it.  With `gap`, evictions wait for their victims
+ * without d's lock, so the chunk is looked at again afterwards. */
+CUresult res_migrate(res_dev_t *d, uint32_t ci, int tier, int swap);
+int res_bring_in(res_dev_t *d, uint32_t ci, uint32_t serial, int must, int gap);
 CUresult res_set_access(res_dev_t *d, CUdeviceptr va, uint64_t size);
 CUresult res_phys_get(res_dev_t *d, int tier, CUmemGenericAllocationHandle *h);
 int res_park_drop(res_dev_t *d);

@@ -275,161 +275,12 @@ static CUresult phys_create(res_dev_t *d, int tier, CUmemGenericAllocationHandle
     return DRV(cuMemCreate)(h, d->chunk, &p, 0);
 }
 
-/* Memory h mapped and accessible at va (nothing mapped there on failure). */
-static CUresult map_at(res_dev_t *d, CUdeviceptr va, CUmemGenericAllocationHandle h)
+CUresult res_map_at(res_dev_t *d, CUdeviceptr va, CUmemGenericAllocationHandle h)
 {
     CUresult r = DRV(cuMemMap)(va, d->chunk, 0, h, 0);
     if (r == CUDA_SUCCESS && (r = res_set_access(d, va, d->chunk)) != CUDA_SUCCESS)
         DRV(cuMemUnmap)(va, d->chunk);
     return r;
-}
-
-/* ---------------------------------------------------------------- shadow mappings */
-
-/*
- * Moving a chunk copies it into new memory, which must be mapped and accessible somewhere to
- * be copied into.  Mapping it at the staging address, setting its access and unmapping it
- * again cost about 66 us of driver time per 2 MiB chunk on an H100, half of what a migration
- * spends in the driver.  So memory that a migration copies into stays mapped at a slot of its
- * own, its shadow mapping, for as long as it lives (in use, or as a spare).  The next
- * migration into it needs no mapping call of its own.  The slots are one reservation, made at
- * the first migration: as many as the budgets hold chunks, plus the spares (at most
- * SHADOW_MAX).  Where anything fails the staging address serves, as it always did.
- */
-#define SHADOW_MAX (1u << 20)
-
-static uint32_t sh_home(CUmemGenericAllocationHandle h, uint32_t cap)
-{
-    return (uint32_t)(((uint64_t)h * 0x9E3779B97F4A7C15ull) >> 32) & (cap - 1);
-}
-
-/* The entry of h in the table, or the empty one where it would go (sh_cap > 0). */
-static uint32_t sh_find(const res_dev_t *d, CUmemGenericAllocationHandle h)
-{
-    uint32_t i = sh_home(h, d->sh_cap);
-    while (d->sh_vals[i] && d->sh_keys[i] != h)
-        i = (i + 1) & (d->sh_cap - 1);
-    return i;
-}
-
-/* Twice the table: 0, or -ENOMEM (the table is as it was). */
-static int sh_grow(res_dev_t *d)
-{
-    uint32_t cap = d->sh_cap ? d->sh_cap * 2 : 64;
-    CUmemGenericAllocationHandle *keys = malloc(cap * sizeof(*keys));
-    uint32_t *vals = calloc(cap, sizeof(*vals));
-    if (!keys || !vals) {
-        free(keys);
-        free(vals);
-        return -ENOMEM;
-    }
-    res_dev_t t = { .sh_keys = keys, .sh_vals = vals, .sh_cap = cap };
-    for (uint32_t i = 0; i < d->sh_cap; i++)
-        if (d->sh_vals[i]) {
-            uint32_t j = sh_find(&t, d->sh_keys[i]);
-            keys[j] = d->sh_keys[i];
-            vals[j] = d->sh_vals[i];
-        }
-    free(d->sh_keys);
-    free(d->sh_vals);
-    d->sh_keys = keys, d->sh_vals = vals, d->sh_cap = cap;
-    return 0;
-}
-
-/* Removes entry i, moving back the entries after it that it kept from their home. */
-static void sh_delete(res_dev_t *d, uint32_t i)
-{
-    uint32_t mask = d->sh_cap - 1;
-    d->sh_vals[i] = 0;
-    for (uint32_t j = (i + 1) & mask; d->sh_vals[j]; j = (j + 1) & mask) {
-        uint32_t k = sh_home(d->sh_keys[j], d->sh_cap);
-        int between = i < j ? (k > i && k <= j) : (k > i || k <= j);
-        if (between)
-            continue;                   /* j's home lies after the hole: it stays */
-        d->sh_keys[i] = d->sh_keys[j];
-        d->sh_vals[i] = d->sh_vals[j];
-        d->sh_vals[j] = 0;
-        i = j;
-    }
-    d->sh_n--;
-}
-
-static CUdeviceptr shadow_addr(const res_dev_t *d, uint32_t slot)
-{
-    return d->shadow + (uint64_t)slot * d->chunk;
-}
-
-/* h's shadow mapping, or 0 when it has none. */
-CUdeviceptr res_shadow_of(const res_dev_t *d, CUmemGenericAllocationHandle h)
-{
-    if (!d->sh_n)
-        return 0;
-    uint32_t i = sh_find(d, h);
-    return d->sh_vals[i] ? shadow_addr(d, d->sh_vals[i] - 1) : 0;
-}
-
-/* The reservation of the shadow slots, at the first need: 0, or -1 (staging only, for good). */
-static int shadow_reserve(res_dev_t *d)
-{
-    if (d->shadow)
-        return 0;
-    if (d->shadow_off)
-        return -1;
-    uint64_t slots = (d->gpu_budget_set + atomic_load(&res_host.budget_set)) / d->chunk +
-                     2 * SPARES + 2;    /* (the budgets as set up: they may come back up) */
-    slots = slots < SHADOW_MAX ? slots : SHADOW_MAX;
-    d->shadow_free = malloc(slots * sizeof(*d->shadow_free));
-    if (!d->shadow_free ||
-        DRV(cuMemAddressReserve)(&d->shadow, slots * d->chunk, d->chunk, 0, 0) != CUDA_SUCCESS) {
-        free(d->shadow_free);
-        d->shadow_free = NULL;
-        d->shadow = 0;
-        d->shadow_off = 1;
-        SHIM_INFO(RES, "device %d: no address space for shadow mappings; migrations map their "
-                  "target at the staging address", d->device);
-        return -1;
-    }
-    d->shadow_slots = (uint32_t)slots;
-    return 0;
-}
-
-/* Maps h, accessible as the arena is (map_at), at a free shadow slot: its address, or 0 when
- * it cannot be (no slot left, a driver error). */
-CUdeviceptr res_shadow_add(res_dev_t *d, CUmemGenericAllocationHandle h)
-{
-    if (shadow_reserve(d) < 0 || ((d->sh_n + 1) * 2 > d->sh_cap && sh_grow(d) < 0))
-        return 0;
-    uint32_t slot;
-    if (d->nshadow_free)
-        slot = d->shadow_free[--d->nshadow_free];
-    else if (d->shadow_top < d->shadow_slots)
-        slot = d->shadow_top++;
-    else
-        return 0;
-    CUdeviceptr va = shadow_addr(d, slot);
-    if (map_at(d, va, h) != CUDA_SUCCESS) {
-        d->shadow_free[d->nshadow_free++] = slot;
-        return 0;
-    }
-    uint32_t i = sh_find(d, h);
-    d->sh_keys[i] = h;
-    d->sh_vals[i] = slot + 1;
-    d->sh_n++;
-    return va;
-}
-
-/* h goes back to the driver: its shadow mapping, if any, goes first. */
-static void shadow_drop(res_dev_t *d, CUmemGenericAllocationHandle h)
-{
-    if (!d->sh_n)
-        return;
-    uint32_t i = sh_find(d, h);
-    if (!d->sh_vals[i])
-        return;
-    uint32_t slot = d->sh_vals[i] - 1;
-    DRV(cuMemUnmap)(shadow_addr(d, slot), d->chunk);
-    sh_delete(d, i);
-    d->shadow_free[d->nshadow_free++] = slot;
 }
 
 static void phys_release(res_dev_t *d, int tier, CUmemGenericAllocationHandle h)
@@ -441,7 +292,7 @@ static void phys_release(res_dev_t *d, int tier, CUmemGenericAllocationHandle h)
         if (pushed)
             DRV(cuCtxPopCurrent_v2)(&popped);
     } else {
-        shadow_drop(d, h);
+        res_shadow_drop(d, h);
         DRV(cuMemRelease)(h);
     }
     charge(d, tier, -(int64_t)d->chunk);
@@ -725,7 +576,7 @@ CUresult res_map_new(res_dev_t *d, int tier, CUdeviceptr va, CUmemGenericAllocat
     CUresult r = res_phys_get(d, tier, h);
     if (r != CUDA_SUCCESS)
         return r;
-    r = map_at(d, va, *h);
+    r = res_map_at(d, va, *h);
     if (r != CUDA_SUCCESS)
         res_phys_put(d, tier, *h);
     return r;
@@ -885,7 +736,7 @@ static CUresult swap_mapped(res_dev_t *d, uint32_t ci, int tier, CUmemGenericAll
         return r;
     if ((dst = res_shadow_of(d, *h)) != 0 || (dst = res_shadow_add(d, *h)) != 0) {
         d->shadow_hits++;
-    } else if ((r = map_at(d, d->staging, *h)) != CUDA_SUCCESS) {
+    } else if ((r = res_map_at(d, d->staging, *h)) != CUDA_SUCCESS) {
         res_phys_put(d, tier, *h);
         return r;
     }
@@ -977,9 +828,7 @@ static void set_tier(res_dev_t *d, uint32_t ci, int tier, CUmemGenericAllocation
     res_relist(d, ci);
 }
 
-/* Move chunk ci into memory of `tier` (copying its contents; out into the swap piece when
- * `swap`).  A move does not look at the budgets: callers make room first. */
-static CUresult migrate(res_dev_t *d, uint32_t ci, int tier, int swap)
+CUresult res_migrate(res_dev_t *d, uint32_t ci, int tier, int swap)
 {
     CUmemGenericAllocationHandle h;
     if (SHIM_UNLIKELY(d->chunks[ci].moving))
@@ -1052,7 +901,7 @@ static int evict_one(res_dev_t *d, uint32_t serial, int swap, int gap)
         if (w < 0 || (w > 0 && !res_has_room(d, TIER_HOST)))
             return 1;
     }
-    if (migrate(d, v, TIER_HOST, via_swap) != CUDA_SUCCESS)
+    if (res_migrate(d, v, TIER_HOST, via_swap) != CUDA_SUCCESS)
         return -ENOMEM;
     if (SHIM_TRACING())
         shim_trace_eviction(d->device, v, owner_base(d, v), d->chunk, SHIM_TIER_GPU,
@@ -1158,19 +1007,9 @@ int res_make_bytes(res_dev_t *d, uint64_t bytes)
     }
 }
 
-/* ---------------------------------------------------------------- pinning and reach */
+/* ---------------------------------------------------------------- bringing chunks in */
 
-/*
- * Bring host chunk ci into GPU memory, evicting chunks that operation `serial` does not need.
- * Without room it stays where it is (mapped host memory: slower, still right), unless `must`
- * (its address is unmapped): then it trades places with a victim through the swap piece, or,
- * with no victim, exceeds the GPU budget (the driver has the last word).  0, or -ENOMEM when
- * the chunk stayed on the host.  A held chunk stays where it is unless `must` (returning 0):
- * the operation holding it (another device's, or an NCCL call's) does not record its use,
- * so a migration could not wait for it.  With `gap`, evictions wait for their victims
- * without d's lock (evict_one), so the chunk is looked at again afterwards.
- */
-static int bring_in(res_dev_t *d, uint32_t ci, uint32_t serial, int must, int gap)
+int res_bring_in(res_dev_t *d, uint32_t ci, uint32_t serial, int must, int gap)
 {
     const chunk_t *c = &d->chunks[ci];
     CUresult r;
@@ -1186,213 +1025,9 @@ static int bring_in(res_dev_t *d, uint32_t ci, uint32_t serial, int must, int ga
         /* Brought in, held or freed meanwhile (or a deferred free completed): as it is. */
         if (c->tier != TIER_HOST || (c->held && !must))
             return 0;
-        r = migrate(d, ci, TIER_GPU, 0);
+        r = res_migrate(d, ci, TIER_GPU, 0);
         if (r != CUDA_ERROR_OUT_OF_MEMORY)
             break;
     }
     return r == CUDA_SUCCESS ? 0 : -ENOMEM;
-}
-
-/* bring_in with `must`, where the chunk is unmapped: a chunk left unmapped is reported, with
- * what follows from it (`then`). */
-static void map_back_or_warn(res_dev_t *d, uint32_t ci, const char *then)
-{
-    if (bring_in(d, ci, 0, 1, 0) < 0 && d->chunks[ci].tier == TIER_HOST)
-        SHIM_WARN(RES, "device %d: cannot map chunk %u back into GPU memory: %s", d->device, ci,
-                  then);
-}
-
-void res_map_back(res_dev_t *d, uint32_t ci)
-{
-    res_nvme_back(d, ci);
-    if (d->chunks[ci].unmapped)
-        res_unmapped_restore(d, ci);
-    if (d->chunks[ci].tier == TIER_HOST && !d->host_mappable)
-        map_back_or_warn(d, ci, "the driver answers the query for unmapped memory");
-}
-
-static void pin(res_dev_t *d, uint32_t ci)
-{
-    if (d->chunks[ci].pinned)
-        return;
-    if (SHIM_UNLIKELY(d->chunks[ci].moving))
-        res_flight_keep(d, ci);         /* (an eviction is cancelled: it stays mapped) */
-    if (SHIM_UNLIKELY(d->chunks[ci].moving))
-        res_flight_settle(d, ci, 0);
-    res_unlist(d, ci);
-    d->chunks[ci].pinned = 1;
-    d->pinned++;
-    d->pins++;
-    res_relist(d, ci);
-}
-
-void res_hold(res_dev_t *d, uint32_t ci)
-{
-    /* (Its holder's use is not recorded: an eviction in flight is cancelled, so that the chunk
-     * stays where its holder finds it, mapped.) */
-    if (SHIM_UNLIKELY(d->chunks[ci].moving))
-        res_flight_keep(d, ci);
-    if (SHIM_UNLIKELY(d->chunks[ci].moving))
-        res_flight_settle(d, ci, 0);
-    res_unlist(d, ci);
-    if (d->chunks[ci].held++ == 0)
-        d->nheld++;
-    res_relist(d, ci);
-}
-
-void res_unhold(res_dev_t *d, uint32_t ci)
-{
-    if (!d->chunks[ci].held)
-        return;
-    res_unlist(d, ci);
-    if (--d->chunks[ci].held == 0)
-        d->nheld--;
-    res_relist(d, ci);
-}
-
-void res_pin(res_dev_t *d, uint32_t ci)
-{
-    chunk_t *c = &d->chunks[ci];
-    if (c->pinned || c->tier == TIER_NONE)
-        return;
-    res_nvme_back(d, ci);
-    if (c->tier == TIER_HOST && d->host_mappable)
-        bring_in(d, ci, 0, 0, 0);
-    else if (c->tier == TIER_HOST)
-        map_back_or_warn(d, ci, "an operation the shim does not see that reaches it will fault");
-    if (c->unmapped)
-        res_unmapped_restore(d, ci);    /* (it stayed on the host) */
-    if (c->tier != TIER_NONE)       /* (making room may have completed a deferred free) */
-        pin(d, ci);
-}
-
-/*
- * Before an operation whose reach the shim cannot see (a launch with opaque arguments, a
- * graph launch, a structured or batched copy) on a device whose evicted chunks are unmapped:
- * every chunk comes back into GPU memory and is pinned there for good, not only while the
- * operation may run.  An unseen use may leave an address where the shim never looks (in
- * device memory, in a graph's nodes, in a library's state), so a later operation that looks
- * fully visible may still follow it: only memory whose every use was seen may be unmapped
- * (DESIGN.md invariant 2).  The cost is one pass over the chunks not yet pinned, so each
- * chunk is pinned once in its life and a fence with nothing left to pin costs three tests
- * (and, while other operations hold chunks, a pass to find them: pin_held); chunks that come
- * into use later may be evicted again until the next such operation.
- * Evictable GPU chunks are pinned first, so that bringing the host ones back evicts nothing.
- */
-/* The chunks held by operations in flight, on no list, pinned where they are (one pass over
- * the arena, made only while some chunk is held): in GPU memory, since where evicted chunks
- * are unmapped every operation brings back what it holds.  Returns how many were pinned. */
-static uint32_t pin_held(res_dev_t *d)
-{
-    uint32_t n = 0, left = d->nheld, count = (uint32_t)arena_chunk_count(d->arena);
-    for (uint32_t ci = 0; ci < count && left; ci++) {
-        chunk_t *c = &d->chunks[ci];
-        if (!c->held)
-            continue;
-        left--;
-        if (c->tier == TIER_GPU && !c->pinned) {
-            pin(d, ci);
-            n++;
-        }
-    }
-    return n;
-}
-
-static void pin_everything(res_dev_t *d)
-{
-    if (!d->lru.n && !d->host.n && !d->nheld)
-        return;
-    uint32_t gpu = d->lru.n, host = d->host.n;
-    uint64_t pins = d->pins;
-    while (d->lru.head)
-        pin(d, d->lru.head - 1);
-    for (uint32_t i = d->host.head, next; i; i = next) {
-        next = d->chunks[i - 1].next;
-        if (d->chunks[i - 1].pinned)
-            continue;                   /* one that could not come back, seen again */
-        CUresult r = migrate(d, i - 1, TIER_GPU, 0);   /* nothing is left to evict */
-        if (r != CUDA_SUCCESS)
-            SHIM_WARN(RES, "device %d: cannot map chunk %u back into GPU memory (CUresult "
-                      "%d): an operation that reaches it will fault", d->device, i - 1, (int)r);
-        pin(d, i - 1);
-    }
-    uint32_t held = d->nheld ? pin_held(d) : 0;
-    if (d->pins == pins)
-        return;                         /* (held chunks pinned by an earlier fence) */
-    d->fences_pinned++;
-    SHIM_INFO(RES, "device %d: an operation the shim cannot see into pinned %u GPU, %u host and "
-              "%u held chunks resident", d->device, gpu, host, held);
-}
-
-/* The unmapped host chunks operation k reaches are mapped back (those a launch could not
- * bring into GPU memory, and every one a copy reaches). */
-static void unmapped_reached(res_dev_t *d, collect_t *k)
-{
-    for (size_t i = 0; d->nunmapped && i < k->n; i++)
-        if (d->chunks[k->ids[i]].unmapped)
-            res_unmapped_restore(d, k->ids[i]);
-}
-
-/*
- * Make what operation k reaches usable by the device before it is enqueued.  Where host
- * memory is mapped, chunks on the host are brought into GPU memory as far as the budget
- * allows when `promote` (launches), and left where they are otherwise (copies read them in
- * place).  Where it is not, every collected chunk on the host must come back, and an
- * operation that reached unknown memory pins everything (pin_everything).  With `gap`, the
- * evictions for them wait for their victims' last uses without d's lock: where evicted
- * chunks stay mapped another thread may meanwhile move k's chunks too, which only leaves them
- * in mapped host memory; where they are unmapped k's chunks are held until all are back, so
- * that none is unmapped again before the operation is enqueued.  Where they are unmapped and
- * some cannot come back (what the operation reaches does not fit in GPU memory at once), the
- * operation is refused: -ENOMEM, reported with `what` (the operation) and `then` (what
- * follows), and the wrapper returns CUDA_ERROR_OUT_OF_MEMORY rather than enqueue work that
- * would fault and take the context with it.
- */
-int res_reach_away(res_dev_t *d, collect_t *k, int promote, int gap, const char *what,
-                   const char *then)
-{
-    int must = !d->host_mappable;
-    if (d->nvme_on && res_nvme_reach(d, k) < 0) {     /* (chunks on NVMe: res_nvme.c) */
-        SHIM_WARN(RES, "device %d: %s reaches chunks on NVMe that cannot come back: %s",
-                  d->device, what, then);
-        return -ENOMEM;
-    }
-    if (k->unknown && d->unmap_on)
-        res_expose(d);                  /* (every unmapped chunk mapped back) */
-    if (!must && !promote) {
-        unmapped_reached(d, k);
-        return 0;
-    }
-    if (must && k->unknown)
-        pin_everything(d);
-    gap = gap && !d->arena_busy;
-    if (gap && must)
-        for (size_t i = 0; i < k->n; i++)
-            res_hold(d, k->ids[i]);
-    for (size_t i = 0; i < k->n; i++)
-        if (d->chunks[k->ids[i]].tier == TIER_HOST &&
-            bring_in(d, k->ids[i], k->serial, must, gap) < 0 && !must)
-            break;
-    if (gap && must)
-        for (size_t i = 0; i < k->n; i++)
-            res_unhold(d, k->ids[i]);
-    /* (While the lock was dropped, another thread's plan may have started evicting some of
-     * k's chunks: those evictions are cancelled, as a use cancels them.) */
-    for (size_t i = 0; gap && i < k->n; i++)
-        if (SHIM_UNLIKELY(d->chunks[k->ids[i]].moving) && d->chunks[k->ids[i]].tier == TIER_GPU)
-            res_flight_keep(d, k->ids[i]);
-    /* (Bringing chunks in, or another thread while the lock was dropped, may have sent some
-     * of k's host chunks to NVMe: back they come, under the lock held until it is enqueued.) */
-    if (d->nvme_on && res_nvme_reach(d, k) < 0)
-        return -ENOMEM;
-    unmapped_reached(d, k);
-    size_t left = 0;
-    for (size_t i = 0; must && i < k->n; i++)
-        left += d->chunks[k->ids[i]].tier == TIER_HOST;
-    if (!left)
-        return 0;
-    SHIM_WARN(RES, "device %d: %s reaches %zu chunks (%zu MiB), of which %zu cannot come back "
-              "into GPU memory (budget %llu MiB): %s", d->device, what, k->n,
-              (k->n * d->chunk) >> 20, left, (unsigned long long)(d->gpu_budget >> 20), then);
-    return -ENOMEM;
 }

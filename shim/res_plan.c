@@ -14,9 +14,10 @@
  * signature (kind, kernel, copy kind or NCCL call's kind, number of chunks) and the chunks it
  * reaches as runs per buffer.  The launches NCCL makes inside a call are part of the call.
  * A buffer is an arena allocation's chunks (a slab chunk, shared by small allocations, is a
- * buffer of its own).  Buffers that outlive the iteration are keyed by their arena address (their first
- * chunk); those allocated inside it by their allocation order within the iteration and their
- * size, so that the plan applies when the next iteration's allocation lands elsewhere.
+ * buffer of its own).  Buffers that outlive the iteration are keyed by their arena address
+ * (their first chunk); those allocated inside it by their allocation order within the
+ * iteration and their size, so that the plan applies when the next iteration's allocation
+ * lands elsewhere.
  * Access: a launch reads and writes what it reaches; a copy reads its source and writes its
  * destination, overwriting the chunks it covers whole, as a memset does; an NCCL call as
  * res_nccl.c says.  Each operation's

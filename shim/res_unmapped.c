@@ -17,7 +17,7 @@
  * its address.  An operation the shim cannot see into exposes every chunk in use and maps
  * every unmapped chunk back first (res_expose).
  *
- * The chunk's host memory keeps its shadow mapping (res_move.c), through which its contents
+ * The chunk's host memory keeps its shadow mapping (res_shadow.c), through which its contents
  * are copied in and out; chunk_t.phys is its handle, as for any host chunk.
  */
 #include "res_int.h"

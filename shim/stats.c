@@ -290,7 +290,7 @@ static int counted_as_launch_or_copy(const char *name)
 
 /*
  * What matters leads: per device, the migrations each way, the evictions, the host's time
- * blocked on migrations and its share of the run, then budgets and peaks (res.c); then the
+ * blocked on migrations and its share of the run, then budgets and peaks (res_stats.c); then the
  * allocations (sizes in B/KiB/MiB/GiB), launches and copies by kind, the other devices'
  * figures, and the calls of the entry points not already given as launches or copies.
  */

@@ -1,0 +1,129 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * res_budget.c - a device's GPU budget and the process's host budget, from the options
+ * (ELIXIR_GPU_MEMORY, ELIXIR_HOST_MEMORY) or their defaults, checked against what the device
+ * has free and what the process may pin, and said once each.
+ */
+#include <errno.h>
+#include <stdlib.h>
+
+#include "res_int.h"
+#include "sysmem.h"
+
+static uint64_t budget(shim_opt_t o, uint64_t whole, uint64_t automatic)
+{
+    shim_mem_t m = shim_opt_mem(o);
+    if (m.kind == SHIM_MEM_BYTES)
+        return m.bytes;
+    if (m.kind == SHIM_MEM_PERCENT)
+        return (uint64_t)((double)whole * m.percent / 100.0);
+    return automatic;
+}
+
+uint64_t res_gpu_headroom(uint64_t free_b, uint64_t total)
+{
+    uint64_t reserve = total / 10 > RESERVE_MIN ? total / 10 : RESERVE_MIN;
+    return free_b > reserve ? free_b - reserve : free_b / 2;
+}
+
+/* Did option o (ELIXIR_GPU_MEMORY or ELIXIR_HOST_MEMORY) come from the environment? */
+static int budget_given(shim_opt_t o)
+{
+    return shim_opt_mem(o).kind != SHIM_MEM_AUTO;
+}
+
+/* A budget the user gave that is under one chunk (nothing could ever be placed there) is bad
+ * configuration: reported, naming the variable, its value and the smallest accepted;
+ * -ERANGE (the caller stops the program once setup_lock is released), else 0. */
+static int check_budget(const res_dev_t *d, shim_opt_t o, uint64_t bytes, const char *what)
+{
+    char got[32], chunk[32];
+
+    if (!budget_given(o) || bytes >= d->chunk)
+        return 0;
+    shim_log_fatal("ELIXIR_%s=\"%s\" gives device %d a %s budget of %s (%llu bytes), less than "
+                   "one chunk (%s, the driver's allocation granularity): expected auto, or a "
+                   "size or percentage that comes to at least %s; the program stops (exit "
+                   "status %d)", shim_opt_name(o), shim_opt_str(o), d->device, what,
+                   shim_fmt_size(bytes, got), (unsigned long long)bytes,
+                   shim_fmt_size(d->chunk, chunk), chunk, SHIM_EXIT_CONFIG);
+    return -ERANGE;
+}
+
+/* With ELIXIR_VERBOSE=1: what budget option o became ("auto -> 60.0 GiB"), and how (the GPU
+ * budget per device, the host budget once for the process). */
+static void say_budget(const res_dev_t *d, shim_opt_t o, uint64_t bytes, const char *how)
+{
+    char b[32];
+
+    if (!shim_opt_int(SHIM_OPT_VERBOSE))
+        return;
+    if (o == SHIM_OPT_HOST_MEMORY)     /* one budget for the whole process */
+        shim_log_plain("option ELIXIR_%s=%s -> %s (%s)", shim_opt_name(o), shim_opt_str(o),
+                       shim_fmt_size(bytes, b), how);
+    else
+        shim_log_plain("option ELIXIR_%s=%s -> %s on device %d (%s)", shim_opt_name(o),
+                       shim_opt_str(o), shim_fmt_size(bytes, b), d->device, how);
+}
+
+/* The host budget, set with the first arena (under setup_lock); 0 or -ERANGE. */
+static int set_host_budget(res_dev_t *d)
+{
+    const char *from;
+    uint64_t ram = shim_host_memory();
+    unsigned procs = shim_local_processes(&from);
+    if (procs == 0) {
+        if (!budget_given(SHIM_OPT_HOST_MEMORY))
+            SHIM_WARN(RES, "%s=\"%s\" is not a number of processes (1 to 65536); the "
+                      "automatic host budget is not divided among the job's processes",
+                      from, getenv(from));
+        procs = 1;
+        from = NULL;
+    }
+    uint64_t host = budget(SHIM_OPT_HOST_MEMORY, ram, ram / 2 / procs);
+    if (host > ram) {
+        SHIM_WARN(RES, "ELIXIR_HOST_MEMORY asks for %llu MiB, more than the %llu MiB this "
+                  "process may use (pinned memory cannot be swapped out); using the "
+                  "default, %llu MiB", (unsigned long long)(host >> 20),
+                  (unsigned long long)(ram >> 20), (unsigned long long)(ram / 2 / procs >> 20));
+        host = ram / 2 / procs;
+    }
+    if (check_budget(d, SHIM_OPT_HOST_MEMORY, host, "host") < 0)
+        return -ERANGE;
+    atomic_store(&res_host.budget, host / d->chunk * d->chunk);
+    atomic_store(&res_host.budget_set, host / d->chunk * d->chunk);
+    if (from && !budget_given(SHIM_OPT_HOST_MEMORY))
+        SHIM_INFO(RES, "host budget: half of the %llu MiB this process may use, shared "
+                  "by the %u processes %s=%u says run here", (unsigned long long)(ram >> 20),
+                  procs, from, procs);
+    say_budget(d, SHIM_OPT_HOST_MEMORY, host / d->chunk * d->chunk,
+               !budget_given(SHIM_OPT_HOST_MEMORY) ? "half the memory this process may use, "
+               "shared by the processes of the node" : "pinned host memory of the process");
+    return 0;
+}
+
+int res_set_budgets(res_dev_t *d)
+{
+    size_t free_b = 0, total = 0;
+    DRV(cuMemGetInfo_v2)(&free_b, &total);
+    uint64_t automatic = res_gpu_headroom(free_b, total);
+    uint64_t gpu = budget(SHIM_OPT_GPU_MEMORY, total, automatic);
+    d->gpu_budget_auto = !budget_given(SHIM_OPT_GPU_MEMORY);
+    if (check_budget(d, SHIM_OPT_GPU_MEMORY, gpu, "GPU") < 0)
+        return -ERANGE;
+    if (gpu > free_b) {
+        SHIM_WARN(RES, "device %d: ELIXIR_GPU_MEMORY asks for %llu MiB, more than the %llu MiB "
+                  "the device has free; using the default, %llu MiB (free memory less a "
+                  "reserve)", d->device, (unsigned long long)(gpu >> 20),
+                  (unsigned long long)(free_b >> 20), (unsigned long long)(automatic >> 20));
+        gpu = automatic;
+        d->gpu_budget_auto = 1;
+    }
+    d->gpu_budget = d->gpu_budget_set = gpu / d->chunk * d->chunk;
+    say_budget(d, SHIM_OPT_GPU_MEMORY, d->gpu_budget,
+               d->gpu_budget_auto ? "free device memory less a reserve for the driver"
+                                  : "of the device's memory");
+    if (atomic_load(&res_arenas) == 0)          /* (the first arena, under setup_lock) */
+        return set_host_budget(d);
+    return 0;
+}
