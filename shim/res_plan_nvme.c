@@ -70,7 +70,7 @@ static struct {
     CUcontext sctx[MAX_DEVICES];
     /* Counters (any device's lock; read at exit). */
     _Atomic uint64_t out_issued, out_done, out_cancelled, out_failed, out_ahead;
-    _Atomic uint64_t in_issued, in_done, in_waited, in_dropped;
+    _Atomic uint64_t in_issued, in_done, in_waited, in_dropped, in_failed, in_taken_back;
     /* The link the last plan was given ([0] reads, [1] writes) and where it came from (lock). */
     double link_gbs[2];
     char link_src[2][48];
@@ -532,6 +532,7 @@ static int in_read(res_dev_t *d, nvfl_t *f)
 {
     res_nvme_count(0, f->io_err == 0);
     if (f->io_err) {
+        pn.in_failed++;
         res_nvme_healthy();
         in_drop(d, f);
         return 0;
@@ -572,6 +573,7 @@ static int in_pieces(res_dev_t *d, nvfl_t *f)
         DRV(cuStreamSynchronize)(d->stream);    /* (the copies read staging) */
         gpu_unmap(d, f, &keep);
         mapped = 0;
+        pn.in_taken_back += f->io_err != 0;
     }
     if (!in_read(d, f))
         return 0;
@@ -771,12 +773,14 @@ void res_plan_nvme_stats(void)
         return;
     shim_log_plain("NVMe plan: moves to NVMe %llu (completed %llu, cancelled %llu, failed %llu; "
                    "issued ahead of their place %llu); reads ahead %llu (completed %llu, "
-                   "waited for %llu, dropped %llu)",
+                   "waited for %llu, failed %llu, %llu of them after pieces reached GPU memory; "
+                   "dropped %llu)",
                    (unsigned long long)pn.out_issued, (unsigned long long)pn.out_done,
                    (unsigned long long)pn.out_cancelled, (unsigned long long)pn.out_failed,
                    (unsigned long long)pn.out_ahead,
                    (unsigned long long)pn.in_issued, (unsigned long long)pn.in_done,
-                   (unsigned long long)pn.in_waited, (unsigned long long)pn.in_dropped);
+                   (unsigned long long)pn.in_waited, (unsigned long long)pn.in_failed,
+                   (unsigned long long)pn.in_taken_back, (unsigned long long)pn.in_dropped);
     pthread_mutex_lock(&pn.lock);
     if (pn.link_gbs[0] > 0)
         shim_log_plain("NVMe plan: link reads %.2f GB/s (%s), writes %.2f GB/s (%s)",
