@@ -452,8 +452,10 @@ int nvme_wait(nvme_area_t *a, uint64_t tag)
     issue(a);
     while (!err && !op->finished) {
         int r = reap_some(a, 1);
-        if (r < 0)
+        if (r < 0) {
             err = r;
+            op->untagged = 1;           /* (left in flight: its tag goes, for the next) */
+        }
     }
     if (!err) {
         err = op->err;

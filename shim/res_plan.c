@@ -505,45 +505,73 @@ static void trace_follow(res_dev_t *d, res_plan_t *p, int64_t it)
 /* ---------------------------------------------------------------- execution */
 
 /* Issue move m of the plan (operation `serial` must keep its chunks). */
-static void issue(res_dev_t *d, res_plan_t *p, const pol_move_t *m, uint32_t serial)
+/* The arena chunk of move m's first chunk, or UINT32_MAX where its buffer is not where the
+ * plan has it (the reactive engine's then). */
+static uint32_t move_first(const res_dev_t *d, const res_plan_t *p, const pol_move_t *m)
 {
     if (m->buf >= p->nbufs || m->chunk + m->nchunks > p->nch[m->buf])
-        return;
+        return UINT32_MAX;
     uint32_t first = p->first[m->buf];
     if (first >= arena_chunk_count(d->arena) || d->chunks[first].span_first != first)
-        return;                         /* not where the plan has it: the reactive engine's */
-    p->moves++;
-    for (uint32_t i = 0; i < m->nchunks; i++) {
-        uint32_t ci = first + m->chunk + i;
-        int r = -1;
-        if (m->from == POL_NTIERS)
-            continue;                   /* a new buffer's chunks: the arena places them */
-        if (m->from == POL_NVME || m->to == POL_NVME || d->chunks[ci].tier == TIER_NVME ||
-            (m->to == POL_HOST && d->nvme_on))
-            r = res_plan_nvme_move(d, ci, m->from, m->to, serial);
-        else if (m->to == POL_GPU && m->from == POL_HOST)
-            r = res_prefetch(d, ci);
-        else if (m->from == POL_GPU && m->to == POL_HOST)
-            r = res_evict_async(d, ci, serial);
-        if (r == 0) {
-            p->chunks_moved++;
-        } else {
-            SHIM_TRACE(RES, "device %d: plan move of chunk %u, tier %d -> %d, left (now tier %d%s)",
-                       d->device, ci, m->from, m->to, d->chunks[ci].tier,
-                       d->chunks[ci].moving ? ", moving" : "");
-            p->skipped++;
-        }
+        return UINT32_MAX;
+    return first + m->chunk;
+}
+
+/* Chunk ci's part of move m: 0 when issued, -1 when left (counted either way). */
+static int issue_chunk(res_dev_t *d, res_plan_t *p, const pol_move_t *m, uint32_t ci,
+                       uint32_t serial)
+{
+    int r = -1;
+    if (m->from == POL_NVME || m->to == POL_NVME || d->chunks[ci].tier == TIER_NVME ||
+        (m->to == POL_HOST && d->nvme_on))
+        r = res_plan_nvme_move(d, ci, m->from, m->to, serial);
+    else if (m->to == POL_GPU && m->from == POL_HOST)
+        r = res_prefetch(d, ci);
+    else if (m->from == POL_GPU && m->to == POL_HOST)
+        r = res_evict_async(d, ci, serial);
+    if (r == 0) {
+        p->chunks_moved++;
+    } else {
+        SHIM_TRACE(RES, "device %d: plan move of chunk %u, tier %d -> %d, left (now tier %d%s)",
+                   d->device, ci, m->from, m->to, d->chunks[ci].tier,
+                   d->chunks[ci].moving ? ", moving" : "");
+        p->skipped++;
     }
+    return r;
+}
+
+static void issue(res_dev_t *d, res_plan_t *p, const pol_move_t *m, uint32_t serial)
+{
+    uint32_t first = move_first(d, p, m);
+    if (first == UINT32_MAX)
+        return;
+    p->moves++;
+    if (m->from == POL_NTIERS)
+        return;                         /* a new buffer's chunks: the arena places them */
+    for (uint32_t i = 0; i < m->nchunks; i++)
+        issue_chunk(d, p, m, first + i, serial);
+}
+
+/* Move m, issued ahead of its place (hoist), at its place: its chunks whose move ahead was
+ * refused, or cancelled since by a use (one that ran in place, on host memory), go now. */
+static void issue_rest(res_dev_t *d, res_plan_t *p, const pol_move_t *m, uint32_t serial)
+{
+    uint32_t first = move_first(d, p, m);
+    for (uint32_t i = 0; first != UINT32_MAX && i < m->nchunks; i++)
+        if (d->chunks[first + i].tier == TIER_HOST && !d->chunks[first + i].moving)
+            issue_chunk(d, p, m, first + i, serial);
 }
 
 static void issue_range(res_dev_t *d, res_plan_t *p, uint32_t from, uint32_t to,
                         uint32_t serial)
 {
     for (uint32_t i = from; i < to && i < p->plan->nmoves; i++) {
-        if (SHIM_UNLIKELY(p->ahead[i]))
-            p->ahead[i] = 0;            /* (issued already: hoist) */
-        else
+        if (SHIM_UNLIKELY(p->ahead[i])) {
+            p->ahead[i] = 0;
+            issue_rest(d, p, &p->plan->moves[i], serial);
+        } else {
             issue(d, p, &p->plan->moves[i], serial);
+        }
     }
 }
 
@@ -563,7 +591,7 @@ static int same_chunks(const pol_move_t *a, const pol_move_t *b)
  * it to the GPU first, and such a move keeps the demotion in its place (an operation that
  * runs in place and reaches it cancels the demotion, as any use of a chunk going out does).
  * Each chunk goes where it is in host memory and not moving (res_plan_nvme_ahead); the move
- * is marked, and passed over when its place comes.
+ * is marked, and at its place only its chunks still in host memory go (issue_rest).
  */
 #define HOIST_OPS 8
 
@@ -574,20 +602,18 @@ static void hoist(res_dev_t *d, res_plan_t *p, uint32_t at, uint32_t serial)
     uint32_t from = pl->op_after[at], to = pl->op_first[end];
     for (uint32_t i = from; i < to; i++) {
         const pol_move_t *m = &pl->moves[i];
-        if (m->from != POL_HOST || m->to != POL_NVME || p->ahead[i] || m->buf >= p->nbufs ||
-            m->chunk + m->nchunks > p->nch[m->buf])
+        if (m->from != POL_HOST || m->to != POL_NVME || p->ahead[i])
             continue;
         int clash = 0;
         for (uint32_t j = from; j < i && !clash; j++)
             clash = same_chunks(&pl->moves[j], m);
-        uint32_t first = p->first[m->buf];
-        if (clash || first >= arena_chunk_count(d->arena) || d->chunks[first].span_first != first)
+        uint32_t first = move_first(d, p, m);
+        if (clash || first == UINT32_MAX)
             continue;
         uint32_t k = 0;
-        while (k < m->nchunks && res_plan_nvme_ahead(d, first + m->chunk + k, serial) == 0)
+        while (k < m->nchunks && res_plan_nvme_ahead(d, first + k, serial) == 0)
             k++;
-        if (k > 0) {                    /* (chunks of it that did not go: their host room is
-                                         * made when the eviction needs it, see host_room) */
+        if (k > 0) {                    /* (the rest go at its place: issue_rest) */
             p->ahead[i] = 1;
             p->moves++;
             p->chunks_moved += k;
@@ -626,8 +652,11 @@ static void follow(res_dev_t *d, res_plan_t *p, uint64_t sig, uint32_t serial)
 {
     const pol_plan_t *pl = p->plan;
     uint32_t at = p->cursor;
-    if (at < p->nops && p->sig[at] != sig && at + 1 < p->nops && p->sig[at + 1] == sig)
-        at++;                           /* one operation of the plan did not come */
+    if (at < p->nops && p->sig[at] != sig && at + 1 < p->nops && p->sig[at + 1] == sig) {
+        at++;                           /* one operation of the plan did not come: its moves
+                                         * are not issued, nor marked as issued ahead */
+        memset(p->ahead + pl->op_first[at - 1], 0, pl->op_first[at] - pl->op_first[at - 1]);
+    }
     if (at >= p->nops || p->sig[at] != sig) {
         SHIM_TRACE(RES, "device %d: operation %u of the plan expected, another came", d->device,
                    at);

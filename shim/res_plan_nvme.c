@@ -573,7 +573,7 @@ static int in_pieces(res_dev_t *d, nvfl_t *f)
         DRV(cuStreamSynchronize)(d->stream);    /* (the copies read staging) */
         gpu_unmap(d, f, &keep);
         mapped = 0;
-        pn.in_taken_back += f->io_err != 0;
+        pn.in_taken_back += f->io_err && at > 0;
     }
     if (!in_read(d, f))
         return 0;
@@ -620,6 +620,8 @@ static void host_room(res_dev_t *d)
                 continue;               /* (the write could not be queued: the move ended) */
             nvme_submit(res_nvme_area());
         }
+        if (f->stage != F_IO)
+            return;                     /* (its copy failed to complete: res_has_room's turn) */
         io_wait(d, f);
         out_step(d, f);
     }
@@ -656,7 +658,7 @@ int res_plan_nvme_ahead(res_dev_t *d, uint32_t ci, uint32_t serial)
 {
     if (!d->nvme_on || !res_nvme_area() || !res_nvme_stage(0) ||
         d->chunks[ci].tier != TIER_HOST || d->nvme_flights >= RES_NVME_STAGES / 2 ||
-        go_out(d, ci, serial) < 0)
+        fl_find(d, ci, 1) || go_out(d, ci, serial) < 0)
         return -1;
     pn.out_ahead++;
     return 0;
