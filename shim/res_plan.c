@@ -504,7 +504,6 @@ static void trace_follow(res_dev_t *d, res_plan_t *p, int64_t it)
 
 /* ---------------------------------------------------------------- execution */
 
-/* Issue move m of the plan (operation `serial` must keep its chunks). */
 /* The arena chunk of move m's first chunk, or UINT32_MAX where its buffer is not where the
  * plan has it (the reactive engine's then). */
 static uint32_t move_first(const res_dev_t *d, const res_plan_t *p, const pol_move_t *m)
@@ -540,6 +539,7 @@ static int issue_chunk(res_dev_t *d, res_plan_t *p, const pol_move_t *m, uint32_
     return r;
 }
 
+/* Issue move m of the plan (operation `serial` must keep its chunks). */
 static void issue(res_dev_t *d, res_plan_t *p, const pol_move_t *m, uint32_t serial)
 {
     uint32_t first = move_first(d, p, m);
