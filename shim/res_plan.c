@@ -504,16 +504,23 @@ static void trace_follow(res_dev_t *d, res_plan_t *p, int64_t it)
 
 /* ---------------------------------------------------------------- execution */
 
-/* The arena chunk of move m's first chunk, or UINT32_MAX where its buffer is not where the
- * plan has it (the reactive engine's then). */
+/* The arena chunk where the plan's buffer b begins, or UINT32_MAX where it is not there
+ * (freed, or another allocation: the reactive engine's then). */
+static uint32_t buf_first(const res_dev_t *d, const res_plan_t *p, uint32_t b)
+{
+    uint32_t first = p->first[b];
+    if (first >= arena_chunk_count(d->arena) || d->chunks[first].span_first != first)
+        return UINT32_MAX;
+    return first;
+}
+
+/* The arena chunk of move m's first chunk, or UINT32_MAX (as buf_first). */
 static uint32_t move_first(const res_dev_t *d, const res_plan_t *p, const pol_move_t *m)
 {
     if (m->buf >= p->nbufs || m->chunk + m->nchunks > p->nch[m->buf])
         return UINT32_MAX;
-    uint32_t first = p->first[m->buf];
-    if (first >= arena_chunk_count(d->arena) || d->chunks[first].span_first != first)
-        return UINT32_MAX;
-    return first + m->chunk;
+    uint32_t first = buf_first(d, p, m->buf);
+    return first == UINT32_MAX ? first : first + m->chunk;
 }
 
 /* Chunk ci's part of move m: 0 when issued, -1 when left (counted either way). */
@@ -629,8 +636,8 @@ static void reconcile(res_dev_t *d, res_plan_t *p, uint32_t serial)
     for (int pass = 0; pass < 2; pass++) {
         size_t at = 0;
         for (uint32_t b = 0; b < p->nbufs; at += p->nch[b], b++) {
-            uint32_t first = p->first[b];
-            if (first >= arena_chunk_count(d->arena) || d->chunks[first].span_first != first)
+            uint32_t first = buf_first(d, p, b);
+            if (first == UINT32_MAX)
                 continue;
             for (uint32_t i = 0; i < p->nch[b]; i++) {
                 uint8_t want = p->plan->start_tier[at + i];
