@@ -12,8 +12,9 @@
 # iteration's start); bytes moved per iteration are ((moved in S2 iterations) - (moved in S1))
 # / (S2 - S1), from the shim's statistics, which leaves out start-up and the final download.
 # The lower bound is max(the unlimited iteration, the planner's bound: bytes that must move /
-# link bandwidth, from its log line); the prediction is the planner's cost model.  Every run
-# under the shim must print the digest of the same job without it, or the figures are void.
+# link bandwidth, from its log line; u/in with the bytes that must come in alone); the
+# prediction is the planner's cost model.  Every run under the shim must print the digest of
+# the same job without it, or the figures are void.
 # The runs go two at a time (virtual time does not depend on the host's load; the planned
 # engine's asynchronous moves make its figures vary by a few per cent from run to run).
 # PLAN_PATTERNS picks some of the patterns (default: layers chain small); PLAN_PATTERNS_MACHINE
@@ -68,8 +69,13 @@ predicted() {
         "$tmp/$1-$s2.err" | tail -1
 }
 bound() {
-    sed -n 's/.*planned [0-9]* operations.*(bound \([0-9.]*\) ms).*/\1/p' "$tmp/$1-$s2.err" |
+    sed -n 's/.*planned [0-9]* operations.*(bound \([0-9.]*\) ms, .*/\1/p' "$tmp/$1-$s2.err" |
         tail -1
+}
+# The bound with the chunks that must come in alone (no write-backs).
+bound_in() {
+    sed -n 's/.*planned [0-9]* operations.*, \([0-9.]*\) ms with the chunks in alone).*/\1/p' \
+        "$tmp/$1-$s2.err" | tail -1
 }
 # The plan's statistics line of a run: plans, re-plans, operations foreseen and not.
 plan_line() { sed -n 's/^.*device 0: plan: //p' "$tmp/$1-$s2.err" | head -1; }
@@ -94,8 +100,9 @@ row() {
     awk -v f="1/$frac" -v b="$(gpu_budget "$p-$s2")" -v u="$(iter "$pattern-full")" \
         -v r="$(iter "$r")" -v p="$(iter "$p")" -v mr="$(per_iter "$r")" \
         -v mp="$(per_iter "$p")" -v pr="$(predicted "$p")" -v lb="$(bound "$p")" \
-        -v m="$(iter "$m")" -v pm="$(predicted "$m")" 'BEGIN {
+        -v li="$(bound_in "$p")" -v m="$(iter "$m")" -v pm="$(predicted "$m")" 'BEGIN {
         lower = lb > u ? lb : u
+        lower_in = li > u ? li : u
         printf "  %-4s %5s MiB %8.3f %8.3f %8.3f %8.3f %7.2fx %7.2fx %8.1f %8.1f", f, b, u,
                r, p, lower, r / p, p / lower, mr, mp
         if (pr != "")
@@ -104,9 +111,10 @@ row() {
             printf " %9s %6s", "no plan", "-"
         printf " %8.3f %6.2fx %7.2fx", m, r / m, m / lower
         if (pm != "")
-            printf " %6.2f\n", pm / m
+            printf " %6.2f", pm / m
         else
-            printf " %6s\n", "-"
+            printf " %6s", "-"
+        printf " %7.2fx\n", m / lower_in
     }'
 }
 
@@ -128,9 +136,9 @@ measure() {
     sed -n 's/^pattern \([a-z]*\): /\1: /p' "$tmp/$pattern-plain-$s2.out"
     echo "  footprint (shim's GPU peak, default budget) $peak MiB; unlimited iteration" \
          "$(iter "$pattern-full") ms, without the shim $(iter "$pattern-plain") ms"
-    printf "  %-4s %9s %8s %8s %8s %8s %8s %8s %8s %8s %9s %6s %8s %7s %8s %6s\n" "" "GPU" \
+    printf "  %-4s %9s %8s %8s %8s %8s %8s %8s %8s %8s %9s %6s %8s %7s %8s %6s %7s\n" "" "GPU" \
         "unlim" "reactive" "planned" "bound" "r/p" "p/bound" "MiB/it r" "MiB/it p" "predicted" \
-        "pred/p" "unmapped" "r/u" "u/bound" "pred/u"
+        "pred/p" "unmapped" "r/u" "u/bound" "pred/u" "u/in"
     for frac in 2 4 8; do
         row "$pattern" "$frac"
     done
@@ -149,7 +157,9 @@ echo "  that must move / link bandwidth); r/p: reactive over planned; p/bound: p
 echo "  bound; MiB/it: migrated per iteration; predicted: the planner's iteration time (its cost"
 echo "  model) and its ratio to the measured planned iteration; planned: ELIXIR_PLAN_UNMAP=0"
 echo "  (evicted memory stays mapped); unmapped: ELIXIR_PLAN_UNMAP=1 (the plan's evictions of"
-echo "  memory whose every use was seen unmap it)"
+echo "  memory whose every use was seen unmap it); the bound counts the chunks that must come in"
+echo "  and those that must go back with a copy (a launch counts as writing what it reaches), over"
+echo "  the link's duplex rate; u/in: unmapped over the bound of the chunks in alone"
 for pattern in $patterns; do
     measure "$pattern"
 done

@@ -58,17 +58,24 @@ per_step() {
 predicted() {
     sed -n 's/.*plan: [1-9].*predicted iteration \([0-9.]*\) ms.*/\1/p' "$tmp/$1-$s2.err" | tail -1
 }
-bound() { sed -n 's/.*plan: [1-9].*(bound \([0-9.]*\) ms).*/\1/p' "$tmp/$1-$s2.err" | tail -1; }
+bound() { sed -n 's/.*plan: [1-9].*(bound \([0-9.]*\) ms, .*/\1/p' "$tmp/$1-$s2.err" | tail -1; }
+# The bound with the chunks that must come in alone (no write-backs).
+bound_in() {
+    sed -n 's/.*plan: [1-9].*, \([0-9.]*\) ms with the chunks in alone).*/\1/p' "$tmp/$1-$s2.err" |
+        tail -1
+}
 
 # row ALLOC FRAC: one line of the table for 1/FRAC of the footprint.  The lower bound is
-# max(the unlimited step, the planner's bound: bytes that must move / link bandwidth).
+# max(the unlimited step, the planner's bound: bytes that must move / link bandwidth); u/in
+# takes the bound of the bytes that must come in alone.
 row() {
     local alloc=$1 frac=$2 r=$1-reactive-$2 p=$1-plan-$2 m=$1-unmap-$2
     awk -v f="1/$frac" -v b="$(gpu_budget "$p-$s2")" -v u="$(step "$alloc-full")" \
         -v r="$(step "$r")" -v p="$(step "$p")" -v mr="$(per_step "$r")" \
         -v mp="$(per_step "$p")" -v pr="$(predicted "$p")" -v lb="$(bound "$p")" \
-        -v m="$(step "$m")" -v pm="$(predicted "$m")" 'BEGIN {
+        -v li="$(bound_in "$p")" -v m="$(step "$m")" -v pm="$(predicted "$m")" 'BEGIN {
         lower = lb > u ? lb : u
+        lower_in = li > u ? li : u
         printf "  %-4s %6s MiB %10.3f %10.3f %7.2fx %7.2fx %7.2fx %9.1f %9.1f", f, b, r, p,
                r / p, p / u, p / lower, mr, mp
         if (pr != "")
@@ -77,9 +84,10 @@ row() {
             printf " %9s %7s", "no plan", "-"
         printf " %10.3f %7.2fx %7.2fx", m, r / m, m / lower
         if (pm != "")
-            printf " %7.2f\n", pm / m
+            printf " %7.2f", pm / m
         else
-            printf " %7s\n", "-"
+            printf " %7s", "-"
+        printf " %7.2fx\n", m / lower_in
     }'
 }
 
@@ -100,9 +108,9 @@ measure() {
 
     echo "  --alloc $alloc: footprint (shim's GPU peak, default budget) $peak MiB;" \
          "unlimited step $(step "$alloc-full") ms, plain simulator $(step "$alloc-plain") ms"
-    printf "  %-4s %10s %10s %10s %8s %8s %8s %9s %9s %9s %7s %10s %8s %8s %7s\n" "" "GPU" \
+    printf "  %-4s %10s %10s %10s %8s %8s %8s %9s %9s %9s %7s %10s %8s %8s %7s %7s\n" "" "GPU" \
         "reactive" "planned" "r/p" "p/unlim" "p/bound" "MiB/st r" "MiB/st p" "predicted" \
-        "pred/p" "unmapped" "r/u" "u/bound" "pred/u"
+        "pred/p" "unmapped" "r/u" "u/bound" "pred/u" "u/in"
     for frac in 2 4 8; do
         row "$alloc" "$frac"
     done
@@ -114,7 +122,10 @@ echo "  r/p: reactive over planned; p/bound: planned over max(unlimited step, th
 echo "  bound of bytes that must move / link bandwidth); MiB/st: migrated per step; predicted:"
 echo "  the planner's iteration time (its cost model) and its ratio to the measured planned step;"
 echo "  planned: ELIXIR_PLAN_UNMAP=0 (evicted memory stays mapped); unmapped: ELIXIR_PLAN_UNMAP=1"
-echo "  (the plan's evictions of memory whose every use was seen unmap it)"
+echo "  (the plan's evictions of memory whose every use was seen unmap it); the bound counts"
+echo "  the chunks that must come in and those that must go back with a copy (a launch counts as"
+echo "  writing what it reaches), over the link's duplex rate; u/in: unmapped over the bound of"
+echo "  the chunks in alone"
 # novmm: per tensor on a device without host VMM (ELIXIR_SIM_HOST_VMM=0: evicted chunks are
 # unmapped in pinned host pieces), reactive against planned, at the per-tensor budgets.
 novmm() {

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * bound.c - how many chunks must come to the GPU in one iteration, whatever the plan: the
- * lower bound that predictions are measured against (replay.c's bound_ns).
+ * bound.c - how many chunks must come to the GPU in one iteration, and how many must go back
+ * with a copy, whatever the plan: the lower bound that predictions are measured against
+ * (replay.c's bound_ns).
  *
- * Two bounds, both valid, the larger taken:
+ * Chunks in: two bounds, both valid, the larger taken:
  *
  *   pol_forced_chunks - at some point more chunks hold data a later use reads than the GPU
  *   holds; the excess comes in at least once.  Cheap and loose: it counts one crossing of the
@@ -23,6 +24,12 @@
  *   of at most C chunks on the GPU.  Running k iterations from an empty GPU, fetching that
  *   start state first and then following the plan costs at most C + k F; MIN costs no more.
  *   So F >= (MIN_k - C) / k, and F is a whole number.
+ *
+ * Chunks back: pol_least_writebacks - the same kind of count over the gaps in which a chunk
+ * holds data that was written on the GPU and is read later: away from the GPU during one, it
+ * went with a copy.  Since a launch counts as writing every chunk it reaches (policy.h), most
+ * chunks a training loop brings in go back with a copy, and the link's two directions share
+ * its duplex rate: a bound of the chunks in alone would be far below what any plan reaches.
  */
 #include <stdlib.h>
 
@@ -207,4 +214,82 @@ uint64_t pol_least_fetches(const pol_input_t *in, const pol_index_t *ix)
     }
     free(h.e), free(h.pos), free(need), free(flag);
     return misses > cap ? (misses - cap + LEAST_PASSES - 1) / LEAST_PASSES : 0;
+}
+
+/* ---------------------------------------------------------------- pol_least_writebacks */
+
+/* Take chunk c out of the heap, wherever it sits. */
+static void heap_remove(heap_t *h, uint32_t c)
+{
+    uint32_t i = h->pos[c];
+    h->pos[c] = UINT32_MAX;
+    if (i == --h->n)
+        return;
+    uint64_t old = h->e[i].key;
+    heap_set(h, i, h->e[h->n]);
+    h->e[i].key > old ? heap_up(h, i) : heap_down(h, i);
+}
+
+/* Of use u: the relative time of the next use whose data u wrote, when the chunk must keep
+ * that data until then (a dirty gap: evicted in between, it is copied out), else POL_INF.
+ * Counted only where no plan can avoid the copy: u writes (a launch's references count as
+ * writes, see policy.h), it is not in place, and the next use in the same life reads, is not
+ * in place (one might overwrite the chunk where it is) and is within one iteration. */
+static uint64_t dirty_until(const pol_index_t *ix, uint64_t u)
+{
+    uint64_t nu = ix->nuses, nx = ix->use_next[u];
+    if (!(ix->use_acc[u] & POL_WRITE) || pol_op_in_place(ix, ix->use_op[u]) || nx == POL_INF ||
+        nx > u + nu)
+        return POL_INF;
+    if (pol_op_in_place(ix, ix->use_op[nx % nu]) || !pol_needs_data(ix->use_acc[nx % nu]))
+        return POL_INF;
+    return nx;
+}
+
+/* The fewest chunks that go back from the GPU with a copy in one iteration, whatever the plan.
+ * A chunk in a dirty gap (dirty_until) that leaves the GPU during the gap costs one copy out
+ * there: its data is in no other tier, and no two gaps share a copy.  Outside such gaps a
+ * chunk may be away at no cost (clean, or its data dead).  So the question is how few dirty
+ * gaps must be given up, at each use the used chunk and the dirty gaps kept on the GPU filling
+ * at most its capacity: intervals kept under a bound on their overlap, which giving up the one
+ * that ends last whenever the bound is crossed answers exactly (Belady's choice again; uses
+ * taken one at a time, a relaxation).  Over k iterations from an empty GPU the gaps are those
+ * of k iterations of any cyclic plan but for the ones open at the start, so that plan's
+ * k W copies out solve them and W >= MIN_k / k. */
+uint64_t pol_least_writebacks(const pol_input_t *in, const pol_index_t *ix)
+{
+    (void)in;
+    uint64_t nu = ix->nuses, cap = ix->gpu_cap, drops = 0;
+    if (!cap || ix->nchunks <= cap)
+        return 0;
+    heap_t h = { .e = malloc(cap * sizeof(entry_t)),
+                 .pos = malloc(ix->nchunks * sizeof(uint32_t)) };
+    uint64_t *until = malloc(nu * sizeof(uint64_t));
+    if (h.e && h.pos && until) {
+        for (uint64_t c = 0; c < ix->nchunks; c++)
+            h.pos[c] = UINT32_MAX;
+        for (uint64_t u = 0; u < nu; u++)
+            until[u] = dirty_until(ix, u);
+        for (uint64_t p = 0; p < LEAST_PASSES; p++)
+            for (uint64_t u = 0; u < nu; u++) {
+                if (pol_op_in_place(ix, ix->use_op[u]))
+                    continue;
+                uint32_t c = ix->use_chunk[u];
+                if (h.pos[c] != UINT32_MAX)
+                    heap_remove(&h, c);             /* (its gap ends here) */
+                for (; h.n >= cap; drops++) {       /* room for c beside the gaps kept */
+                    h.pos[h.e[0].c] = UINT32_MAX;
+                    if (--h.n > 0) {
+                        h.e[0] = h.e[h.n];
+                        heap_down(&h, 0);
+                    }
+                }
+                if (until[u] != POL_INF) {
+                    h.e[h.n++] = (entry_t){ .key = p * nu + until[u], .c = c };
+                    heap_up(&h, h.n - 1);
+                }
+            }
+    }
+    free(h.e), free(h.pos), free(until);
+    return (drops + LEAST_PASSES - 1) / LEAST_PASSES;
 }

@@ -285,6 +285,7 @@ int pol_index_build(const pol_input_t *in, pol_index_t *ix)
     if (!rc) {
         uint64_t crossing = pol_forced_chunks(in, ix), least = pol_least_fetches(in, ix);
         ix->forced = crossing > least ? crossing : least;
+        ix->forced_out = pol_least_writebacks(in, ix);
     }
     if (rc)
         pol_index_free(ix);

@@ -55,6 +55,7 @@ typedef struct pol_index {
     uint8_t *buf_nvme;          /* nbufs: may go to NVMe (nvme_ok, and no operation that
                                  * reaches it runs in place: pol_op_in_place) */
     uint64_t forced;            /* the chunks that must come in (bound.c), computed once */
+    uint64_t forced_out;        /* and those that must go back with a copy (bound.c) */
     uint64_t gpu_cap;           /* chunks */
     uint64_t cap[POL_NTIERS];   /* chunks per tier */
 } pol_index_t;
@@ -84,6 +85,9 @@ uint64_t pol_min_gpu_chunks(const pol_input_t *in, const pol_index_t *ix, const 
  * a later use reads, beyond the GPU's capacity; and Belady's MIN over repeated iterations. */
 uint64_t pol_forced_chunks(const pol_input_t *in, const pol_index_t *ix);
 uint64_t pol_least_fetches(const pol_input_t *in, const pol_index_t *ix);
+/* The chunks that leave the GPU with a copy in one iteration, whatever the plan: those whose
+ * data a use wrote and a later use reads, where the GPU cannot keep them between. */
+uint64_t pol_least_writebacks(const pol_input_t *in, const pol_index_t *ix);
 
 /* ---------------------------------------------------------------- belady.c */
 

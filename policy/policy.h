@@ -147,8 +147,11 @@ typedef struct pol_result {
     double iter_ns;             /* predicted iteration time */
     double compute_ns;          /* the operations alone: the unlimited GPU's time (the
                                  * busiest stream's, or the host's to issue them all) */
-    double bound_ns;            /* a lower bound: max(compute, chunks that must come in
-                                 * / the links' rates; see bound.c and replay.c) */
+    double bound_ns;            /* a lower bound: max(compute, chunks that must come in and
+                                 * go back / the links' rates; see bound.c and replay.c) */
+    double bound_in_ns;         /* the same with the chunks that must come in alone: below
+                                 * bound_ns by the write-backs that launches force, since a
+                                 * launch counts as writing every chunk it reaches */
     double stall_ns;            /* time operations waited for moves */
     double map_ns;              /* host time in mapping calls */
     uint64_t bytes[POL_NTIERS][2];  /* bytes moved over link[t]: [t][0] to GPU, [t][1] from */

@@ -266,33 +266,45 @@ static int rp_init(rp_t *p, const pol_input_t *in, const pol_index_t *ix, const 
     return 0;
 }
 
-/* The least time the forced chunks (bound.c) take to come in: each comes over
- * one link to the GPU, at no more than that link's rate (to_gpu_gbs, or duplex_gbs when
- * lower), and the links of the tiers present work side by side, so no faster than at the sum
- * of their rates.  (Capacities are not counted: a chunk waiting in host memory may reach the
- * GPU over the NVMe link after a demotion, and over one iteration a tier's link may bring in
- * more chunks than the tier holds at once.) */
-static double forced_ns(const pol_input_t *in, const pol_index_t *ix)
+/* The least time the forced chunks (bound.c) take to move: each comes in over one link to the
+ * GPU, or goes back over one, at no more than that direction's rate (to_gpu_gbs or
+ * from_gpu_gbs, duplex_gbs when lower), and both directions of a link together at no more
+ * than duplex_gbs; the links of the tiers present work side by side, so no faster than at
+ * the sum of their rates.  (Capacities are not counted: a chunk waiting in host memory may
+ * reach the GPU over the NVMe link after a demotion, and over one iteration a tier's link
+ * may bring in more chunks than the tier holds at once.)  *in_ns: the chunks in alone. */
+static double forced_ns(const pol_input_t *in, const pol_index_t *ix, double *in_ns)
 {
-    double rate = 0;                    /* bytes per ns */
+    double to = 0, from = 0, both = 0;  /* bytes per ns */
     for (int t = POL_PEER; t < POL_NTIERS; t++) {
         const pol_link_t *l = &in->m.link[t];
-        if (ix->cap[t])
-            rate += l->duplex_gbs < l->to_gpu_gbs ? l->duplex_gbs : l->to_gpu_gbs;
+        if (!ix->cap[t])
+            continue;
+        to += l->duplex_gbs < l->to_gpu_gbs ? l->duplex_gbs : l->to_gpu_gbs;
+        from += l->duplex_gbs < l->from_gpu_gbs ? l->duplex_gbs : l->from_gpu_gbs;
+        both += l->duplex_gbs < l->to_gpu_gbs + l->from_gpu_gbs
+                    ? l->duplex_gbs : l->to_gpu_gbs + l->from_gpu_gbs;
     }
-    return rate > 0 ? (double)ix->forced * (double)in->m.chunk / rate : 0;
+    double chunk = (double)in->m.chunk, a = (double)ix->forced * chunk,
+           b = (double)ix->forced_out * chunk;
+    *in_ns = to > 0 ? a / to : 0;
+    if (!(to > 0))
+        return 0;
+    return max2(max2(*in_ns, b / from), (a + b) / both);
 }
 
 /* compute_ns and bound_ns: the operations alone (the busiest stream, or the host's time to
- * issue them, whichever is more), and the chunks that must come in (forced_ns).  Write-backs
- * are not counted: whether a chunk's copy in a lower tier is current depends on the plan. */
+ * issue them, whichever is more), and the chunks that must come in and go back (forced_ns);
+ * bound_in_ns with the chunks in alone. */
 static void rp_bounds(const pol_input_t *in, const pol_index_t *ix, pol_result_t *r,
                       const double *busy)
 {
+    double in_ns;
     r->compute_ns = (double)ix->nops * in->m.host_us_per_op * 1e3;
     for (uint32_t s = 0; s < in->nstreams; s++)
         r->compute_ns = max2(r->compute_ns, busy[s]);
-    r->bound_ns = max2(r->compute_ns, forced_ns(in, ix));
+    r->bound_ns = max2(r->compute_ns, forced_ns(in, ix, &in_ns));
+    r->bound_in_ns = max2(r->compute_ns, in_ns);
 }
 
 int pol_replay_ix(const pol_input_t *in, const pol_index_t *ix, const pol_plan_t *pl,

@@ -100,7 +100,7 @@ typedef struct res_plan {
     uint32_t cursor, mism, after_of;    /* after_of: 1 + the operation whose after-moves are due */
     uint8_t *ahead;                     /* per move: 1 while issued ahead of its place (hoist) */
     uint32_t bad;                       /* iterations in a row that did not follow the plan */
-    double pred_ms, bound_ms;           /* the last plan's prediction (kept for the statistics) */
+    double pred_ms, bound_ms, bound_in_ms;  /* the last plan's prediction (for the statistics) */
     /* Statistics. */
     uint64_t foreseen, nccl_foreseen, unforeseen, plans, replans, moves, chunks_moved, skipped,
         reconciled;
@@ -439,6 +439,7 @@ static void plan_now(res_dev_t *d, res_plan_t *p)
     double planning_s = res_now_s() - t0;
     p->pred_ms = pr->iter_ns / 1e6;
     p->bound_ms = pr->bound_ns / 1e6;
+    p->bound_in_ms = pr->bound_in_ns / 1e6;
     uint64_t nowb = 0, keep = 0, born = 0;
     for (size_t i = 0; i < p->plan->nmoves; i++) {
         const pol_move_t *m = &p->plan->moves[i];
@@ -449,12 +450,13 @@ static void plan_now(res_dev_t *d, res_plan_t *p)
     SHIM_INFO(RES, "device %d: planned %zu operations (NCCL calls %u), %zu buffers in %.1f ms: "
               "%zu moves (chunks remapped only %llu, kept %llu, new %llu), predicted %llu MiB to "
               "the GPU and %llu MiB back, iteration %.3f ms against %.3f ms of compute (bound "
-              "%.3f ms)",
+              "%.3f ms, %.3f ms with the chunks in alone)",
               d->device, p->nops, p->nccl_ops, p->nbufs, planning_s * 1e3, p->plan->nmoves,
               (unsigned long long)nowb, (unsigned long long)keep, (unsigned long long)born,
               (unsigned long long)(pr->bytes[POL_HOST][0] >> 20),
               (unsigned long long)(pr->bytes[POL_HOST][1] >> 20),
-              pr->iter_ns / 1e6, pr->compute_ns / 1e6, pr->bound_ns / 1e6);
+              pr->iter_ns / 1e6, pr->compute_ns / 1e6, pr->bound_ns / 1e6,
+              pr->bound_in_ns / 1e6);
     SHIM_INFO(RES, "device %d: the plan's machine: %llu operations timed, %llu estimated from "
               "timed ones of their kernel, %llu untimed (0); host link %.1f GB/s to the GPU (%s), "
               "%.1f GB/s back (%s), %.1f GB/s both ways; its choice: lookahead %u, extents of up "
@@ -976,7 +978,7 @@ void res_plan_stats(const res_dev_t *d)
                    "them); prefetches %llu, evictions %llu (cancelled %llu, waited for %llu, "
                    "done ahead of their copies %llu, %llu left unmapped; %llu mapped back "
                    "unforeseen); blocked on moves %.3f s; predicted iteration %.3f ms (bound "
-                   "%.3f ms)",
+                   "%.3f ms, %.3f ms with the chunks in alone)",
                    d->device, (unsigned long long)p->plans, (unsigned long long)p->replans,
                    (unsigned long long)p->foreseen, (unsigned long long)p->unforeseen,
                    (unsigned long long)p->nccl_foreseen, (unsigned long long)p->moves,
@@ -986,5 +988,5 @@ void res_plan_stats(const res_dev_t *d)
                    (unsigned long long)d->flights_cancelled,
                    (unsigned long long)d->flights_waited, (unsigned long long)d->flights_early,
                    (unsigned long long)d->unmapped_out, (unsigned long long)d->unmapped_back,
-                   d->blocked_flight_s, p->pred_ms, p->bound_ms);
+                   d->blocked_flight_s, p->pred_ms, p->bound_ms, p->bound_in_ms);
 }

@@ -77,6 +77,7 @@ static void pages(const char *trace)
     TT_JSON(r.out, "d['plan']['bytes']['host']['from_gpu'] > 0", "True");
     TT_JSON(r.out, "d['plan']['iteration_ns'] > d['plan']['unlimited_ns']", "True");
     TT_JSON(r.out, "d['plan']['iteration_ns'] >= d['plan']['bound_ns']", "True");
+    TT_JSON(r.out, "d['plan']['bound_ns'] >= d['plan']['bound_in_ns'] > 0", "True");
     TT_JSON(r.out, "d['plan']['peak']['gpu'] <= 8 << 20", "True");
     TT_JSON(r.out, "d['machine']['gpu_memory']", "8388608");
     TT_JSON(r.out, "d['machine']['unmap']", "False");
