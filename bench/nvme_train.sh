@@ -10,7 +10,8 @@
 # time" is the machine model's clock, NVMe drive included (sim/nvme.c: the shim's I/O is
 # charged on it): deterministic whatever else the host is doing, so the runs go two at a time.
 # The footprint is the shim's "GPU peak" with its default (ample) budget.  The time of one step
-# is taken in the steady state, ((time of S2 steps) - (time of S1 steps)) / (S2 - S1).  Both
+# is taken in the steady state, the mean of steps S1+1 .. S2 of the run of S2 steps as
+# train.py --step-times times them (CUDA events on the job's stream).  Both
 # allocation patterns of train.py are measured; every run must give the digest of the same job
 # without the shim (else the figures mean nothing and the script fails).
 set -u
@@ -32,7 +33,7 @@ job() {
     shift 3
     mkdir -p "$tmp/swap-$name"
     env ELIXIR_SIM_STATS=1 ELIXIR_STATS=1 "$@" "$sim" -- "$python" examples/train.py $job \
-        --alloc "$alloc" --steps "$steps" >"$tmp/$name.out" 2>"$tmp/$name.err" &
+        --alloc "$alloc" --steps "$steps" --step-times >"$tmp/$name.out" 2>"$tmp/$name.err" &
 }
 
 # MiB written to and read from NVMe in a run (the shim's statistics).
@@ -43,10 +44,6 @@ nvme_mib() {
 # The plan's reads ahead from NVMe in a run, and those the host had to wait for.
 ahead() { sed -n 's/.*reads ahead \([0-9]*\) (completed [0-9]*, waited for \([0-9]*\),.*/\1 \2/p' "$tmp/$1.err"; }
 
-step() {
-    awk -v a1="$(vtime "$1-$s1")" -v a2="$(vtime "$1-$s2")" -v s1="$s1" -v s2="$s2" \
-        'BEGIN { printf "%.3f", (a2 - a1) / (s2 - s1) }'
-}
 per_step() {
     local m1 m2
     m1=$(nvme_mib "$1-$s1")
@@ -97,7 +94,7 @@ measure() {
 
 echo "nvme_train: examples/train.py $job on the simulator with its NVMe drive, GPU and host"
 echo "  memory at 1/4 of the footprint each, ELIXIR_POLICY=reactive and plan; virtual ms per"
-echo "  step in the steady state ((t($s2 steps) - t($s1 steps)) / $((s2 - s1))); r/p: reactive"
+echo "  step in the steady state (the mean of steps $((s1 + 1))..$s2, timed by events); r/p: reactive"
 echo "  over planned"
 measure per-tensor
 measure pooled

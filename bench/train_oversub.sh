@@ -8,9 +8,10 @@
 # A mid-size job runs on the simulator (build/bin/elixir-sim) with ELIXIR_SIM_STATS=1, whose
 # "virtual time" is the simulator's machine-model clock: deterministic, whatever else the host
 # is doing, so the runs go two at a time.  The footprint is the shim's "GPU peak" with its
-# default (ample) budget; ELIXIR_GPU_MEMORY then gets a half, a quarter and an eighth of it.  The time of
-# one step is taken in the steady state, ((time of S2 steps) - (time of S1 steps)) / (S2 - S1),
-# which leaves out start-up, the first step's allocations and the final parameter download.
+# default (ample) budget; ELIXIR_GPU_MEMORY then gets a half, a quarter and an eighth of it.
+# The time of one step is taken in the steady state, the mean of steps S1+1 .. S2 of the run of
+# S2 steps as train.py --step-times times them (CUDA events on the job's stream); bytes moved
+# per step are ((moved in S2 steps) - (moved in S1 steps)) / (S2 - S1).
 # Both allocation patterns of train.py are measured, and the per-tensor one again on a device
 # without host VMM (ELIXIR_SIM_HOST_VMM=0); every run must give the digest of the
 # same job without the shim (the tests check that; here a mismatch voids the figures).
@@ -31,7 +32,7 @@ job() {
     local name=$1 alloc=$2 steps=$3
     shift 3
     env ELIXIR_SIM_STATS=1 ELIXIR_STATS=1 "$@" "$sim" -- "$python" examples/train.py $job \
-        --alloc "$alloc" --steps "$steps" >"$tmp/$name.out" 2>"$tmp/$name.err" &
+        --alloc "$alloc" --steps "$steps" --step-times >"$tmp/$name.out" 2>"$tmp/$name.err" &
 }
 
 # MiB migrated both ways in a run: its migrations (one chunk each, both ways) times the
@@ -42,11 +43,6 @@ moved() {
 }
 
 # step NAME: virtual ms of one steady step of configuration NAME.
-step() {
-    awk -v a1="$(vtime "$1-$s1")" -v a2="$(vtime "$1-$s2")" -v s1="$s1" -v s2="$s2" \
-        'BEGIN { printf "%.3f", (a2 - a1) / (s2 - s1) }'
-}
-# per_step NAME: MiB migrated per steady step.
 per_step() {
     local m1 m2
     m1=$(moved "$1-$s1")
@@ -117,7 +113,7 @@ measure() {
 }
 
 echo "train_oversub: examples/train.py $job on the simulator, ELIXIR_POLICY=reactive and plan,"
-echo "  virtual ms per step in the steady state ((t($s2 steps) - t($s1 steps)) / $((s2 - s1)));"
+echo "  virtual ms per step in the steady state (the mean of steps $((s1 + 1))..$s2, timed by events);"
 echo "  r/p: reactive over planned; p/bound: planned over max(unlimited step, the planner's"
 echo "  bound of bytes that must move / link bandwidth); MiB/st: migrated per step; predicted:"
 echo "  the planner's iteration time (its cost model) and its ratio to the measured planned step;"

@@ -196,6 +196,11 @@ DRIVER_API = {
     "cuLaunchKernel": (CU_VOIDP, U32, U32, U32, U32, U32, U32, U32, CU_VOIDP,
                        ctypes.POINTER(CU_VOIDP), ctypes.POINTER(CU_VOIDP)),
     "cuGetErrorName": (ctypes.c_int, ctypes.POINTER(ctypes.c_char_p)),
+    "cuEventCreate": (ctypes.POINTER(CU_VOIDP), U32),
+    "cuEventRecord": (CU_VOIDP, CU_VOIDP),
+    "cuEventSynchronize": (CU_VOIDP,),
+    "cuEventElapsedTime": (ctypes.POINTER(ctypes.c_float), CU_VOIDP, CU_VOIDP),
+    "cuEventDestroy_v2": (CU_VOIDP,),
 }
 
 
@@ -938,6 +943,9 @@ def parse_args(argv):
                     "for good there)")
     ap.add_argument("--check", action="store_true",
                     help="verify the losses against a pure-Python reference (tiny models)")
+    ap.add_argument("--step-times", action="store_true",
+                    help="time each step with CUDA events on the job's stream (one recorded "
+                    "as each step begins and one after the last) and print the times on stderr")
     ap.add_argument("--ptx", default=os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                                   "kernels.ptx"), help=argparse.SUPPRESS)
     cfg = ap.parse_args(argv)
@@ -1003,6 +1011,27 @@ class Job:
         self.drv("cuDevicePrimaryCtxRelease_v2", self.dev)
 
 
+def record_event(job):
+    """A CUDA event recorded now on the job's stream."""
+    ev = CU_VOIDP()
+    job.drv("cuEventCreate", ctypes.byref(ev), 0)
+    job.drv("cuEventRecord", ev, job.stream)
+    return ev
+
+
+def print_step_times(drv, marks):
+    """The time between consecutive events (one per step, then one after the last), in ms on
+    the device's clock (the simulator's virtual one), on one line of stderr; the events go."""
+    drv("cuEventSynchronize", marks[-1])
+    ms, times = ctypes.c_float(), []
+    for a, b in zip(marks, marks[1:]):
+        drv("cuEventElapsedTime", ctypes.byref(ms), a, b)
+        times.append("%.3f" % ms.value)
+    for ev in marks:
+        drv("cuEventDestroy_v2", ev)
+    print("train.py: step times (ms): %s" % " ".join(times), file=sys.stderr, flush=True)
+
+
 def train(cfg):
     """Runs the job, printing the step lines.  Returns (losses, digest, stats, probe): probe
     holds, with --check, the initial weights and the first step's gradients."""
@@ -1010,10 +1039,12 @@ def train(cfg):
     trainer = Trainer(cfg, job.drv, job.mem, job.kernels)
     data = TokenStream(cfg.vocab, cfg.seq, cfg.seed)
     held_out = TokenStream(cfg.vocab, cfg.seq, cfg.seed + 1)
-    losses, probe = [], {}
+    losses, probe, marks = [], {}, []
     if cfg.check:
         probe["init"] = {p.name: trainer.download(p.p) for p in trainer.params}
     for s in range(1, cfg.steps + 1):
+        if cfg.step_times:
+            marks.append(record_event(job))
         cfg.batch = batch_at(cfg, s)
         inputs, targets = data.batch(cfg.batch, cfg.seq)
         losses.append(trainer.step(inputs, targets))
@@ -1023,6 +1054,9 @@ def train(cfg):
             print("eval after step %d loss %.6f" % (s, loss), file=sys.stderr, flush=True)
         if cfg.check and s == 1:
             probe["grads"] = {p.name: trainer.download(p.g) for p in trainer.params}
+    if cfg.step_times:
+        marks.append(record_event(job))
+        print_step_times(job.drv, marks)
     digest = trainer.digest()
     stats = (job.mem.peak, job.mem.reserved_peak, job.kernels.launches)
     job.close()

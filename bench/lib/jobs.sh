@@ -43,6 +43,14 @@ pair() {
 }
 
 vtime() { sed -n 's/.*virtual time \([0-9.]*\) ms.*/\1/p' "$tmp/$1.err"; }
+# step NAME: ms per step in the steady state, the mean of steps S1+1 .. S2 of run NAME-S2 as
+# train.py --step-times timed them with events (one run: two runs' totals differ by more than
+# a step where the shim's planned moves complete by real time).
+step() {
+    sed -n 's/^train.py: step times (ms): //p' "$tmp/$1-$s2.err" |
+        awk -v s1="$s1" -v s2="$s2" '{ t = 0; for (i = s1 + 1; i <= s2; i++) t += $i
+                                       printf "%.3f", t / (s2 - s1) }'
+}
 gpu_peak() { sed -n 's/.*GPU peak \([0-9]*\) MiB of.*/\1/p' "$tmp/$1.err"; }
 gpu_budget() { sed -n 's/.*GPU peak [0-9]* MiB of \([0-9]*\).*/\1/p' "$tmp/$1.err"; }
 digest() { sed -n 's/^digest //p' "$tmp/$1.out"; }
