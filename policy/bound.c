@@ -171,14 +171,15 @@ enum { SKIP = 1, COPIES = 2 };
 /* What the passes read of each use, in order: its next use that needs it (next_need) and
  * flags: SKIP, an operation in place; COPIES, a miss there copies: it reads data an earlier
  * use left in this life (maybe in the previous iteration); a miss at a life's first use does
- * not. */
+ * not, nor one right after a use in place (which may have written the chunk on the GPU, given
+ * GPU memory at its birth: the uses in place are not taken, so MIN cannot tell). */
 static int least_prepare(const pol_index_t *ix, uint64_t *need, uint8_t *flag)
 {
     uint64_t nu = ix->nuses;
     for (uint64_t u = 0; u < nu; u++)
         flag[u] = 0;
     for (uint64_t u = 0; u < nu; u++) {
-        if (ix->use_next[u] != POL_INF)
+        if (ix->use_next[u] != POL_INF && !pol_op_in_place(ix, ix->use_op[u]))
             flag[ix->use_next[u] % nu] |= COPIES;
         need[u] = next_need(ix, u);
     }
@@ -233,13 +234,13 @@ static void heap_remove(heap_t *h, uint32_t c)
 /* Of use u: the relative time of the next use whose data u wrote, when the chunk must keep
  * that data until then (a dirty gap: evicted in between, it is copied out), else POL_INF.
  * Counted only where no plan can avoid the copy: u writes (a launch's references count as
- * writes, see policy.h), it is not in place, and the next use in the same life reads, is not
- * in place (one might overwrite the chunk where it is) and is within one iteration. */
+ * writes, see policy.h), it is not in place, and the next use in the same life (within one
+ * iteration: use_next) reads and is not in place (left out to keep the count simple: a gap
+ * left out only lowers it). */
 static uint64_t dirty_until(const pol_index_t *ix, uint64_t u)
 {
     uint64_t nu = ix->nuses, nx = ix->use_next[u];
-    if (!(ix->use_acc[u] & POL_WRITE) || pol_op_in_place(ix, ix->use_op[u]) || nx == POL_INF ||
-        nx > u + nu)
+    if (!(ix->use_acc[u] & POL_WRITE) || pol_op_in_place(ix, ix->use_op[u]) || nx == POL_INF)
         return POL_INF;
     if (pol_op_in_place(ix, ix->use_op[nx % nu]) || !pol_needs_data(ix->use_acc[nx % nu]))
         return POL_INF;
