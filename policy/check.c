@@ -3,12 +3,14 @@
  * check.c - what the policy accepts and what a plan must guarantee.
  *
  * pol_input_check names the first bad field of an input and the values it accepts.
- * pol_walk follows a plan over one iteration as an executor would, chunk by chunk, and stops
+ * pol_walk follows a plan over two iterations as an executor would, chunk by chunk, and stops
  * at the first broken promise: a move whose source is not where the chunk is, a tier over its
  * capacity (kept copies counted), an operation whose chunk is not on the GPU, a pinned buffer
  * that moves, a non-nvme_ok buffer on NVME, data lost (writeback = 0 where the destination has
  * no current copy and a later use reads the data), or an end state that is not the start
- * state (the plan would not repeat).  pol_plan_verify is that walk.
+ * state (the plan would not repeat).  The first iteration starts with every kept copy
+ * current; the second starts as the first ended, so a kept copy written meanwhile is stale
+ * there, and a move back to it without a copy loses data.  pol_plan_verify is that walk.
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -361,10 +363,12 @@ int pol_walk(const pol_input_t *in, const pol_index_t *ix, const pol_plan_t *p,
                   p->nmoves);
     if (!rc)
         rc = w_start(&w, p);
-    for (uint32_t i = 0; !rc && i < ix->nops; i++)
-        rc = w_op(&w, p, i);
-    if (!rc)
-        rc = w_end(&w, p);
+    for (int pass = 0; pass < 2; pass++) {      /* (see the file's comment) */
+        for (uint32_t i = 0; !rc && i < ix->nops; i++)
+            rc = w_op(&w, p, i);
+        if (!rc)
+            rc = w_end(&w, p);
+    }
     if (!rc && peak)
         memcpy(peak, w.peak, sizeof(w.peak));
     free(w.loc), free(w.home), free(w.cur), free(w.nxt);

@@ -187,8 +187,9 @@ void pol_plan_free(pol_plan_t *p);
  * duplex limit shared, mapping costs on the host, every dependency.  0 or -EINVAL. */
 int pol_replay(const pol_input_t *in, const pol_plan_t *p, pol_result_t *r);
 /* Check that a plan keeps every operation's chunks on the GPU and every tier within its
- * capacity: 0, or -EINVAL with the first violation described in err.  Used by the tests and
- * by the shim in debug runs. */
+ * capacity and loses no data, over two iterations (a kept copy written in the first is stale
+ * in the second): 0, or -EINVAL with the first violation described in err.  Used by the tests
+ * and by the shim in debug runs. */
 int pol_plan_verify(const pol_input_t *in, const pol_plan_t *p, char *err, size_t errlen);
 const char *pol_tier_name(int tier);
 

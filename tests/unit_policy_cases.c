@@ -446,6 +446,44 @@ static void test_bound_in_place(void)
     pb_fini(&b);
 }
 
+/* A plan that goes back to a kept copy without a copy after the chunk was written: the first
+ * iteration, starting with the copy current, is fine; the second starts with it stale, and
+ * pol_plan_verify must refuse the plan (it walks two iterations).  A and B, both written, the
+ * GPU holding one chunk: B leaves for its kept copy with no write-back, A comes in; after A's
+ * use A goes back with a copy and B comes in, keeping its host copy, and is written. */
+static void test_verify_stale(void)
+{
+    pb_t b;
+    pb_init(&b);
+    b.m.cap[POL_GPU] = 1 * MIB;
+    uint32_t a = pb_buf(&b, 1, -1, -1), c = pb_buf(&b, 1, -1, -1);
+    pb_op(&b, 0, 1000);
+    pb_all(&b, a, POL_RW);
+    pb_op(&b, 0, 1000);
+    pb_all(&b, c, POL_RW);
+    pol_move_t mv[4] = {
+        { .buf = c, .nchunks = 1, .from = POL_GPU, .to = POL_HOST, .need_by = UINT32_MAX },
+        { .buf = a, .nchunks = 1, .from = POL_HOST, .to = POL_GPU, .writeback = 1, .need_by = 0 },
+        { .buf = a, .nchunks = 1, .from = POL_GPU, .to = POL_HOST, .writeback = 1,
+          .need_by = UINT32_MAX },
+        { .buf = c, .nchunks = 1, .from = POL_HOST, .to = POL_GPU, .writeback = 1, .keep = 1,
+          .need_by = 1 },
+    };
+    uint32_t first[3] = { 0, 4, 4 }, after[3] = { 2, 4, 4 };
+    uint8_t tier[2] = { POL_HOST, POL_GPU }, home[2] = { POL_NTIERS, POL_HOST };
+    pol_plan_t p = { .moves = mv, .nmoves = 4, .op_first = first, .op_after = after,
+                     .start_tier = tier, .start_home = home };
+    char err[256] = "";
+    int rc = pol_plan_verify(pb_input(&b), &p, err, sizeof(err));
+    PB_CHECK(rc == -EINVAL && strstr(err, "stale"),
+             "a move back to a kept copy written in the iteration before: expected -EINVAL "
+             "naming the stale copy, got %d (%s)", rc, err);
+    mv[0].writeback = 1;                /* (with the copy, the plan is sound) */
+    rc = pol_plan_verify(pb_input(&b), &p, err, sizeof(err));
+    PB_CHECK(rc == 0, "the same plan copying B back: expected 0, got %d (%s)", rc, err);
+    pb_fini(&b);
+}
+
 /* The predicted iteration of plan p replayed on b's input (ns), or -1. */
 static double replayed(pb_t *b, const pol_plan_t *p)
 {
@@ -509,6 +547,7 @@ int main(void)
     test_bound();
     test_bound_min();
     test_bound_in_place();
+    test_verify_stale();
     test_executor();
     if (!pb_failures)
         printf("policy cases: all pass\n");
