@@ -125,6 +125,16 @@ static void heap_down(heap_t *h, uint32_t i)
     heap_set(h, i, x);
 }
 
+/* Take out the chunk whose next use is farthest (the top). */
+static void heap_pop(heap_t *h)
+{
+    h->pos[h->e[0].c] = UINT32_MAX;
+    if (--h->n > 0) {
+        h->e[0] = h->e[h->n];
+        heap_down(h, 0);
+    }
+}
+
 /* Chunk c is used, its next use at `key`: 1 when it had to come in (evicting the farthest). */
 static int heap_use(heap_t *h, uint32_t c, uint64_t key, uint64_t cap)
 {
@@ -135,13 +145,8 @@ static int heap_use(heap_t *h, uint32_t c, uint64_t key, uint64_t cap)
         key > old ? heap_up(h, i) : heap_down(h, i);
         return 0;
     }
-    if (h->n == cap) {
-        h->pos[h->e[0].c] = UINT32_MAX;
-        if (--h->n > 0) {
-            h->e[0] = h->e[h->n];
-            heap_down(h, 0);
-        }
-    }
+    if (h->n == cap)
+        heap_pop(h);
     h->e[h->n++] = (entry_t){ .key = key, .c = c };
     heap_up(h, h->n - 1);
     return 1;
@@ -278,13 +283,8 @@ uint64_t pol_least_writebacks(const pol_input_t *in, const pol_index_t *ix)
                 uint32_t c = ix->use_chunk[u];
                 if (h.pos[c] != UINT32_MAX)
                     heap_remove(&h, c);             /* (its gap ends here) */
-                for (; h.n >= cap; drops++) {       /* room for c beside the gaps kept */
-                    h.pos[h.e[0].c] = UINT32_MAX;
-                    if (--h.n > 0) {
-                        h.e[0] = h.e[h.n];
-                        heap_down(&h, 0);
-                    }
-                }
+                for (; h.n >= cap; drops++)         /* room for c beside the gaps kept */
+                    heap_pop(&h);
                 if (until[u] != POL_INF) {
                     h.e[h.n++] = (entry_t){ .key = p * nu + until[u], .c = c };
                     heap_up(&h, h.n - 1);

@@ -3,14 +3,16 @@
  * check.c - what the policy accepts and what a plan must guarantee.
  *
  * pol_input_check names the first bad field of an input and the values it accepts.
- * pol_walk follows a plan over two iterations as an executor would, chunk by chunk, and stops
+ * pol_walk follows a plan over iterations as an executor would, chunk by chunk, and stops
  * at the first broken promise: a move whose source is not where the chunk is, a tier over its
  * capacity (kept copies counted), an operation whose chunk is not on the GPU, a pinned buffer
  * that moves, a non-nvme_ok buffer on NVME, data lost (writeback = 0 where the destination has
  * no current copy and a later use reads the data), or an end state that is not the start
  * state (the plan would not repeat).  The first iteration starts with every kept copy
  * current; the second starts as the first ended, so a kept copy written meanwhile is stale
- * there, and a move back to it without a copy loses data.  pol_plan_verify is that walk.
+ * there, and a move back to it without a copy loses data.  pol_plan_verify is that walk over
+ * two iterations; the search's replays walk one (for the peaks and the other promises) and
+ * pol_plan walks its chosen plan over two.
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -351,7 +353,7 @@ static int w_end(walk_t *w, const pol_plan_t *p)
 }
 
 int pol_walk(const pol_input_t *in, const pol_index_t *ix, const pol_plan_t *p,
-             char *err, size_t len, uint64_t peak[POL_NTIERS])
+             char *err, size_t len, uint64_t peak[POL_NTIERS], int passes)
 {
     walk_t w = { .in = in, .ix = ix, .err = err, .len = len };
     uint64_t n = ix->nchunks ? ix->nchunks : 1;
@@ -363,7 +365,7 @@ int pol_walk(const pol_input_t *in, const pol_index_t *ix, const pol_plan_t *p,
                   p->nmoves);
     if (!rc)
         rc = w_start(&w, p);
-    for (int pass = 0; pass < 2; pass++) {      /* (see the file's comment) */
+    for (int pass = 0; pass < passes; pass++) { /* (see the file's comment) */
         for (uint32_t i = 0; !rc && i < ix->nops; i++)
             rc = w_op(&w, p, i);
         if (!rc)
@@ -386,7 +388,7 @@ int pol_plan_verify(const pol_input_t *in, const pol_plan_t *p, char *err, size_
     pol_index_t ix;
     if ((rc = pol_index_build(in, &ix)))
         return rc;
-    rc = pol_walk(in, &ix, p, err, len, NULL);
+    rc = pol_walk(in, &ix, p, err, len, NULL, 2);
     pol_index_free(&ix);
     return rc;
 }

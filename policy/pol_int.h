@@ -126,10 +126,11 @@ int pol_assemble(const pol_input_t *in, const pol_index_t *ix, const pol_cplan_t
 
 /* ---------------------------------------------------------------- check.c */
 
-/* Walk a plan over two iterations as an executor would (check.c): 0, or -EINVAL with the
- * first violation in err.  peak (may be NULL) gets the most chunks each tier held. */
+/* Walk a plan over `passes` iterations (1 or 2) as an executor would (check.c): 0, or -EINVAL
+ * with the first violation in err.  The second iteration catches a move back to a kept copy
+ * written in the first.  peak (may be NULL) gets the most chunks each tier held. */
 int pol_walk(const pol_input_t *in, const pol_index_t *ix, const pol_plan_t *p,
-             char *err, size_t errlen, uint64_t peak[POL_NTIERS]);
+             char *err, size_t errlen, uint64_t peak[POL_NTIERS], int passes);
 
 /* ---------------------------------------------------------------- replay.c */
 

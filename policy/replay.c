@@ -312,7 +312,7 @@ int pol_replay_ix(const pol_input_t *in, const pol_index_t *ix, const pol_plan_t
 {
     rp_t p = { .in = in, .ix = ix, .r = r, .stop_ns = stop_ns };
     memset(r, 0, sizeof(*r));
-    int rc = pol_walk(in, ix, pl, NULL, 0, r->peak);
+    int rc = pol_walk(in, ix, pl, NULL, 0, r->peak, 1);
     if (!rc)
         rc = rp_init(&p, in, ix, pl);
     for (int k = 0; !rc && k < REPLAY_ITERS; k++) {

@@ -285,9 +285,11 @@ int pol_plan(const pol_input_t *in, const pol_knobs_t *knobs, pol_plan_t **out)
     else
         rc = search(in, &ix, pin, &best);
     free(pin);
-    pol_index_free(&ix);
     if (!rc && !best.plan)
         rc = -ENOSPC;
+    if (!rc && (rc = pol_walk(in, &ix, best.plan, NULL, 0, NULL, 2)) == -EINVAL)
+        rc = -EPROTO;       /* (the replays walked one iteration: now the second as well) */
+    pol_index_free(&ix);
     if (rc) {
         pol_plan_free(best.plan);
         return rc;
