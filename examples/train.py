@@ -945,7 +945,8 @@ def parse_args(argv):
                     help="verify the losses against a pure-Python reference (tiny models)")
     ap.add_argument("--step-times", action="store_true",
                     help="time each step with CUDA events on the job's stream (one recorded "
-                    "as each step begins and one after the last) and print the times on stderr")
+                    "as each step begins and one after the last; an evaluation pass counts in "
+                    "the step before it) and print the times on stderr")
     ap.add_argument("--ptx", default=os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                                   "kernels.ptx"), help=argparse.SUPPRESS)
     cfg = ap.parse_args(argv)
