@@ -74,7 +74,7 @@ bound() {
 }
 # The bound with the chunks that must come in alone (no write-backs).
 bound_in() {
-    sed -n 's/.*planned [0-9]* operations.*, \([0-9.]*\) ms with the chunks in alone).*/\1/p' \
+    sed -n 's/.*planned [0-9]* operations.*, \([0-9.]*\) ms with the chunks in alone[;)].*/\1/p' \
         "$tmp/$1-$s2.err" | tail -1
 }
 # The plan's statistics line of a run: plans, re-plans, operations foreseen and not.

@@ -152,6 +152,8 @@ typedef struct pol_result {
     double bound_in_ns;         /* the same with the chunks that must come in alone: below
                                  * bound_ns by the write-backs that launches force, since a
                                  * launch counts as writing every chunk it reaches */
+    uint64_t bound_chunks[2];   /* the chunks behind bound_ns: [0] that must come in, [1] that
+                                 * must go back with a copy, in one iteration of any plan */
     double stall_ns;            /* time operations waited for moves */
     double map_ns;              /* host time in mapping calls */
     uint64_t bytes[POL_NTIERS][2];  /* bytes moved over link[t]: [t][0] to GPU, [t][1] from */

@@ -295,7 +295,7 @@ static double forced_ns(const pol_input_t *in, const pol_index_t *ix, double *in
 
 /* compute_ns and bound_ns: the operations alone (the busiest stream, or the host's time to
  * issue them, whichever is more), and the chunks that must come in and go back (forced_ns);
- * bound_in_ns with the chunks in alone. */
+ * bound_in_ns with the chunks in alone; bound_chunks, those chunks. */
 static void rp_bounds(const pol_input_t *in, const pol_index_t *ix, pol_result_t *r,
                       const double *busy)
 {
@@ -305,6 +305,8 @@ static void rp_bounds(const pol_input_t *in, const pol_index_t *ix, pol_result_t
         r->compute_ns = max2(r->compute_ns, busy[s]);
     r->bound_ns = max2(r->compute_ns, forced_ns(in, ix, &in_ns));
     r->bound_in_ns = max2(r->compute_ns, in_ns);
+    r->bound_chunks[0] = ix->forced;
+    r->bound_chunks[1] = ix->forced_out;
 }
 
 int pol_replay_ix(const pol_input_t *in, const pol_index_t *ix, const pol_plan_t *pl,

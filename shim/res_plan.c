@@ -450,13 +450,15 @@ static void plan_now(res_dev_t *d, res_plan_t *p)
     SHIM_INFO(RES, "device %d: planned %zu operations (NCCL calls %u), %zu buffers in %.1f ms: "
               "%zu moves (chunks remapped only %llu, kept %llu, new %llu), predicted %llu MiB to "
               "the GPU and %llu MiB back, iteration %.3f ms against %.3f ms of compute (bound "
-              "%.3f ms, %.3f ms with the chunks in alone)",
+              "%.3f ms, %.3f ms with the chunks in alone; of chunks that must move, %llu in and "
+              "%llu back)",
               d->device, p->nops, p->nccl_ops, p->nbufs, planning_s * 1e3, p->plan->nmoves,
               (unsigned long long)nowb, (unsigned long long)keep, (unsigned long long)born,
               (unsigned long long)(pr->bytes[POL_HOST][0] >> 20),
               (unsigned long long)(pr->bytes[POL_HOST][1] >> 20),
               pr->iter_ns / 1e6, pr->compute_ns / 1e6, pr->bound_ns / 1e6,
-              pr->bound_in_ns / 1e6);
+              pr->bound_in_ns / 1e6, (unsigned long long)pr->bound_chunks[0],
+              (unsigned long long)pr->bound_chunks[1]);
     SHIM_INFO(RES, "device %d: the plan's machine: %llu operations timed, %llu estimated from "
               "timed ones of their kernel, %llu untimed (0); host link %.1f GB/s to the GPU (%s), "
               "%.1f GB/s back (%s), %.1f GB/s both ways; its choice: lookahead %u, extents of up "

@@ -134,6 +134,13 @@ static int one(pb_t *b, const pol_knobs_t *k, uint32_t seed)
              "seed %u: bound of the chunks in %.0f ns, expected at most the plan's own bytes in "
              "(%.0f ns), its compute (%.0f ns) and the bound (%.0f ns)", seed, r.bound_in_ns,
              moved, r.compute_ns, r.bound_ns);
+    /* The same in chunks, whatever the links' rates: the plan copies in and back at least
+     * the bound's chunks in an iteration. */
+    PB_CHECK(in >= (double)r.bound_chunks[0] * (double)b->m.chunk &&
+             back >= (double)r.bound_chunks[1] * (double)b->m.chunk,
+             "seed %u: the plan copies %.0f chunks in and %.0f back, expected at least the "
+             "bound's %llu and %llu", seed, in / (double)b->m.chunk, back / (double)b->m.chunk,
+             (unsigned long long)r.bound_chunks[0], (unsigned long long)r.bound_chunks[1]);
     for (int t = 0; t < POL_NTIERS; t++)
         PB_CHECK(r.peak[t] <= b->m.cap[t], "seed %u: %s peak %llu > capacity %llu", seed,
                  pol_tier_name(t), (unsigned long long)r.peak[t],

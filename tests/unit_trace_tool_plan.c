@@ -78,6 +78,10 @@ static void pages(const char *trace)
     TT_JSON(r.out, "d['plan']['iteration_ns'] > d['plan']['unlimited_ns']", "True");
     TT_JSON(r.out, "d['plan']['iteration_ns'] >= d['plan']['bound_ns']", "True");
     TT_JSON(r.out, "d['plan']['bound_ns'] >= d['plan']['bound_in_ns'] > 0", "True");
+    TT_JSON(r.out, "0 < d['plan']['bound_chunks_in'] << 21 <= d['plan']['bytes']['host']"
+                   "['to_gpu']", "True");
+    TT_JSON(r.out, "d['plan']['bound_chunks_back'] << 21 <= d['plan']['bytes']['host']"
+                   "['from_gpu']", "True");
     TT_JSON(r.out, "d['plan']['peak']['gpu'] <= 8 << 20", "True");
     TT_JSON(r.out, "d['machine']['gpu_memory']", "8388608");
     TT_JSON(r.out, "d['machine']['unmap']", "False");

@@ -205,8 +205,9 @@ static void print_text(const tm_trace_t *t, const tp_input_t *x, const pol_machi
            text_ns((uint64_t)r->iter_ns, b[0]), ratio(r->iter_ns, r->compute_ns, b[1]),
            text_ns((uint64_t)r->compute_ns, b[2]), ratio(r->iter_ns, r->bound_ns, b[3]),
            text_ns((uint64_t)r->bound_ns, b[4]));
-    printf("  the bound counts the chunks that must come in and go back; with those in alone "
-           "it is %s\n", text_ns((uint64_t)r->bound_in_ns, b[0]));
+    printf("  the bound counts %" PRIu64 " chunks that must come in, %" PRIu64 " that must go "
+           "back; with those in alone it is %s\n", r->bound_chunks[0], r->bound_chunks[1],
+           text_ns((uint64_t)r->bound_in_ns, b[0]));
     printf("  waiting for moves %s, host time in mapping calls %s\n",
            text_ns((uint64_t)r->stall_ns, b[0]), text_ns((uint64_t)r->map_ns, b[1]));
     size_t big = in_place_ops(x, m);
@@ -266,6 +267,8 @@ static void json_point(const point_t *p)
     text_json_num(stdout, r->bound_ns);
     printf(", \"bound_in_ns\": ");
     text_json_num(stdout, r->bound_in_ns);
+    printf(", \"bound_chunks_in\": %" PRIu64 ", \"bound_chunks_back\": %" PRIu64,
+           r->bound_chunks[0], r->bound_chunks[1]);
     printf(", \"stall_ns\": ");
     text_json_num(stdout, r->stall_ns);
     printf(", \"map_ns\": ");
