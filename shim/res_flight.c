@@ -14,7 +14,7 @@
  * left to the reactive engine: the plan is a hint.  Where host memory does not map through
  * VMM, a chunk on the host is a pinned piece with its address unmapped: a prefetch maps GPU
  * memory there and copies the piece in, an eviction copies out into a piece and then unmaps.
- * Physical memory and the chunk lists are res_move.c's, shadow mappings res_shadow.c's.
+ * Physical memory is res_phys.c's, the chunk lists res_move.c's, shadow mappings res_shadow.c's.
  */
 #include <stdlib.h>
 

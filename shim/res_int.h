@@ -3,10 +3,11 @@
  * res_int.h - what the residency files share: the per-device state (chunks, streams, last
  * uses, budgets), the operation being collected, and the functions one file offers the
  * others.  res.c sets devices up and serves allocations (res_budget.c sets the budgets,
- * res_app.c charges the application's own memory); res_move.c owns physical memory,
- * migrations and eviction (res_shadow.c the shadow mappings, res_pin.c pinning and reach);
- * res_use.c last uses, events and application streams; res_launch.c what launches and copies
- * reach.  Nothing outside these files includes it.
+ * res_app.c charges the application's own memory); res_phys.c owns physical memory,
+ * res_move.c migrations and eviction (res_shadow.c the shadow mappings, res_pin.c pinning
+ * and reach); res_use.c last uses, events and application streams; res_launch.c what
+ * launches and copies reach (res_copy.c a copy's operands, res_fence.c a graph launch's fence
+ * on the other devices).  Nothing outside these files includes it.
  */
 #ifndef ELIXIR_RES_INT_H
 #define ELIXIR_RES_INT_H
@@ -186,7 +187,7 @@ typedef struct res_dev {
     int gpu_shrunk;                 /* the driver refused GPU memory within the budget */
     uint64_t gpu_budget_set;        /* the budget as set up; it comes back up to this at most */
     int gpu_budget_auto;            /* it is the default (free memory less a reserve) */
-    double regrow_at;               /* looks at free memory again from then (res_move.c) */
+    double regrow_at;               /* looks at free memory again from then (res_phys.c) */
     uint64_t resident[4];           /* bytes of chunks in use per TIER_* (traced as MEMORY) */
     uint64_t app_used, app_peak;    /* the application's own device memory (cuMemCreate) */
     uint64_t pool_used, pool_peak;  /* growth of the application's own pools */
@@ -218,7 +219,7 @@ typedef struct res_dev {
     CUmemGenericAllocationHandle *sh_keys;  /* handle -> 1 + slot, open addressing */
     uint32_t *sh_vals, sh_cap, sh_n;
     uint64_t shadow_hits;           /* migrations copied to a target's shadow mapping */
-    CUmemGenericAllocationHandle swap;  /* no host mapping: the swap piece (res_move.c) */
+    CUmemGenericAllocationHandle swap;  /* no host mapping: the swap piece (res_phys.c) */
     int swap_owed;                  /* the swap piece is out: the next host piece put refills it */
     use_event_t *free_events;
     alloc_tag_t *tags;              /* allocation tags, open addressing by base (res.c) */
@@ -266,7 +267,7 @@ extern _Atomic int res_arenas;
 /* The host budget is the process's, shared by every device's arena (ELIXIR_HOST_MEMORY is
  * one figure for the job): set with the first arena, it comes down when the system pins no
  * more (budget_shrink) and back up to budget_set when it does again (host_regrow);
- * `used` is what every device's host chunks and spares take (res_move.c: charge).  A device
+ * `used` is what every device's host chunks and spares take (res_phys.c: charge).  A device
  * checks and charges under its own lock only, so devices paging at once may overshoot it by a
  * chunk each.  A device that finds no room says so in `wanted` (until it finds room), and
  * the others then give back the host memory they free, spares included, instead of keeping
@@ -342,7 +343,7 @@ typedef struct collect {
     uint32_t nothers, cap_others;
     void *foreign;
     uint32_t fenced;                /* bit i: device i's lock held for a graph launch, whose
-                                     * fence it gets at the end (res_launch.c) */
+                                     * fence it gets at the end (res_fence.c) */
     uint32_t timed, timed_gen;      /* 1 + the profiled operation this is, to be timed, and
                                      * its profile (res_plan_time.c); 0: none */
 } collect_t;
@@ -421,15 +422,12 @@ uint64_t res_gpu_headroom(uint64_t free_b, uint64_t total);
  * budget is set with the first arena (res_host, under the set-up lock). */
 int res_set_budgets(res_dev_t *d);
 
-/* ---------------------------------------------------------------- res_move.c */
-double res_now_s(void);
-/* Properties of d's physical chunks of `tier` (a host tier only where host memory maps). */
-CUmemAllocationProp res_prop_for(const res_dev_t *d, int tier);
+/* ---------------------------------------------------------------- res_phys.c */
 /* Device memory charged to d's GPU budget: arena chunks, the application's own. */
 uint64_t res_gpu_charged(const res_dev_t *d);
 int res_has_room(res_dev_t *d, int tier);
 /* Budgets that came down go back up where the memory is there again (at most every 100 ms:
- * see gpu_regrow, host_regrow); d locked.  Memory short calls it. */
+ * see res_gpu_regrow, host_regrow); d locked.  Memory short calls it. */
 void res_budgets_regrow(res_dev_t *d);
 /* Is d's GPU budget or the host budget below the one set up? */
 static inline int res_budgets_down(const res_dev_t *d)
@@ -448,6 +446,26 @@ void res_pieces_drop(res_dev_t *d);
  * old's could not (no memory), whose contents go with `old`. */
 uint32_t res_pieces_rehome(res_dev_t *d, CUcontext old);
 CUresult res_map_new(res_dev_t *d, int tier, CUdeviceptr va, CUmemGenericAllocationHandle *h);
+/* The pinned host piece of an unmapped host chunk (a chunk_t.phys of a device without host
+ * mapping). */
+static inline void *res_piece(CUmemGenericAllocationHandle h)
+{
+    return (void *)(uintptr_t)h;
+}
+/* For res_move.c (d locked): a chunk-sized piece of pinned host memory, made in d's context;
+ * the swap piece taken for an eviction into it (0, or -ENOMEM when there is none); the spare
+ * chunks of `tier` given back to the driver; chunk c's memory given back as its tier's (a
+ * stray piece to the C library); the GPU budget's look at free memory, when one is due. */
+CUresult res_piece_alloc(res_dev_t *d, CUmemGenericAllocationHandle *h);
+int res_swap_take(res_dev_t *d, CUmemGenericAllocationHandle *h);
+void res_spares_release(res_dev_t *d, int tier);
+void res_chunk_phys_put(res_dev_t *d, const chunk_t *c);
+void res_gpu_regrow(res_dev_t *d);
+
+/* ---------------------------------------------------------------- res_move.c */
+double res_now_s(void);
+/* Properties of d's physical chunks of `tier` (a host tier only where host memory maps). */
+CUmemAllocationProp res_prop_for(const res_dev_t *d, int tier);
 /* Back chunk ci, coming into use, with memory of `tier` and put it on its list. */
 CUresult res_back(res_dev_t *d, uint32_t ci, int tier);
 /* Chunk ci goes out of use: unmapped, off its list, its memory back to the spares. */
@@ -654,7 +672,7 @@ void res_relist(res_dev_t *d, uint32_t ci);
 void res_account(res_dev_t *d, int from, int to);
 CUdeviceptr res_shadow_of(const res_dev_t *d, CUmemGenericAllocationHandle h);
 CUdeviceptr res_shadow_add(res_dev_t *d, CUmemGenericAllocationHandle h);
-/* (res_move.c, res_shadow.c) Physical memory h goes back to the driver: its shadow mapping,
+/* (res_phys.c, res_shadow.c) Physical memory h goes back to the driver: its shadow mapping,
  * if any, goes first; memory h mapped and accessible at va (nothing mapped there on
  * failure). */
 void res_shadow_drop(res_dev_t *d, CUmemGenericAllocationHandle h);
@@ -831,6 +849,35 @@ int res_stream_capturing(CUstream s, int ptds);
  * holding p when p lies in a chunk in use.  Out of memory, k counts as unknown. */
 void res_collect_chunk(collect_t *k, uint32_t ci);
 void res_collect_ptr(collect_t *k, uint64_t p);
+/* A new collect serial of d (d locked); never 0, which marks no chunk. */
+static SHIM_ALWAYS_INLINE uint32_t res_next_serial(res_dev_t *d)
+{
+    return ++d->serial ? d->serial : ++d->serial;
+}
+
+/* ---------------------------------------------------------------- res_copy.c */
+/* What one side of a copy reaches from its first byte: `depth` slices of `rows` rows of
+ * `width` bytes, rows `pitch` bytes apart, slices `height` rows apart. */
+typedef struct shape {
+    uint64_t width, rows, depth, pitch, height;
+} shape_t;
+/* Copy c's operands: how many it has; operand i (the destination for even i, the source for
+ * odd i) as a device address, 0 where it is host memory, an array or none; the shape it
+ * reaches from that address, which may run past the allocation holding it; does the copy of
+ * operand i move any byte (one that moves none reaches nothing)? */
+size_t res_copy_noperands(const shim_copy_t *c);
+CUdeviceptr res_copy_operand(const shim_copy_t *c, size_t i);
+shape_t res_copy_shape(const shim_copy_t *c, size_t i);
+int res_copy_moves(const shim_copy_t *c, size_t i);
+
+/* ---------------------------------------------------------------- res_fence.c */
+/* Graph launch k (or a launch whose arguments the shim cannot read) on k->d, locked, with
+ * more than one arena set up: begin takes every other device's lock as well, in device order,
+ * and brings back and pins their chunks where evicted ones are unmapped; end, after the
+ * driver returned r for it on stream s, gives each of them the launch as its fence (when the
+ * driver took it and it was not captured) and drops their locks. */
+SHIM_COLD void res_fence_others_begin(collect_t *k);
+SHIM_COLD void res_fence_others_end(collect_t *k, CUresult r, CUstream s, int ptds);
 
 /* ---------------------------------------------------------------- res_use.c */
 /* d's context, read without d's lock (NULL while the arena has none: res_home). */

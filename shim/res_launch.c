@@ -11,6 +11,8 @@
  * While a trace is recorded (the launch has an operation id), the tracer sees the same words
  * (shim_trace_launch_args, with the context and device) and asks for the base of the
  * allocation of those it does not know yet, to name the allocations in the launch's record.
+ * What a copy's operands are is read from its description by res_copy.c; a graph launch's
+ * fence on the other devices is res_fence.c's.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -24,12 +26,6 @@
 
 
 static SHIM_TLS collect_t thread_collect;
-
-/* A new collect serial of d (d locked); never 0, which marks no chunk. */
-static SHIM_ALWAYS_INLINE uint32_t next_serial(res_dev_t *d)
-{
-    return ++d->serial ? d->serial : ++d->serial;
-}
 
 /* The fast path saw this thread's launch for the iteration detector and left it to the
  * general path (res_launch_begin, which the wrapper calls next). */
@@ -51,7 +47,7 @@ static SHIM_ALWAYS_INLINE collect_t *collect_open(res_dev_t *d, CUcontext ctx)
     k->unknown = k->capturing = k->away = k->in_place = k->detected = 0;
     k->timed = 0;
     shim_lock(&d->lock);
-    k->serial = next_serial(d);
+    k->serial = res_next_serial(d);
     return k;
 }
 
@@ -633,61 +629,6 @@ static SHIM_ALWAYS_INLINE res_dev_t *op_dev(CUstream s, CUcontext *ctx)
 /* What the log says of an operation refused because what it reaches does not fit. */
 #define REFUSED "refused with CUDA_ERROR_OUT_OF_MEMORY"
 
-/*
- * A graph may hold nodes of any device: a capture that forked to another device's stream, a
- * node naming another context, a copy node between two devices' memory.  Its launch is a
- * fence on every device with an arena, not only on its stream's: each one's lock is held from
- * before the driver call until the launch is that device's fence (res_finish of an operation
- * that reached unknown memory), so that no migration of that device runs beside the graph,
- * and where evicted chunks are unmapped, each one's chunks are brought back and pinned first
- * (res_reach of such an operation), since any node may reach any of them.  The locks are
- * taken in device order, as NCCL calls take theirs (d's dropped and taken again in its turn:
- * nothing has been done under it yet), so that two such operations never wait on each other.
- */
-static SHIM_COLD __attribute__((noinline)) void fence_others_begin(collect_t *k)
-{
-    res_dev_t *d = k->d;
-    shim_unlock(&d->lock);
-    for (int i = 0; i < MAX_DEVICES; i++) {
-        res_dev_t *o = &res_devs[i];
-        if (o != d && atomic_load_explicit((_Atomic int *)&o->ready, memory_order_acquire) <= 0)
-            continue;
-        shim_lock(&o->lock);
-        if (o == d)
-            continue;
-        k->fenced |= 1u << i;
-        if (o->host_mappable && !o->nvme_on && !o->unmap_on)
-            continue;
-        CUcontext popped;           /* o's context current for its migrations */
-        int pushed = DRV(cuCtxPushCurrent_v2)(o->ctx) == CUDA_SUCCESS;
-        collect_t ko = { .d = o, .ctx = k->ctx, .unknown = 1 };    /* reaching nothing seen */
-        res_reach(o, &ko, 1, 0, "a graph launch", "");  /* (pins everything, refuses nothing) */
-        if (pushed)
-            DRV(cuCtxPopCurrent_v2)(&popped);
-    }
-}
-
-/* After the driver returned r for the graph launch k on stream s: each device of k->fenced
- * gets the launch as its fence (when the driver took it and it was not captured), and its
- * lock is dropped. */
-static SHIM_COLD __attribute__((noinline)) void fence_others_end(collect_t *k, CUresult r,
-                                                                 CUstream s, int ptds)
-{
-    for (int i = 0; i < MAX_DEVICES; i++) {
-        if (!(k->fenced >> i & 1))
-            continue;
-        res_dev_t *o = &res_devs[i];
-        if (r == CUDA_SUCCESS && !k->capturing) {
-            collect_t ko = { .d = o, .ctx = k->ctx, .serial = next_serial(o), .unknown = 1 };
-            ko.ids = ko.inline_ids;
-            ko.cap = INLINE_IDS;
-            res_finish(o, &ko, s, ptds);
-        }
-        shim_unlock(&o->lock);
-    }
-    k->fenced = 0;
-}
-
 CUresult res_launch_begin(shim_launch_t *l)
 {
     CUcontext ctx = NULL;
@@ -718,7 +659,7 @@ CUresult res_launch_begin(shim_launch_t *l)
          * through peer access as a graph may: it fences them too.) */
         if ((l->kind == SHIM_LAUNCH_GRAPH || k->unknown) && !k->capturing &&
             atomic_load_explicit(&res_arenas, memory_order_acquire) > 1)
-            fence_others_begin(k);
+            res_fence_others_begin(k);
         if (!k->capturing &&
             res_reach(d, k, !k->in_place, !k->fenced, shim_hook_names[l->hook], REFUSED) < 0) {
             r = CUDA_ERROR_OUT_OF_MEMORY;
@@ -739,7 +680,7 @@ static __attribute__((noinline)) unsigned fast_traced(res_dev_t *d, CUcontext ct
 {
     uint64_t words[INLINE_IDS];
     unsigned nw;
-    unsigned me = fast_collect(d, ctx, f, params, s, next_serial(d), ids, n, words, &nw);
+    unsigned me = fast_collect(d, ctx, f, params, s, res_next_serial(d), ids, n, words, &nw);
     if (me) {
         shim_trace_arena_t a = { d->base, d->size, dev_base_of, d };
         shim_trace_launch_args(ctx, d->device, words, nw, &a);
@@ -759,7 +700,7 @@ shim_lock_t *res_launch_fast(CUfunction f, void **params, CUstream s, int ptds, 
         res_plan_detect(f);
     shim_lock(&d->lock);
     unsigned me = SHIM_LIKELY(!traced)
-                      ? fast_collect(d, ctx, f, params, s, next_serial(d), ids, &n, NULL, NULL)
+                      ? fast_collect(d, ctx, f, params, s, res_next_serial(d), ids, &n, NULL, NULL)
                       : fast_traced(d, ctx, f, params, s, ids, &n);
     if (!me) {
         shim_unlock(&d->lock);
@@ -786,11 +727,11 @@ static SHIM_ALWAYS_INLINE void op_end(collect_t *k, CUresult r, CUstream s, shim
         relax_t rx = relax_begin();
         res_finish(k->d, k, s, shim_hook_per_thread[h]);
         if (SHIM_UNLIKELY(k->fenced))
-            fence_others_end(k, r, s, shim_hook_per_thread[h]);
+            res_fence_others_end(k, r, s, shim_hook_per_thread[h]);
         relax_end(rx);
     }
     if (SHIM_UNLIKELY(k->fenced))   /* (refused or failed: their locks only) */
-        fence_others_end(k, r, s, shim_hook_per_thread[h]);
+        res_fence_others_end(k, r, s, shim_hook_per_thread[h]);
     if (SHIM_UNLIKELY(f != NULL || k->others != NULL)) {
         free(k->others);
         k->others = NULL;
@@ -812,110 +753,6 @@ void res_launch_end(shim_launch_t *l, CUresult r)
 }
 
 /* ---------------------------------------------------------------- copies */
-
-/* The first byte a structured copy's side reaches, when it names device memory (a device or
- * unified address), else 0. */
-static CUdeviceptr side_start(CUmemorytype type, CUdeviceptr base, size_t x, size_t y,
-                              size_t z, size_t pitch, size_t height)
-{
-    if (type != CU_MEMORYTYPE_DEVICE && type != CU_MEMORYTYPE_UNIFIED)
-        return 0;
-    return base + (z * height + y) * pitch + x;
-}
-
-/* The destination (side 0) or source (side 1) of 3D descriptor p: a CUDA_MEMCPY3D or a
- * CUDA_MEMCPY3D_PEER, whose fields have the same names. */
-#define OPERAND_3D(p, side)                                                                    \
-    ((side) ? side_start((p)->srcMemoryType, (p)->srcDevice, (p)->srcXInBytes, (p)->srcY,      \
-                         (p)->srcZ, (p)->srcPitch, (p)->srcHeight)                             \
-            : side_start((p)->dstMemoryType, (p)->dstDevice, (p)->dstXInBytes, (p)->dstY,      \
-                         (p)->dstZ, (p)->dstPitch, (p)->dstHeight))
-
-/* How many operands copy c has: a destination and a source per copy of a batch (none when
- * its arrays are missing: the driver refuses it), else two. */
-static size_t copy_noperands(const shim_copy_t *c)
-{
-    if (c->kind != SHIM_COPY_BATCH)
-        return 2;
-    return (c->dsts && c->srcs) || c->desc ? 2 * c->count : 0;
-}
-
-/* Operand i of copy c as a device address (0: host memory, an array, or none): the
- * destination (even i) or source (odd i) of its copy i / 2, the first byte a structured
- * descriptor reaches on that side (copy_extent says how far it goes). */
-static CUdeviceptr copy_operand(const shim_copy_t *c, size_t i)
-{
-    int side = (int)(i & 1);
-    switch (c->kind) {
-    case SHIM_COPY_2D: {
-        const CUDA_MEMCPY2D *p = c->desc;
-        return side ? side_start(p->srcMemoryType, p->srcDevice, p->srcXInBytes, p->srcY, 0,
-                                 p->srcPitch, 0)
-                    : side_start(p->dstMemoryType, p->dstDevice, p->dstXInBytes, p->dstY, 0,
-                                 p->dstPitch, 0);
-    }
-    case SHIM_COPY_3D:
-        return OPERAND_3D((const CUDA_MEMCPY3D *)c->desc, side);
-    case SHIM_COPY_3D_PEER:
-        return OPERAND_3D((const CUDA_MEMCPY3D_PEER *)c->desc, side);
-    case SHIM_COPY_BATCH: {
-        if (!c->desc)                           /* cuMemcpyBatchAsync */
-            return side ? c->srcs[i / 2] : c->dsts[i / 2];
-        const CUDA_MEMCPY3D_BATCH_OP *op = &((const CUDA_MEMCPY3D_BATCH_OP *)c->desc)[i / 2];
-        const CUmemcpy3DOperand *o = side ? &op->src : &op->dst;
-        return o->type == CU_MEMCPY_OPERAND_TYPE_POINTER ? o->op.ptr.ptr : 0;
-    }
-    default:
-        return side ? c->src : c->dst;
-    }
-}
-
-/* What one side of a copy reaches from its first byte: `depth` slices of `rows` rows of
- * `width` bytes, rows `pitch` bytes apart, slices `height` rows apart. */
-typedef struct shape {
-    uint64_t width, rows, depth, pitch, height;
-} shape_t;
-
-static shape_t rows_shape(uint64_t width, uint64_t rows, uint64_t depth, uint64_t pitch,
-                          uint64_t height)
-{
-    return (shape_t){ width, rows, depth, pitch, height };
-}
-
-/* The shape operand i of copy c reaches from its first byte (copy_operand): it may run on
- * past the allocation holding that byte, into the next ones. */
-static shape_t copy_shape(const shim_copy_t *c, size_t i)
-{
-    int side = (int)(i & 1);
-    switch (c->kind) {
-    case SHIM_COPY_2D: {
-        const CUDA_MEMCPY2D *p = c->desc;
-        return rows_shape(p->WidthInBytes, p->Height, 1, side ? p->srcPitch : p->dstPitch, 0);
-    }
-    case SHIM_COPY_3D: {
-        const CUDA_MEMCPY3D *p = c->desc;
-        return side ? rows_shape(p->WidthInBytes, p->Height, p->Depth, p->srcPitch, p->srcHeight)
-                    : rows_shape(p->WidthInBytes, p->Height, p->Depth, p->dstPitch, p->dstHeight);
-    }
-    case SHIM_COPY_3D_PEER: {
-        const CUDA_MEMCPY3D_PEER *p = c->desc;
-        return side ? rows_shape(p->WidthInBytes, p->Height, p->Depth, p->srcPitch, p->srcHeight)
-                    : rows_shape(p->WidthInBytes, p->Height, p->Depth, p->dstPitch, p->dstHeight);
-    }
-    case SHIM_COPY_BATCH: {
-        if (!c->desc)                           /* cuMemcpyBatchAsync */
-            return rows_shape(c->sizes ? c->sizes[i / 2] : 0, 1, 1, 0, 0);
-        const CUDA_MEMCPY3D_BATCH_OP *op = &((const CUDA_MEMCPY3D_BATCH_OP *)c->desc)[i / 2];
-        const CUmemcpy3DOperand *o = side ? &op->src : &op->dst;
-        const CUextent3D *e = &op->extent;
-        size_t len = o->op.ptr.rowLength ? o->op.ptr.rowLength : e->width;
-        size_t rows = o->op.ptr.layerHeight ? o->op.ptr.layerHeight : e->height;
-        return rows_shape(e->width, e->height, e->depth, len, rows);     /* 1-byte elements */
-    }
-    default:
-        return rows_shape(c->bytes, 1, 1, 0, 0);
-    }
-}
 
 /*
  * The chunks in use that the rows of shape s from p touch.  Rows (or slices) less than a
@@ -958,25 +795,13 @@ static void collect_shape(collect_t *k, const geo_t *g, uint64_t p, shape_t s)
     }
 }
 
-/* Does the copy of operand i of structured or batched copy c move any byte?  One that moves
- * none reaches nothing, whatever its operands name. */
-static int copy_moves(const shim_copy_t *c, size_t i)
-{
-    if (c->kind != SHIM_COPY_BATCH)
-        return c->bytes != 0;
-    if (!c->desc)                               /* cuMemcpyBatchAsync */
-        return c->sizes && c->sizes[i / 2];
-    const CUextent3D *e = &((const CUDA_MEMCPY3D_BATCH_OP *)c->desc)[i / 2].extent;
-    return e->width && e->height && e->depth;
-}
-
 /* What copy c reaches, collected into k. */
 static void collect_copy(collect_t *k, const shim_copy_t *c)
 {
     geo_t g = geo_of(k);
     if (SHIM_UNLIKELY(c->rows > 1)) {           /* 2D memset: its rows only */
         uint64_t width = c->bytes - (c->rows - 1) * c->pitch;
-        collect_shape(k, &g, c->dst, rows_shape(width, c->rows, 1, c->pitch, 0));
+        collect_shape(k, &g, c->dst, (shape_t){ width, c->rows, 1, c->pitch, 0 });
         return;
     }
     if (SHIM_LIKELY(!c->desc && !c->count)) {   /* 1D: each operand's bytes, c->bytes long */
@@ -984,16 +809,16 @@ static void collect_copy(collect_t *k, const shim_copy_t *c)
         collect_range(k, &g, c->src, c->bytes);
         return;
     }
-    for (size_t i = 0, n = copy_noperands(c); i < n; i++) {
-        CUdeviceptr p = copy_operand(c, i);
-        if (!copy_moves(c, i) || !p)
+    for (size_t i = 0, n = res_copy_noperands(c); i < n; i++) {
+        CUdeviceptr p = res_copy_operand(c, i);
+        if (!res_copy_moves(c, i) || !p)
             continue;
         /* Its rows, in bytes, except a 3D batch's, whose elements are an array's when the
-         * other side is one (wider than the bytes copy_shape counts): the allocation of its
+         * other side is one (wider than the bytes res_copy_shape counts): the allocation of its
          * first byte is collected whole as well, as a kernel's. */
         if (c->kind == SHIM_COPY_BATCH && c->desc)
             collect_ptr(k, &g, p);
-        collect_shape(k, &g, p, copy_shape(c, i));
+        collect_shape(k, &g, p, res_copy_shape(c, i));
     }
 }
 
