@@ -813,6 +813,12 @@ void sim_exec_stats(void)
     for (int e = 0; e < SIM_ENG_COUNT; e++)
         fprintf(stderr, "elixir-sim stats:   bytes %-9s %llu\n", engines[e],
                 (unsigned long long)exec_stats.bytes[e]);
+    sim_vmm_calls_t v;
+    sim_vmm_calls(&v);
+    fprintf(stderr, "elixir-sim stats:   VMM calls: create %llu, map %llu, set access %llu, "
+            "unmap %llu, release %llu\n", (unsigned long long)v.create,
+            (unsigned long long)v.map, (unsigned long long)v.set_access,
+            (unsigned long long)v.unmap, (unsigned long long)v.release);
     sim_nvme_stats();
     fprintf(stderr, "elixir-sim stats:   faults %llu, races %llu\n",
             (unsigned long long)exec_stats.faults,
