@@ -759,6 +759,10 @@ void res_plan_fast(res_dev_t *d, CUcontext ctx, CUfunction f, const uint32_t *id
 void res_plan_detect(CUfunction f);
 /* A host synchronisation or a host <-> device copy: a barrier for the iteration detector. */
 void res_plan_barrier(void);
+/* The GPU chunk a reactive eviction on d takes while a plan is followed (d locked): the one,
+ * of the least recently used, that the plan uses again last and that the operation `serial`
+ * (0: none) does not reach; UINT32_MAX without a plan to follow (res_plan_victim.c). */
+uint32_t res_plan_victim(res_dev_t *d, uint32_t serial);
 /* An allocation of the arena on d (d locked): [base, +bytes), and one freed. */
 void res_plan_alloc(res_dev_t *d, uint64_t base, uint64_t bytes);
 void res_plan_free(res_dev_t *d, uint64_t base);

@@ -506,9 +506,15 @@ CUresult res_migrate(res_dev_t *d, uint32_t ci, int tier, int swap)
 /* ---------------------------------------------------------------- eviction */
 
 /* The least recently used evictable GPU chunk not collected by operation `serial` (0: any),
- * or UINT32_MAX.  Only the operation's own chunks are skipped on the way. */
-static uint32_t victim(const res_dev_t *d, uint32_t serial)
+ * or UINT32_MAX.  Only the operation's own chunks are skipped on the way.  While a plan is
+ * followed, the one of the least recently used that the plan uses again last. */
+static uint32_t victim(res_dev_t *d, uint32_t serial)
 {
+    if (SHIM_UNLIKELY(d->plan != NULL)) {
+        uint32_t v = res_plan_victim(d, serial);
+        if (v != UINT32_MAX)
+            return v;
+    }
     for (uint32_t i = d->lru.head; i; i = d->chunks[i - 1].next)
         if (serial == 0 || d->chunks[i - 1].seen != serial)
             return i - 1;

@@ -50,9 +50,9 @@
 #include "../policy/policy.h"
 #include "../policy/iter.h"
 #include "res_int.h"
+#include "res_plan_int.h"
 
 #define FKEYS 4096          /* kernels the detector tells apart (more share keys) */
-#define PLAN_STREAMS 16     /* streams told apart in a profile (more share the last) */
 #define REPLAN_SHARE 8      /* an iteration where over 1/REPLAN_SHARE of operations */
 #define REPLAN_AFTER 2      /* mismatch, REPLAN_AFTER times in a row: profiled again (one
                              * odd iteration, an evaluation pass, keeps the plan) */
@@ -69,44 +69,6 @@ static struct {
     uint32_t nkeys;
     _Atomic int64_t cur;        /* the iteration in progress, -1 before the first */
 } det = { .lock = SHIM_LOCK_INIT, .cur = -1 };
-
-enum { P_WAIT, P_REC, P_TIME, P_EXEC, P_OFF };    /* P_TIME: the profile's times awaited */
-
-typedef struct res_plan {
-    int state;
-    uint64_t gpu_chunks;        /* the plan's GPU room: an operation reaching more runs in
-                                 * place (pol_op_in_place), nothing brought in for it */
-    int64_t iter;               /* the iteration this device last saw */
-    int64_t waited;             /* iterations seen while waiting to profile */
-    /* The profile. */
-    pol_op_t *ops;
-    uint64_t *sig;
-    size_t nops, cap_ops;
-    pol_ref_t *refs;
-    size_t nrefs, cap_refs;
-    pol_buf_t *bufs;
-    uint32_t *first;            /* per buffer: its first chunk when profiled (now: execution) */
-    uint32_t *nch;              /* per buffer: its chunks */
-    size_t nbufs, cap_bufs;
-    uint32_t *buf_of;           /* per arena chunk: 1 + the buffer starting there; 0: none */
-    uint32_t births;            /* allocations so far in this iteration */
-    CUstream streams[PLAN_STREAMS];
-    uint32_t nstreams;
-    uint32_t nccl_ops;          /* NCCL calls among the operations */
-    /* The plan. */
-    pol_plan_t *plan;
-    uint32_t *born;             /* birth order -> buffer, for buffers born in the iteration */
-    uint32_t nborn;
-    uint32_t cursor, mism, after_of;    /* after_of: 1 + the operation whose after-moves are due */
-    uint8_t *ahead;                     /* per move: 1 while issued ahead of its place (hoist) */
-    uint32_t bad;                       /* iterations in a row that did not follow the plan */
-    double pred_ms, bound_ms, bound_in_ms;  /* the last plan's prediction (for the statistics) */
-    /* Statistics. */
-    uint64_t foreseen, nccl_foreseen, unforeseen, plans, replans, moves, chunks_moved, skipped,
-        reconciled;
-    int64_t prof_iter;                  /* the iteration profiled (for the trace) */
-    shim_trace_follow_t traced;         /* the statistics when the last FOLLOW was traced */
-} res_plan_t;
 
 /* ---------------------------------------------------------------- iterations */
 
@@ -508,22 +470,12 @@ static void trace_follow(res_dev_t *d, res_plan_t *p, int64_t it)
 
 /* ---------------------------------------------------------------- execution */
 
-/* The arena chunk where the plan's buffer b begins, or UINT32_MAX where it is not there
- * (freed, or another allocation: the reactive engine's then). */
-static uint32_t buf_first(const res_dev_t *d, const res_plan_t *p, uint32_t b)
-{
-    uint32_t first = p->first[b];
-    if (first >= arena_chunk_count(d->arena) || d->chunks[first].span_first != first)
-        return UINT32_MAX;
-    return first;
-}
-
-/* The arena chunk of move m's first chunk, or UINT32_MAX (as buf_first). */
+/* The arena chunk of move m's first chunk, or UINT32_MAX (as res_plan_buf_first). */
 static uint32_t move_first(const res_dev_t *d, const res_plan_t *p, const pol_move_t *m)
 {
     if (m->buf >= p->nbufs || m->chunk + m->nchunks > p->nch[m->buf])
         return UINT32_MAX;
-    uint32_t first = buf_first(d, p, m->buf);
+    uint32_t first = res_plan_buf_first(d, p, m->buf);
     return first == UINT32_MAX ? first : first + m->chunk;
 }
 
@@ -640,7 +592,7 @@ static void reconcile(res_dev_t *d, res_plan_t *p, uint32_t serial)
     for (int pass = 0; pass < 2; pass++) {
         size_t at = 0;
         for (uint32_t b = 0; b < p->nbufs; at += p->nch[b], b++) {
-            uint32_t first = buf_first(d, p, b);
+            uint32_t first = res_plan_buf_first(d, p, b);
             if (first == UINT32_MAX)
                 continue;
             for (uint32_t i = 0; i < p->nch[b]; i++) {
@@ -979,8 +931,9 @@ void res_plan_stats(const res_dev_t *d)
                    "chunks, %llu left to the reactive engine, %llu put where the plan starts "
                    "them); prefetches %llu, evictions %llu (cancelled %llu, waited for %llu, "
                    "done ahead of their copies %llu, %llu left unmapped; %llu mapped back "
-                   "unforeseen); blocked on moves %.3f s; predicted iteration %.3f ms (bound "
-                   "%.3f ms, %.3f ms with the chunks in alone)",
+                   "unforeseen); reactive evictions that took the victim the plan uses last "
+                   "%llu; blocked on moves %.3f s; predicted iteration %.3f ms (bound %.3f ms, "
+                   "%.3f ms with the chunks in alone)",
                    d->device, (unsigned long long)p->plans, (unsigned long long)p->replans,
                    (unsigned long long)p->foreseen, (unsigned long long)p->unforeseen,
                    (unsigned long long)p->nccl_foreseen, (unsigned long long)p->moves,
@@ -990,5 +943,5 @@ void res_plan_stats(const res_dev_t *d)
                    (unsigned long long)d->flights_cancelled,
                    (unsigned long long)d->flights_waited, (unsigned long long)d->flights_early,
                    (unsigned long long)d->unmapped_out, (unsigned long long)d->unmapped_back,
-                   d->blocked_flight_s, p->pred_ms, p->bound_ms, p->bound_in_ms);
+                   (unsigned long long)p->victims, d->blocked_flight_s, p->pred_ms, p->bound_ms, p->bound_in_ms);
 }

@@ -1,0 +1,64 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * res_plan_int.h - a device's plan as res_plan.c keeps it (the profile, the plan and the
+ * cursor that follows it), for the files that read it besides res_plan.c: res_plan_victim.c.
+ */
+#ifndef ELIXIR_RES_PLAN_INT_H
+#define ELIXIR_RES_PLAN_INT_H
+
+#include "../policy/policy.h"
+#include "res_int.h"
+
+#define PLAN_STREAMS 16     /* streams told apart in a profile (more share the last) */
+
+enum { P_WAIT, P_REC, P_TIME, P_EXEC, P_OFF };    /* P_TIME: the profile's times awaited */
+
+typedef struct res_plan {
+    int state;
+    uint64_t gpu_chunks;        /* the plan's GPU room: an operation reaching more runs in
+                                 * place (pol_op_in_place), nothing brought in for it */
+    int64_t iter;               /* the iteration this device last saw */
+    int64_t waited;             /* iterations seen while waiting to profile */
+    /* The profile. */
+    pol_op_t *ops;
+    uint64_t *sig;
+    size_t nops, cap_ops;
+    pol_ref_t *refs;
+    size_t nrefs, cap_refs;
+    pol_buf_t *bufs;
+    uint32_t *first;            /* per buffer: its first chunk when profiled (now: execution) */
+    uint32_t *nch;              /* per buffer: its chunks */
+    size_t nbufs, cap_bufs;
+    uint32_t *buf_of;           /* per arena chunk: 1 + the buffer starting there; 0: none */
+    uint32_t births;            /* allocations so far in this iteration */
+    CUstream streams[PLAN_STREAMS];
+    uint32_t nstreams;
+    uint32_t nccl_ops;          /* NCCL calls among the operations */
+    /* The plan. */
+    pol_plan_t *plan;
+    uint32_t *born;             /* birth order -> buffer, for buffers born in the iteration */
+    uint32_t nborn;
+    uint32_t cursor, mism, after_of;    /* after_of: 1 + the operation whose after-moves are due */
+    uint8_t *ahead;                     /* per move: 1 while issued ahead of its place (hoist) */
+    uint32_t bad;                       /* iterations in a row that did not follow the plan */
+    double pred_ms, bound_ms, bound_in_ms;  /* the last plan's prediction (for the statistics) */
+    /* Statistics. */
+    uint64_t foreseen, nccl_foreseen, unforeseen, plans, replans, moves, chunks_moved, skipped,
+        reconciled;
+    uint32_t *near, near_epoch;         /* per arena chunk, res_plan_victim's marks */
+    uint64_t victims;                   /* reactive evictions whose victim it chose */
+    int64_t prof_iter;                  /* the iteration profiled (for the trace) */
+    shim_trace_follow_t traced;         /* the statistics when the last FOLLOW was traced */
+} res_plan_t;
+
+/* The arena chunk where the plan's buffer b begins, or UINT32_MAX where it is not there
+ * (freed, or another allocation: the reactive engine's then). */
+static inline uint32_t res_plan_buf_first(const res_dev_t *d, const res_plan_t *p, uint32_t b)
+{
+    uint32_t first = p->first[b];
+    if (first >= arena_chunk_count(d->arena) || d->chunks[first].span_first != first)
+        return UINT32_MAX;
+    return first;
+}
+
+#endif

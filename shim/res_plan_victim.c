@@ -1,0 +1,90 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * res_plan_victim.c - which chunk a reactive eviction takes while a plan is followed.
+ *
+ * What the plan did not foresee (an allocation it took for another, a chunk brought in late,
+ * an operation of another shape) falls to the reactive engine, whose evictions take the
+ * least recently used GPU chunk.  Under a plan that is often the wrong one: the plan keeps
+ * on the GPU what the next operations use, and LRU evicts exactly that when the loop cycles
+ * through more memory than the GPU holds.  The chunk evicted then misses at its next use,
+ * whose reactive bring-in evicts another the plan keeps, and so on: measured on
+ * bench/plan_patterns' `small` job at a quarter of its footprint, two in three chunks brought
+ * in reactively in a planned iteration had been evicted reactively earlier in it.
+ *
+ * So while a plan is followed, the victim is chosen the way the plan chooses (Belady): of the
+ * first VICTIM_CANDIDATES chunks of the LRU list that the operation being prepared does not
+ * reach, the one whose next use in the plan's iteration, from its cursor on (across the
+ * iteration's end), comes last.  The operations ahead are read from the profile as the plan
+ * places them now (res_plan_buf_first), until one candidate is left unused or
+ * VICTIM_VISITS chunk references were read; a candidate not used within them is taken first,
+ * in LRU order.  Without a plan to follow, LRU as always.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "res_plan_int.h"
+
+#define VICTIM_CANDIDATES 32    /* LRU chunks looked at */
+#define VICTIM_VISITS 4096      /* chunk references of the operations ahead read, at most */
+
+/* Candidate marks in p->near: 2 epoch (a candidate not used yet), 2 epoch + 1 (used). */
+static uint32_t new_epoch(res_dev_t *d, res_plan_t *p)
+{
+    if (!p->near) {
+        p->near = calloc(arena_chunk_count(d->arena), sizeof(*p->near));
+        if (!p->near)
+            return 0;
+    }
+    if (++p->near_epoch >= 1u << 30) {
+        memset(p->near, 0, arena_chunk_count(d->arena) * sizeof(*p->near));
+        p->near_epoch = 1;
+    }
+    return p->near_epoch;
+}
+
+/* The chunks of operation `at` of the profile, as they lie now: each candidate among them
+ * marked used (the last one marked in *last); returns how many were newly marked. */
+static uint32_t mark_uses(res_dev_t *d, res_plan_t *p, uint32_t at, uint32_t epoch,
+                          uint32_t *visits, uint32_t *last)
+{
+    const pol_op_t *o = &p->ops[at];
+    uint32_t marked = 0, nchunks = arena_chunk_count(d->arena);
+    for (uint32_t r = o->ref; r < o->ref + o->nref && *visits < VICTIM_VISITS; r++) {
+        const pol_ref_t *ref = &p->refs[r];
+        uint32_t first = res_plan_buf_first(d, p, ref->buf);
+        if (first == UINT32_MAX)
+            continue;
+        for (uint32_t k = 0; k < ref->nchunks && *visits < VICTIM_VISITS; k++, (*visits)++) {
+            uint32_t ci = first + ref->chunk + k;
+            if (ci < nchunks && p->near[ci] == 2 * epoch) {
+                p->near[ci] = 2 * epoch + 1;
+                *last = ci;
+                marked++;
+            }
+        }
+    }
+    return marked;
+}
+
+uint32_t res_plan_victim(res_dev_t *d, uint32_t serial)
+{
+    res_plan_t *p = d->plan;
+    uint32_t cand[VICTIM_CANDIDATES], n = 0, epoch;
+    if (!p || p->state != P_EXEC || !p->nops)
+        return UINT32_MAX;
+    for (uint32_t i = d->lru.head; i && n < VICTIM_CANDIDATES; i = d->chunks[i - 1].next)
+        if (serial == 0 || d->chunks[i - 1].seen != serial)
+            cand[n++] = i - 1;
+    if (n < 2 || !(epoch = new_epoch(d, p)))
+        return n ? cand[0] : UINT32_MAX;
+    for (uint32_t i = 0; i < n; i++)
+        p->near[cand[i]] = 2 * epoch;
+    uint32_t left = n, visits = 0, last = UINT32_MAX;
+    for (uint32_t j = 0; j < p->nops && left > 1 && visits < VICTIM_VISITS; j++)
+        left -= mark_uses(d, p, (p->cursor + j) % (uint32_t)p->nops, epoch, &visits, &last);
+    p->victims++;
+    for (uint32_t i = 0; i < n; i++)
+        if (p->near[cand[i]] == 2 * epoch)
+            return cand[i];
+    return last;
+}

@@ -1,0 +1,147 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * shim_plan_victim.c - while a plan is followed, a reactive eviction takes the chunk the plan
+ * uses again last, not the least recently used one, so one operation the plan did not foresee
+ * costs one chunk brought in, not a cascade.
+ *
+ * A loop of identical iterations under ELIXIR_POLICY=plan: NBUF buffers of one chunk each,
+ * each used by one launch in turn, on a GPU budget of a third of them, then a host
+ * synchronisation.  From iteration STRAY_FROM on, after the launch on buffer STRAY_AT, one
+ * launch of another kernel reaches a buffer the profiled iteration never used (it was used
+ * once before profiling): the plan did not foresee it, and the reactive engine brings that
+ * chunk in, evicting one.  The plan keeps on the GPU what the next launches use, prefetched
+ * in their order, so the least recently used chunk is the one needed soonest: evicting it
+ * makes the next launch miss and evict the next one, and so on to the end of the iteration.
+ * The victim the plan uses last misses no launch.  Two runs, ITERS_SHORT and ITERS_LONG
+ * iterations, give the chunks brought in reactively (migrations to the GPU less the plan's
+ * prefetches) per iteration between them: at most STRAY_IN_MAX, the stray chunk and the one
+ * its bring-in evicted, at that one's next use (least recently used victims make it 8).  Both in the mapped and the unmapped plan; the contents of every
+ * buffer are checked at the end of each run.  The race checker fails a run on any race.
+ */
+#include "shim_test.h"
+#include "simtest.h"
+
+#define NBUF 24
+#define BUF (2ull << 20)
+#define STRAY_FROM 5
+#define STRAY_AT 8
+#define ITERS_SHORT 8
+#define ITERS_LONG 12
+#define STRAY_IN_MAX 2.0
+
+static const char ptx[] =
+    ".version 8.0\n.target sm_90\n.address_size 64\n"
+    ".visible .entry bump(.param .u64 p, .param .u64 n)\n{\n ret;\n}\n"
+    ".visible .entry stray(.param .u64 p, .param .u64 n)\n{\n ret;\n}\n";
+
+/* Adds 1 to the n words at p, with 20 us of modelled arithmetic. */
+static void add_one(void **params)
+{
+    uint32_t *p = *(uint32_t **)params[0];
+    uint64_t n = *(uint64_t *)params[1];
+    sim_kernel_access(p, n * 4, SIM_ACCESS_READ | SIM_ACCESS_WRITE);
+    for (uint64_t i = 0; i < n; i++)
+        p[i]++;
+    sim_kernel_cost(51e12 * 20e-6, 0);
+}
+
+SIM_KERNEL void bump(const sim_launch_t *l, void **params)
+{
+    (void)l;
+    add_one(params);
+}
+
+SIM_KERNEL void stray(const sim_launch_t *l, void **params)
+{
+    (void)l;
+    add_one(params);
+}
+
+static void launch(CUfunction f, CUdeviceptr p, CUstream s)
+{
+    uint64_t n = BUF / 4;
+    void *args[] = { &p, &n };
+    CHECK_CU(cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, s, args, NULL));
+}
+
+/* Every word of the n at p must be `want`. */
+static void expect_words(CUdeviceptr p, uint32_t want, const char *what, int i)
+{
+    static uint32_t host[BUF / 4];
+    CHECK_CU(cuMemcpyDtoH(host, p, BUF));
+    for (uint64_t k = 0; k < BUF / 4; k++)
+        if (host[k] != want) {
+            fprintf(stderr, "%s %d: word %llu is %u, expected %u\n", what, i,
+                    (unsigned long long)k, host[k], want);
+            exit(1);
+        }
+}
+
+static void scenario(void)
+{
+    CUdeviceptr buf[NBUF], odd;
+    CUstream s;
+    const char *env = getenv("VICTIM_ITERS");
+    int iters = env ? atoi(env) : ITERS_SHORT;
+    st_setup(0);
+    CUfunction fb = st_function(ptx, "bump"), fs = st_function(ptx, "stray");
+    CHECK_CU(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    for (int i = 0; i < NBUF; i++) {
+        CHECK_CU(cuMemAlloc(&buf[i], BUF));
+        CHECK_CU(cuMemsetD32(buf[i], 0, BUF / 4));
+    }
+    CHECK_CU(cuMemAlloc(&odd, BUF));
+    CHECK_CU(cuMemsetD32(odd, 0, BUF / 4));
+    CHECK_CU(cuCtxSynchronize());               /* (the memsets run on the legacy stream) */
+    launch(fs, odd, s);
+    for (int it = 0; it < iters; it++) {
+        for (int i = 0; i < NBUF; i++) {
+            launch(fb, buf[i], s);
+            if (i == STRAY_AT && it >= STRAY_FROM)
+                launch(fs, odd, s);
+        }
+        CHECK_CU(cuStreamSynchronize(s));
+    }
+    for (int i = 0; i < NBUF; i++)
+        expect_words(buf[i], (uint32_t)iters, "buffer", i);
+    expect_words(odd, (uint32_t)(1 + iters - STRAY_FROM), "the stray launch's buffer", 0);
+    printf("contents right after %d iterations\n", iters);
+}
+
+/* Chunks brought in reactively in a run of `iters` iterations, from its statistics. */
+static double reactive_in(const char *unmap, int iters, long long *chose)
+{
+    char n[32], u[32];
+    snprintf(n, sizeof(n), "VICTIM_ITERS=%d", iters);
+    snprintf(u, sizeof(u), "ELIXIR_PLAN_UNMAP=%s", unmap);
+    const char *env[] = { "ELIXIR_POLICY=plan", "ELIXIR_STATS=1", "ELIXIR_GPU_MEMORY=16M", n, u,
+                          NULL };
+    sh_run_t r = sh_run_ok("scenario", env);
+    long long in = sh_stat(r.err, "to GPU "), pre = sh_stat(r.err, "prefetches ");
+    *chose = sh_stat(r.err, "the victim the plan uses last ");
+    EXPECT(in >= 0 && pre >= 0 && *chose >= 0 && strstr(r.err, "plan: 1 planned"),
+           "one plan and the statistics in the log:\n%s", r.err);
+    sh_run_free(&r);
+    return (double)(in - pre);
+}
+
+int main(int argc, char **argv)
+{
+    sh_scenario_child(argc, argv, scenario);
+    const char *unmap[] = { "0", "1" };
+    for (int m = 0; m < 2; m++) {
+        long long c1, c2;
+        double a = reactive_in(unmap[m], ITERS_SHORT, &c1);
+        double b = reactive_in(unmap[m], ITERS_LONG, &c2);
+        double per = (b - a) / (ITERS_LONG - ITERS_SHORT);
+        printf("ELIXIR_PLAN_UNMAP=%s: %.2f chunks brought in reactively per iteration with one "
+               "operation the plan did not foresee; victims the plan chose %lld\n", unmap[m],
+               per, c2);
+        EXPECT(per <= STRAY_IN_MAX && c2 > c1,
+               "ELIXIR_PLAN_UNMAP=%s: expected at most %.1f chunks brought in reactively per "
+               "iteration and the plan choosing victims, got %.2f (%lld victims chosen in %d "
+               "iterations, %lld in %d)", unmap[m], STRAY_IN_MAX, per, c2, ITERS_LONG, c1,
+               ITERS_SHORT);
+    }
+    return 0;
+}
