@@ -17,9 +17,10 @@
  * iteration's end), comes last.  The operations ahead are read from the profile as the plan
  * places them now (res_plan_buf_first), until one candidate is left unused or
  * VICTIM_VISITS chunk references were read; a candidate not used within them is taken first,
- * in LRU order.  Chunks with a move of the plan in flight are left to it.  Without a plan to
- * follow, and with an NVMe area (where host memory is a tier the plan fills too, and the
- * victims it chose cost bench/nvme_train 24% more time than LRU's), LRU as always.
+ * in LRU order; an operation that runs in place uses nothing on the GPU and is passed over.
+ * Without a plan to follow, and with an NVMe area (where host memory is a tier the plan fills
+ * too, and the victims it chose cost bench/nvme_train 24% more time than LRU's), LRU as
+ * always.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -45,12 +46,18 @@ static uint32_t new_epoch(res_dev_t *d, res_plan_t *p)
 }
 
 /* The chunks of operation `at` of the profile, as they lie now: each candidate among them
- * marked used (the last one marked in *last); returns how many were newly marked. */
+ * marked used (the last one marked in *last); returns how many were newly marked.  An
+ * operation that runs in place (it reaches more than the plan's GPU room) uses none. */
 static uint32_t mark_uses(res_dev_t *d, res_plan_t *p, uint32_t at, uint32_t epoch,
                           uint32_t *visits, uint32_t *last)
 {
     const pol_op_t *o = &p->ops[at];
+    uint64_t reach = 0;
     uint32_t marked = 0, nchunks = arena_chunk_count(d->arena);
+    for (uint32_t r = o->ref; r < o->ref + o->nref; r++)
+        reach += p->refs[r].nchunks;
+    if (reach > p->gpu_chunks)
+        return 0;                       /* (in place: it needs nothing on the GPU) */
     for (uint32_t r = o->ref; r < o->ref + o->nref && *visits < VICTIM_VISITS; r++) {
         const pol_ref_t *ref = &p->refs[r];
         uint32_t first = res_plan_buf_first(d, p, ref->buf);
@@ -75,10 +82,8 @@ uint32_t res_plan_victim(res_dev_t *d, uint32_t serial)
     if (!p || p->state != P_EXEC || !p->nops || d->nvme_on)
         return UINT32_MAX;
     for (uint32_t i = d->lru.head; i && n < VICTIM_CANDIDATES; i = d->chunks[i - 1].next)
-        if ((serial == 0 || d->chunks[i - 1].seen != serial) && !d->chunks[i - 1].moving)
+        if (serial == 0 || d->chunks[i - 1].seen != serial)
             cand[n++] = i - 1;
-    if (!n)
-        return UINT32_MAX;
     if (n < 2 || !(epoch = new_epoch(d, p)))
         return n ? cand[0] : UINT32_MAX;
     for (uint32_t i = 0; i < n; i++)
