@@ -374,9 +374,7 @@ static void plan_now(res_dev_t *d, res_plan_t *p)
     if (r < 0) {
         size_t most = 0;
         for (size_t i = 0; i < p->nops; i++) {
-            size_t n = 0;
-            for (uint32_t j = 0; j < p->ops[i].nref; j++)
-                n += p->refs[p->ops[i].ref + j].nchunks;
+            size_t n = (size_t)res_plan_op_reach(p, i);
             most = n > most ? n : most;
         }
         SHIM_INFO(RES, "device %d: no plan for the profiled iteration (%s; %zu operations, "

@@ -61,4 +61,13 @@ static inline uint32_t res_plan_buf_first(const res_dev_t *d, const res_plan_t *
     return first;
 }
 
+/* The chunks operation i of the profile reaches (more than gpu_chunks: it runs in place). */
+static inline uint64_t res_plan_op_reach(const res_plan_t *p, size_t i)
+{
+    uint64_t n = 0;
+    for (uint32_t j = 0; j < p->ops[i].nref; j++)
+        n += p->refs[p->ops[i].ref + j].nchunks;
+    return n;
+}
+
 #endif

@@ -52,11 +52,8 @@ static uint32_t mark_uses(res_dev_t *d, res_plan_t *p, uint32_t at, uint32_t epo
                           uint32_t *visits, uint32_t *last)
 {
     const pol_op_t *o = &p->ops[at];
-    uint64_t reach = 0;
     uint32_t marked = 0, nchunks = arena_chunk_count(d->arena);
-    for (uint32_t r = o->ref; r < o->ref + o->nref; r++)
-        reach += p->refs[r].nchunks;
-    if (reach > p->gpu_chunks)
+    if (res_plan_op_reach(p, at) > p->gpu_chunks)
         return 0;                       /* (in place: it needs nothing on the GPU) */
     for (uint32_t r = o->ref; r < o->ref + o->nref && *visits < VICTIM_VISITS; r++) {
         const pol_ref_t *ref = &p->refs[r];
