@@ -363,7 +363,7 @@ void res_ctx_freed(CUcontext ctx);
  * layouts and context -> device pairs may be stale. */
 void res_code_unload(void);
 /* After a host synchronisation succeeded: other devices' operations that hold chunks and are
- * done release them (res_launch.c). */
+ * done release them (res_foreign.c). */
 void res_host_synced(void);
 /* A host synchronisation: a barrier for the plan's iteration detector (res_plan.c). */
 void res_plan_barrier(void);
