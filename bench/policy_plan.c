@@ -100,7 +100,7 @@ int main(int argc, char **argv)
            b.nops, b.nbufs, (unsigned long long)total);
     printf("%-6s %8s %8s %10s %10s %10s %10s %9s %9s %s\n", "gpu", "plan ms", "cpu ms",
            "ops/cpu-s", "iter ms", "bound ms", "compute ms", "iter/bnd", "iter/cmp",
-           "knobs look/extent/pin");
+           "knobs look/extent/pin/slack");
     for (int frac = 2; frac <= 8; frac *= 2) {
         b.m.cap[POL_GPU] = total / frac * b.m.chunk;
         pol_plan_t *p = NULL;
@@ -112,11 +112,11 @@ int main(int argc, char **argv)
             continue;
         }
         const pol_result_t *r = &p->predicted;
-        printf("1/%-4d %8.0f %8.0f %10.0f %10.2f %10.2f %10.2f %9.3f %9.3f %u/%u/%lluM\n",
+        printf("1/%-4d %8.0f %8.0f %10.0f %10.2f %10.2f %10.2f %9.3f %9.3f %u/%u/%lluM/%u\n",
                frac, ms, cpu, b.nops / (cpu / 1e3), r->iter_ns / 1e6, r->bound_ns / 1e6,
                r->compute_ns / 1e6, r->iter_ns / r->bound_ns, r->iter_ns / r->compute_ns,
                p->knobs.lookahead, p->knobs.extent_chunks,
-               (unsigned long long)(p->knobs.pin_bytes >> 20));
+               (unsigned long long)(p->knobs.pin_bytes >> 20), p->knobs.slack_chunks);
         pol_plan_free(p);
     }
     pb_fini(&b);

@@ -122,6 +122,10 @@ typedef struct pol_knobs {
     uint32_t lookahead;         /* prefetch at most this many operations ahead (0: unbounded) */
     uint32_t extent_chunks;     /* move runs of up to this many chunks as one extent */
     uint64_t pin_bytes;         /* bytes of the most reused buffers kept on the GPU for good */
+    uint32_t slack_chunks;      /* GPU room the plan leaves free: where the host waits for the
+                                 * copy of a move away before its room is taken (not
+                                 * m.room_on_device), moves in take this room while such copies
+                                 * still run; the plan holds at most cap[POL_GPU] less these */
 } pol_knobs_t;
 
 /* One move: chunks [chunk, chunk + nchunks) of buf from one tier to another.  Every move

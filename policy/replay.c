@@ -22,7 +22,9 @@
  *     modelled) and every chunk it reaches has arrived; it runs dur_ns;
  *   - a move away from the GPU starts after the last operation that used its chunks; a move to
  *     the GPU after the moves that freed the GPU room it takes (room is handed out first freed,
- *     first taken, as the plan's order makes it), and after its chunks' previous move;
+ *     first taken, as the plan's order makes it), and after its chunks' previous move.  The
+ *     room is the whole GPU's: a plan with slack (pol_knobs_t.slack_chunks) holds that much
+ *     less, so its moves in take room freed that many chunks earlier;
  *   - a copy occupies its link's queue for its direction (to or from the GPU; a demotion host
  *     -> nvme is the nvme link's "from" direction) at that direction's bandwidth, and the
  *     link's shared pipe at duplex_gbs, so that both directions together never exceed the
@@ -245,12 +247,13 @@ static int rp_iteration(rp_t *p, const pol_plan_t *pl, int first)
 
 static int rp_init(rp_t *p, const pol_input_t *in, const pol_index_t *ix, const pol_plan_t *pl)
 {
-    uint64_t n = ix->nchunks ? ix->nchunks : 1, gpu = 0;
+    /* (the whole GPU: a plan with slack holds less; ix may be the planner's, with less) */
+    uint64_t n = ix->nchunks ? ix->nchunks : 1, gpu = 0, room = in->m.cap[POL_GPU] / in->m.chunk;
     p->stream_free = calloc(in->nstreams, sizeof(double));
     p->ready = calloc(n, sizeof(double));
     p->last_end = calloc(n, sizeof(double));
     p->loc = malloc(n);
-    p->tok_cap = ix->gpu_cap + 1;
+    p->tok_cap = room + 1;
     p->tok = malloc(p->tok_cap * sizeof(double));
     p->tok_host = malloc(p->tok_cap * sizeof(double));
     p->owed = malloc(p->tok_cap * sizeof(double));
@@ -261,7 +264,7 @@ static int rp_init(rp_t *p, const pol_input_t *in, const pol_index_t *ix, const 
         p->loc[c] = pl->start_tier[c] >= POL_NTIERS ? POL_NONE : pl->start_tier[c];
         gpu += p->loc[c] == POL_GPU;
     }
-    for (uint64_t k = gpu; k < ix->gpu_cap; k++)
+    for (uint64_t k = gpu; k < room; k++)
         tok_push(p, 0, 0, 0);
     return 0;
 }

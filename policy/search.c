@@ -2,9 +2,9 @@
 /*
  * search.c - pol_plan: the knobs, the plans they give, the best predicted one.
  *
- * A configuration is (lookahead, extent_chunks, pin_bytes).  pin_bytes pins, beyond the
- * buffers the caller pinned, the permanent buffers with the most uses per chunk while their
- * bytes fit.  lookahead and the pinned set change the chunk-level plan (belady.c); the extent
+ * A configuration is (lookahead, extent_chunks, pin_bytes, slack_chunks).  pin_bytes pins,
+ * beyond the buffers the caller pinned, the permanent buffers with the most uses per chunk
+ * while their bytes fit; slack_chunks plans for a GPU that much smaller.  lookahead and the pinned set change the chunk-level plan (belady.c); the extent
  * only groups its moves: within the moves issued at one point, moves away from the GPU are
  * put first (they free the room the others take) and consecutive moves of neighbouring
  * chunks of one buffer, same tiers and flags, become one move of up to extent_chunks chunks,
@@ -13,8 +13,10 @@
  * Every plan is walked (check.c) before it is replayed (replay.c); with knobs == NULL, the
  * knobs are searched coordinate by coordinate: lookahead {0, 4, 16, 64, 256} with no extra
  * pins, then pins of 1/4 and 1/2 of the GPU with the best lookahead, each with extents
- * {1, 8, 64} (7 chunk-level plans, 21 replays), and the plan with the least predicted
- * iteration time is kept (ties: the one found first).
+ * {1, 8, 64} (7 chunk-level plans, 21 replays); where the host waits for the copies that
+ * free GPU room (not m.room_on_device), slack of 2 and 4 chunks with the best knobs so far
+ * (2 more plans and replays); the plan with the least predicted iteration time is kept (ties:
+ * the one found first).
  */
 #include <errno.h>
 #include <math.h>
@@ -22,6 +24,9 @@
 #include <string.h>
 
 #include "pol_int.h"
+
+/* The least slack the search tries (then twice it). */
+#define SLACK_CHUNKS 2
 
 void pol_plan_free(pol_plan_t *p)
 {
@@ -183,14 +188,18 @@ static int try_extent(const pol_input_t *in, const pol_index_t *ix, const pol_cp
     /* (a plan that cannot predict less than the best is not replayed to its end) */
     double stop = best->plan ? best->plan->predicted.iter_ns : INFINITY;
     int rc = pol_assemble(in, ix, cp, k.extent_chunks, 1, &p, capped);
-    if (!rc)
+    if (!rc) {
+        p->knobs = k;
         rc = pol_replay_ix(in, ix, p, &r, stop);    /* walks the plan first */
+    }
     if (rc == -EINVAL) {
         pol_plan_free(p);   /* moving evictions first overfilled a lower tier */
         p = NULL;
         rc = pol_assemble(in, ix, cp, k.extent_chunks, 0, &p, capped);
-        if (!rc)
+        if (!rc) {
+            p->knobs = k;
             rc = pol_replay_ix(in, ix, p, &r, stop);
+        }
     }
     if (rc == 1) {
         pol_plan_free(p);   /* no better than the best */
@@ -200,7 +209,6 @@ static int try_extent(const pol_input_t *in, const pol_index_t *ix, const pol_cp
         pol_plan_free(p);
         return rc == -EINVAL ? -EPROTO : rc;    /* the planner broke its own promise */
     }
-    p->knobs = k;
     p->predicted = r;
     if (!best->plan || r.iter_ns < best->plan->predicted.iter_ns) {
         pol_plan_free(best->plan);
@@ -211,12 +219,35 @@ static int try_extent(const pol_input_t *in, const pol_index_t *ix, const pol_cp
     return 0;
 }
 
-/* Plan with lookahead and pin_bytes, each extent of extents[0 .. n) (increasing).  When no
- * extent was split by a limit, a larger limit gives the same plan, the same prediction: it
- * would not be kept (ties keep the first), and is not tried. */
-static int try_config(const pol_input_t *in, const pol_index_t *ix, pol_knobs_t k,
+/* The most chunks an operation reaches, of those that fit on the GPU (that do not run in
+ * place). */
+static uint64_t most_fitting(const pol_index_t *ix)
+{
+    uint64_t most = 0;
+    for (uint32_t i = 0; i < ix->nops; i++) {
+        uint64_t n = ix->op_use[i + 1] - ix->op_use[i];
+        if (n <= ix->gpu_cap && n > most)
+            most = n;
+    }
+    return most;
+}
+
+/* Plan with lookahead, pin_bytes and slack_chunks, each extent of extents[0 .. n)
+ * (increasing).  When no extent was split by a limit, a larger limit gives the same plan, the
+ * same prediction: it would not be kept (ties keep the first), and is not tried.  The slack
+ * is planned as a GPU that holds that much less (ixs), and replayed on the whole GPU. */
+static int try_config(const pol_input_t *in, const pol_index_t *ix0, pol_knobs_t k,
                       const uint32_t *extents, int n, uint8_t *pin, best_t *best)
 {
+    pol_index_t ixs = *ix0;     /* (the same arrays: nothing is written through it) */
+    const pol_index_t *ix = &ixs;
+    if (k.slack_chunks) {
+        /* (not where it would change which operations run in place) */
+        if (in->m.room_on_device || most_fitting(ix0) + k.slack_chunks > ix0->gpu_cap)
+            return -ENOSPC;
+        ixs.gpu_cap -= k.slack_chunks;
+        ixs.cap[POL_GPU] -= k.slack_chunks;
+    }
     int rc = choose_pins(in, ix, k.pin_bytes, pin);
     if (rc)
         return rc;
@@ -255,12 +286,22 @@ static int search(const pol_input_t *in, const pol_index_t *ix, uint8_t *pin, be
 {
     static const uint32_t looks[] = { 0, 4, 16, 64, 256 };
     int first = 0, rc = 0;
-    for (unsigned l = 0; !rc && l < 5; l++)
-        rc = search_one(in, ix, (pol_knobs_t){ looks[l], 1, 0 }, pin, best, &first);
+    for (unsigned l = 0; !rc && l < 5; l++) {
+        pol_knobs_t k = { .lookahead = looks[l], .extent_chunks = 1 };
+        rc = search_one(in, ix, k, pin, best, &first);
+    }
     uint32_t look = best->plan ? best->plan->knobs.lookahead : 0;
-    for (unsigned q = 1; !rc && q < 3; q++)
-        rc = search_one(in, ix, (pol_knobs_t){ look, 1, in->m.cap[POL_GPU] / 4 * q }, pin,
-                        best, &first);
+    for (unsigned q = 1; !rc && q < 3; q++) {
+        pol_knobs_t k = { .lookahead = look, .extent_chunks = 1,
+                          .pin_bytes = in->m.cap[POL_GPU] / 4 * q };
+        rc = search_one(in, ix, k, pin, best, &first);
+    }
+    for (unsigned q = 0; !rc && best->plan && !in->m.room_on_device && q < 2; q++) {
+        pol_knobs_t k = best->plan->knobs;
+        k.slack_chunks = SLACK_CHUNKS << q;
+        rc = try_config(in, ix, k, &k.extent_chunks, 1, pin, best);
+        rc = rc == -ENOSPC || rc == -EDOM ? 0 : rc;
+    }
     if (rc)
         return rc;
     return best->plan ? 0 : first;

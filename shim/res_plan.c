@@ -370,7 +370,9 @@ static void plan_now(res_dev_t *d, res_plan_t *p)
     }
     double t0 = res_now_s();
     int r = pol_plan(&in, NULL, &p->plan);
-    p->gpu_chunks = in.m.cap[POL_GPU] / d->chunk;
+    /* (the chunks an operation may reach and not run in place: the plan's, with its slack,
+     * which the search gives only where that changes no operation) */
+    p->gpu_chunks = in.m.cap[POL_GPU] / d->chunk - (r < 0 ? 0 : p->plan->knobs.slack_chunks);
     if (r < 0) {
         size_t most = 0;
         for (size_t i = 0; i < p->nops; i++) {
@@ -422,14 +424,15 @@ static void plan_now(res_dev_t *d, res_plan_t *p)
     SHIM_INFO(RES, "device %d: the plan's machine: %llu operations timed, %llu estimated from "
               "timed ones of their kernel, %llu untimed (0); host link %.1f GB/s to the GPU (%s), "
               "%.1f GB/s back (%s), %.1f GB/s both ways; its choice: lookahead %u, extents of up "
-              "to %u chunks, %llu MiB pinned; per iteration %.3f ms of host mapping calls, %.3f ms "
+              "to %u chunks, %llu MiB pinned, %u chunks of slack; per iteration %.3f ms of host mapping calls, %.3f ms "
               "of operations waiting for moves", d->device,
               (unsigned long long)tr.timed, (unsigned long long)tr.estimated,
               (unsigned long long)tr.untimed, in.m.link[POL_HOST].to_gpu_gbs,
               link_source(&tr, 0, src[0], sizeof(src[0])), in.m.link[POL_HOST].from_gpu_gbs,
               link_source(&tr, 1, src[1], sizeof(src[1])), in.m.link[POL_HOST].duplex_gbs,
               p->plan->knobs.lookahead, p->plan->knobs.extent_chunks,
-              (unsigned long long)(p->plan->knobs.pin_bytes >> 20), pr->map_ns / 1e6,
+              (unsigned long long)(p->plan->knobs.pin_bytes >> 20),
+              p->plan->knobs.slack_chunks, pr->map_ns / 1e6,
               pr->stall_ns / 1e6);
     p->state = P_EXEC;
     p->cursor = p->mism = p->after_of = 0;

@@ -32,10 +32,13 @@
  *              written buffers runs faster than when it waits for the freeing copy); a
  *              free that waits (free_waits) holds the host until the buffer's last use, so
  *              two streams no longer overlap; a birth costs the host birth_us_per_chunk.
+ *   slack:     where the host waits for the copies that free room, a plan that leaves 2
+ *              chunks of the GPU free predicts a shorter iteration, and the search takes
+ *              slack; with room_on_device slack is refused.
  */
 #include "unit_policy.h"
 
-static const pol_knobs_t K1 = { 0, 1, 0 };
+static const pol_knobs_t K1 = { 0, 1, 0, 0 };
 
 /* ops[i] reads buffer i % n (one chunk each), `rounds` times around. */
 static void cycle_input(pb_t *b, uint32_t n, uint8_t access)
@@ -273,7 +276,7 @@ static void host_iter(double host_us, double *iter, double *compute)
  * predicted iteration and compute_ns. */
 static double host_moves_iter(double host_us, double *compute)
 {
-    static const pol_knobs_t K = { 1, 1, 0 };
+    static const pol_knobs_t K = { 1, 1, 0, 0 };
     pb_t b;
     pb_init(&b);
     b.m.cap[POL_GPU] = 1 * MIB;
@@ -533,6 +536,53 @@ static void test_executor(void)
     pb_fini(&b);
 }
 
+/* Twelve written buffers cycled through 8 chunks of GPU, 100 us kernels, mapping calls of
+ * 50 us a chunk, the host waiting for each copy that frees the room a move in takes: slack
+ * (room the plan leaves free) lets a move in take room freed earlier.  The predicted
+ * iterations with slack 0 and 2 (the same other knobs); *searched: the search's slack. */
+static void slack_iters(double *none, double *two, uint32_t *searched)
+{
+    pb_t b;
+    pb_init(&b);
+    b.m.cap[POL_GPU] = 8 * MIB;
+    b.m.map_us_per_chunk = 50;
+    cycle_input(&b, 12, POL_RW);
+    for (uint32_t i = 0; i < 12; i++)
+        b.ops[i].dur_ns = 100000;
+    pol_knobs_t k = { .lookahead = 0, .extent_chunks = 1 };
+    for (uint32_t s = 0; s <= 2; s += 2) {
+        k.slack_chunks = s;
+        pol_plan_t *p = pb_plan(&b, &k);
+        pol_result_t r;
+        PB_CHECK(p && pol_replay(pb_input(&b), p, &r) == 0, "slack %u: expected a plan", s);
+        PB_CHECK(!p || r.peak[POL_GPU] <= (8 - s) * MIB, "slack %u: expected at most %u chunks "
+                 "on the GPU, got %.2f", s, 8 - s, p ? (double)r.peak[POL_GPU] / MIB : 0.0);
+        *(s ? two : none) = p ? p->predicted.iter_ns : -1;
+        pol_plan_free(p);
+    }
+    pol_plan_t *p = pb_plan(&b, NULL);
+    *searched = p ? p->knobs.slack_chunks : 0;
+    pol_plan_free(p);
+    b.m.room_on_device = 1;     /* (no slack then: the host never waits for those copies) */
+    k.slack_chunks = 2;
+    pol_plan_t *q = NULL;
+    int rc = pol_plan(pb_input(&b), &k, &q);
+    PB_CHECK(rc == -ENOSPC, "slack with room_on_device: expected -ENOSPC, got %d", rc);
+    pol_plan_free(q);
+    pb_fini(&b);
+}
+
+static void test_slack(void)
+{
+    double none, two;
+    uint32_t searched;
+    slack_iters(&none, &two, &searched);
+    PB_CHECK(two > 0 && two < none, "slack of 2 chunks: expected an iteration shorter than "
+             "%.0f ns, got %.0f ns", none, two);
+    PB_CHECK(searched > 0, "the search: expected slack, got none");
+    printf("slack: %.0f ns with none, %.0f with 2, the search took %u\n", none, two, searched);
+}
+
 int main(void)
 {
     test_cycle();
@@ -549,6 +599,7 @@ int main(void)
     test_bound_in_place();
     test_verify_stale();
     test_executor();
+    test_slack();
     if (!pb_failures)
         printf("policy cases: all pass\n");
     return pb_failures ? 1 : 0;

@@ -108,6 +108,10 @@ static int one(pb_t *b, const pol_knobs_t *k, uint32_t seed)
              r.iter_ns, r.compute_ns, r.bound_ns);
     PB_CHECK(r.iter_ns == p->predicted.iter_ns, "seed %u: replay %.0f, plan predicted %.0f",
              seed, r.iter_ns, p->predicted.iter_ns);
+    PB_CHECK(r.peak[POL_GPU] + p->knobs.slack_chunks * b->m.chunk <= b->m.cap[POL_GPU],
+             "seed %u: the GPU held %llu bytes, more than its %llu less %u chunks of slack", seed,
+             (unsigned long long)r.peak[POL_GPU], (unsigned long long)b->m.cap[POL_GPU],
+             p->knobs.slack_chunks);
     /* The bound's chunks come in and go back under every plan, this one's included: its bytes
      * in, back, and both over the links' shared rates, at the rates of all the links together,
      * take no less than the bound's share; the chunks in alone, no less than bound_in_ns. */
@@ -177,7 +181,7 @@ int main(int argc, char **argv)
         uint64_t total = build(&b, 10 + (int)rnd(200));
         random_machine(&b, total);
         pol_knobs_t k = { rnd(2) ? 0 : 1 + rnd(50), 1 + rnd(8),
-                          rnd(2) ? 0 : rnd(4) * b.m.chunk };
+                          rnd(2) ? 0 : rnd(4) * b.m.chunk, rnd(3) ? 0 : 1 + rnd(3) };
         int r1 = one(&b, NULL, seed), r2 = one(&b, &k, seed);
         planned += !r1 + !r2;
         nospc += (r1 == 1) + (r2 == 1);

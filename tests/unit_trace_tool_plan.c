@@ -83,6 +83,8 @@ static void pages(const char *trace)
     TT_JSON(r.out, "d['plan']['bound_chunks_back'] << 21 <= d['plan']['bytes']['host']"
                    "['from_gpu']", "True");
     TT_JSON(r.out, "d['plan']['peak']['gpu'] <= 8 << 20", "True");
+    TT_JSON(r.out, "d['plan']['peak']['gpu'] + (d['plan']['knobs']['slack_chunks'] << 21) <= "
+                   "8 << 20", "True");
     TT_JSON(r.out, "d['machine']['gpu_memory']", "8388608");
     TT_JSON(r.out, "d['machine']['unmap']", "False");
     /* As the shim with ELIXIR_PLAN_UNMAP=1: half the mapping calls, and the GPU room an

@@ -227,10 +227,11 @@ static void print_text(const tm_trace_t *t, const tp_input_t *x, const pol_machi
     for (int tier = 0; tier < POL_NTIERS; tier++)
         printf("%s %s%s", pol_tier_name(tier), text_bytes(r->peak[tier], b[0]),
                tier + 1 < POL_NTIERS ? ", " : "\n");
-    printf("chosen      lookahead %s, extents of %u chunks, %s kept on the GPU\n",
+    printf("chosen      lookahead %s, extents of %u chunks, %s kept on the GPU, %u chunks of "
+           "slack\n",
            p->knobs.lookahead ? (snprintf(b[0], 32, "%u", p->knobs.lookahead), b[0])
                               : "unbounded",
-           p->knobs.extent_chunks, text_bytes(p->knobs.pin_bytes, b[1]));
+           p->knobs.extent_chunks, text_bytes(p->knobs.pin_bytes, b[1]), p->knobs.slack_chunks);
 }
 
 static void print_sweep_text(const sweep_t *s)
@@ -283,8 +284,8 @@ static void json_point(const point_t *p)
         printf("\"%s\": %" PRIu64 "%s", pol_tier_name(tier), r->peak[tier],
                tier + 1 < POL_NTIERS ? ", " : "");
     printf("}, \"knobs\": {\"lookahead\": %u, \"extent_chunks\": %u, \"pin_bytes\": %" PRIu64
-           "}}",
-           p->knobs.lookahead, p->knobs.extent_chunks, p->knobs.pin_bytes);
+           ", \"slack_chunks\": %u}}",
+           p->knobs.lookahead, p->knobs.extent_chunks, p->knobs.pin_bytes, p->knobs.slack_chunks);
 }
 
 static void print_json(const tm_trace_t *t, const tp_input_t *x, const pol_machine_t *m,
