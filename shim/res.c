@@ -35,125 +35,6 @@ _Atomic uint64_t res_span_lo, res_span_len;
 _Atomic unsigned res_code_gen = 1;
 _Atomic unsigned res_stream_gen = 1;
 
-/* ---------------------------------------------------------------- allocation tags */
-
-/*
- * The arena keeps only where each allocation lies; what the shim must remember of a few of
- * them lives in a table keyed by base (d locked), an entry made when first needed and dropped
- * when the allocation's range goes back to the arena, so that an allocation handed the same
- * addresses later starts afresh.  CU_POINTER_ATTRIBUTE_CONTEXT is "the CUcontext in which ptr
- * was allocated", and every context of a device allocates from the device's one arena: an
- * allocation made in another context than the arena's has its context tagged.  Of
- * CU_POINTER_ATTRIBUTE_BUFFER_ID, cuda.h says "every memory allocation ... will have a unique
- * ID over a process lifetime.  Subsequent allocations do not reuse IDs from previous freed
- * allocations", and the arena hands freed addresses out again, so an allocation's ID is taken
- * from a count of the shim's own, in the upper half of the range, away from the driver's IDs
- * of the memory it serves itself (pinned host memory, pools).
- */
-static _Atomic uint64_t next_buffer_id = 1;
-
-static uint32_t tag_home(uint64_t base, uint32_t cap)
-{
-    return (uint32_t)((base * 0x9E3779B97F4A7C15ull) >> 32) & (cap - 1);
-}
-
-/* The entry of base in table `tags` of cap entries, or the free slot where it would go. */
-static uint32_t tag_slot(const alloc_tag_t *tags, uint32_t cap, uint64_t base)
-{
-    uint32_t i = tag_home(base, cap);
-    while (tags[i].base && tags[i].base != base)
-        i = (i + 1) & (cap - 1);
-    return i;
-}
-
-/* The entry of base in d's table, or the free slot where it would go (tags_cap > 0). */
-static uint32_t tag_find(const res_dev_t *d, uint64_t base)
-{
-    return tag_slot(d->tags, d->tags_cap, base);
-}
-
-/* Twice the table: 0, or -ENOMEM (the table is as it was). */
-static int tag_grow(res_dev_t *d)
-{
-    uint32_t cap = d->tags_cap ? d->tags_cap * 2 : 64;
-    alloc_tag_t *tags = calloc(cap, sizeof(*tags));
-    if (!tags)
-        return -ENOMEM;
-    for (uint32_t i = 0; i < d->tags_cap; i++)
-        if (d->tags[i].base)
-            tags[tag_slot(tags, cap, d->tags[i].base)] = d->tags[i];
-    free(d->tags);
-    d->tags = tags;
-    d->tags_cap = cap;
-    return 0;
-}
-
-/* The tag of the allocation at base, made (all zero) if it has none; NULL out of memory. */
-static alloc_tag_t *tag_get(res_dev_t *d, uint64_t base)
-{
-    if ((d->tags_n + 1) * 2 > d->tags_cap && tag_grow(d) < 0)
-        return NULL;
-    alloc_tag_t *t = &d->tags[tag_find(d, base)];
-    if (!t->base) {
-        *t = (alloc_tag_t){ .base = base };
-        d->tags_n++;
-    }
-    return t;
-}
-
-/* The tag of the allocation at base, or NULL. */
-static const alloc_tag_t *tag_of(const res_dev_t *d, uint64_t base)
-{
-    if (!d->tags_n)
-        return NULL;
-    const alloc_tag_t *t = &d->tags[tag_find(d, base)];
-    return t->base ? t : NULL;
-}
-
-/* The allocation at base was made in context ctx (NULL: the arena's) and, when it is
- * stream-ordered, stands for an allocation from pool `pool`.  Without room to remember it,
- * its queries name the arena's context and no pool. */
-static void tag_origin(res_dev_t *d, uint64_t base, CUcontext ctx, CUmemoryPool pool)
-{
-    alloc_tag_t *t = tag_get(d, base);
-    if (t) {
-        t->ctx = ctx;
-        t->pool = pool;
-    }
-}
-
-/* The allocation at base left the arena: its tag goes, and the entries after it that it kept
- * from their home move back. */
-static void tag_drop(res_dev_t *d, uint64_t base)
-{
-    uint32_t mask = d->tags_cap - 1, i = tag_find(d, base);
-    if (!d->tags[i].base)
-        return;
-    d->tags[i].base = 0;
-    for (uint32_t j = (i + 1) & mask; d->tags[j].base; j = (j + 1) & mask) {
-        uint32_t k = tag_home(d->tags[j].base, d->tags_cap);
-        if (i < j ? (k > i && k <= j) : (k > i || k <= j))
-            continue;                   /* j's home lies after the hole: it stays */
-        d->tags[i] = d->tags[j];
-        d->tags[j].base = 0;
-        i = j;
-    }
-    d->tags_n--;
-}
-
-/* The buffer ID of the allocation at base (d locked).  Without room to remember it, a new
- * one each time: never another allocation's, though not the same twice. */
-static uint64_t buffer_id(res_dev_t *d, uint64_t base)
-{
-    alloc_tag_t *t = tag_get(d, base);
-    if (t && t->id)
-        return t->id;
-    uint64_t id = 1ull << 63 | atomic_fetch_add(&next_buffer_id, 1);
-    if (t)
-        t->id = id;
-    return id;
-}
-
 /* ---------------------------------------------------------------- arena callbacks */
 
 /* A chunk came into use: a parked one as it is, others backed with GPU memory, or host
@@ -226,7 +107,7 @@ static int arena_do_free(res_dev_t *d, CUdeviceptr p, arena_info_t *info)
     int err = arena_free(d->arena, p, release_chunk, d, info);
     d->arena_busy = 0;
     if (!err && d->tags_n)
-        tag_drop(d, p);
+        res_tag_drop(d, p);
     return err;
 }
 
@@ -521,7 +402,7 @@ static void alloc_on(res_dev_t *d, CUdeviceptr *dptr, size_t bytes, CUcontext ct
     if (!err)
         stamp_span(d, &info);
     if (!err && (ctx != d->ctx || pool))
-        tag_origin(d, info.base, ctx != d->ctx ? ctx : NULL, pool);
+        res_tag_origin(d, info.base, ctx != d->ctx ? ctx : NULL, pool);
     if (!err && SHIM_TRACING())
         shim_trace_alloc(d->device, info.base, bytes);
     relax_end(rx);
@@ -675,7 +556,7 @@ unsigned res_free_ctx(res_dev_t *d, CUcontext ctx)
     /* (free_now may drop d's lock: the walk goes on from the next address, not from a
      * position in the arena) */
     for (uint64_t at = d->base; arena_next(d->arena, at, &info) == 0; at = info.base + 1) {
-        const alloc_tag_t *t = tag_of(d, info.base);
+        const alloc_tag_t *t = res_tag_of(d, info.base);
         if ((t && t->ctx ? t->ctx : d->ctx) != ctx || (t && t->pool) ||
             deferred_find(d, info.base))
             continue;
@@ -688,22 +569,6 @@ unsigned res_free_ctx(res_dev_t *d, CUcontext ctx)
         SHIM_INFO(RES, "device %d: %u allocations freed with the context they were made in",
                   d->device, n);
     return n;
-}
-
-/* Every live allocation made in d's context, which no tag names a context for, is tagged
- * with it (d locked, before d's context changes), so that its queries and its context's
- * destruction (res_free_ctx) still find it once d has another context or none.  Without room
- * for a tag, the allocation counts as the next context's. */
-void res_tags_own(res_dev_t *d)
-{
-    arena_info_t info;
-    for (uint64_t at = d->base; d->ctx && arena_next(d->arena, at, &info) == 0;
-         at = info.base + 1) {
-        const alloc_tag_t *t = tag_of(d, info.base);
-        alloc_tag_t *own = t && t->ctx ? NULL : tag_get(d, info.base);
-        if (own)
-            own->ctx = d->ctx;
-    }
 }
 
 /* ---------------------------------------------------------------- stream-ordered frees */
@@ -844,10 +709,10 @@ static int allocated(res_dev_t *d, CUdeviceptr p, arena_info_t *info, alloc_tag_
     shim_lock(&d->lock);
     int found = arena_lookup(d->arena, p, info) == 0;
     if (found && tag) {
-        const alloc_tag_t *t = tag_of(d, info->base);
+        const alloc_tag_t *t = res_tag_of(d, info->base);
         tag->ctx = t && t->ctx ? t->ctx : d->ctx;
         tag->pool = t ? t->pool : NULL;
-        tag->id = id ? buffer_id(d, info->base) : 0;
+        tag->id = id ? res_buffer_id(d, info->base) : 0;
     }
     shim_unlock(&d->lock);
     return found;

@@ -155,8 +155,8 @@ typedef struct app_pool {
     int mine;                       /* its memory is this device's: 1, not: -1, not known: 0 */
 } app_pool_t;
 
-/* What the shim keeps of one allocation of the arena beyond its place (res.c, "allocation
- * tags"): only for those that need it, keyed by the allocation's base. */
+/* What the shim keeps of one allocation of the arena beyond its place (res_tag.c): only for
+ * those that need it, keyed by the allocation's base. */
 typedef struct alloc_tag {
     uint64_t base;                  /* 0: a free slot of the table */
     uint64_t id;                    /* its buffer ID, once one was asked for; else 0 */
@@ -222,7 +222,7 @@ typedef struct res_dev {
     CUmemGenericAllocationHandle swap;  /* no host mapping: the swap piece (res_phys.c) */
     int swap_owed;                  /* the swap piece is out: the next host piece put refills it */
     use_event_t *free_events;
-    alloc_tag_t *tags;              /* allocation tags, open addressing by base (res.c) */
+    alloc_tag_t *tags;              /* allocation tags, open addressing by base (res_tag.c) */
     uint32_t tags_cap, tags_n;
     struct foreign_hold *foreign_holds; /* other devices' operations' holds (res_foreign.c) */
     /* Per other device, per chunk: how many of its operations hold the chunk, RES_GRANT_FOR_GOOD
@@ -406,6 +406,15 @@ unsigned res_deferred_drain(res_dev_t *d, int wait);
 /* Context ctx is about to be destroyed (d locked, no other lock held, outside arena calls):
  * d's allocations made in it, stream-ordered ones aside, are freed; returns how many. */
 unsigned res_free_ctx(res_dev_t *d, CUcontext ctx);
+/* Allocation tags (res_tag.c), d locked.  The tag of the allocation at base, or NULL. */
+const alloc_tag_t *res_tag_of(const res_dev_t *d, uint64_t base);
+/* The allocation at base was made in context ctx (NULL: the arena's) and, when it is
+ * stream-ordered, stands for an allocation from pool `pool`. */
+void res_tag_origin(res_dev_t *d, uint64_t base, CUcontext ctx, CUmemoryPool pool);
+/* The allocation at base left the arena: its tag goes. */
+void res_tag_drop(res_dev_t *d, uint64_t base);
+/* The buffer ID of the allocation at base (CU_POINTER_ATTRIBUTE_BUFFER_ID). */
+uint64_t res_buffer_id(res_dev_t *d, uint64_t base);
 /* d's context is about to change (d locked): the allocations made in it are tagged with it. */
 void res_tags_own(res_dev_t *d);
 /* Bring the charges of d's application pools up to date (they shrink at the driver's will). */
