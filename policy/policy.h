@@ -183,7 +183,9 @@ typedef struct pol_plan {
 int pol_input_check(const pol_input_t *in, char *err, size_t errlen);
 /* Plan `in` with `knobs` (NULL: search the knobs for the best predicted time).  0 and *out,
  * -EINVAL for a bad input, -ENOSPC when the pinned and concurrently needed chunks of some
- * operation exceed the GPU's capacity (no plan can exist) or every tier is full, -EDOM when
+ * operation exceed the GPU's capacity (no plan can exist) or every tier is full, or for
+ * knobs with slack where m.room_on_device is set or the slack leaves some operation that
+ * fits the GPU too little room, -EDOM when
  * these knobs give no cyclic plan (the residency at the iteration's end oscillates and cannot
  * be brought back to the start within the capacities; rare, other knobs or NULL may plan),
  * -ENOMEM, -EPROTO when the plan it chose fails its own checks (a planner bug: no plan is

@@ -4,8 +4,9 @@
  *
  * A configuration is (lookahead, extent_chunks, pin_bytes, slack_chunks).  pin_bytes pins,
  * beyond the buffers the caller pinned, the permanent buffers with the most uses per chunk
- * while their bytes fit; slack_chunks plans for a GPU that much smaller.  lookahead and the pinned set change the chunk-level plan (belady.c); the extent
- * only groups its moves: within the moves issued at one point, moves away from the GPU are
+ * while their bytes fit; slack_chunks plans for a GPU that much smaller.  lookahead, the
+ * pinned set and the slack change the chunk-level plan (belady.c); the extent only groups
+ * its moves: within the moves issued at one point, moves away from the GPU are
  * put first (they free the room the others take) and consecutive moves of neighbouring
  * chunks of one buffer, same tiers and flags, become one move of up to extent_chunks chunks,
  * needed by the earliest of them: fewer, larger mapping calls, but an extent waits for its
