@@ -185,9 +185,9 @@ int pol_input_check(const pol_input_t *in, char *err, size_t errlen);
  * -EINVAL for a bad input, -ENOSPC when the pinned and concurrently needed chunks of some
  * operation exceed the GPU's capacity (no plan can exist) or every tier is full, or for
  * knobs with slack where m.room_on_device is set or the slack leaves some operation that
- * fits the GPU too little room, -EDOM when
- * these knobs give no cyclic plan (the residency at the iteration's end oscillates and cannot
- * be brought back to the start within the capacities; rare, other knobs or NULL may plan),
+ * fits the GPU too little room, -EDOM when these knobs give no cyclic plan (the residency at
+ * the iteration's end oscillates and cannot be brought back to the start within the
+ * capacities; rare, other knobs or NULL may plan),
  * -ENOMEM, -EPROTO when the plan it chose fails its own checks (a planner bug: no plan is
  * returned and the caller goes without one).  The plan returned has passed pol_plan_verify's
  * checks. */

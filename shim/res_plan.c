@@ -424,8 +424,8 @@ static void plan_now(res_dev_t *d, res_plan_t *p)
     SHIM_INFO(RES, "device %d: the plan's machine: %llu operations timed, %llu estimated from "
               "timed ones of their kernel, %llu untimed (0); host link %.1f GB/s to the GPU (%s), "
               "%.1f GB/s back (%s), %.1f GB/s both ways; its choice: lookahead %u, extents of up "
-              "to %u chunks, %llu MiB pinned, %u chunks of slack; per iteration %.3f ms of host mapping calls, %.3f ms "
-              "of operations waiting for moves", d->device,
+              "to %u chunks, %llu MiB pinned, %u chunks of slack; per iteration %.3f ms of host "
+              "mapping calls, %.3f ms of operations waiting for moves", d->device,
               (unsigned long long)tr.timed, (unsigned long long)tr.estimated,
               (unsigned long long)tr.untimed, in.m.link[POL_HOST].to_gpu_gbs,
               link_source(&tr, 0, src[0], sizeof(src[0])), in.m.link[POL_HOST].from_gpu_gbs,
