@@ -15,8 +15,14 @@
  * The victim the plan uses last misses no launch.  Two runs, ITERS_SHORT and ITERS_LONG
  * iterations, give the chunks brought in reactively (migrations to the GPU less the plan's
  * prefetches) per iteration between them: at most STRAY_IN_MAX, the stray chunk and the one
- * its bring-in evicted, at that one's next use (least recently used victims make it 8).  Both in the mapped and the unmapped plan; the contents of every
- * buffer are checked at the end of each run.  The race checker fails a run on any race.
+ * its bring-in evicted, at that one's next use, and the plan chose more victims in the longer
+ * run.  Both in the mapped and the unmapped plan; the contents of every buffer are checked at
+ * the end of each run.  The race checker fails a run on any race.  The kernels are long enough
+ * (400 us) that the job is bound by them: the search then leaves no GPU room free as slack
+ * (pol_knobs_t.slack_chunks), which would hold the stray chunk so that no victim is needed.
+ * (With 20 us kernels and no slack, least recently used victims made it 8 chunks an
+ * iteration; with these the plan's prefetches bring such victims back in time, and the count
+ * of victims the plan chose is what fails without them.)
  */
 #include "shim_test.h"
 #include "simtest.h"
@@ -34,7 +40,7 @@ static const char ptx[] =
     ".visible .entry bump(.param .u64 p, .param .u64 n)\n{\n ret;\n}\n"
     ".visible .entry stray(.param .u64 p, .param .u64 n)\n{\n ret;\n}\n";
 
-/* Adds 1 to the n words at p, with 20 us of modelled arithmetic. */
+/* Adds 1 to the n words at p, with 400 us of modelled arithmetic. */
 static void add_one(void **params)
 {
     uint32_t *p = *(uint32_t **)params[0];
@@ -42,7 +48,7 @@ static void add_one(void **params)
     sim_kernel_access(p, n * 4, SIM_ACCESS_READ | SIM_ACCESS_WRITE);
     for (uint64_t i = 0; i < n; i++)
         p[i]++;
-    sim_kernel_cost(51e12 * 20e-6, 0);
+    sim_kernel_cost(51e12 * 400e-6, 0);
 }
 
 SIM_KERNEL void bump(const sim_launch_t *l, void **params)
