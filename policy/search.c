@@ -220,14 +220,13 @@ static int try_extent(const pol_input_t *in, const pol_index_t *ix, const pol_cp
     return 0;
 }
 
-/* The most chunks an operation reaches, of those that fit on the GPU (that do not run in
- * place). */
+/* The most chunks an operation reaches, of those that do not run in place. */
 static uint64_t most_fitting(const pol_index_t *ix)
 {
     uint64_t most = 0;
     for (uint32_t i = 0; i < ix->nops; i++) {
         uint64_t n = ix->op_use[i + 1] - ix->op_use[i];
-        if (n <= ix->gpu_cap && n > most)
+        if (!pol_op_in_place(ix, i) && n > most)
             most = n;
     }
     return most;

@@ -370,9 +370,8 @@ static void plan_now(res_dev_t *d, res_plan_t *p)
     }
     double t0 = res_now_s();
     int r = pol_plan(&in, NULL, &p->plan);
-    /* (the chunks an operation may reach and not run in place: the plan's, with its slack,
-     * which the search gives only where that changes no operation) */
-    p->gpu_chunks = in.m.cap[POL_GPU] / d->chunk - (r < 0 ? 0 : p->plan->knobs.slack_chunks);
+    /* (the plan's slack changes no operation of the profile into one in place: search.c) */
+    p->gpu_chunks = in.m.cap[POL_GPU] / d->chunk;
     if (r < 0) {
         size_t most = 0;
         for (size_t i = 0; i < p->nops; i++) {
