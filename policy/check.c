@@ -138,6 +138,15 @@ int pol_input_check(const pol_input_t *in, char *err, size_t len)
     if (in->nstreams == 0)
         return fail(err, len, "nstreams is 0: 1 or more");
     int rc = check_machine(&in->m, err, len);
+    if (!rc && in->slack != POL_SLACK_SEARCH && in->slack != POL_SLACK_NONE) {
+        if (in->m.room_on_device)
+            return fail(err, len, "slack is %u chunks with m.room_on_device set: the slack "
+                        "serves a host that waits for evictions' copies (POL_SLACK_SEARCH or "
+                        "POL_SLACK_NONE)", in->slack);
+        if (in->slack >= in->m.cap[POL_GPU] / in->m.chunk)
+            return fail(err, len, "slack is %u chunks: fewer than the GPU's %llu", in->slack,
+                        (unsigned long long)(in->m.cap[POL_GPU] / in->m.chunk));
+    }
     for (size_t b = 0; !rc && b < in->nbufs; b++)
         rc = check_buf(in, b, err, len);
     for (size_t i = 0; !rc && i < in->nops; i++)

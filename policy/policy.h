@@ -115,7 +115,16 @@ typedef struct pol_input {
     size_t nbufs;
     uint32_t nstreams;
     pol_machine_t m;
+    uint32_t slack;             /* for a search (pol_plan's knobs == NULL), the slack
+                                 * (pol_knobs_t.slack_chunks) of its plans: POL_SLACK_SEARCH
+                                 * tries none and, where the host waits for the copies that
+                                 * free GPU room (not m.room_on_device), 2 and 4 chunks;
+                                 * POL_SLACK_NONE none; any other value exactly that many
+                                 * chunks (not with m.room_on_device; fewer than the GPU's) */
 } pol_input_t;
+
+#define POL_SLACK_SEARCH 0u
+#define POL_SLACK_NONE UINT32_MAX
 
 /* The knobs the search varies; pol_plan with knobs == NULL searches them. */
 typedef struct pol_knobs {
@@ -184,8 +193,8 @@ int pol_input_check(const pol_input_t *in, char *err, size_t errlen);
 /* Plan `in` with `knobs` (NULL: search the knobs for the best predicted time).  0 and *out,
  * -EINVAL for a bad input, -ENOSPC when the pinned and concurrently needed chunks of some
  * operation exceed the GPU's capacity (no plan can exist) or every tier is full, or for
- * knobs with slack where m.room_on_device is set or the slack leaves some operation that
- * fits the GPU too little room, -EDOM when these knobs give no cyclic plan (the residency at
+ * knobs (or a fixed in->slack) with slack that leaves some operation that fits the GPU too
+ * little room, or knobs with slack where m.room_on_device is set, -EDOM when these knobs give no cyclic plan (the residency at
  * the iteration's end oscillates and cannot be brought back to the start within the
  * capacities; rare, other knobs or NULL may plan),
  * -ENOMEM, -EPROTO when the plan it chose fails its own checks (a planner bug: no plan is

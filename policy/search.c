@@ -17,7 +17,8 @@
  * {1, 8, 64} (7 chunk-level plans, 21 replays); where the host waits for the copies that
  * free GPU room (not m.room_on_device), slack of 2 and 4 chunks with the best knobs so far
  * (2 more plans and replays); the plan with the least predicted iteration time is kept (ties:
- * the one found first).
+ * the one found first).  The caller may fix the slack instead (pol_input_t.slack): every plan
+ * of the search then has that slack, or none.
  */
 #include <errno.h>
 #include <math.h>
@@ -285,18 +286,20 @@ static int search_one(const pol_input_t *in, const pol_index_t *ix, pol_knobs_t 
 static int search(const pol_input_t *in, const pol_index_t *ix, uint8_t *pin, best_t *best)
 {
     static const uint32_t looks[] = { 0, 4, 16, 64, 256 };
+    uint32_t slack = in->slack == POL_SLACK_SEARCH || in->slack == POL_SLACK_NONE ? 0 : in->slack;
     int first = 0, rc = 0;
     for (unsigned l = 0; !rc && l < 5; l++) {
-        pol_knobs_t k = { .lookahead = looks[l], .extent_chunks = 1 };
+        pol_knobs_t k = { .lookahead = looks[l], .extent_chunks = 1, .slack_chunks = slack };
         rc = search_one(in, ix, k, pin, best, &first);
     }
     uint32_t look = best->plan ? best->plan->knobs.lookahead : 0;
     for (unsigned q = 1; !rc && q < 3; q++) {
         pol_knobs_t k = { .lookahead = look, .extent_chunks = 1,
-                          .pin_bytes = in->m.cap[POL_GPU] / 4 * q };
+                          .pin_bytes = in->m.cap[POL_GPU] / 4 * q, .slack_chunks = slack };
         rc = search_one(in, ix, k, pin, best, &first);
     }
-    for (unsigned q = 0; !rc && best->plan && !in->m.room_on_device && q < 2; q++) {
+    int searched = in->slack == POL_SLACK_SEARCH && !in->m.room_on_device;
+    for (unsigned q = 0; !rc && best->plan && searched && q < 2; q++) {
         pol_knobs_t k = best->plan->knobs;
         k.slack_chunks = SLACK_CHUNKS << q;
         rc = try_config(in, ix, k, &k.extent_chunks, 1, pin, best);

@@ -44,6 +44,7 @@ typedef enum opt_type {
     OPT_TYPE_NVME_ENGINE,
     OPT_TYPE_NVME_SHARE,
     OPT_TYPE_AUTO_BOOL,
+    OPT_TYPE_PLAN_SLACK,
 } opt_type_t;
 
 typedef struct opt_desc {
@@ -262,6 +263,16 @@ static int parse_nvme_share(const char *s, opt_value_t *v)
     return parse_bounded(s, 4096, v) < 0 || v->num < 1 ? -EINVAL : 0;
 }
 
+/* SHIM_SLACK_AUTO, else 0 to 4096 chunks. */
+static int parse_plan_slack(const char *s, opt_value_t *v)
+{
+    if (strcasecmp(s, "auto") == 0) {
+        v->num = SHIM_SLACK_AUTO;
+        return 0;
+    }
+    return parse_bounded(s, 4096, v);
+}
+
 static int parse_path(const char *s, opt_value_t *v)
 {
     return strlen(s) < sizeof(v->text) ? 0 : -EINVAL;
@@ -311,6 +322,7 @@ static const struct {
     [OPT_TYPE_NVME_SHARE] = { parse_nvme_share, "auto or a whole number from 1 to 4096" },
     [OPT_TYPE_AUTO_BOOL] = { parse_auto_bool, "auto, 1 or 0 (yes/no, true/false and on/off "
                                               "also work)" },
+    [OPT_TYPE_PLAN_SLACK] = { parse_plan_slack, "auto or a whole number from 0 to 4096" },
 };
 
 /* Parse decimal digits with an optional fraction ("12", "12.5"); returns the end or NULL. */
@@ -519,6 +531,23 @@ void shim_options_load(void)
                            SHIM_EXIT_CONFIG);                                                  \
     } while (0)
 
+/* Options valid alone that contradict each other: reported as REPORT does; how many. */
+static int conflicts(int disabled)
+{
+    const opt_value_t *slack = &values[SHIM_OPT_PLAN_SLACK], *unmap = &values[SHIM_OPT_PLAN_UNMAP];
+    int nvme = values[SHIM_OPT_NVME_PATH].text[0] != 0;
+
+    if (slack->bad || unmap->bad || slack->num <= 0 ||
+        !(unmap->num == 1 || (unmap->num == SHIM_AUTO && nvme)))
+        return 0;
+    REPORT(disabled, "ELIXIR_PLAN_SLACK=%s leaves GPU room for moves in while evictions' copies "
+           "run, but ELIXIR_PLAN_UNMAP=%s%s unmaps evictions, whose room a move in already "
+           "takes while the copy runs: expected ELIXIR_PLAN_SLACK=auto or 0, or "
+           "ELIXIR_PLAN_UNMAP=0", slack->text, unmap->text,
+           unmap->num == SHIM_AUTO ? " (with ELIXIR_NVME_PATH set)" : "");
+    return 1;
+}
+
 int shim_options_report(void)
 {
     int disabled = shim_disabled(), errors = 0;
@@ -534,6 +563,7 @@ int shim_options_report(void)
                typos[i].name, options[typos[i].option].name);
         errors++;
     }
+    errors += conflicts(disabled);
     if (disabled)
         errors = 0;
     if (errors || !values[SHIM_OPT_VERBOSE].num)

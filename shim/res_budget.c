@@ -102,6 +102,24 @@ static int set_host_budget(res_dev_t *d)
     return 0;
 }
 
+/* A fixed ELIXIR_PLAN_SLACK of the whole GPU budget or more (with the plan): reported as
+ * check_budget does; -ERANGE, else 0. */
+static int check_slack(const res_dev_t *d)
+{
+    long slack = shim_opt_int(SHIM_OPT_PLAN_SLACK);
+    uint64_t chunks = d->gpu_budget / d->chunk;
+    char b[32];
+
+    if (shim_opt_int(SHIM_OPT_POLICY) != 1 || slack <= 0 || (uint64_t)slack < chunks)
+        return 0;
+    shim_log_fatal("ELIXIR_PLAN_SLACK=%ld leaves device %d's plan no GPU memory: its budget is "
+                   "%llu chunks (%s): expected auto, or a whole number under %llu; the program "
+                   "stops (exit status %d)", slack, d->device, (unsigned long long)chunks,
+                   shim_fmt_size(d->gpu_budget, b), (unsigned long long)chunks,
+                   SHIM_EXIT_CONFIG);
+    return -ERANGE;
+}
+
 int res_set_budgets(res_dev_t *d)
 {
     size_t free_b = 0, total = 0;
@@ -123,6 +141,8 @@ int res_set_budgets(res_dev_t *d)
     say_budget(d, SHIM_OPT_GPU_MEMORY, d->gpu_budget,
                d->gpu_budget_auto ? "free device memory less a reserve for the driver"
                                   : "of the device's memory");
+    if (check_slack(d) < 0)
+        return -ERANGE;
     if (atomic_load(&res_arenas) == 0)          /* (the first arena, under setup_lock) */
         return set_host_budget(d);
     return 0;

@@ -355,13 +355,24 @@ static void plan_now(res_dev_t *d, res_plan_t *p)
 {
     res_ptime_report_t tr;
     res_ptime_fill(d, p->ops, p->sig, p->nops, &tr);
+    long slack = shim_opt_int(SHIM_OPT_PLAN_SLACK);   /* (not with unmapped: options.c) */
     pol_input_t in = { p->ops, p->nops, p->refs, p->nrefs, p->bufs, p->nbufs, p->nstreams,
-                       machine(d, &tr) };
+                       machine(d, &tr), slack == SHIM_SLACK_AUTO ? POL_SLACK_SEARCH
+                                        : slack == 0 ? POL_SLACK_NONE : (uint32_t)slack };
     char err[160], src[2][48];
     plan_clear(p);
     lives(p);
     for (uint32_t b = 0; b < p->nbufs; b++)
         p->bufs[b].nvme_ok = (uint8_t)res_plan_nvme_ok(d, p->first[b], p->nch[b]);
+    if (slack > 0 && (uint64_t)slack >= in.m.cap[POL_GPU] / d->chunk) {
+        SHIM_WARN(RES, "device %d: ELIXIR_PLAN_SLACK=%ld leaves the plan no GPU memory (it has "
+                  "%llu chunks: the budget less %llu MiB of memory outside the arena); no plan, "
+                  "the reactive engine serves the iteration", d->device, slack,
+                  (unsigned long long)(in.m.cap[POL_GPU] / d->chunk),
+                  (unsigned long long)((d->app_used + d->pool_used) >> 20));
+        p->state = P_OFF;
+        return;
+    }
     if (pol_input_check(&in, err, sizeof(err)) < 0) {
         SHIM_WARN(RES, "device %d: the profiled iteration is no planner input (%s); the plan "
                   "is off", d->device, err);
@@ -378,10 +389,18 @@ static void plan_now(res_dev_t *d, res_plan_t *p)
             size_t n = (size_t)res_plan_op_reach(p, i);
             most = n > most ? n : most;
         }
-        SHIM_INFO(RES, "device %d: no plan for the profiled iteration (%s; %zu operations, "
-                  "one reaching up to %zu chunks, room for %llu); the reactive engine serves it",
-                  d->device, r == -ENOSPC ? "not enough GPU memory" : "planner error", p->nops,
-                  most, (unsigned long long)(in.m.cap[POL_GPU] / d->chunk));
+        if (r == -ENOSPC && slack > 0)
+            SHIM_WARN(RES, "device %d: no plan for the profiled iteration with "
+                      "ELIXIR_PLAN_SLACK=%ld (%zu operations, one reaching up to %zu chunks, "
+                      "room for %llu less the slack); the reactive engine serves it",
+                      d->device, slack, p->nops, most,
+                      (unsigned long long)(in.m.cap[POL_GPU] / d->chunk));
+        else
+            SHIM_INFO(RES, "device %d: no plan for the profiled iteration (%s; %zu operations, "
+                      "one reaching up to %zu chunks, room for %llu); the reactive engine "
+                      "serves it", d->device, r == -ENOSPC ? "not enough GPU memory"
+                      : "planner error", p->nops, most,
+                      (unsigned long long)(in.m.cap[POL_GPU] / d->chunk));
         p->state = P_OFF;
         return;
     }

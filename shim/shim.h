@@ -565,6 +565,10 @@ static inline unsigned res_code_generation(void)
       "1: the plan's evictions of memory whose every use the shim saw leave its address "      \
       "unmapped (half the mapping calls; a pointer only kept in device memory then faults); "  \
       "0: evicted memory stays mapped; auto: 1 when ELIXIR_NVME_PATH is set (the same rule)") \
+    X(PLAN_SLACK, PLAN_SLACK, "auto",                                                          \
+      "GPU chunks the plan leaves free, taken by moves in while evictions' copies still run "  \
+      "(evictions that stay mapped only): auto (the planner tries 0, 2 and 4 and keeps the "   \
+      "fastest predicted), or a whole number from 0 to 4096")                                  \
     X(TRACE, PATH, "",                                                                         \
       "record a trace into this file (%p is the process id, %h the host name); created "      \
       "0600, never overwritten: if it exists, NAME.1.EXT, NAME.2.EXT ... is used instead")     \
@@ -621,6 +625,7 @@ typedef struct shim_mem {
 
 enum { SHIM_MEMINFO_VIRTUAL, SHIM_MEMINFO_PHYSICAL };
 enum { SHIM_AUTO = 2 };                 /* an AUTO_BOOL option's auto (else 0 or 1) */
+enum { SHIM_SLACK_AUTO = -1 };          /* ELIXIR_PLAN_SLACK=auto (else 0 to 4096 chunks) */
 enum { SHIM_TRACE_SUMMARY, SHIM_TRACE_ALLOCS, SHIM_TRACE_ALL };      /* ELIXIR_TRACE_LEVEL */
 enum { SHIM_CUPTI_AUTO, SHIM_CUPTI_OFF, SHIM_CUPTI_PATH };           /* ELIXIR_CUPTI */
 

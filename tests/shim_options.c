@@ -101,6 +101,8 @@ static const struct bad {
     { "ELIXIR_NVME_SHARE", "0", "auto or a whole number from 1 to 4096" },
     { "ELIXIR_NVME_SHARE", "4097", "auto or a whole number from 1 to 4096" },
     { "ELIXIR_POLICY", "smart", "reactive or plan" },
+    { "ELIXIR_PLAN_SLACK", "4097", "auto or a whole number from 0 to 4096" },
+    { "ELIXIR_PLAN_SLACK", "-1", "auto or a whole number from 0 to 4096" },
 };
 
 /* Each bad value alone stops the child; all together, each is reported once. */
@@ -255,6 +257,44 @@ static void budget_under_a_chunk(void)
     sh_run_free(&r);
 }
 
+/* A fixed ELIXIR_PLAN_SLACK with evictions that unmap (asked for, or auto with the NVMe tier)
+ * stops the child, as does one of the whole GPU budget (at its first allocation); slack 0 and
+ * auto go with anything, and a slack under the budget runs. */
+static void slack_refused(void)
+{
+    static const char *const refused[][4] = {
+        { "ELIXIR_PLAN_SLACK=4", "ELIXIR_PLAN_UNMAP=1", NULL,
+          "ELIXIR_PLAN_SLACK=4 leaves GPU room for moves in while evictions' copies run, but "
+          "ELIXIR_PLAN_UNMAP=1 unmaps evictions" },
+        { "ELIXIR_PLAN_SLACK=2", "ELIXIR_NVME_PATH=/nonexistent", NULL,
+          "ELIXIR_PLAN_UNMAP=auto (with ELIXIR_NVME_PATH set) unmaps evictions" },
+        { "ELIXIR_PLAN_SLACK=512", "ELIXIR_GPU_MEMORY=1G", NULL,
+          "ELIXIR_PLAN_SLACK=512 leaves device 0's plan no GPU memory: its budget is 512 chunks "
+          "(1.0 GiB): expected auto, or a whole number under 512" },
+    };
+    static const char *const ran[][4] = {
+        { "ELIXIR_PLAN_SLACK=0", "ELIXIR_PLAN_UNMAP=1", NULL },
+        { "ELIXIR_PLAN_SLACK=auto", "ELIXIR_PLAN_UNMAP=yes", NULL },
+        { "ELIXIR_PLAN_SLACK=511", "ELIXIR_GPU_MEMORY=1G", NULL },
+        { "ELIXIR_PLAN_SLACK=512", "ELIXIR_GPU_MEMORY=1G", "ELIXIR_POLICY=reactive", NULL },
+    };
+
+    for (size_t i = 0; i < ARRAY_LEN(refused); i++) {
+        sh_run_t r = run_refused(refused[i]);
+        EXPECT(sh_count(r.err, "elixir: error: ") == 1 && strstr(r.err, refused[i][3]) &&
+                   strstr(r.err, "the program stops (exit status 1)"),
+               "with %s %s, expected \"%s\" once in:\n%s", refused[i][0], refused[i][1],
+               refused[i][3], r.err);
+        sh_run_free(&r);
+    }
+    for (size_t i = 0; i < ARRAY_LEN(ran); i++) {
+        sh_run_t r = run_child(ran[i]);
+        EXPECT(!strstr(r.err, "elixir"), "with %s %s, something was reported:\n%s", ran[i][0],
+               ran[i][1], r.err);
+        sh_run_free(&r);
+    }
+}
+
 /* ELIXIR_VERBOSE=1: the version first, then what the budgets became. */
 static void verbose_resolved(void)
 {
@@ -352,6 +392,7 @@ int main(int argc, char **argv)
     typos();
     disabled();
     budget_under_a_chunk();
+    slack_refused();
     verbose_resolved();
     good_values();
     subsystems();

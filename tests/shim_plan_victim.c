@@ -18,9 +18,10 @@
  * its bring-in evicted, at that one's next use, and the plan chose more victims in the longer
  * run.  Both in the mapped and the unmapped plan; the contents of every buffer are checked at
  * the end of each run.  The race checker fails a run on any race.  Where the host waits for
- * eviction copies (mapped) the search may leave GPU room free as slack (slack_chunks), which
- * can hold the stray chunk so that no victim is needed: a mapped run whose plan has slack
- * says so and its victims are not checked (the unmapped plan never has slack).
+ * eviction copies (mapped) the plan may leave GPU room free as slack, which can hold the
+ * stray chunk so that no victim is needed: the mapped plan is checked with
+ * ELIXIR_PLAN_SLACK=0, and once more with 2 chunks of slack, where the log must say so and
+ * the victims are not counted (the unmapped plan never has slack).
  * (With 20 us kernels and no slack, least recently used victims made it 8 chunks an
  * iteration; with these the plan's prefetches bring such victims back in time, and the count
  * of victims the plan chose is what fails without them.)
@@ -116,19 +117,23 @@ static void scenario(void)
 }
 
 /* Chunks brought in reactively in a run of `iters` iterations, from its statistics. */
-static double reactive_in(const char *unmap, int iters, long long *chose, int *slack)
+/* Chunks brought in reactively in a run of `iters` iterations, from its statistics; the
+ * plan's log must say `slack` chunks of slack. */
+static double reactive_in(const char *unmap, const char *slack, int iters, long long *chose)
 {
-    char n[32], u[32];
+    char n[32], u[32], k[32], said[32];
     snprintf(n, sizeof(n), "VICTIM_ITERS=%d", iters);
     snprintf(u, sizeof(u), "ELIXIR_PLAN_UNMAP=%s", unmap);
+    snprintf(k, sizeof(k), "ELIXIR_PLAN_SLACK=%s", slack);
+    snprintf(said, sizeof(said), " %s chunks of slack;", slack[0] == 'a' ? "0" : slack);
     const char *env[] = { "ELIXIR_POLICY=plan", "ELIXIR_STATS=1", "ELIXIR_GPU_MEMORY=16M", n, u,
-                          "ELIXIR_LOG=info", "ELIXIR_LOG_SUBSYS=RES", NULL };
+                          k, "ELIXIR_LOG=info", "ELIXIR_LOG_SUBSYS=RES", NULL };
     sh_run_t r = sh_run_ok("scenario", env);
     long long in = sh_stat(r.err, "to GPU "), pre = sh_stat(r.err, "prefetches ");
     *chose = sh_stat(r.err, "the victim the plan uses last ");
-    *slack = strstr(r.err, " 0 chunks of slack;") == NULL;
     EXPECT(in >= 0 && pre >= 0 && *chose >= 0 && strstr(r.err, "plan: 1 planned"),
            "one plan and the statistics in the log:\n%s", r.err);
+    EXPECT(strstr(r.err, said), "%s %s: expected \"%s\" in the log:\n%s", u, k, said, r.err);
     sh_run_free(&r);
     return (double)(in - pre);
 }
@@ -136,28 +141,23 @@ static double reactive_in(const char *unmap, int iters, long long *chose, int *s
 int main(int argc, char **argv)
 {
     sh_scenario_child(argc, argv, scenario);
-    const char *unmap[] = { "0", "1" };
-    for (int m = 0; m < 2; m++) {
+    /* (auto with unmapped evictions: no slack, said as 0) */
+    static const char *const runs[][2] = { { "0", "0" }, { "1", "auto" }, { "0", "2" } };
+    for (int m = 0; m < 3; m++) {
         long long c1, c2;
-        int s1, s2;
-        double a = reactive_in(unmap[m], ITERS_SHORT, &c1, &s1);
-        double b = reactive_in(unmap[m], ITERS_LONG, &c2, &s2);
-        if (s1 || s2) {
-            /* (the plan left room free as slack, which can hold the stray chunk: no victim is
-             * needed then; the unmapped plan never has slack and checks the victims) */
-            EXPECT(m == 0, "ELIXIR_PLAN_UNMAP=1: expected a plan without slack");
-            printf("ELIXIR_PLAN_UNMAP=%s: the plan left GPU room free as slack; victims not "
-                   "checked\n", unmap[m]);
-            continue;
-        }
+        double a = reactive_in(runs[m][0], runs[m][1], ITERS_SHORT, &c1);
+        double b = reactive_in(runs[m][0], runs[m][1], ITERS_LONG, &c2);
         double per = (b - a) / (ITERS_LONG - ITERS_SHORT);
-        printf("ELIXIR_PLAN_UNMAP=%s: %.2f chunks brought in reactively per iteration with one "
-               "operation the plan did not foresee; victims the plan chose %lld\n", unmap[m],
-               per, c2);
-        EXPECT(per <= STRAY_IN_MAX && c2 > c1,
-               "ELIXIR_PLAN_UNMAP=%s: expected at most %.1f chunks brought in reactively per "
-               "iteration and the plan choosing victims, got %.2f (%lld victims chosen in %d "
-               "iterations, %lld in %d)", unmap[m], STRAY_IN_MAX, per, c2, ITERS_LONG, c1,
+        printf("ELIXIR_PLAN_UNMAP=%s ELIXIR_PLAN_SLACK=%s: %.2f chunks brought in reactively "
+               "per iteration with one operation the plan did not foresee; victims the plan "
+               "chose %lld\n", runs[m][0], runs[m][1], per, c2);
+        /* (slack can hold the stray chunk: then no victim is needed) */
+        int slack = runs[m][1][0] == '2';
+        EXPECT(per <= STRAY_IN_MAX && (slack || c2 > c1),
+               "ELIXIR_PLAN_UNMAP=%s ELIXIR_PLAN_SLACK=%s: expected at most %.1f chunks brought "
+               "in reactively per iteration%s, got %.2f (%lld victims chosen in %d iterations, "
+               "%lld in %d)", runs[m][0], runs[m][1], STRAY_IN_MAX,
+               slack ? "" : " and the plan choosing victims", per, c2, ITERS_LONG, c1,
                ITERS_SHORT);
     }
     return 0;

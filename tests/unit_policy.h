@@ -28,6 +28,7 @@ typedef struct pb {
     size_t nbufs, nops, nrefs, cap;
     uint32_t nstreams;
     pol_machine_t m;
+    uint32_t slack;             /* pol_input_t.slack (POL_SLACK_SEARCH unless set) */
     pol_input_t in;
 } pb_t;
 
@@ -122,7 +123,7 @@ static inline void pb_all(pb_t *b, uint32_t buf, uint8_t access)
 static inline const pol_input_t *pb_input(pb_t *b)
 {
     b->in = (pol_input_t){ b->ops, b->nops, b->refs, b->nrefs, b->bufs, b->nbufs,
-                           b->nstreams, b->m };
+                           b->nstreams, b->m, b->slack };
     return &b->in;
 }
 

@@ -563,11 +563,41 @@ static void slack_iters(double *none, double *two, uint32_t *searched)
     pol_plan_t *p = pb_plan(&b, NULL);
     *searched = p ? p->knobs.slack_chunks : 0;
     pol_plan_free(p);
-    b.m.room_on_device = 1;     /* (no slack then: the host never waits for those copies) */
-    k.slack_chunks = 2;
+    /* The caller's slack: none, or exactly 3 chunks in every plan the search makes. */
+    const uint32_t fixed[] = { POL_SLACK_NONE, 3 };
+    for (int f = 0; f < 2; f++) {
+        b.slack = fixed[f];
+        p = pb_plan(&b, NULL);
+        uint32_t want = f ? 3 : 0;
+        pol_result_t r;
+        PB_CHECK(p && p->knobs.slack_chunks == want, "slack %u fixed: expected knobs with %u, "
+                 "got %d", fixed[f], want, p ? (int)p->knobs.slack_chunks : -1);
+        PB_CHECK(p && pol_replay(pb_input(&b), p, &r) == 0 && r.peak[POL_GPU] <= (8 - want) * MIB,
+                 "slack %u fixed: expected at most %u chunks on the GPU", fixed[f], 8 - want);
+        pol_plan_free(p);
+    }
+    char err[256] = "";
     pol_plan_t *q = NULL;
-    int rc = pol_plan(pb_input(&b), &k, &q);
+    b.slack = 8;                /* (the whole GPU) */
+    int rc = pol_input_check(pb_input(&b), err, sizeof(err));
+    PB_CHECK(rc == -EINVAL && strstr(err, "slack"), "slack of the whole GPU: expected -EINVAL "
+             "naming the slack, got %d (%s)", rc, err);
+    b.m.room_on_device = 1;     /* (no slack then: the host never waits for those copies) */
+    b.slack = 2;
+    rc = pol_input_check(pb_input(&b), err, sizeof(err));
+    PB_CHECK(rc == -EINVAL && strstr(err, "room_on_device"), "fixed slack with room_on_device: "
+             "expected -EINVAL naming it, got %d (%s)", rc, err);
+    b.slack = POL_SLACK_SEARCH;
+    k.slack_chunks = 2;
+    rc = pol_plan(pb_input(&b), &k, &q);
     PB_CHECK(rc == -ENOSPC, "slack with room_on_device: expected -ENOSPC, got %d", rc);
+    b.m.room_on_device = 0;
+    uint32_t pair = pb_buf(&b, 2, -1, -1);
+    pb_op(&b, 0, 100000), pb_all(&b, pair, POL_RW);
+    b.slack = 7;                /* (an operation reaches 2 chunks: 1 left) */
+    rc = pol_plan(pb_input(&b), NULL, &q);
+    PB_CHECK(rc == -ENOSPC, "slack of 7 chunks of 8, an operation of 2: expected -ENOSPC, "
+             "got %d", rc);
     pol_plan_free(q);
     pb_fini(&b);
 }

@@ -6,9 +6,9 @@
  * unlimited GPU's time and nothing moves; for 8 MiB, chunks move both ways every iteration
  * and the prediction is above the unlimited time and not below the lower bound; for 2 MiB the
  * three kernels and the memset reach more than the GPU holds and run in place (the output says
- * so; the copy reaches one chunk of the first weight): nothing moves.  The sweep, its JSON and its picture, and
- * the errors: a trace without a closed iteration, an iteration not in it, a bad bandwidth,
- * --svg without --sweep.
+ * so; the copy reaches one chunk of the first weight): nothing moves.  A fixed --slack.  The
+ * sweep, its JSON and its picture, and the errors: a trace without a closed iteration, an
+ * iteration not in it, a bad bandwidth, --svg without --sweep.
  */
 #include "unit_trace_tool.h"
 
@@ -108,6 +108,37 @@ static void pages(const char *trace)
     tt_free(&r);
 }
 
+/* --slack: a fixed slack is every plan's, 0 none; one that leaves an operation's chunks no
+ * room plans nothing, and says so. */
+static void slack(const char *trace)
+{
+    tt_result_t r = tt_run("plan", trace, "--gpu-memory", "8M", "--slack", "1", "--json", NULL);
+    TT_CHECK("8M --slack 1: exit status", 0, r.status);
+    TT_JSON(r.out, "d['plan']['knobs']['slack_chunks']", "1");
+    TT_JSON(r.out, "d['plan']['peak']['gpu'] <= 6 << 20", "True");
+    tt_free(&r);
+    r = plan(trace, "8M", "--slack=0");
+    TT_LINE(r.out, "chosen", "0 chunks of slack");
+    tt_free(&r);
+    r = tt_run("plan", trace, "--sweep", "--points", "3", "--slack", "1", NULL);
+    TT_CHECK("sweep --slack 1: exit status", 0, r.status);
+    TT_LINE(r.out, "4.00 MiB", "no plan", "than the slack leaves");
+    tt_free(&r);
+    r = tt_run("plan", trace, "--gpu-memory", "8M", "--slack", "4", NULL);
+    TT_CHECK("8M --slack 4: exit status", 2, r.status);
+    TT_LINE(r.err, "--slack 4: the GPU holds 4 chunks");
+    tt_free(&r);
+    r = tt_run("plan", trace, "--slack", "2", "--unmap", NULL);
+    TT_CHECK("--slack 2 --unmap: exit status", 2, r.status);
+    TT_LINE(r.err, "--slack 2 with --unmap");
+    tt_free(&r);
+    r = tt_run("plan", trace, "--slack", "4097", NULL);
+    TT_CHECK("--slack 4097: exit status", 2, r.status);
+    TT_LINE(r.err, "--slack: '4097' is not a slack", "0 to 4096");
+    tt_free(&r);
+    TT_RUN(0, "plan", trace, "--slack", "0", "--unmap");
+}
+
 static void in_place(const char *trace)
 {
     tt_result_t r = plan(trace, "2M", NULL);
@@ -167,6 +198,7 @@ int main(void)
     make_trace(trace, 3);
     fits(trace);
     pages(trace);
+    slack(trace);
     in_place(trace);
     sweep(trace);
     errors(trace);

@@ -48,6 +48,8 @@ static cli_opt_t plan_opts[] = {
     { "--duplex", "GB/s", "both ways together (default 1.44 x --pcie)", NULL },
     { "--unmap", NULL, "as the shim with ELIXIR_PLAN_UNMAP=1: evictions unmap, and a prefetch "
       "takes GPU memory its eviction's copy still reads", NULL },
+    { "--slack", "auto|N", "GPU chunks the plan leaves free, as ELIXIR_PLAN_SLACK: auto (the "
+      "search tries 0, 2 and 4) or 0 to 4096; not with --unmap (default auto)", NULL },
     { "--nvme-memory", "SIZE", "an NVMe tier of SIZE behind host memory (default none)", NULL },
     { "--nvme", "GB/s", "its read bandwidth; writes at 0.7 x (default 7)", NULL },
     { "--chunk", "SIZE", "bytes moved as one chunk (default 2M)", NULL },
@@ -67,6 +69,7 @@ static cli_opt_t plan_opts[] = {
 /* One planned machine and what the plan predicts for it. */
 typedef struct point {
     uint64_t gpu;
+    uint32_t slack;                    /* pol_input_t.slack asked for */
     int rc;                            /* pol_plan's: 0, -ENOSPC no plan can exist, ... */
     pol_result_t r;
     pol_knobs_t knobs;
@@ -130,13 +133,40 @@ static void machine(const cli_cmd_t *c, const tm_trace_t *t, const tp_input_t *x
     m->copy_engines = 1;
 }
 
-/* Plans x on machine m: the point's result. */
-static void plan_point(const tp_input_t *x, const pol_machine_t *m, point_t *p)
+/* --slack as pol_input_t.slack. */
+static uint32_t slack_opt(const cli_cmd_t *c, int unmap)
+{
+    const char *s = cli_get(c, "--slack");
+    if (!s || strcmp(s, "auto") == 0)
+        return POL_SLACK_SEARCH;
+    char *end;
+    errno = 0;
+    unsigned long v = strtoul(s, &end, 10);
+    if (errno || end == s || *end || s[0] == '-' || v > 4096)
+        cli_usage(c, "--slack: '%s' is not a slack: auto or a whole number of chunks from 0 to "
+                  "4096", s);
+    if (v && unmap)
+        cli_usage(c, "--slack %lu with --unmap: evictions that unmap free their room for moves "
+                  "in at once, the slack is for evictions that stay mapped (give --slack auto "
+                  "or 0, or leave out --unmap)", v);
+    return v ? (uint32_t)v : POL_SLACK_NONE;
+}
+
+/* Plans x on machine m with `slack` (pol_input_t.slack): the point's result.  A fixed slack
+ * of the whole GPU or more plans nothing (-ENOSPC). */
+static void plan_point(const tp_input_t *x, const pol_machine_t *m, uint32_t slack, point_t *p)
 {
     pol_input_t in = x->in;
     in.m = *m;
+    in.slack = slack;
     pol_plan_t *plan = NULL;
     p->gpu = m->cap[POL_GPU];
+    p->slack = slack;
+    int fixed = slack != POL_SLACK_SEARCH && slack != POL_SLACK_NONE;
+    if (fixed && slack >= m->cap[POL_GPU] / m->chunk) {
+        p->rc = -ENOSPC;
+        return;
+    }
     p->rc = pol_plan(&in, NULL, &plan);
     if (p->rc)
         return;
@@ -154,10 +184,13 @@ static const char *ratio(double a, double b, char buf[32])
     return buf;
 }
 
-static const char *no_plan_text(int rc)
+static const char *no_plan_text(const point_t *p)
 {
-    return rc == -ENOSPC ? "no plan: one operation needs more GPU memory at once"
-                         : strerror(-rc);
+    if (p->rc != -ENOSPC)
+        return strerror(-p->rc);
+    return p->slack != POL_SLACK_SEARCH && p->slack != POL_SLACK_NONE
+               ? "no plan: one operation needs more GPU memory at once than the slack leaves"
+               : "no plan: one operation needs more GPU memory at once";
 }
 
 /* Operations of x that reach more chunks than m's GPU holds: the planner leaves them in
@@ -197,7 +230,7 @@ static void print_text(const tm_trace_t *t, const tp_input_t *x, const pol_machi
         printf(", evictions unmapped");
     printf("\n");
     if (p->rc) {
-        printf("predicted   %s\n", no_plan_text(p->rc));
+        printf("predicted   %s\n", no_plan_text(p));
         return;
     }
     const pol_result_t *r = &p->r;
@@ -241,7 +274,7 @@ static void print_sweep_text(const sweep_t *s)
     for (size_t i = 0; i < s->n; i++) {
         const point_t *p = &s->p[i];
         if (p->rc) {
-            printf("  %20s   %s\n", text_bytes(p->gpu, b[0]), no_plan_text(p->rc));
+            printf("  %20s   %s\n", text_bytes(p->gpu, b[0]), no_plan_text(p));
             continue;
         }
         printf("  %20s   %10s   %11s   %7s\n", text_bytes(p->gpu, b[0]),
@@ -255,7 +288,7 @@ static void json_point(const point_t *p)
     printf("{\"gpu_memory\": %" PRIu64 ", \"planned\": %s", p->gpu, p->rc ? "false" : "true");
     if (p->rc) {
         printf(", \"reason\": ");
-        text_json(stdout, no_plan_text(p->rc));
+        text_json(stdout, no_plan_text(p));
         printf("}");
         return;
     }
@@ -368,7 +401,7 @@ static int svg_sweep(const tm_trace_t *t, const void *arg, FILE *f, char *err, s
 }
 
 static void run_sweep(const cli_cmd_t *c, const tp_input_t *x, const pol_machine_t *m,
-                      sweep_t *s)
+                      uint32_t slack, sweep_t *s)
 {
     uint64_t n = cli_count_opt(c, "--points", 12);
     if (n < 2 || n > MAX_POINTS)
@@ -379,7 +412,7 @@ static void run_sweep(const cli_cmd_t *c, const tp_input_t *x, const pol_machine
         pol_machine_t mi = *m;
         uint64_t gpu = x->footprint * (i + 1) / n;
         mi.cap[POL_GPU] = (gpu + m->chunk - 1) / m->chunk * m->chunk;
-        plan_point(x, &mi, &s->p[i]);
+        plan_point(x, &mi, slack, &s->p[i]);
     }
 }
 
@@ -408,11 +441,18 @@ static int run_plan(const cli_cmd_t *c, char **pos)
     }
     pol_machine_t m;
     machine(c, &t, &x, chunk, &m);
+    uint32_t slack = slack_opt(c, (int)m.room_on_device);
+    if (slack != POL_SLACK_SEARCH && slack != POL_SLACK_NONE && slack >= m.cap[POL_GPU] / chunk) {
+        tm_free(&t);
+        tp_free(&x);
+        cli_usage(c, "--slack %u: the GPU holds %" PRIu64 " chunks, the slack must leave some "
+                  "(give fewer, or more --gpu-memory)", slack, m.cap[POL_GPU] / chunk);
+    }
     point_t p;
-    plan_point(&x, &m, &p);
+    plan_point(&x, &m, slack, &p);
     static sweep_t s;
     if (sweep)
-        run_sweep(c, &x, &m, &s);
+        run_sweep(c, &x, &m, slack, &s);
     int rc = 0;
     if (json) {
         print_json(&t, &x, &m, &p, sweep ? &s : NULL);
