@@ -39,7 +39,7 @@ static int flight_add(res_dev_t *d, uint32_t ci, int in, CUmemGenericAllocationH
         d->flights = f;
         d->cap_flights = cap;
     }
-    d->flights[d->nflights++] = (flight_t){ ci, in, other, ev, 0, 0 };
+    d->flights[d->nflights++] = (flight_t){ .ci = ci, .in = in, .other = other, .ev = ev };
     d->chunks[ci].moving = 1;
     return 0;
 }
@@ -405,6 +405,7 @@ int res_evict_async(res_dev_t *d, uint32_t ci, uint32_t serial)
     int issued = 0;
     use_event_t *ev = NULL;
     uint64_t t0 = SHIM_TRACING() ? shim_trace_now() : 0, move = 0;
+    const use_t use = c->use, fence = d->fence;     /* (what the copy comes after) */
     if (res_stream_after_use(d, d->out, c) == 0)
         ev = d->host_mappable ? copy_shadows(d, c->phys, h, d->out, &issued, &move)
                               : copy_piece(d, ci, h, 0, d->out, &issued, &move);
@@ -416,7 +417,7 @@ int res_evict_async(res_dev_t *d, uint32_t ci, uint32_t serial)
     if (!ev || flight_add(d, ci, 0, h, ev) < 0) {
         /* The host waited for the copy (or waits now): the eviction completes at once. */
         res_event_wait(ev, &d->blocked_flight_s);
-        int done = res_idle_now(d, c) ? evicted(d, ci, h) : 0;
+        int done = res_idle_since(d, c, &use, &fence) ? evicted(d, ci, h) : 0;
         if (done) {
             if (SHIM_TRACING())
                 shim_trace_planned_move(d->device, ci, d->chunk, SHIM_TIER_GPU, SHIM_TIER_HOST,
@@ -434,6 +435,8 @@ int res_evict_async(res_dev_t *d, uint32_t ci, uint32_t serial)
     }
     d->flights[d->nflights - 1].issued = t0;
     d->flights[d->nflights - 1].move = move;
+    d->flights[d->nflights - 1].use = use;
+    d->flights[d->nflights - 1].fence = fence;
     return 0;
 }
 
@@ -463,7 +466,8 @@ static int flight_end(res_dev_t *d, int i, int gone, int query)
             shim_trace_planned_move(d->device, f.ci, d->chunk, SHIM_TIER_HOST, SHIM_TIER_GPU,
                                     f.issued, shim_trace_now(), f.move);
         res_phys_put(d, TIER_HOST, f.other);
-    } else if (c->tier == TIER_GPU && res_idle_now(d, c) && (done = evicted(d, f.ci, f.other))) {
+    } else if (c->tier == TIER_GPU && res_idle_since(d, c, &f.use, &f.fence) &&
+               (done = evicted(d, f.ci, f.other))) {
         if (SHIM_TRACING())
             shim_trace_planned_move(d->device, f.ci, d->chunk, SHIM_TIER_GPU, SHIM_TIER_HOST,
                                     f.issued, shim_trace_now(), f.move);
@@ -523,6 +527,26 @@ void res_flight_use(res_dev_t *d, uint32_t ci, CUstream s, int ptds)
     if (s == CU_STREAM_PER_THREAD || (!s && ptds) ||
         DRV(cuStreamWaitEvent)(s, d->flights[i].ev->ev, 0) != CUDA_SUCCESS)
         flight_end(d, i, 0, 0);         /* the host waits where the stream cannot */
+}
+
+int res_flight_room(res_dev_t *d)
+{
+    int i = pend_gpu(d, 1);
+    if (i >= 0) {
+        pend_t p = d->pend[i];
+        d->pend[i] = d->pend[--d->npend];
+        res_event_wait(p.ev, &d->blocked_flight_s);
+        res_phys_put(d, p.tier, p.h);
+        res_event_put(d, p.ev);
+        return 0;
+    }
+    for (uint32_t k = 0; k < d->nflights; k++)
+        if (!d->flights[k].in) {
+            if (flight_early(d, (int)k) < 0)
+                flight_end(d, (int)k, 0, 0);
+            return 0;
+        }
+    return -1;
 }
 
 void res_flights_poll(res_dev_t *d)

@@ -127,6 +127,8 @@ typedef struct flight {
     use_event_t *ev;
     uint64_t issued, move;          /* when tracing: the trace's clock when its copy was
                                      * issued, and its move id (shim_trace_move_begin) */
+    use_t use, fence;               /* an eviction: the chunk's last use and the fence its
+                                     * copy was ordered after (res_idle_since) */
 } flight_t;
 
 /* Memory that a copy still reads or writes: back to its tier once ev completed. */
@@ -725,6 +727,13 @@ void res_flight_settle(res_dev_t *d, uint32_t ci, int gone);
 void res_flight_keep(res_dev_t *d, uint32_t ci);
 /* Moves and memory whose copies completed are finished (d locked; queries only). */
 void res_flights_poll(res_dev_t *d);
+/* GPU room from the plan's moves away, for the reactive engine (d locked), rather than an
+ * eviction of its own of a chunk the plan keeps: GPU memory set aside for a copy that reads
+ * it (d->pend) comes back once that copy completed, else the oldest eviction in flight
+ * completes (ahead of its copy where it may, else the host waits for the copy).  0 when one
+ * did (the room may still be short: an eviction used meanwhile stays), -1 when none is in
+ * flight. */
+int res_flight_room(res_dev_t *d);
 /* Every move in flight ends, the host waiting for them (d locked). */
 void res_flights_drain(res_dev_t *d);
 
@@ -919,6 +928,11 @@ int res_idle_unlocked(res_dev_t *d, uint32_t ci, double *blocked);
 /* Is nothing in flight using chunk c (d locked: its last use and the fence done, queried
  * without a wait, and it is not held)?  Then its use is forgotten. */
 int res_idle_now(res_dev_t *d, chunk_t *c);
+/* res_idle_now for a chunk whose last use and the fence were `use` and `fence` when a copy
+ * was ordered after them (res_stream_after_use), the copy now complete: while they still are
+ * the chunk's last use and the fence, they are done, though the event that covers them now
+ * may be a later one (a stream slot keeps only its latest). */
+int res_idle_since(res_dev_t *d, chunk_t *c, const use_t *use, const use_t *fence);
 /* Stream s (of d's context) waits for chunk c's last use and the fence, by events: 0, or -1
  * when it cannot (c is held by an operation whose use is not recorded, or a driver error). */
 int res_stream_after_use(res_dev_t *d, CUstream s, chunk_t *c);

@@ -620,6 +620,8 @@ static int make_room(res_dev_t *d, uint32_t serial, uint32_t n, int gap, int kee
     while (!room_for(d, keep_parked ? beyond_parked(d, n) : n)) {
         if (!keep_parked && res_park_drop(d) == 0)
             continue;
+        if ((d->nflights || d->npend) && res_flight_room(d) == 0)
+            continue;
         int r = evict_or_wait(d, serial, gap);
         if (r < 0)
             return -ENOMEM;
@@ -649,6 +651,8 @@ int res_make_bytes(res_dev_t *d, uint64_t bytes)
         if (res_gpu_charged(d) + bytes <= d->gpu_budget)
             return 0;
         if (res_park_drop(d) == 0)
+            continue;
+        if ((d->nflights || d->npend) && res_flight_room(d) == 0)
             continue;
         int r = evict_or_wait(d, 0, gap);
         if (r < 0)

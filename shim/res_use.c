@@ -188,9 +188,26 @@ static int use_done(res_dev_t *d, use_t *u)
     return 1;
 }
 
+/* Is use u still the one saved in `was` (the same stream tick and the same prior uses)? */
+static int use_same(const use_t *u, const use_t *was)
+{
+    return u->slot == was->slot && u->tick == was->tick && u->prior == was->prior;
+}
+
 int res_idle_now(res_dev_t *d, chunk_t *c)
 {
     return !c->held && use_done(d, &c->use) && use_done(d, &d->fence);
+}
+
+int res_idle_since(res_dev_t *d, chunk_t *c, const use_t *use, const use_t *fence)
+{
+    if (c->held)
+        return 0;
+    if (use_same(&c->use, use))
+        res_use_clear(d, &c->use);
+    if (use_same(&d->fence, fence))
+        res_use_clear(d, &d->fence);
+    return res_idle_now(d, c);
 }
 
 /* Make stream s wait for use u (no host wait); 0, or -1 when it cannot. */
@@ -209,12 +226,6 @@ int res_stream_after_use(res_dev_t *d, CUstream s, chunk_t *c)
     if (c->held)
         return -1;
     return stream_wait_use(d, s, &c->use) < 0 || stream_wait_use(d, s, &d->fence) < 0 ? -1 : 0;
-}
-
-/* Is use u still the one saved in `was` (the same stream tick and the same prior uses)? */
-static int use_same(const use_t *u, const use_t *was)
-{
-    return u->slot == was->slot && u->tick == was->tick && u->prior == was->prior;
 }
 
 int res_idle_unlocked(res_dev_t *d, uint32_t ci, double *blocked)
