@@ -43,6 +43,7 @@ static int back_chunk(void *ctx, uint32_t ci)
 {
     res_dev_t *d = ctx;
     d->exposed_fresh = 1;               /* (not exposed yet: res_expose) */
+    d->slab_fresh = ci + 1;             /* (a slab's, when the allocation is small) */
     if (d->chunks[ci].parked) {
         res_unpark(d, ci);
         return 0;
@@ -81,6 +82,8 @@ static int release_chunk(void *ctx, uint32_t ci)
         res_wait_idle(d, c, &d->blocked_free_s);
     else if (c->held && d->foreign_holds)
         res_foreign_wait(d, ci, &d->blocked_free_s);
+    if (d->plan)
+        res_plan_slab(d, ci, 0);        /* (a large allocation's chunks: nothing there) */
     res_park(d, ci);
     return 0;
 }
@@ -89,13 +92,22 @@ static int release_chunk(void *ctx, uint32_t ci)
  * may re-enter the arena (res_make_room leaves deferred frees alone then). */
 static int arena_do_alloc(res_dev_t *d, size_t bytes, arena_info_t *info)
 {
+    if (d->plan)
+        res_plan_due(d);
     d->arena_busy = 1;
+    d->slab_fresh = 0;
     int err = arena_alloc(d->arena, bytes, back_chunk, d, info);
-    if (err && arena_trim(d->arena, release_chunk, d) > 0)
+    if (err && arena_trim(d->arena, release_chunk, d) > 0) {
+        d->slab_fresh = 0;
         err = arena_alloc(d->arena, bytes, back_chunk, d, info);
+    }
     d->arena_busy = 0;
-    if (!err && d->plan)
-        res_plan_alloc(d, info->base, info->size);
+    if (!err && d->plan) {
+        if (!arena_small_class(d->arena, info->size))
+            res_plan_alloc(d, info->base, info->size);
+        else if (d->slab_fresh)
+            res_plan_slab(d, d->slab_fresh - 1, 1);
+    }
     return err;
 }
 

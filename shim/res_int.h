@@ -241,6 +241,8 @@ typedef struct res_dev {
     int unmap_on;                   /* the plan's evictions may unmap (res_unmapped.c) */
     uint32_t nunmapped;             /* host chunks whose address is unmapped (chunk.unmapped) */
     int exposed_fresh;              /* chunks came into use since every chunk was exposed */
+    uint32_t slab_fresh;            /* 1 + the slab chunk that the allocation being placed
+                                     * brought into use (back_chunk), for res_plan_slab */
     uint64_t unmapped_out, unmapped_back;   /* evictions that unmapped; chunks mapped back */
     uint64_t nvme_out, nvme_in;     /* chunks written to NVMe, read back */
     uint32_t nvme_flights;          /* the plan's NVMe moves in flight (res_plan_nvme.c) */
@@ -784,6 +786,14 @@ uint32_t res_plan_victim(res_dev_t *d, uint32_t serial);
 /* An allocation of the arena on d (d locked): [base, +bytes), and one freed. */
 void res_plan_alloc(res_dev_t *d, uint64_t base, uint64_t bytes);
 void res_plan_free(res_dev_t *d, uint64_t base);
+/* An allocation is about to be placed on d (d locked): while a plan is followed, the moves
+ * due before the next operation go now, since they make the room the plan gives what the
+ * allocation brings into use (a profiled allocation comes before the operation it is born
+ * for); that operation then issues none of them again. */
+void res_plan_due(res_dev_t *d);
+/* Slab chunk ci (of small allocations) came into use for a new allocation (born = 1), or
+ * fell out of use (born = 0), d locked: a life of its own in the profile. */
+void res_plan_slab(res_dev_t *d, uint32_t ci, int born);
 /* d's plan and profile go (d locked: its context is lost, or the process ends). */
 void res_plan_drop(res_dev_t *d);
 void res_plan_stats(const res_dev_t *d);

@@ -453,7 +453,7 @@ static void plan_now(res_dev_t *d, res_plan_t *p)
               p->plan->knobs.slack_chunks, pr->map_ns / 1e6,
               pr->stall_ns / 1e6);
     p->state = P_EXEC;
-    p->cursor = p->mism = p->after_of = 0;
+    p->cursor = p->mism = p->after_of = p->pre = 0;
     p->traced = (shim_trace_follow_t){ .foreseen = p->foreseen, .unforeseen = p->unforeseen,
                                        .moves = p->moves, .chunks = p->chunks_moved,
                                        .left = p->skipped };
@@ -651,7 +651,9 @@ static void follow(res_dev_t *d, res_plan_t *p, uint64_t sig, uint32_t serial)
         issue_range(d, p, pl->op_after[p->after_of - 1], pl->op_first[p->after_of], serial);
     if (at == 0)
         reconcile(d, p, serial);
-    issue_range(d, p, pl->op_first[at], pl->op_after[at], serial);
+    if (p->pre != at + 1)
+        issue_range(d, p, pl->op_first[at], pl->op_after[at], serial);
+    p->pre = 0;
     p->after_of = at + 1;
     p->cursor = at + 1;
     if (d->nvme_on)
@@ -709,8 +711,9 @@ static void iteration(res_dev_t *d, res_plan_t *p, int64_t it)
             p->state = P_REC;
             p->prof_iter = it;
         }
-        p->cursor = p->mism = 0;        /* (after_of: the last operation's moves after it,
-                                         * those across the iteration's end, are still due) */
+        p->cursor = p->mism = p->pre = 0;   /* (after_of: the last operation's moves after
+                                             * it, those across the iteration's end, are still
+                                             * due) */
         break;
     }
 }
@@ -865,12 +868,23 @@ static int whole(const res_dev_t *d, uint64_t base, uint32_t *first)
     return d->chunks[*first].tier != TIER_NONE;
 }
 
-void res_plan_alloc(res_dev_t *d, uint64_t base, uint64_t bytes)
+void res_plan_due(res_dev_t *d)
 {
     res_plan_t *p = d->plan;
-    uint32_t first, n = (uint32_t)((bytes + d->chunk - 1) / d->chunk);
-    if (!p || !whole(d, base, &first))
+    if (!p || p->state != P_EXEC || p->cursor == 0 || p->cursor >= p->nops ||
+        p->pre == p->cursor + 1 || p->iter != atomic_load_explicit(&det.cur, memory_order_relaxed))
         return;
+    const pol_plan_t *pl = p->plan;
+    if (p->after_of)
+        issue_range(d, p, pl->op_after[p->after_of - 1], pl->op_first[p->after_of], 0);
+    p->after_of = 0;
+    issue_range(d, p, pl->op_first[p->cursor], pl->op_after[p->cursor], 0);
+    p->pre = p->cursor + 1;
+}
+
+/* A buffer of n chunks from arena chunk `first` is born now. */
+static void born(res_dev_t *d, res_plan_t *p, uint32_t first, uint32_t n)
+{
     if (p->state == P_REC) {
         if (buf_at(d, p, first, n, 1) < 0)
             p->state = P_OFF;
@@ -884,11 +898,10 @@ void res_plan_alloc(res_dev_t *d, uint64_t base, uint64_t bytes)
     p->births++;
 }
 
-void res_plan_free(res_dev_t *d, uint64_t base)
+/* The profile's buffer starting at arena chunk `first`, if any, dies now. */
+static void dies(res_dev_t *d, res_plan_t *p, uint32_t first)
 {
-    res_plan_t *p = d->plan;
-    uint32_t first;
-    if (!p || p->state != P_REC || !whole(d, base, &first) || !p->buf_of[first])
+    if (p->state != P_REC || !p->buf_of[first])
         return;
     pol_buf_t *b = &p->bufs[p->buf_of[first] - 1];
     int32_t last = (int32_t)p->nops - 1;        /* the last operation it was alive for */
@@ -896,6 +909,37 @@ void res_plan_free(res_dev_t *d, uint64_t base)
     if (b->dies < 0)            /* (born < 0: see lives()) */
         b->dies = last > b->born ? last : b->born;
     b->free_waits = !d->freed_in_order;     /* (release_chunk waits for its last use) */
+}
+
+void res_plan_alloc(res_dev_t *d, uint64_t base, uint64_t bytes)
+{
+    res_plan_t *p = d->plan;
+    uint32_t first, n = (uint32_t)((bytes + d->chunk - 1) / d->chunk);
+    if (p && whole(d, base, &first))
+        born(d, p, first, n);
+}
+
+void res_plan_free(res_dev_t *d, uint64_t base)
+{
+    res_plan_t *p = d->plan;
+    uint32_t first;
+    if (p && whole(d, base, &first))
+        dies(d, p, first);
+}
+
+/* A slab chunk's life runs from the allocation that brings it into use to the free that
+ * empties it (or the trim that releases it, if later); from then to its next use its contents
+ * are dead, so the plan neither copies them nor keeps room for them.  The executor finds the
+ * chunk by its place in the births, as a large allocation's. */
+void res_plan_slab(res_dev_t *d, uint32_t ci, int is_born)
+{
+    res_plan_t *p = d->plan;
+    if (!p || ci >= arena_chunk_count(d->arena))
+        return;
+    if (is_born)
+        born(d, p, ci, 1);
+    else
+        dies(d, p, ci);
 }
 
 void res_plan_drop(res_dev_t *d)

@@ -39,6 +39,8 @@ typedef struct res_plan {
     uint32_t *born;             /* birth order -> buffer, for buffers born in the iteration */
     uint32_t nborn;
     uint32_t cursor, mism, after_of;    /* after_of: 1 + the operation whose after-moves are due */
+    uint32_t pre;                       /* 1 + the operation whose moves before it went ahead
+                                         * (res_plan_due), else 0 */
     uint8_t *ahead;                     /* per move: 1 while issued ahead of its place (hoist) */
     uint32_t bad;                       /* iterations in a row that did not follow the plan */
     double pred_ms, bound_ms, bound_in_ms;  /* the last plan's prediction (for the statistics) */
