@@ -153,6 +153,17 @@ int pol_input_check(const pol_input_t *in, char *err, size_t len)
         rc = check_op(in, i, err, len);
     if (rc)
         return rc;
+    if (in->nwaits && !in->waits)
+        return fail(err, len, "waits is NULL with nwaits %zu", in->nwaits);
+    for (size_t w = 0; w < in->nwaits; w++) {
+        const pol_wait_t *wt = &in->waits[w];
+        if (wt->op >= in->nops || wt->buf >= in->nbufs)
+            return fail(err, len, "waits[%zu]: operation %u of %zu, buffer %u of %zu", w,
+                        wt->op, in->nops, wt->buf, in->nbufs);
+        if (w && wt->op < in->waits[w - 1].op)
+            return fail(err, len, "waits[%zu].op is %u, before waits[%zu]'s %u: in operation "
+                        "order", w, wt->op, w - 1, in->waits[w - 1].op);
+    }
     uint64_t chunks = 0;
     for (size_t b = 0; b < in->nbufs; b++)
         chunks += (in->bufs[b].bytes + in->m.chunk - 1) / in->m.chunk;

@@ -72,6 +72,13 @@ typedef struct pol_ref {
     uint8_t access;             /* enum pol_access */
 } pol_ref_t;
 
+/* A wait of the host outside the buffers' deaths: after operation op (and its moves after
+ * it), the host waits for the last use of buffer buf's chunks so far (a cuMemFree of an
+ * allocation that shares those chunks with others: the free waits for the chunks). */
+typedef struct pol_wait {
+    uint32_t op, buf;
+} pol_wait_t;
+
 /* One operation, in host issue order. */
 typedef struct pol_op {
     uint32_t stream;            /* dense stream number, 0 .. nstreams - 1 */
@@ -121,6 +128,8 @@ typedef struct pol_input {
                                  * free GPU room (not m.room_on_device), 2 and 4 chunks;
                                  * POL_SLACK_NONE none; any other value exactly that many
                                  * chunks (not with m.room_on_device; fewer than the GPU's) */
+    const pol_wait_t *waits;    /* the host's waits, in operation order (may be NULL) */
+    size_t nwaits;
 } pol_input_t;
 
 #define POL_SLACK_SEARCH 0u

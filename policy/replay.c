@@ -33,7 +33,7 @@
  *   - a move without write-back (or a materialisation) copies nothing: it is done when its
  *     dependencies are; a materialisation costs the host birth_us_per_chunk a chunk.  A dying
  *     buffer's GPU room is free when its last use ends; with free_waits the host waits for
- *     that too (a cuMemFree).
+ *     that too (a cuMemFree), as at each of the input's waits for the buffer it names.
  * The plan repeats: four iterations are replayed back to back from the plan's start state, so
  * that prefetches issued across the iteration's end count as they will.  iter_ns is the mean
  * time between the ends of the first and the last (an iteration ends with its last
@@ -226,10 +226,20 @@ static void rp_deaths(rp_t *p, uint32_t i)
     }
 }
 
+/* The host waits for the last use of buffer b's chunks (pol_wait_t). */
+static void rp_wait(rp_t *p, uint32_t b)
+{
+    const pol_index_t *ix = p->ix;
+    for (uint64_t c = ix->chunk_base[b]; c < ix->chunk_base[b + 1]; c++)
+        if (p->loc[c] != POL_NONE)
+            p->h = max2(p->h, max2(p->last_end[c], p->ready[c]));
+}
+
 /* One iteration: 0, -EINVAL, or 1 when iter_ns is known to reach stop_ns (it_end only grows)
  * after the first iteration. */
 static int rp_iteration(rp_t *p, const pol_plan_t *pl, int first)
 {
+    size_t w = 0;
     for (uint32_t i = 0; i < p->ix->nops; i++) {
         int rc = rp_moves(p, pl, pl->op_first[i], pl->op_after[i]);
         if (rc)
@@ -241,6 +251,8 @@ static int rp_iteration(rp_t *p, const pol_plan_t *pl, int first)
         if ((rc = rp_moves(p, pl, pl->op_after[i], pl->op_first[i + 1])))
             return rc;
         rp_deaths(p, i);
+        for (; w < p->in->nwaits && p->in->waits[w].op == i; w++)
+            rp_wait(p, p->in->waits[w].buf);
     }
     return 0;
 }

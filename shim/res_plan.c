@@ -140,7 +140,7 @@ static int grow(void **p, size_t *cap, size_t need, size_t size)
 
 static void profile_clear(res_plan_t *p)
 {
-    p->nops = p->nrefs = p->nbufs = 0;
+    p->nops = p->nrefs = p->nbufs = p->nwaits = 0;
     p->nstreams = p->nccl_ops = 0;
     p->births = 0;
     p->nborn = 0;
@@ -340,6 +340,9 @@ static void lives(res_plan_t *p)
             for (size_t r = 0; r < p->nrefs; r++)
                 if (p->refs[r].buf == o)
                     p->refs[r].buf = b;
+            for (size_t w = 0; w < p->nwaits; w++)
+                if (p->waits[w].buf == o)
+                    p->waits[w].buf = b;
         }
         old->dies = -1;
     }
@@ -358,7 +361,8 @@ static void plan_now(res_dev_t *d, res_plan_t *p)
     long slack = shim_opt_int(SHIM_OPT_PLAN_SLACK);   /* (not with unmapped: options.c) */
     pol_input_t in = { p->ops, p->nops, p->refs, p->nrefs, p->bufs, p->nbufs, p->nstreams,
                        machine(d, &tr), slack == SHIM_SLACK_AUTO ? POL_SLACK_SEARCH
-                                        : slack == 0 ? POL_SLACK_NONE : (uint32_t)slack };
+                                        : slack == 0 ? POL_SLACK_NONE : (uint32_t)slack,
+                       p->waits, p->nwaits };
     char err[160], src[2][48];
     plan_clear(p);
     lives(p);
@@ -919,12 +923,31 @@ void res_plan_alloc(res_dev_t *d, uint64_t base, uint64_t bytes)
         born(d, p, first, n);
 }
 
+/* A small allocation's free waits for its slab chunk's last use (free_now): a wait of the
+ * host after the profile's last operation, for the chunk's buffer. */
+static void slab_free_wait(res_dev_t *d, res_plan_t *p, uint64_t base)
+{
+    uint32_t ci = (uint32_t)((base - d->base) / d->chunk);
+    if (p->state != P_REC || p->nops == 0 || ci >= arena_chunk_count(d->arena) ||
+        !p->buf_of[ci] || d->freed_in_order)
+        return;
+    if (grow((void **)&p->waits, &p->cap_waits, p->nwaits + 1, sizeof(*p->waits)) < 0) {
+        p->state = P_OFF;
+        return;
+    }
+    p->waits[p->nwaits++] = (pol_wait_t){ (uint32_t)p->nops - 1, p->buf_of[ci] - 1 };
+}
+
 void res_plan_free(res_dev_t *d, uint64_t base)
 {
     res_plan_t *p = d->plan;
     uint32_t first;
-    if (p && whole(d, base, &first))
+    if (!p)
+        return;
+    if (whole(d, base, &first))
         dies(d, p, first);
+    else
+        slab_free_wait(d, p, base);
 }
 
 /* A slab chunk's life runs from the allocation that brings it into use to the free that
@@ -954,15 +977,17 @@ void res_plan_drop(res_dev_t *d)
     free(p->ops);
     free(p->sig);
     free(p->refs);
+    free(p->waits);
     free(p->bufs);
     free(p->first);
     free(p->nch);
     p->ops = NULL;
     p->sig = NULL;
     p->refs = NULL;
+    p->waits = NULL;
     p->bufs = NULL;
     p->first = p->nch = NULL;
-    p->cap_ops = p->cap_refs = p->cap_bufs = 0;
+    p->cap_ops = p->cap_refs = p->cap_bufs = p->cap_waits = 0;
     profile_clear(p);
     p->state = P_WAIT;                  /* (its statistics stay; a new context profiles anew) */
     p->waited = 0;

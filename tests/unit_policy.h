@@ -29,6 +29,8 @@ typedef struct pb {
     uint32_t nstreams;
     pol_machine_t m;
     uint32_t slack;             /* pol_input_t.slack (POL_SLACK_SEARCH unless set) */
+    const pol_wait_t *waits;    /* pol_input_t.waits (none unless set) */
+    size_t nwaits;
     pol_input_t in;
 } pb_t;
 
@@ -123,7 +125,7 @@ static inline void pb_all(pb_t *b, uint32_t buf, uint8_t access)
 static inline const pol_input_t *pb_input(pb_t *b)
 {
     b->in = (pol_input_t){ b->ops, b->nops, b->refs, b->nrefs, b->bufs, b->nbufs,
-                           b->nstreams, b->m, b->slack };
+                           b->nstreams, b->m, b->slack, b->waits, b->nwaits };
     return &b->in;
 }
 

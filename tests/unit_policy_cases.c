@@ -31,7 +31,8 @@
  *              hands GPU room over once the freed chunk's last use ended (the cycle of
  *              written buffers runs faster than when it waits for the freeing copy); a
  *              free that waits (free_waits) holds the host until the buffer's last use, so
- *              two streams no longer overlap; a birth costs the host birth_us_per_chunk.
+ *              two streams no longer overlap, as a wait of the input (pol_wait_t) does
+ *              for a buffer alive all along; a birth costs the host birth_us_per_chunk.
  *   slack:     where the host waits for the copies that free room, a plan that leaves 2
  *              chunks of the GPU free predicts a shorter iteration, and the search takes
  *              slack; with room_on_device slack is refused.
@@ -249,6 +250,9 @@ static void bad_link(pb_t *b) { b->m.link[POL_HOST].duplex_gbs = 0; }
 static void bad_nops(pb_t *b) { b->nops = 0; }
 static void bad_born(pb_t *b) { b->bufs[0].born = 3; }
 static void bad_host(pb_t *b) { b->m.host_us_per_op = -1; }
+static const pol_wait_t beyond[] = { { 0, 0 }, { 99, 0 } }, backwards[] = { { 1, 0 }, { 0, 0 } };
+static void bad_wait_op(pb_t *b) { b->waits = beyond, b->nwaits = 2; }
+static void bad_wait_order(pb_t *b) { pb_op(b, 0, 1000), b->waits = backwards, b->nwaits = 2; }
 
 /* test_unlimited's iteration with the host costing host_us per operation: iter and compute. */
 static void host_iter(double host_us, double *iter, double *compute)
@@ -330,6 +334,8 @@ static void test_errors(void)
     expect_bad(bad_nops, "nops");
     expect_bad(bad_born, "born");
     expect_bad(bad_host, "host_us_per_op");
+    expect_bad(bad_wait_op, "waits[1]: operation 99");
+    expect_bad(bad_wait_order, "operation order");
 }
 
 static void test_no_uses(void)
@@ -532,6 +538,23 @@ static void test_executor(void)
     double born = p ? replayed(&b, p) : -1;
     PB_CHECK(p && born > 2.999e6 && born < 3.001e6, "births of 1.5 ms on the host: expected "
              "3 ms (the host's), got %.0f ns", born);
+    pol_plan_free(p);
+    pb_fini(&b);
+
+    /* The same with buffers alive all along: waits of the host after each kernel for its
+     * buffer (frees of small allocations sharing their chunks) put each after the other. */
+    static const pol_wait_t after[] = { { 0, 0 }, { 1, 1 } };
+    pb_init(&b);
+    a0 = pb_buf(&b, 1, -1, -1), a1 = pb_buf(&b, 1, -1, -1);
+    pb_op(&b, 0, 1000000), pb_all(&b, a0, POL_RW);
+    pb_op(&b, 1, 1000000), pb_all(&b, a1, POL_RW);
+    p = pb_plan(&b, &K1);
+    async = p ? replayed(&b, p) : -1;
+    b.waits = after, b.nwaits = 2;
+    waits = p ? replayed(&b, p) : -1;
+    PB_CHECK(p && async > 0.999e6 && async < 1.001e6 && waits > 1.999e6 && waits < 2.001e6,
+             "waits of the host: expected 1 ms without (the streams overlap), 2 ms with, got "
+             "%.0f and %.0f ns", async, waits);
     pol_plan_free(p);
     pb_fini(&b);
 }
