@@ -789,8 +789,7 @@ void res_plan_free(res_dev_t *d, uint64_t base);
 /* An allocation is about to be placed on d (d locked): while a plan is followed, the moves
  * due before the next operation go now, since they make the room the plan gives what the
  * allocation brings into use (a profiled allocation comes before the operation it is born
- * for; after the iteration's last operation, the next iteration's first, whose chunks are put
- * where the plan starts them first); that operation then issues none of them again. */
+ * for); that operation then issues none of them again. */
 void res_plan_due(res_dev_t *d);
 /* Slab chunk ci (of small allocations) came into use for a new allocation (born = 1), or
  * fell out of use (born = 0), d locked: a life of its own in the profile. */

@@ -653,11 +653,10 @@ static void follow(res_dev_t *d, res_plan_t *p, uint64_t sig, uint32_t serial)
     p->foreseen++;
     if (p->after_of)
         issue_range(d, p, pl->op_after[p->after_of - 1], pl->op_first[p->after_of], serial);
-    if (p->pre != at + 1) {
-        if (at == 0)
-            reconcile(d, p, serial);
+    if (at == 0)
+        reconcile(d, p, serial);
+    if (p->pre != at + 1)
         issue_range(d, p, pl->op_first[at], pl->op_after[at], serial);
-    }
     p->pre = 0;
     p->after_of = at + 1;
     p->cursor = at + 1;
@@ -716,11 +715,9 @@ static void iteration(res_dev_t *d, res_plan_t *p, int64_t it)
             p->state = P_REC;
             p->prof_iter = it;
         }
-        p->cursor = p->mism = 0;    /* (after_of: the last operation's moves after it, those
-                                     * across the iteration's end, are still due) */
-        if (p->pre != 1)
-            p->pre = 0;             /* (1: operation 0's moves went at an allocation before
-                                     * it, res_plan_due) */
+        p->cursor = p->mism = p->pre = 0;   /* (after_of: the last operation's moves after
+                                             * it, those across the iteration's end, are still
+                                             * due) */
         break;
     }
 }
@@ -878,22 +875,15 @@ static int whole(const res_dev_t *d, uint64_t base, uint32_t *first)
 void res_plan_due(res_dev_t *d)
 {
     res_plan_t *p = d->plan;
-    if (!p || p->state != P_EXEC || p->cursor == 0 || p->cursor > p->nops ||
-        p->iter != atomic_load_explicit(&det.cur, memory_order_relaxed))
-        return;
-    /* After the iteration's last operation the next is the next iteration's first: an
-     * allocation made then is that iteration's, born at operation 0 (lives()). */
-    uint32_t next = p->cursor < p->nops ? p->cursor : 0;
-    if (p->pre == next + 1)
+    if (!p || p->state != P_EXEC || p->cursor == 0 || p->cursor >= p->nops ||
+        p->pre == p->cursor + 1 || p->iter != atomic_load_explicit(&det.cur, memory_order_relaxed))
         return;
     const pol_plan_t *pl = p->plan;
     if (p->after_of)
         issue_range(d, p, pl->op_after[p->after_of - 1], pl->op_first[p->after_of], 0);
     p->after_of = 0;
-    if (next == 0)
-        reconcile(d, p, 0);     /* (before operation 0's moves, as follow would) */
-    issue_range(d, p, pl->op_first[next], pl->op_after[next], 0);
-    p->pre = next + 1;
+    issue_range(d, p, pl->op_first[p->cursor], pl->op_after[p->cursor], 0);
+    p->pre = p->cursor + 1;
 }
 
 /* A buffer of n chunks from arena chunk `first` is born now. */
