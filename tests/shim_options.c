@@ -262,29 +262,34 @@ static void budget_under_a_chunk(void)
  * auto go with anything, and a slack under the budget runs. */
 static void slack_refused(void)
 {
-    static const char *const refused[][5] = {
-        { "ELIXIR_PLAN_SLACK=4", "ELIXIR_PLAN_UNMAP=1", NULL, NULL,
+    /* (each sets what it needs of ELIXIR_POLICY and ELIXIR_PLAN_UNMAP: the tests also run
+     * with either set otherwise) */
+    static const char *const refused[][6] = {
+        { "ELIXIR_PLAN_SLACK=4", "ELIXIR_PLAN_UNMAP=1", "ELIXIR_POLICY=plan", NULL, NULL,
           "ELIXIR_PLAN_SLACK=4 leaves GPU room for moves in while evictions' copies run, but "
           "ELIXIR_PLAN_UNMAP=1 unmaps evictions" },
-        { "ELIXIR_PLAN_SLACK=2", "ELIXIR_NVME_PATH=/nonexistent", NULL, NULL,
+        { "ELIXIR_PLAN_SLACK=2", "ELIXIR_NVME_PATH=/nonexistent", "ELIXIR_PLAN_UNMAP=auto",
+          "ELIXIR_POLICY=plan", NULL,
           "ELIXIR_PLAN_UNMAP=auto (with ELIXIR_NVME_PATH set) unmaps evictions" },
-        { "ELIXIR_PLAN_SLACK=512", "ELIXIR_GPU_MEMORY=1G", "ELIXIR_POLICY=plan", NULL,
+        { "ELIXIR_PLAN_SLACK=512", "ELIXIR_GPU_MEMORY=1G", "ELIXIR_POLICY=plan",
+          "ELIXIR_PLAN_UNMAP=0", NULL,
           "ELIXIR_PLAN_SLACK=512 leaves device 0's plan no GPU memory: its budget is 512 chunks "
           "(1.0 GiB): expected auto, or a whole number under 512" },
     };
-    static const char *const ran[][4] = {
+    static const char *const ran[][5] = {
         { "ELIXIR_PLAN_SLACK=0", "ELIXIR_PLAN_UNMAP=1", NULL },
         { "ELIXIR_PLAN_SLACK=auto", "ELIXIR_PLAN_UNMAP=yes", NULL },
-        { "ELIXIR_PLAN_SLACK=511", "ELIXIR_GPU_MEMORY=1G", NULL },
-        { "ELIXIR_PLAN_SLACK=512", "ELIXIR_GPU_MEMORY=1G", "ELIXIR_POLICY=reactive", NULL },
+        { "ELIXIR_PLAN_SLACK=511", "ELIXIR_GPU_MEMORY=1G", "ELIXIR_PLAN_UNMAP=0", NULL },
+        { "ELIXIR_PLAN_SLACK=512", "ELIXIR_GPU_MEMORY=1G", "ELIXIR_POLICY=reactive",
+          "ELIXIR_PLAN_UNMAP=0", NULL },
     };
 
     for (size_t i = 0; i < ARRAY_LEN(refused); i++) {
         sh_run_t r = run_refused(refused[i]);
-        EXPECT(sh_count(r.err, "elixir: error: ") == 1 && strstr(r.err, refused[i][4]) &&
+        EXPECT(sh_count(r.err, "elixir: error: ") == 1 && strstr(r.err, refused[i][5]) &&
                    strstr(r.err, "the program stops (exit status 1)"),
                "with %s %s, expected \"%s\" once in:\n%s", refused[i][0], refused[i][1],
-               refused[i][4], r.err);
+               refused[i][5], r.err);
         sh_run_free(&r);
     }
     for (size_t i = 0; i < ARRAY_LEN(ran); i++) {
