@@ -12,7 +12,7 @@
 #        the budgeted ones must have paged memory out.  `--preset tiny --check` compares the
 #        GPU's losses and gradients with the float64 reference, without and with the shim.
 # policy the same job (per-tensor) under the shim at 1/2 and 1/4 of the footprint with
-#        ELIXIR_POLICY=reactive and =plan, and unlimited: the digest again, and the wall time of
+#        ELIXIR_POLICY=reactive, =plan and =plan with ELIXIR_PLAN_UNMAP=1, and unlimited: the digest again, and the wall time of
 #        each run side by side (figures in policy.txt: planned against reactive and unlimited).
 # trace  the same job at 1/4 recording a trace, timed by NVIDIA's CUPTI (found beside the CUDA
 #        toolkit or in Python's nvidia packages) and by CUDA events (ELIXIR_CUPTI=off): the
@@ -29,8 +29,8 @@
 # torch  tools/gpu/torch_mlp.py (when python3 imports torch): without the shim, under it
 #        unlimited and with the budget at 1/2 and 1/4 of the caching allocator's peak: the same
 #        digest.
-# bench  bench/shim_launch, bench/shim_alloc and bench/vmm_handles on the real driver (figures
-#        only).
+# bench  bench/shim_launch, bench/shim_alloc, bench/vmm_handles and bench/vmm_inflight on the
+#        real driver (figures only).
 # sim    every C test program run directly against the real driver (no simulator): a table of
 #        exit codes in OUTDIR/sim.txt, to compare the simulator's semantics with the driver's.
 #        Tests whose kernels are host functions cannot pass here (their PTX bodies are empty);
@@ -167,9 +167,12 @@ check_policy() {
     fi
     echo "unlimited ${base}s" >"$out/policy.txt"
     for frac in 2 4; do
-        for pol in reactive plan; do
+        for pol in reactive plan plan-unmapped; do
+            unmap=0
+            [ $pol = plan-unmapped ] && unmap=1
             secs=$(timed "policy-$pol-$frac" env LD_PRELOAD="$SHIM" ELIXIR_STATS=1 \
-                ELIXIR_POLICY=$pol ELIXIR_GPU_MEMORY=$((peak * 1048576 / frac)) \
+                ELIXIR_POLICY=${pol%-unmapped} ELIXIR_PLAN_UNMAP=$unmap \
+                ELIXIR_GPU_MEMORY=$((peak * 1048576 / frac)) \
                 "$PYTHON" "${TRAIN[@]}" --alloc per-tensor)
             got=$(digest_of "$out/policy-$pol-$frac.out")
             if [ -z "$secs" ] || [ "$got" != "$ref" ]; then
@@ -322,7 +325,7 @@ check_torch() {
 # ---------------------------------------------------------------- benchmarks
 check_bench() {
     local b
-    for b in shim_launch shim_alloc vmm_handles; do
+    for b in shim_launch shim_alloc vmm_handles vmm_inflight; do
         if run "bench-$b" 300 env BUILD="$BUILD" "$BUILD/bench/$b"; then
             pass "bench/$b on the GPU (figures in bench-$b.out)"
         else
