@@ -12,8 +12,8 @@
 /*
  * Moving a chunk copies it into new memory, which must be mapped and accessible somewhere to
  * be copied into.  Mapping it at the staging address, setting its access and unmapping it
- * again cost about 66 us of driver time per 2 MiB chunk on an H100, half of what a migration
- * spends in the driver.  So memory that a migration copies into stays mapped at a slot of its
+ * again cost about 99 us of driver time per 2 MiB chunk on an H200 (docs/simulator.md), as
+ * much again as a migration spends in the driver under the chunk's own address.  So memory that a migration copies into stays mapped at a slot of its
  * own, its shadow mapping, for as long as it lives (in use, or as a spare).  The next
  * migration into it needs no mapping call of its own.  The slots are one reservation, made at
  * the first migration: as many as the budgets hold chunks, plus the spares (at most

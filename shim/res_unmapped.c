@@ -5,9 +5,10 @@
  *
  * Moving a chunk between GPU and host memory where host memory maps (VMM host allocations)
  * swaps the physical memory under its address: cuMemUnmap, cuMemMap and cuMemSetAccess, about
- * 66 us of the host's time per 2 MiB handle on an H100, each way.  An eviction that only
- * unmaps costs the unmap (about 26 us), and the prefetch that brings the chunk back maps and
- * sets access (about 40 us) as it does now: a round trip costs half.  The price is
+ * 142 us of the host's time per 2 MiB handle out and 123 us back on an H200 (host-located
+ * memory costs more to map than device memory).  An eviction that only unmaps costs the unmap
+ * (about 33 us), and the prefetch that brings the chunk back maps and sets access (about
+ * 65 us) as it does now: a round trip costs 0.37 of that.  The price is
  * DESIGN.md invariant 2's: an operation that reached the chunk without the shim seeing it
  * would fault, so only chunks that were never exposed (chunk_t.exposed: no operation the shim
  * cannot see into ran while they were in use, the rule the NVMe tier follows) are left

@@ -23,12 +23,15 @@
 
 #define PHYS_MAGIC 0x53594850u
 
-/* Charge a VMM call that reached `handles` physical allocations over `size` bytes (CALL +
- * HANDLE x handles + GRANULE x granules, SIM_COST_*_US in simcuda.h). */
-#define VMM_COST(CALL, handles, size)                                                        \
-    sim_alloc_cost(SIM_COST_##CALL##_CALL_US +                                            \
-                   SIM_COST_##CALL##_HANDLE_US * (double)(handles) +                      \
-                   SIM_COST_##CALL##_GRANULE_US * (double)((size) / GRANULARITY))
+/* Charge a VMM call that reached `dev` device-located and `host` host-located physical
+ * allocations over `size` bytes: CALL + HANDLE x dev + HOST_HANDLE x host + GRANULE x granules
+ * (HOST_GRANULE when it reached host memory alone), SIM_COST_* in simcuda.h. */
+#define VMM_COST(CALL, dev, host, size)                                                      \
+    sim_alloc_cost(SIM_COST_##CALL##_CALL_US + SIM_COST_##CALL##_HANDLE_US * (double)(dev) + \
+                   SIM_COST_HOST_##CALL##_HANDLE_US * (double)(host) +                     \
+                   ((host) && !(dev) ? SIM_COST_HOST_##CALL##_GRANULE_US                    \
+                                     : SIM_COST_##CALL##_GRANULE_US) *                      \
+                       (double)((size) / GRANULARITY))
 
 /* sim_vmm_calls: how often each call was made, whatever it returned. */
 static struct {
@@ -355,7 +358,7 @@ SIM_API CUresult CUDAAPI cuMemCreate(CUmemGenericAllocationHandle *handle, size_
     ph->prop = *prop;
     ph->id = sim_next_buffer_id();
     *handle = (CUmemGenericAllocationHandle)(uintptr_t)ph;
-    VMM_COST(CREATE, 1, size);
+    VMM_COST(CREATE, on_device, !on_device, size);
     return CUDA_SUCCESS;
 }
 
@@ -391,6 +394,7 @@ SIM_API CUresult CUDAAPI cuMemRelease(CUmemGenericAllocationHandle handle)
     pthread_rwlock_wrlock(&sim_reg_lock);
     struct sim_phys *ph = phys_of(handle);
     size_t size = ph ? ph->size : 0;
+    int host_mem = ph && sim_vmm_phys_is_host(ph);
     if (ph) {
         ph->handles--;
         phys_unref(ph);
@@ -398,7 +402,7 @@ SIM_API CUresult CUDAAPI cuMemRelease(CUmemGenericAllocationHandle handle)
     pthread_rwlock_unlock(&sim_reg_lock);
     if (!ph)
         return CUDA_ERROR_INVALID_VALUE;
-    VMM_COST(RELEASE, 1, size);
+    VMM_COST(RELEASE, !host_mem, host_mem, size);
     return CUDA_SUCCESS;
 }
 
@@ -498,7 +502,7 @@ SIM_API CUresult CUDAAPI cuMemMap(CUdeviceptr ptr, size_t size, size_t offset,
     }
     pthread_rwlock_unlock(&sim_reg_lock);
     if (r == CUDA_SUCCESS)
-        VMM_COST(MAP, 1, size);
+        VMM_COST(MAP, !sim_vmm_phys_is_host(ph), sim_vmm_phys_is_host(ph), size);
     return r;
 }
 
@@ -521,6 +525,15 @@ static int whole_mappings(const sim_range_t *rg, uint64_t va, uint64_t size, siz
     return 0;
 }
 
+/* How many of the mappings first..last of rg are of host-located memory. */
+static size_t on_host(const sim_range_t *rg, size_t first, size_t last)
+{
+    size_t n = 0;
+    for (size_t i = first; i <= last; i++)
+        n += (size_t)sim_vmm_phys_is_host(rg->maps[i].phys);
+    return n;
+}
+
 SIM_API CUresult CUDAAPI cuMemUnmap(CUdeviceptr ptr, size_t size)
 {
     size_t first, last;
@@ -537,6 +550,7 @@ SIM_API CUresult CUDAAPI cuMemUnmap(CUdeviceptr ptr, size_t size)
         return CUDA_ERROR_INVALID_VALUE;
     }
     sim_map_anon((void *)(uintptr_t)ptr, size, PROT_NONE);
+    size_t host = on_host(rg, first, last);
     for (size_t i = first; i <= last; i++)
         phys_unref(rg->maps[i].phys);
     memmove(&rg->maps[first], &rg->maps[last + 1],
@@ -546,7 +560,7 @@ SIM_API CUresult CUDAAPI cuMemUnmap(CUdeviceptr ptr, size_t size)
     pages_index(rg, first);
     pthread_rwlock_unlock(&sim_reg_lock);
     sim_host_access(ptr, size, 1, "cuMemUnmap");
-    VMM_COST(UNMAP, last - first + 1, size);
+    VMM_COST(UNMAP, last - first + 1 - host, host, size);
     return CUDA_SUCCESS;
 }
 
@@ -620,8 +634,9 @@ SIM_API CUresult CUDAAPI cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUme
         int prot = m->writable ? PROT_READ | PROT_WRITE : m->access ? PROT_READ : PROT_NONE;
         mprotect((void *)(uintptr_t)m->va, m->size, prot);
     }
+    size_t host = on_host(rg, first, last);
     pthread_rwlock_unlock(&sim_reg_lock);
-    VMM_COST(ACCESS, last - first + 1, size);
+    VMM_COST(ACCESS, last - first + 1 - host, host, size);
     return CUDA_SUCCESS;
 }
 

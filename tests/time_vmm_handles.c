@@ -2,9 +2,11 @@
 /*
  * time_vmm_handles.c - the simulator charges cuMemMap, cuMemSetAccess and cuMemUnmap the way
  * the driver's costs grow: per physical allocation (handle) reached, hardly per granule.
- * Moving a 2 MiB chunk (unmap, map, set access) costs about 66 us of host time, as on the
- * H100; mapping one 20 MiB handle costs far less than ten 2 MiB handles over the same range
- * (pytorch/pytorch PR 96995: ten times), and not much more than one 2 MiB handle.
+ * Moving a 2 MiB chunk between device handles (unmap, map, set access) costs about 99 us of
+ * host time, and evicting it to a host-located handle mapped at the same address about 142 us,
+ * as on an H200 (docs/simulator.md); mapping one 20 MiB handle costs far less than ten 2 MiB
+ * handles over the same range (pytorch/pytorch PR 96995: ten times), and not much more than
+ * one 2 MiB handle.
  */
 #include "simtest.h"
 
@@ -63,14 +65,38 @@ int main(void)
     CHECK_CU(cuMemAddressReserve(&va, 10 * GRAN, 0, 0, 0));
 
     double chunk = move_each(va, small, 1, 1);
-    EXPECT(chunk >= 60 && chunk <= 72,
-           "unmap + map + set access of one 2 MiB chunk near the H100's 66 us, got %.2f us",
+    EXPECT(chunk >= 92 && chunk <= 106,
+           "unmap + map + set access of one 2 MiB chunk near the H200's 99 us, got %.2f us",
            chunk);
+    /* An eviction that keeps the address mapped: the device handle unmapped, a host-located
+     * one mapped in its place and given access. */
+    CUmemAllocationProp host_prop = { .type = CU_MEM_ALLOCATION_TYPE_PINNED,
+                                      .location = { CU_MEM_LOCATION_TYPE_HOST, 0 } };
+    CUmemGenericAllocationHandle host;
+    CHECK_CU(cuMemCreate(&host, GRAN, &host_prop, 0));
+    CHECK_CU(cuMemMap(va, GRAN, 0, small[0], 0));
+    CHECK_CU(cuMemSetAccess(va, GRAN, &rw, 1));
+    uint64_t t0 = sim_activity_clock();
+    CHECK_CU(cuMemUnmap(va, GRAN));
+    CHECK_CU(cuMemMap(va, GRAN, 0, host, 0));
+    CHECK_CU(cuMemSetAccess(va, GRAN, &rw, 1));
+    double evict = (double)(sim_activity_clock() - t0) / 1000.0;
+    t0 = sim_activity_clock();
+    CHECK_CU(cuMemUnmap(va, GRAN));
+    CHECK_CU(cuMemMap(va, GRAN, 0, small[0], 0));
+    CHECK_CU(cuMemSetAccess(va, GRAN, &rw, 1));
+    double back = (double)(sim_activity_clock() - t0) / 1000.0;
+    CHECK_CU(cuMemUnmap(va, GRAN));
+    CHECK_CU(cuMemRelease(host));
+    EXPECT(evict >= 133 && evict <= 151 && back >= 115 && back <= 131,
+           "a chunk evicted to host memory mapped in its place near the H200's 142 us, and "
+           "back near 123 us; got %.2f and %.2f us", evict, back);
     double ten = map_access_unmap(va, small, 10, 1);
     double one = map_access_unmap(va, &big, 1, 10);
     double one_small = map_access_unmap(va, small, 1, 1);
     printf("map + access + unmap: ten 2 MiB handles %.2f us, one 20 MiB handle %.2f us, "
-           "one 2 MiB handle %.2f us; a 2 MiB chunk moved %.2f us\n", ten, one, one_small, chunk);
+           "one 2 MiB handle %.2f us; a 2 MiB chunk moved %.2f us, evicted to host memory "
+           "%.2f us and back %.2f us\n", ten, one, one_small, chunk, evict, back);
     EXPECT(ten >= 6 * one, "ten 2 MiB handles at least 6x one 20 MiB handle (PR 96995: 10x): "
            "%.2f us against %.2f us", ten, one);
     EXPECT(one <= 1.5 * one_small, "one 20 MiB handle at most 1.5x one 2 MiB handle: %.2f us "

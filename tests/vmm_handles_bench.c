@@ -32,14 +32,18 @@ static const int counts[NCOUNTS] = { 1, 2, 4, 8, 16 };
 static const char *const steps[NSTEPS] = { "create", "map", "access", "access-each",
                                            "unmap", "release", "total", "total-each" };
 
-/* What the model charges one call reaching `handles` handles over `granules` granules. */
+/* What the model charges one call reaching `handles` handles over `granules` granules, of
+ * device memory (host 0) or of host memory (host 1). */
 #define COST(CALL, handles, granules)                                                        \
-    (SIM_COST_##CALL##_CALL_US + SIM_COST_##CALL##_HANDLE_US * (handles) +                 \
-     SIM_COST_##CALL##_GRANULE_US * (granules))
+    (host ? SIM_COST_##CALL##_CALL_US + SIM_COST_HOST_##CALL##_HANDLE_US * (handles) +      \
+                SIM_COST_HOST_##CALL##_GRANULE_US * (granules)                             \
+          : SIM_COST_##CALL##_CALL_US + SIM_COST_##CALL##_HANDLE_US * (handles) +           \
+                SIM_COST_##CALL##_GRANULE_US * (granules))
 
 /* The model's figure for step s of (a) (b = 0: N calls on 2 MiB handles, one access call
- * over the range) or of (b) (one call on one handle of N granules). */
-static double model(int s, int n, int b)
+ * over the range) or of (b) (one call on one handle of N granules), in device memory (host 0)
+ * or host memory (host 1). */
+static double model(int s, int n, int b, int host)
 {
     double create = b ? COST(CREATE, 1, n) : n * COST(CREATE, 1, 1);
     double map = b ? COST(MAP, 1, n) : n * COST(MAP, 1, 1);
@@ -94,7 +98,7 @@ static int run(const char *env, const char *args, int seen[2][NCOUNTS][NSTEPS], 
                "(b)/(a) to match the row's figures: %s", line);
         seen[l][c][s]++;
         if (n == CHECK_N) {
-            double ea = model(s, n, 0), eb = model(s, n, 1), er = eb / ea;
+            double ea = model(s, n, 0, l), eb = model(s, n, 1, l), er = eb / ea;
             EXPECT(fabs(a - ea) <= TOL_US && fabs(b - eb) <= TOL_US,
                    "(a) %.2f and (b) %.2f us, the model's charges: %s", ea, eb, line);
             EXPECT(fabs(ratio - er) <= 0.00005 + er * (TOL_US / ea + TOL_US / eb),

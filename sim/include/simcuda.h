@@ -101,38 +101,56 @@ enum sim_copy_kind {
 #define SIM_COST_ALLOC_US_MIB   0.24    /* ... and per MiB */
 
 /*
- * The virtual-memory calls charge CALL + HANDLE x (physical allocations the call reaches) +
- * GRANULE x (2 MiB granules it covers), as the driver's own costs grow:
- *  - On the same H100, one 2 MiB granule of its own handle took cuMemCreate 14-39 us,
- *    cuMemMap 1-2, cuMemSetAccess 34-42, cuMemUnmap 22-31, cuMemRelease 16-19 (the middle of
- *    each range is charged in all: unmap + map + set access of a 2 MiB chunk, 66 us); the
- *    calls over a range of 32 granules at once (the shim's chunks, a handle each) took as
- *    long per granule, so the fixed part of a call is small.
+ * The virtual-memory calls charge CALL + HANDLE x (device-located physical allocations the
+ * call reaches) + HOST_HANDLE x (host-located ones) + GRANULE x (2 MiB granules it covers;
+ * HOST_GRANULE for a call that reached host memory alone), as the driver's own costs grow:
+ *  - Map, set access and unmap: H200s (driver 580.159.04, CUDA 13; bench/vmm_inflight, two
+ *    machines) took, for one 2 MiB handle mapped at one address again and again,
+ *    cuMemMap + cuMemSetAccess 72-97 us with the device idle and 43-50 us with a copy in
+ *    flight on another stream, cuMemUnmap 28-42 and 30-34; for host-located memory 96-145 and
+ *    91-100, and 50-62 either way.  The calls returned with the copy still running: none waits
+ *    for the device.  The mean of the four figures of each is charged (the shim makes these
+ *    calls in both states): moving a 2 MiB chunk between two device handles (unmap, map, set
+ *    access) costs 99 us; an eviction that maps the host copy at the same address (device
+ *    unmap, host map and set access) 142 us, and its way back (host unmap, device map and set
+ *    access) 123 us.  Such calls from several threads at once took as long in all as from
+ *    one: the driver runs them one at a time, as the simulator's single host clock does.  The same calls in a tight loop of their own
+ *    (bench/vmm_handles) took less: cuMemMap 0.6-1, cuMemSetAccess 34 (host 60), cuMemUnmap 21
+ *    (host 31); the H100 took about as long in such a loop (34-42 and 22-31).
  *  - Mapping and unmapping cost in proportion to the number of physical allocations, not of
- *    granules: PyTorch's expandable segments (pytorch/pytorch PR 96995) found mapping ten
- *    separately created 2 MiB handles ten times as long as one 20 MiB handle of ten granules.
+ *    granules: on the H200 (bench/vmm_handles) setting access over 16 handles of 2 MiB took
+ *    352 us, over one 32 MiB handle 37; pytorch/pytorch PR 96995 found the same of mapping.
  *    So map, set access and unmap charge nearly all of it per handle; the per-granule share
- *    (about 2%) makes one 20 MiB handle cost 1.2x one 2 MiB handle, and ten 2 MiB handles
- *    about 8x one 20 MiB handle.  The 2% itself is not measured.
- *  - cuMemCreate and cuMemRelease make or free one handle per call; the H100 figures above
- *    grew with the handle's size as far as they were measured, so they are charged per
- *    granule.
+ *    (about 2%) makes one 20 MiB handle cost about 1.2x one 2 MiB handle.
+ *  - cuMemCreate and cuMemRelease make or free one handle per call, charged per granule: on
+ *    the H100 a device granule took 14-39 us to create and 16-19 to release (the middle is
+ *    charged); on the H200 a host-located 2 MiB handle took 120 us and 31 us.
  */
-#define SIM_COST_MAP_CALL_US         0.5
-#define SIM_COST_MAP_HANDLE_US       0.95
-#define SIM_COST_MAP_GRANULE_US      0.05
-#define SIM_COST_ACCESS_CALL_US      0.5
-#define SIM_COST_ACCESS_HANDLE_US   36.7
-#define SIM_COST_ACCESS_GRANULE_US   0.8
-#define SIM_COST_UNMAP_CALL_US       0.5
-#define SIM_COST_UNMAP_HANDLE_US    25.5
-#define SIM_COST_UNMAP_GRANULE_US    0.5
-#define SIM_COST_CREATE_CALL_US      0.0
-#define SIM_COST_CREATE_HANDLE_US    0.0
-#define SIM_COST_CREATE_GRANULE_US  26.0
-#define SIM_COST_RELEASE_CALL_US     0.0
-#define SIM_COST_RELEASE_HANDLE_US   0.0
-#define SIM_COST_RELEASE_GRANULE_US 17.5
+#define SIM_COST_MAP_CALL_US              0.5
+#define SIM_COST_MAP_HANDLE_US            0.95
+#define SIM_COST_MAP_GRANULE_US           0.05
+#define SIM_COST_HOST_MAP_HANDLE_US       0.95
+#define SIM_COST_HOST_MAP_GRANULE_US      0.05
+#define SIM_COST_ACCESS_CALL_US           0.5
+#define SIM_COST_ACCESS_HANDLE_US        62.55
+#define SIM_COST_ACCESS_GRANULE_US        0.8
+#define SIM_COST_HOST_ACCESS_HANDLE_US  105.5
+#define SIM_COST_HOST_ACCESS_GRANULE_US   0.8
+#define SIM_COST_UNMAP_CALL_US            0.5
+#define SIM_COST_UNMAP_HANDLE_US         32.3
+#define SIM_COST_UNMAP_GRANULE_US         0.5
+#define SIM_COST_HOST_UNMAP_HANDLE_US    56.6
+#define SIM_COST_HOST_UNMAP_GRANULE_US    0.5
+#define SIM_COST_CREATE_CALL_US           0.0
+#define SIM_COST_CREATE_HANDLE_US         0.0
+#define SIM_COST_CREATE_GRANULE_US       26.0
+#define SIM_COST_HOST_CREATE_HANDLE_US    0.0
+#define SIM_COST_HOST_CREATE_GRANULE_US 120.0
+#define SIM_COST_RELEASE_CALL_US          0.0
+#define SIM_COST_RELEASE_HANDLE_US        0.0
+#define SIM_COST_RELEASE_GRANULE_US      17.5
+#define SIM_COST_HOST_RELEASE_HANDLE_US   0.0
+#define SIM_COST_HOST_RELEASE_GRANULE_US 31.0
 
 /* One completed operation, as the executor saw it.  Times are virtual nanoseconds on the
  * clock of sim_activity_clock; ids are those cuCtxGetId and cuStreamGetId report. */
