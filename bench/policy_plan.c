@@ -9,7 +9,8 @@
  * OPT kernels of optimizer step (weight, gradient and state read and written).  Device times
  * follow the bytes a kernel reaches at HBM speed.  The machine is an H100 on PCIe: 2 MiB
  * chunks, 25 GB/s each way and 40 GB/s both ways together (PCIe 5 x16 as measured, not
- * fully duplex), 66 us of mapping calls per 2 MiB chunk moved alone, 1 us of host time to
+ * fully duplex), 1 us per move and 132 us per 2 MiB chunk of mapping calls (an H200's,
+ * as the shim plans: POL_MAP_US_PER_CHUNK), 1 us of host time to
  * issue each operation.  For the GPU at 1/2,
  * 1/4 and 1/8 of the footprint, the whole knob search is timed and the best plan's predicted
  * iteration is printed beside the operations alone (compute) and the lower bound, with
@@ -93,8 +94,8 @@ int main(int argc, char **argv)
     uint64_t total = build(&b, layers);
     b.m.link[POL_HOST] = (pol_link_t){ 25, 25, 40, 5 };
     b.m.cap[POL_HOST] = (total + 64) * b.m.chunk;
-    b.m.map_us_per_call = 30;
-    b.m.map_us_per_chunk = 36;
+    b.m.map_us_per_call = 1;
+    b.m.map_us_per_chunk = POL_MAP_US_PER_CHUNK;
     b.m.host_us_per_op = 1;
     printf("policy_plan: %zu operations, %zu buffers, footprint %llu chunks of 2 MiB\n",
            b.nops, b.nbufs, (unsigned long long)total);

@@ -93,6 +93,17 @@ typedef struct pol_link {
     double latency_us;
 } pol_link_t;
 
+/* Host time of the shim's mapping calls per 2 MiB chunk, for a pol_machine_t of the shim's
+ * (shim/res_plan.c, elixir-trace plan): what H200s took (driver 580.159.04,
+ * bench/vmm_inflight; the simulator charges the same, docs/simulator.md).  A move that keeps
+ * the chunk mapped at its address: the mean of an eviction (device unmap, host map and set
+ * access: 142 us) and its way back (host unmap, device map and set access: 123 us).  A move of
+ * the plan whose evictions unmap: the mean of the unmap (33 us) and the prefetch's map and set
+ * access (65 us).  A birth: a freed chunk's device memory unmapped, mapped and set (99 us). */
+#define POL_MAP_US_PER_CHUNK   132.0
+#define POL_UNMAP_US_PER_CHUNK  49.0
+#define POL_BIRTH_US_PER_CHUNK  99.0
+
 /* The machine the plan is for. */
 typedef struct pol_machine {
     uint64_t chunk;                 /* bytes per chunk (the mapping granularity, 2 MiB typical) */

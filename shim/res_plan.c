@@ -279,12 +279,11 @@ static int64_t record(res_dev_t *d, res_plan_t *p, int kind, uintptr_t what, con
  * profiled iteration's migrations (res_plan_time.c) where enough bytes went that way, else
  * the default, and the duplex limit DUPLEX_RATIO times the faster way (migrations never run
  * both ways at once: not measured); a fixed 10 us per transfer (an assumption).  Mapping:
- * every chunk is a physical handle of its own, and a move remaps chunk by chunk (unmap, map,
- * set access), so a move of n chunks costs n times one handle's calls, about 66 us on an H100
- * (docs/simulator.md: nearly all of it per handle, as pytorch/pytorch PR 96995 found), and
- * only about 1 us per call whatever it spans.  Where the plan's evictions unmap
- * (res_unmapped.c), an eviction costs the unmap (about 26 us) and a prefetch the map and set
- * access (about 40 us): 33 us a move on average; so too where host memory does not map. */
+ * every chunk is a physical handle of its own, and a move remaps chunk by chunk, so a move of
+ * n chunks costs n times one handle's calls (POL_MAP_US_PER_CHUNK: the driver's cost is
+ * nearly all per handle, docs/simulator.md) and about 1 us per call whatever it spans.  Where
+ * the plan's evictions unmap (res_unmapped.c), or host memory does not map, an eviction costs
+ * the unmap alone: POL_UNMAP_US_PER_CHUNK. */
 static pol_machine_t machine(const res_dev_t *d, const res_ptime_report_t *tr)
 {
     pol_machine_t m = { .chunk = d->chunk, .copy_engines = 1 };
@@ -295,9 +294,10 @@ static pol_machine_t machine(const res_dev_t *d, const res_ptime_report_t *tr)
     double from = tr->link_gbs[1] > 0 ? tr->link_gbs[1] : LINK_GBS;
     m.link[POL_HOST] = (pol_link_t){ to, from, DUPLEX_RATIO * (to > from ? to : from), 10.0 };
     m.map_us_per_call = 1.0;
-    m.map_us_per_chunk = d->unmap_on || !d->host_mappable ? 32.0 : 65.0;
+    m.map_us_per_chunk = d->unmap_on || !d->host_mappable ? POL_UNMAP_US_PER_CHUNK
+                                                          : POL_MAP_US_PER_CHUNK;
     m.room_on_device = d->unmap_on && d->host_mappable;     /* (res_flight.c: flight_early) */
-    m.birth_us_per_chunk = 65.0;        /* (a freed chunk's memory unmapped, mapped, set) */
+    m.birth_us_per_chunk = POL_BIRTH_US_PER_CHUNK;
     m.host_us_per_op = HOST_OP_US;
     res_plan_nvme_machine(d, tr, &m);
     return m;

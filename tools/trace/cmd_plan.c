@@ -32,14 +32,8 @@
 #define LINK_LAT_US   10.0
 #define NVME_LAT_US   80.0
 #define MAP_CALL_US   1.0              /* a move's mapping calls, whatever they span, and */
-#define MAP_CHUNK_US  65.0             /* unmap + map + set access per 2 MiB chunk: the shim
-                                        * remaps chunk by chunk, one handle each (about 66 us
-                                        * on an H100; docs/simulator.md) */
 #define HOST_OP_US    1.0              /* host time to issue one operation: what the simulator
                                         * charges per submitted operation (as the shim) */
-#define UNMAP_CHUNK_US 32.0            /* with --unmap: an eviction's unmap (about 26 us) and a
-                                        * prefetch's map and set access (about 40 us), averaged
-                                        * over the two (as the shim) */
 
 static cli_opt_t plan_opts[] = {
     { "--gpu-memory", "SIZE", "GPU memory to plan for (default: the trace's GPU budget)", NULL },
@@ -126,8 +120,9 @@ static void machine(const cli_cmd_t *c, const tm_trace_t *t, const tp_input_t *x
     m->link[POL_NVME] = (pol_link_t){ nvme, nvme * NVME_WRITE, nvme, NVME_LAT_US };
     int unmap = cli_get(c, "--unmap") != NULL;
     m->map_us_per_call = MAP_CALL_US;
-    m->map_us_per_chunk = (unmap ? UNMAP_CHUNK_US : MAP_CHUNK_US) * (double)chunk / (2 << 20);
-    m->birth_us_per_chunk = MAP_CHUNK_US * (double)chunk / (2 << 20);
+    m->map_us_per_chunk = (unmap ? POL_UNMAP_US_PER_CHUNK : POL_MAP_US_PER_CHUNK) *
+                          (double)chunk / (2 << 20);
+    m->birth_us_per_chunk = POL_BIRTH_US_PER_CHUNK * (double)chunk / (2 << 20);
     m->room_on_device = unmap;
     m->host_us_per_op = HOST_OP_US;
     m->copy_engines = 1;
@@ -484,7 +479,8 @@ const cli_cmd_t cmd_plan = {
         "max(compute, bytes that must move / link bandwidth), the bytes each link carries,\n"
         "each tier's peak and the configuration chosen.  Operations without device times\n"
         "count as taking none: record with ELIXIR_TRACE and the default profiling options.\n"
-        "Mapping calls cost 1 us per move plus 65 us per 2 MiB chunk of it, and the host\n"
+        "Mapping calls cost 1 us per move plus 132 us per 2 MiB chunk of it (49 with\n"
+        "--unmap; a chunk born in the iteration 99 us), as on an H200, and the host\n"
         "1 us per operation issued.  An operation that reaches more chunks than the GPU\n"
         "holds runs in place, at its recorded device time.\n"
         "--sweep repeats the plan for GPU memory sizes up to the iteration's footprint.",
