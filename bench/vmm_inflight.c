@@ -13,7 +13,10 @@
  * was issued on another stream (several milliseconds on any PCIe link).  A call that waits
  * for the device takes about as long as that copy, and finds it finished when it returns:
  * the table gives the median host time of each, and in how many of the runs the long copy
- * was still running when the call returned (cuStreamQuery).  Then the issue of 4096 copies
+ * was still running when the call returned (cuStreamQuery).  The two "copied" rows map and
+ * unmap, at an address of its own, a 256 MiB device handle that the long copy reads through
+ * another mapping of it (as a migration's copy reads a chunk through its shadow mapping while
+ * the chunk's own address is remapped): whether the driver waits for work on the memory.  Then the issue of 4096 copies
  * of 2 MiB back to back on one stream: the median and the largest issue time, which shows
  * whether the driver holds the host once its queue is full.  Last, 1, 2 and 4 threads each
  * moving a device handle of its own in and out of an address of its own (cuMemMap,
@@ -45,10 +48,11 @@
 #define MAX_RUNS 10000
 
 enum call { DEV_MAP, DEV_UNMAP, HOST_MAP, HOST_UNMAP, COPY_DTOH, COPY_HTOD, EVENT_RECORD,
-            STREAM_WAIT, NCALLS };
+            STREAM_WAIT, SAME_MAP, SAME_UNMAP, NCALLS };
 static const char *const call_names[NCALLS] = {
     "device map+access", "device unmap", "host map+access", "host unmap",
     "copy DtoH 2 MiB", "copy HtoD 2 MiB", "cuEventRecord", "cuStreamWaitEvent",
+    "copied map+access", "copied unmap",
 };
 
 static uint64_t (*sim_clock)(void);
@@ -79,6 +83,8 @@ typedef struct rig {
     CUmemAccessDesc access;
     CUdeviceptr dbuf, big_d;        /* a device chunk; the long copy's destination */
     void *hbuf, *big_h;             /* a pinned chunk; the long copy's source */
+    CUmemGenericAllocationHandle big_dh;    /* LONG_COPY of device memory, mapped at shadow */
+    CUdeviceptr shadow, app;        /* (always) and at app (by the copied rows' calls) */
 } rig_t;
 
 /* One call, timed in nanoseconds.  A map call leaves va mapped; an unmap call expects it so
@@ -91,6 +97,10 @@ static double one_call(rig_t *r, enum call c)
     if (c == DEV_UNMAP || c == HOST_UNMAP) {
         CHECK_CU(cuMemMap(r->va, CHUNK, 0, h, 0));
         CHECK_CU(cuMemSetAccess(r->va, CHUNK, &r->access, 1));
+    }
+    if (c == SAME_UNMAP) {
+        CHECK_CU(cuMemMap(r->app, LONG_COPY, 0, r->big_dh, 0));
+        CHECK_CU(cuMemSetAccess(r->app, LONG_COPY, &r->access, 1));
     }
     t0 = now_ns();
     switch (c) {
@@ -115,17 +125,27 @@ static double one_call(rig_t *r, enum call c)
     case STREAM_WAIT:
         CHECK_CU(cuStreamWaitEvent(r->work, r->ev, 0));
         break;
+    case SAME_MAP:
+        CHECK_CU(cuMemMap(r->app, LONG_COPY, 0, r->big_dh, 0));
+        CHECK_CU(cuMemSetAccess(r->app, LONG_COPY, &r->access, 1));
+        break;
+    case SAME_UNMAP:
+        CHECK_CU(cuMemUnmap(r->app, LONG_COPY));
+        break;
     default:
         break;
     }
     t0 = now_ns() - t0;
     if (c == DEV_MAP || c == HOST_MAP)
         CHECK_CU(cuMemUnmap(r->va, CHUNK));
+    if (c == SAME_MAP)
+        CHECK_CU(cuMemUnmap(r->app, LONG_COPY));
     return t0;
 }
 
 /* Medians of RUNS timings of call c, idle and behind the long copy, and the runs in which
- * the long copy was still running when the call returned. */
+ * the long copy was still running when the call returned.  For the copied rows the long copy
+ * reads the very memory the call maps or unmaps at app, through its mapping at shadow. */
 static void measure(rig_t *r, enum call c, int runs, double *idle, double *busy, int *running)
 {
     double *v = malloc(sizeof(double) * (size_t)runs * 2);
@@ -139,7 +159,10 @@ static void measure(rig_t *r, enum call c, int runs, double *idle, double *busy,
         CHECK_CU(cuCtxSynchronize());
         v[i] = one_call(r, c);
         CHECK_CU(cuCtxSynchronize());
-        CHECK_CU(cuMemcpyHtoDAsync(r->big_d, r->big_h, LONG_COPY, r->side));
+        if (c == SAME_MAP || c == SAME_UNMAP)
+            CHECK_CU(cuMemcpyDtoHAsync(r->big_h, r->shadow, LONG_COPY, r->side));
+        else
+            CHECK_CU(cuMemcpyHtoDAsync(r->big_d, r->big_h, LONG_COPY, r->side));
         v[runs + i] = one_call(r, c);
         CUresult q = cuStreamQuery(r->side);
         if (q == CUDA_ERROR_NOT_READY)
@@ -317,6 +340,12 @@ int main(int argc, char **argv)
     CHECK_CU(cuMemAllocHost(&r.hbuf, CHUNK));
     CHECK_CU(cuMemAllocHost(&r.big_h, LONG_COPY));
     memset(r.big_h, 1, LONG_COPY);
+    prop.location = (CUmemLocation){ CU_MEM_LOCATION_TYPE_DEVICE, dev };
+    CHECK_CU(cuMemCreate(&r.big_dh, LONG_COPY, &prop, 0));
+    CHECK_CU(cuMemAddressReserve(&r.shadow, LONG_COPY, 0, 0, 0));
+    CHECK_CU(cuMemAddressReserve(&r.app, LONG_COPY, 0, 0, 0));
+    CHECK_CU(cuMemMap(r.shadow, LONG_COPY, 0, r.big_dh, 0));
+    CHECK_CU(cuMemSetAccess(r.shadow, LONG_COPY, &r.access, 1));
 
     printf("\n%-20s %10s %18s %26s\n", "call", "idle", "behind a long copy",
            "long copy still running");
@@ -333,6 +362,10 @@ int main(int argc, char **argv)
     queue_depth(&r);
     side_by_side(ctx, dev, &r.access);
 
+    CHECK_CU(cuMemUnmap(r.shadow, LONG_COPY));
+    CHECK_CU(cuMemAddressFree(r.app, LONG_COPY));
+    CHECK_CU(cuMemAddressFree(r.shadow, LONG_COPY));
+    CHECK_CU(cuMemRelease(r.big_dh));
     CHECK_CU(cuMemFreeHost(r.big_h));
     CHECK_CU(cuMemFreeHost(r.hbuf));
     CHECK_CU(cuMemFree(r.big_d));
