@@ -11,9 +11,10 @@
 #        the shim measured: every run must print the digest of the run without the shim, and
 #        the budgeted ones must have paged memory out.  `--preset tiny --check` compares the
 #        GPU's losses and gradients with the float64 reference, without and with the shim.
-# policy the same job (per-tensor) under the shim at 1/2 and 1/4 of the footprint with
-#        ELIXIR_POLICY=reactive, =plan and =plan with ELIXIR_PLAN_UNMAP=1, and unlimited: the digest again, and the wall time of
-#        each run side by side (figures in policy.txt: planned against reactive and unlimited).
+# policy the same job (per-tensor, --step-times) under the shim at 1/2 and 1/4 of the footprint
+#        with ELIXIR_POLICY=reactive, =plan and =plan with ELIXIR_PLAN_UNMAP=1, and unlimited:
+#        the digest again, and each run's wall time and mean step (steps 6-8) side by side, with
+#        the plan's predicted iteration (figures in policy.txt, not judged).
 # trace  the same job at 1/4 recording a trace, timed by NVIDIA's CUPTI (found beside the CUDA
 #        toolkit or in Python's nvidia packages) and by CUDA events (ELIXIR_CUPTI=off): the
 #        digest again, `elixir-trace summary` and `kernels` must read each trace, and kernels
@@ -154,18 +155,25 @@ timed() {
     awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", b - a }'
 }
 
+# steps_of FILE: the mean of steps 6-8 of train.py --step-times in FILE (ms), or nothing.
+steps_of() {
+    sed -n 's/^train.py: step times (ms): //p' "$1" |
+        awk 'NF >= 8 { printf "%.1f", ($6 + $7 + $8) / 3 }'
+}
+
 check_policy() {
-    local ref peak frac pol got secs base
+    local ref peak frac pol got secs base step base_step pred
     run policy-ref 300 "$PYTHON" "${TRAIN[@]}" --alloc per-tensor
     ref=$(digest_of "$out/policy-ref.out")
     base=$(timed policy-unlimited env LD_PRELOAD="$SHIM" ELIXIR_STATS=1 "$PYTHON" "${TRAIN[@]}" \
-        --alloc per-tensor)
+        --alloc per-tensor --step-times)
     peak=$(stat_of "$out/policy-unlimited.err" "GPU peak")
+    base_step=$(steps_of "$out/policy-unlimited.err")
     if [ -z "$ref" ] || [ -z "$peak" ] || [ -z "$base" ]; then
         fail "policy: no reference digest, footprint or unlimited time (see policy-*.err)"
         return
     fi
-    echo "unlimited ${base}s" >"$out/policy.txt"
+    echo "unlimited ${base}s, ${base_step:-?} ms a step" >"$out/policy.txt"
     for frac in 2 4; do
         for pol in reactive plan plan-unmapped; do
             unmap=0
@@ -173,14 +181,19 @@ check_policy() {
             secs=$(timed "policy-$pol-$frac" env LD_PRELOAD="$SHIM" ELIXIR_STATS=1 \
                 ELIXIR_POLICY=${pol%-unmapped} ELIXIR_PLAN_UNMAP=$unmap \
                 ELIXIR_GPU_MEMORY=$((peak * 1048576 / frac)) \
-                "$PYTHON" "${TRAIN[@]}" --alloc per-tensor)
+                "$PYTHON" "${TRAIN[@]}" --alloc per-tensor --step-times)
             got=$(digest_of "$out/policy-$pol-$frac.out")
             if [ -z "$secs" ] || [ "$got" != "$ref" ]; then
                 fail "policy $pol at 1/$frac: digest '$got' (see policy-$pol-$frac.err)"
                 continue
             fi
-            echo "$pol 1/$frac ${secs}s" >>"$out/policy.txt"
-            pass "policy $pol at 1/$frac: same digest, ${secs}s (unlimited ${base}s)"
+            step=$(steps_of "$out/policy-$pol-$frac.err")
+            pred=$(sed -n 's/.*predicted iteration \([0-9.]*\) ms.*/\1/p' \
+                "$out/policy-$pol-$frac.err" | head -n 1)
+            echo "$pol 1/$frac ${secs}s, ${step:-?} ms a step (steps 6-8)${pred:+, predicted" \
+                "$pred ms}" >>"$out/policy.txt"
+            pass "policy $pol at 1/$frac: same digest, ${secs}s, ${step:-?} ms a step" \
+                 "(unlimited ${base}s, ${base_step:-?} ms)"
         done
     done
 }
