@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * bench.h - helpers shared by the benchmarks in bench/: a monotonic clock, pinning to one CPU,
- * the shim under test and its call counters, and running the benchmark itself again as a child
- * (on the plain simulator or with the shim preloaded) to keep the best figure of each row it
- * prints.  Static functions only, so that every bench/NAME.c stays one program from one file.
+ * a `-n RUNS` argument, medians, the shim under test and its call counters, and running the benchmark
+ * itself again as a child (on the plain simulator or with the shim preloaded) to keep the best
+ * figure of each row it prints.  Static functions only, so that every bench/NAME.c stays one program from one file.
  */
 #ifndef BENCH_H
 #define BENCH_H
@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <sched.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +24,26 @@ static inline double bench_now_ns(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
+}
+
+/* The host clock a benchmark of driver calls reads, in nanoseconds: the simulator's virtual
+ * host clock where sim_clock (its sim_activity_clock) is there, else CLOCK_MONOTONIC. */
+static inline double bench_host_ns(uint64_t (*sim_clock)(void))
+{
+    return sim_clock ? (double)sim_clock() : bench_now_ns();
+}
+
+static inline int bench_by_value(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* The median of v[0..n), which it sorts. */
+static inline double bench_median(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof(*v), bench_by_value);
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
 /*
@@ -107,6 +128,30 @@ static inline long long bench_run_child(const char *self, const char *shim, cons
         }
     }
     return pclose(p) == 0 ? seen : -3;
+}
+
+/*
+ * The run count of a benchmark invoked as `NAME [-n RUNS]`: `def` without arguments, else RUNS
+ * from 1 to `max`; -1 after printing the usage or what is wrong with the value.
+ */
+static inline int bench_runs_arg(int argc, char **argv, const char *name, int def, int max)
+{
+    char *end;
+    long v;
+
+    if (argc == 1)
+        return def;
+    if (argc != 3 || strcmp(argv[1], "-n") != 0) {
+        fprintf(stderr, "usage: %s [-n RUNS]   (RUNS: 1 to %d, default %d)\n", name, max, def);
+        return -1;
+    }
+    v = strtol(argv[2], &end, 10);
+    if (end == argv[2] || *end || v < 1 || v > max) {
+        fprintf(stderr, "%s: -n takes a whole number of runs from 1 to %d, not '%s'\n", name,
+                max, argv[2]);
+        return -1;
+    }
+    return (int)v;
 }
 
 #endif

@@ -62,20 +62,7 @@ static uint64_t (*sim_clock)(void);
 
 static double now_ns(void)
 {
-    return sim_clock ? (double)sim_clock() : bench_now_ns();
-}
-
-static int by_value(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-/* The median of v[0..n), which it sorts. */
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof(*v), by_value);
-    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+    return bench_host_ns(sim_clock);
 }
 
 /*
@@ -142,7 +129,8 @@ static void measure(const where_t *w, CUdeviceptr va, int n, int runs,
     }
     for (int k = 0; k < NKINDS; k++)
         for (int s = 0; s < NSTEPS; s++)
-            med[k][s] = median(&v[((size_t)k * NSTEPS + (size_t)s) * (size_t)runs], runs) / 1e3;
+            med[k][s] =
+                bench_median(&v[((size_t)k * NSTEPS + (size_t)s) * (size_t)runs], runs) / 1e3;
     free(v);
 }
 
@@ -238,31 +226,9 @@ static int host_where(where_t *w, CUdevice dev)
     return -1;
 }
 
-/* RUNS from argv: DEFAULT_RUNS without arguments; -1 after saying what is wrong. */
-static int parse_runs(int argc, char **argv)
-{
-    char *end;
-    long v;
-
-    if (argc == 1)
-        return DEFAULT_RUNS;
-    if (argc != 3 || strcmp(argv[1], "-n") != 0) {
-        fprintf(stderr, "usage: vmm_handles [-n RUNS]   (RUNS: 1 to %d, default %d)\n",
-                MAX_RUNS, DEFAULT_RUNS);
-        return -1;
-    }
-    v = strtol(argv[2], &end, 10);
-    if (end == argv[2] || *end || v < 1 || v > MAX_RUNS) {
-        fprintf(stderr, "vmm_handles: -n takes a whole number of runs from 1 to %d, not '%s'\n",
-                MAX_RUNS, argv[2]);
-        return -1;
-    }
-    return (int)v;
-}
-
 int main(int argc, char **argv)
 {
-    int runs = parse_runs(argc, argv), version = 0;
+    int runs = bench_runs_arg(argc, argv, "vmm_handles", DEFAULT_RUNS, MAX_RUNS), version = 0;
     char name[256];
     CUdevice dev;
     where_t w;

@@ -59,19 +59,7 @@ static uint64_t (*sim_clock)(void);
 
 static double now_ns(void)
 {
-    return sim_clock ? (double)sim_clock() : bench_now_ns();
-}
-
-static int by_value(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof(*v), by_value);
-    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+    return bench_host_ns(sim_clock);
 }
 
 typedef struct rig {
@@ -171,8 +159,8 @@ static void measure(rig_t *r, enum call c, int runs, double *idle, double *busy,
             CHECK_CU(q);
     }
     CHECK_CU(cuCtxSynchronize());
-    *idle = median(v, runs) / 1e3;
-    *busy = median(v + runs, runs) / 1e3;
+    *idle = bench_median(v, runs) / 1e3;
+    *busy = bench_median(v + runs, runs) / 1e3;
     free(v);
 }
 
@@ -201,7 +189,7 @@ static void queue_depth(rig_t *r)
     }
     printf("\n%d copies of 2 MiB issued back to back on one stream: median %.1f us, largest "
            "%.1f us, %d over 20 us; %.1f ms to issue them all\n", QUEUED,
-           median(v, QUEUED) / 1e3, big / 1e3, over, total / 1e6);
+           bench_median(v, QUEUED) / 1e3, big / 1e3, over, total / 1e6);
     free(v);
 }
 
@@ -275,27 +263,6 @@ static int attribute(CUdevice_attribute a, CUdevice dev)
     return cuDeviceGetAttribute(&v, a, dev) == CUDA_SUCCESS ? v : 0;
 }
 
-static int parse_runs(int argc, char **argv)
-{
-    char *end;
-    long v;
-
-    if (argc == 1)
-        return DEFAULT_RUNS;
-    if (argc != 3 || strcmp(argv[1], "-n") != 0) {
-        fprintf(stderr, "usage: vmm_inflight [-n RUNS]   (RUNS: 1 to %d, default %d)\n",
-                MAX_RUNS, DEFAULT_RUNS);
-        return -1;
-    }
-    v = strtol(argv[2], &end, 10);
-    if (end == argv[2] || *end || v < 1 || v > MAX_RUNS) {
-        fprintf(stderr, "vmm_inflight: -n takes a whole number of runs from 1 to %d, not '%s'\n",
-                MAX_RUNS, argv[2]);
-        return -1;
-    }
-    return (int)v;
-}
-
 int main(int argc, char **argv)
 {
     CUdevice dev;
@@ -303,7 +270,8 @@ int main(int argc, char **argv)
     rig_t r;
     CUmemAllocationProp prop = { .type = CU_MEM_ALLOCATION_TYPE_PINNED };
     char name[128];
-    int runs = parse_runs(argc, argv), major = 0, minor = 0, version = 0;
+    int runs = bench_runs_arg(argc, argv, "vmm_inflight", DEFAULT_RUNS, MAX_RUNS);
+    int major = 0, minor = 0, version = 0;
 
     if (runs < 0)
         return 2;
