@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * bench.h - helpers shared by the benchmarks in bench/: a monotonic clock, pinning to one CPU,
- * a `-n RUNS` argument, medians, the shim under test and its call counters, and running the benchmark
+ * bench.h - helpers shared by the benchmarks in bench/: a monotonic clock, pinning to one CPU, a
+ * `-n RUNS` argument, medians, the shim under test and its call counters, and running the benchmark
  * itself again as a child (on the plain simulator or with the shim preloaded) to keep the best
- * figure of each row it prints.  Static functions only, so that every bench/NAME.c stays one program from one file.
+ * figure of each row it prints.  Static functions only, so that every bench/NAME.c stays one
+ * program from one file.
  */
 #ifndef BENCH_H
 #define BENCH_H

@@ -5,23 +5,22 @@
  *
  * Usage: vmm_inflight [-n RUNS]   (RUNS: 1 to 10000, default 30)
  *
- * On device 0 it times, RUNS times each, the calls libelixir.so makes to move one 2 MiB
- * chunk: cuMemMap + cuMemSetAccess and cuMemUnmap of a device-located handle and of a
- * host-located one (when the device supports host VMM), cuMemcpyDtoHAsync and
- * cuMemcpyHtoDAsync of 2 MiB issued on a stream, cuEventRecord and cuStreamWaitEvent.  Each
- * call is timed twice: with nothing running, and right after a 256 MiB host-to-device copy
- * was issued on another stream (several milliseconds on any PCIe link).  A call that waits
- * for the device takes about as long as that copy, and finds it finished when it returns:
- * the table gives the median host time of each, and in how many of the runs the long copy
- * was still running when the call returned (cuStreamQuery).  The two "copied" rows map and
- * unmap, at an address of its own, a 256 MiB device handle that the long copy reads through
- * another mapping of it (as a migration's copy reads a chunk through its shadow mapping while
- * the chunk's own address is remapped): whether the driver waits for work on the memory.  Then the issue of 4096 copies
- * of 2 MiB back to back on one stream: the median and the largest issue time, which shows
- * whether the driver holds the host once its queue is full.  Last, 1, 2 and 4 threads each
- * moving a device handle of its own in and out of an address of its own (cuMemMap,
- * cuMemSetAccess, cuMemUnmap) CYCLES times: the cycles per second of all of them together,
- * which shows whether the driver runs such calls side by side.
+ * On device 0 it times, RUNS times each, the calls libelixir.so makes to move one 2 MiB chunk:
+ * cuMemMap + cuMemSetAccess and cuMemUnmap of a device-located handle and of a host-located one
+ * (when the device supports host VMM), cuMemcpyDtoHAsync and cuMemcpyHtoDAsync of 2 MiB issued on a
+ * stream, cuEventRecord and cuStreamWaitEvent.  Each call is timed twice: with nothing running, and
+ * right after a 256 MiB host-to-device copy was issued on another stream (several milliseconds on
+ * any PCIe link).  A call that waits for the device takes about as long as that copy, and finds it
+ * finished when it returns: the table gives the median host time of each, and in how many of the
+ * runs the long copy was still running when the call returned (cuStreamQuery).  The two "copied"
+ * rows map and unmap, at an address of its own, a 256 MiB device handle that the long copy reads
+ * through another mapping of it (as a migration's copy reads a chunk through its shadow mapping
+ * while the chunk's own address is remapped): whether the driver waits for work on the memory.
+ * Then the issue of 4096 copies of 2 MiB back to back on one stream: the median and the largest
+ * issue time, which shows whether the driver holds the host once its queue is full.  Last, 1, 2 and
+ * 4 threads each moving a device handle of its own in and out of an address of its own (cuMemMap,
+ * cuMemSetAccess, cuMemUnmap) CYCLES times: the cycles per second of all of them together, which
+ * shows whether the driver runs such calls side by side.
  *
  * Clock: CLOCK_MONOTONIC against a real driver; against the simulator its virtual host clock
  * (sim_activity_clock), to which the VMM calls charge the model's costs.  It asserts nothing

@@ -214,12 +214,11 @@ int pol_input_check(const pol_input_t *in, char *err, size_t errlen);
  * -EINVAL for a bad input, -ENOSPC when the pinned and concurrently needed chunks of some
  * operation exceed the GPU's capacity (no plan can exist) or every tier is full, or for
  * knobs (or a fixed in->slack) with slack that leaves some operation that fits the GPU too
- * little room, or knobs with slack where m.room_on_device is set, -EDOM when these knobs give no cyclic plan (the residency at
- * the iteration's end oscillates and cannot be brought back to the start within the
- * capacities; rare, other knobs or NULL may plan),
- * -ENOMEM, -EPROTO when the plan it chose fails its own checks (a planner bug: no plan is
- * returned and the caller goes without one).  The plan returned has passed pol_plan_verify's
- * checks. */
+ * little room, or knobs with slack where m.room_on_device is set, -EDOM when these knobs give
+ * no cyclic plan (the residency at the iteration's end oscillates and cannot be brought back
+ * to the start within the capacities; rare, other knobs or NULL may plan), -ENOMEM, -EPROTO
+ * when the plan it chose fails its own checks (a planner bug: no plan is returned and the
+ * caller goes without one).  The plan returned has passed pol_plan_verify's checks. */
 int pol_plan(const pol_input_t *in, const pol_knobs_t *knobs, pol_plan_t **out);
 void pol_plan_free(pol_plan_t *p);
 /* Replay a plan on the cost model: compute streams, one queue per link direction with the

@@ -10,14 +10,14 @@
 #include "res_int.h"
 
 /*
- * Moving a chunk copies it into new memory, which must be mapped and accessible somewhere to
- * be copied into.  Mapping it at the staging address, setting its access and unmapping it
- * again cost about 99 us of driver time per 2 MiB chunk on an H200 (docs/simulator.md), as
- * much again as a migration spends in the driver under the chunk's own address.  So memory that a migration copies into stays mapped at a slot of its
- * own, its shadow mapping, for as long as it lives (in use, or as a spare).  The next
- * migration into it needs no mapping call of its own.  The slots are one reservation, made at
- * the first migration: as many as the budgets hold chunks, plus the spares (at most
- * SHADOW_MAX).  Where anything fails the staging address serves, as it always did.
+ * Moving a chunk copies it into new memory, which must be mapped and accessible somewhere to be
+ * copied into.  Mapping it at the staging address, setting its access and unmapping it again cost
+ * about 99 us of driver time per 2 MiB chunk on an H200 (docs/simulator.md), as much again as a
+ * migration spends in the driver under the chunk's own address.  So memory that a migration copies
+ * into stays mapped at a slot of its own, its shadow mapping, for as long as it lives (in use, or
+ * as a spare).  The next migration into it needs no mapping call of its own.  The slots are one
+ * reservation, made at the first migration: as many as the budgets hold chunks, plus the spares (at
+ * most SHADOW_MAX).  Where anything fails the staging address serves, as it always did.
  */
 #define SHADOW_MAX (1u << 20)
 

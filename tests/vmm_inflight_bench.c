@@ -3,14 +3,14 @@
  * vmm_inflight_bench.c - bench/vmm_inflight runs on the simulator, its table is well formed
  * and its mapping rows are the model's charges.
  *
- * On the simulator the bench reads the virtual host clock, to which each VMM call charges
- * what SIM_COST_* in simcuda.h says, so map + set access and unmap of a 2 MiB handle, device-
- * and host-located, must show exactly that, idle and behind the long copy alike (a VMM call
- * does not wait for the device, as the H200 showed; the "copied" rows, whose long copy reads
- * the memory they map and unmap, are not compared with the model: they span 128 granules).  With the executor running work as it
- * comes (ELIXIR_SIM_EXEC=async), the long copy must still be running when each call returns;
- * under ELIXIR_SIM_EXEC=lazy the bench's poll runs it, so that column is not checked.  Also:
- * the queue line is printed, and a bad run count is refused naming the accepted values.
+ * On the simulator the bench reads the virtual host clock, to which each VMM call charges what
+ * SIM_COST_* in simcuda.h says, so map + set access and unmap of a 2 MiB handle, device- and
+ * host-located, must show exactly that, idle and behind the long copy alike (a VMM call does not
+ * wait for the device, as the H200 showed; the "copied" rows, whose long copy reads the memory they
+ * map and unmap, are not compared with the model: they span 128 granules).  With the executor
+ * running work as it comes (ELIXIR_SIM_EXEC=async), the long copy must still be running when each
+ * call returns; under ELIXIR_SIM_EXEC=lazy the bench's poll runs it, so that column is not checked.
+ * Also: the queue line is printed, and a bad run count is refused naming the accepted values.
  * Against a real driver (`make gpu-check`, check sim) it skips: the figures are a GPU's.
  */
 #include <math.h>

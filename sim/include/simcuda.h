@@ -105,16 +105,16 @@ enum sim_copy_kind {
  * call reaches) + HOST_HANDLE x (host-located ones) + GRANULE x (2 MiB granules it covers;
  * HOST_GRANULE for a call that reached host memory alone), as the driver's own costs grow:
  *  - Map, set access and unmap: H200s (driver 580.159.04, CUDA 13; bench/vmm_inflight, two
- *    machines) took, for one 2 MiB handle mapped at one address again and again,
- *    cuMemMap + cuMemSetAccess 72-97 us with the device idle and 43-50 us with a copy in
- *    flight on another stream, cuMemUnmap 28-42 and 30-34; for host-located memory 96-145 and
- *    91-100, and 50-62 either way.  The calls returned with the copy still running: none waits
- *    for the device.  The mean of the four figures of each is charged (the shim makes these
- *    calls in both states): moving a 2 MiB chunk between two device handles (unmap, map, set
- *    access) costs 99 us; an eviction that maps the host copy at the same address (device
- *    unmap, host map and set access) 142 us, and its way back (host unmap, device map and set
- *    access) 123 us.  Such calls from several threads at once took as long in all as from
- *    one: the driver runs them one at a time, as the simulator's single host clock does.  The same calls in a tight loop of their own
+ *    machines) took, for one 2 MiB handle mapped at one address again and again, cuMemMap +
+ *    cuMemSetAccess 72-97 us with the device idle and 43-50 us with a copy in flight on another
+ *    stream, cuMemUnmap 28-42 and 30-34; for host-located memory 96-145 and 91-100, and 50-62
+ *    either way.  The calls returned with the copy still running: none waits for the device.  The
+ *    mean of the four figures of each is charged (the shim makes these calls in both states):
+ *    moving a 2 MiB chunk between two device handles (unmap, map, set access) costs 99 us; an
+ *    eviction that maps the host copy at the same address (device unmap, host map and set access)
+ *    142 us, and its way back (host unmap, device map and set access) 123 us.  Such calls from
+ *    several threads at once took as long in all as from one: the driver runs them one at a time,
+ *    as the simulator's single host clock does.  The same calls in a tight loop of their own
  *    (bench/vmm_handles) took less: cuMemMap 0.6-1, cuMemSetAccess 34 (host 60), cuMemUnmap 21
  *    (host 31); the H100 took about as long in such a loop (34-42 and 22-31).
  *  - Mapping and unmapping cost in proportion to the number of physical allocations, not of
