@@ -56,7 +56,6 @@
 #define REPLAN_SHARE 8      /* an iteration where over 1/REPLAN_SHARE of operations */
 #define REPLAN_AFTER 2      /* mismatch, REPLAN_AFTER times in a row: profiled again (one
                              * odd iteration, an evaluation pass, keeps the plan) */
-#define MAX_PROFILE_OPS (1u << 20)
 
 int res_policy_plan;
 
@@ -123,21 +122,6 @@ void res_plan_barrier(void)
 
 /* ---------------------------------------------------------------- the profile */
 
-static int grow(void **p, size_t *cap, size_t need, size_t size)
-{
-    if (need <= *cap)
-        return 0;
-    size_t c = *cap ? *cap : 64;
-    while (c < need)
-        c *= 2;
-    void *q = realloc(*p, c * size);
-    if (!q)
-        return -1;
-    *p = q;
-    *cap = c;
-    return 0;
-}
-
 static void profile_clear(res_plan_t *p)
 {
     p->nops = p->nrefs = p->nbufs = p->nwaits = 0;
@@ -154,114 +138,6 @@ static void plan_clear(res_plan_t *p)
     p->born = NULL;
     free(p->ahead);
     p->ahead = NULL;
-}
-
-/* The buffer whose first chunk is `first` (n chunks), made when unknown, or, when `born`,
- * made anew, born at the next operation (its key: the allocation's order and size). */
-static int64_t buf_at(res_dev_t *d, res_plan_t *p, uint32_t first, uint32_t n, int born)
-{
-    if (p->buf_of[first] && !born)
-        return p->buf_of[first] - 1;
-    size_t need = p->nbufs + 1, c1 = p->cap_bufs, c2 = p->cap_bufs, c3 = p->cap_bufs;
-    if (grow((void **)&p->bufs, &c1, need, sizeof(*p->bufs)) < 0 ||
-        grow((void **)&p->first, &c2, need, sizeof(*p->first)) < 0 ||
-        grow((void **)&p->nch, &c3, need, sizeof(*p->nch)) < 0)
-        return -1;
-    p->cap_bufs = c1 < c2 ? (c1 < c3 ? c1 : c3) : (c2 < c3 ? c2 : c3);
-    uint32_t b = (uint32_t)p->nbufs++;
-    p->bufs[b] = (pol_buf_t){ .key = born ? ((uint64_t)p->births << 40) | (uint64_t)n
-                                          : (uint64_t)first,
-                              .bytes = (uint64_t)n * d->chunk,
-                              .born = born ? (int32_t)p->nops : -1,
-                              .dies = -1 };
-    p->first[b] = first;
-    p->nch[b] = n;
-    p->buf_of[first] = b + 1;
-    return b;
-}
-
-/* Which accesses a copy or memset (arg) makes to the chunk [lo, hi) (res_access_fn_t). */
-static uint8_t copy_access(const void *arg, uint64_t lo, uint64_t hi)
-{
-    const shim_copy_t *c = arg;
-    if (c->desc || c->count || c->rows > 1)
-        return POL_RW;
-    uint8_t a = 0;
-    if (c->dst < hi && c->dst + c->bytes > lo)
-        a |= c->dst <= lo && c->dst + c->bytes >= hi ? POL_OVERWRITE : POL_WRITE;
-    if (c->kind != SHIM_COPY_MEMSET && c->src && c->src < hi && c->src + c->bytes > lo)
-        a |= POL_READ;
-    return a ? a : POL_RW;
-}
-
-static uint32_t stream_no(res_plan_t *p, CUstream s)
-{
-    for (uint32_t i = 0; i < p->nstreams; i++)
-        if (p->streams[i] == s)
-            return i;
-    if (p->nstreams < PLAN_STREAMS)
-        p->streams[p->nstreams++] = s;
-    return p->nstreams - 1;
-}
-
-/* The runs of chunks ids[0, n) reach, appended to p->refs (their count returned, or -1);
- * acc(arg, ...) says how each chunk is reached (NULL: read and written, as by a launch). */
-static int64_t refs_of(res_dev_t *d, res_plan_t *p, const uint32_t *ids, size_t n,
-                       res_access_fn_t acc, const void *arg)
-{
-    size_t start = p->nrefs;
-    for (size_t i = 0; i < n; i++) {
-        const chunk_t *ch = &d->chunks[ids[i]];
-        uint32_t first = ch->span_n ? ch->span_first : ids[i];
-        int64_t b = buf_at(d, p, first, ch->span_n ? ch->span_n : 1, 0);
-        if (b < 0)
-            return -1;
-        uint32_t off = ids[i] - first;
-        uint64_t lo = arena_chunk_addr(d->arena, ids[i]);
-        uint8_t a = acc ? acc(arg, lo, lo + d->chunk) : POL_RW;
-        pol_ref_t *last = p->nrefs > start ? &p->refs[p->nrefs - 1] : NULL;
-        if (last && last->buf == b && last->access == a && off == last->chunk + last->nchunks) {
-            last->nchunks++;
-            continue;
-        }
-        if (last && last->buf == b && off >= last->chunk && off < last->chunk + last->nchunks)
-            continue;
-        if (grow((void **)&p->refs, &p->cap_refs, p->nrefs + 1, sizeof(*p->refs)) < 0)
-            return -1;
-        p->refs[p->nrefs++] = (pol_ref_t){ (uint32_t)b, off, 1, a };
-    }
-    return (int64_t)(p->nrefs - start);
-}
-
-/* An operation's signature: its kind, kernel (or copy kind) and the chunks it reaches. */
-static uint64_t signature(int kind, uintptr_t what, size_t n)
-{
-    uint64_t h = ((uint64_t)what * 0x9E3779B97F4A7C15ull) ^ ((uint64_t)kind << 60);
-    return h ^ ((uint64_t)n << 32);
-}
-
-/* Operation (kind, what) reaching ids[0, n) on s, appended to the profile: its index, or -1. */
-static int64_t record(res_dev_t *d, res_plan_t *p, int kind, uintptr_t what, const uint32_t *ids,
-                      size_t n, res_access_fn_t acc, const void *arg, CUstream s)
-{
-    size_t start = p->nrefs, cap = p->cap_ops;
-    if (p->nops >= MAX_PROFILE_OPS ||
-        grow((void **)&p->ops, &cap, p->nops + 1, sizeof(*p->ops)) < 0 ||
-        grow((void **)&p->sig, &p->cap_ops, p->nops + 1, sizeof(*p->sig)) < 0 ||
-        cap != p->cap_ops) {
-        p->state = P_OFF;
-        SHIM_WARN(RES, "device %d: the iteration is too long to profile; the plan is off",
-                  d->device);
-        return -1;
-    }
-    int64_t nr = refs_of(d, p, ids, n, acc, arg);
-    if (nr < 0) {
-        p->state = P_OFF;
-        return -1;
-    }
-    p->ops[p->nops] = (pol_op_t){ stream_no(p, s), (uint32_t)start, (uint32_t)nr, 0 };
-    p->sig[p->nops] = signature(kind, what, n);
-    return (int64_t)p->nops++;
 }
 
 /* ---------------------------------------------------------------- planning */
@@ -749,9 +625,9 @@ static int64_t plan_step(res_dev_t *d, int kind, uintptr_t what, const uint32_t 
     if (it != p->iter)
         iteration(d, p, it);
     if (p->state == P_REC)
-        return record(d, p, kind, what, ids, n, acc, arg, s);
+        return res_plan_record(d, p, kind, what, ids, n, acc, arg, s);
     if (p->state == P_EXEC)
-        follow(d, p, signature(kind, what, n), serial);
+        follow(d, p, res_plan_signature(kind, what, n), serial);
     return -1;
 }
 
@@ -793,7 +669,7 @@ void res_plan_op(res_dev_t *d, collect_t *k, int kind, uintptr_t what, const shi
     if (k->capturing || k->unknown || res_nccl_inside())
         return;                         /* (not part of an iteration the plan can follow; an
                                          * NCCL call's own launches are part of it) */
-    int64_t i = plan_step(d, kind, what, k->ids, k->n, c ? copy_access : NULL, c, s, k->serial);
+    int64_t i = plan_step(d, kind, what, k->ids, k->n, c ? res_plan_copy_access : NULL, c, s, k->serial);
     if (i >= 0)
         res_ptime_op(d, k, (uint32_t)i);
     in_place(d, k);
@@ -853,7 +729,7 @@ void res_plan_fast(res_dev_t *d, CUcontext ctx, CUfunction f, const uint32_t *id
 {
     if (SHIM_LIKELY(!d->nflights && !d->npend && !d->nvme_flights && !res_nccl_inside() &&
                     d->plan != NULL) &&
-        follow_quiet(d->plan, signature(PLAN_LAUNCH, (uintptr_t)f, n)))
+        follow_quiet(d->plan, res_plan_signature(PLAN_LAUNCH, (uintptr_t)f, n)))
         return;
     plan_fast_slow(d, ctx, f, ids, n, s);
 }
@@ -890,7 +766,7 @@ void res_plan_due(res_dev_t *d)
 static void born(res_dev_t *d, res_plan_t *p, uint32_t first, uint32_t n)
 {
     if (p->state == P_REC) {
-        if (buf_at(d, p, first, n, 1) < 0)
+        if (res_plan_buf_at(d, p, first, n, 1) < 0)
             p->state = P_OFF;
     } else if (p->state == P_EXEC) {
         uint32_t b = p->births < p->nborn ? p->born[p->births] : UINT32_MAX;
@@ -931,7 +807,7 @@ static void slab_free_wait(res_dev_t *d, res_plan_t *p, uint64_t base)
     if (p->state != P_REC || p->nops == 0 || ci >= arena_chunk_count(d->arena) ||
         !p->buf_of[ci] || d->freed_in_order)
         return;
-    if (grow((void **)&p->waits, &p->cap_waits, p->nwaits + 1, sizeof(*p->waits)) < 0) {
+    if (res_plan_grow((void **)&p->waits, &p->cap_waits, p->nwaits + 1, sizeof(*p->waits)) < 0) {
         p->state = P_OFF;
         return;
     }

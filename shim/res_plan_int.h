@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * res_plan_int.h - a device's plan as res_plan.c keeps it (the profile, the plan and the
- * cursor that follows it), for the files that read it besides res_plan.c: res_plan_victim.c.
+ * cursor that follows it), for the files that read it besides res_plan.c: res_plan_victim.c,
+ * and res_plan_profile.c, which records the profile.
  */
 #ifndef ELIXIR_RES_PLAN_INT_H
 #define ELIXIR_RES_PLAN_INT_H
@@ -73,5 +74,21 @@ static inline uint64_t res_plan_op_reach(const res_plan_t *p, size_t i)
         n += p->refs[p->ops[i].ref + j].nchunks;
     return n;
 }
+
+/* res_plan_profile.c: recording the profile. */
+/* Grows *p (*cap elements of `size` bytes) to hold `need`: 0, or -1 out of memory. */
+int res_plan_grow(void **p, size_t *cap, size_t need, size_t size);
+/* The buffer whose first chunk is `first` (n chunks), made when unknown, or, when `born`,
+ * made anew, born at the next operation: its index, or -1. */
+int64_t res_plan_buf_at(res_dev_t *d, res_plan_t *p, uint32_t first, uint32_t n, int born);
+/* Which accesses a copy or memset (arg: a shim_copy_t) makes to the chunk [lo, hi). */
+uint8_t res_plan_copy_access(const void *arg, uint64_t lo, uint64_t hi);
+/* An operation's signature: its kind, kernel (or copy kind) and the chunks it reaches. */
+uint64_t res_plan_signature(int kind, uintptr_t what, size_t n);
+/* Operation (kind, what) reaching ids[0, n) on s, appended to the profile: its index, or -1
+ * (the profile then off: too long, or out of memory). */
+int64_t res_plan_record(res_dev_t *d, res_plan_t *p, int kind, uintptr_t what,
+                        const uint32_t *ids, size_t n, res_access_fn_t acc, const void *arg,
+                        CUstream s);
 
 #endif
