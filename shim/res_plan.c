@@ -669,7 +669,8 @@ void res_plan_op(res_dev_t *d, collect_t *k, int kind, uintptr_t what, const shi
     if (k->capturing || k->unknown || res_nccl_inside())
         return;                         /* (not part of an iteration the plan can follow; an
                                          * NCCL call's own launches are part of it) */
-    int64_t i = plan_step(d, kind, what, k->ids, k->n, c ? res_plan_copy_access : NULL, c, s, k->serial);
+    int64_t i = plan_step(d, kind, what, k->ids, k->n, c ? res_plan_copy_access : NULL, c, s,
+                          k->serial);
     if (i >= 0)
         res_ptime_op(d, k, (uint32_t)i);
     in_place(d, k);

@@ -9,8 +9,8 @@
 # as much as the reactive engine).  Where an operation reaches more chunks than the GPU holds,
 # it runs in place and the plan is made for the rest: a plan at every fraction.  Then again
 # with the plan's evictions unmapping (ELIXIR_PLAN_UNMAP=1), where evictions complete ahead of
-# their copies (per tensor).  The race
-# checker fails the run (exit 66) on any unordered access, asynchronous moves included.
+# their copies (per tensor).  The race checker fails the run (exit 66) on any unordered access,
+# asynchronous moves included.
 set -u
 . tests/lib/sim_env.sh
 sim_setup
