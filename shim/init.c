@@ -115,6 +115,7 @@ static void configure(void)
         shim_options_load();
         shim_log_configure();
         errors = shim_options_report();
+        shim_host_timing = shim_opt_int(SHIM_OPT_STATS) != 0;
         cfg_done = 1;
     }
     pthread_mutex_unlock(&cfg_lock);

@@ -95,16 +95,16 @@ static use_event_t *copy_on(res_dev_t *d, CUstream s, int kind, CUdeviceptr dst,
                             CUdeviceptr src, void *host, int *issued, uint64_t *move)
 {
     void *timed = SHIM_TRACING() ? shim_trace_move_begin(d->ctx, s, move) : NULL;
-    CUresult r = kind == COPY_HTOD   ? DRV(cuMemcpyHtoDAsync_v2)(dst, host, d->chunk, s)
-                 : kind == COPY_DTOH ? DRV(cuMemcpyDtoHAsync_v2)(host, src, d->chunk, s)
-                                     : DRV(cuMemcpyDtoDAsync_v2)(dst, src, d->chunk, s);
+    CUresult r = kind == COPY_HTOD   ? DRVT(cuMemcpyHtoDAsync_v2)(dst, host, d->chunk, s)
+                 : kind == COPY_DTOH ? DRVT(cuMemcpyDtoHAsync_v2)(host, src, d->chunk, s)
+                                     : DRVT(cuMemcpyDtoDAsync_v2)(dst, src, d->chunk, s);
     shim_trace_move_end(timed, r, s);
     if (r != CUDA_SUCCESS)
         return NULL;
     *issued = 1;
     use_event_t *e = res_record(d, s, 0, d->ctx);
     if (!e)
-        DRV(cuStreamSynchronize)(s);
+        DRVT(cuStreamSynchronize)(s);
     return e;
 }
 
@@ -140,14 +140,14 @@ static use_event_t *copy_piece(res_dev_t *d, uint32_t ci, CUmemGenericAllocation
 static CUresult remap_calls(res_dev_t *d, uint32_t ci, CUmemGenericAllocationHandle h)
 {
     CUdeviceptr va = arena_chunk_addr(d->arena, ci);
-    CUresult r = DRV(cuMemUnmap)(va, d->chunk);
+    CUresult r = DRVT(cuMemUnmap)(va, d->chunk);
     if (r != CUDA_SUCCESS)
         return r;
-    if ((r = DRV(cuMemMap)(va, d->chunk, 0, h, 0)) == CUDA_SUCCESS &&
+    if ((r = DRVT(cuMemMap)(va, d->chunk, 0, h, 0)) == CUDA_SUCCESS &&
         (r = res_set_access(d, va, d->chunk)) == CUDA_SUCCESS)
         return r;
-    DRV(cuMemUnmap)(va, d->chunk);
-    if (DRV(cuMemMap)(va, d->chunk, 0, d->chunks[ci].phys, 0) == CUDA_SUCCESS)
+    DRVT(cuMemUnmap)(va, d->chunk);
+    if (DRVT(cuMemMap)(va, d->chunk, 0, d->chunks[ci].phys, 0) == CUDA_SUCCESS)
         res_set_access(d, va, d->chunk);
     return r;
 }
@@ -156,9 +156,9 @@ static CUresult remap_calls(res_dev_t *d, uint32_t ci, CUmemGenericAllocationHan
 static CUresult map_calls(res_dev_t *d, uint32_t ci, CUmemGenericAllocationHandle h)
 {
     CUdeviceptr va = arena_chunk_addr(d->arena, ci);
-    CUresult r = DRV(cuMemMap)(va, d->chunk, 0, h, 0);
+    CUresult r = DRVT(cuMemMap)(va, d->chunk, 0, h, 0);
     if (r == CUDA_SUCCESS && (r = res_set_access(d, va, d->chunk)) != CUDA_SUCCESS)
-        DRV(cuMemUnmap)(va, d->chunk);
+        DRVT(cuMemUnmap)(va, d->chunk);
     return r;
 }
 
@@ -169,7 +169,7 @@ static CUresult remap(res_dev_t *d, uint32_t ci, CUmemGenericAllocationHandle h,
 {
     int traced = SHIM_TRACING();
     uint64_t t0 = traced ? shim_trace_now() : 0;
-    CUresult r = unmap ? DRV(cuMemUnmap)(arena_chunk_addr(d->arena, ci), d->chunk)
+    CUresult r = unmap ? DRVT(cuMemUnmap)(arena_chunk_addr(d->arena, ci), d->chunk)
                  : d->chunks[ci].unmapped || !d->host_mappable ? map_calls(d, ci, h)
                                                               : remap_calls(d, ci, h);
     if (traced)
@@ -244,7 +244,7 @@ static int pend_take(res_dev_t *d, CUstream s, CUmemGenericAllocationHandle *h, 
         return -1;
     pend_t p = d->pend[take];
     d->pend[take] = d->pend[--d->npend];
-    if (!res_event_done(p.ev) && DRV(cuStreamWaitEvent)(s, p.ev->ev, 0) != CUDA_SUCCESS)
+    if (!res_event_done(p.ev) && DRVT(cuStreamWaitEvent)(s, p.ev->ev, 0) != CUDA_SUCCESS)
         res_event_wait(p.ev, &d->blocked_flight_s);
     *h = p.h;
     *ev = p.ev;
@@ -348,7 +348,7 @@ int res_prefetch(res_dev_t *d, uint32_t ci)
         }
         ev = copy_piece(d, ci, c->phys, 1, d->stream, &issued, &move);
         if (!issued) {
-            DRV(cuMemUnmap)(arena_chunk_addr(d->arena, ci), d->chunk);
+            DRVT(cuMemUnmap)(arena_chunk_addr(d->arena, ci), d->chunk);
             prefetch_undo(d, h, was, NULL);
             return -1;
         }
@@ -517,7 +517,7 @@ void res_flight_use(res_dev_t *d, uint32_t ci, CUstream s, int ptds)
         /* An eviction: cancelled, the chunk may be written, once its copy read it (s waits
          * for the copy, or the host where s cannot). */
         if (s == CU_STREAM_PER_THREAD || (!s && ptds) ||
-            DRV(cuStreamWaitEvent)(s, d->flights[i].ev->ev, 0) != CUDA_SUCCESS)
+            DRVT(cuStreamWaitEvent)(s, d->flights[i].ev->ev, 0) != CUDA_SUCCESS)
             res_event_wait(d->flights[i].ev, &d->blocked_flight_s);
         flight_cancel(d, i, 0);         /* (the chunk's memory stays, used after the copy) */
         return;
@@ -525,7 +525,7 @@ void res_flight_use(res_dev_t *d, uint32_t ci, CUstream s, int ptds)
     if (flight_end(d, i, 0, 1))
         return;                         /* a prefetch whose copy is done */
     if (s == CU_STREAM_PER_THREAD || (!s && ptds) ||
-        DRV(cuStreamWaitEvent)(s, d->flights[i].ev->ev, 0) != CUDA_SUCCESS)
+        DRVT(cuStreamWaitEvent)(s, d->flights[i].ev->ev, 0) != CUDA_SUCCESS)
         flight_end(d, i, 0, 0);         /* the host waits where the stream cannot */
 }
 

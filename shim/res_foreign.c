@@ -42,7 +42,7 @@ static CUresult peer_access(res_dev_t *o, uint32_t first, uint32_t n, int dev, i
     CUmemAccessDesc a = { .location = { CU_MEM_LOCATION_TYPE_DEVICE, dev },
                           .flags = on ? CU_MEM_ACCESS_FLAGS_PROT_READWRITE
                                       : CU_MEM_ACCESS_FLAGS_PROT_NONE };
-    return DRV(cuMemSetAccess)(arena_chunk_addr(o->arena, first), (size_t)n * o->chunk, &a, 1);
+    return DRVT(cuMemSetAccess)(arena_chunk_addr(o->arena, first), (size_t)n * o->chunk, &a, 1);
 }
 
 /* Has f taken the allocation of p (in o's arena) already? */
@@ -149,7 +149,7 @@ static foreign_ev_t *foreign_ev_record(CUcontext ctx, CUstream s, int ptds)
                  DRV(cuCtxPushCurrent_v2)(ctx) == CUDA_SUCCESS;
     CUresult r = DRV(cuEventCreate)(&e->ev, CU_EVENT_DISABLE_TIMING);
     if (r == CUDA_SUCCESS) {
-        r = ptds ? DRV(cuEventRecord_ptsz)(e->ev, s) : DRV(cuEventRecord)(e->ev, s);
+        r = ptds ? DRVT(cuEventRecord_ptsz)(e->ev, s) : DRVT(cuEventRecord)(e->ev, s);
         if (r != CUDA_SUCCESS)
             DRV(cuEventDestroy_v2)(e->ev);
     }
@@ -209,14 +209,14 @@ static int foreign_release(res_dev_t *o, int wait, uint32_t ci, double *blocked)
             p = &h->next;
             continue;
         }
-        CUresult q = DRV(cuEventQuery)(h->ev->ev);
+        CUresult q = DRVT(cuEventQuery)(h->ev->ev);
         if (q == CUDA_ERROR_NOT_READY) {
             if (!wait || (h->memop && ci == UINT32_MAX)) {
                 p = &h->next;
                 continue;
             }
             double t0 = res_now_s();
-            DRV(cuEventSynchronize)(h->ev->ev);
+            DRVT(cuEventSynchronize)(h->ev->ev);
             if (blocked)
                 *blocked += res_now_s() - t0;
         }
@@ -248,7 +248,7 @@ int res_memop_wait_unlocked(res_dev_t *d, uint32_t first, uint32_t n, double *bl
     uint32_t k = 0;
     for (foreign_hold_t *h = d->foreign_holds; h && k < MAXEV; h = h->next)
         if (h->memop && h->first < first + n && first < h->first + h->n &&
-            DRV(cuEventQuery)(h->ev->ev) == CUDA_ERROR_NOT_READY) {
+            DRVT(cuEventQuery)(h->ev->ev) == CUDA_ERROR_NOT_READY) {
             atomic_fetch_add_explicit(&h->ev->refs, 1, memory_order_relaxed);
             ev[k++] = h->ev;
         }
@@ -257,7 +257,7 @@ int res_memop_wait_unlocked(res_dev_t *d, uint32_t first, uint32_t n, double *bl
     double t0 = res_now_s();
     shim_unlock(&d->lock);
     for (uint32_t i = 0; i < k; i++) {
-        DRV(cuEventSynchronize)(ev[i]->ev);
+        DRVT(cuEventSynchronize)(ev[i]->ev);
         foreign_ev_put(ev[i]);
     }
     shim_lock(&d->lock);
@@ -297,7 +297,7 @@ void res_foreign_end(void *held, CUstream s, int ptds, CUresult r)
         return;
     }
     if (r == CUDA_SUCCESS && !(e = foreign_ev_record(f->ctx, s, ptds)))
-        DRV(cuStreamSynchronize)(!s && ptds ? CU_STREAM_PER_THREAD : s);
+        DRVT(cuStreamSynchronize)(!s && ptds ? CU_STREAM_PER_THREAD : s);
     for (uint32_t i = 0; i < f->count; i++) {
         res_dev_t *o = f->op[i].o;
         foreign_hold_t *h = e ? malloc(sizeof(*h)) : NULL;
@@ -311,7 +311,7 @@ void res_foreign_end(void *held, CUstream s, int ptds, CUresult r)
         } else {
             if (e) {                /* out of memory: this device waits for the event now */
                 relax_t rx = relax_begin();
-                DRV(cuEventSynchronize)(e->ev);
+                DRVT(cuEventSynchronize)(e->ev);
                 relax_end(rx);
             }
             foreign_unhold(o, f->op[i].first, f->op[i].n, f->dev);

@@ -66,13 +66,13 @@ CUresult res_set_access(res_dev_t *d, CUdeviceptr va, uint64_t size)
         if ((peers >> i & 1) && i != d->device)
             a[n++] = (CUmemAccessDesc){ { CU_MEM_LOCATION_TYPE_DEVICE, i },
                                         CU_MEM_ACCESS_FLAGS_PROT_READWRITE };
-    CUresult r = DRV(cuMemSetAccess)(va, size, a, (size_t)n);
+    CUresult r = DRVT(cuMemSetAccess)(va, size, a, (size_t)n);
     if (r != CUDA_SUCCESS && n > 1) {
         static _Atomic int warned;
         if (!atomic_exchange(&warned, 1))
             SHIM_WARN(RES, "device %d's memory: its peers cannot be given access (%d); only "
                       "device %d has it (said once)", d->device, (int)r, d->device);
-        r = DRV(cuMemSetAccess)(va, size, a, 1);
+        r = DRVT(cuMemSetAccess)(va, size, a, 1);
     }
     return r;
 }
@@ -102,7 +102,7 @@ static void peer_apply(res_dev_t *o, int dev, int on)
             run++;
             continue;
         }
-        if (run && DRV(cuMemSetAccess)(arena_chunk_addr(o->arena, ci - run),
+        if (run && DRVT(cuMemSetAccess)(arena_chunk_addr(o->arena, ci - run),
                                        (size_t)run * o->chunk, &a, 1) != CUDA_SUCCESS)
             failed = 1;
         run = 0;
@@ -271,7 +271,7 @@ void res_unback(res_dev_t *d, uint32_t ci)
         res_nvme_release(d, ci);        /* its slot (res_nvme.c) */
     } else {
         if (mapped(d, c))
-            DRV(cuMemUnmap)(arena_chunk_addr(d->arena, ci), d->chunk);  /* access goes too */
+            DRVT(cuMemUnmap)(arena_chunk_addr(d->arena, ci), d->chunk);  /* access goes too */
         res_chunk_phys_put(d, c);
     }
     out_of_use(d, ci);
@@ -300,7 +300,7 @@ static void grants_revoke(res_dev_t *d, uint32_t ci)
         if (!d->grants[i] || !d->grants[i][ci] || (peers >> i & 1))
             continue;
         a.location = (CUmemLocation){ CU_MEM_LOCATION_TYPE_DEVICE, i };
-        DRV(cuMemSetAccess)(arena_chunk_addr(d->arena, ci), d->chunk, &a, 1);
+        DRVT(cuMemSetAccess)(arena_chunk_addr(d->arena, ci), d->chunk, &a, 1);
     }
 }
 
@@ -344,7 +344,7 @@ int res_park_drop(res_dev_t *d)
         if (arena_chunk_in_use(d->arena, i - 1))
             continue;
         CUmemGenericAllocationHandle h = c->phys;
-        DRV(cuMemUnmap)(arena_chunk_addr(d->arena, i - 1), d->chunk);
+        DRVT(cuMemUnmap)(arena_chunk_addr(d->arena, i - 1), d->chunk);
         list_del(d, &d->parked, i - 1);
         memset(c, 0, sizeof(*c));
         res_phys_put(d, TIER_GPU, h);
@@ -389,14 +389,14 @@ static CUresult swap_mapped(res_dev_t *d, uint32_t ci, int tier, CUmemGenericAll
     dst = staged ? d->staging : dst;
     res_wait_idle(d, c, &d->blocked_s);
     int timed = res_ptime_link_begin(d);
-    r = DRV(cuMemcpyDtoDAsync_v2)(dst, src, d->chunk, d->stream);
+    r = DRVT(cuMemcpyDtoDAsync_v2)(dst, src, d->chunk, d->stream);
     r = res_ptime_link_wait(d, timed, r, tier == TIER_GPU);
     if (staged)
-        DRV(cuMemUnmap)(d->staging, d->chunk);
+        DRVT(cuMemUnmap)(d->staging, d->chunk);
     int mapped_new = 0, traced = r == CUDA_SUCCESS && SHIM_TRACING();
     uint64_t t0 = traced ? shim_trace_now() : 0;
-    if (r == CUDA_SUCCESS && (unmapped || (r = DRV(cuMemUnmap)(va, d->chunk)) == CUDA_SUCCESS)) {
-        r = DRV(cuMemMap)(va, d->chunk, 0, *h, 0);
+    if (r == CUDA_SUCCESS && (unmapped || (r = DRVT(cuMemUnmap)(va, d->chunk)) == CUDA_SUCCESS)) {
+        r = DRVT(cuMemMap)(va, d->chunk, 0, *h, 0);
         mapped_new = r == CUDA_SUCCESS;
         if (mapped_new)
             r = res_set_access(d, va, d->chunk);
@@ -408,9 +408,9 @@ static CUresult swap_mapped(res_dev_t *d, uint32_t ci, int tier, CUmemGenericAll
          * address before it goes back (a spare still mapped there would be handed out under
          * it), and the source is mapped back if it was unmapped. */
         if (mapped_new)
-            DRV(cuMemUnmap)(va, d->chunk);
+            DRVT(cuMemUnmap)(va, d->chunk);
         res_phys_put(d, tier, *h);
-        if (!unmapped && DRV(cuMemMap)(va, d->chunk, 0, c->phys, 0) == CUDA_SUCCESS)
+        if (!unmapped && DRVT(cuMemMap)(va, d->chunk, 0, c->phys, 0) == CUDA_SUCCESS)
             res_set_access(d, va, d->chunk);
     }
     return r;
@@ -430,10 +430,10 @@ static CUresult unmap_out(res_dev_t *d, uint32_t ci, CUmemGenericAllocationHandl
         return r;
     res_wait_idle(d, &d->chunks[ci], &d->blocked_s);
     int timed = res_ptime_link_begin(d);
-    r = DRV(cuMemcpyDtoHAsync_v2)(res_piece(*h), va, d->chunk, d->stream);
+    r = DRVT(cuMemcpyDtoHAsync_v2)(res_piece(*h), va, d->chunk, d->stream);
     r = res_ptime_link_wait(d, timed, r, 0);
     if (r == CUDA_SUCCESS)
-        r = DRV(cuMemUnmap)(va, d->chunk);
+        r = DRVT(cuMemUnmap)(va, d->chunk);
     if (r != CUDA_SUCCESS)
         res_phys_put(d, TIER_HOST, *h);      /* the GPU copy stays authoritative */
     return r;
@@ -448,10 +448,10 @@ static CUresult map_in(res_dev_t *d, uint32_t ci, CUmemGenericAllocationHandle *
     if (r != CUDA_SUCCESS)
         return r;
     int timed = res_ptime_link_begin(d);
-    r = DRV(cuMemcpyHtoDAsync_v2)(va, res_piece(d->chunks[ci].phys), d->chunk, d->stream);
+    r = DRVT(cuMemcpyHtoDAsync_v2)(va, res_piece(d->chunks[ci].phys), d->chunk, d->stream);
     r = res_ptime_link_wait(d, timed, r, 1);
     if (r != CUDA_SUCCESS) {
-        DRV(cuMemUnmap)(va, d->chunk);       /* the host piece stays authoritative */
+        DRVT(cuMemUnmap)(va, d->chunk);       /* the host piece stays authoritative */
         res_phys_put(d, TIER_GPU, *h);
     }
     return r;

@@ -247,7 +247,7 @@ static int write_pieces(res_dev_t *d, CUdeviceptr va, uint32_t slot)
     int r = 0;
     for (uint32_t k = 0; k < n && r == 0; k++) {
         uint32_t at = k * piece, b = len - at < piece ? len - at : piece;
-        if (DRV(cuMemcpyDtoHAsync_v2)((char *)nv.staging + at, va + at, b, d->stream) !=
+        if (DRVT(cuMemcpyDtoHAsync_v2)((char *)nv.staging + at, va + at, b, d->stream) !=
             CUDA_SUCCESS)
             r = -EIO;
         else
@@ -261,7 +261,7 @@ static int write_pieces(res_dev_t *d, CUdeviceptr va, uint32_t slot)
     }
     if (r == 0)
         r = nvme_wait(nv.area, TAG_WRITE);
-    if (DRV(cuStreamSynchronize)(d->stream) != CUDA_SUCCESS && r == 0)
+    if (DRVT(cuStreamSynchronize)(d->stream) != CUDA_SUCCESS && r == 0)
         r = -EIO;
     for (uint32_t k = 0; k < n; k++)
         res_event_put(d, ev[k]);
@@ -372,14 +372,14 @@ static int read_pieces(res_dev_t *d, CUdeviceptr va, uint32_t slot, int *unread)
         int got = nvme_read_got(nv.area, TAG_READ, at, 1);
         if (got <= (int)at)
             break;                      /* (failed: nvme_wait says how) */
-        copied = copied && DRV(cuMemcpyHtoDAsync_v2)(va + at, (char *)nv.staging + at,
+        copied = copied && DRVT(cuMemcpyHtoDAsync_v2)(va + at, (char *)nv.staging + at,
                                                      (uint32_t)got - at, d->stream) ==
                                CUDA_SUCCESS;
         at = (uint32_t)got;
     }
     r = nvme_wait(nv.area, TAG_READ);
     *unread = r < 0;
-    copied = DRV(cuStreamSynchronize)(d->stream) == CUDA_SUCCESS && copied;
+    copied = DRVT(cuStreamSynchronize)(d->stream) == CUDA_SUCCESS && copied;
     return r < 0 ? r : copied ? 0 : -EIO;
 }
 

@@ -53,14 +53,14 @@ static CUresult phys_create(res_dev_t *d, int tier, CUmemGenericAllocationHandle
     if (tier == TIER_HOST && !d->host_mappable)
         return res_piece_alloc(d, h);
     CUmemAllocationProp p = res_prop_for(d, tier);
-    return DRV(cuMemCreate)(h, d->chunk, &p, 0);
+    return DRVT(cuMemCreate)(h, d->chunk, &p, 0);
 }
 
 CUresult res_map_at(res_dev_t *d, CUdeviceptr va, CUmemGenericAllocationHandle h)
 {
-    CUresult r = DRV(cuMemMap)(va, d->chunk, 0, h, 0);
+    CUresult r = DRVT(cuMemMap)(va, d->chunk, 0, h, 0);
     if (r == CUDA_SUCCESS && (r = res_set_access(d, va, d->chunk)) != CUDA_SUCCESS)
-        DRV(cuMemUnmap)(va, d->chunk);
+        DRVT(cuMemUnmap)(va, d->chunk);
     return r;
 }
 
@@ -74,7 +74,7 @@ static void phys_release(res_dev_t *d, int tier, CUmemGenericAllocationHandle h)
             DRV(cuCtxPopCurrent_v2)(&popped);
     } else {
         res_shadow_drop(d, h);
-        DRV(cuMemRelease)(h);
+        DRVT(cuMemRelease)(h);
     }
     charge(d, tier, -(int64_t)d->chunk);
 }

@@ -273,8 +273,8 @@ static int copy_pieces(res_dev_t *d, nvfl_t *f, uint32_t ci, CUstream s, void *s
     f->npieces = (uint8_t)((len + piece - 1) / piece);
     for (unsigned k = 0; k < f->npieces; k++) {
         uint32_t at = k * piece, b = len - at < piece ? len - at : piece;
-        if (DRV(cuMemcpyDtoHAsync_v2)((char *)stage + at, va + at, b, s) != CUDA_SUCCESS) {
-            DRV(cuStreamSynchronize)(s);
+        if (DRVT(cuMemcpyDtoHAsync_v2)((char *)stage + at, va + at, b, s) != CUDA_SUCCESS) {
+            DRVT(cuStreamSynchronize)(s);
             return -1;
         }
         f->pev[k] = res_record(d, s, 0, d->ctx);    /* (NULL: the host waited for s) */
@@ -481,7 +481,7 @@ static void gpu_copying(res_dev_t *d, nvfl_t *f)
     chunk_t *c = &d->chunks[f->ci];
     f->ev = res_record(d, d->stream, 0, d->ctx);
     if (!f->ev)
-        DRV(cuStreamSynchronize)(d->stream);
+        DRVT(cuStreamSynchronize)(d->stream);
     else if (!c->use.prior)             /* a free or a migration waits for it as for a use */
         c->use.prior = res_event_ref(f->ev);
     d->resident[TIER_NVME] -= d->chunk;
@@ -496,7 +496,7 @@ static int to_gpu(res_dev_t *d, nvfl_t *f, int force)
     chunk_t keep;
     if (gpu_map(d, f, force, &keep) < 0)
         return -1;
-    if (DRV(cuMemcpyHtoDAsync_v2)(arena_chunk_addr(d->arena, f->ci),
+    if (DRVT(cuMemcpyHtoDAsync_v2)(arena_chunk_addr(d->arena, f->ci),
                                   res_nvme_stage(fl_index(f)), d->chunk, d->stream) !=
         CUDA_SUCCESS) {
         gpu_unmap(d, f, &keep);
@@ -561,16 +561,16 @@ static int in_pieces(res_dev_t *d, nvfl_t *f)
         int got = nvme_read_got(res_nvme_area(), fl_index(f), at, 1);
         if (got <= (int)at)
             break;                      /* (failed, or reaped already: io_wait says) */
-        copied = DRV(cuMemcpyHtoDAsync_v2)(va + at, stage + at, (uint32_t)got - at,
+        copied = DRVT(cuMemcpyHtoDAsync_v2)(va + at, stage + at, (uint32_t)got - at,
                                            d->stream) == CUDA_SUCCESS;
         at = (uint32_t)got;
     }
     io_wait(d, f);
     if (copied && at < len && !f->io_err)       /* (reaped by another device's call) */
-        copied = DRV(cuMemcpyHtoDAsync_v2)(va + at, stage + at, len - at, d->stream) ==
+        copied = DRVT(cuMemcpyHtoDAsync_v2)(va + at, stage + at, len - at, d->stream) ==
                  CUDA_SUCCESS;
     if (mapped && (!copied || f->io_err)) {
-        DRV(cuStreamSynchronize)(d->stream);    /* (the copies read staging) */
+        DRVT(cuStreamSynchronize)(d->stream);    /* (the copies read staging) */
         gpu_unmap(d, f, &keep);
         mapped = 0;
         pn.in_taken_back += f->io_err && at > 0;
@@ -674,7 +674,7 @@ void res_nvme_flight_use(res_dev_t *d, uint32_t ci, CUstream s, int ptds)
     int host_waits = s == CU_STREAM_PER_THREAD || (!s && ptds);
     if (f->out) {
         if (f->stage == F_COPY && f->ev && !res_event_done(f->ev) &&
-            (host_waits || DRV(cuStreamWaitEvent)(s, f->ev->ev, 0) != CUDA_SUCCESS))
+            (host_waits || DRVT(cuStreamWaitEvent)(s, f->ev->ev, 0) != CUDA_SUCCESS))
             res_event_wait(f->ev, &d->blocked_flight_s);
         cancel(d, f);                   /* (the use may write the chunk) */
         return;
@@ -699,7 +699,7 @@ void res_nvme_flight_use(res_dev_t *d, uint32_t ci, CUstream s, int ptds)
         in_end(d, f);
         return;
     }
-    if (host_waits || DRV(cuStreamWaitEvent)(s, f->ev->ev, 0) != CUDA_SUCCESS) {
+    if (host_waits || DRVT(cuStreamWaitEvent)(s, f->ev->ev, 0) != CUDA_SUCCESS) {
         res_event_wait(f->ev, &d->blocked_flight_s);
         in_end(d, f);
     }

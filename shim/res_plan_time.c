@@ -141,7 +141,7 @@ static void event_destroy(CUevent *e)
 
 static CUresult record(CUevent e, CUstream s, int ptds)
 {
-    return ptds ? DRV(cuEventRecord_ptsz)(e, s) : DRV(cuEventRecord)(e, s);
+    return ptds ? DRVT(cuEventRecord_ptsz)(e, s) : DRVT(cuEventRecord)(e, s);
 }
 
 /* Every event of t destroyed; its operations forgotten. */
@@ -349,7 +349,7 @@ int res_ptime_ready(res_dev_t *d)
         const ptime_op_t *o = &t->op[t->scan];
         if (o->state == T_NONE || o->state == T_MERGED)
             continue;
-        if (o->state == T_BEGUN || DRV(cuEventQuery)(o->b) == CUDA_ERROR_NOT_READY)
+        if (o->state == T_BEGUN || DRVT(cuEventQuery)(o->b) == CUDA_ERROR_NOT_READY)
             return t->defer++ >= PTIME_DEFER_MAX;
     }
     return 1;
@@ -434,15 +434,15 @@ void res_ptime_fill(res_dev_t *d, pol_op_t *ops, const uint64_t *sig, size_t nop
 int res_ptime_link_begin(res_dev_t *d)
 {
     res_ptime_t *t = d->ptime;
-    return t && t->on && t->la && DRV(cuEventRecord)(t->la, d->stream) == CUDA_SUCCESS;
+    return t && t->on && t->la && DRVT(cuEventRecord)(t->la, d->stream) == CUDA_SUCCESS;
 }
 
 CUresult res_ptime_link_wait(res_dev_t *d, int timed, CUresult r, int to_gpu)
 {
     res_ptime_t *t = d->ptime;
-    timed = timed && r == CUDA_SUCCESS && DRV(cuEventRecord)(t->lb, d->stream) == CUDA_SUCCESS;
+    timed = timed && r == CUDA_SUCCESS && DRVT(cuEventRecord)(t->lb, d->stream) == CUDA_SUCCESS;
     if (r == CUDA_SUCCESS)
-        r = DRV(cuStreamSynchronize)(d->stream);
+        r = DRVT(cuStreamSynchronize)(d->stream);
     float ms = 0;
     if (timed && r == CUDA_SUCCESS && elapsed(&ms, t->la, t->lb) == CUDA_SUCCESS && ms > 0) {
         t->link_bytes[!to_gpu] += d->chunk;
@@ -464,8 +464,8 @@ void res_ptime_io_end(res_dev_t *d, int timed, int ok, int write)
 {
     res_ptime_t *t = d->ptime;
     float ms = 0;
-    if (!timed || DRV(cuEventRecord)(t->lb, d->stream) != CUDA_SUCCESS ||
-        DRV(cuEventSynchronize)(t->lb) != CUDA_SUCCESS)
+    if (!timed || DRVT(cuEventRecord)(t->lb, d->stream) != CUDA_SUCCESS ||
+        DRVT(cuEventSynchronize)(t->lb) != CUDA_SUCCESS)
         return;
     if (ok && elapsed(&ms, t->la, t->lb) == CUDA_SUCCESS && ms > 0) {
         t->io_bytes[write != 0] += d->chunk;

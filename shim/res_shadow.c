@@ -149,7 +149,7 @@ void res_shadow_drop(res_dev_t *d, CUmemGenericAllocationHandle h)
     if (!d->sh_vals[i])
         return;
     uint32_t slot = d->sh_vals[i] - 1;
-    DRV(cuMemUnmap)(shadow_addr(d, slot), d->chunk);
+    DRVT(cuMemUnmap)(shadow_addr(d, slot), d->chunk);
     sh_delete(d, i);
     d->shadow_free[d->nshadow_free++] = slot;
 }

@@ -54,9 +54,9 @@ CUresult res_unmapped_restore(res_dev_t *d, uint32_t ci)
     CUdeviceptr va = arena_chunk_addr(d->arena, ci);
     int traced = SHIM_TRACING();
     uint64_t t0 = traced ? shim_trace_now() : 0;
-    CUresult r = DRV(cuMemMap)(va, d->chunk, 0, c->phys, 0);
+    CUresult r = DRVT(cuMemMap)(va, d->chunk, 0, c->phys, 0);
     if (r == CUDA_SUCCESS && (r = res_set_access(d, va, d->chunk)) != CUDA_SUCCESS)
-        DRV(cuMemUnmap)(va, d->chunk);
+        DRVT(cuMemUnmap)(va, d->chunk);
     if (traced)
         shim_trace_mapping(d->device, 0, shim_trace_now() - t0);
     if (r != CUDA_SUCCESS) {

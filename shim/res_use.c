@@ -79,7 +79,7 @@ static use_event_t *event_ref(use_event_t *e)
 
 int res_event_done(use_event_t *e)
 {
-    return DRV(cuEventQuery)(e->ev) == CUDA_SUCCESS;
+    return DRVT(cuEventQuery)(e->ev) == CUDA_SUCCESS;
 }
 
 void res_event_put(res_dev_t *d, use_event_t *e)
@@ -98,7 +98,7 @@ void res_events_wait_unlocked(res_dev_t *d, use_event_t *const *ev, size_t n, do
     shim_unlock(&d->lock);
     for (size_t i = 0; i < n; i++)
         if (ev[i])
-            DRV(cuEventSynchronize)(ev[i]->ev);
+            DRVT(cuEventSynchronize)(ev[i]->ev);
     shim_lock(&d->lock);
     *blocked += res_now_s() - t0;
 }
@@ -106,10 +106,10 @@ void res_events_wait_unlocked(res_dev_t *d, use_event_t *const *ev, size_t n, do
 /* The host waits for e unless it is done; the time blocked is added to *blocked. */
 void res_event_wait(use_event_t *e, double *blocked)
 {
-    if (!e || DRV(cuEventQuery)(e->ev) == CUDA_SUCCESS)
+    if (!e || DRVT(cuEventQuery)(e->ev) == CUDA_SUCCESS)
         return;
     double t0 = res_now_s();
-    DRV(cuEventSynchronize)(e->ev);
+    DRVT(cuEventSynchronize)(e->ev);
     *blocked += res_now_s() - t0;
 }
 
@@ -123,10 +123,10 @@ static use_event_t *record_slot(res_dev_t *d, const strm_t *st)
     if (legacy && DRV(cuCtxPushCurrent_v2)(d->ctx) != CUDA_SUCCESS)
         legacy = 0;
     use_event_t *e = event_get(d, legacy ? d->ctx : st->ctx);
-    if (!e || DRV(cuEventRecord)(e->ev, st->s) != CUDA_SUCCESS) {
+    if (!e || DRVT(cuEventRecord)(e->ev, st->s) != CUDA_SUCCESS) {
         event_put(d, e);
-        if (DRV(cuStreamSynchronize)(st->s) != CUDA_SUCCESS)
-            DRV(cuCtxSynchronize)();
+        if (DRVT(cuStreamSynchronize)(st->s) != CUDA_SUCCESS)
+            DRVT(cuCtxSynchronize)();
         e = NULL;
     }
     if (legacy)
@@ -216,7 +216,7 @@ static int stream_wait_use(res_dev_t *d, CUstream s, const use_t *u)
     use_event_t *e[2] = { u->slot ? cover(d, u->slot - 1u, u->tick) : NULL, u->prior };
     for (int i = 0; i < 2; i++)
         if (e[i] && !res_event_done(e[i]) &&
-            DRV(cuStreamWaitEvent)(s, e[i]->ev, 0) != CUDA_SUCCESS)
+            DRVT(cuStreamWaitEvent)(s, e[i]->ev, 0) != CUDA_SUCCESS)
             return -1;
     return 0;
 }
@@ -276,7 +276,7 @@ static int stream_take(res_dev_t *d, CUstream s, CUcontext ctx)
     if (i == MAX_STREAMS)
         for (i = 0; i < MAX_STREAMS; i++)
             if (d->streams[i].live < 0 &&
-                (!d->streams[i].ev || DRV(cuEventQuery)(d->streams[i].ev->ev) == CUDA_SUCCESS))
+                (!d->streams[i].ev || DRVT(cuEventQuery)(d->streams[i].ev->ev) == CUDA_SUCCESS))
                 break;
     if (i == MAX_STREAMS)
         return -1;
@@ -539,7 +539,7 @@ void res_ctx_destroy(CUcontext ctx, int frees)
         if (res_dev_ctx(d) == ctx) {
             int pushed = DRV(cuCtxGetCurrent)(&cur) == CUDA_SUCCESS && cur != ctx &&
                          DRV(cuCtxPushCurrent_v2)(ctx) == CUDA_SUCCESS;
-            DRV(cuCtxSynchronize)();
+            DRVT(cuCtxSynchronize)();
             if (pushed)
                 DRV(cuCtxPopCurrent_v2)(&popped);
         }
@@ -609,7 +609,7 @@ int res_capture_open(void)
 use_event_t *res_record(res_dev_t *d, CUstream s, int ptds, CUcontext ctx)
 {
     use_event_t *e = ctx ? event_get(d, ctx) : NULL;
-    if (e && (ptds ? DRV(cuEventRecord_ptsz)(e->ev, s) : DRV(cuEventRecord)(e->ev, s)) ==
+    if (e && (ptds ? DRVT(cuEventRecord_ptsz)(e->ev, s) : DRVT(cuEventRecord)(e->ev, s)) ==
                  CUDA_SUCCESS)
         return e;
     event_put(d, e);
@@ -632,11 +632,11 @@ static int join_one(res_dev_t *d, collect_t *k, use_event_t *o, use_event_t *e)
     if (!o || o == e || o->joined == k->serial)
         return 0;
     o->joined = k->serial;
-    if (DRV(cuEventQuery)(o->ev) == CUDA_SUCCESS)
+    if (DRVT(cuEventQuery)(o->ev) == CUDA_SUCCESS)
         return 0;                       /* done: nothing left of it to cover */
-    if (d->join && DRV(cuStreamWaitEvent)(d->join, o->ev, 0) == CUDA_SUCCESS)
+    if (d->join && DRVT(cuStreamWaitEvent)(d->join, o->ev, 0) == CUDA_SUCCESS)
         return 1;
-    DRV(cuEventSynchronize)(o->ev);
+    DRVT(cuEventSynchronize)(o->ev);
     return 0;
 }
 
@@ -662,11 +662,11 @@ static int join_use(res_dev_t *d, collect_t *k, use_t *u, use_event_t *e)
 static use_event_t *join_record(res_dev_t *d, use_event_t *e)
 {
     use_event_t *j = event_get(d, d->ctx);
-    if (j && (!e || DRV(cuStreamWaitEvent)(d->join, e->ev, 0) == CUDA_SUCCESS) &&
-        DRV(cuEventRecord)(j->ev, d->join) == CUDA_SUCCESS)
+    if (j && (!e || DRVT(cuStreamWaitEvent)(d->join, e->ev, 0) == CUDA_SUCCESS) &&
+        DRVT(cuEventRecord)(j->ev, d->join) == CUDA_SUCCESS)
         return j;
     event_put(d, j);
-    DRV(cuStreamSynchronize)(d->join);  /* no join event: wait here for what it covers */
+    DRVT(cuStreamSynchronize)(d->join);  /* no join event: wait here for what it covers */
     return event_ref(e);
 }
 
@@ -719,8 +719,8 @@ static SHIM_COLD void finish_joined(res_dev_t *d, collect_t *k, CUstream s, int 
 {
     use_event_t *e = slot < 0 ? res_record(d, s, ptds, k->ctx) : NULL;
     if (slot < 0 && !e) {
-        if (DRV(cuStreamSynchronize)(!s && ptds ? CU_STREAM_PER_THREAD : s) != CUDA_SUCCESS)
-            DRV(cuCtxSynchronize)();
+        if (DRVT(cuStreamSynchronize)(!s && ptds ? CU_STREAM_PER_THREAD : s) != CUDA_SUCCESS)
+            DRVT(cuCtxSynchronize)();
         return;
     }
     int n = join_op(d, k, slot, e);

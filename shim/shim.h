@@ -733,6 +733,40 @@ static inline void shim_stat_launch(shim_launch_kind_t kind)
     else
         shim_stat_launch_slow(kind);
 }
+/*
+ * Host time by what it went to, measured only while ELIXIR_STATS is on (shim_host_timing,
+ * set once the options are read): the application's launches and copies (memsets too), whole
+ * and in the driver, its synchronisations, and the driver calls residency makes for
+ * migrations (within those wrappers and the others).  A measure
+ * begins with shim_ht_begin (0 when off) and ends with shim_ht_end.
+ */
+typedef enum shim_ht {
+    SHIM_HT_LAUNCH,         /* the application's launches, the whole wrapper */
+    SHIM_HT_LAUNCH_DRV,     /* ... of which the driver's launch call */
+    SHIM_HT_COPY,           /* the application's copies and memsets, the whole wrapper */
+    SHIM_HT_COPY_DRV,       /* ... of which the driver's call */
+    SHIM_HT_SYNC_APP,       /* the application's synchronisations (waits for the GPU) */
+    SHIM_HT_MOVE_COPY,      /* residency's copies of migrations, issued */
+    SHIM_HT_MAP,            /* cuMemMap, cuMemUnmap, cuMemSetAccess */
+    SHIM_HT_PHYS,           /* cuMemCreate, cuMemRelease */
+    SHIM_HT_RECORD,         /* cuEventRecord */
+    SHIM_HT_QUERY,          /* cuEventQuery */
+    SHIM_HT_STREAM_WAIT,    /* cuStreamWaitEvent */
+    SHIM_HT_SYNC,           /* cuEventSynchronize, cuStreamSynchronize, cuCtxSynchronize */
+    SHIM_NHT
+} shim_ht_t;
+extern int shim_host_timing;
+uint64_t shim_ht_now(void);
+void shim_ht_add(shim_ht_t k, uint64_t t0);
+static inline uint64_t shim_ht_begin(void)
+{
+    return SHIM_UNLIKELY(shim_host_timing) ? shim_ht_now() : 0;
+}
+static inline void shim_ht_end(shim_ht_t k, uint64_t t0)
+{
+    if (SHIM_UNLIKELY(t0 != 0))
+        shim_ht_add(k, t0);
+}
 /* Is ELIXIR_STATS on (worth extra work such as finding the size of a freed block)? */
 int shim_stats_enabled(void);
 /* Forget everything counted (a forked child starts from zero). */

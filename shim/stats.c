@@ -38,7 +38,9 @@ static _Atomic unsigned long long calls_gone[SHIM_NHOOKS];
 static stat_count_t blocks, block_bytes;
 static _Atomic uint64_t launches[SHIM_NLAUNCH_KINDS];
 static stat_ops_t copies[SHIM_NCOPY_KINDS];
+static stat_ops_t host_time[SHIM_NHT];  /* (count: calls; bytes: ns) */
 static _Atomic int printed;
+int shim_host_timing;
 
 /* One thread's entry on the list of live threads while the thread runs: its call and launch
  * counts (its shim_stat_calls, whose state follows this one's). */
@@ -112,6 +114,19 @@ void shim_stat_free(uint64_t bytes)
 {
     count_sub(&blocks, 1);
     count_sub(&block_bytes, (int64_t)bytes);
+}
+
+uint64_t shim_ht_now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+void shim_ht_add(shim_ht_t k, uint64_t t0)
+{
+    atomic_fetch_add_explicit(&host_time[k].count, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&host_time[k].bytes, shim_ht_now() - t0, memory_order_relaxed);
 }
 
 void shim_stat_copy(shim_copy_kind_t kind, uint64_t bytes)
@@ -234,6 +249,10 @@ void shim_stats_reset(void)
         atomic_store(&copies[i].count, 0);
         atomic_store(&copies[i].bytes, 0);
     }
+    for (int i = 0; i < SHIM_NHT; i++) {
+        atomic_store(&host_time[i].count, 0);
+        atomic_store(&host_time[i].bytes, 0);
+    }
     for (int i = 0; i < SHIM_NHOOKS; i++) {
         atomic_store(&calls_gone[i], 0);
         atomic_store(&shim_stat_calls.n[i], 0);
@@ -281,6 +300,40 @@ static double run_seconds(void)
     return (double)now.tv_sec + (double)now.tv_nsec / 1e9 - (double)start / (double)hz;
 }
 
+/* " NAME N calls X ms" of host-time kind k appended to line (nothing when it has no calls). */
+static void host_part(char *line, size_t len, const char *name, shim_ht_t k)
+{
+    uint64_t n = atomic_load(&host_time[k].count);
+    size_t at = strlen(line);
+    if (n && at < len)
+        snprintf(line + at, len - at, "%s%s %llu in %.1f ms", at ? ", " : "", name,
+                 (unsigned long long)n, (double)atomic_load(&host_time[k].bytes) / 1e6);
+}
+
+/* Where the host's time went (shim_ht_t): the application's launches and copies, whole and
+ * in the driver; residency's driver calls, which run inside them. */
+static void print_host_time(void)
+{
+    char line[512] = "";
+    host_part(line, sizeof(line), "launches", SHIM_HT_LAUNCH);
+    host_part(line, sizeof(line), "the driver's launch calls", SHIM_HT_LAUNCH_DRV);
+    host_part(line, sizeof(line), "copies and memsets", SHIM_HT_COPY);
+    host_part(line, sizeof(line), "the driver's copy and memset calls", SHIM_HT_COPY_DRV);
+    host_part(line, sizeof(line), "synchronisations", SHIM_HT_SYNC_APP);
+    if (line[0])
+        shim_log_plain("host time: %s", line);
+    line[0] = '\0';
+    host_part(line, sizeof(line), "copies of migrations", SHIM_HT_MOVE_COPY);
+    host_part(line, sizeof(line), "mapping calls", SHIM_HT_MAP);
+    host_part(line, sizeof(line), "memory made or released", SHIM_HT_PHYS);
+    host_part(line, sizeof(line), "event records", SHIM_HT_RECORD);
+    host_part(line, sizeof(line), "event queries", SHIM_HT_QUERY);
+    host_part(line, sizeof(line), "stream waits", SHIM_HT_STREAM_WAIT);
+    host_part(line, sizeof(line), "host waits", SHIM_HT_SYNC);
+    if (line[0])
+        shim_log_plain("host time in residency's driver calls: %s", line);
+}
+
 /* Entry points whose calls are given above as launches and copies by kind. */
 static int counted_as_launch_or_copy(const char *name)
 {
@@ -306,6 +359,7 @@ void shim_stats_print(void)
     else
         shim_log_plain("statistics of process %d", (int)getpid());
     res_stats_print(run_s, 1);
+    print_host_time();
     shim_log_plain("  %-12s %14s %14s %14s", "allocations", "current", "peak", "total");
     print_count("blocks", &blocks);
     print_sizes("bytes", &block_bytes);

@@ -74,16 +74,28 @@ static size_t bytes_3d_batch(const CUDA_MEMCPY3D_BATCH_OP *ops, size_t count)
     {                                                                                          \
         SHIM_ENTER(sym, real);                                                                 \
         shim_copy_t c = { .hook = SHIM_HOOK_##sym, __VA_ARGS__ };                              \
+        uint64_t t0 = shim_ht_begin();                                                         \
         if (SHIM_TRACING()) {                                                                  \
             shim_trace_copy_begin(&c);                                                         \
             CUresult no = copy_begin(&c);                                                      \
             shim_trace_issue(c.op, c.stream, c.hook);                                          \
+            uint64_t td = shim_ht_begin();                                                     \
             CUresult r = no ? no : real args;                                                  \
+            shim_ht_end(SHIM_HT_COPY_DRV, td);                                                 \
             shim_trace_copy_end(&c, r);                                                        \
-            return copy_end(&c, r);                                                            \
+            r = copy_end(&c, r);                                                               \
+            shim_ht_end(SHIM_HT_COPY, t0);                                                     \
+            return r;                                                                          \
         }                                                                                      \
-        CUresult no = copy_begin(&c);                                                          \
-        return copy_end(&c, no ? no : real args);                                              \
+        CUresult no = copy_begin(&c), r;                                                       \
+        if (SHIM_LIKELY(!t0))                                                                  \
+            return copy_end(&c, no ? no : real args);                                          \
+        uint64_t td = shim_ht_begin();                                                         \
+        r = no ? no : real args;                                                               \
+        shim_ht_end(SHIM_HT_COPY_DRV, td);                                                     \
+        r = copy_end(&c, r);                                                                   \
+        shim_ht_end(SHIM_HT_COPY, t0);                                                         \
+        return r;                                                                              \
     }
 
 /* ------------------------------------------------------------ unified and peer */

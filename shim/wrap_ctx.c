@@ -190,7 +190,9 @@ SHIM_EXPORT CUresult CUDAAPI cuCtxDisablePeerAccess(CUcontext peerContext)
     SHIM_EXPORT CUresult CUDAAPI sym params                                                    \
     {                                                                                          \
         SHIM_ENTER(sym, real);                                                                 \
+        uint64_t t0 = shim_ht_begin();                                                         \
         CUresult r = real args;                                                                \
+        shim_ht_end(SHIM_HT_SYNC_APP, t0);                                                     \
         if (r == CUDA_SUCCESS) {                                                               \
             res_host_synced();                                                                 \
             res_plan_barrier();                                                                \

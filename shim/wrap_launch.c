@@ -66,12 +66,35 @@ static inline CUresult launch_end(shim_launch_t *l, CUresult r)
 
 /* Defines wrapper `sym`: enter, describe the launch (the trailing initialisers), forward,
  * through residency's fast path where it can; while recording a trace, with the tracer around
- * residency and the driver. */
+ * residency and the driver.  With ELIXIR_STATS the untraced path is sym_timed, which also
+ * measures the host time of the whole and of the driver's call (shim_ht_t). */
 #define LAUNCH_WRAPPER(sym, params, args, ...)                                                 \
+    static __attribute__((noinline)) CUresult sym##_timed params                               \
+    {                                                                                          \
+        shim_pfn_##sym##_t real = (shim_pfn_##sym##_t)                                         \
+            atomic_load_explicit(&shim_drv, memory_order_acquire)->fn[SHIM_HOOK_##sym];        \
+        uint64_t t0 = shim_ht_begin(), td;                                                     \
+        shim_lock_t *fast = launch_fast(LAUNCH_DESC(sym, __VA_ARGS__));                        \
+        shim_launch_t l = LAUNCH_DESC(sym, __VA_ARGS__);                                       \
+        CUresult no = fast ? CUDA_SUCCESS : launch_begin(&l);                                  \
+        td = shim_ht_begin();                                                                  \
+        CUresult r = no ? no : real args;                                                      \
+        shim_ht_end(SHIM_HT_LAUNCH_DRV, td);                                                   \
+        if (fast) {                                                                            \
+            launch_fast_end(fast, r);                                                          \
+            r = launch_logged(l, r);                                                           \
+        } else {                                                                               \
+            r = launch_end(&l, r);                                                             \
+        }                                                                                      \
+        shim_ht_end(SHIM_HT_LAUNCH, t0);                                                       \
+        return r;                                                                              \
+    }                                                                                          \
     SHIM_EXPORT CUresult CUDAAPI sym params                                                    \
     {                                                                                          \
         SHIM_ENTER(sym, real);                                                                 \
         shim_lock_t *fast;                                                                     \
+        if (SHIM_UNLIKELY(shim_host_timing) && !SHIM_TRACING())                                \
+            return sym##_timed args;                                                           \
         if (!SHIM_TRACING()) {                                                                 \
             if ((fast = launch_fast(LAUNCH_DESC(sym, __VA_ARGS__)))) {                         \
                 CUresult r = real args;                                                        \
@@ -83,16 +106,23 @@ static inline CUresult launch_end(shim_launch_t *l, CUresult r)
             return launch_end(&l, no ? no : real args);                                        \
         }                                                                                      \
         shim_launch_t l = LAUNCH_DESC(sym, __VA_ARGS__);                                       \
+        uint64_t t0 = shim_ht_begin();                                                         \
         shim_trace_launch_begin(&l);                                                           \
         fast = launch_fast(l);                                                                 \
         CUresult no = fast ? CUDA_SUCCESS : launch_begin(&l);                                  \
         shim_trace_issue(l.op, l.stream, l.hook);                                              \
+        uint64_t td = shim_ht_begin();                                                         \
         CUresult r = no ? no : real args;                                                      \
+        shim_ht_end(SHIM_HT_LAUNCH_DRV, td);                                                   \
         shim_trace_launch_end(&l, r);                                                          \
-        if (!fast)                                                                             \
-            return launch_end(&l, r);                                                          \
-        launch_fast_end(fast, r);                                                              \
-        return launch_logged(l, r);                                                            \
+        if (!fast) {                                                                           \
+            r = launch_end(&l, r);                                                             \
+        } else {                                                                               \
+            launch_fast_end(fast, r);                                                          \
+            r = launch_logged(l, r);                                                           \
+        }                                                                                      \
+        shim_ht_end(SHIM_HT_LAUNCH, t0);                                                       \
+        return r;                                                                              \
     }
 
 #define KERNEL_PARAMS                                                                          \
