@@ -6,16 +6,19 @@
  * Usage: vmm_inflight [-n RUNS]   (RUNS: 1 to 10000, default 30)
  *
  * On device 0 it times, RUNS times each, the calls libelixir.so makes to move one 2 MiB chunk:
- * cuMemMap + cuMemSetAccess and cuMemUnmap of a device-located handle and of a host-located one
- * (when the device supports host VMM), cuMemcpyDtoHAsync and cuMemcpyHtoDAsync of 2 MiB issued on a
- * stream, cuEventRecord and cuStreamWaitEvent.  Each call is timed twice: with nothing running, and
- * right after a 256 MiB host-to-device copy was issued on another stream (several milliseconds on
- * any PCIe link).  A call that waits for the device takes about as long as that copy, and finds it
- * finished when it returns: the table gives the median host time of each, and in how many of the
- * runs the long copy was still running when the call returned (cuStreamQuery).  The two "copied"
- * rows map and unmap, at an address of its own, a 256 MiB device handle that the long copy reads
- * through another mapping of it (as a migration's copy reads a chunk through its shadow mapping
- * while the chunk's own address is remapped): whether the driver waits for work on the memory.
+ * cuMemMap + cuMemSetAccess and cuMemUnmap of a device-located handle and of a host-located
+ * one (when the device supports host VMM), cuMemcpyDtoHAsync and cuMemcpyHtoDAsync of 2 MiB
+ * issued on a stream, cuEventRecord and cuStreamWaitEvent, and cuMemcpyDtoDAsync of 2 MiB to
+ * and from a host-located handle mapped into the device's address space (the "host VMM" rows:
+ * how a migration's copy goes, between shadow mappings).  Each call is timed twice: with
+ * nothing running, and right after a 256 MiB host-to-device copy was issued on another stream
+ * (several milliseconds on any PCIe link).  A call that waits for the device takes about as
+ * long as that copy, and finds it finished when it returns: the table gives the median host
+ * time of each, and in how many of the runs the long copy was still running when the call
+ * returned (cuStreamQuery).  The two "copied" rows map and unmap, at an address of its own, a
+ * 256 MiB device handle that the long copy reads through another mapping of it (as a
+ * migration's copy reads a chunk through its shadow mapping while the chunk's own address is
+ * remapped): whether the driver waits for work on the memory.
  * Then the issue of 4096 copies of 2 MiB back to back on one stream: the median and the largest
  * issue time, which shows whether the driver holds the host once its queue is full.  Last, 1, 2 and
  * 4 threads each moving a device handle of its own in and out of an address of its own (cuMemMap,
@@ -47,11 +50,11 @@
 #define MAX_RUNS 10000
 
 enum call { DEV_MAP, DEV_UNMAP, HOST_MAP, HOST_UNMAP, COPY_DTOH, COPY_HTOD, EVENT_RECORD,
-            STREAM_WAIT, SAME_MAP, SAME_UNMAP, NCALLS };
+            STREAM_WAIT, SAME_MAP, SAME_UNMAP, COPY_TO_HVMM, COPY_FROM_HVMM, NCALLS };
 static const char *const call_names[NCALLS] = {
     "device map+access", "device unmap", "host map+access", "host unmap",
     "copy DtoH 2 MiB", "copy HtoD 2 MiB", "cuEventRecord", "cuStreamWaitEvent",
-    "copied map+access", "copied unmap",
+    "copied map+access", "copied unmap", "copy to host VMM", "copy from host VMM",
 };
 
 static uint64_t (*sim_clock)(void);
@@ -72,6 +75,8 @@ typedef struct rig {
     void *hbuf, *big_h;             /* a pinned chunk; the long copy's source */
     CUmemGenericAllocationHandle big_dh;    /* LONG_COPY of device memory, mapped at shadow */
     CUdeviceptr shadow, app;        /* (always) and at app (by the copied rows' calls) */
+    CUmemGenericAllocationHandle hv_h;  /* a host-located chunk mapped at hv, for the copies */
+    CUdeviceptr hv;                 /* through host VMM (a migration's through its shadows) */
 } rig_t;
 
 /* One call, timed in nanoseconds.  A map call leaves va mapped; an unmap call expects it so
@@ -118,6 +123,12 @@ static double one_call(rig_t *r, enum call c)
         break;
     case SAME_UNMAP:
         CHECK_CU(cuMemUnmap(r->app, LONG_COPY));
+        break;
+    case COPY_TO_HVMM:
+        CHECK_CU(cuMemcpyDtoDAsync(r->hv, r->dbuf, CHUNK, r->work));
+        break;
+    case COPY_FROM_HVMM:
+        CHECK_CU(cuMemcpyDtoDAsync(r->dbuf, r->hv, CHUNK, r->work));
         break;
     default:
         break;
@@ -300,6 +311,10 @@ int main(int argc, char **argv)
         prop.location = (CUmemLocation){ CU_MEM_LOCATION_TYPE_HOST, 0 };
         r.has_host = cuMemCreate(&r.host_h, CHUNK, &prop, 0) == CUDA_SUCCESS;
     }
+    if (r.has_host && cuMemCreate(&r.hv_h, CHUNK, &prop, 0) != CUDA_SUCCESS) {
+        CHECK_CU(cuMemRelease(r.host_h));
+        r.has_host = 0;
+    }
     r.access.location = (CUmemLocation){ CU_MEM_LOCATION_TYPE_DEVICE, dev };
     r.access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
     CHECK_CU(cuMemAlloc(&r.dbuf, CHUNK));
@@ -313,13 +328,19 @@ int main(int argc, char **argv)
     CHECK_CU(cuMemAddressReserve(&r.app, LONG_COPY, 0, 0, 0));
     CHECK_CU(cuMemMap(r.shadow, LONG_COPY, 0, r.big_dh, 0));
     CHECK_CU(cuMemSetAccess(r.shadow, LONG_COPY, &r.access, 1));
+    if (r.has_host) {
+        CHECK_CU(cuMemAddressReserve(&r.hv, CHUNK, 0, 0, 0));
+        CHECK_CU(cuMemMap(r.hv, CHUNK, 0, r.hv_h, 0));
+        CHECK_CU(cuMemSetAccess(r.hv, CHUNK, &r.access, 1));
+    }
 
     printf("\n%-20s %10s %18s %26s\n", "call", "idle", "behind a long copy",
            "long copy still running");
     for (int c = 0; c < NCALLS; c++) {
         double idle, busy;
         int running;
-        if ((c == HOST_MAP || c == HOST_UNMAP) && !r.has_host) {
+        if ((c == HOST_MAP || c == HOST_UNMAP || c == COPY_TO_HVMM || c == COPY_FROM_HVMM) &&
+            !r.has_host) {
             printf("%-20s skipped: no host-located VMM memory on this device\n", call_names[c]);
             continue;
         }
@@ -337,8 +358,12 @@ int main(int argc, char **argv)
     CHECK_CU(cuMemFreeHost(r.hbuf));
     CHECK_CU(cuMemFree(r.big_d));
     CHECK_CU(cuMemFree(r.dbuf));
-    if (r.has_host)
+    if (r.has_host) {
+        CHECK_CU(cuMemUnmap(r.hv, CHUNK));
+        CHECK_CU(cuMemAddressFree(r.hv, CHUNK));
+        CHECK_CU(cuMemRelease(r.hv_h));
         CHECK_CU(cuMemRelease(r.host_h));
+    }
     CHECK_CU(cuMemRelease(r.dev_h));
     CHECK_CU(cuMemAddressFree(r.va, CHUNK));
     CHECK_CU(cuEventDestroy(r.ev));

@@ -22,14 +22,14 @@
 #include "simtest.h"
 
 #define RUNS 3
-#define NROWS 10
+#define NROWS 12
 /* Printed to 0.1 us from whole nanoseconds at both ends: at most 0.05 us + 2 ns off. */
 #define TOL_US 0.052
 
 static const char *const rows[NROWS] = {
     "device map+access", "device unmap", "host map+access", "host unmap",
     "copy DtoH 2 MiB", "copy HtoD 2 MiB", "cuEventRecord", "cuStreamWaitEvent",
-    "copied map+access", "copied unmap",
+    "copied map+access", "copied unmap", "copy to host VMM", "copy from host VMM",
 };
 
 /* The model's charge for the mapping rows (0 to 3); -1 for the others. */

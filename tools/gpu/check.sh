@@ -14,7 +14,8 @@
 # policy the same job (per-tensor, --step-times) under the shim at 1/2 and 1/4 of the footprint
 #        with ELIXIR_POLICY=reactive, =plan and =plan with ELIXIR_PLAN_UNMAP=1, and unlimited:
 #        the digest again, and each run's wall time and mean step (steps 6-8) side by side, with
-#        the plan's predicted iteration (figures in policy.txt, not judged).
+#        the plan's predicted iteration and, from a run of 5 steps subtracted, the host's time
+#        per step by what it went to (ELIXIR_STATS; figures in policy.txt, not judged).
 # trace  the same job at 1/4 recording a trace, timed by NVIDIA's CUPTI (found beside the CUDA
 #        toolkit or in Python's nvidia packages) and by CUDA events (ELIXIR_CUPTI=off): the
 #        digest again, `elixir-trace summary` and `kernels` must read each trace, and kernels
@@ -161,6 +162,33 @@ steps_of() {
         awk 'NF >= 8 { printf "%.1f", ($6 + $7 + $8) / 3 }'
 }
 
+# host_per_step ERR5 ERR8: the host-time lines of ELIXIR_STATS in two runs of 5 and 8 steps,
+# as ms per step of the last three (each "NAME N in X ms" part: (X8 - X5) / 3).
+host_per_step() {
+    awk 'FNR == 1 { f++ }
+         /host time/ {
+             sub(/.*host time[^:]*: /, "")
+             n = split($0, parts, ", ")
+             for (i = 1; i <= n; i++) {
+                 if (!match(parts[i], / [0-9]+ in [0-9.]+ ms$/))
+                     continue
+                 k = substr(parts[i], 1, RSTART - 1)
+                 split(substr(parts[i], RSTART + 1), v, " ")
+                 if (f == 1) { order[++m] = k; t5[k] = v[3]; n5[k] = v[1] }
+                 else { t8[k] = v[3]; n8[k] = v[1] }
+             }
+         }
+         END {
+             printf "  host ms per step (steps 6-8):"
+             for (i = 1; i <= m; i++) {
+                 k = order[i]
+                 printf "%s %s %.1f (%d calls)", (i > 1 ? "," : ""), k, (t8[k] - t5[k]) / 3,
+                        (n8[k] - n5[k]) / 3
+             }
+             printf "\n"
+         }' "$1" "$2"
+}
+
 check_policy() {
     local ref peak frac pol got secs base step base_step pred
     run policy-ref 300 "$PYTHON" "${TRAIN[@]}" --alloc per-tensor
@@ -190,8 +218,15 @@ check_policy() {
             step=$(steps_of "$out/policy-$pol-$frac.err")
             pred=$(sed -n 's/.*predicted iteration \([0-9.]*\) ms.*/\1/p' \
                 "$out/policy-$pol-$frac.err" | head -n 1)
-            echo "$pol 1/$frac ${secs}s, ${step:-?} ms a step (steps 6-8)${pred:+, predicted" \
-                "$pred ms}" >>"$out/policy.txt"
+            [ -n "$pred" ] && pred=", predicted $pred ms"
+            echo "$pol 1/$frac ${secs}s, ${step:-?} ms a step (steps 6-8)$pred" >>"$out/policy.txt"
+            # Where the host's time went in steps 6-8: the run again with 5 steps, subtracted.
+            run "policy-$pol-$frac-5" 600 env LD_PRELOAD="$SHIM" ELIXIR_STATS=1 \
+                ELIXIR_POLICY=${pol%-unmapped} ELIXIR_PLAN_UNMAP=$unmap \
+                ELIXIR_GPU_MEMORY=$((peak * 1048576 / frac)) \
+                "$PYTHON" "${TRAIN[@]}" --alloc per-tensor --step-times --steps 5 &&
+                host_per_step "$out/policy-$pol-$frac-5.err" "$out/policy-$pol-$frac.err" \
+                    >>"$out/policy.txt"
             pass "policy $pol at 1/$frac: same digest, ${secs}s, ${step:-?} ms a step" \
                  "(unlimited ${base}s, ${base_step:-?} ms)"
         done
