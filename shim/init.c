@@ -173,6 +173,8 @@ static shim_driver_t *open_driver(void)
         d->fn[i] = resolve(rdlsym, h, shim_hook_names[i]);
     for (int i = 0; i < SHIM_NCALLS; i++)
         d->call[i] = resolve(rdlsym, h, shim_call_names[i]);
+    /* Only the simulator exports its virtual clock (sim/include/simcuda.h). */
+    *(void **)&d->sim_clock = resolve(rdlsym, h, "sim_activity_clock");
     if (!shim_disabled())
         shim_proc_map_build(d);
     return d;

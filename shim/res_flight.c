@@ -164,14 +164,18 @@ static CUresult map_calls(res_dev_t *d, uint32_t ci, CUmemGenericAllocationHandl
 
 /* Chunk ci's address gets memory h in place of its own (remap_calls), or, `unmap` (an
  * eviction res_unmap_ok allows), only loses its own (res_unmapped.c), or, the chunk being
- * unmapped, gets h (map_calls); its host time traced (shim_trace_mapping). */
+ * unmapped, gets h (map_calls); its host time traced (shim_trace_mapping) and kept for the
+ * planner (res_map_timed). */
 static CUresult remap(res_dev_t *d, uint32_t ci, CUmemGenericAllocationHandle h, int unmap)
 {
-    int traced = SHIM_TRACING();
-    uint64_t t0 = traced ? shim_trace_now() : 0;
+    int traced = SHIM_TRACING(), only_map = d->chunks[ci].unmapped || !d->host_mappable;
+    uint64_t t0 = traced ? shim_trace_now() : 0, tm = shim_ht_now();
     CUresult r = unmap ? DRVT(cuMemUnmap)(arena_chunk_addr(d->arena, ci), d->chunk)
-                 : d->chunks[ci].unmapped || !d->host_mappable ? map_calls(d, ci, h)
-                                                              : remap_calls(d, ci, h);
+                 : only_map ? map_calls(d, ci, h)
+                            : remap_calls(d, ci, h);
+    if (r == CUDA_SUCCESS)
+        res_map_timed(d, unmap ? MAPT_UNMAP : only_map ? MAPT_MAP
+                         : d->chunks[ci].tier == TIER_GPU ? MAPT_OUT : MAPT_IN, tm);
     if (traced)
         shim_trace_mapping(d->device, 1, shim_trace_now() - t0);
     return r;

@@ -131,6 +131,11 @@ typedef struct flight {
                                      * copy was ordered after (res_idle_since) */
 } flight_t;
 
+/* The mapping calls of a chunk's move, by kind, as res_dev_t.map_ns times them: its address
+ * remapped from GPU to host memory (out) or back (in); only unmapped (out); only mapped, where
+ * it was unmapped (in). */
+enum { MAPT_OUT, MAPT_IN, MAPT_UNMAP, MAPT_MAP, MAPT_KINDS };
+
 /* Memory that a copy still reads or writes: back to its tier once ev completed. */
 typedef struct pend {
     int tier;
@@ -256,7 +261,16 @@ typedef struct res_dev {
     res_ptime_t *ptime;             /* the profile's device times (res_plan_time.c) */
     uint64_t prefetches, evictions_async, flights_cancelled, flights_waited, flights_early;
     double blocked_flight_s;        /* host waits for moves in flight */
+    /* The host time of moves' mapping calls (res_map_timed), for the planner's costs. */
+    uint64_t map_ns[MAPT_KINDS], map_n[MAPT_KINDS];
 } res_dev_t;
+
+/* Adds the mapping calls of one move of kind k, begun at t0 (shim_ht_now), to d's. */
+static inline void res_map_timed(res_dev_t *d, int k, uint64_t t0)
+{
+    d->map_ns[k] += shim_ht_now() - t0;
+    d->map_n[k]++;
+}
 
 _Static_assert(offsetof(res_dev_t, arena) <= 128, "a launch's fields span two cache lines");
 

@@ -394,13 +394,15 @@ static CUresult swap_mapped(res_dev_t *d, uint32_t ci, int tier, CUmemGenericAll
     if (staged)
         DRVT(cuMemUnmap)(d->staging, d->chunk);
     int mapped_new = 0, traced = r == CUDA_SUCCESS && SHIM_TRACING();
-    uint64_t t0 = traced ? shim_trace_now() : 0;
+    uint64_t t0 = traced ? shim_trace_now() : 0, tm = shim_ht_now();
     if (r == CUDA_SUCCESS && (unmapped || (r = DRVT(cuMemUnmap)(va, d->chunk)) == CUDA_SUCCESS)) {
         r = DRVT(cuMemMap)(va, d->chunk, 0, *h, 0);
         mapped_new = r == CUDA_SUCCESS;
         if (mapped_new)
             r = res_set_access(d, va, d->chunk);
     }
+    if (r == CUDA_SUCCESS)
+        res_map_timed(d, unmapped ? MAPT_MAP : tier == TIER_GPU ? MAPT_IN : MAPT_OUT, tm);
     if (traced)
         shim_trace_mapping(d->device, 0, shim_trace_now() - t0);
     if (r != CUDA_SUCCESS) {
@@ -432,8 +434,9 @@ static CUresult unmap_out(res_dev_t *d, uint32_t ci, CUmemGenericAllocationHandl
     int timed = res_ptime_link_begin(d);
     r = DRVT(cuMemcpyDtoHAsync_v2)(res_piece(*h), va, d->chunk, d->stream);
     r = res_ptime_link_wait(d, timed, r, 0);
-    if (r == CUDA_SUCCESS)
-        r = DRVT(cuMemUnmap)(va, d->chunk);
+    uint64_t tm = shim_ht_now();
+    if (r == CUDA_SUCCESS && (r = DRVT(cuMemUnmap)(va, d->chunk)) == CUDA_SUCCESS)
+        res_map_timed(d, MAPT_UNMAP, tm);
     if (r != CUDA_SUCCESS)
         res_phys_put(d, TIER_HOST, *h);      /* the GPU copy stays authoritative */
     return r;

@@ -159,7 +159,44 @@ static void plan_clear(res_plan_t *p)
  * n chunks costs n times one handle's calls (POL_MAP_US_PER_CHUNK: the driver's cost is
  * nearly all per handle, docs/simulator.md) and about 1 us per call whatever it spans.  Where
  * the plan's evictions unmap (res_unmapped.c), or host memory does not map, an eviction costs
- * the unmap alone: POL_UNMAP_US_PER_CHUNK. */
+ * the unmap alone: POL_UNMAP_US_PER_CHUNK.  Those costs are measured where enough moves were
+ * timed (map_costs). */
+
+/* Moves of a kind timed before their mean host time replaces the default (map_costs). */
+#define MAP_SAMPLES 16
+
+/* The mean host time (us) of the mapping calls of d's moves of kind k (MAPT_*), or -1 when
+ * fewer than MAP_SAMPLES were timed. */
+static double map_mean(const res_dev_t *d, int k)
+{
+    return d->map_n[k] >= MAP_SAMPLES ? (double)d->map_ns[k] / 1e3 / (double)d->map_n[k] : -1;
+}
+
+/* The mapping costs per chunk the planner charges, on d's clock (shim_ht_now): a move where
+ * evicted memory stays mapped (*mapped: the mean of a remap out and one in), one where
+ * evictions unmap (*unmapped: the mean of an unmap out and a map in) and a chunk born (*birth:
+ * a map in).  Each is measured where the moves so far (the reactive engine's in the profiled
+ * iterations, the plan's after it) timed enough of its kinds; one not measured is its default
+ * (POL_*_US_PER_CHUNK, an H200's calls) scaled by the ratio of a measured one to its default,
+ * the driver being taken to be uniformly faster or slower; with nothing measured, the
+ * defaults.  Returns what was measured: "measured", "scaled" or "default". */
+static const char *map_costs(const res_dev_t *d, double *mapped, double *unmapped,
+                             double *birth)
+{
+    double out = map_mean(d, MAPT_OUT), in = map_mean(d, MAPT_IN);
+    double un = map_mean(d, MAPT_UNMAP), mp = map_mean(d, MAPT_MAP), scale = 1;
+    int have_mapped = out >= 0 && in >= 0, have_unmapped = un >= 0 && mp >= 0;
+    if (have_mapped)
+        scale = (out + in) / 2 / POL_MAP_US_PER_CHUNK;
+    else if (have_unmapped)
+        scale = (un + mp) / 2 / POL_UNMAP_US_PER_CHUNK;
+    *mapped = have_mapped ? (out + in) / 2 : POL_MAP_US_PER_CHUNK * scale;
+    *unmapped = have_unmapped ? (un + mp) / 2 : POL_UNMAP_US_PER_CHUNK * scale;
+    *birth = mp >= 0 ? mp : POL_BIRTH_US_PER_CHUNK * scale;
+    return have_mapped && have_unmapped ? "measured" : have_mapped || have_unmapped ? "scaled"
+                                                                                    : "default";
+}
+
 static pol_machine_t machine(const res_dev_t *d, const res_ptime_report_t *tr)
 {
     pol_machine_t m = { .chunk = d->chunk, .copy_engines = 1 };
@@ -169,11 +206,12 @@ static pol_machine_t machine(const res_dev_t *d, const res_ptime_report_t *tr)
     double to = tr->link_gbs[0] > 0 ? tr->link_gbs[0] : LINK_GBS;
     double from = tr->link_gbs[1] > 0 ? tr->link_gbs[1] : LINK_GBS;
     m.link[POL_HOST] = (pol_link_t){ to, from, DUPLEX_RATIO * (to > from ? to : from), 10.0 };
+    double mapped, unmapped, birth;
+    map_costs(d, &mapped, &unmapped, &birth);
     m.map_us_per_call = 1.0;
-    m.map_us_per_chunk = d->unmap_on || !d->host_mappable ? POL_UNMAP_US_PER_CHUNK
-                                                          : POL_MAP_US_PER_CHUNK;
+    m.map_us_per_chunk = d->unmap_on || !d->host_mappable ? unmapped : mapped;
     m.room_on_device = d->unmap_on && d->host_mappable;     /* (res_flight.c: flight_early) */
-    m.birth_us_per_chunk = POL_BIRTH_US_PER_CHUNK;
+    m.birth_us_per_chunk = birth;
     m.host_us_per_op = HOST_OP_US;
     res_plan_nvme_machine(d, tr, &m);
     return m;
@@ -240,6 +278,7 @@ static void plan_now(res_dev_t *d, res_plan_t *p)
                                         : slack == 0 ? POL_SLACK_NONE : (uint32_t)slack,
                        p->waits, p->nwaits };
     char err[160], src[2][48];
+    double mapped, unmapped, birth;            /* (for the log: map_costs) */
     plan_clear(p);
     lives(p);
     for (uint32_t b = 0; b < p->nbufs; b++)
@@ -322,16 +361,17 @@ static void plan_now(res_dev_t *d, res_plan_t *p)
     SHIM_INFO(RES, "device %d: the plan's machine: %llu operations timed, %llu estimated from "
               "timed ones of their kernel, %llu untimed (0); host link %.1f GB/s to the GPU (%s), "
               "%.1f GB/s back (%s), %.1f GB/s both ways; its choice: lookahead %u, extents of up "
-              "to %u chunks, %llu MiB pinned, %u chunks of slack; per iteration %.3f ms of host "
-              "mapping calls, %.3f ms of operations waiting for moves", d->device,
+              "to %u chunks, %llu MiB pinned, %u chunks of slack; mapping calls %.1f us a chunk "
+              "moved, %.1f us a chunk born (%s); per iteration %.3f ms of host mapping calls, "
+              "%.3f ms of operations waiting for moves", d->device,
               (unsigned long long)tr.timed, (unsigned long long)tr.estimated,
               (unsigned long long)tr.untimed, in.m.link[POL_HOST].to_gpu_gbs,
               link_source(&tr, 0, src[0], sizeof(src[0])), in.m.link[POL_HOST].from_gpu_gbs,
               link_source(&tr, 1, src[1], sizeof(src[1])), in.m.link[POL_HOST].duplex_gbs,
               p->plan->knobs.lookahead, p->plan->knobs.extent_chunks,
               (unsigned long long)(p->plan->knobs.pin_bytes >> 20),
-              p->plan->knobs.slack_chunks, pr->map_ns / 1e6,
-              pr->stall_ns / 1e6);
+              p->plan->knobs.slack_chunks, in.m.map_us_per_chunk, in.m.birth_us_per_chunk,
+              map_costs(d, &mapped, &unmapped, &birth), pr->map_ns / 1e6, pr->stall_ns / 1e6);
     p->state = P_EXEC;
     p->cursor = p->mism = p->after_of = p->pre = 0;
     p->traced = (shim_trace_follow_t){ .foreseen = p->foreseen, .unforeseen = p->unforeseen,

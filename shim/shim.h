@@ -118,6 +118,7 @@ typedef struct shim_driver {
     void *handle;                   /* libcuda.so.1 */
     void *fn[SHIM_NHOOKS];          /* the driver's hooked entry points, NULL where missing */
     void *call[SHIM_NCALLS];        /* functions the shim calls itself */
+    uint64_t (*sim_clock)(void);    /* the simulator's virtual clock (ns); NULL on a real driver */
     unsigned nmap;                  /* entries of map; 0 with ELIXIR_DISABLE */
     shim_proc_entry_t map[SHIM_NHOOKS]; /* real -> hook, sorted by real (procaddr.c) */
 } shim_driver_t;
@@ -735,7 +736,7 @@ static inline void shim_stat_launch(shim_launch_kind_t kind)
 }
 /*
  * Host time by what it went to, measured only while ELIXIR_STATS is on (shim_host_timing,
- * set once the options are read): the application's launches and copies (memsets too), whole
+ * set once the options are read), on the driver's clock (shim_ht_now): the application's launches and copies (memsets too), whole
  * and in the driver, its synchronisations, and the driver calls residency makes for
  * migrations (within those wrappers and the others).  A measure
  * begins with shim_ht_begin (0 when off) and ends with shim_ht_end.
@@ -756,6 +757,8 @@ typedef enum shim_ht {
     SHIM_NHT
 } shim_ht_t;
 extern int shim_host_timing;
+/* ns on the simulator's virtual host clock where the driver is the simulator (the time the
+ * job takes there), else CLOCK_MONOTONIC. */
 uint64_t shim_ht_now(void);
 void shim_ht_add(shim_ht_t k, uint64_t t0);
 static inline uint64_t shim_ht_begin(void)

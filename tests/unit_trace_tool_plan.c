@@ -15,8 +15,9 @@
 #define ITER_NS 1000000u               /* iterations 1 ms apart */
 #define BASE    0x7f0000000000ull
 
-/* A trace of `iters` iteration marks, each iteration as described above. */
-static void make_trace(const char *path, unsigned iters)
+/* A trace of `iters` iteration marks, each iteration as described above, and a MAPPING record
+ * of `remaps` reactive remaps of 40 us each (none: 0). */
+static void make_trace_remaps(const char *path, unsigned iters, uint64_t remaps)
 {
     trc_writer_t *w = tt_writer(path, 0);
     uint32_t k = tt_str(w, "layer"), name = tt_str(w, "Test GPU");
@@ -46,7 +47,16 @@ static void make_trace(const char *path, unsigned iters)
         }
     }
     TT_EMIT(trc_emit_free(w, 1000 + (uint64_t)iters * ITER_NS, &(trc_free_t){ 1 }));
+    if (remaps)
+        TT_EMIT(trc_emit_mapping(w, 1000 + (uint64_t)iters * ITER_NS,
+                                 &(trc_mapping_t){ .device = 0, .reactive_remaps = remaps,
+                                                   .reactive_ns = remaps * 40000 }));
     tt_close(w);
+}
+
+static void make_trace(const char *path, unsigned iters)
+{
+    make_trace_remaps(path, iters, 0);
 }
 
 static tt_result_t plan(const char *trace, const char *gpu, const char *more)
@@ -170,6 +180,38 @@ static void sweep(const char *trace)
     TT_RUN(1, "plan", trace, "--sweep", "--svg", svg);          /* exists: no --force */
 }
 
+/* The mapping calls' cost per chunk moved: the H200's without mapping records, the mean of
+ * the trace's reactive remaps with 16 or more, --map-us where given; the iteration follows. */
+static void mapping(const char *trace)
+{
+    tt_result_t r = plan(trace, "8M", "--json");
+    TT_JSON(r.out, "d['machine']['map_from']", "default");
+    TT_JSON(r.out, "d['machine']['map_us_per_chunk']", "132");
+    const char *a = strstr(r.out, "\"iteration_ns\": ");
+    double dflt = a ? strtod(a + 16, NULL) : 0;
+    tt_free(&r);
+    r = tt_run("plan", trace, "--gpu-memory", "8M", "--map-us", "0", "--json", NULL);
+    TT_JSON(r.out, "d['machine']['map_from']", "--map-us");
+    TT_JSON(r.out, "d['machine']['map_us_per_chunk']", "0");
+    a = strstr(r.out, "\"iteration_ns\": ");
+    if (!(a && strtod(a + 16, NULL) < dflt))
+        TT_FAIL("--map-us 0: expected an iteration shorter than %.0f ns:\n%s", dflt, r.out);
+    tt_free(&r);
+    r = tt_run("plan", trace, "--gpu-memory", "8M", "--map-us", "66", "--unmap", NULL);
+    TT_LINE(r.out, "mapping calls 24.5 us a chunk moved, 49.5 us a chunk born (--map-us)");
+    tt_free(&r);
+    /* Traces whose reactive remaps took 40 us each: too few of them, then enough. */
+    const char *few = tt_path("few-remaps.trace"), *many = tt_path("remaps.trace");
+    make_trace_remaps(few, 3, 15);
+    make_trace_remaps(many, 3, 16);
+    r = plan(few, "8M", NULL);
+    TT_LINE(r.out, "mapping calls 132.0 us a chunk moved", "(default)");
+    tt_free(&r);
+    r = plan(many, "8M", NULL);
+    TT_LINE(r.out, "mapping calls 40.0 us a chunk moved, 30.0 us a chunk born (trace)");
+    tt_free(&r);
+}
+
 static void errors(const char *trace)
 {
     const char *one = tt_path("one.trace");
@@ -189,6 +231,10 @@ static void errors(const char *trace)
     TT_RUN(2, "plan", trace, "--svg", tt_path("x.svg"));
     TT_RUN(2, "plan", trace, "--chunk", "3000");
     TT_RUN(2, "plan", trace, "--sweep", "--points", "1");
+    r = tt_run("plan", trace, "--map-us", "-3", NULL);
+    TT_CHECK("--map-us -3: exit status", 2, r.status);
+    TT_LINE(r.err, "--map-us", "'-3' is not a time", "microseconds");
+    tt_free(&r);
 }
 
 int main(void)
@@ -201,6 +247,7 @@ int main(void)
     slack(trace);
     in_place(trace);
     sweep(trace);
+    mapping(trace);
     errors(trace);
     return tt_done();
 }

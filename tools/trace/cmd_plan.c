@@ -40,6 +40,9 @@ static cli_opt_t plan_opts[] = {
     { "--host-memory", "SIZE", "pinned host memory (default: the trace's host budget)", NULL },
     { "--pcie", "GB/s", "host link bandwidth each way (default 25)", NULL },
     { "--duplex", "GB/s", "both ways together (default 1.44 x --pcie)", NULL },
+    { "--map-us", "US", "host time of the mapping calls per 2 MiB chunk moved where evicted "
+      "memory stays mapped (default: the mean of the trace's reactive remaps, at least 16, "
+      "else 132 as on an H200); --unmap and chunks born scale with it", NULL },
     { "--unmap", NULL, "as the shim with ELIXIR_PLAN_UNMAP=1: evictions unmap, and a prefetch "
       "takes GPU memory its eviction's copy still reads", NULL },
     { "--slack", "auto|N", "GPU chunks the plan leaves free, as ELIXIR_PLAN_SLACK: auto (the "
@@ -99,8 +102,37 @@ static uint64_t trace_budget(const tm_trace_t *t, const tp_input_t *x, int tier)
     return v;
 }
 
+/* Remaps of the trace's before their mean replaces the default mapping cost (as the shim). */
+#define MAP_SAMPLES 16
+
+/* The mapping calls' host time per 2 MiB chunk moved with evicted memory mapped (us): --map-us,
+ * else the mean of device dev's reactive remaps in the trace's MAPPING records, else the
+ * H200's (POL_MAP_US_PER_CHUNK); *from says which ("--map-us", "trace", "default"). */
+static double map_us(const cli_cmd_t *c, const tm_trace_t *t, int32_t dev, const char **from)
+{
+    const char *s = cli_get(c, "--map-us");
+    uint64_t n = 0, ns = 0;
+    if (s) {
+        char *end;
+        errno = 0;
+        double v = strtod(s, &end);
+        if (errno || end == s || *end || !isfinite(v) || v < 0 || v > 1e6)
+            cli_usage(c, "--map-us: '%s' is not a time: microseconds from 0 to 1000000, like "
+                      "132 or 65.5", s);
+        *from = "--map-us";
+        return v;
+    }
+    for (size_t i = 0; i < t->nmappings; i++)
+        if (t->mappings[i].m.device == dev) {
+            n += t->mappings[i].m.reactive_remaps;
+            ns += t->mappings[i].m.reactive_ns;
+        }
+    *from = n >= MAP_SAMPLES ? "trace" : "default";
+    return n >= MAP_SAMPLES ? (double)ns / 1e3 / (double)n : POL_MAP_US_PER_CHUNK;
+}
+
 static void machine(const cli_cmd_t *c, const tm_trace_t *t, const tp_input_t *x, uint64_t chunk,
-                    pol_machine_t *m)
+                    pol_machine_t *m, const char **map_from)
 {
     memset(m, 0, sizeof(*m));
     m->chunk = chunk;
@@ -119,10 +151,11 @@ static void machine(const cli_cmd_t *c, const tm_trace_t *t, const tp_input_t *x
                                       LINK_LAT_US };
     m->link[POL_NVME] = (pol_link_t){ nvme, nvme * NVME_WRITE, nvme, NVME_LAT_US };
     int unmap = cli_get(c, "--unmap") != NULL;
+    double scale = map_us(c, t, x->device, map_from) / POL_MAP_US_PER_CHUNK;
     m->map_us_per_call = MAP_CALL_US;
-    m->map_us_per_chunk = (unmap ? POL_UNMAP_US_PER_CHUNK : POL_MAP_US_PER_CHUNK) *
+    m->map_us_per_chunk = (unmap ? POL_UNMAP_US_PER_CHUNK : POL_MAP_US_PER_CHUNK) * scale *
                           (double)chunk / (2 << 20);
-    m->birth_us_per_chunk = POL_BIRTH_US_PER_CHUNK * (double)chunk / (2 << 20);
+    m->birth_us_per_chunk = POL_BIRTH_US_PER_CHUNK * scale * (double)chunk / (2 << 20);
     m->room_on_device = unmap;
     m->host_us_per_op = HOST_OP_US;
     m->copy_engines = 1;
@@ -204,7 +237,7 @@ static size_t in_place_ops(const tp_input_t *x, const pol_machine_t *m)
 }
 
 static void print_text(const tm_trace_t *t, const tp_input_t *x, const pol_machine_t *m,
-                       const point_t *p)
+                       const char *map_from, const point_t *p)
 {
     char b[6][32];
     printf("plan        %s, device %d, iteration %" PRId64 "\n", t->path, x->device,
@@ -223,7 +256,8 @@ static void print_text(const tm_trace_t *t, const tp_input_t *x, const pol_machi
                m->link[POL_NVME].to_gpu_gbs);
     if (m->room_on_device)
         printf(", evictions unmapped");
-    printf("\n");
+    printf("\n  mapping calls %.1f us a chunk moved, %.1f us a chunk born (%s)\n",
+           m->map_us_per_chunk, m->birth_us_per_chunk, map_from);
     if (p->rc) {
         printf("predicted   %s\n", no_plan_text(p));
         return;
@@ -317,7 +351,7 @@ static void json_point(const point_t *p)
 }
 
 static void print_json(const tm_trace_t *t, const tp_input_t *x, const pol_machine_t *m,
-                       const point_t *p, const sweep_t *s)
+                       const char *map_from, const point_t *p, const sweep_t *s)
 {
     printf("{\"trace\": ");
     text_json(stdout, t->path);
@@ -332,6 +366,11 @@ static void print_json(const tm_trace_t *t, const tp_input_t *x, const pol_machi
     text_json_num(stdout, m->link[POL_HOST].duplex_gbs);
     printf(", \"nvme_gbs\": ");
     text_json_num(stdout, m->link[POL_NVME].to_gpu_gbs);
+    printf(", \"map_us_per_chunk\": ");
+    text_json_num(stdout, m->map_us_per_chunk);
+    printf(", \"birth_us_per_chunk\": ");
+    text_json_num(stdout, m->birth_us_per_chunk);
+    printf(", \"map_from\": \"%s\"", map_from);
     printf(", \"unmap\": %s},\n \"plan\": ", m->room_on_device ? "true" : "false");
     json_point(p);
     if (s) {
@@ -435,7 +474,8 @@ static int run_plan(const cli_cmd_t *c, char **pos)
         return cli_fail(c, "%s: %s", pos[0], err);
     }
     pol_machine_t m;
-    machine(c, &t, &x, chunk, &m);
+    const char *map_from;
+    machine(c, &t, &x, chunk, &m, &map_from);
     uint32_t slack = slack_opt(c, (int)m.room_on_device);
     if (slack != POL_SLACK_SEARCH && slack != POL_SLACK_NONE && slack >= m.cap[POL_GPU] / chunk) {
         tm_free(&t);
@@ -450,9 +490,9 @@ static int run_plan(const cli_cmd_t *c, char **pos)
         run_sweep(c, &x, &m, slack, &s);
     int rc = 0;
     if (json) {
-        print_json(&t, &x, &m, &p, sweep ? &s : NULL);
+        print_json(&t, &x, &m, map_from, &p, sweep ? &s : NULL);
     } else {
-        print_text(&t, &x, &m, &p);
+        print_text(&t, &x, &m, map_from, &p);
         if (sweep)
             print_sweep_text(&s);
     }
@@ -479,9 +519,10 @@ const cli_cmd_t cmd_plan = {
         "max(compute, bytes that must move / link bandwidth), the bytes each link carries,\n"
         "each tier's peak and the configuration chosen.  Operations without device times\n"
         "count as taking none: record with ELIXIR_TRACE and the default profiling options.\n"
-        "Mapping calls cost 1 us per move plus 132 us per 2 MiB chunk of it (49 with\n"
-        "--unmap; a chunk born in the iteration 99 us), as on an H200, and the host\n"
-        "1 us per operation issued.  An operation that reaches more chunks than the GPU\n"
+        "Mapping calls cost 1 us per move plus, per 2 MiB chunk of it, what the trace's\n"
+        "reactive remaps took (--map-us to set it; 132 us as on an H200 when the trace has\n"
+        "fewer than 16), scaled for --unmap (49/132) and for a chunk born in the iteration\n"
+        "(99/132), and the host 1 us per operation issued.  An operation that reaches more chunks than the GPU\n"
         "holds runs in place, at its recorded device time.\n"
         "--sweep repeats the plan for GPU memory sizes up to the iteration's footprint.",
     .opts = plan_opts,
