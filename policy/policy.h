@@ -103,6 +103,9 @@ typedef struct pol_link {
 #define POL_MAP_US_PER_CHUNK   132.0
 #define POL_UNMAP_US_PER_CHUNK  49.0
 #define POL_BIRTH_US_PER_CHUNK  99.0
+/* Moves (remaps) timed before their mean replaces those defaults, in the shim and in
+ * elixir-trace plan. */
+#define POL_MAP_SAMPLES 16
 
 /* The machine the plan is for. */
 typedef struct pol_machine {

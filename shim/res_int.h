@@ -315,7 +315,8 @@ extern _Atomic unsigned res_stream_gen;
 
 /*
  * DRVT(sym): the driver's sym for a call whose host time ELIXIR_STATS measures (shim_ht_t):
- * the copies, mapping calls, event records, queries and waits that migrations make.
+ * residency's copies, mapping calls, memory made and released, event records, queries,
+ * stream waits and host waits, whatever they are for.
  */
 #define DRVT(sym) drvt_##sym
 #define DRVT_FN(kind, sym, params, args)                                                       \

@@ -447,9 +447,15 @@ static CUresult unmap_out(res_dev_t *d, uint32_t ci, CUmemGenericAllocationHandl
 static CUresult map_in(res_dev_t *d, uint32_t ci, CUmemGenericAllocationHandle *h)
 {
     CUdeviceptr va = arena_chunk_addr(d->arena, ci);
-    CUresult r = res_map_new(d, TIER_GPU, va, h);
+    CUresult r = res_phys_get(d, TIER_GPU, h);
     if (r != CUDA_SUCCESS)
         return r;
+    uint64_t tm = shim_ht_now();
+    if ((r = res_map_at(d, va, *h)) != CUDA_SUCCESS) {
+        res_phys_put(d, TIER_GPU, *h);
+        return r;
+    }
+    res_map_timed(d, MAPT_MAP, tm);
     int timed = res_ptime_link_begin(d);
     r = DRVT(cuMemcpyHtoDAsync_v2)(va, res_piece(d->chunks[ci].phys), d->chunk, d->stream);
     r = res_ptime_link_wait(d, timed, r, 1);

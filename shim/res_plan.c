@@ -162,24 +162,22 @@ static void plan_clear(res_plan_t *p)
  * the unmap alone: POL_UNMAP_US_PER_CHUNK.  Those costs are measured where enough moves were
  * timed (map_costs). */
 
-/* Moves of a kind timed before their mean host time replaces the default (map_costs). */
-#define MAP_SAMPLES 16
-
 /* The mean host time (us) of the mapping calls of d's moves of kind k (MAPT_*), or -1 when
- * fewer than MAP_SAMPLES were timed. */
+ * fewer than POL_MAP_SAMPLES were timed. */
 static double map_mean(const res_dev_t *d, int k)
 {
-    return d->map_n[k] >= MAP_SAMPLES ? (double)d->map_ns[k] / 1e3 / (double)d->map_n[k] : -1;
+    return d->map_n[k] >= POL_MAP_SAMPLES ? (double)d->map_ns[k] / 1e3 / (double)d->map_n[k]
+                                          : -1;
 }
 
 /* The mapping costs per chunk the planner charges, on d's clock (shim_ht_now): a move where
  * evicted memory stays mapped (*mapped: the mean of a remap out and one in), one where
- * evictions unmap (*unmapped: the mean of an unmap out and a map in) and a chunk born (*birth:
- * a map in).  Each is measured where the moves so far (the reactive engine's in the profiled
- * iterations, the plan's after it) timed enough of its kinds; one not measured is its default
- * (POL_*_US_PER_CHUNK, an H200's calls) scaled by the ratio of a measured one to its default,
- * the driver being taken to be uniformly faster or slower; with nothing measured, the
- * defaults.  Returns what was measured: "measured", "scaled" or "default". */
+ * evictions unmap (*unmapped: the mean of an unmap out and a map in) and a chunk born (*birth).
+ * The first two are measured where the moves so far (the reactive engine's in the profiled
+ * iterations, the plan's after it) timed enough of their kinds; one not measured, and the
+ * birth, is its default (POL_*_US_PER_CHUNK, an H200's calls) scaled by the ratio of a
+ * measured one to its default, the driver being taken to be uniformly faster or slower; with
+ * nothing measured, the defaults.  Returns what was measured: "measured", "scaled" or "default". */
 static const char *map_costs(const res_dev_t *d, double *mapped, double *unmapped,
                              double *birth)
 {
@@ -192,7 +190,7 @@ static const char *map_costs(const res_dev_t *d, double *mapped, double *unmappe
         scale = (un + mp) / 2 / POL_UNMAP_US_PER_CHUNK;
     *mapped = have_mapped ? (out + in) / 2 : POL_MAP_US_PER_CHUNK * scale;
     *unmapped = have_unmapped ? (un + mp) / 2 : POL_UNMAP_US_PER_CHUNK * scale;
-    *birth = mp >= 0 ? mp : POL_BIRTH_US_PER_CHUNK * scale;
+    *birth = POL_BIRTH_US_PER_CHUNK * scale;        /* (an unmap as well: not a MAPT kind) */
     return have_mapped && have_unmapped ? "measured" : have_mapped || have_unmapped ? "scaled"
                                                                                     : "default";
 }

@@ -79,7 +79,7 @@ static size_t bytes_3d_batch(const CUDA_MEMCPY3D_BATCH_OP *ops, size_t count)
             shim_trace_copy_begin(&c);                                                         \
             CUresult no = copy_begin(&c);                                                      \
             shim_trace_issue(c.op, c.stream, c.hook);                                          \
-            uint64_t td = shim_ht_begin();                                                     \
+            uint64_t td = no ? 0 : shim_ht_begin();                                            \
             CUresult r = no ? no : real args;                                                  \
             shim_ht_end(SHIM_HT_COPY_DRV, td);                                                 \
             shim_trace_copy_end(&c, r);                                                        \
@@ -90,7 +90,7 @@ static size_t bytes_3d_batch(const CUDA_MEMCPY3D_BATCH_OP *ops, size_t count)
         CUresult no = copy_begin(&c), r;                                                       \
         if (SHIM_LIKELY(!t0))                                                                  \
             return copy_end(&c, no ? no : real args);                                          \
-        uint64_t td = shim_ht_begin();                                                         \
+        uint64_t td = no ? 0 : shim_ht_begin();                                                \
         r = no ? no : real args;                                                               \
         shim_ht_end(SHIM_HT_COPY_DRV, td);                                                     \
         r = copy_end(&c, r);                                                                   \

@@ -77,7 +77,7 @@ static inline CUresult launch_end(shim_launch_t *l, CUresult r)
         shim_lock_t *fast = launch_fast(LAUNCH_DESC(sym, __VA_ARGS__));                        \
         shim_launch_t l = LAUNCH_DESC(sym, __VA_ARGS__);                                       \
         CUresult no = fast ? CUDA_SUCCESS : launch_begin(&l);                                  \
-        td = shim_ht_begin();                                                                  \
+        td = no ? 0 : shim_ht_begin();                                                         \
         CUresult r = no ? no : real args;                                                      \
         shim_ht_end(SHIM_HT_LAUNCH_DRV, td);                                                   \
         if (fast) {                                                                            \
@@ -93,8 +93,9 @@ static inline CUresult launch_end(shim_launch_t *l, CUresult r)
     {                                                                                          \
         SHIM_ENTER(sym, real);                                                                 \
         shim_lock_t *fast;                                                                     \
-        if (SHIM_UNLIKELY(shim_host_timing) && !SHIM_TRACING())                                \
-            return sym##_timed args;                                                           \
+        if (SHIM_UNLIKELY(shim_host_timing) && !SHIM_TRACING() &&                              \
+            atomic_load_explicit(&shim_drv, memory_order_relaxed))                             \
+            return sym##_timed args;        /* (real is the driver table's: shim_enter) */     \
         if (!SHIM_TRACING()) {                                                                 \
             if ((fast = launch_fast(LAUNCH_DESC(sym, __VA_ARGS__)))) {                         \
                 CUresult r = real args;                                                        \
@@ -111,7 +112,7 @@ static inline CUresult launch_end(shim_launch_t *l, CUresult r)
         fast = launch_fast(l);                                                                 \
         CUresult no = fast ? CUDA_SUCCESS : launch_begin(&l);                                  \
         shim_trace_issue(l.op, l.stream, l.hook);                                              \
-        uint64_t td = shim_ht_begin();                                                         \
+        uint64_t td = no ? 0 : shim_ht_begin();                                                \
         CUresult r = no ? no : real args;                                                      \
         shim_ht_end(SHIM_HT_LAUNCH_DRV, td);                                                   \
         shim_trace_launch_end(&l, r);                                                          \

@@ -9,8 +9,9 @@
  * of each buffer and a context synchronisation); every iteration pages memory in and out.
  * Run with ELIXIR_POLICY=reactive and =plan, without and with a trace recorded (the wrappers'
  * other path): the counts of launches, of copies and memsets, and of synchronisations must be
- * exactly what the program made, the driver's share of the launches no more than the whole,
- * and residency's line must count copies of migrations, mapping calls and event records.
+ * exactly what the program made, the driver's share of the launches more than nothing and no
+ * more than the whole (less, reactive, whose migrations run inside the launches), and
+ * residency's line must count copies of migrations, mapping calls and event records.
  * Without ELIXIR_STATS nothing is printed.
  */
 #include "shim_test.h"
@@ -97,7 +98,10 @@ static void check(const char *policy, int traced)
     if (host && res) {
         long long n = part(host, "launches ", &whole);
         long long nd = part(host, "the driver's launch calls ", &drv);
-        EXPECT(n == NBUF * ITERS && nd == n && drv >= 0 && drv <= whole,
+        /* (on the simulator's clock: its launches take host time, and the reactive engine's
+         * migrations inside them theirs) */
+        int reactive = strcmp(policy, "reactive") == 0;
+        EXPECT(n == NBUF * ITERS && nd == n && drv > 0 && (reactive ? drv < whole : drv <= whole),
                "%s%s: launches %lld in %.3f ms, in the driver %lld in %.3f ms (expected %d)",
                policy, traced ? ", traced" : "", n, whole, nd, drv, NBUF * ITERS);
         n = part(host, "copies and memsets ", &whole);

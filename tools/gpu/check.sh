@@ -163,7 +163,8 @@ steps_of() {
 }
 
 # host_per_step ERR5 ERR8: the host-time lines of ELIXIR_STATS in two runs of 5 and 8 steps,
-# as ms per step of the last three (each "NAME N in X ms" part: (X8 - X5) / 3).
+# as ms per step of the last three (each "NAME N in X ms" part, summed over the processes
+# that printed one: (X8 - X5) / 3; a kind missing from a run counts 0 there).
 host_per_step() {
     awk 'FNR == 1 { f++ }
          /host time/ {
@@ -174,16 +175,17 @@ host_per_step() {
                      continue
                  k = substr(parts[i], 1, RSTART - 1)
                  split(substr(parts[i], RSTART + 1), v, " ")
-                 if (f == 1) { order[++m] = k; t5[k] = v[3]; n5[k] = v[1] }
-                 else { t8[k] = v[3]; n8[k] = v[1] }
+                 if (!(k in seen)) { seen[k] = 1; order[++m] = k }
+                 t[f, k] += v[3]
+                 c[f, k] += v[1]
              }
          }
          END {
              printf "  host ms per step (steps 6-8):"
              for (i = 1; i <= m; i++) {
                  k = order[i]
-                 printf "%s %s %.1f (%d calls)", (i > 1 ? "," : ""), k, (t8[k] - t5[k]) / 3,
-                        (n8[k] - n5[k]) / 3
+                 printf "%s %s %.1f (%d calls)", (i > 1 ? "," : ""), k,
+                        (t[2, k] - t[1, k]) / 3, (c[2, k] - c[1, k]) / 3
              }
              printf "\n"
          }' "$1" "$2"

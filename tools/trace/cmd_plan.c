@@ -102,12 +102,10 @@ static uint64_t trace_budget(const tm_trace_t *t, const tp_input_t *x, int tier)
     return v;
 }
 
-/* Remaps of the trace's before their mean replaces the default mapping cost (as the shim). */
-#define MAP_SAMPLES 16
-
 /* The mapping calls' host time per 2 MiB chunk moved with evicted memory mapped (us): --map-us,
- * else the mean of device dev's reactive remaps in the trace's MAPPING records, else the
- * H200's (POL_MAP_US_PER_CHUNK); *from says which ("--map-us", "trace", "default"). */
+ * else the mean of device dev's reactive remaps in the trace's MAPPING records (at least
+ * POL_MAP_SAMPLES), else the H200's (POL_MAP_US_PER_CHUNK); *from says which ("--map-us",
+ * "trace", "default"). */
 static double map_us(const cli_cmd_t *c, const tm_trace_t *t, int32_t dev, const char **from)
 {
     const char *s = cli_get(c, "--map-us");
@@ -127,8 +125,8 @@ static double map_us(const cli_cmd_t *c, const tm_trace_t *t, int32_t dev, const
             n += t->mappings[i].m.reactive_remaps;
             ns += t->mappings[i].m.reactive_ns;
         }
-    *from = n >= MAP_SAMPLES ? "trace" : "default";
-    return n >= MAP_SAMPLES ? (double)ns / 1e3 / (double)n : POL_MAP_US_PER_CHUNK;
+    *from = n >= POL_MAP_SAMPLES ? "trace" : "default";
+    return n >= POL_MAP_SAMPLES ? (double)ns / 1e3 / (double)n : POL_MAP_US_PER_CHUNK;
 }
 
 static void machine(const cli_cmd_t *c, const tm_trace_t *t, const tp_input_t *x, uint64_t chunk,
@@ -522,8 +520,8 @@ const cli_cmd_t cmd_plan = {
         "Mapping calls cost 1 us per move plus, per 2 MiB chunk of it, what the trace's\n"
         "reactive remaps took (--map-us to set it; 132 us as on an H200 when the trace has\n"
         "fewer than 16), scaled for --unmap (49/132) and for a chunk born in the iteration\n"
-        "(99/132), and the host 1 us per operation issued.  An operation that reaches more chunks than the GPU\n"
-        "holds runs in place, at its recorded device time.\n"
+        "(99/132), and the host 1 us per operation issued.  An operation that reaches\n"
+        "more chunks than the GPU holds runs in place, at its recorded device time.\n"
         "--sweep repeats the plan for GPU memory sizes up to the iteration's footprint.",
     .opts = plan_opts,
     .run = run_plan,
