@@ -137,11 +137,17 @@ static int attribute(CUdevice_attribute a, int device)
 }
 
 /* Where host chunks can be mapped through VMM: a HOST location, else the device's host NUMA
- * node; host_mappable = 0 when neither is supported (evicted chunks are then unmapped). */
-static void host_location(res_dev_t *d)
+ * node; host_mappable = 0 when neither is supported or ELIXIR_HOST_VMM=0 (evicted chunks are
+ * then unmapped).  -ERANGE (reported) where ELIXIR_HOST_VMM=1 asks for what the device cannot
+ * do. */
+static int host_location(res_dev_t *d)
 {
+    long want = shim_opt_int(SHIM_OPT_HOST_VMM);
     d->host_mappable = 1;
-    if (attribute(CU_DEVICE_ATTRIBUTE_HOST_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED, d->device)) {
+    if (want == 0) {
+        d->host_mappable = 0;
+    } else if (attribute(CU_DEVICE_ATTRIBUTE_HOST_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED,
+                         d->device)) {
         d->host_loc = (CUmemLocation){ .type = CU_MEM_LOCATION_TYPE_HOST, .id = 0 };
     } else if (attribute(CU_DEVICE_ATTRIBUTE_HOST_NUMA_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED,
                          d->device)) {
@@ -151,6 +157,14 @@ static void host_location(res_dev_t *d)
     } else {
         d->host_mappable = 0;
     }
+    if (want == 1 && !d->host_mappable) {
+        SHIM_ERROR(RES, "ELIXIR_HOST_VMM=1: device %d cannot map host memory through VMM (its "
+                   "HOST and HOST_NUMA virtual memory management attributes are 0); give auto "
+                   "or 0 (evicted memory unmapped in pinned host pieces); the program stops "
+                   "(exit status %d)", d->device, SHIM_EXIT_CONFIG);
+        return -ERANGE;
+    }
+    return 0;
 }
 
 static int setup(res_dev_t *d, int device, CUcontext ctx)
@@ -166,7 +180,8 @@ static int setup(res_dev_t *d, int device, CUcontext ctx)
         return -1;
     d->chunk = gran;
     d->chunk_shift = (gran & (gran - 1)) == 0 ? __builtin_ctzll(gran) : -1;
-    host_location(d);
+    if (host_location(d) < 0)
+        return -ERANGE;
     if (DRV(cuDeviceGetDefaultMemPool)(&d->default_pool, device) != CUDA_SUCCESS)
         d->default_pool = NULL;
     if (res_set_budgets(d) < 0)
@@ -194,7 +209,9 @@ static int setup(res_dev_t *d, int device, CUcontext ctx)
               device, (unsigned long long)(d->gpu_budget >> 20),
               (unsigned long long)(atomic_load(&res_host.budget) >> 20),
               (unsigned long long)(d->chunk >> 10),
-              d->host_mappable ? "" : ", no host mapping: evicted chunks are unmapped");
+              d->host_mappable ? "" : shim_opt_int(SHIM_OPT_HOST_VMM) == 0
+                                          ? ", ELIXIR_HOST_VMM=0: evicted chunks are unmapped"
+                                          : ", no host mapping: evicted chunks are unmapped");
     if (SHIM_TRACING())
         shim_trace_budget(device, d->gpu_budget, atomic_load(&res_host.budget));
     return 0;
@@ -228,7 +245,8 @@ static res_dev_t *ctx_dev(CUcontext ctx)
         pthread_mutex_lock(&setup_lock);
         if (d->ready == 0) {
             int rc = setup(d, dev, ctx), ok = rc == 0;
-            if (rc == -ERANGE) {                /* a budget under one chunk: reported */
+            if (rc == -ERANGE) {                /* a budget under one chunk, or host VMM
+                                                 * asked of a device without: reported */
                 atomic_store_explicit((_Atomic int *)&d->ready, -1, memory_order_release);
                 pthread_mutex_unlock(&setup_lock);
                 exit(SHIM_EXIT_CONFIG);

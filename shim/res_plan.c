@@ -177,7 +177,7 @@ static double map_mean(const res_dev_t *d, int k)
  * iterations, the plan's after it) timed enough of their kinds; one not measured, and the
  * birth, is its default (POL_*_US_PER_CHUNK, an H200's calls) scaled by the ratio of a
  * measured one to its default, the driver being taken to be uniformly faster or slower; with
- * nothing measured, the defaults.  Returns what was measured: "measured", "scaled" or "default". */
+ * nothing measured, the defaults.  Returns which: "measured", "scaled" or "default". */
 static const char *map_costs(const res_dev_t *d, double *mapped, double *unmapped,
                              double *birth)
 {

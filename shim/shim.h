@@ -562,6 +562,11 @@ static inline unsigned res_code_generation(void)
     X(POLICY, POLICY, "plan",                                                                  \
       "how residency moves memory: reactive (least recently used, on demand) or plan (profile "\
       "one iteration, plan its moves, issue them ahead; the reactive engine serves the rest)") \
+    X(HOST_VMM, AUTO_BOOL, "auto",                                                             \
+      "evicted memory in host memory: 1: mapped at its address through VMM (a pointer into it "\
+      "stays valid; the program stops where the device cannot); 0: unmapped, copied to and "   \
+      "from pinned host pieces (a pointer only kept in device memory then faults); auto: 1 "   \
+      "where the device can")                                                                  \
     X(PLAN_UNMAP, AUTO_BOOL, "auto",                                                         \
       "1: the plan's evictions of memory whose every use the shim saw leave its address "      \
       "unmapped (half the mapping calls; a pointer only kept in device memory then faults); "  \
@@ -764,8 +769,8 @@ uint64_t shim_ht_now(void);
 void shim_ht_add(shim_ht_t k, uint64_t t0);
 static inline uint64_t shim_ht_begin(void)
 {
-    uint64_t t = SHIM_UNLIKELY(shim_host_timing) ? shim_ht_now() : 0;
-    return t | (uint64_t)(shim_host_timing != 0);      /* (never 0 while on: 1 ns at most) */
+    /* (the clock plus one: never 0 while on, though the simulator's clock starts at 0) */
+    return SHIM_UNLIKELY(shim_host_timing) ? shim_ht_now() + 1 : 0;
 }
 static inline void shim_ht_end(shim_ht_t k, uint64_t t0)
 {

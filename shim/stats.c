@@ -129,7 +129,8 @@ uint64_t shim_ht_now(void)
 void shim_ht_add(shim_ht_t k, uint64_t t0)
 {
     atomic_fetch_add_explicit(&host_time[k].count, 1, memory_order_relaxed);
-    atomic_fetch_add_explicit(&host_time[k].bytes, shim_ht_now() - t0, memory_order_relaxed);
+    atomic_fetch_add_explicit(&host_time[k].bytes, shim_ht_now() + 1 - t0,   /* (begin's +1) */
+                              memory_order_relaxed);
 }
 
 void shim_stat_copy(shim_copy_kind_t kind, uint64_t bytes)
@@ -303,7 +304,8 @@ static double run_seconds(void)
     return (double)now.tv_sec + (double)now.tv_nsec / 1e9 - (double)start / (double)hz;
 }
 
-/* " NAME N calls X ms" of host-time kind k appended to line (nothing when it has no calls). */
+/* "NAME N in X ms" of host-time kind k appended to line, after ", " unless first (nothing
+ * when it has no calls). */
 static void host_part(char *line, size_t len, const char *name, shim_ht_t k)
 {
     uint64_t n = atomic_load(&host_time[k].count);
@@ -314,7 +316,8 @@ static void host_part(char *line, size_t len, const char *name, shim_ht_t k)
 }
 
 /* Where the host's time went (shim_ht_t): the application's launches and copies, whole and
- * in the driver; residency's driver calls, which run inside them. */
+ * in the driver, and its synchronisations; residency's driver calls, made inside those and
+ * the other wrappers. */
 static void print_host_time(void)
 {
     char line[512] = "";

@@ -101,6 +101,7 @@ static const struct bad {
     { "ELIXIR_NVME_SHARE", "0", "auto or a whole number from 1 to 4096" },
     { "ELIXIR_NVME_SHARE", "4097", "auto or a whole number from 1 to 4096" },
     { "ELIXIR_POLICY", "smart", "reactive or plan" },
+    { "ELIXIR_HOST_VMM", "sometimes", "auto, 1 or 0" },
     { "ELIXIR_PLAN_SLACK", "4097", "auto or a whole number from 0 to 4096" },
     { "ELIXIR_PLAN_SLACK", "-1", "auto or a whole number from 0 to 4096" },
 };

@@ -20,7 +20,9 @@
  * pinned, so it finds its data, and no buffer is ever unmapped again although two more
  * buffers are filled beyond the budget.  Of those, one is evicted; a captured graph that adds
  * 2 to it (a graph launch is another such operation) pins it too.  The statistics must show
- * the evictions, two pinning operations, and the race checker nothing.
+ * the evictions, two pinning operations, and the race checker nothing.  The same again on a
+ * device with host VMM under ELIXIR_HOST_VMM=0; and ELIXIR_HOST_VMM=1 on a device without host
+ * VMM stops the program with exit status 1, naming the option.
  */
 #define SH_RES_KERNELS
 #include "shim_test.h"
@@ -221,23 +223,43 @@ static void simulator_side(void)
     printf("ELIXIR_SIM_HOST_VMM=0: no host VMM attributes, host locations not supported\n");
 }
 
-int main(int argc, char **argv)
+/* The scenario under the shim with `env`: evicted chunks unmapped, paged out and back, two
+ * operations that pinned everything. */
+static void unmapped_run(const char *const *env, const char *what)
 {
-    static const char *const env[] = { "ELIXIR_GPU_MEMORY=8M", "ELIXIR_STATS=1", NULL };
-
-    sh_scenario_child(argc, argv, scenario);
-    setenv("ELIXIR_SIM_HOST_VMM", "0", 1);
-    simulator_side();
     sh_run_t r = sh_run_ok("scenario", env);
     long long out = sh_stat(r.err, "migrations to host "), in = sh_stat(r.err, "to GPU ");
     long long fences = sh_stat(r.err, "fences that pinned "), gpu = sh_stat(r.err, "GPU peak ");
 
-    printf("%smigrations to host %lld, to GPU %lld, pinning operations %lld, GPU peak %lld MiB\n",
-           r.out, out, in, fences, gpu);
-    EXPECT(strstr(r.err, "evicted chunks unmapped"), "the shim did not see a device without "
-           "host mapping:\n%s", r.err);
-    EXPECT(out >= 8 && in >= 4, "chunks were not paged out and back:\n%s", r.err);
-    EXPECT(fences == 2, "%lld operations pinned everything, expected 2:\n%s", fences, r.err);
+    printf("%s%s: migrations to host %lld, to GPU %lld, pinning operations %lld, GPU peak %lld "
+           "MiB\n", r.out, what, out, in, fences, gpu);
+    EXPECT(strstr(r.err, "evicted chunks unmapped"), "%s: evicted chunks not unmapped:\n%s", what,
+           r.err);
+    EXPECT(out >= 8 && in >= 4, "%s: chunks were not paged out and back:\n%s", what, r.err);
+    EXPECT(fences == 2, "%s: %lld operations pinned everything, expected 2:\n%s", what, fences,
+           r.err);
     sh_run_free(&r);
+}
+
+int main(int argc, char **argv)
+{
+    static const char *const env[] = { "ELIXIR_GPU_MEMORY=8M", "ELIXIR_STATS=1", NULL };
+    static const char *const off[] = { "ELIXIR_GPU_MEMORY=8M", "ELIXIR_STATS=1",
+                                       "ELIXIR_HOST_VMM=0", NULL };
+    static const char *const on[] = { "ELIXIR_GPU_MEMORY=8M", "ELIXIR_HOST_VMM=1", NULL };
+
+    sh_scenario_child(argc, argv, scenario);
+    setenv("ELIXIR_SIM_HOST_VMM", "0", 1);
+    simulator_side();
+    unmapped_run(env, "a device without host VMM");
+    /* Host VMM asked of a device without it: the program stops, saying why. */
+    sh_run_t r = sh_run("scenario", 1, on);
+    EXPECT(r.status == 1 && strstr(r.err, "ELIXIR_HOST_VMM=1: device 0 cannot map host memory") &&
+           !strstr(r.out, "data right"), "ELIXIR_HOST_VMM=1 without host VMM: exit %d, "
+           "stdout:\n%s\nstderr:\n%s", r.status, r.out, r.err);
+    sh_run_free(&r);
+    /* A device with host VMM, told not to use it: the same as one without. */
+    unsetenv("ELIXIR_SIM_HOST_VMM");
+    unmapped_run(off, "ELIXIR_HOST_VMM=0 on a device with host VMM");
     return 0;
 }

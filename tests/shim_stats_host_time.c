@@ -77,6 +77,21 @@ static long long part(const char *err, const char *key, double *ms)
     return n;
 }
 
+/* Every "N in X ms" of err's host-time lines takes 0 <= X < 60 s (a run of seconds: a time
+ * that went backwards would wrap to years). */
+static void sane_times(const char *err, const char *policy)
+{
+    for (const char *p = strstr(err, "host time"); p; p = strstr(p + 1, "host time")) {
+        const char *end = strchr(p, '\n');
+        for (const char *q = strstr(p, " in "); q && (!end || q < end); q = strstr(q + 1, " in ")) {
+            double ms = -1;
+            if (sscanf(q, " in %lf ms", &ms) == 1)
+                EXPECT(ms >= 0 && ms < 60e3, "%s: a host time of %.1f ms:\n%.*s", policy, ms,
+                       end ? (int)(end - p) : 200, p);
+        }
+    }
+}
+
 static void check(const char *policy, int traced)
 {
     char pol[64], trace[96] = "ELIXIR_LOG=warn", dir[] = "/tmp/shim-host-time-XXXXXX";
@@ -95,6 +110,7 @@ static void check(const char *policy, int traced)
     const char *res = strstr(r.err, "host time in residency's driver calls: ");
     EXPECT(host && res, "%s%s: no host-time lines:\n%s", policy, traced ? ", traced" : "",
            r.err);
+    sane_times(r.err, policy);
     if (host && res) {
         long long n = part(host, "launches ", &whole);
         long long nd = part(host, "the driver's launch calls ", &drv);

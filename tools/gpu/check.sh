@@ -12,7 +12,8 @@
 #        the budgeted ones must have paged memory out.  `--preset tiny --check` compares the
 #        GPU's losses and gradients with the float64 reference, without and with the shim.
 # policy the same job (per-tensor, --step-times) under the shim at 1/2 and 1/4 of the footprint
-#        with ELIXIR_POLICY=reactive, =plan and =plan with ELIXIR_PLAN_UNMAP=1, and unlimited:
+#        with ELIXIR_POLICY=reactive, =plan, =plan with ELIXIR_PLAN_UNMAP=1 and =plan with
+#        ELIXIR_HOST_VMM=0 (evicted memory unmapped in pinned pieces), and unlimited:
 #        the digest again, and each run's wall time and mean step (steps 6-8) side by side, with
 #        the plan's predicted iteration and, from a run of 5 steps subtracted, the host's time
 #        per step by what it went to (ELIXIR_STATS; figures in policy.txt, not judged).
@@ -205,11 +206,15 @@ check_policy() {
     fi
     echo "unlimited ${base}s, ${base_step:-?} ms a step" >"$out/policy.txt"
     for frac in 2 4; do
-        for pol in reactive plan plan-unmapped; do
-            unmap=0
-            [ $pol = plan-unmapped ] && unmap=1
-            secs=$(timed "policy-$pol-$frac" env LD_PRELOAD="$SHIM" ELIXIR_STATS=1 \
-                ELIXIR_POLICY=${pol%-unmapped} ELIXIR_PLAN_UNMAP=$unmap \
+        for pol in reactive plan plan-unmapped plan-nohostvmm; do
+            case $pol in
+            reactive) how="ELIXIR_POLICY=reactive" ;;
+            plan) how="ELIXIR_POLICY=plan ELIXIR_PLAN_UNMAP=0" ;;
+            plan-unmapped) how="ELIXIR_POLICY=plan ELIXIR_PLAN_UNMAP=1" ;;
+            plan-nohostvmm) how="ELIXIR_POLICY=plan ELIXIR_HOST_VMM=0" ;;
+            esac
+            # shellcheck disable=SC2086 # ($how: several words on purpose)
+            secs=$(timed "policy-$pol-$frac" env LD_PRELOAD="$SHIM" ELIXIR_STATS=1 $how \
                 ELIXIR_GPU_MEMORY=$((peak * 1048576 / frac)) \
                 "$PYTHON" "${TRAIN[@]}" --alloc per-tensor --step-times)
             got=$(digest_of "$out/policy-$pol-$frac.out")
@@ -223,8 +228,8 @@ check_policy() {
             [ -n "$pred" ] && pred=", predicted $pred ms"
             echo "$pol 1/$frac ${secs}s, ${step:-?} ms a step (steps 6-8)$pred" >>"$out/policy.txt"
             # Where the host's time went in steps 6-8: the run again with 5 steps, subtracted.
-            run "policy-$pol-$frac-5" 600 env LD_PRELOAD="$SHIM" ELIXIR_STATS=1 \
-                ELIXIR_POLICY=${pol%-unmapped} ELIXIR_PLAN_UNMAP=$unmap \
+            # shellcheck disable=SC2086
+            run "policy-$pol-$frac-5" 600 env LD_PRELOAD="$SHIM" ELIXIR_STATS=1 $how \
                 ELIXIR_GPU_MEMORY=$((peak * 1048576 / frac)) \
                 "$PYTHON" "${TRAIN[@]}" --alloc per-tensor --step-times --steps 5 &&
                 host_per_step "$out/policy-$pol-$frac-5.err" "$out/policy-$pol-$frac.err" \
