@@ -17,7 +17,8 @@
  * with half of it (the launches take the general path, the reactive engine migrates 24 MiB
  * each way per iteration): there the link's rates, set apart on the simulator (10 GB/s to the
  * GPU, 20 back), must be measured within 3%.  The race checker fails either run on any race.
- * The mapping calls' cost per chunk moved: the default (an H200's) without migrations; with
+ * The mapping calls' cost per chunk moved (ELIXIR_PLAN_UNMAP=0: evicted memory stays mapped,
+ * whatever the environment says): the default (an H200's) without migrations; with
  * them, measured from the reactive engine's moves (the log says so): within 3% of what the
  * simulator charges a remap out and one in (their mean), or, on a device without host VMM
  * (ELIXIR_SIM_HOST_VMM=0), an unmap out and a map in; and about nothing with
@@ -125,8 +126,9 @@ static void run(const char *budget, int paged, int costs, int vmm)
 {
     char gpu[64];
     snprintf(gpu, sizeof(gpu), "ELIXIR_GPU_MEMORY=%s", budget);
-    const char *env[] = { "ELIXIR_POLICY=plan", "ELIXIR_LOG=info", "ELIXIR_LOG_SUBSYS=RES",
-                          "ELIXIR_SIM_PCIE_H2D_GBPS=10", "ELIXIR_SIM_PCIE_D2H_GBPS=20", gpu,
+    const char *env[] = { "ELIXIR_POLICY=plan", "ELIXIR_PLAN_UNMAP=0", "ELIXIR_LOG=info",
+                          "ELIXIR_LOG_SUBSYS=RES", "ELIXIR_SIM_PCIE_H2D_GBPS=10",
+                          "ELIXIR_SIM_PCIE_D2H_GBPS=20", gpu,
                           costs ? "ELIXIR_SIM_ALLOC_COSTS=1" : "ELIXIR_SIM_ALLOC_COSTS=0",
                           vmm ? NULL : "ELIXIR_SIM_HOST_VMM=0", NULL };
     sh_run_t r = sh_run_ok("scenario", env);
