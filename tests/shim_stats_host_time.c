@@ -94,6 +94,8 @@ static void sane_times(const char *err, const char *policy)
 
 static void check(const char *policy, int traced)
 {
+    /* trace: ELIXIR_TRACE=... when traced, else the default log level, which changes nothing
+     * (the environment below keeps one shape) */
     char pol[64], trace[96] = "ELIXIR_LOG=warn", dir[] = "/tmp/shim-host-time-XXXXXX";
     double whole, drv, ms;
     snprintf(pol, sizeof(pol), "ELIXIR_POLICY=%s", policy);
