@@ -45,6 +45,7 @@ typedef enum opt_type {
     OPT_TYPE_NVME_SHARE,
     OPT_TYPE_AUTO_BOOL,
     OPT_TYPE_PLAN_SLACK,
+    OPT_TYPE_RATIO,
 } opt_type_t;
 
 typedef struct opt_desc {
@@ -273,6 +274,19 @@ static int parse_plan_slack(const char *s, opt_value_t *v)
     return parse_bounded(s, 4096, v);
 }
 
+static const char *parse_decimal(const char *s, double *out);
+
+/* In thousandths: 0 (never), else a ratio from 0.01 to 100. */
+static int parse_ratio(const char *s, opt_value_t *v)
+{
+    double r;
+    const char *e = parse_decimal(s, &r);
+    if (!e || *e || (r != 0 && (r < 0.01 || r > 100)))
+        return -EINVAL;
+    v->num = (long)(r * 1000 + 0.5);
+    return 0;
+}
+
 static int parse_path(const char *s, opt_value_t *v)
 {
     return strlen(s) < sizeof(v->text) ? 0 : -EINVAL;
@@ -323,6 +337,7 @@ static const struct {
     [OPT_TYPE_AUTO_BOOL] = { parse_auto_bool, "auto, 1 or 0 (yes/no, true/false and on/off "
                                               "also work)" },
     [OPT_TYPE_PLAN_SLACK] = { parse_plan_slack, "auto or a whole number from 0 to 4096" },
+    [OPT_TYPE_RATIO] = { parse_ratio, "0, or a ratio from 0.01 to 100 (1.1)" },
 };
 
 /* Parse decimal digits with an optional fraction ("12", "12.5"); returns the end or NULL. */

@@ -40,7 +40,9 @@
  * runs after this as always.  Write-back is never skipped: a plan is a hint, and an iteration
  * that diverges from it may read what the plan thought dead.  When more than an eighth of the
  * operations of two iterations in a row did not match, the next iteration is profiled and
- * planned again (one odd iteration, such as an evaluation pass, keeps the plan).
+ * planned again (one odd iteration, such as an evaluation pass, keeps the plan).  A plan whose
+ * iterations measure slower than the reactive one profiled before it is dropped for good
+ * (res_plan_guard.c).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -371,6 +373,7 @@ static void plan_now(res_dev_t *d, res_plan_t *p)
               p->plan->knobs.slack_chunks, in.m.map_us_per_chunk, in.m.birth_us_per_chunk,
               map_costs(d, &mapped, &unmapped, &birth), pr->map_ns / 1e6, pr->stall_ns / 1e6);
     p->state = P_EXEC;
+    res_plan_guard_new(p);
     p->cursor = p->mism = p->after_of = p->pre = 0;
     p->traced = (shim_trace_follow_t){ .foreseen = p->foreseen, .unforeseen = p->unforeseen,
                                        .moves = p->moves, .chunks = p->chunks_moved,
@@ -586,24 +589,34 @@ static void trace_end(res_dev_t *d, res_plan_t *p)
         trace_follow(d, p, p->iter);
 }
 
+/* The iteration `it`, beginning now, is profiled. */
+static void profile_start(res_dev_t *d, res_plan_t *p, int64_t it)
+{
+    profile_clear(p);
+    memset(p->buf_of, 0, arena_chunk_count(d->arena) * sizeof(*p->buf_of));
+    res_ptime_open(d);
+    p->state = P_REC;
+    p->prof_iter = it;
+    p->react_ns = 0;                    /* (the guard's reactive figure: from here) */
+}
+
 /* A new iteration begins at this operation. */
 static void iteration(res_dev_t *d, res_plan_t *p, int64_t it)
 {
     int64_t ended = p->iter;
+    uint64_t now = shim_ht_now();
+    uint64_t took = p->t_iter && ended >= 0 && it == ended + 1 ? now - p->t_iter : 0;
+    p->t_iter = now;
     p->iter = it;
     p->births = 0;
     switch (p->state) {
     case P_WAIT:
-        if (++p->waited >= 2) {         /* (the first iteration allocates) */
-            profile_clear(p);
-            memset(p->buf_of, 0, arena_chunk_count(d->arena) * sizeof(*p->buf_of));
-            res_ptime_open(d);
-            p->state = P_REC;
-            p->prof_iter = it;
-        }
+        if (++p->waited >= 2)           /* (the first iteration allocates) */
+            profile_start(d, p, it);
         break;
     case P_REC:
     case P_TIME:                        /* (planned once the profile's times are in) */
+        res_plan_guard(d, p, took, 1, 1);
         p->state = P_TIME;
         if (res_ptime_ready(d))
             plan_now(d, p);
@@ -623,11 +636,10 @@ static void iteration(res_dev_t *d, res_plan_t *p, int64_t it)
             p->replans++;
             p->bad = 0;
             plan_clear(p);
-            profile_clear(p);
-            memset(p->buf_of, 0, arena_chunk_count(d->arena) * sizeof(*p->buf_of));
-            res_ptime_open(d);
-            p->state = P_REC;
-            p->prof_iter = it;
+            profile_start(d, p, it);
+        } else if (res_plan_guard(d, p, took, 0, p->bad == 0)) {
+            plan_clear(p);              /* (the moves in flight complete as ever: res_flight.c) */
+            p->state = P_OFF;
         }
         p->cursor = p->mism = p->pre = 0;   /* (after_of: the last operation's moves after
                                              * it, those across the iteration's end, are still
@@ -927,8 +939,10 @@ void res_plan_stats(const res_dev_t *d)
 {
     static const res_plan_t none;
     const res_plan_t *p = d->plan ? d->plan : &none;
+    char guard[128];
     if (!res_policy_plan)
         return;
+    res_plan_guard_text(p, guard, sizeof(guard));
     shim_log_plain("device %d: plan: %llu planned, %llu re-planned; operations foreseen %llu, "
                    "not foreseen %llu, NCCL calls foreseen %llu; moves issued %llu (%llu "
                    "chunks, %llu left to the reactive engine, %llu put where the plan starts "
@@ -936,7 +950,7 @@ void res_plan_stats(const res_dev_t *d)
                    "done ahead of their copies %llu, %llu left unmapped; %llu mapped back "
                    "unforeseen); reactive evictions that took the victim the plan uses last "
                    "%llu; blocked on moves %.3f s; predicted iteration %.3f ms (bound %.3f ms, "
-                   "%.3f ms with the chunks in alone)",
+                   "%.3f ms with the chunks in alone); guard: %s",
                    d->device, (unsigned long long)p->plans, (unsigned long long)p->replans,
                    (unsigned long long)p->foreseen, (unsigned long long)p->unforeseen,
                    (unsigned long long)p->nccl_foreseen, (unsigned long long)p->moves,
@@ -946,5 +960,6 @@ void res_plan_stats(const res_dev_t *d)
                    (unsigned long long)d->flights_cancelled,
                    (unsigned long long)d->flights_waited, (unsigned long long)d->flights_early,
                    (unsigned long long)d->unmapped_out, (unsigned long long)d->unmapped_back,
-                   (unsigned long long)p->victims, d->blocked_flight_s, p->pred_ms, p->bound_ms, p->bound_in_ms);
+                   (unsigned long long)p->victims, d->blocked_flight_s, p->pred_ms, p->bound_ms,
+                   p->bound_in_ms, guard);
 }

@@ -2,7 +2,7 @@
 /*
  * res_plan_int.h - a device's plan as res_plan.c keeps it (the profile, the plan and the
  * cursor that follows it), for the files that read it besides res_plan.c: res_plan_victim.c,
- * and res_plan_profile.c, which records the profile.
+ * res_plan_guard.c, and res_plan_profile.c, which records the profile.
  */
 #ifndef ELIXIR_RES_PLAN_INT_H
 #define ELIXIR_RES_PLAN_INT_H
@@ -53,6 +53,13 @@ typedef struct res_plan {
     uint32_t *near, near_epoch;         /* per arena chunk, res_plan_victim's marks */
     uint64_t victims;                   /* reactive evictions whose victim it chose */
     int64_t prof_iter;                  /* the iteration profiled (for the trace) */
+    /* The guard (res_plan_guard.c): iterations timed on the host's clock (shim_ht_now). */
+    uint64_t t_iter;                    /* when the iteration in progress began; 0: unknown */
+    uint64_t react_ns;                  /* the shortest the reactive engine served whole since
+                                         * profiling began; 0: none */
+    uint64_t planned_ns;                /* the judged iterations that followed the plan */
+    uint32_t exec_iters, judged;        /* iterations since the plan was made; judged of them */
+    int verdict;                        /* GUARD_* */
     shim_trace_follow_t traced;         /* the statistics when the last FOLLOW was traced */
 } res_plan_t;
 
@@ -74,6 +81,16 @@ static inline uint64_t res_plan_op_reach(const res_plan_t *p, size_t i)
         n += p->refs[p->ops[i].ref + j].nchunks;
     return n;
 }
+
+/* res_plan_guard.c: whether the plan is kept.  res_plan_guard: the iteration that ended
+ * (took ns; 0: not timed) was served wholly by the reactive engine (reactive) or ran under
+ * the plan (followed: it matched it): 1 when the plan is to be dropped now, else 0.
+ * res_plan_guard_new: a plan was made (judged afresh).  res_plan_guard_text: the verdict,
+ * for the statistics. */
+enum { GUARD_PENDING, GUARD_KEPT, GUARD_DROPPED };
+int res_plan_guard(const res_dev_t *d, res_plan_t *p, uint64_t took, int reactive, int followed);
+void res_plan_guard_new(res_plan_t *p);
+void res_plan_guard_text(const res_plan_t *p, char *buf, size_t len);
 
 /* res_plan_profile.c: recording the profile. */
 /* Grows *p (*cap elements of `size` bytes) to hold `need`: 0, or -1 out of memory. */

@@ -104,6 +104,11 @@ static const struct bad {
     { "ELIXIR_HOST_VMM", "sometimes", "auto, 1 or 0" },
     { "ELIXIR_PLAN_SLACK", "4097", "auto or a whole number from 0 to 4096" },
     { "ELIXIR_PLAN_SLACK", "-1", "auto or a whole number from 0 to 4096" },
+    { "ELIXIR_PLAN_GUARD", "fast", "0, or a ratio from 0.01 to 100" },
+    { "ELIXIR_PLAN_GUARD", "-1", "0, or a ratio from 0.01 to 100" },
+    { "ELIXIR_PLAN_GUARD", "0.001", "0, or a ratio from 0.01 to 100" },
+    { "ELIXIR_PLAN_GUARD", "101", "0, or a ratio from 0.01 to 100" },
+    { "ELIXIR_PLAN_GUARD", "1.1x", "0, or a ratio from 0.01 to 100" },
 };
 
 /* Each bad value alone stops the child; all together, each is reported once. */
@@ -325,12 +330,12 @@ static void good_values(void)
     static const char *const env[] = {
         "ELIXIR_VERBOSE=on", "ELIXIR_LOG=INFO", "ELIXIR_LOG_SUBSYS=^alloc",
         "ELIXIR_STATS=yes", "ELIXIR_GPU_MEMORY=24G", "ELIXIR_HOST_MEMORY=12.5%",
-        "ELIXIR_MEMINFO=physical", "ELIXIR_DISABLE=false", NULL
+        "ELIXIR_MEMINFO=physical", "ELIXIR_DISABLE=false", "ELIXIR_PLAN_GUARD=1.25", NULL
     };
     static const char *const listed[] = {
         "option ELIXIR_GPU_MEMORY=24G (set)", "option ELIXIR_HOST_MEMORY=12.5% (set)",
         "option ELIXIR_MEMINFO=physical (set)", "option ELIXIR_LOG_SUBSYS=^alloc (set)",
-        "option ELIXIR_LOG_FILE= (default)", NULL
+        "option ELIXIR_LOG_FILE= (default)", "option ELIXIR_PLAN_GUARD=1.25 (set)", NULL
     };
     sh_run_t r = run_child(env);
 

@@ -15,7 +15,8 @@
 #        with ELIXIR_POLICY=reactive, =plan and =plan with ELIXIR_PLAN_UNMAP=1 (at 1/4 also
 #        =plan with ELIXIR_HOST_VMM=0: evicted memory unmapped in pinned pieces), and unlimited:
 #        the digest again, and each run's wall time and mean step (steps 6-8) side by side, with
-#        the plan's predicted iteration and, at 1/4, from a run of 5 steps subtracted, the
+#        the plan's predicted iteration, the guard's timing of the planned and the reactive
+#        iterations (the plan kept whatever it measures: ELIXIR_PLAN_GUARD=0) and, at 1/4, from a run of 5 steps subtracted, the
 #        host's time per step by what it went to (ELIXIR_STATS; figures in policy.txt, not
 #        judged).
 # trace  the same job at 1/4 recording a trace, timed by NVIDIA's CUPTI (found beside the CUDA
@@ -216,6 +217,8 @@ check_policy() {
             plan-unmapped) how="ELIXIR_POLICY=plan ELIXIR_PLAN_UNMAP=1" ;;
             plan-nohostvmm) how="ELIXIR_POLICY=plan ELIXIR_HOST_VMM=0" ;;
             esac
+            # (the plan measured whatever it costs; the guard's figures are printed below)
+            [ $pol = reactive ] || how="$how ELIXIR_PLAN_GUARD=0"
             # shellcheck disable=SC2086 # ($how: several words on purpose)
             secs=$(timed "policy-$pol-$frac" env LD_PRELOAD="$SHIM" ELIXIR_STATS=1 $how \
                 ELIXIR_GPU_MEMORY=$((peak * 1048576 / frac)) \
@@ -229,6 +232,9 @@ check_policy() {
             pred=$(sed -n 's/.*predicted iteration \([0-9.]*\) ms.*/\1/p' \
                 "$out/policy-$pol-$frac.err" | head -n 1)
             [ -n "$pred" ] && pred=", predicted $pred ms"
+            guard=$(sed -n 's/.*; guard: [a-z ]* (\(planned iteration [0-9.]* ms against [0-9.]* ms reactive\)).*/\1/p' \
+                "$out/policy-$pol-$frac.err" | head -n 1)
+            [ -n "$guard" ] && pred="$pred; the guard's host-clock figures: $guard"
             echo "$pol 1/$frac ${secs}s, ${step:-?} ms a step (steps 6-8)$pred" >>"$out/policy.txt"
             # Where the host's time went in steps 6-8 at 1/4: the run again with 5 steps,
             # subtracted.

@@ -1,0 +1,57 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+# shim_plan_guard.sh - the guard that drops a plan slower than paging on demand
+# (ELIXIR_PLAN_GUARD): examples/train.py per tensor under ELIXIR_POLICY=plan on a simulated GPU
+# of half its footprint.  With the default the plan, faster than the reactive iteration
+# profiled before it, is kept, and the statistics give both figures; with the limit at 0.01
+# (the plan must take at most 1/100 of the reactive iteration) it is dropped after the two
+# iterations judged, with one warning, the reactive engine serves the rest (fewer operations
+# foreseen than with the plan kept) and the digest stays that of the run without the shim;
+# with 0 the plan is kept whatever it measures.
+set -u
+. tests/lib/sim_env.sh
+sim_setup
+sim_tmpdir
+JOB=(--layers 2 --width 256 --heads 4 --seq 16 --batch 2 --vocab 512 --steps 8 --alloc per-tensor)
+export ELIXIR_POLICY=plan ELIXIR_LOG=warn ELIXIR_STATS=1
+
+shim_train_reference "train.py" "${JOB[@]}"
+
+# verdict: "kept", "dropped" or "not judged", then the planned and reactive ms when timed.
+verdict() {
+    sed -n 's/.*device 0: plan: .*; guard: \([a-z ]*[a-z]\)\( (planned iteration \([0-9.]*\) ms against \([0-9.]*\) ms reactive)\)\{0,1\}$/\1 \3 \4/p' \
+        "$tmp/o.err" | head -1
+}
+drop_lines() { grep -c "the plan is dropped, and the reactive engine serves" "$tmp/o.err"; }
+
+ELIXIR_PLAN_GUARD=1.1 shim_train_device 2 "${JOB[@]}"
+[ "$got" = "$want" ] || fail_showing "$tmp/o.err" "guard 1.1: expected digest $want"
+read -r kept planned reactive <<<"$(verdict)"
+kept_seen=$(shim_stat "$tmp/o.err" "operations foreseen")
+echo "guard 1.1: ${kept:-?}, planned ${planned:-?} ms against ${reactive:-?} ms reactive;" \
+     "operations foreseen ${kept_seen:-?}"
+[ "$kept" = kept ] || fail_showing "$tmp/o.err" "guard 1.1: the plan was not kept"
+[ -n "$planned" ] && [ -n "$reactive" ] ||
+    fail_showing "$tmp/o.err" "guard 1.1: no planned and reactive iteration times"
+awk -v p="$planned" -v r="$reactive" 'BEGIN { exit !(p > 0 && p < r) }' ||
+    fail_showing "$tmp/o.err" "guard 1.1: the planned iteration is not the shorter"
+[ "$(drop_lines)" -eq 0 ] || fail_showing "$tmp/o.err" "guard 1.1: a plan was dropped"
+
+ELIXIR_PLAN_GUARD=0.01 shim_train_device 2 "${JOB[@]}"
+[ "$got" = "$want" ] || fail_showing "$tmp/o.err" "guard 0.01: expected digest $want"
+read -r dropped dplanned dreactive <<<"$(verdict)"
+seen=$(shim_stat "$tmp/o.err" "operations foreseen")
+echo "guard 0.01: ${dropped:-?}, planned ${dplanned:-?} ms against ${dreactive:-?} ms reactive;" \
+     "operations foreseen ${seen:-?}"
+[ "$dropped" = dropped ] || fail_showing "$tmp/o.err" "guard 0.01: the plan was not dropped"
+[ "$(drop_lines)" -eq 1 ] || fail_showing "$tmp/o.err" "guard 0.01: not one warning of the drop"
+grep -q "device 0: plan: 1 planned, 0 re-planned" "$tmp/o.err" ||
+    fail_showing "$tmp/o.err" "guard 0.01: profiled or planned again after the drop"
+[ "${seen:-0}" -gt 0 ] && [ "$seen" -lt "${kept_seen:-0}" ] ||
+    fail_showing "$tmp/o.err" "guard 0.01: as many operations foreseen as with the plan kept"
+
+ELIXIR_PLAN_GUARD=0 shim_train_device 2 "${JOB[@]}"
+[ "$got" = "$want" ] || fail_showing "$tmp/o.err" "guard 0: expected digest $want"
+[ "$(verdict | cut -d' ' -f1)" = kept ] || fail_showing "$tmp/o.err" "guard 0: the plan was not kept"
+[ "$(drop_lines)" -eq 0 ] || fail_showing "$tmp/o.err" "guard 0: a plan was dropped"
+echo "the guard keeps a faster plan, drops one slower than asked, and never drops with 0"
