@@ -23,6 +23,17 @@
 
 #define GUARD_ITERS 2       /* iterations that followed the plan, averaged */
 
+/* The verdict given (p->verdict), in the trace. */
+static void traced(const res_dev_t *d, const res_plan_t *p, double planned, long limit)
+{
+    if (!SHIM_TRACING())
+        return;
+    shim_trace_guard_t g = { .plan = p->plans, .iteration = (uint64_t)p->iter,
+                             .planned_ns = (uint64_t)planned, .reactive_ns = p->react_ns,
+                             .limit = (uint64_t)limit, .dropped = p->verdict == GUARD_DROPPED };
+    shim_trace_guard(d->device, &g);
+}
+
 int res_plan_guard(const res_dev_t *d, res_plan_t *p, uint64_t took, int reactive, int followed)
 {
     long limit = shim_opt_int(SHIM_OPT_PLAN_GUARD);     /* (thousandths; 0: never) */
@@ -41,9 +52,11 @@ int res_plan_guard(const res_dev_t *d, res_plan_t *p, uint64_t took, int reactiv
     double planned = (double)p->planned_ns / p->judged;
     if (!limit || !p->react_ns || planned * 1000 <= (double)p->react_ns * limit) {
         p->verdict = GUARD_KEPT;
+        traced(d, p, planned, limit);
         return 0;
     }
     p->verdict = GUARD_DROPPED;
+    traced(d, p, planned, limit);
     SHIM_WARN(RES, "device %d: iterations that followed the plan took %.3f ms against %.3f ms "
               "for one paged on demand (%.2fx, more than ELIXIR_PLAN_GUARD=%.2f); the plan is "
               "dropped, and the reactive engine serves the rest of the run", d->device,

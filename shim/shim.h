@@ -488,7 +488,7 @@ void shim_trace_migration(int device, uint64_t chunk, uint64_t bytes, int from, 
 void shim_trace_eviction(int device, uint64_t chunk, uint64_t alloc_base, uint64_t bytes,
                          int from, int to, unsigned reason);
 void shim_trace_memory(int device, const uint64_t bytes[4]);
-/* The planned policy at work (trace_plan.c; format 1.5).  planned_move: a move the plan
+/* The planned policy at work (trace_plan.c; format 1.5, GUARD 1.6).  planned_move: a move the plan
  * issued (res_flight.c), recorded as a MIGRATION flagged planned once its copy is seen
  * complete: issued and done are the trace's clock when its copy was issued and when the
  * shim saw it complete, move the id from shim_trace_move_begin.  mapping: one remap (unmap,
@@ -514,6 +514,12 @@ typedef struct shim_trace_follow {
     uint64_t plan, iteration, foreseen, unforeseen, missed, moves, chunks, left;
 } shim_trace_follow_t;
 void shim_trace_follow(int device, const shim_trace_follow_t *f);
+/* The guard's verdict on plan `plan` (res_plan_guard.c), as iteration `iteration` begins. */
+typedef struct shim_trace_guard {
+    uint64_t plan, iteration, planned_ns, reactive_ns, limit;
+    int dropped;
+} shim_trace_guard_t;
+void shim_trace_guard(int device, const shim_trace_guard_t *g);
 /* res_plan.c, as the trace closes (while still recording): the FOLLOW record of the
  * iteration in progress on each device that follows a plan. */
 void res_plan_trace_end(void);

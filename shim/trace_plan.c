@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * trace_plan.c - the planned policy at work in the trace (format 1.5): the plans made
- * (PLAN), each iteration that followed one (FOLLOW), the moves the plan issued (MIGRATION
- * flagged planned, with the device times of its copy in a TIMING record naming the move when
- * events could time it: trace_time.c) and the host time of the shim's mapping calls for moves
- * (MAPPING).
+ * (PLAN), each iteration that followed one (FOLLOW), the guard's verdict on each (GUARD, 1.6),
+ * the moves the plan issued (MIGRATION flagged planned, with the device times of its copy in a
+ * TIMING record naming the move when events could time it: trace_time.c) and the host time of
+ * the shim's mapping calls for moves (MAPPING).
  *
  * Residency calls these hooks under its device lock; none makes a CUDA call.  Mapping time
  * is summed per device in atomics (remaps and nanoseconds, the plan's and the reactive
@@ -100,6 +100,19 @@ void shim_trace_follow(int device, const shim_trace_follow_t *f)
                                   .foreseen = f->foreseen, .unforeseen = f->unforeseen,
                                   .missed = f->missed, .moves = f->moves, .chunks = f->chunks,
                                   .left = f->left };
+    shim_trace_emit(&ev);
+    shim_trace_exit();
+}
+
+void shim_trace_guard(int device, const shim_trace_guard_t *g)
+{
+    if (!shim_trace_enter(device))
+        return;
+    trc_event_t ev = { .type = TRC_EV_GUARD, .time = shim_trace_now() };
+    ev.u.guard = (trc_guard_t){ .device = device, .plan = g->plan, .iteration = g->iteration,
+                                .verdict = g->dropped ? TRC_GUARD_DROPPED : TRC_GUARD_KEPT,
+                                .planned_ns = g->planned_ns, .reactive_ns = g->reactive_ns,
+                                .limit = g->limit };
     shim_trace_emit(&ev);
     shim_trace_exit();
 }

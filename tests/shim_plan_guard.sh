@@ -7,7 +7,8 @@
 # (the plan must take at most 1/100 of the reactive iteration) it is dropped after the two
 # iterations judged, with one warning, the reactive engine serves the rest (fewer operations
 # foreseen than with the plan kept) and the digest stays that of the run without the shim;
-# with 0 the plan is kept whatever it measures.
+# its trace's GUARD record gives `elixir-trace summary` the verdict; with 0 the plan is kept
+# whatever it measures.
 set -u
 . tests/lib/sim_env.sh
 sim_setup
@@ -37,7 +38,7 @@ awk -v p="$planned" -v r="$reactive" 'BEGIN { exit !(p > 0 && p < r) }' ||
     fail_showing "$tmp/o.err" "guard 1.1: the planned iteration is not the shorter"
 [ "$(drop_lines)" -eq 0 ] || fail_showing "$tmp/o.err" "guard 1.1: a plan was dropped"
 
-ELIXIR_PLAN_GUARD=0.01 shim_train_device 2 "${JOB[@]}"
+ELIXIR_PLAN_GUARD=0.01 ELIXIR_TRACE="$tmp/dropped.trace" shim_train_device 2 "${JOB[@]}"
 [ "$got" = "$want" ] || fail_showing "$tmp/o.err" "guard 0.01: expected digest $want"
 read -r dropped dplanned dreactive <<<"$(verdict)"
 seen=$(shim_stat "$tmp/o.err" "operations foreseen")
@@ -49,6 +50,10 @@ grep -q "device 0: plan: 1 planned, 0 re-planned" "$tmp/o.err" ||
     fail_showing "$tmp/o.err" "guard 0.01: profiled or planned again after the drop"
 [ "${seen:-0}" -gt 0 ] && [ "$seen" -lt "${kept_seen:-0}" ] ||
     fail_showing "$tmp/o.err" "guard 0.01: as many operations foreseen as with the plan kept"
+"$BUILD/bin/elixir-trace" summary "$tmp/dropped.trace" >"$tmp/summary.txt" 2>&1 ||
+    fail_showing "$tmp/summary.txt" "guard 0.01: elixir-trace summary failed"
+grep -E "^    guard: dropped as iteration [0-9]+ began: .*limit 0\.01x\); the reactive engine served the rest$" \
+    "$tmp/summary.txt" || fail_showing "$tmp/summary.txt" "guard 0.01: no verdict in the trace's summary"
 
 ELIXIR_PLAN_GUARD=0 shim_train_device 2 "${JOB[@]}"
 [ "$got" = "$want" ] || fail_showing "$tmp/o.err" "guard 0: expected digest $want"

@@ -274,6 +274,15 @@ static void same_event(const trc_event_t *e, const trc_event_t *g)
               g->u.mapping.reactive_remaps);
         CHECK("mapping.reactive_ns", e->u.mapping.reactive_ns, g->u.mapping.reactive_ns);
         break;
+    case TRC_EV_GUARD:
+        CHECK("guard.device", e->u.guard.device, g->u.guard.device);
+        CHECK("guard.plan", e->u.guard.plan, g->u.guard.plan);
+        CHECK("guard.iteration", e->u.guard.iteration, g->u.guard.iteration);
+        CHECK("guard.verdict", e->u.guard.verdict, g->u.guard.verdict);
+        CHECK("guard.planned_ns", e->u.guard.planned_ns, g->u.guard.planned_ns);
+        CHECK("guard.reactive_ns", e->u.guard.reactive_ns, g->u.guard.reactive_ns);
+        CHECK("guard.limit", e->u.guard.limit, g->u.guard.limit);
+        break;
     default: CHECK("iteration.index", e->u.iteration.index, g->u.iteration.index); break;
     }
 }
@@ -395,6 +404,13 @@ static void write_all_types(trc_writer_t *w)
     ev.time = 4921;
     ev.u.mapping = (trc_mapping_t){ 2, UINT64_MAX, 0, 0, UINT64_MAX };
     CHECK("trc_emit_mapping", 0, trc_emit_mapping(w, ev.time, &ev.u.mapping));
+    expect[nexpect++] = ev;
+    ev = (trc_event_t){ .type = TRC_EV_GUARD, .time = 4930 };
+    ev.u.guard = (trc_guard_t){ 0, 1, 6, TRC_GUARD_DROPPED, 950000000, 851000000, 1100 };
+    emit(w, &ev);
+    ev.time = 4931;
+    ev.u.guard = (trc_guard_t){ -3, UINT64_MAX, 0, UINT32_MAX, 0, UINT64_MAX, 0 };
+    CHECK("trc_emit_guard", 0, trc_emit_guard(w, ev.time, &ev.u.guard));
     expect[nexpect++] = ev;
     ev = (trc_event_t){ .type = TRC_EV_NCCL, .time = 5000 };
     ev.u.nccl = (trc_nccl_t){ sid(w, "allReduce"), 0x7f0000000000ull, 0x7f0000000000ull,

@@ -256,6 +256,18 @@ static int put_mapping(wbuf_t *b, const trc_mapping_t *m)
     return 0;
 }
 
+static int put_guard(wbuf_t *b, const trc_guard_t *g)
+{
+    put_s(b, g->device);
+    put_u(b, g->plan);
+    put_u(b, g->iteration);
+    put_u(b, g->verdict);
+    put_u(b, g->planned_ns);
+    put_u(b, g->reactive_ns);
+    put_u(b, g->limit);
+    return 0;
+}
+
 static int put_memory(wbuf_t *b, const trc_memory_t *m)
 {
     put_s(b, m->device);
@@ -282,7 +294,7 @@ static int put_event(wbuf_t *b, trc_enc_t *e, const trc_event_t *ev)
     case TRC_REC_END: put_u(b, ev->u.end_count); return 0;
     default: break;
     }
-    if (ev->type < TRC_EV_PROCESS || ev->type > TRC_EV_MAPPING)
+    if (ev->type < TRC_EV_PROCESS || ev->type > TRC_EV_GUARD)
         return -EINVAL;
     put_time(b, e, t);
     switch (ev->type) {
@@ -307,6 +319,7 @@ static int put_event(wbuf_t *b, trc_enc_t *e, const trc_event_t *ev)
     case TRC_EV_PLAN: return put_plan(b, &ev->u.plan);
     case TRC_EV_FOLLOW: return put_follow(b, &ev->u.follow);
     case TRC_EV_MAPPING: return put_mapping(b, &ev->u.mapping);
+    case TRC_EV_GUARD: return put_guard(b, &ev->u.guard);
     default: put_u(b, ev->u.iteration.index); return 0;
     }
 }
@@ -502,6 +515,7 @@ const char *trc_type_name(uint32_t type)
         [TRC_EV_TIMING] = "timing", [TRC_EV_MEMORY] = "memory",
         [TRC_EV_BUDGET] = "budget", [TRC_EV_DROPPED] = "dropped",
         [TRC_EV_PLAN] = "plan", [TRC_EV_FOLLOW] = "follow", [TRC_EV_MAPPING] = "mapping",
+        [TRC_EV_GUARD] = "guard",
     };
     return type < sizeof(names) / sizeof(names[0]) ? names[type] : NULL;
 }

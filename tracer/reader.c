@@ -414,6 +414,17 @@ static void ev_plan(cur_t *c, trc_plan_t *p)
     p->planning_ns = u64(c);
 }
 
+static void ev_guard(cur_t *c, trc_guard_t *g)
+{
+    g->device = i32(c, "device");
+    g->plan = u64(c);
+    g->iteration = u64(c);
+    g->verdict = u32(c, "verdict");
+    g->planned_ns = u64(c);
+    g->reactive_ns = u64(c);
+    g->limit = u64(c);
+}
+
 static void ev_follow(cur_t *c, trc_follow_t *f)
 {
     f->device = i32(c, "device");
@@ -493,6 +504,7 @@ static void event(cur_t *c, trc_event_t *ev)
     case TRC_EV_PLAN: ev_plan(c, &ev->u.plan); break;
     case TRC_EV_FOLLOW: ev_follow(c, &ev->u.follow); break;
     case TRC_EV_MAPPING: ev_mapping(c, &ev->u.mapping); break;
+    case TRC_EV_GUARD: ev_guard(c, &ev->u.guard); break;
     default: ev->u.iteration.index = u64(c); break;
     }
 }
@@ -505,7 +517,7 @@ static int record(trc_reader_t *r, uint64_t type, const uint8_t *p, size_t len, 
                   trc_event_t *ev)
 {
     cur_t c = { .b = { p, p + len, 0, 0 }, .r = r };
-    int is_event = type >= TRC_EV_PROCESS && type <= TRC_EV_MAPPING;
+    int is_event = type >= TRC_EV_PROCESS && type <= TRC_EV_GUARD;
     memset(ev, 0, sizeof(*ev));
     ev->type = (trc_type_t)type;
     ev->offset = off;

@@ -22,7 +22,7 @@
 
 #define TRC_MAGIC         "ELXTRACE"
 #define TRC_VERSION_MAJOR 1
-#define TRC_VERSION_MINOR 5
+#define TRC_VERSION_MINOR 6
 #define TRC_HEADER_LEN    32          /* of this version; a reader skips a longer header */
 #define TRC_MAX_RECORD    (1u << 20)  /* largest record payload a reader accepts */
 #define TRC_MAX_DEPTH     256         /* deepest call stack (native frames; Python frames too) */
@@ -56,6 +56,7 @@ typedef enum trc_type {
     TRC_EV_PLAN = 32,                 /* 1.5: the planned policy made a plan */
     TRC_EV_FOLLOW = 33,               /* 1.5: one iteration followed a plan */
     TRC_EV_MAPPING = 34,              /* 1.5: host time in the shim's mapping calls */
+    TRC_EV_GUARD = 35,                /* 1.6: the guard's verdict on a plan */
 } trc_type_t;
 
 typedef enum trc_tier { TRC_TIER_GPU, TRC_TIER_PEER, TRC_TIER_HOST, TRC_TIER_NVME } trc_tier_t;
@@ -273,6 +274,19 @@ typedef struct trc_mapping {
     uint64_t reactive_remaps, reactive_ns;
 } trc_mapping_t;
 
+/* 1.6 (GUARD): the guard's verdict (TRC_GUARD_*) on plan `plan` of device `device`, given as
+ * iteration `iteration` (the policy's count) began: the mean of the iterations it judged under
+ * the plan (`planned_ns`) against the shortest reactive one since profiling began
+ * (`reactive_ns`), both on the trace's clock, and the limit (`limit`, in thousandths of the
+ * reactive figure; 0: the guard was off, the plan kept). */
+enum { TRC_GUARD_KEPT = 1, TRC_GUARD_DROPPED = 2 };
+typedef struct trc_guard {
+    int32_t device;
+    uint64_t plan, iteration;
+    uint32_t verdict;
+    uint64_t planned_ns, reactive_ns, limit;
+} trc_guard_t;
+
 /* One record as returned by the reader (and accepted by trc_encode_event). */
 typedef struct trc_event {
     trc_type_t type;
@@ -298,6 +312,7 @@ typedef struct trc_event {
         trc_plan_t plan;
         trc_follow_t follow;
         trc_mapping_t mapping;
+        trc_guard_t guard;
         uint64_t end_count;            /* TRC_REC_END: events the writer emitted */
     } u;
 } trc_event_t;
@@ -357,6 +372,7 @@ int trc_emit_dropped(trc_writer_t *w, uint64_t time, const trc_dropped_t *d);
 int trc_emit_plan(trc_writer_t *w, uint64_t time, const trc_plan_t *p);
 int trc_emit_follow(trc_writer_t *w, uint64_t time, const trc_follow_t *f);
 int trc_emit_mapping(trc_writer_t *w, uint64_t time, const trc_mapping_t *m);
+int trc_emit_guard(trc_writer_t *w, uint64_t time, const trc_guard_t *g);
 int trc_emit_event(trc_writer_t *w, const trc_event_t *ev);
 /* Writes the buffered records to the file. */
 int trc_writer_flush(trc_writer_t *w);

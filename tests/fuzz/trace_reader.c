@@ -52,6 +52,7 @@ static size_t visit(const trc_event_t *ev)
     case TRC_EV_PLAN: n += ev->u.plan.predicted_ns + ev->u.plan.planning_ns; break;
     case TRC_EV_FOLLOW: n += ev->u.follow.foreseen + ev->u.follow.left; break;
     case TRC_EV_MAPPING: n += ev->u.mapping.planned_ns + ev->u.mapping.reactive_remaps; break;
+    case TRC_EV_GUARD: n += ev->u.guard.planned_ns + ev->u.guard.verdict; break;
     default: break;
     }
     return n;

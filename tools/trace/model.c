@@ -40,7 +40,8 @@ typedef struct priv {
     trc_timing_t *timings;             /* matched to operations after the load */
     size_t ntimings, cap_timings;
     size_t cap_devices, cap_options, cap_allocs, cap_ops, cap_migrations, cap_evictions,
-        cap_iterations, cap_memory, cap_budgets, cap_plans, cap_follows, cap_mappings;
+        cap_iterations, cap_memory, cap_budgets, cap_plans, cap_follows, cap_mappings,
+        cap_guards;
     idmap_t name_ix;                   /* a mangled kernel name (its interned pointer) ... */
     char **names;                      /* ... -> its demangled copy */
     size_t nnames, cap_names;
@@ -351,13 +352,14 @@ static int add_small(tm_trace_t *t, priv_t *p, const trc_event_t *ev)
     }
 }
 
-/* PLAN, FOLLOW and MAPPING (1.5), each naming a device counted as any other. */
+/* PLAN, FOLLOW and MAPPING (1.5) and GUARD (1.6), each naming a device counted as any other. */
 static int add_plan(tm_trace_t *t, priv_t *p, const trc_event_t *ev)
 {
     int rc;
-    int32_t dev = ev->type == TRC_EV_PLAN     ? ev->u.plan.device
-                  : ev->type == TRC_EV_FOLLOW ? ev->u.follow.device
-                                              : ev->u.mapping.device;
+    int32_t dev = ev->type == TRC_EV_PLAN      ? ev->u.plan.device
+                  : ev->type == TRC_EV_FOLLOW  ? ev->u.follow.device
+                  : ev->type == TRC_EV_GUARD   ? ev->u.guard.device
+                                               : ev->u.mapping.device;
     if (!device_slot(t, p, dev, &rc))
         return rc;
     if (ev->type == TRC_EV_PLAN) {
@@ -367,6 +369,10 @@ static int add_plan(tm_trace_t *t, priv_t *p, const trc_event_t *ev)
     if (ev->type == TRC_EV_FOLLOW) {
         tm_follow_t *x = PUSH(t, p, follows);
         return x ? (*x = (tm_follow_t){ ev->time, ev->u.follow }, 0) : -ENOMEM;
+    }
+    if (ev->type == TRC_EV_GUARD) {
+        tm_guard_t *x = PUSH(t, p, guards);
+        return x ? (*x = (tm_guard_t){ ev->time, ev->u.guard }, 0) : -ENOMEM;
     }
     tm_mapping_t *x = PUSH(t, p, mappings);
     return x ? (*x = (tm_mapping_t){ ev->time, ev->u.mapping }, 0) : -ENOMEM;
@@ -411,7 +417,8 @@ static int add_event(tm_trace_t *t, priv_t *p, const trc_event_t *ev)
     }
     case TRC_EV_MIGRATION: case TRC_EV_EVICTION: case TRC_EV_ITERATION: case TRC_EV_TIMING:
         return add_small(t, p, ev);
-    case TRC_EV_PLAN: case TRC_EV_FOLLOW: case TRC_EV_MAPPING: return add_plan(t, p, ev);
+    case TRC_EV_PLAN: case TRC_EV_FOLLOW: case TRC_EV_MAPPING: case TRC_EV_GUARD:
+        return add_plan(t, p, ev);
     case TRC_EV_DROPPED:
         if (ev->u.dropped.source == TRC_TIMING_CUPTI)
             t->dropped_cupti += ev->u.dropped.count;
@@ -583,6 +590,7 @@ void tm_free(tm_trace_t *t)
     free(t->plans);
     free(t->follows);
     free(t->mappings);
+    free(t->guards);
     memset(t, 0, sizeof(*t));
 }
 

@@ -92,6 +92,11 @@ typedef struct tm_mapping {
     trc_mapping_t m;
 } tm_mapping_t;
 
+typedef struct tm_guard {         /* 1.6 */
+    uint64_t time;
+    trc_guard_t g;
+} tm_guard_t;
+
 typedef struct tm_device {
     int32_t device;
     const char *name;
@@ -124,6 +129,7 @@ typedef struct tm_trace {
     tm_plan_t *plans;           size_t nplans;     /* PLAN records (1.5), in file order */
     tm_follow_t *follows;       size_t nfollows;   /* FOLLOW records (1.5) */
     tm_mapping_t *mappings;     size_t nmappings;  /* MAPPING records (1.5) */
+    tm_guard_t *guards;         size_t nguards;    /* GUARD records (1.6) */
     uint64_t t_first, t_last;          /* earliest and latest time of any event; t_last
                                         * also covers the end of device work (operations'
                                         * and migrations' end times) */

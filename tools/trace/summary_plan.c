@@ -3,7 +3,7 @@
  * summary_plan.c - the plan section of `elixir-trace summary`: the planned policy at work
  * (format 1.5).  Per device: each plan made (its size, the host time planning took, its
  * predicted iteration against the iterations measured while it was followed), the
- * operations it foresaw and those it did not; then the moves the plan issued against the
+ * operations it foresaw and those it did not, and the guard's verdict on it (1.6); then the moves the plan issued against the
  * reactive engine's (count and bytes per direction, time busy and hidden behind kernels) and
  * the host time of the shim's mapping calls.  A trace without plan records gets one line when
  * its options say which policy ran, and nothing otherwise (an older trace).
@@ -48,6 +48,30 @@ static uint64_t measured_ns(const tm_trace_t *t, int32_t dev, uint64_t plan, uin
     return *n ? sum / *n : 0;
 }
 
+/* The guard's verdict on plan x (GUARD, 1.6), when the trace has one. */
+static void print_guard(const tm_trace_t *t, const trc_plan_t *x)
+{
+    char b[2][32];
+    for (size_t i = 0; i < t->nguards; i++) {
+        const trc_guard_t *g = &t->guards[i].g;
+        if (g->device != x->device || g->plan != x->plan)
+            continue;
+        printf("    guard: %s as iteration %" PRIu64 " began: iterations that followed it took %s "
+               "against %s for one paged on demand", g->verdict == TRC_GUARD_DROPPED ? "dropped"
+               : g->verdict == TRC_GUARD_KEPT ? "kept" : "unknown verdict", g->iteration,
+               text_ns(g->planned_ns, b[0]), text_ns(g->reactive_ns, b[1]));
+        if (g->reactive_ns)
+            printf(" (%.2fx", (double)g->planned_ns / (double)g->reactive_ns);
+        if (g->reactive_ns && g->limit)
+            printf(", limit %.2fx)", (double)g->limit / 1000.0);
+        else if (g->reactive_ns)
+            printf(", guard off)");
+        printf("%s\n", g->verdict == TRC_GUARD_DROPPED ? "; the reactive engine served the rest"
+                                                          : "");
+        return;
+    }
+}
+
 static void print_one_plan(const tm_trace_t *t, const tm_plan_t *p)
 {
     char b[5][32];
@@ -68,6 +92,7 @@ static void print_one_plan(const tm_trace_t *t, const tm_plan_t *p)
                text_ns(m, b[0]), n, (double)m / (double)x->predicted_ns);
     else
         printf("    measured %s (mean of %" PRIu64 " followed in a row)\n", text_ns(m, b[0]), n);
+    print_guard(t, x);
 }
 
 /* Plans and FOLLOW totals of device dev. */
