@@ -337,7 +337,7 @@ static const struct {
     [OPT_TYPE_AUTO_BOOL] = { parse_auto_bool, "auto, 1 or 0 (yes/no, true/false and on/off "
                                               "also work)" },
     [OPT_TYPE_PLAN_SLACK] = { parse_plan_slack, "auto or a whole number from 0 to 4096" },
-    [OPT_TYPE_RATIO] = { parse_ratio, "0, or a ratio from 0.01 to 100 (1.1)" },
+    [OPT_TYPE_RATIO] = { parse_ratio, "0, or a ratio from 0.01 to 100" },
 };
 
 /* Parse decimal digits with an optional fraction ("12", "12.5"); returns the end or NULL. */

@@ -57,8 +57,9 @@ typedef struct res_plan {
     uint64_t t_iter;                    /* when the iteration in progress began; 0: unknown */
     uint64_t react_ns;                  /* the shortest the reactive engine served whole since
                                          * profiling began; 0: none */
-    uint64_t planned_ns;                /* the judged iterations that followed the plan */
-    uint32_t exec_iters, judged;        /* iterations since the plan was made; judged of them */
+    uint64_t planned_ns;                /* the shortest judged iteration under the plan */
+    uint32_t judged;                    /* iterations judged under the plan */
+    int last_followed;                  /* the last iteration followed the plan */
     int verdict;                        /* GUARD_* */
     shim_trace_follow_t traced;         /* the statistics when the last FOLLOW was traced */
 } res_plan_t;

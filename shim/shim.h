@@ -582,9 +582,9 @@ static inline unsigned res_code_generation(void)
       "(evictions that stay mapped only): auto (the planner tries 0, 2 and 4 and keeps the "   \
       "fastest predicted), or a whole number from 0 to 4096")                                  \
     X(PLAN_GUARD, RATIO, "1.1",                                                                \
-      "the plan is dropped, and the reactive engine serves the rest of the run, where two "   \
-      "iterations that followed it took on average more than this times the reactive "        \
-      "iteration profiled before it: a ratio from 0.01 to 100; 0: the plan is always kept")   \
+      "the plan is dropped, and the reactive engine serves the device from then on, where "   \
+      "the shorter of two iterations that followed it took more than this times the "         \
+      "reactive one profiled before it: a ratio from 0.01 to 100; 0: the plan is always kept")\
     X(TRACE, PATH, "",                                                                         \
       "record a trace into this file (%p is the process id, %h the host name); created "      \
       "0600, never overwritten: if it exists, NAME.1.EXT, NAME.2.EXT ... is used instead")     \

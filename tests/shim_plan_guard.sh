@@ -7,8 +7,10 @@
 # (the plan must take at most 1/100 of the reactive iteration) it is dropped after the two
 # iterations judged, with one warning, the reactive engine serves the rest (fewer operations
 # foreseen than with the plan kept) and the digest stays that of the run without the shim;
-# its trace's GUARD record gives `elixir-trace summary` the verdict; with 0 the plan is kept
-# whatever it measures.
+# its trace's GUARD record gives `elixir-trace summary` the verdict, given as the fourth
+# iteration after the profiled one began (the first under the plan is not judged, the next
+# two are); with 0 the plan is kept whatever it measures, and the trace says the guard was
+# off.  (tests/shim_plan_victim.c has a plan that the default drops.)
 set -u
 . tests/lib/sim_env.sh
 sim_setup
@@ -54,9 +56,17 @@ grep -q "device 0: plan: 1 planned, 0 re-planned" "$tmp/o.err" ||
     fail_showing "$tmp/summary.txt" "guard 0.01: elixir-trace summary failed"
 grep -E "^    guard: dropped as iteration [0-9]+ began: .*limit 0\.01x\); the reactive engine served the rest$" \
     "$tmp/summary.txt" || fail_showing "$tmp/summary.txt" "guard 0.01: no verdict in the trace's summary"
+profiled=$(sed -n 's/^  plan 1 at .*: profiled iteration \([0-9]*\),.*/\1/p' "$tmp/summary.txt")
+judged=$(sed -n 's/^    guard: dropped as iteration \([0-9]*\) began.*/\1/p' "$tmp/summary.txt")
+[ -n "$profiled" ] && [ "${judged:-0}" -eq $((profiled + 4)) ] || fail_showing "$tmp/summary.txt" \
+    "guard 0.01: verdict as iteration ${judged:-?} began, expected the profiled ${profiled:-?} + 4"
 
-ELIXIR_PLAN_GUARD=0 shim_train_device 2 "${JOB[@]}"
+ELIXIR_PLAN_GUARD=0 ELIXIR_TRACE="$tmp/off.trace" shim_train_device 2 "${JOB[@]}"
 [ "$got" = "$want" ] || fail_showing "$tmp/o.err" "guard 0: expected digest $want"
 [ "$(verdict | cut -d' ' -f1)" = kept ] || fail_showing "$tmp/o.err" "guard 0: the plan was not kept"
 [ "$(drop_lines)" -eq 0 ] || fail_showing "$tmp/o.err" "guard 0: a plan was dropped"
+"$BUILD/bin/elixir-trace" summary "$tmp/off.trace" >"$tmp/summary.txt" 2>&1 ||
+    fail_showing "$tmp/summary.txt" "guard 0: elixir-trace summary failed"
+grep -E "^    guard: kept as iteration [0-9]+ began: .*, guard off\)$" "$tmp/summary.txt" ||
+    fail_showing "$tmp/summary.txt" "guard 0: the trace's summary does not say the guard was off"
 echo "the guard keeps a faster plan, drops one slower than asked, and never drops with 0"

@@ -275,8 +275,8 @@ typedef struct trc_mapping {
 } trc_mapping_t;
 
 /* 1.6 (GUARD): the guard's verdict (TRC_GUARD_*) on plan `plan` of device `device`, given as
- * iteration `iteration` (the policy's count) began: the mean of the iterations it judged under
- * the plan (`planned_ns`) against the shortest reactive one since profiling began
+ * iteration `iteration` (the policy's count) began: the shortest of the iterations it judged
+ * under the plan (`planned_ns`) against the shortest reactive one since profiling began
  * (`reactive_ns`), both on the trace's clock, and the limit (`limit`, in thousandths of the
  * reactive figure; 0: the guard was off, the plan kept). */
 enum { TRC_GUARD_KEPT = 1, TRC_GUARD_DROPPED = 2 };

@@ -2,10 +2,10 @@
 /*
  * summary_plan.c - the plan section of `elixir-trace summary`: the planned policy at work
  * (format 1.5).  Per device: each plan made (its size, the host time planning took, its
- * predicted iteration against the iterations measured while it was followed), the
- * operations it foresaw and those it did not, and the guard's verdict on it (1.6); then the moves the plan issued against the
- * reactive engine's (count and bytes per direction, time busy and hidden behind kernels) and
- * the host time of the shim's mapping calls.  A trace without plan records gets one line when
+ * predicted iteration against the iterations measured while it was followed, the guard's
+ * verdict on it: 1.6), the operations it foresaw and those it did not; then the moves the
+ * plan issued against the reactive engine's (count and bytes per direction, time busy and
+ * hidden behind kernels) and the host time of the shim's mapping calls.  A trace without plan records gets one line when
  * its options say which policy ran, and nothing otherwise (an older trace).
  */
 #include "cli.h"
@@ -56,14 +56,17 @@ static void print_guard(const tm_trace_t *t, const trc_plan_t *x)
         const trc_guard_t *g = &t->guards[i].g;
         if (g->device != x->device || g->plan != x->plan)
             continue;
-        printf("    guard: %s as iteration %" PRIu64 " began: iterations that followed it took %s "
-               "against %s for one paged on demand", g->verdict == TRC_GUARD_DROPPED ? "dropped"
+        printf("    guard: %s as iteration %" PRIu64 " began: an iteration that followed it took "
+               "%s", g->verdict == TRC_GUARD_DROPPED ? "dropped"
                : g->verdict == TRC_GUARD_KEPT ? "kept" : "unknown verdict", g->iteration,
-               text_ns(g->planned_ns, b[0]), text_ns(g->reactive_ns, b[1]));
-        if (g->reactive_ns)
-            printf(" (%.2fx", (double)g->planned_ns / (double)g->reactive_ns);
+               text_ns(g->planned_ns, b[0]));
+        if (!g->reactive_ns)
+            printf(", no reactive one timed");
+        else
+            printf(" against %s for one paged on demand (%.2fx", text_ns(g->reactive_ns, b[1]),
+                   (double)g->planned_ns / (double)g->reactive_ns);
         if (g->reactive_ns && g->limit)
-            printf(", limit %.2fx)", (double)g->limit / 1000.0);
+            printf(", limit %gx)", (double)g->limit / 1000.0);
         else if (g->reactive_ns)
             printf(", guard off)");
         printf("%s\n", g->verdict == TRC_GUARD_DROPPED ? "; the reactive engine served the rest"
