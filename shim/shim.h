@@ -488,10 +488,10 @@ void shim_trace_migration(int device, uint64_t chunk, uint64_t bytes, int from, 
 void shim_trace_eviction(int device, uint64_t chunk, uint64_t alloc_base, uint64_t bytes,
                          int from, int to, unsigned reason);
 void shim_trace_memory(int device, const uint64_t bytes[4]);
-/* The planned policy at work (trace_plan.c; format 1.5, GUARD 1.6).  planned_move: a move the plan
- * issued (res_flight.c), recorded as a MIGRATION flagged planned once its copy is seen
- * complete: issued and done are the trace's clock when its copy was issued and when the
- * shim saw it complete, move the id from shim_trace_move_begin.  mapping: one remap (unmap,
+/* The planned policy at work (trace_plan.c; format 1.5, the guard's verdict 1.6).
+ * planned_move: a move the plan issued (res_flight.c), recorded as a MIGRATION flagged
+ * planned once its copy is seen complete: issued and done are the trace's clock when its copy
+ * was issued and when the shim saw it complete, move the id from shim_trace_move_begin.  mapping: one remap (unmap,
  * map, set access of one chunk) the shim made for a move, the plan's (planned) or the
  * reactive engine's, that took ns on the trace's clock (the simulator's virtual clock, which
  * charges VMM calls as the driver takes them); summed per device into MAPPING records at each
@@ -584,7 +584,8 @@ static inline unsigned res_code_generation(void)
     X(PLAN_GUARD, RATIO, "1.1",                                                                \
       "the plan is dropped, and the reactive engine serves the device from then on, where "   \
       "the shorter of two iterations that followed it took more than this times the "         \
-      "reactive one profiled before it: a ratio from 0.01 to 100; 0: the plan is always kept")\
+      "reactive one profiled before it: a ratio from 0.01 to 100; 0: the plan is always "     \
+      "kept")                                                                                  \
     X(TRACE, PATH, "",                                                                         \
       "record a trace into this file (%p is the process id, %h the host name); created "      \
       "0600, never overwritten: if it exists, NAME.1.EXT, NAME.2.EXT ... is used instead")     \

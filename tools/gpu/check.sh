@@ -16,9 +16,9 @@
 #        =plan with ELIXIR_HOST_VMM=0: evicted memory unmapped in pinned pieces), and unlimited:
 #        the digest again, and each run's wall time and mean step (steps 6-8) side by side, with
 #        the plan's predicted iteration, the guard's timing of the planned and the reactive
-#        iterations (the plan kept whatever it measures: ELIXIR_PLAN_GUARD=0) and, at 1/4, from a run of 5 steps subtracted, the
-#        host's time per step by what it went to (ELIXIR_STATS; figures in policy.txt, not
-#        judged).
+#        iterations (the plan kept whatever it measures: ELIXIR_PLAN_GUARD=0) and, at 1/4,
+#        from a run of 5 steps subtracted, the host's time per step by what it went to
+#        (ELIXIR_STATS; figures in policy.txt, not judged).
 # trace  the same job at 1/4 recording a trace, timed by NVIDIA's CUPTI (found beside the CUDA
 #        toolkit or in Python's nvidia packages) and by CUDA events (ELIXIR_CUPTI=off): the
 #        digest again, `elixir-trace summary` and `kernels` must read each trace, and kernels
