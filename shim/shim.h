@@ -491,12 +491,13 @@ void shim_trace_memory(int device, const uint64_t bytes[4]);
 /* The planned policy at work (trace_plan.c; format 1.5, the guard's verdict 1.6).
  * planned_move: a move the plan issued (res_flight.c), recorded as a MIGRATION flagged
  * planned once its copy is seen complete: issued and done are the trace's clock when its copy
- * was issued and when the shim saw it complete, move the id from shim_trace_move_begin.  mapping: one remap (unmap,
- * map, set access of one chunk) the shim made for a move, the plan's (planned) or the
- * reactive engine's, that took ns on the trace's clock (the simulator's virtual clock, which
- * charges VMM calls as the driver takes them); summed per device into MAPPING records at each
- * iteration mark and at exit.  plan: a plan made (res_plan.c); follow: one iteration that
- * followed it, as the next begins. */
+ * was issued and when the shim saw it complete, move the id from shim_trace_move_begin.
+ * mapping: one remap (unmap, map, set access of one chunk) the shim made for a move, the
+ * plan's (planned) or the reactive engine's, that took ns on the trace's clock (the
+ * simulator's virtual clock, which charges VMM calls as the driver takes them); summed per
+ * device into MAPPING records at each iteration mark and at exit.  plan: a plan made
+ * (res_plan.c); follow: one iteration that followed it, as the next begins; guard: the
+ * guard's verdict on a plan (res_plan_guard.c). */
 void shim_trace_planned_move(int device, uint64_t chunk, uint64_t bytes, int from, int to,
                              uint64_t issued, uint64_t done, uint64_t move);
 /* Around the copy of a planned move on stream s of context ctx: begin returns a handle for

@@ -20,53 +20,51 @@ export ELIXIR_POLICY=plan ELIXIR_LOG=warn ELIXIR_STATS=1
 
 shim_train_reference "train.py" "${JOB[@]}"
 
-# verdict: "kept", "dropped" or "not judged", then the planned and reactive ms when timed.
-verdict() {
-    sed -n 's/.*device 0: plan: .*; guard: \([a-z ]*[a-z]\)\( (planned iteration \([0-9.]*\) ms against \([0-9.]*\) ms reactive)\)\{0,1\}$/\1 \3 \4/p' \
-        "$tmp/o.err" | head -1
+# guard_run LIMIT: the job at half its footprint with ELIXIR_PLAN_GUARD=LIMIT, traced, its
+# digest checked; sets verdict ("kept", "dropped" or "not judged"), planned and reactive (the
+# statistics' iteration times, ms), seen (operations foreseen), drops (warnings of a drop),
+# and writes the trace's summary to $tmp/summary.txt.
+guard_run() {
+    local limit=$1
+    ELIXIR_PLAN_GUARD=$limit ELIXIR_TRACE="$tmp/$limit.trace" shim_train_device 2 "${JOB[@]}"
+    [ "$got" = "$want" ] || fail_showing "$tmp/o.err" "guard $limit: expected digest $want"
+    read -r verdict planned reactive <<<"$(sed -n 's/.*device 0: plan: .*; guard: \([a-z ]*[a-z]\)\( (planned iteration \([0-9.]*\) ms against \([0-9.]*\) ms reactive)\)\{0,1\}$/\1 \3 \4/p' \
+        "$tmp/o.err" | head -1)"
+    seen=$(shim_stat "$tmp/o.err" "operations foreseen")
+    drops=$(grep -c "the plan is dropped, and the reactive engine serves" "$tmp/o.err")
+    echo "guard $limit: ${verdict:-?}, planned ${planned:-?} ms against ${reactive:-?} ms" \
+         "reactive; operations foreseen ${seen:-?}"
+    "$BUILD/bin/elixir-trace" summary "$tmp/$limit.trace" >"$tmp/summary.txt" 2>&1 ||
+        fail_showing "$tmp/summary.txt" "guard $limit: elixir-trace summary failed"
 }
-drop_lines() { grep -c "the plan is dropped, and the reactive engine serves" "$tmp/o.err"; }
 
-ELIXIR_PLAN_GUARD=1.1 shim_train_device 2 "${JOB[@]}"
-[ "$got" = "$want" ] || fail_showing "$tmp/o.err" "guard 1.1: expected digest $want"
-read -r kept planned reactive <<<"$(verdict)"
-kept_seen=$(shim_stat "$tmp/o.err" "operations foreseen")
-echo "guard 1.1: ${kept:-?}, planned ${planned:-?} ms against ${reactive:-?} ms reactive;" \
-     "operations foreseen ${kept_seen:-?}"
-[ "$kept" = kept ] || fail_showing "$tmp/o.err" "guard 1.1: the plan was not kept"
+guard_run 1.1
+[ "$verdict" = kept ] || fail_showing "$tmp/o.err" "guard 1.1: the plan was not kept"
 [ -n "$planned" ] && [ -n "$reactive" ] ||
     fail_showing "$tmp/o.err" "guard 1.1: no planned and reactive iteration times"
 awk -v p="$planned" -v r="$reactive" 'BEGIN { exit !(p > 0 && p < r) }' ||
     fail_showing "$tmp/o.err" "guard 1.1: the planned iteration is not the shorter"
-[ "$(drop_lines)" -eq 0 ] || fail_showing "$tmp/o.err" "guard 1.1: a plan was dropped"
+[ "$drops" -eq 0 ] || fail_showing "$tmp/o.err" "guard 1.1: a plan was dropped"
+kept_seen=$seen
 
-ELIXIR_PLAN_GUARD=0.01 ELIXIR_TRACE="$tmp/dropped.trace" shim_train_device 2 "${JOB[@]}"
-[ "$got" = "$want" ] || fail_showing "$tmp/o.err" "guard 0.01: expected digest $want"
-read -r dropped dplanned dreactive <<<"$(verdict)"
-seen=$(shim_stat "$tmp/o.err" "operations foreseen")
-echo "guard 0.01: ${dropped:-?}, planned ${dplanned:-?} ms against ${dreactive:-?} ms reactive;" \
-     "operations foreseen ${seen:-?}"
-[ "$dropped" = dropped ] || fail_showing "$tmp/o.err" "guard 0.01: the plan was not dropped"
-[ "$(drop_lines)" -eq 1 ] || fail_showing "$tmp/o.err" "guard 0.01: not one warning of the drop"
+guard_run 0.01
+[ "$verdict" = dropped ] || fail_showing "$tmp/o.err" "guard 0.01: the plan was not dropped"
+[ "$drops" -eq 1 ] || fail_showing "$tmp/o.err" "guard 0.01: not one warning of the drop"
 grep -q "device 0: plan: 1 planned, 0 re-planned" "$tmp/o.err" ||
     fail_showing "$tmp/o.err" "guard 0.01: profiled or planned again after the drop"
 [ "${seen:-0}" -gt 0 ] && [ "$seen" -lt "${kept_seen:-0}" ] ||
     fail_showing "$tmp/o.err" "guard 0.01: as many operations foreseen as with the plan kept"
-"$BUILD/bin/elixir-trace" summary "$tmp/dropped.trace" >"$tmp/summary.txt" 2>&1 ||
-    fail_showing "$tmp/summary.txt" "guard 0.01: elixir-trace summary failed"
-grep -E "^    guard: dropped as iteration [0-9]+ began: .*limit 0\.01x\); the reactive engine served the rest$" \
-    "$tmp/summary.txt" || fail_showing "$tmp/summary.txt" "guard 0.01: no verdict in the trace's summary"
+grep -E "^    guard: dropped as iteration [0-9]+ began: .*limit 0\.01x\); the reactive" \
+    "$tmp/summary.txt" || fail_showing "$tmp/summary.txt" "guard 0.01: no verdict in the summary"
 profiled=$(sed -n 's/^  plan 1 at .*: profiled iteration \([0-9]*\),.*/\1/p' "$tmp/summary.txt")
 judged=$(sed -n 's/^    guard: dropped as iteration \([0-9]*\) began.*/\1/p' "$tmp/summary.txt")
-[ -n "$profiled" ] && [ "${judged:-0}" -eq $((profiled + 4)) ] || fail_showing "$tmp/summary.txt" \
-    "guard 0.01: verdict as iteration ${judged:-?} began, expected the profiled ${profiled:-?} + 4"
+[ -n "$profiled" ] && [ "${judged:-0}" -eq $((profiled + 4)) ] ||
+    fail_showing "$tmp/summary.txt" \
+        "guard 0.01: verdict as iteration ${judged:-?} began, not the profiled ${profiled:-?} + 4"
 
-ELIXIR_PLAN_GUARD=0 ELIXIR_TRACE="$tmp/off.trace" shim_train_device 2 "${JOB[@]}"
-[ "$got" = "$want" ] || fail_showing "$tmp/o.err" "guard 0: expected digest $want"
-[ "$(verdict | cut -d' ' -f1)" = kept ] || fail_showing "$tmp/o.err" "guard 0: the plan was not kept"
-[ "$(drop_lines)" -eq 0 ] || fail_showing "$tmp/o.err" "guard 0: a plan was dropped"
-"$BUILD/bin/elixir-trace" summary "$tmp/off.trace" >"$tmp/summary.txt" 2>&1 ||
-    fail_showing "$tmp/summary.txt" "guard 0: elixir-trace summary failed"
+guard_run 0
+[ "$verdict" = kept ] || fail_showing "$tmp/o.err" "guard 0: the plan was not kept"
+[ "$drops" -eq 0 ] || fail_showing "$tmp/o.err" "guard 0: a plan was dropped"
 grep -E "^    guard: kept as iteration [0-9]+ began: .*, guard off\)$" "$tmp/summary.txt" ||
-    fail_showing "$tmp/summary.txt" "guard 0: the trace's summary does not say the guard was off"
+    fail_showing "$tmp/summary.txt" "guard 0: the summary does not say the guard was off"
 echo "the guard keeps a faster plan, drops one slower than asked, and never drops with 0"

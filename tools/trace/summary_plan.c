@@ -5,8 +5,9 @@
  * predicted iteration against the iterations measured while it was followed, the guard's
  * verdict on it: 1.6), the operations it foresaw and those it did not; then the moves the
  * plan issued against the reactive engine's (count and bytes per direction, time busy and
- * hidden behind kernels) and the host time of the shim's mapping calls.  A trace without plan records gets one line when
- * its options say which policy ran, and nothing otherwise (an older trace).
+ * hidden behind kernels) and the host time of the shim's mapping calls.  A trace without plan
+ * records gets one line when its options say which policy ran, and nothing otherwise (an
+ * older trace).
  */
 #include "cli.h"
 
