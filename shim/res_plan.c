@@ -721,6 +721,9 @@ void res_plan_op(res_dev_t *d, collect_t *k, int kind, uintptr_t what, const shi
                                          * NCCL call's own launches are part of it) */
     int64_t i = plan_step(d, kind, what, k->ids, k->n, c ? res_plan_copy_access : NULL, c, s,
                           k->serial);
+    /* (The prefetches the plan issued before it, of its own chunks: s waits for their copies.) */
+    if (d->nflights || d->nvme_flights)
+        settle(d, k, s, ptds);
     if (i >= 0)
         res_ptime_op(d, k, (uint32_t)i);
     in_place(d, k);
