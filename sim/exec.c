@@ -289,6 +289,25 @@ static double duration(const sim_op_t *op, uint64_t *bytes)
     return 0;
 }
 
+/*
+ * One access of [addr, +len) by tid.  Bytes of VMM mappings are checked as the physical
+ * memory they reach (sim_vmm_phys_pieces), so that a copy through one mapping and a kernel
+ * through another mapping of the same memory race as they would on a device; the address
+ * itself is then only read, a use of the mapping that an unsynchronised cuMemUnmap (a host
+ * write of it) races with.  Other bytes are checked by their address.
+ */
+#define RACE_PIECES 64
+
+static void race_data(uint32_t tid, uint64_t addr, uint64_t len, int write,
+                      const sim_race_who_t *who)
+{
+    sim_phys_piece_t pc[RACE_PIECES];
+    size_t n = sim_vmm_phys_pieces(addr, len, pc, RACE_PIECES);
+    sim_race_access(exec_race, tid, addr, len, n ? 0 : write, who);
+    for (size_t i = 0; i < n; i++)
+        sim_race_access(exec_race, tid, pc[i].key, pc[i].len, write, who);
+}
+
 /* Report the accesses of a strided region: per row when few rows, else its whole span. */
 static void race_rows(uint32_t tid, uint64_t base, size_t width, size_t height, size_t depth,
                       size_t pitch, size_t rows_per_slice, int write, const sim_race_who_t *who)
@@ -297,13 +316,12 @@ static void race_rows(uint32_t tid, uint64_t base, size_t width, size_t height, 
         return;
     if (height * depth > 16 || pitch == width) {
         uint64_t last = base + ((depth - 1) * rows_per_slice + (height - 1)) * pitch + width;
-        sim_race_access(exec_race, tid, base, last - base, write, who);
+        race_data(tid, base, last - base, write, who);
         return;
     }
     for (size_t z = 0; z < depth; z++)
         for (size_t y = 0; y < height; y++)
-            sim_race_access(exec_race, tid, base + (z * rows_per_slice + y) * pitch, width, write,
-                            who);
+            race_data(tid, base + (z * rows_per_slice + y) * pitch, width, write, who);
 }
 
 /* Without declared accesses, each pointer argument stands for its whole allocation. */
@@ -315,7 +333,7 @@ static void race_kernel_args(const sim_op_t *op, uint32_t tid, const sim_race_wh
         sim_ptr_info_t info;
         memcpy(&v, k->args + off, 8);
         if (v >= 4096 && sim_ptr_info(v, &info) == 0 && info.mapped)
-            sim_race_access(exec_race, tid, info.base, info.size, 1, who);
+            race_data(tid, info.base, info.size, 1, who);
     }
 }
 
@@ -328,9 +346,9 @@ static void race_op(const sim_op_t *op, uint32_t tid)
             race_kernel_args(op, tid, &who);
         for (size_t i = 0; i < exec_cur.nacc; i++) {
             if (exec_cur.acc[i].mode & SIM_ACCESS_READ)
-                sim_race_access(exec_race, tid, exec_cur.acc[i].addr, exec_cur.acc[i].len, 0, &who);
+                race_data(tid, exec_cur.acc[i].addr, exec_cur.acc[i].len, 0, &who);
             if (exec_cur.acc[i].mode & SIM_ACCESS_WRITE)
-                sim_race_access(exec_race, tid, exec_cur.acc[i].addr, exec_cur.acc[i].len, 1, &who);
+                race_data(tid, exec_cur.acc[i].addr, exec_cur.acc[i].len, 1, &who);
         }
         break;
     case SIM_OP_COPY: {
@@ -349,7 +367,7 @@ static void race_op(const sim_op_t *op, uint32_t tid)
         sim_race_access(exec_race, tid, op->u.free.base, op->u.free.size, 1, &who);
         break;
     case SIM_OP_WRITE_VALUE:
-        sim_race_access(exec_race, tid, op->u.memop.addr, op->u.memop.size, 1, &who);
+        race_data(tid, op->u.memop.addr, op->u.memop.size, 1, &who);
         break;
     case SIM_OP_WAIT_VALUE:
         /* Not an access: a wait polls a word that other work is meant to store concurrently
@@ -779,6 +797,7 @@ void sim_exec_start(void)
     if (sim_cfg.racecheck != SIM_RACE_OFF) {
         exec_race = sim_race_new(race_report, NULL);
         if (exec_race) {
+            sim_race_set_namer(exec_race, sim_vmm_name_bytes);
             exec_host_tid = sim_race_thread(exec_race);
             sink_tid = sim_race_thread(exec_race);
             exec_host_snap = sim_race_release(exec_race, exec_host_tid);

@@ -106,6 +106,7 @@ struct sim_race {
     ival_t **stack;         /* scratch: a builder's spine */
     size_t stackcap;
     uint64_t races, printed;
+    sim_race_name_fn name;  /* how a report names bytes; NULL: by address */
 };
 
 /* ------------------------------------------------------------------ memory */
@@ -575,19 +576,29 @@ static void check(sim_race_t *r, const thr_t *t, const ival_t *n, const epoch_t 
             note(r, &n->reads[i], false, n, cur);
 }
 
+/* Bytes [addr, +len) as a report names them: by the caller's namer, else their addresses. */
+static void name_bytes(const sim_race_t *r, char *buf, size_t size, uint64_t addr, uint64_t len)
+{
+    if (r->name)
+        r->name(addr, len, buf, size);
+    else
+        snprintf(buf, size, "[0x%" PRIx64 "..+%" PRIu64 ")", addr, len);
+}
+
 /* One report line for candidate c of access cur; the caller frees it.  NULL if out of memory. */
-static char *describe(const epoch_t *cur, bool write, const cand_t *c)
+static char *describe(const sim_race_t *r, const epoch_t *cur, bool write, const cand_t *c)
 {
     const epoch_t *e = &c->early;
-    char *line;
+    char a[96], b[96], o[96], *line;
 
+    name_bytes(r, a, sizeof(a), cur->addr, cur->len);
+    name_bytes(r, b, sizeof(b), e->addr, e->len);
+    name_bytes(r, o, sizeof(o), c->lo, c->hi - c->lo + 1);
     if (asprintf(&line,
-                 "race: %s of [0x%" PRIx64 "..+%" PRIu64 ") by %s (op %" PRIu64 ", stream %" PRIu32
-                 ") is unordered with earlier %s of [0x%" PRIx64 "..+%" PRIu64 ") by %s (op %" PRIu64
-                 ", stream %" PRIu32 "); overlap [0x%" PRIx64 "..+%" PRIu64 ")",
-                 write ? "write" : "read", cur->addr, cur->len, cur->what, cur->op, cur->stream,
-                 c->early_write ? "write" : "read", e->addr, e->len, e->what, e->op, e->stream,
-                 c->lo, c->hi - c->lo + 1) < 0)
+                 "race: %s of %s by %s (op %" PRIu64 ", stream %" PRIu32 ") is unordered with "
+                 "earlier %s of %s by %s (op %" PRIu64 ", stream %" PRIu32 "); overlap %s",
+                 write ? "write" : "read", a, cur->what, cur->op, cur->stream,
+                 c->early_write ? "write" : "read", b, e->what, e->op, e->stream, o) < 0)
         return NULL;
     return line;
 }
@@ -603,7 +614,7 @@ static unsigned emit(sim_race_t *r, const epoch_t *cur, bool write)
             r->report(r->ctx, "race: further races not printed (they are still counted)");
             continue;
         }
-        char *line = describe(cur, write, &r->cands[i]);
+        char *line = describe(r, cur, write, &r->cands[i]);
         r->report(r->ctx, line ? line : "race: (out of memory describing a race)");
         free(line);
     }
@@ -728,6 +739,11 @@ sim_race_t *sim_race_new(sim_race_report_fn report, void *ctx)
     r->ctx = ctx;
     r->rng = 0x9e3779b97f4a7c15ULL;
     return r;
+}
+
+void sim_race_set_namer(sim_race_t *r, sim_race_name_fn name)
+{
+    r->name = name;
 }
 
 void sim_race_free(sim_race_t *r)

@@ -31,6 +31,11 @@ typedef struct sim_race_who {
 typedef void (*sim_race_report_fn)(void *ctx, const char *detail);
 
 sim_race_t *sim_race_new(sim_race_report_fn report, void *ctx);
+/* How a report names the bytes [addr, +len) (into buf, NUL-terminated); by default their
+ * address range.  A caller whose addresses are keys of its own (sim_vmm_phys_pieces) says
+ * what they stand for. */
+typedef void (*sim_race_name_fn)(uint64_t addr, uint64_t len, char *buf, size_t size);
+void sim_race_set_namer(sim_race_t *r, sim_race_name_fn name);
 void sim_race_free(sim_race_t *r);
 
 /* A new logical thread with an all-zero clock; returns its id (dense, from 0). */

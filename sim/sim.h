@@ -206,6 +206,22 @@ const sim_mapping_t *sim_vmm_lookup(const sim_range_t *r, uint64_t addr);
  * (What a launch checks of each pointer argument; other memory is not its concern.) */
 int sim_launch_denied(uint64_t addr, CUcontext ctx);
 int sim_vmm_phys_is_host(const struct sim_phys *p);
+/* The race checker's view of the bytes [addr, +len) when they lie in one reserved range,
+ * wholly mapped: up to `max` pieces of physical memory, each a key of its own key space
+ * (SIM_PHYS_KEY: one per physical allocation, never reused) and a length, so that two
+ * mappings of the same memory are seen as the same bytes.  Returns the number of pieces, or
+ * 0 for bytes outside VMM mappings (or in more than `max` pieces), which are checked by
+ * their address.  Takes the registry's lock. */
+typedef struct sim_phys_piece {
+    uint64_t key, len;
+} sim_phys_piece_t;
+size_t sim_vmm_phys_pieces(uint64_t addr, uint64_t len, sim_phys_piece_t *out, size_t max);
+/* A race report's name of [addr, +len): the physical allocation and offset of a key, else the
+ * address range (sim_race_name_fn). */
+void sim_vmm_name_bytes(uint64_t addr, uint64_t len, char *buf, size_t size);
+/* Histories of physical memory that is gone are dropped from the race checker (after the
+ * registry's lock is released: the checker's lock is taken after it, never inside). */
+void sim_vmm_forget_dead(void);
 /* Bytes of [addr, +bytes) in host memory (VMM mappings of host-located memory, pinned or
  * registered host memory): what a kernel touching that range moves over the host link. */
 uint64_t sim_host_bytes(uint64_t addr, uint64_t bytes);

@@ -12,6 +12,8 @@
  * unsynchronised work may still use the range is reported like any other race.
  */
 #include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -363,10 +365,72 @@ SIM_API CUresult CUDAAPI cuMemCreate(CUmemGenericAllocationHandle *handle, size_
 }
 
 /* Drop a reference (under sim_reg_lock); the last one frees the memory. */
+/*
+ * Physical memory as the race checker keys it: bit 63 set (no address the simulator hands out
+ * has it), the allocation's id (unique for the process's life, 27 bits) and the offset (36
+ * bits: 64 GiB per allocation at most; the simulator's devices are smaller).
+ */
+#define PHYS_KEY(id) ((1ull << 63) | (((id) & ((1ull << 27) - 1)) << 36))
+
+size_t sim_vmm_phys_pieces(uint64_t addr, uint64_t len, sim_phys_piece_t *out, size_t max)
+{
+    size_t n = 0;
+    uint64_t end = addr + len;
+    pthread_rwlock_rdlock(&sim_reg_lock);
+    const sim_range_t *rg = len ? sim_range_lookup_locked(addr) : NULL;
+    if (rg && rg->kind == SIM_RANGE_RESERVED && end <= rg->base + rg->size) {
+        for (uint64_t at = addr; at < end; n++) {
+            const sim_mapping_t *m = lookup(rg, at);
+            if (!m || n == max) {
+                n = 0;                  /* (a hole, a fault the access checks report) */
+                break;
+            }
+            uint64_t stop = m->va + m->size < end ? m->va + m->size : end;
+            out[n] = (sim_phys_piece_t){ PHYS_KEY(m->phys->id) + (at - m->va), stop - at };
+            at = stop;
+        }
+    }
+    pthread_rwlock_unlock(&sim_reg_lock);
+    return n;
+}
+
+void sim_vmm_name_bytes(uint64_t addr, uint64_t len, char *buf, size_t size)
+{
+    if (addr >> 63)
+        snprintf(buf, size, "[physical allocation %" PRIu64 " +0x%" PRIx64 "..+%" PRIu64 ")",
+                 (addr >> 36) & ((UINT64_C(1) << 27) - 1), addr & ((UINT64_C(1) << 36) - 1), len);
+    else
+        snprintf(buf, size, "[0x%" PRIx64 "..+%" PRIu64 ")", addr, len);
+}
+
+/* Physical memory gone whose histories the race checker still holds (under sim_reg_lock). */
+#define DEAD_MAX 64
+static struct {
+    uint64_t key[DEAD_MAX], size[DEAD_MAX];
+    size_t n;
+} dead;
+
+void sim_vmm_forget_dead(void)
+{
+    uint64_t key[DEAD_MAX], size[DEAD_MAX];
+    pthread_rwlock_wrlock(&sim_reg_lock);
+    size_t n = dead.n;
+    memcpy(key, dead.key, n * sizeof(*key));
+    memcpy(size, dead.size, n * sizeof(*size));
+    dead.n = 0;
+    pthread_rwlock_unlock(&sim_reg_lock);
+    for (size_t i = 0; i < n; i++)
+        sim_race_forget_range(key[i], size[i]);
+}
+
 static void phys_unref(struct sim_phys *ph)
 {
     if (--ph->refs > 0)
         return;
+    if (dead.n < DEAD_MAX) {            /* (beyond, its history stays: its key is not reused) */
+        dead.key[dead.n] = PHYS_KEY(ph->id);
+        dead.size[dead.n++] = ph->size;
+    }
     close(ph->fd);
     ph->magic = 0;
     if (ph->prop.location.type == CU_MEM_LOCATION_TYPE_DEVICE)
@@ -402,6 +466,7 @@ SIM_API CUresult CUDAAPI cuMemRelease(CUmemGenericAllocationHandle handle)
     pthread_rwlock_unlock(&sim_reg_lock);
     if (!ph)
         return CUDA_ERROR_INVALID_VALUE;
+    sim_vmm_forget_dead();
     VMM_COST(RELEASE, !host_mem, host_mem, size);
     return CUDA_SUCCESS;
 }
@@ -560,6 +625,7 @@ SIM_API CUresult CUDAAPI cuMemUnmap(CUdeviceptr ptr, size_t size)
     pages_index(rg, first);
     pthread_rwlock_unlock(&sim_reg_lock);
     sim_host_access(ptr, size, 1, "cuMemUnmap");
+    sim_vmm_forget_dead();
     VMM_COST(UNMAP, last - first + 1 - host, host, size);
     return CUDA_SUCCESS;
 }
