@@ -46,6 +46,7 @@ typedef enum opt_type {
     OPT_TYPE_AUTO_BOOL,
     OPT_TYPE_PLAN_SLACK,
     OPT_TYPE_RATIO,
+    OPT_TYPE_REACH,
 } opt_type_t;
 
 typedef struct opt_desc {
@@ -78,6 +79,7 @@ static char bad_text[SHIM_NOPTS][64];   /* what a bad value was, for the report 
 static const char *const level_names[] = { "error", "warn", "info", "trace" };
 static const char *const meminfo_names[] = { "virtual", "physical" };
 static const char *const policy_names[] = { "reactive", "plan" };
+static const char *const reach_names[] = { "allocation", "forward" };
 static const char *const trace_level_names[] = { "summary", "allocs", "all" };
 
 /* Index of s in names (case-insensitive), or -EINVAL. */
@@ -145,6 +147,16 @@ static int parse_meminfo(const char *s, opt_value_t *v)
 static int parse_policy(const char *s, opt_value_t *v)
 {
     int i = parse_name(s, policy_names, (int)SHIM_ARRAY_LEN(policy_names));
+
+    if (i < 0)
+        return i;
+    v->num = i;
+    return 0;
+}
+
+static int parse_reach(const char *s, opt_value_t *v)
+{
+    int i = parse_name(s, reach_names, (int)SHIM_ARRAY_LEN(reach_names));
 
     if (i < 0)
         return i;
@@ -338,6 +350,7 @@ static const struct {
                                               "also work)" },
     [OPT_TYPE_PLAN_SLACK] = { parse_plan_slack, "auto or a whole number from 0 to 4096" },
     [OPT_TYPE_RATIO] = { parse_ratio, "0, or a ratio from 0.01 to 100" },
+    [OPT_TYPE_REACH] = { parse_reach, "forward or allocation" },
 };
 
 /* Parse decimal digits with an optional fraction ("12", "12.5"); returns the end or NULL. */

@@ -191,6 +191,7 @@ static int setup(res_dev_t *d, int device, CUcontext ctx)
     long unmap = shim_opt_int(SHIM_OPT_PLAN_UNMAP);
     d->unmap_on = res_policy_plan && d->host_mappable &&
                   (unmap == SHIM_AUTO ? shim_opt_str(SHIM_OPT_NVME_PATH)[0] != 0 : unmap == 1);
+    d->reach_forward = d->host_mappable && shim_opt_int(SHIM_OPT_REACH) == 1;
     d->size = round_up(2 * (d->gpu_budget + atomic_load(&res_host.budget) + nvme) + d->chunk,
                        d->chunk);
     CUdeviceptr base;

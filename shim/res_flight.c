@@ -16,6 +16,7 @@
  * memory there and copies the piece in, an eviction copies out into a piece and then unmaps.
  * Physical memory is res_phys.c's, the chunk lists res_move.c's, shadow mappings res_shadow.c's.
  */
+#include <errno.h>
 #include <stdlib.h>
 
 #include "res_int.h"
@@ -332,7 +333,7 @@ int res_prefetch(res_dev_t *d, uint32_t ci)
         !d->stream)
         return -1;
     if (!res_idle_now(d, c))
-        return -1;
+        return -EBUSY;
     int room = flight_room(d);
     if (room < 0 || c->tier != TIER_HOST)
         return -1;
@@ -400,8 +401,11 @@ int res_evict_async(res_dev_t *d, uint32_t ci, uint32_t serial)
     int i = c->moving ? flight_find(d, ci) : -1;
     if (i >= 0 && d->flights[i].in)
         flight_end(d, i, 0, 0);         /* its prefetch, used since: done first */
-    if (c->tier != TIER_GPU || c->moving || c->pinned || c->held || c->waiting ||
-        c->seen == serial || !res_has_room(d, TIER_HOST) || !out_stream(d))
+    if (c->tier != TIER_GPU || c->moving || c->pinned || c->held || c->waiting)
+        return -1;
+    if (c->seen == serial)
+        return -EBUSY;
+    if (!res_has_room(d, TIER_HOST) || !out_stream(d))
         return -1;
     CUmemGenericAllocationHandle h;
     if (res_phys_get(d, TIER_HOST, &h) != CUDA_SUCCESS)
@@ -495,6 +499,12 @@ void res_flight_settle(res_dev_t *d, uint32_t ci, int gone)
         flight_end(d, i, gone, 0);
     else
         res_nvme_flight_settle(d, ci, gone);    /* (an NVMe move, or none) */
+}
+
+int res_flight_out(const res_dev_t *d, uint32_t ci)
+{
+    int i = flight_find(d, ci);
+    return i >= 0 && !d->flights[i].in;
 }
 
 void res_flight_keep(res_dev_t *d, uint32_t ci)

@@ -28,6 +28,8 @@
 #define KCACHE 256          /* kernels whose parameter layout is cached, per device */
 #define KPROBE 8            /* slots of the layout cache tried per kernel */
 #define INLINE_IDS 32       /* chunks an operation collects without allocating */
+#define BEHIND_SPANS 8      /* allocations per operation whose chunks before its pointers are
+                             * told apart (collect_t.behind) */
 
 enum { TIER_NONE, TIER_GPU, TIER_HOST, TIER_NVME };  /* NVME: res_nvme.c */
 
@@ -245,6 +247,9 @@ typedef struct res_dev {
     double blocked_s, blocked_free_s;   /* host waits of migrations, of frees and releases */
     int nvme_on;                    /* the NVMe tier serves this device (res_nvme.c) */
     int unmap_on;                   /* the plan's evictions may unmap (res_unmapped.c) */
+    int reach_forward;              /* ELIXIR_REACH=forward, where host memory maps: a kernel's
+                                     * pointer brings in its allocation from its chunk on
+                                     * (collect_t.behind) */
     uint32_t nunmapped;             /* host chunks whose address is unmapped (chunk.unmapped) */
     int exposed_fresh;              /* chunks came into use since every chunk was exposed */
     uint32_t slab_fresh;            /* 1 + the slab chunk that the allocation being placed
@@ -363,7 +368,24 @@ typedef struct collect {
                                      * fence it gets at the end (res_fence.c) */
     uint32_t timed, timed_gen;      /* 1 + the profiled operation this is, to be timed, and
                                      * its profile (res_plan_time.c); 0: none */
+    /* Chunks [first, lo) of a launch's allocation lie before every pointer it passes into it:
+     * collected, but neither brought into GPU memory for it nor profiled (collect_forward). */
+    int forward;                    /* collecting a launch's arguments (d->reach_forward) */
+    uint32_t nbehind;
+    struct {
+        uint32_t first, lo;
+    } behind[BEHIND_SPANS];
 } collect_t;
+
+/* Does chunk ci lie before every pointer operation k passed into its allocation? */
+static inline int res_collect_behind(const collect_t *k, uint32_t ci)
+{
+    for (uint32_t i = 0; i < k->nbehind; i++)
+        if (ci >= k->behind[i].first && ci < k->behind[i].lo)
+            return 1;
+    return 0;
+}
+
 _Static_assert(MAX_DEVICES <= 32, "collect_t.fenced has a bit per device");
 
 /* ---------------------------------------------------------------- res.c */
@@ -721,11 +743,14 @@ int res_park_drop(res_dev_t *d);
 
 /* ---------------------------------------------------------------- res_flight.c */
 /* Asynchronous moves (d locked).  res_prefetch: chunk ci, in host memory,
- * starts coming into GPU memory (its mapping swapped at once, see flight_t); 0 when issued, -1
- * when it was not (no room, in use, a driver error: the reactive engine brings it in when it is
- * used).  res_evict_async: GPU chunk ci starts going out to host memory after its last use,
- * unless operation `serial` collected it; 0 or -1 likewise. */
+ * starts coming into GPU memory (its mapping swapped at once, see flight_t); 0 when issued,
+ * -EBUSY when an operation that may use it has not completed (it may go later), -1 when it
+ * was not issued otherwise (no room, a driver error: the reactive engine brings it in when it
+ * is used).  res_evict_async: GPU chunk ci starts going out to host memory after its last
+ * use; 0, -EBUSY when operation `serial` collected it, else -1 likewise. */
 int res_prefetch(res_dev_t *d, uint32_t ci);
+/* Is chunk ci's eviction to host memory in flight (d locked)? */
+int res_flight_out(const res_dev_t *d, uint32_t ci);
 int res_evict_async(res_dev_t *d, uint32_t ci, uint32_t serial);
 /* Operation k, about to be enqueued on stream s (ptds: the _ptsz ABI), uses chunk ci, which
  * has a move in flight: a prefetch is waited for by s (or by the host where s cannot), an
@@ -774,7 +799,8 @@ extern int res_policy_plan;
  * memset (NULL for a launch), whose operands say which chunks it reads and writes. */
 void res_plan_op(res_dev_t *d, collect_t *k, int kind, uintptr_t what, const shim_copy_t *c,
                  CUstream s, int ptds);
-/* How an operation reaches the chunk [lo, hi) of its arena: enum pol_access (res_plan_nccl). */
+/* How an operation reaches the chunk [lo, hi) of its arena: enum pol_access (res_plan_nccl);
+ * 0 where the plan counts it as not reached (a launch's chunk behind its pointers). */
 typedef uint8_t (*res_access_fn_t)(const void *arg, uint64_t lo, uint64_t hi);
 /* res_plan_op's form for an NCCL call's chunks on d (k, d locked, reached after it), `what`
  * its kind for the signature, acc(arg, ...) how it reaches each chunk: its chunks with moves

@@ -46,6 +46,8 @@ static SHIM_ALWAYS_INLINE collect_t *collect_open(res_dev_t *d, CUcontext ctx)
     k->cap = INLINE_IDS;
     k->unknown = k->capturing = k->away = k->in_place = k->detected = 0;
     k->timed = 0;
+    k->forward = 0;
+    k->nbehind = 0;
     shim_lock(&d->lock);
     k->serial = res_next_serial(d);
     return k;
@@ -133,10 +135,44 @@ static SHIM_ALWAYS_INLINE void collect_chunk(collect_t *k, const geo_t *g, uint3
 }
 
 /*
+ * A launch's pointer into chunk ci of an allocation of several chunks (k->forward): every
+ * chunk of the allocation is collected, once, and the chunks before the lowest pointer the
+ * launch passes into it are told apart (collect_t.behind).  A kernel indexes forward from the
+ * pointers it is given (a tensor's data pointer, a matrix's first element), so in an
+ * allocation that holds many tensors (a caching allocator's segment) only the chunks from the
+ * pointer on come into GPU memory for it; those before it stay mapped where they are, so a
+ * kernel that does reach back still finds them, in host memory.  Beyond BEHIND_SPANS such
+ * allocations, the rest are collected whole, none of their chunks behind.
+ */
+static SHIM_COLD __attribute__((noinline)) void collect_forward(collect_t *k, const geo_t *g,
+                                                                uint32_t ci)
+{
+    const chunk_t *c = &g->chunks[ci];
+    uint32_t first = c->span_first, i = 0;
+    while (i < k->nbehind && k->behind[i].first != first)
+        i++;
+    if (i < k->nbehind) {                   /* (its chunks are collected already) */
+        if (ci < k->behind[i].lo)
+            k->behind[i].lo = ci;
+        return;
+    }
+    if (c->seen == g->serial)
+        return;                             /* collected whole: nothing of it is behind */
+    if (ci > first && k->nbehind < BEHIND_SPANS) {
+        k->behind[i].first = first;
+        k->behind[i].lo = ci;
+        k->nbehind++;
+    }
+    for (uint32_t j = 0, n = c->span_n; j < n; j++)
+        collect_chunk(k, g, first + j);
+}
+
+/*
  * Every chunk of the allocation containing p, when p lies in a chunk in use.  Read from the
  * chunk's span stamp, not arena_lookup: a value that points into a chunk in use but into no
  * allocation (the slack of a slot, a freed slot, a word that only looks like a pointer)
- * collects the chunk too, which costs residency and a recorded use, never correctness.
+ * collects the chunk too, which costs residency and a recorded use, never correctness.  A
+ * launch's pointer into an allocation of several chunks: see collect_forward.
  */
 static SHIM_ALWAYS_INLINE void collect_ptr(collect_t *k, const geo_t *g, uint64_t p)
 {
@@ -148,10 +184,14 @@ static SHIM_ALWAYS_INLINE void collect_ptr(collect_t *k, const geo_t *g, uint64_
     }
     uint32_t ci = (uint32_t)(g->shift >= 0 ? off >> g->shift : off / g->chunk);
     const chunk_t *c = &g->chunks[ci];
-    if (c->tier == TIER_NONE || c->seen == g->serial)
+    if (c->tier == TIER_NONE || (c->seen == g->serial && !(k->forward && c->span_n > 1)))
         return;
     if (c->span_n <= 1) {
         collect_chunk(k, g, ci);
+        return;
+    }
+    if (k->forward) {
+        collect_forward(k, g, ci);
         return;
     }
     for (uint32_t i = 0, first = c->span_first, n = c->span_n; i < n; i++)
@@ -379,12 +419,14 @@ static SHIM_COLD void collect_extra(collect_t *k, const shim_launch_t *l, trace_
 /* What launch l reaches, collected into k (and its words gathered into t when not NULL). */
 static inline void collect_launch(collect_t *k, const shim_launch_t *l, trace_words_t *t)
 {
+    k->forward = k->d->reach_forward;
     if (!l->f || l->kind == SHIM_LAUNCH_LEGACY)
         k->unknown = 1;     /* a graph (nodes not inspected), or arguments set by cuParamSet* */
     else if (l->extra)
         collect_extra(k, l, t);
     else if (l->params)
         collect_params(k, l->f, l->params, t);
+    k->forward = 0;
 }
 
 /* A recorded launch: collected as collect_launch does, its argument words gathered, and the

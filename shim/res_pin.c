@@ -187,7 +187,7 @@ int res_reach_away(res_dev_t *d, collect_t *k, int promote, int gap, const char 
         for (size_t i = 0; i < k->n; i++)
             res_hold(d, k->ids[i]);
     for (size_t i = 0; i < k->n; i++)
-        if (d->chunks[k->ids[i]].tier == TIER_HOST &&
+        if (d->chunks[k->ids[i]].tier == TIER_HOST && !res_collect_behind(k, k->ids[i]) &&
             res_bring_in(d, k->ids[i], k->serial, must, gap) < 0 && !must)
             break;
     if (gap && must)

@@ -134,6 +134,8 @@ static void profile_clear(res_plan_t *p)
 
 static void plan_clear(res_plan_t *p)
 {
+    p->skipped += p->nretry;            /* (moves noted to be tried again: left) */
+    p->nretry = 0;
     pol_plan_free(p->plan);
     p->plan = NULL;
     free(p->born);
@@ -410,74 +412,6 @@ static void trace_follow(res_dev_t *d, res_plan_t *p, int64_t it)
 
 /* ---------------------------------------------------------------- execution */
 
-/* The arena chunk of move m's first chunk, or UINT32_MAX (as res_plan_buf_first). */
-static uint32_t move_first(const res_dev_t *d, const res_plan_t *p, const pol_move_t *m)
-{
-    if (m->buf >= p->nbufs || m->chunk + m->nchunks > p->nch[m->buf])
-        return UINT32_MAX;
-    uint32_t first = res_plan_buf_first(d, p, m->buf);
-    return first == UINT32_MAX ? first : first + m->chunk;
-}
-
-/* Chunk ci's part of move m: 0 when issued, -1 when left (counted either way). */
-static int issue_chunk(res_dev_t *d, res_plan_t *p, const pol_move_t *m, uint32_t ci,
-                       uint32_t serial)
-{
-    int r = -1;
-    if (m->from == POL_NVME || m->to == POL_NVME || d->chunks[ci].tier == TIER_NVME ||
-        (m->to == POL_HOST && d->nvme_on))
-        r = res_plan_nvme_move(d, ci, m->from, m->to, serial);
-    else if (m->to == POL_GPU && m->from == POL_HOST)
-        r = res_prefetch(d, ci);
-    else if (m->from == POL_GPU && m->to == POL_HOST)
-        r = res_evict_async(d, ci, serial);
-    if (r == 0) {
-        p->chunks_moved++;
-    } else {
-        SHIM_TRACE(RES, "device %d: plan move of chunk %u, tier %d -> %d, left (now tier %d%s)",
-                   d->device, ci, m->from, m->to, d->chunks[ci].tier,
-                   d->chunks[ci].moving ? ", moving" : "");
-        p->skipped++;
-    }
-    return r;
-}
-
-/* Issue move m of the plan (operation `serial` must keep its chunks). */
-static void issue(res_dev_t *d, res_plan_t *p, const pol_move_t *m, uint32_t serial)
-{
-    uint32_t first = move_first(d, p, m);
-    if (first == UINT32_MAX)
-        return;
-    p->moves++;
-    if (m->from == POL_NTIERS)
-        return;                         /* a new buffer's chunks: the arena places them */
-    for (uint32_t i = 0; i < m->nchunks; i++)
-        issue_chunk(d, p, m, first + i, serial);
-}
-
-/* Move m, issued ahead of its place (hoist), at its place: its chunks whose move ahead was
- * refused, or cancelled since by a use (one that ran in place, on host memory), go now. */
-static void issue_rest(res_dev_t *d, res_plan_t *p, const pol_move_t *m, uint32_t serial)
-{
-    uint32_t first = move_first(d, p, m);
-    for (uint32_t i = 0; first != UINT32_MAX && i < m->nchunks; i++)
-        if (d->chunks[first + i].tier == TIER_HOST && !d->chunks[first + i].moving)
-            issue_chunk(d, p, m, first + i, serial);
-}
-
-static void issue_range(res_dev_t *d, res_plan_t *p, uint32_t from, uint32_t to,
-                        uint32_t serial)
-{
-    for (uint32_t i = from; i < to && i < p->plan->nmoves; i++) {
-        if (SHIM_UNLIKELY(p->ahead[i])) {
-            p->ahead[i] = 0;
-            issue_rest(d, p, &p->plan->moves[i], serial);
-        } else {
-            issue(d, p, &p->plan->moves[i], serial);
-        }
-    }
-}
-
 /* Do moves a and b move a chunk in common? */
 static int same_chunks(const pol_move_t *a, const pol_move_t *b)
 {
@@ -510,7 +444,7 @@ static void hoist(res_dev_t *d, res_plan_t *p, uint32_t at, uint32_t serial)
         int clash = 0;
         for (uint32_t j = from; j < i && !clash; j++)
             clash = same_chunks(&pl->moves[j], m);
-        uint32_t first = move_first(d, p, m);
+        uint32_t first = res_plan_move_first(d, p, m);
         if (clash || first == UINT32_MAX)
             continue;
         uint32_t k = 0;
@@ -568,12 +502,14 @@ static void follow(res_dev_t *d, res_plan_t *p, uint64_t sig, uint32_t serial)
         return;
     }
     p->foreseen++;
+    if (p->nretry)
+        res_plan_retry(d, p, serial, at);
     if (p->after_of)
-        issue_range(d, p, pl->op_after[p->after_of - 1], pl->op_first[p->after_of], serial);
+        res_plan_issue_range(d, p, pl->op_after[p->after_of - 1], pl->op_first[p->after_of], serial, at);
     if (at == 0)
         reconcile(d, p, serial);
     if (p->pre != at + 1)
-        issue_range(d, p, pl->op_first[at], pl->op_after[at], serial);
+        res_plan_issue_range(d, p, pl->op_first[at], pl->op_after[at], serial, at);
     p->pre = 0;
     p->after_of = at + 1;
     p->cursor = at + 1;
@@ -622,6 +558,7 @@ static void iteration(res_dev_t *d, res_plan_t *p, int64_t it)
             plan_now(d, p);
         break;
     case P_EXEC:
+        res_plan_retry_drop(d, p);
         if (SHIM_TRACING())
             trace_follow(d, p, ended);
         p->mism += p->cursor < p->nops ? p->nops - p->cursor : 0;
@@ -681,7 +618,10 @@ static int64_t plan_step(res_dev_t *d, int kind, uintptr_t what, const uint32_t 
     return -1;
 }
 
-/* Chunks of operation k with moves in flight are settled before it is enqueued on s. */
+/* Chunks of operation k with moves in flight are settled before it is enqueued on s.  The
+ * eviction of a chunk behind k's pointers (res_collect_behind), which k most likely does not
+ * touch, completes (the host waits for its copy) rather than being cancelled as a use that may
+ * write the chunk cancels it: the plan counts on its room. */
 static void settle(res_dev_t *d, collect_t *k, CUstream s, int ptds)
 {
     if (k->unknown) {
@@ -690,7 +630,8 @@ static void settle(res_dev_t *d, collect_t *k, CUstream s, int ptds)
     }
     for (size_t i = 0; i < k->n; i++)
         if (SHIM_UNLIKELY(d->chunks[k->ids[i]].moving)) {
-            if (k->capturing)
+            if (k->capturing || (k->nbehind && res_collect_behind(k, k->ids[i]) &&
+                                 res_flight_out(d, k->ids[i])))
                 res_flight_settle(d, k->ids[i], 0);
             else
                 res_flight_use(d, k->ids[i], s, ptds);
@@ -698,11 +639,15 @@ static void settle(res_dev_t *d, collect_t *k, CUstream s, int ptds)
 }
 
 /* (An operation the plan lets run in place: its chunks in host memory are not brought in,
- * which would evict what the plan keeps for the next ones.) */
+ * which would evict what the plan keeps for the next ones.  Those behind its pointers do not
+ * count: they are never brought in for it.) */
 static void in_place(const res_dev_t *d, collect_t *k)
 {
     const res_plan_t *p = d->plan;
-    k->in_place = p && p->state == P_EXEC && k->n > p->gpu_chunks;
+    size_t behind = 0;
+    for (uint32_t i = 0; i < k->nbehind; i++)
+        behind += k->behind[i].lo - k->behind[i].first;
+    k->in_place = p && p->state == P_EXEC && k->n - behind > p->gpu_chunks;
 }
 
 void res_plan_op(res_dev_t *d, collect_t *k, int kind, uintptr_t what, const shim_copy_t *c,
@@ -719,7 +664,8 @@ void res_plan_op(res_dev_t *d, collect_t *k, int kind, uintptr_t what, const shi
     if (k->capturing || k->unknown || res_nccl_inside())
         return;                         /* (not part of an iteration the plan can follow; an
                                          * NCCL call's own launches are part of it) */
-    int64_t i = plan_step(d, kind, what, k->ids, k->n, c ? res_plan_copy_access : NULL, c, s,
+    res_access_fn_t acc = c ? res_plan_copy_access : k->nbehind ? res_plan_launch_access : NULL;
+    int64_t i = plan_step(d, kind, what, k->ids, k->n, acc, c ? (const void *)c : k, s,
                           k->serial);
     /* (The prefetches the plan issued before it, of its own chunks: s waits for their copies.) */
     if (d->nflights || d->nvme_flights)
@@ -810,9 +756,10 @@ void res_plan_due(res_dev_t *d)
         return;
     const pol_plan_t *pl = p->plan;
     if (p->after_of)
-        issue_range(d, p, pl->op_after[p->after_of - 1], pl->op_first[p->after_of], 0);
+        res_plan_issue_range(d, p, pl->op_after[p->after_of - 1], pl->op_first[p->after_of], 0,
+                    p->cursor);
     p->after_of = 0;
-    issue_range(d, p, pl->op_first[p->cursor], pl->op_after[p->cursor], 0);
+    res_plan_issue_range(d, p, pl->op_first[p->cursor], pl->op_after[p->cursor], 0, p->cursor);
     p->pre = p->cursor + 1;
 }
 
@@ -948,8 +895,8 @@ void res_plan_stats(const res_dev_t *d)
     res_plan_guard_text(p, guard, sizeof(guard));
     shim_log_plain("device %d: plan: %llu planned, %llu re-planned; operations foreseen %llu, "
                    "not foreseen %llu, NCCL calls foreseen %llu; moves issued %llu (%llu "
-                   "chunks, %llu left to the reactive engine, %llu put where the plan starts "
-                   "them); prefetches %llu, evictions %llu (cancelled %llu, waited for %llu, "
+                   "chunks, %llu of them once a use in flight completed, %llu left to the "
+                   "reactive engine, %llu put where the plan starts them); prefetches %llu, evictions %llu (cancelled %llu, waited for %llu, "
                    "done ahead of their copies %llu, %llu left unmapped; %llu mapped back "
                    "unforeseen); reactive evictions that took the victim the plan uses last "
                    "%llu; blocked on moves %.3f s; predicted iteration %.3f ms (bound %.3f ms, "
@@ -957,8 +904,8 @@ void res_plan_stats(const res_dev_t *d)
                    d->device, (unsigned long long)p->plans, (unsigned long long)p->replans,
                    (unsigned long long)p->foreseen, (unsigned long long)p->unforeseen,
                    (unsigned long long)p->nccl_foreseen, (unsigned long long)p->moves,
-                   (unsigned long long)p->chunks_moved, (unsigned long long)p->skipped,
-                   (unsigned long long)p->reconciled, (unsigned long long)d->prefetches,
+                   (unsigned long long)p->chunks_moved, (unsigned long long)p->retried,
+                   (unsigned long long)p->skipped, (unsigned long long)p->reconciled, (unsigned long long)d->prefetches,
                    (unsigned long long)d->evictions_async,
                    (unsigned long long)d->flights_cancelled,
                    (unsigned long long)d->flights_waited, (unsigned long long)d->flights_early,

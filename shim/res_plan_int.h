@@ -11,6 +11,8 @@
 #include "res_int.h"
 
 #define PLAN_STREAMS 16     /* streams told apart in a profile (more share the last) */
+#define PLAN_RETRIES 64     /* chunks of refused moves tried again at the next operations */
+#define RETRY_OPS 8         /* an eviction is tried again for this many operations */
 
 enum { P_WAIT, P_REC, P_TIME, P_EXEC, P_OFF };    /* P_TIME: the profile's times awaited */
 
@@ -45,11 +47,17 @@ typedef struct res_plan {
     uint32_t pre;                       /* 1 + the operation whose moves before it went ahead
                                          * (res_plan_due), else 0 */
     uint8_t *ahead;                     /* per move: 1 while issued ahead of its place (hoist) */
+    /* Chunks of moves refused for a use still in flight (-EBUSY), tried again before each
+     * operation until `until` (res_plan.c, "moves tried again"). */
+    struct {
+        uint32_t move, ci, until;
+    } retry[PLAN_RETRIES];
+    uint32_t nretry;
     uint32_t bad;                       /* iterations in a row that did not follow the plan */
     double pred_ms, bound_ms, bound_in_ms;  /* the last plan's prediction (for the statistics) */
     /* Statistics. */
     uint64_t foreseen, nccl_foreseen, unforeseen, plans, replans, moves, chunks_moved, skipped,
-        reconciled;
+        reconciled, retried;
     uint32_t *near, near_epoch;         /* per arena chunk, res_plan_victim's marks */
     uint64_t victims;                   /* reactive evictions whose victim it chose */
     int64_t prof_iter;                  /* the iteration profiled (for the trace) */
@@ -93,6 +101,18 @@ int res_plan_guard(const res_dev_t *d, res_plan_t *p, uint64_t took, int reactiv
 void res_plan_guard_new(res_plan_t *p);
 void res_plan_guard_text(const res_plan_t *p, char *buf, size_t len);
 
+/* res_plan_issue.c: issuing the plan's moves (d locked). */
+/* The arena chunk of move m's first chunk, or UINT32_MAX (as res_plan_buf_first). */
+uint32_t res_plan_move_first(const res_dev_t *d, const res_plan_t *p, const pol_move_t *m);
+/* The moves [from, to) of the plan, around operation `at` (`serial`: the operation being
+ * matched, whose chunks are not evicted; 0 for none). */
+void res_plan_issue_range(res_dev_t *d, res_plan_t *p, uint32_t from, uint32_t to,
+                          uint32_t serial, uint32_t at);
+/* Before operation `at`: the moves noted to be tried again go, stay noted, or are left. */
+void res_plan_retry(res_dev_t *d, res_plan_t *p, uint32_t serial, uint32_t at);
+/* The moves noted to be tried again are left: the iteration, or the plan, ends. */
+void res_plan_retry_drop(res_dev_t *d, res_plan_t *p);
+
 /* res_plan_profile.c: recording the profile. */
 /* Grows *p (*cap elements of `size` bytes) to hold `need`: 0, or -1 out of memory. */
 int res_plan_grow(void **p, size_t *cap, size_t need, size_t size);
@@ -101,6 +121,9 @@ int res_plan_grow(void **p, size_t *cap, size_t need, size_t size);
 int64_t res_plan_buf_at(res_dev_t *d, res_plan_t *p, uint32_t first, uint32_t n, int born);
 /* Which accesses a copy or memset (arg: a shim_copy_t) makes to the chunk [lo, hi). */
 uint8_t res_plan_copy_access(const void *arg, uint64_t lo, uint64_t hi);
+/* How a launch (arg: its collect_t) reaches the chunk [lo, hi): POL_RW, or 0 for a chunk
+ * before its pointers (res_collect_behind), which the plan leaves where it is. */
+uint8_t res_plan_launch_access(const void *arg, uint64_t lo, uint64_t hi);
 /* An operation's signature: its kind, kernel (or copy kind) and the chunks it reaches. */
 uint64_t res_plan_signature(int kind, uintptr_t what, size_t n);
 /* Operation (kind, what) reaching ids[0, n) on s, appended to the profile: its index, or -1

@@ -65,6 +65,13 @@ uint8_t res_plan_copy_access(const void *arg, uint64_t lo, uint64_t hi)
     return a ? a : POL_RW;
 }
 
+uint8_t res_plan_launch_access(const void *arg, uint64_t lo, uint64_t hi)
+{
+    const collect_t *k = arg;
+    (void)hi;
+    return res_collect_behind(k, arena_chunk_of(k->d->arena, lo)) ? 0 : POL_RW;
+}
+
 static uint32_t stream_no(res_plan_t *p, CUstream s)
 {
     for (uint32_t i = 0; i < p->nstreams; i++)
@@ -82,14 +89,16 @@ static int64_t refs_of(res_dev_t *d, res_plan_t *p, const uint32_t *ids, size_t 
 {
     size_t start = p->nrefs;
     for (size_t i = 0; i < n; i++) {
+        uint64_t lo = arena_chunk_addr(d->arena, ids[i]);
+        uint8_t a = acc ? acc(arg, lo, lo + d->chunk) : POL_RW;
+        if (!a)
+            continue;
         const chunk_t *ch = &d->chunks[ids[i]];
         uint32_t first = ch->span_n ? ch->span_first : ids[i];
         int64_t b = res_plan_buf_at(d, p, first, ch->span_n ? ch->span_n : 1, 0);
         if (b < 0)
             return -1;
         uint32_t off = ids[i] - first;
-        uint64_t lo = arena_chunk_addr(d->arena, ids[i]);
-        uint8_t a = acc ? acc(arg, lo, lo + d->chunk) : POL_RW;
         pol_ref_t *last = p->nrefs > start ? &p->refs[p->nrefs - 1] : NULL;
         if (last && last->buf == b && last->access == a && off == last->chunk + last->nchunks) {
             last->nchunks++;

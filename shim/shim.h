@@ -569,6 +569,10 @@ static inline unsigned res_code_generation(void)
     X(POLICY, POLICY, "plan",                                                                  \
       "how residency moves memory: reactive (least recently used, on demand) or plan (profile "\
       "one iteration, plan its moves, issue them ahead; the reactive engine serves the rest)") \
+    X(REACH, REACH, "forward",                                                                 \
+      "what a kernel's pointer into an allocation of several chunks reaches: forward (its "   \
+      "chunk to the allocation's end come into GPU memory; the chunks before it stay usable " \
+      "where they are) or allocation (every chunk of it comes in)")                            \
     X(HOST_VMM, AUTO_BOOL, "auto",                                                             \
       "evicted memory in host memory: 1: mapped at its address through VMM (a pointer into it "\
       "stays valid; the program stops where the device cannot); 0: unmapped, copied to and "   \

@@ -101,6 +101,7 @@ static const struct bad {
     { "ELIXIR_NVME_SHARE", "0", "auto or a whole number from 1 to 4096" },
     { "ELIXIR_NVME_SHARE", "4097", "auto or a whole number from 1 to 4096" },
     { "ELIXIR_POLICY", "smart", "reactive or plan" },
+    { "ELIXIR_REACH", "backward", "forward or allocation" },
     { "ELIXIR_HOST_VMM", "sometimes", "auto, 1 or 0" },
     { "ELIXIR_PLAN_SLACK", "4097", "auto or a whole number from 0 to 4096" },
     { "ELIXIR_PLAN_SLACK", "-1", "auto or a whole number from 0 to 4096" },
@@ -330,12 +331,14 @@ static void good_values(void)
     static const char *const env[] = {
         "ELIXIR_VERBOSE=on", "ELIXIR_LOG=INFO", "ELIXIR_LOG_SUBSYS=^alloc",
         "ELIXIR_STATS=yes", "ELIXIR_GPU_MEMORY=24G", "ELIXIR_HOST_MEMORY=12.5%",
-        "ELIXIR_MEMINFO=physical", "ELIXIR_DISABLE=false", "ELIXIR_PLAN_GUARD=1.25", NULL
+        "ELIXIR_MEMINFO=physical", "ELIXIR_DISABLE=false", "ELIXIR_PLAN_GUARD=1.25",
+        "ELIXIR_REACH=Allocation", NULL
     };
     static const char *const listed[] = {
         "option ELIXIR_GPU_MEMORY=24G (set)", "option ELIXIR_HOST_MEMORY=12.5% (set)",
         "option ELIXIR_MEMINFO=physical (set)", "option ELIXIR_LOG_SUBSYS=^alloc (set)",
-        "option ELIXIR_LOG_FILE= (default)", "option ELIXIR_PLAN_GUARD=1.25 (set)", NULL
+        "option ELIXIR_LOG_FILE= (default)", "option ELIXIR_PLAN_GUARD=1.25 (set)",
+        "option ELIXIR_REACH=Allocation (set)", NULL
     };
     sh_run_t r = run_child(env);
 
