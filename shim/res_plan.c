@@ -639,15 +639,30 @@ static void settle(res_dev_t *d, collect_t *k, CUstream s, int ptds)
 }
 
 /* (An operation the plan lets run in place: its chunks in host memory are not brought in,
- * which would evict what the plan keeps for the next ones.  Those behind its pointers do not
- * count: they are never brought in for it.) */
+ * which would evict what the plan keeps for the next ones.  Every chunk it collected counts,
+ * those behind its pointers too: see reach_acc.) */
 static void in_place(const res_dev_t *d, collect_t *k)
 {
     const res_plan_t *p = d->plan;
-    size_t behind = 0;
-    for (uint32_t i = 0; i < k->nbehind; i++)
-        behind += k->behind[i].lo - k->behind[i].first;
-    k->in_place = p && p->state == P_EXEC && k->n - behind > p->gpu_chunks;
+    k->in_place = p && p->state == P_EXEC && k->n > p->gpu_chunks;
+}
+
+/*
+ * How the profile records what operation k reaches (res_access_fn_t): a copy's or memset's
+ * operands as they read and write; a launch's chunks behind its pointers (res_collect_behind)
+ * left out, so that the plan brings in only the rest, where all it collected fits in GPU
+ * memory.  A launch that collected more runs in place, as every chunk it collected says: it
+ * is recorded whole, and runs where its chunks are (in_place) rather than bring in the chunks
+ * from its pointers on, which, where kernels touch a little of a large allocation, costs more
+ * than reaching those bytes over the link.
+ */
+static res_access_fn_t reach_acc(const res_dev_t *d, const collect_t *k, const shim_copy_t *c)
+{
+    uint64_t other = d->app_used + d->pool_used;
+    uint64_t room = d->gpu_budget > other ? (d->gpu_budget - other) / d->chunk : 1;
+    if (c)
+        return res_plan_copy_access;
+    return k->nbehind && k->n <= room ? res_plan_launch_access : NULL;
 }
 
 void res_plan_op(res_dev_t *d, collect_t *k, int kind, uintptr_t what, const shim_copy_t *c,
@@ -664,9 +679,8 @@ void res_plan_op(res_dev_t *d, collect_t *k, int kind, uintptr_t what, const shi
     if (k->capturing || k->unknown || res_nccl_inside())
         return;                         /* (not part of an iteration the plan can follow; an
                                          * NCCL call's own launches are part of it) */
-    res_access_fn_t acc = c ? res_plan_copy_access : k->nbehind ? res_plan_launch_access : NULL;
-    int64_t i = plan_step(d, kind, what, k->ids, k->n, acc, c ? (const void *)c : k, s,
-                          k->serial);
+    int64_t i = plan_step(d, kind, what, k->ids, k->n, reach_acc(d, k, c),
+                          c ? (const void *)c : k, s, k->serial);
     /* (The prefetches the plan issued before it, of its own chunks: s waits for their copies.) */
     if (d->nflights || d->nvme_flights)
         settle(d, k, s, ptds);
