@@ -20,11 +20,13 @@
  *   - an operation starts when it is issued, its stream is free (one stream runs its
  *     operations in order; streams overlap freely: the iteration's own events are not
  *     modelled) and every chunk it reaches has arrived; it runs dur_ns;
- *   - a move away from the GPU starts after the last operation that used its chunks; a move to
- *     the GPU after the moves that freed the GPU room it takes (room is handed out first freed,
- *     first taken, as the plan's order makes it), and after its chunks' previous move.  The
- *     room is the whole GPU's: a plan with slack (pol_knobs_t.slack_chunks) holds that much
- *     less, so its moves in take room freed that many chunks earlier;
+ *   - a move starts after the last operation that used its chunks (one that ran in place, on
+ *     a chunk in host memory, included: the executor moves a chunk only once the operations
+ *     that may use it are done, trying again until then); a move to the GPU after the moves
+ *     that freed the GPU room it takes (room is handed out first freed, first taken, as the
+ *     plan's order makes it), and after its chunks' previous move.  The room is the whole
+ *     GPU's: a plan with slack (pol_knobs_t.slack_chunks) holds that much less, so its moves
+ *     in take room freed that many chunks earlier;
  *   - a copy occupies its link's queue for its direction (to or from the GPU; a demotion host
  *     -> nvme is the nvme link's "from" direction) at that direction's bandwidth, and the
  *     link's shared pipe at duplex_gbs, so that both directions together never exceed the
@@ -134,11 +136,8 @@ static double move_ready(rp_t *p, const pol_move_t *m, uint64_t c0)
         host_map(p, owed);
     }
     double t0 = max2(p->h, dev);
-    for (uint32_t k = 0; k < m->nchunks; k++) {
-        t0 = max2(t0, p->ready[c0 + k]);
-        if (m->from == POL_GPU)
-            t0 = max2(t0, p->last_end[c0 + k]);
-    }
+    for (uint32_t k = 0; k < m->nchunks; k++)
+        t0 = max2(t0, max2(p->ready[c0 + k], p->last_end[c0 + k]));
     return t0;
 }
 
