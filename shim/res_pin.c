@@ -153,9 +153,10 @@ static void unmapped_reached(res_dev_t *d, collect_t *k)
 /*
  * Make what operation k reaches usable by the device before it is enqueued.  Where host
  * memory is mapped, chunks on the host are brought into GPU memory as far as the budget
- * allows when `promote` (launches), and left where they are otherwise (copies read them in
- * place).  Where it is not, every collected chunk on the host must come back, and an
- * operation that reached unknown memory pins everything (pin_everything).  With `gap`, the
+ * allows when `promote` (launches; not the chunks behind a kernel's pointers,
+ * res_collect_behind, which it most likely does not touch), and left where they are otherwise
+ * (copies read them in place).  Where it is not, every collected chunk on the host must come
+ * back, and an operation that reached unknown memory pins everything (pin_everything).  With `gap`, the
  * evictions for them wait for their victims' last uses without d's lock: where evicted
  * chunks stay mapped another thread may meanwhile move k's chunks too, which only leaves them
  * in mapped host memory; where they are unmapped k's chunks are held until all are back, so

@@ -505,7 +505,8 @@ static void follow(res_dev_t *d, res_plan_t *p, uint64_t sig, uint32_t serial)
     if (p->nretry)
         res_plan_retry(d, p, serial, at);
     if (p->after_of)
-        res_plan_issue_range(d, p, pl->op_after[p->after_of - 1], pl->op_first[p->after_of], serial, at);
+        res_plan_issue_range(d, p, pl->op_after[p->after_of - 1], pl->op_first[p->after_of],
+                             serial, at);
     if (at == 0)
         reconcile(d, p, serial);
     if (p->pre != at + 1)
@@ -771,7 +772,7 @@ void res_plan_due(res_dev_t *d)
     const pol_plan_t *pl = p->plan;
     if (p->after_of)
         res_plan_issue_range(d, p, pl->op_after[p->after_of - 1], pl->op_first[p->after_of], 0,
-                    p->cursor);
+                             p->cursor);
     p->after_of = 0;
     res_plan_issue_range(d, p, pl->op_first[p->cursor], pl->op_after[p->cursor], 0, p->cursor);
     p->pre = p->cursor + 1;
@@ -910,16 +911,18 @@ void res_plan_stats(const res_dev_t *d)
     shim_log_plain("device %d: plan: %llu planned, %llu re-planned; operations foreseen %llu, "
                    "not foreseen %llu, NCCL calls foreseen %llu; moves issued %llu (%llu "
                    "chunks, %llu of them once a use in flight completed, %llu left to the "
-                   "reactive engine, %llu put where the plan starts them); prefetches %llu, evictions %llu (cancelled %llu, waited for %llu, "
-                   "done ahead of their copies %llu, %llu left unmapped; %llu mapped back "
-                   "unforeseen); reactive evictions that took the victim the plan uses last "
-                   "%llu; blocked on moves %.3f s; predicted iteration %.3f ms (bound %.3f ms, "
-                   "%.3f ms with the chunks in alone); guard: %s",
+                   "reactive engine, %llu put where the plan starts them); prefetches %llu, "
+                   "evictions %llu (cancelled %llu, waited for %llu, done ahead of their "
+                   "copies %llu, %llu left unmapped; %llu mapped back unforeseen); reactive "
+                   "evictions that took the victim the plan uses last %llu; blocked on moves "
+                   "%.3f s; predicted iteration %.3f ms (bound %.3f ms, %.3f ms with the chunks "
+                   "in alone); guard: %s",
                    d->device, (unsigned long long)p->plans, (unsigned long long)p->replans,
                    (unsigned long long)p->foreseen, (unsigned long long)p->unforeseen,
                    (unsigned long long)p->nccl_foreseen, (unsigned long long)p->moves,
                    (unsigned long long)p->chunks_moved, (unsigned long long)p->retried,
-                   (unsigned long long)p->skipped, (unsigned long long)p->reconciled, (unsigned long long)d->prefetches,
+                   (unsigned long long)p->skipped, (unsigned long long)p->reconciled,
+                   (unsigned long long)d->prefetches,
                    (unsigned long long)d->evictions_async,
                    (unsigned long long)d->flights_cancelled,
                    (unsigned long long)d->flights_waited, (unsigned long long)d->flights_early,
