@@ -124,9 +124,10 @@ static int parse_auto_bool(const char *s, opt_value_t *v)
     return 0;
 }
 
-static int parse_level(const char *s, opt_value_t *v)
+/* An option whose value is one of `names` (any case): its index. */
+static int parse_named(const char *s, opt_value_t *v, const char *const *names, int n)
 {
-    int i = parse_name(s, level_names, (int)SHIM_ARRAY_LEN(level_names));
+    int i = parse_name(s, names, n);
 
     if (i < 0)
         return i;
@@ -134,45 +135,17 @@ static int parse_level(const char *s, opt_value_t *v)
     return 0;
 }
 
-static int parse_meminfo(const char *s, opt_value_t *v)
-{
-    int i = parse_name(s, meminfo_names, (int)SHIM_ARRAY_LEN(meminfo_names));
+#define NAMED_PARSER(fn, names)                                                                \
+    static int fn(const char *s, opt_value_t *v)                                               \
+    {                                                                                          \
+        return parse_named(s, v, names, (int)SHIM_ARRAY_LEN(names));                          \
+    }
 
-    if (i < 0)
-        return i;
-    v->num = i;
-    return 0;
-}
-
-static int parse_policy(const char *s, opt_value_t *v)
-{
-    int i = parse_name(s, policy_names, (int)SHIM_ARRAY_LEN(policy_names));
-
-    if (i < 0)
-        return i;
-    v->num = i;
-    return 0;
-}
-
-static int parse_reach(const char *s, opt_value_t *v)
-{
-    int i = parse_name(s, reach_names, (int)SHIM_ARRAY_LEN(reach_names));
-
-    if (i < 0)
-        return i;
-    v->num = i;
-    return 0;
-}
-
-static int parse_trace_level(const char *s, opt_value_t *v)
-{
-    int i = parse_name(s, trace_level_names, (int)SHIM_ARRAY_LEN(trace_level_names));
-
-    if (i < 0)
-        return i;
-    v->num = i;
-    return 0;
-}
+NAMED_PARSER(parse_level, level_names)
+NAMED_PARSER(parse_meminfo, meminfo_names)
+NAMED_PARSER(parse_policy, policy_names)
+NAMED_PARSER(parse_reach, reach_names)
+NAMED_PARSER(parse_trace_level, trace_level_names)
 
 /* A decimal integer from 0 to max, digits only; 0 or -EINVAL. */
 static int parse_bounded(const char *s, long max, opt_value_t *v)

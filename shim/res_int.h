@@ -28,8 +28,7 @@
 #define KCACHE 256          /* kernels whose parameter layout is cached, per device */
 #define KPROBE 8            /* slots of the layout cache tried per kernel */
 #define INLINE_IDS 32       /* chunks an operation collects without allocating */
-#define BEHIND_SPANS 8      /* allocations per operation whose chunks before its pointers are
-                             * told apart (collect_t.behind) */
+#define BEHIND_SPANS 8      /* a launch's allocations with chunks behind (collect_t.behind) */
 
 enum { TIER_NONE, TIER_GPU, TIER_HOST, TIER_NVME };  /* NVME: res_nvme.c */
 
@@ -247,9 +246,7 @@ typedef struct res_dev {
     double blocked_s, blocked_free_s;   /* host waits of migrations, of frees and releases */
     int nvme_on;                    /* the NVMe tier serves this device (res_nvme.c) */
     int unmap_on;                   /* the plan's evictions may unmap (res_unmapped.c) */
-    int reach_forward;              /* ELIXIR_REACH=forward, where host memory maps: a kernel's
-                                     * pointer brings in its allocation from its chunk on
-                                     * (collect_t.behind) */
+    int reach_forward;              /* ELIXIR_REACH=forward where host memory maps (collect_t) */
     uint32_t nunmapped;             /* host chunks whose address is unmapped (chunk.unmapped) */
     int exposed_fresh;              /* chunks came into use since every chunk was exposed */
     uint32_t slab_fresh;            /* 1 + the slab chunk that the allocation being placed
@@ -372,9 +369,7 @@ typedef struct collect {
      * collected, but neither brought into GPU memory for it nor profiled (collect_forward). */
     int forward;                    /* collecting a launch's arguments (d->reach_forward) */
     uint32_t nbehind;
-    struct {
-        uint32_t first, lo;
-    } behind[BEHIND_SPANS];
+    struct { uint32_t first, lo; } behind[BEHIND_SPANS];
 } collect_t;
 
 /* Does chunk ci lie before every pointer operation k passed into its allocation? */

@@ -199,11 +199,18 @@ static const char *map_costs(const res_dev_t *d, double *mapped, double *unmappe
                                                                                     : "default";
 }
 
+/* The GPU memory the plan has: the budget less the application's own memory (a chunk at
+ * least). */
+static uint64_t plan_gpu_bytes(const res_dev_t *d)
+{
+    uint64_t other = d->app_used + d->pool_used;
+    return d->gpu_budget > other ? d->gpu_budget - other : d->chunk;
+}
+
 static pol_machine_t machine(const res_dev_t *d, const res_ptime_report_t *tr)
 {
     pol_machine_t m = { .chunk = d->chunk, .copy_engines = 1 };
-    uint64_t other = d->app_used + d->pool_used;
-    m.cap[POL_GPU] = d->gpu_budget > other ? d->gpu_budget - other : d->chunk;
+    m.cap[POL_GPU] = plan_gpu_bytes(d);
     m.cap[POL_HOST] = atomic_load(&res_host.budget);
     double to = tr->link_gbs[0] > 0 ? tr->link_gbs[0] : LINK_GBS;
     double from = tr->link_gbs[1] > 0 ? tr->link_gbs[1] : LINK_GBS;
@@ -659,11 +666,9 @@ static void in_place(const res_dev_t *d, collect_t *k)
  */
 static res_access_fn_t reach_acc(const res_dev_t *d, const collect_t *k, const shim_copy_t *c)
 {
-    uint64_t other = d->app_used + d->pool_used;
-    uint64_t room = d->gpu_budget > other ? (d->gpu_budget - other) / d->chunk : 1;
     if (c)
         return res_plan_copy_access;
-    return k->nbehind && k->n <= room ? res_plan_launch_access : NULL;
+    return k->nbehind && k->n <= plan_gpu_bytes(d) / d->chunk ? res_plan_launch_access : NULL;
 }
 
 void res_plan_op(res_dev_t *d, collect_t *k, int kind, uintptr_t what, const shim_copy_t *c,
