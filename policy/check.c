@@ -59,9 +59,9 @@ static int check_machine(const pol_machine_t *m, char *err, size_t len)
             return fail(err, len, "m.link[%s].latency_us must be >= 0", pol_tier_name(t));
     }
     if (!(m->map_us_per_call >= 0) || !(m->map_us_per_chunk >= 0) ||
-        !(m->birth_us_per_chunk >= 0))
-        return fail(err, len, "m.map_us_per_call, m.map_us_per_chunk and m.birth_us_per_chunk "
-                              "must be >= 0");
+        !(m->birth_us_per_chunk >= 0) || !(m->mapback_us_per_chunk >= 0))
+        return fail(err, len, "m.map_us_per_call, m.map_us_per_chunk, m.birth_us_per_chunk and "
+                              "m.mapback_us_per_chunk must be >= 0");
     if (!(m->host_us_per_op >= 0) || m->host_us_per_op > 1e6)
         return fail(err, len, "m.host_us_per_op is %g: 0 to 1e6 microseconds",
                     m->host_us_per_op);
@@ -113,10 +113,11 @@ static int check_op(const pol_input_t *in, size_t i, char *err, size_t len)
         if (rf->nchunks == 0 || (uint64_t)rf->chunk + rf->nchunks > nch)
             return fail(err, len, "refs[%u]: chunks %u + %u of bufs[%u], which has %llu", r,
                         rf->chunk, rf->nchunks, rf->buf, (unsigned long long)nch);
-        if (rf->access != POL_READ && rf->access != POL_WRITE && rf->access != POL_RW &&
-            rf->access != POL_OVERWRITE)
+        uint8_t a = rf->access & ~POL_NEAR;
+        if (a != POL_READ && a != POL_WRITE && a != POL_RW && a != POL_OVERWRITE)
             return fail(err, len, "refs[%u].access is %u: POL_READ (1), POL_WRITE (2), "
-                        "POL_RW (3) or POL_OVERWRITE (6)", r, rf->access);
+                        "POL_RW (3) or POL_OVERWRITE (6), each with or without POL_NEAR (8)",
+                        r, rf->access);
         if (!alive_at(in, rf->buf, i))
             return fail(err, len, "ops[%zu] reaches bufs[%u], which is not alive then (born "
                         "%d, dies %d)", i, rf->buf, in->bufs[rf->buf].born,
@@ -406,7 +407,7 @@ int pol_plan_verify(const pol_input_t *in, const pol_plan_t *p, char *err, size_
         (p->nmoves && !p->moves))
         return fail(err, len, "the plan is incomplete (NULL arrays)");
     pol_index_t ix;
-    if ((rc = pol_index_build(in, &ix)))
+    if ((rc = pol_index_build(in, &ix, p->knobs.near != 0)))
         return rc;
     rc = pol_walk(in, &ix, p, err, len, NULL, 2);
     pol_index_free(&ix);

@@ -125,10 +125,10 @@ static int index_chunks(const pol_input_t *in, pol_index_t *ix)
     return 0;
 }
 
-/* Expand references into uses, one per operation and chunk (accesses merged).  `last` is
- * nchunks of scratch: the latest use of each chunk.  -EINVAL for a reference outside its
- * buffer's life. */
-static int index_uses(const pol_input_t *in, pol_index_t *ix, uint64_t *last)
+/* Expand references into uses, one per operation and chunk (accesses merged); POL_NEAR ones
+ * as the others when `near`, else not at all.  `last` is nchunks of scratch: the latest use of
+ * each chunk.  -EINVAL for a reference outside its buffer's life. */
+static int index_uses(const pol_input_t *in, pol_index_t *ix, uint64_t *last, int near)
 {
     uint64_t total = 0;
     for (size_t r = 0; r < in->nrefs; r++)
@@ -145,17 +145,20 @@ static int index_uses(const pol_input_t *in, pol_index_t *ix, uint64_t *last)
         ix->op_use[i] = u;
         for (uint32_t r = op->ref; r < op->ref + op->nref; r++) {
             const pol_ref_t *rf = &in->refs[r];
+            uint8_t acc = rf->access & ~POL_NEAR;
             if (!pol_buf_alive(in, ix, rf->buf, i))
                 return -EINVAL;
+            if ((rf->access & POL_NEAR) && !near)
+                continue;
             for (uint32_t k = 0; k < rf->nchunks; k++) {
                 uint64_t c = ix->chunk_base[rf->buf] + rf->chunk + k;
                 if (last[c] != POL_INF && last[c] >= ix->op_use[i]) {
-                    ix->use_acc[last[c]] |= rf->access;
+                    ix->use_acc[last[c]] |= acc;
                     continue;
                 }
                 ix->use_chunk[u] = (uint32_t)c;
                 ix->use_op[u] = i;
-                ix->use_acc[u] = rf->access;
+                ix->use_acc[u] = acc;
                 last[c] = u++;
             }
         }
@@ -249,7 +252,15 @@ static int index_links(pol_index_t *ix, uint64_t *last)
     return 0;
 }
 
-int pol_index_build(const pol_input_t *in, pol_index_t *ix)
+static int has_near(const pol_input_t *in)
+{
+    for (size_t r = 0; r < in->nrefs; r++)
+        if (in->refs[r].access & POL_NEAR)
+            return 1;
+    return 0;
+}
+
+int pol_index_build(const pol_input_t *in, pol_index_t *ix, int near)
 {
     memset(ix, 0, sizeof(*ix));
     ix->nops = (uint32_t)in->nops;
@@ -257,6 +268,7 @@ int pol_index_build(const pol_input_t *in, pol_index_t *ix)
     for (int t = 0; t < POL_NTIERS; t++)
         ix->cap[t] = in->m.cap[t] / in->m.chunk;
     ix->gpu_cap = ix->cap[POL_GPU];
+    ix->near_refs = (uint8_t)has_near(in);
     int rc = index_lives(in, ix);
     if (!rc)
         rc = index_chunks(in, ix);
@@ -269,7 +281,7 @@ int pol_index_build(const pol_input_t *in, pol_index_t *ix)
             last[c] = POL_INF;
     }
     if (!rc)
-        rc = index_uses(in, ix, last);
+        rc = index_uses(in, ix, last, near);
     if (!rc)
         rc = index_links(ix, last);
     if (!rc)
@@ -282,10 +294,21 @@ int pol_index_build(const pol_input_t *in, pol_index_t *ix)
     for (uint32_t i = 0; !rc && i < ix->nops; i++)
         for (uint64_t u = ix->op_use[i]; pol_op_in_place(ix, i) && u < ix->op_use[i + 1]; u++)
             ix->buf_nvme[ix->chunk_buf[ix->use_chunk[u]]] = 0;  /* (reached where it is) */
+    for (size_t r = 0; !rc && !near && r < in->nrefs; r++)
+        if (in->refs[r].access & POL_NEAR)
+            ix->buf_nvme[in->refs[r].buf] = 0;                  /* (the same) */
     if (!rc) {
         uint64_t crossing = pol_forced_chunks(in, ix), least = pol_least_fetches(in, ix);
         ix->forced = crossing > least ? crossing : least;
         ix->forced_out = pol_least_writebacks(in, ix);
+    }
+    if (!rc && near && ix->near_refs) {
+        /* (the bound is that of the plans that leave POL_NEAR uses out: the least) */
+        pol_index_t lo;
+        if ((rc = pol_index_build(in, &lo, 0)) == 0) {
+            ix->forced = lo.forced, ix->forced_out = lo.forced_out;
+            pol_index_free(&lo);
+        }
     }
     if (rc)
         pol_index_free(ix);

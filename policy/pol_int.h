@@ -54,6 +54,7 @@ typedef struct pol_index {
                                        * that is not permanent; dies < born wraps */
     uint8_t *buf_nvme;          /* nbufs: may go to NVMe (nvme_ok, and no operation that
                                  * reaches it runs in place: pol_op_in_place) */
+    uint8_t near_refs;          /* the input has POL_NEAR references (used or not) */
     uint64_t forced;            /* the chunks that must come in (bound.c), computed once */
     uint64_t forced_out;        /* and those that must go back with a copy (bound.c) */
     uint64_t gpu_cap;           /* chunks */
@@ -70,8 +71,9 @@ static inline int pol_op_in_place(const pol_index_t *ix, uint32_t i)
 }
 
 /* 0, -EINVAL (a reference outside its buffer's life) or -ENOMEM.  `in` must have passed
- * pol_input_check. */
-int pol_index_build(const pol_input_t *in, pol_index_t *ix);
+ * pol_input_check.  POL_NEAR references are uses as the others when `near`
+ * (pol_knobs_t.near), else left out; the bound (forced, forced_out) leaves them out. */
+int pol_index_build(const pol_input_t *in, pol_index_t *ix, int near);
 void pol_index_free(pol_index_t *ix);
 /* Is buffer b alive at operation op (relative)? */
 int pol_buf_alive(const pol_input_t *in, const pol_index_t *ix, uint32_t b, uint32_t op);

@@ -42,8 +42,12 @@ enum pol_tier { POL_GPU, POL_PEER, POL_HOST, POL_NVME, POL_NTIERS };
 
 /* How an operation reaches a chunk.  A kernel's arguments say nothing of what it writes: a
  * launch's references are POL_RW unless the caller has evidence (a copy's source is
- * POL_READ, its destination POL_WRITE; a memset writes). */
-enum pol_access { POL_READ = 1, POL_WRITE = 2, POL_RW = 3, POL_OVERWRITE = 4 | 2 };
+ * POL_READ, its destination POL_WRITE; a memset writes).  POL_NEAR with one of those: the
+ * operation may reach the chunk but need not have it on the GPU (a launch's chunks behind the
+ * pointers it passes into an allocation: it most likely does not touch them, and reaches them
+ * where they are if it does).  The plan either brings such chunks in as any other
+ * (pol_knobs_t.near = 1) or leaves them where they are (0); the search tries both. */
+enum pol_access { POL_READ = 1, POL_WRITE = 2, POL_RW = 3, POL_OVERWRITE = 4 | 2, POL_NEAR = 8 };
 
 /* A buffer of the iteration.  born/dies are operation indexes (-1: allocated before the
  * iteration / still alive after it); a buffer born inside the iteration starts nowhere and
@@ -103,6 +107,10 @@ typedef struct pol_link {
 #define POL_MAP_US_PER_CHUNK   132.0
 #define POL_UNMAP_US_PER_CHUNK  49.0
 #define POL_BIRTH_US_PER_CHUNK  99.0
+/* Host memory mapped back at a chunk's address for an operation that reaches it there (a
+ * POL_NEAR use of a chunk a plan's eviction left unmapped): map and set access of a 2 MiB
+ * host-located handle (108 us), and its unmap when the chunk moves again (58 us). */
+#define POL_MAPBACK_US_PER_CHUNK 166.0
 /* Moves (remaps) timed before their mean replaces those defaults, in the shim and in
  * elixir-trace plan. */
 #define POL_MAP_SAMPLES 16
@@ -116,6 +124,10 @@ typedef struct pol_machine {
     double map_us_per_chunk;        /* and per chunk of that extent */
     double birth_us_per_chunk;      /* host time to give a chunk of a buffer born in the
                                      * iteration its GPU memory; 0: map_us_per_chunk */
+    double mapback_us_per_chunk;    /* host time to map a chunk's host memory back at its
+                                     * address for a POL_NEAR use of it there, when a plan
+                                     * left out such uses (pol_knobs_t.near = 0) and its
+                                     * evictions unmap; 0: nothing to map back */
     double host_us_per_op;          /* host time to issue one operation of the iteration (the
                                      * driver call that enqueues it): a GPU that is fast
                                      * enough waits for the host at this rate */
@@ -158,6 +170,10 @@ typedef struct pol_knobs {
                                  * copy of a move away before its room is taken (not
                                  * m.room_on_device), moves in take this room while such copies
                                  * still run; the plan holds at most cap[POL_GPU] less these */
+    uint32_t near;              /* POL_NEAR references: 1 planned as the others (their chunks
+                                 * brought to the GPU), 0 left out of the plan (the operation
+                                 * reaches them where they are; the cost model charges
+                                 * m.mapback_us_per_chunk where they are not on the GPU) */
 } pol_knobs_t;
 
 /* One move: chunks [chunk, chunk + nchunks) of buf from one tier to another.  Every move

@@ -32,6 +32,11 @@
  *     link's shared pipe at duplex_gbs, so that both directions together never exceed the
  *     duplex limit; it completes latency_us after its last byte.  Copy engines per direction
  *     share the direction's bandwidth: one queue models them all.
+ *   - an operation's POL_NEAR references that the plan leaves out (pol_knobs_t.near = 0)
+ *     are no uses of its index: the operation waits for their chunks' moves in flight, and
+ *     their moves for it, as for its uses, and the host, before it issues the operation, maps
+ *     back each of those chunks away from the GPU (m.mapback_us_per_chunk; once until the
+ *     chunk moves again);
  *   - a move without write-back (or a materialisation) copies nothing: it is done when its
  *     dependencies are; a materialisation costs the host birth_us_per_chunk a chunk.  A dying
  *     buffer's GPU room is free when its last use ends; with free_waits the host waits for
@@ -59,6 +64,8 @@ typedef struct rp {
     double *stream_free;
     double *ready, *last_end;   /* per chunk: its last move's end, its last use's end */
     uint8_t *loc;
+    uint8_t *mapped;            /* per chunk: its host memory mapped back since it last moved */
+    int near_out;               /* POL_NEAR references are not uses of the plan's index */
     double *tok;                /* GPU room: when each free chunk of room became free (FIFO) */
     double *tok_host;           /* when the host may hand it out (m.room_on_device) */
     double *owed;               /* and the host's mapping time its freeing move still owes */
@@ -160,6 +167,7 @@ static int rp_move(rp_t *p, const pol_move_t *m)
     for (uint32_t k = 0; k < m->nchunks; k++) {
         p->ready[c0 + k] = end;
         p->loc[c0 + k] = m->to;
+        p->mapped[c0 + k] = 0;
         if (m->from == POL_GPU)
             tok_push(p, end, start, k == 0 ? map : 0);
     }
@@ -176,11 +184,39 @@ static int rp_moves(rp_t *p, const pol_plan_t *pl, uint32_t a, uint32_t b)
     return 0;
 }
 
+/* Operation op's POL_NEAR references left out of the plan: the host maps back those of their
+ * chunks that are not on the GPU (once until they move: m.mapback_us_per_chunk), and the
+ * operation, issued then, waits for their moves in flight; with `end` (>= 0), it has run
+ * until then: their last use. */
+static double rp_near(rp_t *p, const pol_op_t *op, double start, double end)
+{
+    const pol_index_t *ix = p->ix;
+    for (uint32_t r = op->ref; r < op->ref + op->nref; r++) {
+        const pol_ref_t *rf = &p->in->refs[r];
+        if (!(rf->access & POL_NEAR))
+            continue;
+        uint64_t c0 = ix->chunk_base[rf->buf] + rf->chunk;
+        for (uint64_t c = c0; c < c0 + rf->nchunks; c++) {
+            if (end >= 0) {
+                p->last_end[c] = max2(p->last_end[c], end);
+                continue;
+            }
+            if (p->loc[c] != POL_GPU && p->loc[c] != POL_NONE && !p->mapped[c]) {
+                host_map(p, p->in->m.mapback_us_per_chunk * 1e3);
+                p->mapped[c] = 1;
+            }
+            start = max2(start, p->ready[c]);
+        }
+    }
+    return start;
+}
+
 static void rp_op(rp_t *p, uint32_t i)
 {
     const pol_index_t *ix = p->ix;
     const pol_op_t *op = &p->in->ops[i];
-    double issue = max2(p->h, p->stream_free[op->stream]), start = issue;
+    double near_ready = p->near_out ? rp_near(p, op, 0, -1) : 0;
+    double issue = max2(p->h, p->stream_free[op->stream]), start = max2(issue, near_ready);
     /* (by runs of consecutive chunks; two running maxima, so that the loads do not wait
      * for each other's comparisons) */
     for (uint64_t r = ix->op_run[i]; r < ix->op_run[i + 1]; r++) {
@@ -202,6 +238,8 @@ static void rp_op(rp_t *p, uint32_t i)
         for (uint32_t k = 0; k < n; k++)
             le[k] = max2(le[k], end);
     }
+    if (p->near_out)
+        rp_near(p, op, 0, end);
     p->h += p->in->m.host_us_per_op * 1e3;
     p->stream_free[op->stream] = end;
     p->it_end = max2(p->it_end, end);
@@ -264,12 +302,14 @@ static int rp_init(rp_t *p, const pol_input_t *in, const pol_index_t *ix, const 
     p->ready = calloc(n, sizeof(double));
     p->last_end = calloc(n, sizeof(double));
     p->loc = malloc(n);
+    p->mapped = calloc(n, 1);
+    p->near_out = !pl->knobs.near && ix->near_refs;
     p->tok_cap = room + 1;
     p->tok = malloc(p->tok_cap * sizeof(double));
     p->tok_host = malloc(p->tok_cap * sizeof(double));
     p->owed = malloc(p->tok_cap * sizeof(double));
-    if (!p->stream_free || !p->ready || !p->last_end || !p->loc || !p->tok || !p->tok_host ||
-        !p->owed)
+    if (!p->stream_free || !p->ready || !p->last_end || !p->loc || !p->mapped || !p->tok ||
+        !p->tok_host || !p->owed)
         return -ENOMEM;
     for (uint64_t c = 0; c < ix->nchunks; c++) {
         p->loc[c] = pl->start_tier[c] >= POL_NTIERS ? POL_NONE : pl->start_tier[c];
@@ -347,7 +387,8 @@ int pol_replay_ix(const pol_input_t *in, const pol_index_t *ix, const pol_plan_t
         for (int t = 0; t < POL_NTIERS; t++)
             r->peak[t] *= in->m.chunk;
     }
-    free(p.stream_free), free(p.ready), free(p.last_end), free(p.loc), free(p.tok);
+    free(p.stream_free), free(p.ready), free(p.last_end), free(p.loc), free(p.mapped);
+    free(p.tok);
     free(p.tok_host), free(p.owed);
     return rc;
 }
@@ -358,7 +399,7 @@ int pol_replay(const pol_input_t *in, const pol_plan_t *pl, pol_result_t *r)
     if (rc)
         return rc;
     pol_index_t ix;
-    if ((rc = pol_index_build(in, &ix)))
+    if ((rc = pol_index_build(in, &ix, pl->knobs.near != 0)))
         return rc;
     rc = pol_replay_ix(in, &ix, pl, r, INFINITY);
     pol_index_free(&ix);

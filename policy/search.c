@@ -2,23 +2,25 @@
 /*
  * search.c - pol_plan: the knobs, the plans they give, the best predicted one.
  *
- * A configuration is (lookahead, extent_chunks, pin_bytes, slack_chunks).  pin_bytes pins,
- * beyond the buffers the caller pinned, the permanent buffers with the most uses per chunk
- * while their bytes fit; slack_chunks plans for a GPU that much smaller.  lookahead, the
- * pinned set and the slack change the chunk-level plan (belady.c); the extent only groups
- * its moves: within the moves issued at one point, moves away from the GPU are
- * put first (they free the room the others take) and consecutive moves of neighbouring
- * chunks of one buffer, same tiers and flags, become one move of up to extent_chunks chunks,
- * needed by the earliest of them: fewer, larger mapping calls, but an extent waits for its
- * last chunk's last use, and the operation needing its first chunk for its whole copy.
+ * A configuration is (lookahead, extent_chunks, pin_bytes, slack_chunks, near).  pin_bytes
+ * pins, beyond the buffers the caller pinned, the permanent buffers with the most uses per
+ * chunk while their bytes fit; slack_chunks plans for a GPU that much smaller; near plans
+ * POL_NEAR references as uses (1) or leaves them out (0: an index each).  lookahead, the
+ * pinned set, the slack and near change the chunk-level plan (belady.c); the extent only
+ * groups its moves: within the moves issued at one point, moves away from the GPU are put
+ * first (they free the room the others take) and consecutive moves of neighbouring chunks of
+ * one buffer, same tiers and flags, become one move of up to extent_chunks chunks, needed by
+ * the earliest of them: fewer, larger mapping calls, but an extent waits for its last chunk's
+ * last use, and the operation needing its first chunk for its whole copy.
  * Every plan is walked (check.c) before it is replayed (replay.c); with knobs == NULL, the
  * knobs are searched coordinate by coordinate: lookahead {0, 4, 16, 64, 256} with no extra
- * pins, then pins of 1/4 and 1/2 of the GPU with the best lookahead, each with extents
- * {1, 8, 64} (7 chunk-level plans, 21 replays); where the host waits for the copies that
- * free GPU room (not m.room_on_device), slack of 2 and 4 chunks with the best knobs so far
- * (2 more plans and replays); the plan with the least predicted iteration time is kept (ties:
- * the one found first).  The caller may fix the slack instead (pol_input_t.slack): every plan
- * of the search then has that slack, or none.
+ * pins and near 0 (and 1, where the input has POL_NEAR references), then pins of 1/4 and
+ * 1/2 of the GPU with the best lookahead and near, each with extents {1, 8, 64} (7
+ * chunk-level plans and 21 replays; 12 and 36 with POL_NEAR references); where the host
+ * waits for the copies that free GPU room (not m.room_on_device), slack of 2 and 4 chunks
+ * with the best knobs so far (2 more plans and replays); the plan with the least predicted
+ * iteration time is kept (ties: the one found first).  The caller may fix the slack instead
+ * (pol_input_t.slack): every plan of the search then has that slack, or none.
  */
 #include <errno.h>
 #include <math.h>
@@ -267,13 +269,14 @@ static int try_config(const pol_input_t *in, const pol_index_t *ix0, pol_knobs_t
     return rc;
 }
 
-/* Plan one configuration of the search, each extent; a configuration that cannot be
+/* Plan one configuration of the search, each extent, on the index of its k.near (ixs[0]
+ * leaves POL_NEAR references out, ixs[1] has them as uses); a configuration that cannot be
  * planned (-ENOSPC: pinning too much; -EDOM) is skipped, its error kept in *first. */
-static int search_one(const pol_input_t *in, const pol_index_t *ix, pol_knobs_t k,
+static int search_one(const pol_input_t *in, pol_index_t *const *ixs, pol_knobs_t k,
                       uint8_t *pin, best_t *best, int *first)
 {
     static const uint32_t extents[] = { 1, 8, 64 };
-    int rc = try_config(in, ix, k, extents, 3, pin, best);
+    int rc = try_config(in, ixs[k.near], k, extents, 3, pin, best);
     if (rc && rc != -ENOSPC && rc != -EDOM)
         return rc;
     if (rc && !*first)
@@ -281,28 +284,33 @@ static int search_one(const pol_input_t *in, const pol_index_t *ix, pol_knobs_t 
     return 0;
 }
 
-/* A coordinate search: every lookahead without extra pins, then the pin fractions with the
- * best lookahead so far (each with every extent); the first error if nothing planned. */
-static int search(const pol_input_t *in, const pol_index_t *ix, uint8_t *pin, best_t *best)
+/* A coordinate search: every lookahead without extra pins, with POL_NEAR references left out
+ * and, where there are some, planned as uses (ixs[1] not NULL); then the pin fractions with
+ * the best lookahead and treatment of those references so far (each with every extent); the
+ * first error if nothing planned. */
+static int search(const pol_input_t *in, pol_index_t *const *ixs, uint8_t *pin, best_t *best)
 {
     static const uint32_t looks[] = { 0, 4, 16, 64, 256 };
     uint32_t slack = in->slack == POL_SLACK_SEARCH || in->slack == POL_SLACK_NONE ? 0 : in->slack;
     int first = 0, rc = 0;
-    for (unsigned l = 0; !rc && l < 5; l++) {
-        pol_knobs_t k = { .lookahead = looks[l], .extent_chunks = 1, .slack_chunks = slack };
-        rc = search_one(in, ix, k, pin, best, &first);
-    }
-    uint32_t look = best->plan ? best->plan->knobs.lookahead : 0;
+    for (uint32_t near = 0; near < (ixs[1] ? 2u : 1u); near++)
+        for (unsigned l = 0; !rc && l < 5; l++) {
+            pol_knobs_t k = { .lookahead = looks[l], .extent_chunks = 1, .slack_chunks = slack,
+                              .near = near };
+            rc = search_one(in, ixs, k, pin, best, &first);
+        }
+    pol_knobs_t b = best->plan ? best->plan->knobs : (pol_knobs_t){ 0 };
     for (unsigned q = 1; !rc && q < 3; q++) {
-        pol_knobs_t k = { .lookahead = look, .extent_chunks = 1,
-                          .pin_bytes = in->m.cap[POL_GPU] / 4 * q, .slack_chunks = slack };
-        rc = search_one(in, ix, k, pin, best, &first);
+        pol_knobs_t k = { .lookahead = b.lookahead, .extent_chunks = 1,
+                          .pin_bytes = in->m.cap[POL_GPU] / 4 * q, .slack_chunks = slack,
+                          .near = b.near };
+        rc = search_one(in, ixs, k, pin, best, &first);
     }
     int searched = in->slack == POL_SLACK_SEARCH && !in->m.room_on_device;
     for (unsigned q = 0; !rc && best->plan && searched && q < 2; q++) {
         pol_knobs_t k = best->plan->knobs;
         k.slack_chunks = SLACK_CHUNKS << q;
-        rc = try_config(in, ix, k, &k.extent_chunks, 1, pin, best);
+        rc = try_config(in, ixs[k.near], k, &k.extent_chunks, 1, pin, best);
         rc = rc == -ENOSPC || rc == -EDOM ? 0 : rc;
     }
     if (rc)
@@ -315,25 +323,38 @@ int pol_plan(const pol_input_t *in, const pol_knobs_t *knobs, pol_plan_t **out)
     int rc = pol_input_check(in, NULL, 0);
     if (rc)
         return rc;
-    if (knobs && knobs->extent_chunks == 0)
+    if (knobs && (knobs->extent_chunks == 0 || knobs->near > 1))
         return -EINVAL;
-    pol_index_t ix;
-    if ((rc = pol_index_build(in, &ix)))
+    pol_index_t ix[2];
+    pol_index_t *ixs[2] = { &ix[0], NULL };
+    if ((rc = pol_index_build(in, &ix[0], 0)))
         return rc;
+    if (ix[0].near_refs && (!knobs || knobs->near)) {
+        if ((rc = pol_index_build(in, &ix[1], 1))) {
+            pol_index_free(&ix[0]);
+            return rc;
+        }
+        ixs[1] = &ix[1];
+    }
     best_t best = { NULL };
-    uint8_t *pin = malloc(ix.nbufs ? ix.nbufs : 1);
+    uint8_t *pin = malloc(ix[0].nbufs ? ix[0].nbufs : 1);
     if (!pin)
         rc = -ENOMEM;
     else if (knobs)
-        rc = try_config(in, &ix, *knobs, &knobs->extent_chunks, 1, pin, &best);
+        rc = try_config(in, ixs[knobs->near] ? ixs[knobs->near] : ixs[0], *knobs,
+                        &knobs->extent_chunks, 1, pin, &best);
     else
-        rc = search(in, &ix, pin, &best);
+        rc = search(in, ixs, pin, &best);
     free(pin);
     if (!rc && !best.plan)
         rc = -ENOSPC;
-    if (!rc && (rc = pol_walk(in, &ix, best.plan, NULL, 0, NULL, 2)) == -EINVAL)
+    const pol_index_t *bix = best.plan && ixs[best.plan->knobs.near] ? ixs[best.plan->knobs.near]
+                                                                      : ixs[0];
+    if (!rc && (rc = pol_walk(in, bix, best.plan, NULL, 0, NULL, 2)) == -EINVAL)
         rc = -EPROTO;       /* (the replays walked one iteration: now the second as well) */
-    pol_index_free(&ix);
+    pol_index_free(&ix[0]);
+    if (ixs[1])
+        pol_index_free(&ix[1]);
     if (rc) {
         pol_plan_free(best.plan);
         return rc;

@@ -221,9 +221,22 @@ static pol_machine_t machine(const res_dev_t *d, const res_ptime_report_t *tr)
     m.map_us_per_chunk = d->unmap_on || !d->host_mappable ? unmapped : mapped;
     m.room_on_device = d->unmap_on && d->host_mappable;     /* (res_flight.c: flight_early) */
     m.birth_us_per_chunk = birth;
+    /* (a chunk behind a kernel's pointers that the plan leaves unmapped is mapped back for it:
+     * res_pin.c; the driver taken to be as much faster or slower as for a birth) */
+    m.mapback_us_per_chunk = m.room_on_device ? POL_MAPBACK_US_PER_CHUNK * birth /
+                                                    POL_BIRTH_US_PER_CHUNK : 0;
     m.host_us_per_op = HOST_OP_US;
     res_plan_nvme_machine(d, tr, &m);
     return m;
+}
+
+/* Does the profile have chunks behind kernels' pointers (POL_NEAR)? */
+static int near_refs(const pol_input_t *in)
+{
+    for (size_t r = 0; r < in->nrefs; r++)
+        if (in->refs[r].access & POL_NEAR)
+            return 1;
+    return 0;
 }
 
 /* "measured, N MiB" or "default" for the log: the host link's rate in direction dir. */
@@ -370,7 +383,7 @@ static void plan_now(res_dev_t *d, res_plan_t *p)
     SHIM_INFO(RES, "device %d: the plan's machine: %llu operations timed, %llu estimated from "
               "timed ones of their kernel, %llu untimed (0); host link %.1f GB/s to the GPU (%s), "
               "%.1f GB/s back (%s), %.1f GB/s both ways; its choice: lookahead %u, extents of up "
-              "to %u chunks, %llu MiB pinned, %u chunks of slack; mapping calls %.1f us a chunk "
+              "to %u chunks, %llu MiB pinned, %u chunks of slack%s; mapping calls %.1f us a chunk "
               "moved, %.1f us a chunk born (%s); per iteration %.3f ms of host mapping calls, "
               "%.3f ms of operations waiting for moves", d->device,
               (unsigned long long)tr.timed, (unsigned long long)tr.estimated,
@@ -379,7 +392,11 @@ static void plan_now(res_dev_t *d, res_plan_t *p)
               link_source(&tr, 1, src[1], sizeof(src[1])), in.m.link[POL_HOST].duplex_gbs,
               p->plan->knobs.lookahead, p->plan->knobs.extent_chunks,
               (unsigned long long)(p->plan->knobs.pin_bytes >> 20),
-              p->plan->knobs.slack_chunks, in.m.map_us_per_chunk, in.m.birth_us_per_chunk,
+              p->plan->knobs.slack_chunks,
+              !near_refs(&in) ? "" : p->plan->knobs.near
+                  ? ", chunks behind kernels' pointers brought in"
+                  : ", chunks behind kernels' pointers left where they are",
+              in.m.map_us_per_chunk, in.m.birth_us_per_chunk,
               map_costs(d, &mapped, &unmapped, &birth), pr->map_ns / 1e6, pr->stall_ns / 1e6);
     p->state = P_EXEC;
     res_plan_guard_new(p);
@@ -658,8 +675,10 @@ static void in_place(const res_dev_t *d, collect_t *k)
 /*
  * How the profile records what operation k reaches (res_access_fn_t): a copy's or memset's
  * operands as they read and write; a launch's chunks behind its pointers (res_collect_behind)
- * left out, so that the plan brings in only the rest, where all it collected fits in GPU
- * memory.  A launch that collected more runs in place, as every chunk it collected says: it
+ * as POL_NEAR, where all it collected fits in GPU memory: the planner brings them in with the
+ * rest or leaves them where they are, whichever its cost model predicts faster (the launch
+ * itself never brings them in: res_reach_away).  A launch that collected more runs in place,
+ * as every chunk it collected says: it
  * is recorded whole, and runs where its chunks are (in_place) rather than bring in the chunks
  * from its pointers on, which, where kernels touch a little of a large allocation, costs more
  * than reaching those bytes over the link.

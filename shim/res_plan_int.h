@@ -121,8 +121,8 @@ int res_plan_grow(void **p, size_t *cap, size_t need, size_t size);
 int64_t res_plan_buf_at(res_dev_t *d, res_plan_t *p, uint32_t first, uint32_t n, int born);
 /* Which accesses a copy or memset (arg: a shim_copy_t) makes to the chunk [lo, hi). */
 uint8_t res_plan_copy_access(const void *arg, uint64_t lo, uint64_t hi);
-/* How a launch (arg: its collect_t) reaches the chunk [lo, hi): POL_RW, or 0 for a chunk
- * before its pointers (res_collect_behind), which the plan leaves where it is. */
+/* How a launch (arg: its collect_t) reaches the chunk [lo, hi): POL_RW, with POL_NEAR for a
+ * chunk before its pointers (res_collect_behind), which it need not have on the GPU. */
 uint8_t res_plan_launch_access(const void *arg, uint64_t lo, uint64_t hi);
 /* An operation's signature: its kind, kernel (or copy kind) and the chunks it reaches. */
 uint64_t res_plan_signature(int kind, uintptr_t what, size_t n);

@@ -69,7 +69,7 @@ uint8_t res_plan_launch_access(const void *arg, uint64_t lo, uint64_t hi)
 {
     const collect_t *k = arg;
     (void)hi;
-    return res_collect_behind(k, arena_chunk_of(k->d->arena, lo)) ? 0 : POL_RW;
+    return res_collect_behind(k, arena_chunk_of(k->d->arena, lo)) ? POL_RW | POL_NEAR : POL_RW;
 }
 
 static uint32_t stream_no(res_plan_t *p, CUstream s)

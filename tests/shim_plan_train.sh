@@ -9,8 +9,9 @@
 # as much as the reactive engine).  Where an operation reaches more chunks than the GPU holds,
 # it runs in place and the plan is made for the rest: a plan at every fraction.  Then again
 # with the plan's evictions unmapping (ELIXIR_PLAN_UNMAP=1), where evictions complete ahead of
-# their copies (per tensor).  The race checker fails the run (exit 66) on any unordered access,
-# asynchronous moves included.
+# their copies (per tensor).  Last, a wider pooled job at 1/2, unmapped, whose plan says
+# whether it brings in the chunks behind kernels' pointers (POL_NEAR in the profile).  The race
+# checker fails the run (exit 66) on any unordered access, asynchronous moves included.
 set -u
 . tests/lib/sim_env.sh
 sim_setup
@@ -46,13 +47,32 @@ for mode in per-tensor pooled; do
         [ "${chunks:-0}" -gt 0 ] || fail_showing "$tmp/o.err" "the plan moved nothing at 1/$frac"
         # The plan's evictions unmapping: an eviction completes ahead of its copy, and the
         # prefetch taking its GPU memory waits for that copy on the device.
-        ELIXIR_POLICY=plan ELIXIR_PLAN_UNMAP=1 shim_train_device "$frac" "${JOB[@]}" --alloc "$mode"
+        ELIXIR_POLICY=plan ELIXIR_PLAN_UNMAP=1 ELIXIR_LOG=info ELIXIR_LOG_SUBSYS=RES \
+            shim_train_device "$frac" "${JOB[@]}" --alloc "$mode"
         early=$(sed -n 's/.*done ahead of their copies \([0-9]*\),.*/\1/p' "$tmp/o.err" | head -1)
+        near=$(sed -n "s/.*chunks behind kernels' pointers \([a-z ]*\);.*/\1/p" "$tmp/o.err" |
+               head -1)
         echo "$mode, 1/$frac, evictions unmapped: digest ${got:-none}; evictions done ahead of" \
-             "their copies ${early:-?}"
+             "their copies ${early:-?}; chunks behind kernels' pointers ${near:-none recorded}"
         [ "$got" = "$want" ] || fail_showing "$tmp/o.err" "plan, unmapped: expected digest $want"
         [ "$mode" = pooled ] || [ "${early:-0}" -gt 0 ] ||
             fail_showing "$tmp/o.err" "no eviction completed ahead of its copy at 1/$frac"
+        # (Pooled, kernels' pointers into a segment leave chunks behind them, which the
+        # profile records for the planner to bring in or leave; at 1/8 every such launch
+        # reaches more than the GPU holds and runs in place.)
     done
 done
+# A wider job, pooled, at 1/2 with evictions unmapping: its kernels' pointers into segments of
+# several chunks leave chunks behind them, which the profile records (POL_NEAR) and the plan
+# either brings in or leaves where they are, saying which; the digest is the same either way.
+WIDE=(--layers 2 --width 512 --heads 8 --seq 16 --batch 2 --vocab 1024 --steps 6)
+shim_train_reference "wide pooled" "${WIDE[@]}" --alloc pooled
+ELIXIR_POLICY=plan ELIXIR_PLAN_UNMAP=1 ELIXIR_LOG=info ELIXIR_LOG_SUBSYS=RES \
+    shim_train_device 2 "${WIDE[@]}" --alloc pooled
+near=$(sed -n "s/.*chunks behind kernels' pointers \([a-z ]*\);.*/\1/p" "$tmp/o.err" | head -1)
+echo "wide pooled, 1/2 of $peak MiB, evictions unmapped: digest ${got:-none}; chunks behind" \
+     "kernels' pointers ${near:-none recorded}"
+[ "$got" = "$want" ] || fail_showing "$tmp/o.err" "wide pooled: expected digest $want"
+[ -n "$near" ] || fail_showing "$tmp/o.err" "wide pooled: the plan says nothing of chunks" \
+    "behind kernels' pointers"
 echo "same digest under the plan at 1/2, 1/4 and 1/8 of the footprint"

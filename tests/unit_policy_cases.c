@@ -36,10 +36,16 @@
  *   slack:     where the host waits for the copies that free room, a plan that leaves 2
  *              chunks of the GPU free predicts a shorter iteration, and the search takes
  *              slack; with room_on_device slack is refused.
+ *   near:      a POL_NEAR reference (a chunk behind a kernel's pointer) left out of the plan
+ *              (knobs.near = 0) costs the host mapback_us_per_chunk each iteration it finds
+ *              the chunk away from the GPU; planned as a use (near = 1) the chunk is on the
+ *              GPU for it (the plan verifies) and costs no mapping back; the
+ *              search takes the second when mapping back costs more; POL_NEAR alone is
+ *              refused.
  */
 #include "unit_policy.h"
 
-static const pol_knobs_t K1 = { 0, 1, 0, 0 };
+static const pol_knobs_t K1 = { 0, 1, 0, 0, 0 };
 
 /* ops[i] reads buffer i % n (one chunk each), `rounds` times around. */
 static void cycle_input(pb_t *b, uint32_t n, uint8_t access)
@@ -280,7 +286,7 @@ static void host_iter(double host_us, double *iter, double *compute)
  * predicted iteration and compute_ns. */
 static double host_moves_iter(double host_us, double *compute)
 {
-    static const pol_knobs_t K = { 1, 1, 0, 0 };
+    static const pol_knobs_t K = { 1, 1, 0, 0, 0 };
     pb_t b;
     pb_init(&b);
     b.m.cap[POL_GPU] = 1 * MIB;
@@ -636,6 +642,66 @@ static void test_slack(void)
     printf("slack: %.0f ns with none, %.0f with 2, the search took %u\n", none, two, searched);
 }
 
+/* A 2-chunk segment S whose chunk 0 op 0 reaches behind its pointer into chunk 1 (POL_NEAR)
+ * and op 3 uses; four 1-chunk buffers between, on a 2-chunk GPU: chunk 0 is away from the GPU
+ * at op 0 of every iteration unless the plan brings it in for op 0. */
+static void near_input(pb_t *b, double mapback_us)
+{
+    pb_init(b);
+    b->m.cap[POL_GPU] = 2 * MIB;
+    b->m.mapback_us_per_chunk = mapback_us;
+    uint32_t s = pb_buf(b, 2, -1, -1);
+    for (uint32_t k = 0; k < 4; k++)
+        pb_buf(b, 1, -1, -1);
+    pb_op(b, 0, 10000), pb_ref(b, s, 1, 1, POL_RW), pb_ref(b, s, 0, 1, POL_RW | POL_NEAR);
+    pb_op(b, 0, 10000), pb_all(b, 1, POL_RW);
+    pb_op(b, 0, 10000), pb_all(b, 2, POL_RW);
+    pb_op(b, 0, 10000), pb_ref(b, s, 0, 1, POL_RW);
+    pb_op(b, 0, 10000), pb_all(b, 3, POL_RW);
+    pb_op(b, 0, 10000), pb_all(b, 4, POL_RW);
+}
+
+/* The host's mapping time (ns) that a plan with knobs.near = near predicts; the plan verifies
+ * (with near = 1, chunk 0 is on the GPU for op 0). */
+static double near_map_ns(double mapback_us, uint32_t near)
+{
+    pb_t b;
+    near_input(&b, mapback_us);
+    pol_knobs_t k = { .lookahead = 0, .extent_chunks = 1, .near = near };
+    pol_plan_t *p = pb_plan(&b, &k);
+    char err[256] = "";
+    PB_CHECK(p && pol_plan_verify(pb_input(&b), p, err, sizeof(err)) == 0,
+             "near %u: expected a plan that verifies: %s", near, err);
+    double ns = p ? p->predicted.map_ns : -1;
+    pol_plan_free(p);
+    pb_fini(&b);
+    return ns;
+}
+
+static void test_near(void)
+{
+    double out0 = near_map_ns(0, 0), out1 = near_map_ns(1000, 0);
+    PB_CHECK(out1 - out0 > 999e3 && out1 - out0 < 1001e3, "near 0: expected 1000 us of mapping "
+             "back per iteration, got %.0f ns", out1 - out0);
+    double use0 = near_map_ns(0, 1), use1 = near_map_ns(1000, 1);
+    PB_CHECK(use0 == use1, "near 1: expected no mapping back, got %.0f ns against %.0f",
+             use1, use0);
+    pb_t b;
+    near_input(&b, 10000);
+    pol_plan_t *p = pb_plan(&b, NULL);
+    PB_CHECK(p && p->knobs.near == 1, "mapping back 10 ms: expected the search to bring the "
+             "chunk in (near 1), got %d", p ? (int)p->knobs.near : -1);
+    pol_plan_free(p);
+    char err[256] = "";
+    b.refs[1].access = POL_NEAR;
+    int rc = pol_input_check(pb_input(&b), err, sizeof(err));
+    PB_CHECK(rc == -EINVAL && strstr(err, "POL_NEAR"), "POL_NEAR alone: expected -EINVAL "
+             "naming it, got %d (%s)", rc, err);
+    pb_fini(&b);
+    printf("near: mapping back %.0f us an iteration left out, none brought in\n",
+           (out1 - out0) / 1e3);
+}
+
 int main(void)
 {
     test_cycle();
@@ -653,6 +719,7 @@ int main(void)
     test_verify_stale();
     test_executor();
     test_slack();
+    test_near();
     if (!pb_failures)
         printf("policy cases: all pass\n");
     return pb_failures ? 1 : 0;

@@ -4,7 +4,8 @@
  *
  * Each seed makes an iteration: 1 to 3 streams, buffers of 1 to 6 chunks that are permanent,
  * live inside the iteration or across its end, some pinned, some nvme_ok, operations reaching
- * 1 to 4 of the buffers alive with random accesses, and a machine whose GPU holds somewhere
+ * 1 to 4 of the buffers alive with random accesses (in half the iterations some POL_NEAR,
+ * which random knobs plan as uses or leave out), and a machine whose GPU holds somewhere
  * between what one operation needs and the whole footprint, with or without peer and NVMe
  * tiers, a host that is roomy or tight.  For every seed, with the search and with random knobs:
  * pol_plan succeeds or says -ENOSPC; a plan passes pol_plan_verify (no tier over capacity,
@@ -37,10 +38,11 @@ static void random_life(int nops, int *born, int *dies)
         *dies = -1;
 }
 
-static uint8_t random_access(void)
+/* A random access; POL_NEAR with it (1 in 6) where `near`. */
+static uint8_t random_access(int near)
 {
     static const uint8_t acc[] = { POL_READ, POL_WRITE, POL_RW, POL_OVERWRITE, POL_READ };
-    return acc[rnd(5)];
+    return (uint8_t)(acc[rnd(5)] | (near && rnd(6) == 0 ? POL_NEAR : 0));
 }
 
 /* An iteration of about nops operations; returns its footprint in chunks. */
@@ -58,6 +60,7 @@ static uint64_t build(pb_t *b, int nops)
         total += b->bufs[id].bytes / b->m.chunk;
     }
     uint32_t streams = 1 + rnd(3);
+    int near = rnd(2);
     for (int i = 0; i < nops; i++) {
         pb_op(b, rnd(streams), 1000 + rnd(100000));
         int want = 1 + (int)rnd(4);
@@ -68,7 +71,7 @@ static uint64_t build(pb_t *b, int nops)
             int alive = lb < 0 || (ld >= lb ? i >= lb && i <= ld : i >= lb || i <= ld);
             uint32_t nch = (uint32_t)(bf->bytes / b->m.chunk), c = rnd(nch);
             if (alive)
-                pb_ref(b, buf, c, 1 + rnd(nch - c), random_access());
+                pb_ref(b, buf, c, 1 + rnd(nch - c), random_access(near));
         }
     }
     return total;
@@ -84,6 +87,7 @@ static void random_machine(pb_t *b, uint64_t total)
     b->m.map_us_per_call = rnd(3) * 10.0;
     b->m.map_us_per_chunk = rnd(3) * 5.0;
     b->m.host_us_per_op = rnd(3) * 2.0;
+    b->m.mapback_us_per_chunk = rnd(2) * 20.0;
 }
 
 /* Plan, verify and replay one input: 0 planned, 1 -ENOSPC, 2 -EDOM. */
@@ -181,7 +185,7 @@ int main(int argc, char **argv)
         uint64_t total = build(&b, 10 + (int)rnd(200));
         random_machine(&b, total);
         pol_knobs_t k = { rnd(2) ? 0 : 1 + rnd(50), 1 + rnd(8),
-                          rnd(2) ? 0 : rnd(4) * b.m.chunk, rnd(3) ? 0 : 1 + rnd(3) };
+                          rnd(2) ? 0 : rnd(4) * b.m.chunk, rnd(3) ? 0 : 1 + rnd(3), rnd(2) };
         int r1 = one(&b, NULL, seed), r2 = one(&b, &k, seed);
         planned += !r1 + !r2;
         nospc += (r1 == 1) + (r2 == 1);
