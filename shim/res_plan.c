@@ -538,6 +538,7 @@ static void follow(res_dev_t *d, res_plan_t *p, uint64_t sig, uint32_t serial)
     p->pre = 0;
     p->after_of = at + 1;
     p->cursor = at + 1;
+    p->due = p->nretry ? at + 1 : 0;
     if (d->nvme_on)
         hoist(d, p, at, serial);
 }
@@ -706,6 +707,8 @@ void res_plan_op(res_dev_t *d, collect_t *k, int kind, uintptr_t what, const shi
                                          * NCCL call's own launches are part of it) */
     int64_t i = plan_step(d, kind, what, k->ids, k->n, reach_acc(d, k, c),
                           c ? (const void *)c : k, s, k->serial);
+    if (SHIM_UNLIKELY(d->plan && d->plan->due) && !d->arena_busy)
+        res_plan_retry_due(d, d->plan, k->serial);
     /* (The prefetches the plan issued before it, of its own chunks: s waits for their copies.) */
     if (d->nflights || d->nvme_flights)
         settle(d, k, s, ptds);
@@ -740,7 +743,7 @@ static SHIM_ALWAYS_INLINE int follow_quiet(res_plan_t *p, uint64_t sig)
 {
     uint32_t at = p->cursor;
     if (p->state != P_EXEC || p->iter != atomic_load_explicit(&det.cur, memory_order_relaxed) ||
-        at == 0 || at >= p->nops || p->after_of != at || p->sig[at] != sig)
+        at == 0 || at >= p->nops || p->after_of != at || p->sig[at] != sig || p->nretry)
         return 0;
     const pol_plan_t *pl = p->plan;
     if (pl->op_after[at - 1] < pl->op_first[at] || pl->op_first[at] < pl->op_after[at])

@@ -53,6 +53,9 @@ typedef struct res_plan {
         uint32_t move, ci, until;
     } retry[PLAN_RETRIES];
     uint32_t nretry;
+    uint32_t due;                       /* 1 + the operation just matched, whose prefetches
+                                         * still refused go once their use is done
+                                         * (res_plan_retry_due), else 0 */
     uint32_t bad;                       /* iterations in a row that did not follow the plan */
     double pred_ms, bound_ms, bound_in_ms;  /* the last plan's prediction (for the statistics) */
     /* Statistics. */
@@ -112,6 +115,11 @@ void res_plan_issue_range(res_dev_t *d, res_plan_t *p, uint32_t from, uint32_t t
 void res_plan_retry(res_dev_t *d, res_plan_t *p, uint32_t serial, uint32_t at);
 /* The moves noted to be tried again are left: the iteration, or the plan, ends. */
 void res_plan_retry_drop(res_dev_t *d, res_plan_t *p);
+/* The operation just matched (p->due; `serial`) needs the chunks of prefetches noted to be
+ * tried again: the host waits for their uses in flight with d's lock dropped
+ * (res_idle_unlocked: d locked, no other lock held, no arena call), as the reactive engine
+ * bringing them in would, and they go. */
+void res_plan_retry_due(res_dev_t *d, res_plan_t *p, uint32_t serial);
 
 /* res_plan_profile.c: recording the profile. */
 /* Grows *p (*cap elements of `size` bytes) to hold `need`: 0, or -1 out of memory. */

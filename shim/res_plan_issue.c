@@ -24,8 +24,9 @@ uint32_t res_plan_move_first(const res_dev_t *d, const res_plan_t *p, const pol_
  * still in flight (-EBUSY: a prefetch of a chunk an operation running in place, or reaching it
  * behind its pointers, still uses; an eviction of a chunk the operation being matched reached)
  * is noted and tried again before each of the next operations: a prefetch until the operation
- * that needs it, an eviction for RETRY_OPS operations.  The chunk is left to the reactive engine
- * when its time is up, when it is no longer where the move starts, or when the list is full.
+ * that needs it, which then has the host wait for that use (res_plan_retry_due), an eviction
+ * for RETRY_OPS operations.  The chunk is left to the reactive engine when its time is up, when
+ * it is no longer where the move starts, or when the list is full.
  */
 static int move_dispatch(res_dev_t *d, const pol_move_t *m, uint32_t ci, uint32_t serial)
 {
@@ -82,13 +83,43 @@ void res_plan_retry(res_dev_t *d, res_plan_t *p, uint32_t serial, uint32_t at)
         if (r == 0) {
             p->chunks_moved++;
             p->retried++;
-        } else if (r == -EBUSY && at < p->retry[i].until) {
+        } else if (r == -EBUSY && (at < p->retry[i].until ||
+                                   (m->to == POL_GPU && m->need_by == at))) {
             p->retry[keep++] = p->retry[i];
         } else {
             left(d, p, m, ci);
         }
     }
     p->nretry = keep;
+}
+
+void res_plan_retry_due(res_dev_t *d, res_plan_t *p, uint32_t serial)
+{
+    uint32_t at = p->due - 1;
+    p->due = 0;
+    for (uint32_t i = 0; at < p->nops && p->state == P_EXEC && i < p->nretry; ) {
+        const pol_plan_t *pl = p->plan;
+        pol_move_t m = pl->moves[p->retry[i].move];
+        uint32_t ci = p->retry[i].ci;
+        if (m.to != POL_GPU || m.need_by != at) {
+            i++;
+            continue;
+        }
+        p->retry[i] = p->retry[--p->nretry];
+        /* (another thread may follow the plan meanwhile: i is looked at again, and the move
+         * goes only if the plan is still the one it is of) */
+        int w = res_idle_unlocked(d, ci, &d->blocked_flight_s);
+        const chunk_t *c = &d->chunks[ci];
+        int r = w >= 0 && p->state == P_EXEC && p->plan == pl && c->tier == TIER_HOST &&
+                        !c->moving ? move_dispatch(d, &m, ci, serial) : -1;
+        if (r == 0) {
+            p->chunks_moved++;
+            p->retried++;
+        } else {
+            left(d, p, &m, ci);
+        }
+        i = 0;
+    }
 }
 
 void res_plan_retry_drop(res_dev_t *d, res_plan_t *p)

@@ -9,8 +9,9 @@
 # as much as the reactive engine).  Where an operation reaches more chunks than the GPU holds,
 # it runs in place and the plan is made for the rest: a plan at every fraction.  Then again
 # with the plan's evictions unmapping (ELIXIR_PLAN_UNMAP=1), where evictions complete ahead of
-# their copies (per tensor).  Last, a wider pooled job at 1/2, unmapped, whose plan says
-# whether it brings in the chunks behind kernels' pointers (POL_NEAR in the profile).  The race
+# their copies (per tensor).  Last, a wider pooled job at 1/2 and 1/4, unmapped, whose plan
+# says whether it brings in the chunks behind kernels' pointers (POL_NEAR in the profile), and
+# whose prefetches refused while a kernel reaches their chunk go once it is done.  The race
 # checker fails the run (exit 66) on any unordered access, asynchronous moves included.
 set -u
 . tests/lib/sim_env.sh
@@ -75,4 +76,16 @@ echo "wide pooled, 1/2 of $peak MiB, evictions unmapped: digest ${got:-none}; ch
 [ "$got" = "$want" ] || fail_showing "$tmp/o.err" "wide pooled: expected digest $want"
 [ -n "$near" ] || fail_showing "$tmp/o.err" "wide pooled: the plan says nothing of chunks" \
     "behind kernels' pointers"
+# At 1/4 the plan leaves them where they are: its prefetch of such a chunk, refused while the
+# kernel that reached it runs, goes when the operation that needs it comes (the host waiting
+# for that kernel), not to the reactive engine.
+ELIXIR_POLICY=plan ELIXIR_PLAN_UNMAP=1 shim_train_device 4 "${WIDE[@]}" --alloc pooled
+waited=$(sed -n 's/.* chunks, \([0-9]*\) of them once a use in flight completed.*/\1/p' \
+         "$tmp/o.err" | head -1)
+left=$(sed -n 's/.* \([0-9]*\) left to the reactive engine.*/\1/p' "$tmp/o.err" | head -1)
+echo "wide pooled, 1/4, evictions unmapped: digest ${got:-none}; chunks moved once a use in" \
+     "flight completed ${waited:-?}, left to the reactive engine ${left:-?}"
+[ "$got" = "$want" ] || fail_showing "$tmp/o.err" "wide pooled at 1/4: expected digest $want"
+[ "${waited:-0}" -gt "${left:-0}" ] || fail_showing "$tmp/o.err" "wide pooled at 1/4:" \
+    "expected more moves once a use in flight completed than left to the reactive engine"
 echo "same digest under the plan at 1/2, 1/4 and 1/8 of the footprint"
