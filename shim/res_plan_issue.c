@@ -96,9 +96,9 @@ void res_plan_retry(res_dev_t *d, res_plan_t *p, uint32_t serial, uint32_t at)
 void res_plan_retry_due(res_dev_t *d, res_plan_t *p, uint32_t serial)
 {
     uint32_t at = p->due - 1;
+    const pol_plan_t *pl = p->plan;
     p->due = 0;
-    for (uint32_t i = 0; at < p->nops && p->state == P_EXEC && i < p->nretry; ) {
-        const pol_plan_t *pl = p->plan;
+    for (uint32_t i = 0; at < p->nops && p->state == P_EXEC && p->plan == pl && i < p->nretry; ) {
         pol_move_t m = pl->moves[p->retry[i].move];
         uint32_t ci = p->retry[i].ci;
         if (m.to != POL_GPU || m.need_by != at) {
@@ -106,8 +106,8 @@ void res_plan_retry_due(res_dev_t *d, res_plan_t *p, uint32_t serial)
             continue;
         }
         p->retry[i] = p->retry[--p->nretry];
-        /* (another thread may follow the plan meanwhile: i is looked at again, and the move
-         * goes only if the plan is still the one it is of) */
+        /* (another thread may follow the plan meanwhile: the list is looked at again, and the
+         * move goes only if the plan is still the one it is of) */
         int w = res_idle_unlocked(d, ci, &d->blocked_flight_s);
         const chunk_t *c = &d->chunks[ci];
         int r = w >= 0 && p->state == P_EXEC && p->plan == pl && c->tier == TIER_HOST &&
