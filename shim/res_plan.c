@@ -679,10 +679,9 @@ static void in_place(const res_dev_t *d, collect_t *k)
  * as POL_NEAR, where all it collected fits in GPU memory: the planner brings them in with the
  * rest or leaves them where they are, whichever its cost model predicts faster (the launch
  * itself never brings them in: res_reach_away).  A launch that collected more runs in place,
- * as every chunk it collected says: it
- * is recorded whole, and runs where its chunks are (in_place) rather than bring in the chunks
- * from its pointers on, which, where kernels touch a little of a large allocation, costs more
- * than reaching those bytes over the link.
+ * as every chunk it collected says: it is recorded whole, and runs where its chunks are
+ * (in_place) rather than bring in the chunks from its pointers on, which, where kernels touch
+ * a little of a large allocation, costs more than reaching those bytes over the link.
  */
 static res_access_fn_t reach_acc(const res_dev_t *d, const collect_t *k, const shim_copy_t *c)
 {

@@ -39,9 +39,8 @@
  *   near:      a POL_NEAR reference (a chunk behind a kernel's pointer) left out of the plan
  *              (knobs.near = 0) costs the host mapback_us_per_chunk each iteration it finds
  *              the chunk away from the GPU; planned as a use (near = 1) the chunk is on the
- *              GPU for it (the plan verifies) and costs no mapping back; the
- *              search takes the second when mapping back costs more; POL_NEAR alone is
- *              refused.
+ *              GPU for it (the plan verifies) and costs no mapping back; the search takes
+ *              the second when mapping back costs more; POL_NEAR alone is refused.
  */
 #include "unit_policy.h"
 
