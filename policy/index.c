@@ -252,7 +252,7 @@ static int index_links(pol_index_t *ix, uint64_t *last)
     return 0;
 }
 
-static int has_near(const pol_input_t *in)
+int pol_has_near(const pol_input_t *in)
 {
     for (size_t r = 0; r < in->nrefs; r++)
         if (in->refs[r].access & POL_NEAR)
@@ -268,7 +268,7 @@ int pol_index_build(const pol_input_t *in, pol_index_t *ix, int near)
     for (int t = 0; t < POL_NTIERS; t++)
         ix->cap[t] = in->m.cap[t] / in->m.chunk;
     ix->gpu_cap = ix->cap[POL_GPU];
-    ix->near_refs = (uint8_t)has_near(in);
+    ix->near_refs = (uint8_t)pol_has_near(in);
     int rc = index_lives(in, ix);
     if (!rc)
         rc = index_chunks(in, ix);

@@ -229,6 +229,8 @@ typedef struct pol_plan {
 
 /* Check an input: 0, or -EINVAL with a message naming the first bad field in err. */
 int pol_input_check(const pol_input_t *in, char *err, size_t errlen);
+/* Does the input have POL_NEAR references (chunks behind kernels' pointers)? */
+int pol_has_near(const pol_input_t *in);
 /* Plan `in` with `knobs` (NULL: search the knobs for the best predicted time).  0 and *out,
  * -EINVAL for a bad input, -ENOSPC when the pinned and concurrently needed chunks of some
  * operation exceed the GPU's capacity (no plan can exist) or every tier is full, or for

@@ -230,15 +230,6 @@ static pol_machine_t machine(const res_dev_t *d, const res_ptime_report_t *tr)
     return m;
 }
 
-/* Does the profile have chunks behind kernels' pointers (POL_NEAR)? */
-static int near_refs(const pol_input_t *in)
-{
-    for (size_t r = 0; r < in->nrefs; r++)
-        if (in->refs[r].access & POL_NEAR)
-            return 1;
-    return 0;
-}
-
 /* "measured, N MiB" or "default" for the log: the host link's rate in direction dir. */
 static const char *link_source(const res_ptime_report_t *tr, int dir, char *buf, size_t len)
 {
@@ -338,10 +329,12 @@ static void plan_now(res_dev_t *d, res_plan_t *p)
                       (unsigned long long)(in.m.cap[POL_GPU] / d->chunk));
         else
             SHIM_INFO(RES, "device %d: no plan for the profiled iteration (%s; %zu operations, "
-                      "one reaching up to %zu chunks, room for %llu); the reactive engine "
-                      "serves it", d->device, r == -ENOSPC ? "not enough GPU memory"
+                      "one reaching up to %zu chunks, room for %llu%s); the reactive engine "
+                      "serves it", d->device, r == -ENOSPC ? "not enough memory"
                       : "planner error", p->nops, most,
-                      (unsigned long long)(in.m.cap[POL_GPU] / d->chunk));
+                      (unsigned long long)(in.m.cap[POL_GPU] / d->chunk),
+                      most > p->gpu_chunks && in.m.cap[POL_NVME]
+                          ? "; what operations reach in place stays off NVMe" : "");
         p->state = P_OFF;
         return;
     }
@@ -393,7 +386,7 @@ static void plan_now(res_dev_t *d, res_plan_t *p)
               p->plan->knobs.lookahead, p->plan->knobs.extent_chunks,
               (unsigned long long)(p->plan->knobs.pin_bytes >> 20),
               p->plan->knobs.slack_chunks,
-              !near_refs(&in) ? "" : p->plan->knobs.near
+              !pol_has_near(&in) ? "" : p->plan->knobs.near
                   ? ", chunks behind kernels' pointers brought in"
                   : ", chunks behind kernels' pointers left where they are",
               in.m.map_us_per_chunk, in.m.birth_us_per_chunk,

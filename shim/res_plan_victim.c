@@ -47,7 +47,8 @@ static uint32_t new_epoch(res_dev_t *d, res_plan_t *p)
 
 /* The chunks of operation `at` of the profile, as they lie now: each candidate among them
  * marked used (the last one marked in *last); returns how many were newly marked.  An
- * operation that runs in place (it reaches more than the plan's GPU room) uses none. */
+ * operation that runs in place (it reaches more than the plan's GPU room) uses none, and
+ * chunks behind a kernel's pointers count only where the plan brings them in. */
 static uint32_t mark_uses(res_dev_t *d, res_plan_t *p, uint32_t at, uint32_t epoch,
                           uint32_t *visits, uint32_t *last)
 {
@@ -58,8 +59,8 @@ static uint32_t mark_uses(res_dev_t *d, res_plan_t *p, uint32_t at, uint32_t epo
     for (uint32_t r = o->ref; r < o->ref + o->nref && *visits < VICTIM_VISITS; r++) {
         const pol_ref_t *ref = &p->refs[r];
         uint32_t first = res_plan_buf_first(d, p, ref->buf);
-        if (first == UINT32_MAX)
-            continue;
+        if (first == UINT32_MAX || ((ref->access & POL_NEAR) && !p->plan->knobs.near))
+            continue;                   /* (a plan without them leaves them where they are) */
         for (uint32_t k = 0; k < ref->nchunks && *visits < VICTIM_VISITS; k++, (*visits)++) {
             uint32_t ci = first + ref->chunk + k;
             if (ci < nchunks && p->near[ci] == 2 * epoch) {

@@ -95,6 +95,7 @@ static void pages(const char *trace)
     TT_JSON(r.out, "d['plan']['peak']['gpu'] <= 8 << 20", "True");
     TT_JSON(r.out, "d['plan']['peak']['gpu'] + (d['plan']['knobs']['slack_chunks'] << 21) <= "
                    "8 << 20", "True");
+    TT_JSON(r.out, "d['plan']['knobs']['near']", "0");     /* (a trace has no such references) */
     TT_JSON(r.out, "d['machine']['gpu_memory']", "8388608");
     TT_JSON(r.out, "d['machine']['unmap']", "False");
     /* As the shim with ELIXIR_PLAN_UNMAP=1: half the mapping calls, and the GPU room an

@@ -344,8 +344,9 @@ static void json_point(const point_t *p)
         printf("\"%s\": %" PRIu64 "%s", pol_tier_name(tier), r->peak[tier],
                tier + 1 < POL_NTIERS ? ", " : "");
     printf("}, \"knobs\": {\"lookahead\": %u, \"extent_chunks\": %u, \"pin_bytes\": %" PRIu64
-           ", \"slack_chunks\": %u}}",
-           p->knobs.lookahead, p->knobs.extent_chunks, p->knobs.pin_bytes, p->knobs.slack_chunks);
+           ", \"slack_chunks\": %u, \"near\": %u}}",
+           p->knobs.lookahead, p->knobs.extent_chunks, p->knobs.pin_bytes, p->knobs.slack_chunks,
+           p->knobs.near);
 }
 
 static void print_json(const tm_trace_t *t, const tp_input_t *x, const pol_machine_t *m,
