@@ -41,6 +41,7 @@ typedef enum opt_type {
     OPT_TYPE_CUPTI,
     OPT_TYPE_SIZE,
     OPT_TYPE_NVME_DEPTH,
+    OPT_TYPE_NVME_BLOCK,
     OPT_TYPE_NVME_ENGINE,
     OPT_TYPE_NVME_SHARE,
     OPT_TYPE_AUTO_BOOL,
@@ -58,7 +59,7 @@ typedef struct opt_desc {
 
 typedef struct opt_value {
     long num;                   /* BOOL, LEVEL, SUBSYS, MEMINFO, TRACE_LEVEL, DEPTH, COUNT,
-                                 * CUPTI, SIZE */
+                                 * CUPTI, SIZE, NVME_BLOCK */
     shim_mem_t mem;             /* MEMORY */
     char text[PATH_MAX];        /* the value as given (PATH: the value itself) */
     int from_env;               /* set by the environment (else the default) */
@@ -296,6 +297,15 @@ static int parse_size_opt(const char *s, opt_value_t *v)
     return 0;
 }
 
+/* A size that is a power of two from 4 KiB (O_DIRECT's alignment) to SIZE_MAX_OPT: so it
+ * divides every chunk it does not exceed (the tier caps it at the chunk). */
+static int parse_nvme_block(const char *s, opt_value_t *v)
+{
+    if (parse_size_opt(s, v) < 0 || v->num < 4096 || (v->num & (v->num - 1)))
+        return -EINVAL;
+    return 0;
+}
+
 static const struct {
     opt_parse_t parse;
     const char *accepted;
@@ -317,6 +327,8 @@ static const struct {
     [OPT_TYPE_SIZE] = { parse_size_opt, "a size in bytes with an optional K, M or G suffix, "
                                         "from 1 to 1G" },
     [OPT_TYPE_NVME_DEPTH] = { parse_nvme_depth, "a whole number from 1 to 4096" },
+    [OPT_TYPE_NVME_BLOCK] = { parse_nvme_block, "a power of two from 4K to 1G (a size with "
+                                                "an optional K, M or G suffix)" },
     [OPT_TYPE_NVME_ENGINE] = { parse_nvme_engine, "auto, io_uring or psync" },
     [OPT_TYPE_NVME_SHARE] = { parse_nvme_share, "auto or a whole number from 1 to 4096" },
     [OPT_TYPE_AUTO_BOOL] = { parse_auto_bool, "auto, 1 or 0 (yes/no, true/false and on/off "

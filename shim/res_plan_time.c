@@ -26,7 +26,7 @@
  * after it returned (ncclInProgress), and operations past PTIME_MAX_OPS.  A captured
  * operation is never profiled.
  * An operation left untimed takes the mean time of the timed ones with its signature (the same
- * kernel or copy kind reaching as many runs of chunks), when there are any.
+ * kernel or copy kind reaching as many chunks), when there are any.
  *
  * When the times are read.  The profiled iteration ends when the next begins (res_plan.c);
  * its last operations may still run then.  Planning waits for them without waiting: at each

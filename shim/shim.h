@@ -621,9 +621,9 @@ static inline unsigned res_code_generation(void)
       "MPI_LOCALNRANKS), else 1")                                                              \
     X(NVME_VERIFY, BOOL, "0", "1: keep a CRC32C per NVMe slot and check it on every read")     \
     X(NVME_QUEUE_DEPTH, NVME_DEPTH, "16", "NVMe requests in flight: 1 to 4096")               \
-    X(NVME_BLOCK, SIZE, "512K",                                                               \
-      "bytes per NVMe request, and the piece a chunk moves in: a multiple of 4K dividing the " \
-      "chunk")                                                                                 \
+    X(NVME_BLOCK, NVME_BLOCK, "512K",                                                         \
+      "bytes per NVMe request, and the piece a chunk moves in: a power of two from 4K to 1G, " \
+      "capped at the chunk")                                                                   \
     X(NVME_ENGINE, NVME_ENGINE, "auto",                                                        \
       "NVMe I/O: auto (io_uring, else pread/pwrite threads), io_uring or psync")             \
     X(NVME_FAULT, PATH, "",                                                                    \
