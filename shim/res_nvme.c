@@ -503,12 +503,22 @@ static size_t unknown_reach(res_dev_t *d, uint32_t serial)
 
 int res_nvme_reach(res_dev_t *d, collect_t *k)
 {
-    size_t left = 0;
+    size_t left = 0, away = 0;
     if (k->unknown)
         left = unknown_reach(d, k->serial);
     for (size_t i = 0; i < k->n; i++)
+        away += d->chunks[k->ids[i]].tier == TIER_NVME;
+    if (!away)
+        return left ? -ENOMEM : 0;
+    /* (k's chunks held meanwhile: the room the reads take sends none of them to NVMe in its
+     * turn, as it would an operation's in host memory that runs in place) */
+    for (size_t i = 0; i < k->n; i++)
+        res_hold(d, k->ids[i]);
+    for (size_t i = 0; i < k->n; i++)
         if (d->chunks[k->ids[i]].tier == TIER_NVME)
             left += read_back(d, k->ids[i], k->serial) < 0;
+    for (size_t i = 0; i < k->n; i++)
+        res_unhold(d, k->ids[i]);
     return left ? -ENOMEM : 0;
 }
 
