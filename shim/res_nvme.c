@@ -510,8 +510,8 @@ int res_nvme_reach(res_dev_t *d, collect_t *k)
         away += d->chunks[k->ids[i]].tier == TIER_NVME;
     if (!away)
         return left ? -ENOMEM : 0;
-    /* (k's chunks held meanwhile: the room the reads take sends none of them to NVMe in its
-     * turn, as it would an operation's in host memory that runs in place) */
+    /* (k's chunks are held meanwhile, so that the room the reads take sends none of its other
+     * chunks to NVMe in turn: an operation that runs in place reads them where they are) */
     for (size_t i = 0; i < k->n; i++)
         res_hold(d, k->ids[i]);
     for (size_t i = 0; i < k->n; i++)
