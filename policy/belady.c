@@ -5,7 +5,10 @@
  * The iteration is walked operation by operation, repeatedly (passes), with absolute times so
  * that next uses and prefetches look across the iteration's end.  Before operation i:
  *   1. demand: every chunk i reaches that is not on the GPU is brought there, making room by
- *      evicting the GPU chunk whose next use is furthest (Belady), never one i needs;
+ *      evicting the GPU chunk whose next use is furthest (Belady), never one i needs; an
+ *      operation that reaches more chunks than the GPU holds runs in place (pol_op_in_place):
+ *      only what it reaches on NVMe (or not yet placed) comes in, one of its own GPU chunks
+ *      going to HOST, where it reaches it too, when the GPU holds nothing else;
  *   2. prefetch: the uses after i, in order, up to knobs.lookahead operations ahead (one
  *      iteration at most: the window), are brought in as long as there is free room or a GPU
  *      chunk whose next use lies beyond the window.  A prefetch never evicts a chunk that the
@@ -15,7 +18,8 @@
  *      prefetches into less room, earlier; a long one waits for room: the search tries both.
  * Evicted chunks without a kept copy go to the fastest lower tier with room (PEER, HOST, then
  * NVME for nvme_ok buffers); when HOST is full, the nvme_ok chunk with the furthest next use,
- * the evicted one or one in HOST (demoted), goes to NVME.  Write-backs are skipped for dead
+ * the evicted one or one in HOST (demoted: evicted there, placed there at the start, or
+ * reached there in place), goes to NVME.  Write-backs are skipped for dead
  * data (the next use overwrites the chunk whole, or its buffer dies first) and for clean data
  * (a chunk brought in with keep = 1 and not written since goes back to its kept copy).
  * Buffers born inside the iteration are materialised on the GPU at first use, with no copy;
@@ -228,6 +232,18 @@ static int nvme_ok(const st_t *s, uint32_t c)
 
 /* ---------------------------------------------------------------- moves */
 
+/* HOST chunk d goes to NVME before op (relative) `op`: 0, or -ENOMEM. */
+static int demote(st_t *s, uint32_t op, uint32_t d)
+{
+    int rc = emit(s, op, d, POL_HOST, POL_NVME, needs(s, d), 0, POL_INF);
+    if (rc)
+        return rc;
+    s->loc[d] = POL_NVME;
+    s->stamp[d]++;
+    s->used[POL_HOST]--, s->used[POL_NVME]++;
+    return 0;
+}
+
 /* Where an evicted chunk without a kept copy goes (see the file's comment): a tier, after a
  * demotion HOST -> NVME if one is needed, POL_NONE when every tier is full. */
 static int pick_lower(st_t *s, uint32_t c, uint32_t op, int *rc)
@@ -239,11 +255,7 @@ static int pick_lower(st_t *s, uint32_t c, uint32_t op, int *rc)
     int nvme = nvme_ok(s, c) && has_room(s, POL_NVME);
     const hent_t *h = has_room(s, POL_NVME) ? heap_top(s, &s->host, POL_HOST) : NULL;
     if (h && (!nvme || h->key > abs_op(s, s->nuu[c]))) {
-        uint32_t d = h->chunk;
-        *rc = emit(s, op, d, POL_HOST, POL_NVME, needs(s, d), 0, POL_INF);
-        s->loc[d] = POL_NVME;
-        s->stamp[d]++;
-        s->used[POL_HOST]--, s->used[POL_NVME]++;
+        *rc = demote(s, op, h->chunk);
         return *rc ? POL_NONE : POL_HOST;
     }
     return nvme ? POL_NVME : POL_NONE;
@@ -290,23 +302,28 @@ static int evict(st_t *s, uint32_t v, uint32_t op)
     return evict_to(s, v, op, POL_NONE);
 }
 
-/* Make one GPU chunk of room before op, evicting only a chunk used after absolute op
- * `limit`: 1 done, 0 impossible, < 0 an error. */
-/* Push the gpu heap entries apply() left waiting: those of chunks unchanged since (an entry
- * of a changed chunk would be stale). */
+/* Push the heap entries apply() left waiting: those of chunks unchanged since (an entry of a
+ * changed chunk would be stale), on the GPU into the gpu heap, in HOST (an operation reached
+ * them in place) into the host heap where they may go to NVME. */
 static int push_late(st_t *s)
 {
     int rc = 0;
     for (uint64_t k = 0; k < s->nlate; k++) {
         uint32_t c = s->late[k], st = s->late_stamp[c];
         s->late_stamp[c] = 0;
-        if (!rc && st == s->stamp[c])
+        if (rc || st != s->stamp[c])
+            continue;
+        if (s->loc[c] == POL_GPU)
             rc = heap_push_st(s, &s->gpu, POL_GPU, s->late_key[c], c, st);
+        else if (s->loc[c] == POL_HOST && nvme_ok(s, c))    /* (reached in place there) */
+            rc = heap_push_st(s, &s->host, POL_HOST, s->late_key[c], c, st);
     }
     s->nlate = 0;
     return rc;
 }
 
+/* Make one GPU chunk of room before op, evicting only a chunk used after absolute op
+ * `limit`: 1 done, 0 impossible, < 0 an error. */
 static int make_room(st_t *s, uint32_t op, uint64_t limit)
 {
     if (has_room(s, POL_GPU))
@@ -394,17 +411,54 @@ static void deaths(st_t *s, uint32_t i)
     }
 }
 
+/* GPU room before operation i (absolute T), which runs in place, where every GPU chunk is
+ * one it reaches or pinned: one of its own goes to HOST, where it reaches it as well (one
+ * with a kept copy there first), after a HOST chunk used later than T went to NVMe if HOST
+ * is full.  1 done, 0 impossible, < 0 an error. */
+static int room_in_place(st_t *s, uint32_t i, uint64_t T)
+{
+    const pol_index_t *ix = s->ix;
+    uint32_t v = UINT32_MAX;
+    for (uint64_t u = ix->op_use[i]; u < ix->op_use[i + 1]; u++) {
+        uint32_t c = ix->use_chunk[u];
+        if (s->loc[c] != POL_GPU || s->pin[c])
+            continue;
+        if (s->home[c] == POL_HOST) {
+            int rc = evict_to(s, c, i, POL_HOST);
+            return rc ? rc : 1;
+        }
+        if (v == UINT32_MAX)
+            v = c;
+    }
+    if (v == UINT32_MAX)
+        return 0;
+    if (!has_room(s, POL_HOST)) {
+        const hent_t *h = has_room(s, POL_NVME) ? heap_top(s, &s->host, POL_HOST) : NULL;
+        if (!h || h->key <= T)
+            return 0;
+        int rc = demote(s, i, h->chunk);
+        if (rc)
+            return rc;
+    }
+    int rc = evict_to(s, v, i, POL_HOST);
+    return rc ? rc : 1;
+}
+
 /* Everything operation i (absolute T) reaches onto the GPU; for one that runs in place
- * (pol_op_in_place), only its chunks that have no memory yet (born, never placed). */
+ * (pol_op_in_place), only its chunks that have no memory yet (born, never placed) or are on
+ * NVMe, which no operation reaches there. */
 static int demand(st_t *s, uint32_t i, uint64_t T)
 {
     const pol_index_t *ix = s->ix;
     int in_place = pol_op_in_place(ix, i);
     for (uint64_t u = ix->op_use[i]; u < ix->op_use[i + 1]; u++) {
         uint32_t c = ix->use_chunk[u];
-        if (s->loc[c] == POL_GPU || (in_place && s->loc[c] != POL_NONE))
+        if (s->loc[c] == POL_GPU ||
+            (in_place && s->loc[c] != POL_NONE && s->loc[c] != POL_NVME))
             continue;
         int rc = make_room(s, i, T);
+        if (rc == 0 && in_place)
+            rc = room_in_place(s, i, T);
         if (rc <= 0)
             return rc ? rc : -ENOSPC;
         if ((rc = fetch(s, c, i, T)))
@@ -506,12 +560,15 @@ static int initial(st_t *s)
             return -ENOSPC;
         s->loc[c] = (uint8_t)t;
         s->used[t]++;
+        int rc = 0;
         if (t == POL_GPU && !s->pin[c]) {
             s->nohome++;
-            int rc = heap_push(&s->gpu, abs_op(s, s->nuu[c]), (uint32_t)c, s->stamp[c]);
-            if (rc)
-                return rc;
+            rc = heap_push(&s->gpu, abs_op(s, s->nuu[c]), (uint32_t)c, s->stamp[c]);
+        } else if (t == POL_HOST && nvme_ok(s, c)) {
+            rc = heap_push(&s->host, abs_op(s, s->nuu[c]), (uint32_t)c, s->stamp[c]);
         }
+        if (rc)
+            return rc;
     }
     return 0;
 }

@@ -291,12 +291,9 @@ int pol_index_build(const pol_input_t *in, pol_index_t *ix, int near)
         rc = -ENOMEM;
     for (uint32_t b = 0; !rc && b < ix->nbufs; b++)
         ix->buf_nvme[b] = in->bufs[b].nvme_ok;
-    for (uint32_t i = 0; !rc && i < ix->nops; i++)
-        for (uint64_t u = ix->op_use[i]; pol_op_in_place(ix, i) && u < ix->op_use[i + 1]; u++)
-            ix->buf_nvme[ix->chunk_buf[ix->use_chunk[u]]] = 0;  /* (reached where it is) */
     for (size_t r = 0; !rc && !near && r < in->nrefs; r++)
         if (in->refs[r].access & POL_NEAR)
-            ix->buf_nvme[in->refs[r].buf] = 0;                  /* (the same) */
+            ix->buf_nvme[in->refs[r].buf] = 0;  /* (reached where it is) */
     if (!rc) {
         uint64_t crossing = pol_forced_chunks(in, ix), least = pol_least_fetches(in, ix);
         ix->forced = crossing > least ? crossing : least;

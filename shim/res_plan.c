@@ -334,7 +334,8 @@ static void plan_now(res_dev_t *d, res_plan_t *p)
                       : "planner error", p->nops, most,
                       (unsigned long long)(in.m.cap[POL_GPU] / d->chunk),
                       most > p->gpu_chunks && in.m.cap[POL_NVME]
-                          ? "; what operations reach in place stays off NVMe" : "");
+                          ? "; an operation that runs in place needs all it reaches in GPU "
+                            "and host memory at once" : "");
         p->state = P_OFF;
         return;
     }

@@ -21,8 +21,12 @@
  *   no uses:   operations that reach no chunk (an iteration of NCCL calls or launches with
  *              no device pointers) plan to nothing, with buffers present or not.
  *   nospc:     an operation reaching more chunks than the GPU holds runs in place (the plan
- *              is made for the others, and keeps its buffers off NVMe); pins that leave an
- *              operation too little room give -ENOSPC.
+ *              is made for the others; what it reaches on NVMe comes to the GPU first); pins
+ *              that leave an operation too little room give -ENOSPC.
+ *   in place, NVMe: an operation that runs in place reaching a buffer that starts on NVMe,
+ *              with host memory full of a buffer placed there at the start: the plan demotes
+ *              that buffer to NVMe to make host room, and the operation finds every chunk of
+ *              its own on the GPU or in host memory (the walk checks it).
  *   errors:    bad inputs give -EINVAL with a message naming the field.
  *   bound:     the lower bound never exceeds what a plan needs: 3 chunks in on the cycle,
  *              over the host link, or with a peer tier whose link is 4 times the host's, all
@@ -202,8 +206,9 @@ static void test_nospc(void)
      * is made for the others (each chunk of theirs on the GPU when they run). */
     pol_plan_t *p = pb_plan(&b, NULL);
     pol_plan_free(p);
-    /* With an NVMe tier and host room for 2 chunks: x and y, reached in place, stay off it
-     * (the walk of pb_plan fails a plan that puts them there). */
+    /* With an NVMe tier and host room for 2 chunks: x and y may go there, but are on the GPU
+     * or in host memory when the first operation reaches them in place (the walk of pb_plan
+     * fails a plan that leaves one on NVMe). */
     for (uint32_t i = 0; i < b.nbufs; i++)
         b.bufs[i].nvme_ok = 1;
     b.m.cap[POL_HOST] = 2 * MIB;
@@ -221,6 +226,23 @@ static void test_nospc(void)
     b.bufs[z].pinned = 1;
     int rc = pol_plan(pb_input(&b), NULL, &p);
     PB_CHECK(rc == -ENOSPC, "nospc: a pinned chunk besides: expected -ENOSPC, got %d", rc);
+    pol_plan_free(p);
+    pb_fini(&b);
+}
+
+static void test_in_place_nvme(void)
+{
+    pb_t b;
+    pb_init(&b);
+    b.m.cap[POL_GPU] = 2 * MIB;
+    b.m.cap[POL_HOST] = 2 * MIB;
+    b.m.cap[POL_NVME] = 16 * MIB;
+    /* w fills host memory at the start; x (3 chunks, more than the GPU holds) starts on NVMe. */
+    uint32_t w = pb_buf(&b, 2, -1, -1), x = pb_buf(&b, 3, -1, -1);
+    b.bufs[w].nvme_ok = b.bufs[x].nvme_ok = 1;
+    pb_op(&b, 0, 1000), pb_all(&b, x, POL_READ | POL_WRITE);
+    pb_op(&b, 0, 1000), pb_all(&b, w, POL_READ);
+    pol_plan_t *p = pb_plan(&b, NULL);
     pol_plan_free(p);
     pb_fini(&b);
 }
@@ -711,6 +733,7 @@ int main(void)
     test_host();
     test_no_uses();
     test_nospc();
+    test_in_place_nvme();
     test_errors();
     test_bound();
     test_bound_min();
