@@ -437,14 +437,33 @@ static int same_chunks(const pol_move_t *a, const pol_move_t *b)
            b->chunk < a->chunk + a->nchunks;
 }
 
+/* Does an operation that runs in place (it reaches chunks where they are) come after
+ * operation `at` and before move i's place, reaching chunks of move m? */
+static int in_place_before(const res_plan_t *p, uint32_t at, uint32_t i, const pol_move_t *m)
+{
+    const pol_plan_t *pl = p->plan;
+    for (uint32_t o = at + 1; o < p->nops && pl->op_after[o] <= i; o++) {
+        if (res_plan_op_reach(p, o) <= p->gpu_chunks)
+            continue;
+        for (uint32_t r = p->ops[o].ref; r < p->ops[o].ref + p->ops[o].nref; r++) {
+            const pol_ref_t *f = &p->refs[r];
+            if (f->buf == m->buf && f->chunk < m->chunk + m->nchunks &&
+                m->chunk < f->chunk + f->nchunks)
+                return 1;
+        }
+    }
+    return 0;
+}
+
 /*
  * Moves host -> NVMe that the plan places within the next HOIST_OPS operations after
  * operation `at` are issued now, where no other move of their chunks comes before them: the
  * write that makes host room for an eviction then runs while those operations do, instead of
  * the eviction waiting for it (the planner puts a demotion just before the eviction that
  * needs its room).  The chunk is not used before the move's place: a use would need a move of
- * it to the GPU first, and such a move keeps the demotion in its place (an operation that
- * runs in place and reaches it cancels the demotion, as any use of a chunk going out does).
+ * it to the GPU first, and such a move keeps the demotion in its place, as an operation that
+ * runs in place and reaches it there does (its use would cancel the demotion, as any use of a
+ * chunk going out does).
  * Each chunk goes where it is in host memory and not moving (res_plan_nvme_ahead); the move
  * is marked, and at its place only its chunks still in host memory go (issue_rest).
  */
@@ -463,7 +482,7 @@ static void hoist(res_dev_t *d, res_plan_t *p, uint32_t at, uint32_t serial)
         for (uint32_t j = from; j < i && !clash; j++)
             clash = same_chunks(&pl->moves[j], m);
         uint32_t first = res_plan_move_first(d, p, m);
-        if (clash || first == UINT32_MAX)
+        if (clash || first == UINT32_MAX || in_place_before(p, at, i, m))
             continue;
         uint32_t k = 0;
         while (k < m->nchunks && res_plan_nvme_ahead(d, first + k, serial) == 0)
