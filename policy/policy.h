@@ -108,8 +108,9 @@ typedef struct pol_link {
 #define POL_UNMAP_US_PER_CHUNK  49.0
 #define POL_BIRTH_US_PER_CHUNK  99.0
 /* Host memory mapped back at a chunk's address for an operation that reaches it there (a
- * POL_NEAR use of a chunk a plan's eviction left unmapped): map and set access of a 2 MiB
- * host-located handle (108 us), and its unmap when the chunk moves again (58 us). */
+ * POL_NEAR use, or one in place, of a chunk a plan's eviction left unmapped): map and set
+ * access of a 2 MiB host-located handle (108 us), and its unmap when the chunk moves again
+ * (58 us). */
 #define POL_MAPBACK_US_PER_CHUNK 166.0
 /* Moves (remaps) timed before their mean replaces those defaults, in the shim and in
  * elixir-trace plan. */
@@ -125,9 +126,10 @@ typedef struct pol_machine {
     double birth_us_per_chunk;      /* host time to give a chunk of a buffer born in the
                                      * iteration its GPU memory; 0: map_us_per_chunk */
     double mapback_us_per_chunk;    /* host time to map a chunk's host memory back at its
-                                     * address for a POL_NEAR use of it there, when a plan
-                                     * left out such uses (pol_knobs_t.near = 0) and its
-                                     * evictions unmap; 0: nothing to map back */
+                                     * address for a use of it there where the plan's
+                                     * evictions unmap: a POL_NEAR use, when a plan left out
+                                     * such uses (pol_knobs_t.near = 0), or an operation that
+                                     * runs in place; 0: nothing to map back */
     double host_us_per_op;          /* host time to issue one operation of the iteration (the
                                      * driver call that enqueues it): a GPU that is fast
                                      * enough waits for the host at this rate */

@@ -36,7 +36,8 @@
  *     are no uses of its index: the operation waits for their chunks' moves in flight, and
  *     their moves for it, as for its uses, and the host, before it issues the operation, maps
  *     back each of those chunks away from the GPU (m.mapback_us_per_chunk; once until the
- *     chunk moves again);
+ *     chunk moves again); so does an operation that runs in place (pol_op_in_place), for
+ *     its chunks away from the GPU, where m.mapback_us_per_chunk says evictions unmap;
  *   - a move without write-back (or a materialisation) copies nothing: it is done when its
  *     dependencies are; a materialisation costs the host birth_us_per_chunk a chunk.  A dying
  *     buffer's GPU room is free when its last use ends; with free_waits the host waits for
@@ -211,10 +212,26 @@ static double rp_near(rp_t *p, const pol_op_t *op, double start, double end)
     return start;
 }
 
+/* Operation i runs in place where evictions unmap (m.mapback_us_per_chunk > 0): the host maps
+ * back each of its chunks away from the GPU before it issues it, once until the chunk moves
+ * again, as for the POL_NEAR references left out (rp_near). */
+static void rp_in_place(rp_t *p, uint32_t i)
+{
+    const pol_index_t *ix = p->ix;
+    for (uint64_t r = ix->op_run[i]; r < ix->op_run[i + 1]; r++)
+        for (uint64_t c = ix->run_chunk[r]; c < ix->run_chunk[r] + ix->run_n[r]; c++)
+            if (p->loc[c] != POL_GPU && p->loc[c] != POL_NONE && !p->mapped[c]) {
+                host_map(p, p->in->m.mapback_us_per_chunk * 1e3);
+                p->mapped[c] = 1;
+            }
+}
+
 static void rp_op(rp_t *p, uint32_t i)
 {
     const pol_index_t *ix = p->ix;
     const pol_op_t *op = &p->in->ops[i];
+    if (p->in->m.mapback_us_per_chunk > 0 && pol_op_in_place(ix, i))
+        rp_in_place(p, i);
     double near_ready = p->near_out ? rp_near(p, op, 0, -1) : 0;
     double issue = max2(p->h, p->stream_free[op->stream]), start = max2(issue, near_ready);
     /* (by runs of consecutive chunks; two running maxima, so that the loads do not wait

@@ -45,6 +45,9 @@
  *              the chunk away from the GPU; planned as a use (near = 1) the chunk is on the
  *              GPU for it (the plan verifies) and costs no mapping back; the search takes
  *              the second when mapping back costs more; POL_NEAR alone is refused.
+ *   in place, mapping back: an operation that runs in place costs the host
+ *              mapback_us_per_chunk for each of its chunks an eviction left away from the GPU
+ *              since it last moved (one per iteration here).
  */
 #include "unit_policy.h"
 
@@ -723,6 +726,38 @@ static void test_near(void)
            (out1 - out0) / 1e3);
 }
 
+/* The host's mapping time (ns) predicted for an operation that runs in place (3 chunks of
+ * big on a 2-chunk GPU) reaching big's chunk 0, which the next operation brings in and the two
+ * after it send away again: with mapback_us, the host maps it back for the first every
+ * iteration. */
+static double in_place_map_ns(double mapback_us)
+{
+    pb_t b;
+    pb_init(&b);
+    b.m.cap[POL_GPU] = 2 * MIB;
+    b.m.mapback_us_per_chunk = mapback_us;
+    uint32_t big = pb_buf(&b, 3, -1, -1), x = pb_buf(&b, 1, -1, -1), y = pb_buf(&b, 1, -1, -1);
+    pb_op(&b, 0, 10000), pb_all(&b, big, POL_RW);
+    pb_op(&b, 0, 10000), pb_ref(&b, big, 0, 1, POL_RW);
+    pb_op(&b, 0, 10000), pb_all(&b, x, POL_RW);
+    pb_op(&b, 0, 10000), pb_all(&b, y, POL_RW);
+    pb_op(&b, 0, 10000), pb_all(&b, x, POL_RW), pb_all(&b, y, POL_RW);
+    pol_knobs_t k = { .lookahead = 0, .extent_chunks = 1 };
+    pol_plan_t *p = pb_plan(&b, &k);
+    double ns = p ? p->predicted.map_ns : -1;
+    pol_plan_free(p);
+    pb_fini(&b);
+    return ns;
+}
+
+static void test_in_place_mapback(void)
+{
+    double none = in_place_map_ns(0), some = in_place_map_ns(1000);
+    PB_CHECK(some - none > 999e3 && some - none < 1001e3, "in place, mapping back: expected "
+             "1000 us per iteration, got %.0f ns", some - none);
+    printf("in place: mapping back %.0f us an iteration\n", (some - none) / 1e3);
+}
+
 int main(void)
 {
     test_cycle();
@@ -742,6 +777,7 @@ int main(void)
     test_executor();
     test_slack();
     test_near();
+    test_in_place_mapback();
     if (!pb_failures)
         printf("policy cases: all pass\n");
     return pb_failures ? 1 : 0;

@@ -154,6 +154,8 @@ static void machine(const cli_cmd_t *c, const tm_trace_t *t, const tp_input_t *x
     m->map_us_per_chunk = (unmap ? POL_UNMAP_US_PER_CHUNK : POL_MAP_US_PER_CHUNK) * scale *
                           (double)chunk / (2 << 20);
     m->birth_us_per_chunk = POL_BIRTH_US_PER_CHUNK * scale * (double)chunk / (2 << 20);
+    m->mapback_us_per_chunk = unmap ? POL_MAPBACK_US_PER_CHUNK * scale * (double)chunk /
+                                          (2 << 20) : 0;
     m->room_on_device = unmap;
     m->host_us_per_op = HOST_OP_US;
     m->copy_engines = 1;
@@ -520,9 +522,10 @@ const cli_cmd_t cmd_plan = {
         "count as taking none: record with ELIXIR_TRACE and the default profiling options.\n"
         "Mapping calls cost 1 us per move plus, per 2 MiB chunk of it, what the trace's\n"
         "reactive remaps took (--map-us to set it; 132 us as on an H200 when the trace has\n"
-        "fewer than 16), scaled for --unmap (49/132) and for a chunk born in the iteration\n"
-        "(99/132), and the host 1 us per operation issued.  An operation that reaches\n"
-        "more chunks than the GPU holds runs in place, at its recorded device time.\n"
+        "fewer than 16), scaled for --unmap (49/132, and 166/132 to map back a chunk that\n"
+        "an operation reaches where an eviction left it unmapped) and for a chunk born in\n"
+        "the iteration (99/132), and the host 1 us per operation issued.  An operation that\n"
+        "reaches more chunks than the GPU holds runs in place, at its recorded device time.\n"
         "--sweep repeats the plan for GPU memory sizes up to the iteration's footprint.",
     .opts = plan_opts,
     .run = run_plan,
