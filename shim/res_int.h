@@ -631,13 +631,17 @@ static inline int res_reach(res_dev_t *d, collect_t *k, int promote, int gap, co
 /* Host chunks whose address is unmapped (d locked).  res_unmap_ok: may the plan's eviction of
  * chunk c leave it so?  res_unmapped_mark / _clear: chunk ci became one / is one no more
  * (its tier changes or it goes out of use).  res_unmapped_restore: its host memory mapped back
- * at its address (a failure is logged; the chunk stays unmapped).  res_expose: an operation
+ * at its address (a failure is logged; the chunk stays unmapped).  res_unmapped_addr: where
+ * chunk ci's contents may be copied from or into (*addr): its address, or where it is
+ * unmapped its host memory's shadow mapping (mapped back at its address where it has none;
+ * the result of that).  res_expose: an operation
  * the shim cannot see into is about to be enqueued: every chunk in use is exposed for good
  * and every unmapped one mapped back. */
 int res_unmap_ok(const res_dev_t *d, const chunk_t *c);
 void res_unmapped_mark(res_dev_t *d, uint32_t ci);
 void res_unmapped_clear(res_dev_t *d, uint32_t ci);
 CUresult res_unmapped_restore(res_dev_t *d, uint32_t ci);
+CUresult res_unmapped_addr(res_dev_t *d, uint32_t ci, CUdeviceptr *addr);
 void res_expose(res_dev_t *d);
 
 /* ---------------------------------------------------------------- res_nvme.c */

@@ -365,18 +365,15 @@ int res_park_drop(res_dev_t *d)
 static CUresult swap_mapped(res_dev_t *d, uint32_t ci, int tier, CUmemGenericAllocationHandle *h)
 {
     chunk_t *c = &d->chunks[ci];
-    CUdeviceptr va = arena_chunk_addr(d->arena, ci), dst, src = va;
+    CUdeviceptr va = arena_chunk_addr(d->arena, ci), dst, src;
 
     /* An unmapped host chunk (res_unmapped.c) is copied from its shadow mapping, and its new
      * memory only mapped; mapped back first where it has none. */
-    if (c->unmapped && !(src = res_shadow_of(d, c->phys)) && !(src = res_shadow_add(d, c->phys))) {
-        CUresult r = res_unmapped_restore(d, ci);
-        if (r != CUDA_SUCCESS)
-            return r;
-        src = va;
-    }
+    CUresult r = res_unmapped_addr(d, ci, &src);
+    if (r != CUDA_SUCCESS)
+        return r;
     int unmapped = c->unmapped;
-    CUresult r = res_phys_get(d, tier, h);
+    r = res_phys_get(d, tier, h);
     if (r != CUDA_SUCCESS)
         return r;
     if ((dst = res_shadow_of(d, *h)) != 0 || (dst = res_shadow_add(d, *h)) != 0) {

@@ -268,21 +268,23 @@ static int write_pieces(res_dev_t *d, CUdeviceptr va, uint32_t slot)
     return r;
 }
 
-/* Write host chunk ci to slot (the host copy untouched): from its pinned piece where its
- * address is unmapped, else through staging in pieces (write_pieces).  0 or a negative
+/* Write host chunk ci to slot (the host copy untouched): from its pinned piece where host
+ * memory does not map, else through staging in pieces (write_pieces) from its address, or,
+ * where the plan left it unmapped, its shadow mapping (res_unmapped_addr).  0 or a negative
  * errno. */
 static int write_out(res_dev_t *d, uint32_t ci, uint32_t slot)
 {
     const chunk_t *c = &d->chunks[ci];
     const void *src = (const void *)(uintptr_t)c->phys;
     double t0 = res_now_s();
+    CUdeviceptr from = 0;
     int r;
-    if (c->unmapped && res_unmapped_restore(d, ci) != CUDA_SUCCESS)
+    if (d->host_mappable && res_unmapped_addr(d, ci, &from) != CUDA_SUCCESS)
         return -EIO;                    /* (it stays in host memory) */
     pthread_mutex_lock(&nv.io);
     int timed = res_ptime_io_begin(d);
     if (d->host_mappable)
-        r = write_pieces(d, arena_chunk_addr(d->arena, ci), slot);
+        r = write_pieces(d, from, slot);
     else
         r = nvme_write_sync(nv.area, slot, src, (uint32_t)d->chunk);
     res_ptime_io_end(d, timed, r == 0, 1);

@@ -263,13 +263,13 @@ static CUstream copy_stream(res_dev_t *d)
     return s;
 }
 
-/* Chunk ci's contents into staging on stream s, piece by piece, an event after each (f->ev:
+/* A chunk's contents at va (its address, or its shadow mapping: res_unmapped_addr) into
+ * staging on stream s, piece by piece, an event after each (f->ev:
  * the last one's); 0, or -1 when a copy could not be enqueued (after those that were
  * completed). */
-static int copy_pieces(res_dev_t *d, nvfl_t *f, uint32_t ci, CUstream s, void *stage)
+static int copy_pieces(res_dev_t *d, nvfl_t *f, CUdeviceptr va, CUstream s, void *stage)
 {
     uint32_t piece = res_nvme_piece(d), len = (uint32_t)d->chunk;
-    CUdeviceptr va = arena_chunk_addr(d->arena, ci);
     f->npieces = (uint8_t)((len + piece - 1) / piece);
     for (unsigned k = 0; k < f->npieces; k++) {
         uint32_t at = k * piece, b = len - at < piece ? len - at : piece;
@@ -292,8 +292,9 @@ static int go_out(res_dev_t *d, uint32_t ci, uint32_t serial)
         c->waiting || c->exposed || c->stray || c->seen == serial || !d->host_mappable ||
         !res_nvme_healthy())
         return -1;
-    if (c->unmapped && res_unmapped_restore(d, ci) != CUDA_SUCCESS)
-        return -1;                      /* (copied from its address below) */
+    CUdeviceptr from;
+    if (res_unmapped_addr(d, ci, &from) != CUDA_SUCCESS)
+        return -1;                      /* (copied from there below) */
     CUstream s = copy_stream(d);
     uint32_t slot;
     nvfl_t *f = s ? fl_take(d, ci, 1) : NULL;
@@ -304,7 +305,7 @@ static int go_out(res_dev_t *d, uint32_t ci, uint32_t serial)
         fl_end(d, f);
         return -1;
     }
-    if (res_stream_after_use(d, s, c) < 0 || copy_pieces(d, f, ci, s, stage) < 0) {
+    if (res_stream_after_use(d, s, c) < 0 || copy_pieces(d, f, from, s, stage) < 0) {
         nvme_slot_free(a, slot);
         fl_end(d, f);
         return -1;

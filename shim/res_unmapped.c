@@ -69,6 +69,20 @@ CUresult res_unmapped_restore(res_dev_t *d, uint32_t ci)
     return CUDA_SUCCESS;
 }
 
+CUresult res_unmapped_addr(res_dev_t *d, uint32_t ci, CUdeviceptr *addr)
+{
+    chunk_t *c = &d->chunks[ci];
+    *addr = arena_chunk_addr(d->arena, ci);
+    if (!c->unmapped)
+        return CUDA_SUCCESS;
+    CUdeviceptr sh = res_shadow_of(d, c->phys);
+    if (sh || (sh = res_shadow_add(d, c->phys))) {
+        *addr = sh;
+        return CUDA_SUCCESS;
+    }
+    return res_unmapped_restore(d, ci);
+}
+
 void res_expose(res_dev_t *d)
 {
     uint32_t n = (uint32_t)arena_chunk_count(d->arena);
