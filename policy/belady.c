@@ -63,6 +63,7 @@ typedef struct st {
     uint64_t nlate, *late_key;  /* how many; per chunk: that entry's key */
     uint32_t *late_stamp;       /* per chunk: its stamp then (0: none waiting) */
     uint64_t f;                 /* prefetch frontier: absolute use */
+    uint64_t now;               /* the operation being planned (absolute) */
     uint32_t pass, lookahead;
     pol_cplan_t *out;
 } st_t;
@@ -254,7 +255,9 @@ static int pick_lower(st_t *s, uint32_t c, uint32_t op, int *rc)
         return POL_HOST;
     int nvme = nvme_ok(s, c) && has_room(s, POL_NVME);
     const hent_t *h = has_room(s, POL_NVME) ? heap_top(s, &s->host, POL_HOST) : NULL;
-    if (h && (!nvme || h->key > abs_op(s, s->nuu[c]))) {
+    /* (never one the operation being planned reaches: where it runs in place, it reaches
+     * its HOST chunks there) */
+    if (h && h->key > s->now && (!nvme || h->key > abs_op(s, s->nuu[c]))) {
         *rc = demote(s, op, h->chunk);
         return *rc ? POL_NONE : POL_HOST;
     }
@@ -525,6 +528,7 @@ static int apply(st_t *s, uint32_t i)
 static int step(st_t *s, uint32_t i)
 {
     uint64_t T = (uint64_t)s->pass * s->ix->nops + i;
+    s->now = T;
     births(s, i);
     int rc = demand(s, i, T);
     if (!rc)
