@@ -300,10 +300,13 @@ int pol_index_build(const pol_input_t *in, pol_index_t *ix, int near)
         ix->forced_out = pol_least_writebacks(in, ix);
     }
     if (!rc && near && ix->near_refs) {
-        /* (the bound is that of the plans that leave POL_NEAR uses out: the least) */
+        /* (the bound is the lesser of this one and that of the plans that leave POL_NEAR uses
+         * out: usually theirs, but POL_NEAR uses can make an operation reach more than the GPU
+         * holds, and its uses in place count for neither bound) */
         pol_index_t lo;
         if ((rc = pol_index_build(in, &lo, 0)) == 0) {
-            ix->forced = lo.forced, ix->forced_out = lo.forced_out;
+            ix->forced = lo.forced < ix->forced ? lo.forced : ix->forced;
+            ix->forced_out = lo.forced_out < ix->forced_out ? lo.forced_out : ix->forced_out;
             pol_index_free(&lo);
         }
     }

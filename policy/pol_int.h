@@ -72,7 +72,8 @@ static inline int pol_op_in_place(const pol_index_t *ix, uint32_t i)
 
 /* 0, -EINVAL (a reference outside its buffer's life) or -ENOMEM.  `in` must have passed
  * pol_input_check.  POL_NEAR references are uses as the others when `near`
- * (pol_knobs_t.near), else left out; the bound (forced, forced_out) leaves them out. */
+ * (pol_knobs_t.near), else left out; the bound (forced, forced_out) is the lesser of the two
+ * ways' (a plan may take either). */
 int pol_index_build(const pol_input_t *in, pol_index_t *ix, int near);
 void pol_index_free(pol_index_t *ix);
 /* Is buffer b alive at operation op (relative)? */

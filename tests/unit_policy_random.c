@@ -178,8 +178,9 @@ static void roomy(pb_t *b, uint64_t total, uint32_t seed)
 
 /* Seeds beyond the default run's that once failed: an operation in place whose host chunk was
  * demoted to NVMe before it (4305, 4306), a roomy GPU that the search's slack made evict
- * (4716, 17171). */
-static const uint32_t again[] = { 4305, 4306, 4716, 17171 };
+ * (4716, 17171), a bound above a plan whose POL_NEAR uses put an operation in place (15187,
+ * 23156, 41167). */
+static const uint32_t again[] = { 4305, 4306, 4716, 15187, 17171, 23156, 41167 };
 
 int main(int argc, char **argv)
 {
