@@ -634,9 +634,8 @@ static inline int res_reach(res_dev_t *d, collect_t *k, int promote, int gap, co
  * at its address (a failure is logged; the chunk stays unmapped).  res_unmapped_addr: where
  * chunk ci's contents may be copied from or into (*addr): its address, or where it is
  * unmapped its host memory's shadow mapping (mapped back at its address where it has none;
- * the result of that).  res_expose: an operation
- * the shim cannot see into is about to be enqueued: every chunk in use is exposed for good
- * and every unmapped one mapped back. */
+ * the result of that).  res_expose: an operation the shim cannot see into is about to be
+ * enqueued: every chunk in use is exposed for good and every unmapped one mapped back. */
 int res_unmap_ok(const res_dev_t *d, const chunk_t *c);
 void res_unmapped_mark(res_dev_t *d, uint32_t ci);
 void res_unmapped_clear(res_dev_t *d, uint32_t ci);

@@ -264,9 +264,8 @@ static CUstream copy_stream(res_dev_t *d)
 }
 
 /* A chunk's contents at va (its address, or its shadow mapping: res_unmapped_addr) into
- * staging on stream s, piece by piece, an event after each (f->ev:
- * the last one's); 0, or -1 when a copy could not be enqueued (after those that were
- * completed). */
+ * staging on stream s, piece by piece, an event after each (f->ev: the last one's); 0, or -1
+ * when a copy could not be enqueued (after those that were completed). */
 static int copy_pieces(res_dev_t *d, nvfl_t *f, CUdeviceptr va, CUstream s, void *stage)
 {
     uint32_t piece = res_nvme_piece(d), len = (uint32_t)d->chunk;
