@@ -52,8 +52,8 @@ typedef struct pol_index {
     uint32_t *dies_first, *dies_list; /* and dying after it */
     uint32_t *life_born, *life_dies;  /* nbufs: the life born .. dies (inclusive) of a buffer
                                        * that is not permanent; dies < born wraps */
-    uint8_t *buf_nvme;          /* nbufs: may go to NVMe (nvme_ok, and no operation that
-                                 * reaches it runs in place: pol_op_in_place) */
+    uint8_t *buf_nvme;          /* nbufs: may go to NVMe (nvme_ok, and, where the index
+                                 * leaves POL_NEAR references out, none of those reaches it) */
     uint8_t near_refs;          /* the input has POL_NEAR references (used or not) */
     uint64_t forced;            /* the chunks that must come in (bound.c), computed once */
     uint64_t forced_out;        /* and those that must go back with a copy (bound.c) */
@@ -63,8 +63,8 @@ typedef struct pol_index {
 
 /* Does operation i reach more chunks than the GPU holds?  Such an operation runs where its
  * chunks are (in place: those in host memory are reached there, over the link), and the plan
- * brings none in for it but those that have no memory yet; the other operations' moves are
- * planned around it.  Not with a peer tier (a machine with one gets no plan then, -ENOSPC). */
+ * brings none in for it but those that have no memory yet or are on NVMe; the other
+ * operations' moves are planned around it.  Not with a peer tier (a machine with one gets no plan then, -ENOSPC). */
 static inline int pol_op_in_place(const pol_index_t *ix, uint32_t i)
 {
     return ix->op_use[i + 1] - ix->op_use[i] > ix->gpu_cap && ix->cap[POL_PEER] == 0;

@@ -19,7 +19,8 @@ enum { P_WAIT, P_REC, P_TIME, P_EXEC, P_OFF };    /* P_TIME: the profile's times
 typedef struct res_plan {
     int state;
     uint64_t gpu_chunks;        /* the plan's GPU room: an operation reaching more runs in
-                                 * place (pol_op_in_place), nothing brought in for it */
+                                 * place (pol_op_in_place), nothing brought in for it but
+                                 * what it reaches on NVMe */
     int64_t iter;               /* the iteration this device last saw */
     int64_t waited;             /* iterations seen while waiting to profile */
     /* The profile. */

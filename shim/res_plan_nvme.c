@@ -13,7 +13,8 @@
  *      still copied; once every piece is let go, F_IO;
  *   3. once the write completed with 0, the chunk's memory goes and it becomes a TIER_NVME
  *      chunk (res_nvme_now_out), provided nothing used it meanwhile.
- * Until then the chunk stays where it was, mapped and authoritative (DESIGN.md invariant 5):
+ * Until then the chunk stays where it was, authoritative (DESIGN.md invariant 5), mapped or,
+ * where the plan's eviction left it unmapped, copied through its shadow mapping:
  * a use of it cancels the move (the use's stream waits for the staging copy first, which
  * reads the chunk), and a failed write only gives the slot back (the tier is degraded, one log
  * line).  A move from NVMe to the GPU:

@@ -14,8 +14,9 @@
  * cannot see into ran while they were in use, the rule the NVMe tier follows) are left
  * unmapped, and every operation the shim sees reach one maps it first: a launch brings it into
  * GPU memory where the budget has room, anything else (a copy, another device's operation,
- * a query of the driver's attributes, the NVMe tier reading it) maps its host memory back at
- * its address.  An operation the shim cannot see into exposes every chunk in use and maps
+ * a query of the driver's attributes) maps its host memory back at its address; moves copy
+ * its contents through its host memory's shadow mapping (res_unmapped_addr: a prefetch, a
+ * move to NVMe).  An operation the shim cannot see into exposes every chunk in use and maps
  * every unmapped chunk back first (res_expose).
  *
  * The chunk's host memory keeps its shadow mapping (res_shadow.c), through which its contents

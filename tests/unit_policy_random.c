@@ -158,22 +158,29 @@ static int one(pb_t *b, const pol_knobs_t *k, uint32_t seed)
     return 0;
 }
 
-/* With the GPU holding everything, nothing comes from a lower tier: room for all, and more
- * than the 4 chunks of slack the search may leave free (a plan with slack may evict, so that
- * births need not wait for the room that deaths free). */
+/* With the GPU holding everything, nothing comes from a lower tier: with room for all and
+ * no slack, and, where the search may leave up to 4 chunks free as slack (a plan with slack
+ * may evict, so that births need not wait for the room that deaths free), with room beyond
+ * those. */
 static void roomy(pb_t *b, uint64_t total, uint32_t seed)
 {
-    b->m.cap[POL_GPU] = (total + 1 + 4) * b->m.chunk;
-    pol_plan_t *p = NULL;
-    int rc = pol_plan(pb_input(b), NULL, &p);
-    PB_CHECK(rc == 0, "seed %u, roomy: pol_plan: expected 0, got %d", seed, rc);
-    if (rc)
-        return;
-    PB_CHECK(pb_bytes(&p->predicted, 0) == 0 && pb_bytes(&p->predicted, 1) == 0,
-             "seed %u, roomy: expected no bytes moved, got %llu in, %llu out", seed,
-             (unsigned long long)pb_bytes(&p->predicted, 0),
-             (unsigned long long)pb_bytes(&p->predicted, 1));
-    pol_plan_free(p);
+    for (int searched = 0; searched < 2; searched++) {
+        b->m.cap[POL_GPU] = (total + 1 + (searched ? 4 : 0)) * b->m.chunk;
+        b->slack = searched ? POL_SLACK_SEARCH : POL_SLACK_NONE;
+        pol_plan_t *p = NULL;
+        int rc = pol_plan(pb_input(b), NULL, &p);
+        PB_CHECK(rc == 0, "seed %u, roomy (slack %s): pol_plan: expected 0, got %d", seed,
+                 searched ? "searched" : "none", rc);
+        if (rc)
+            continue;
+        PB_CHECK(pb_bytes(&p->predicted, 0) == 0 && pb_bytes(&p->predicted, 1) == 0,
+                 "seed %u, roomy (slack %s): expected no bytes moved, got %llu in, %llu out",
+                 seed, searched ? "searched" : "none",
+                 (unsigned long long)pb_bytes(&p->predicted, 0),
+                 (unsigned long long)pb_bytes(&p->predicted, 1));
+        pol_plan_free(p);
+    }
+    b->slack = POL_SLACK_SEARCH;
 }
 
 /* Seeds beyond the default run's that once failed: an operation in place whose host chunk was
