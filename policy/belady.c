@@ -460,8 +460,8 @@ static int demand(st_t *s, uint32_t i, uint64_t T)
             (in_place && s->loc[c] != POL_NONE && s->loc[c] != POL_NVME))
             continue;
         int rc = make_room(s, i, T);
-        if (rc == 0 && in_place)
-            rc = room_in_place(s, i, T);
+        if ((rc == 0 || rc == -ENOSPC) && in_place)
+            rc = room_in_place(s, i, T);     /* (make_room's -ENOSPC changed nothing) */
         if (rc <= 0)
             return rc ? rc : -ENOSPC;
         if ((rc = fetch(s, c, i, T)))
@@ -668,9 +668,7 @@ static int reconcile_step(st_t *s, uint32_t c, uint8_t t, uint8_t h)
     if (x == POL_HOST && t == POL_NVME) {
         if (!has_room(s, POL_NVME))
             return 0;
-        rc = emit(s, op, c, POL_HOST, POL_NVME, needs(s, c), 0, POL_INF);
-        s->loc[c] = POL_NVME;
-        s->used[POL_HOST]--, s->used[POL_NVME]++;
+        rc = demote(s, op, c);
         return rc ? rc : 1;
     }
     if (!has_room(s, POL_GPU))

@@ -250,6 +250,26 @@ static void test_in_place_nvme(void)
     pb_fini(&b);
 }
 
+/* An operation in place (x, y and the new t: more than the GPU holds) needs room for t where
+ * the chunk Belady would evict has nowhere to go (host memory full, z may not go to NVMe):
+ * one of the operation's own chunks goes to its kept copy in host memory instead. */
+static void test_in_place_full(void)
+{
+    pb_t b;
+    pb_init(&b);
+    b.m.cap[POL_GPU] = 2 * MIB;
+    b.m.cap[POL_HOST] = 2 * MIB;
+    b.m.cap[POL_NVME] = 3 * MIB;
+    uint32_t x = pb_buf(&b, 1, -1, -1), y = pb_buf(&b, 1, -1, -1), z = pb_buf(&b, 1, -1, -1);
+    uint32_t t = pb_buf(&b, 1, 0, 0);
+    b.bufs[x].nvme_ok = b.bufs[y].nvme_ok = 1;
+    pb_op(&b, 0, 1000), pb_all(&b, t, POL_WRITE), pb_all(&b, x, POL_RW), pb_all(&b, y, POL_RW);
+    pb_op(&b, 0, 1000), pb_all(&b, z, POL_READ), pb_all(&b, y, POL_READ);
+    pol_plan_t *p = pb_plan(&b, &K1);   /* (the search finds a plan with other knobs) */
+    pol_plan_free(p);
+    pb_fini(&b);
+}
+
 /* pol_input_check on a copy of a good input broken by `breakit`: -EINVAL naming `word`. */
 static void expect_bad(void (*breakit)(pb_t *), const char *word)
 {
@@ -769,6 +789,7 @@ int main(void)
     test_no_uses();
     test_nospc();
     test_in_place_nvme();
+    test_in_place_full();
     test_errors();
     test_bound();
     test_bound_min();
