@@ -25,6 +25,7 @@
 #include <stdlib.h>
 
 #include "res_int.h"
+#include "res_nvme.h"
 
 res_dev_t res_devs[MAX_DEVICES];
 static pthread_mutex_t setup_lock = PTHREAD_MUTEX_INITIALIZER;

@@ -20,6 +20,7 @@
 #include <stdlib.h>
 
 #include "res_int.h"
+#include "res_nvme.h"
 
 static int flight_find(const res_dev_t *d, uint32_t ci)
 {

@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "res_int.h"
+#include "res_nvme.h"
 
 /* ---------------------------------------------------------------- small helpers */
 

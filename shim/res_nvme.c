@@ -35,6 +35,7 @@
 
 #include "../iouring/nvme.h"
 #include "res_int.h"
+#include "res_nvme.h"
 
 static struct {
     nvme_area_t *area;

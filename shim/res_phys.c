@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "res_int.h"
+#include "res_nvme.h"
 
 static void charge(res_dev_t *d, int tier, int64_t bytes)
 {

@@ -9,6 +9,7 @@
 #include <errno.h>
 
 #include "res_int.h"
+#include "res_nvme.h"
 
 /* res_bring_in with `must`, where the chunk is unmapped: a chunk left unmapped is reported, with
  * what follows from it (`then`). */

@@ -52,6 +52,7 @@
 #include "../policy/policy.h"
 #include "../policy/iter.h"
 #include "res_int.h"
+#include "res_nvme.h"
 #include "res_plan_int.h"
 
 #define FKEYS 4096          /* kernels the detector tells apart (more share keys) */

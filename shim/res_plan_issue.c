@@ -9,6 +9,7 @@
 #include <errno.h>
 
 #include "res_int.h"
+#include "res_nvme.h"
 #include "res_plan_int.h"
 
 uint32_t res_plan_move_first(const res_dev_t *d, const res_plan_t *p, const pol_move_t *m)

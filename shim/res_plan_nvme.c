@@ -43,6 +43,7 @@
 #include "../iouring/nvme.h"
 #include "../policy/policy.h"
 #include "res_int.h"
+#include "res_nvme.h"
 
 enum { F_COPY, F_IO, F_STAGED, F_GPU };
 

@@ -7,6 +7,7 @@
 #include <stdio.h>
 
 #include "res_int.h"
+#include "res_nvme.h"
 
 static unsigned long long mib(uint64_t bytes)
 {
