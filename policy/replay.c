@@ -185,6 +185,16 @@ static int rp_moves(rp_t *p, const pol_plan_t *pl, uint32_t a, uint32_t b)
     return 0;
 }
 
+/* Chunk c, reached where it is: the host maps it back when it is away from the GPU, once
+ * until it moves again (m.mapback_us_per_chunk). */
+static void rp_map_back(rp_t *p, uint64_t c)
+{
+    if (p->loc[c] != POL_GPU && p->loc[c] != POL_NONE && !p->mapped[c]) {
+        host_map(p, p->in->m.mapback_us_per_chunk * 1e3);
+        p->mapped[c] = 1;
+    }
+}
+
 /* Operation op's POL_NEAR references left out of the plan: the host maps back those of their
  * chunks that are not on the GPU (once until they move: m.mapback_us_per_chunk), and the
  * operation, issued then, waits for their moves in flight; with `end` (>= 0), it has run
@@ -202,10 +212,7 @@ static double rp_near(rp_t *p, const pol_op_t *op, double start, double end)
                 p->last_end[c] = max2(p->last_end[c], end);
                 continue;
             }
-            if (p->loc[c] != POL_GPU && p->loc[c] != POL_NONE && !p->mapped[c]) {
-                host_map(p, p->in->m.mapback_us_per_chunk * 1e3);
-                p->mapped[c] = 1;
-            }
+            rp_map_back(p, c);
             start = max2(start, p->ready[c]);
         }
     }
@@ -220,10 +227,7 @@ static void rp_in_place(rp_t *p, uint32_t i)
     const pol_index_t *ix = p->ix;
     for (uint64_t r = ix->op_run[i]; r < ix->op_run[i + 1]; r++)
         for (uint64_t c = ix->run_chunk[r]; c < ix->run_chunk[r] + ix->run_n[r]; c++)
-            if (p->loc[c] != POL_GPU && p->loc[c] != POL_NONE && !p->mapped[c]) {
-                host_map(p, p->in->m.mapback_us_per_chunk * 1e3);
-                p->mapped[c] = 1;
-            }
+            rp_map_back(p, c);
 }
 
 static void rp_op(rp_t *p, uint32_t i)
