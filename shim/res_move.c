@@ -629,6 +629,8 @@ static int make_room(res_dev_t *d, uint32_t serial, uint32_t n, int gap, int kee
             continue;
         if ((d->nflights || d->npend) && res_flight_room(d) == 0)
             continue;
+        if (d->nvme_flights && res_nvme_flight_room(d) == 0)
+            continue;
         int r = evict_or_wait(d, serial, gap);
         if (r < 0)
             return -ENOMEM;
@@ -660,6 +662,8 @@ int res_make_bytes(res_dev_t *d, uint64_t bytes)
         if (res_park_drop(d) == 0)
             continue;
         if ((d->nflights || d->npend) && res_flight_room(d) == 0)
+            continue;
+        if (d->nvme_flights && res_nvme_flight_room(d) == 0)
             continue;
         int r = evict_or_wait(d, 0, gap);
         if (r < 0)

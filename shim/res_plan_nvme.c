@@ -17,7 +17,9 @@
  * where the plan's eviction left it unmapped, copied through its shadow mapping:
  * a use of it cancels the move (the use's stream waits for the staging copy first, which
  * reads the chunk), and a failed write only gives the slot back (the tier is degraded, one log
- * line).  A move from NVMe to the GPU:
+ * line).  The reactive engine, needing GPU room, completes a move out of GPU memory in flight
+ * (the host waits for its copy and write: res_nvme_flight_room) before it evicts a chunk of its
+ * own, which would most often be that one (the least recently used), the move cancelled.  A move from NVMe to the GPU:
  *   1. the slot is read into a staging chunk (F_IO);
  *   2. once the read completed, GPU memory is mapped at the chunk's address (when the budget
  *      has room) and the staging chunk copied into it on the shim's copy stream (F_GPU; the
@@ -627,6 +629,28 @@ static void host_room(res_dev_t *d)
         io_wait(d, f);
         out_step(d, f);
     }
+}
+
+int res_nvme_flight_room(res_dev_t *d)
+{
+    nvfl_t *mine[RES_NVME_STAGES], *f = NULL;
+    unsigned n = fl_mine(d, mine);
+    for (unsigned k = 0; k < n && !f; k++)
+        if (mine[k]->out && !mine[k]->cancelled && mine[k]->from == TIER_GPU)
+            f = mine[k];
+    if (!f)
+        return -1;
+    if (f->stage == F_COPY) {
+        res_event_wait(f->ev, &d->blocked_flight_s);
+        if (!out_step(d, f))
+            return 0;                   /* (the write could not be queued: the move ended) */
+        nvme_submit(res_nvme_area());
+    }
+    if (f->stage == F_IO) {
+        io_wait(d, f);
+        out_step(d, f);
+    }
+    return 0;
 }
 
 /* ---------------------------------------------------------------- the executor's entries */
