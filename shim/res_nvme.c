@@ -344,6 +344,11 @@ static int demote_one(res_dev_t *d)
 {
     if (!d->nvme_on || !healthy() || nvme_slots_used(nv.area) >= nvme_slots_total(nv.area))
         return -1;
+    if (SHIM_UNLIKELY(d->plan != NULL)) {
+        uint32_t v = res_plan_host_victim(d, demotable);
+        if (v != UINT32_MAX)
+            return demote(d, v);
+    }
     for (uint32_t i = d->host.head; i; i = d->chunks[i - 1].next)
         if (demotable(&d->chunks[i - 1]))
             return demote(d, i - 1);

@@ -64,6 +64,7 @@ typedef struct res_plan {
         reconciled, retried;
     uint32_t *near, near_epoch;         /* per arena chunk, res_plan_victim's marks */
     uint64_t victims;                   /* reactive evictions whose victim it chose */
+    uint64_t host_victims;              /* the same of the demotions host -> NVMe */
     int64_t prof_iter;                  /* the iteration profiled (for the trace) */
     /* The guard (res_plan_guard.c): iterations timed on the host's clock (shim_ht_now). */
     uint64_t t_iter;                    /* when the iteration in progress began; 0: unknown */

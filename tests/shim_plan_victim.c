@@ -29,7 +29,14 @@
  * (With 20 us kernels and no slack, least recently used victims made it 8 chunks an
  * iteration; with these the plan's prefetches bring such victims back in time, and the count
  * of victims the plan chose is what fails without them.)
+ * With host memory at a third of the buffers too and the rest on NVMe, the stray launch's
+ * chunk sends one of the GPU to host memory, which sends one of host memory to NVMe: chosen
+ * the plan's way on both tiers, the stray launch costs at most STRAY_NVME_MAX chunks read from
+ * NVMe per iteration over the same loop without it (with the least recently used GPU chunk
+ * and the oldest host chunk going, 9).
  */
+#include <unistd.h>
+
 #include "shim_test.h"
 #include "simtest.h"
 
@@ -40,6 +47,7 @@
 #define ITERS_SHORT 8
 #define ITERS_LONG 12
 #define STRAY_IN_MAX 2.0
+#define STRAY_NVME_MAX 4.0
 
 static const char ptx[] =
     ".version 8.0\n.target sm_90\n.address_size 64\n"
@@ -94,7 +102,7 @@ static void scenario(void)
     CUdeviceptr buf[NBUF], odd;
     CUstream s;
     const char *env = getenv("VICTIM_ITERS");
-    int iters = env ? atoi(env) : ITERS_SHORT;
+    int iters = env ? atoi(env) : ITERS_SHORT, stray = !getenv("VICTIM_NO_STRAY");
     st_setup(0);
     CUfunction fb = st_function(ptx, "bump"), fs = st_function(ptx, "stray");
     CHECK_CU(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
@@ -109,14 +117,15 @@ static void scenario(void)
     for (int it = 0; it < iters; it++) {
         for (int i = 0; i < NBUF; i++) {
             launch(fb, buf[i], s);
-            if (i == STRAY_AT && it >= STRAY_FROM)
+            if (i == STRAY_AT && it >= STRAY_FROM && stray)
                 launch(fs, odd, s);
         }
         CHECK_CU(cuStreamSynchronize(s));
     }
     for (int i = 0; i < NBUF; i++)
         expect_words(buf[i], (uint32_t)iters, "buffer", i);
-    expect_words(odd, (uint32_t)(1 + iters - STRAY_FROM), "the stray launch's buffer", 0);
+    expect_words(odd, stray ? (uint32_t)(1 + iters - STRAY_FROM) : 1,
+                 "the stray launch's buffer", 0);
     printf("contents right after %d iterations\n", iters);
 }
 
@@ -163,6 +172,41 @@ static void guard_drops(void)
     sh_run_free(&r);
 }
 
+/* Chunks read from NVMe in a run of `iters` iterations with host memory at 16 MiB and the rest
+ * on NVMe in dir, with the stray launch or without. */
+static double nvme_reads(const char *dir, int iters, int stray)
+{
+    char n[32], path[PATH_MAX + 32];
+    snprintf(n, sizeof(n), "VICTIM_ITERS=%d", iters);
+    snprintf(path, sizeof(path), "ELIXIR_NVME_PATH=%s", dir);
+    const char *env[] = { "ELIXIR_POLICY=plan", "ELIXIR_STATS=1", "ELIXIR_GPU_MEMORY=16M", n,
+                          "ELIXIR_HOST_MEMORY=16M", path, "ELIXIR_NVME_MEMORY=64M",
+                          "ELIXIR_PLAN_GUARD=0", stray ? NULL : "VICTIM_NO_STRAY=1", NULL };
+    sh_run_t r = sh_run_ok("scenario", env);
+    long long read = -1, host = sh_stat(r.err, "demotions to NVMe ");
+    const char *at = strstr(r.err, "NVMe: engine");
+    if (at && (at = strstr(at, ", read ")))
+        sscanf(at, ", read %lld", &read);
+    EXPECT(read >= 0 && host >= 0 && strstr(r.err, "plan: 1 planned"),
+           "one plan, and the NVMe statistics in the log:\n%s", r.err);
+    sh_run_free(&r);
+    return (double)read;
+}
+
+static void nvme_victims(void)
+{
+    char dir[] = "/tmp/shim-victim-XXXXXX";
+    EXPECT(mkdtemp(dir), "mkdtemp: %s", strerror(errno));
+    double with = nvme_reads(dir, ITERS_LONG, 1) - nvme_reads(dir, ITERS_SHORT, 1);
+    double without = nvme_reads(dir, ITERS_LONG, 0) - nvme_reads(dir, ITERS_SHORT, 0);
+    double per = (with - without) / (ITERS_LONG - ITERS_SHORT);
+    rmdir(dir);
+    printf("with NVMe: %.2f chunks read from NVMe per iteration for the operation the plan did "
+           "not foresee (%.2f without it)\n", per, without / (ITERS_LONG - ITERS_SHORT));
+    EXPECT(per <= STRAY_NVME_MAX, "with NVMe: expected at most %.1f more chunks read from NVMe "
+           "per iteration with the stray launch, got %.2f", STRAY_NVME_MAX, per);
+}
+
 int main(int argc, char **argv)
 {
     sh_scenario_child(argc, argv, scenario);
@@ -186,5 +230,6 @@ int main(int argc, char **argv)
                ITERS_SHORT);
     }
     guard_drops();
+    nvme_victims();
     return 0;
 }
