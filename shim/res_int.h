@@ -756,9 +756,10 @@ void res_plan_barrier(void);
  * (0: none) does not reach; UINT32_MAX without a plan to follow (res_plan_victim.c). */
 uint32_t res_plan_victim(res_dev_t *d, uint32_t serial);
 /* The host chunk the reactive engine sends to NVMe while a plan is followed (d locked): of the
- * oldest in host memory that may_go accepts, the one the plan's operations reach again last
- * (where they are, too: in place, or behind a kernel's pointer); UINT32_MAX without a plan to
- * follow or such a chunk. */
+ * oldest in host memory that may_go accepts and the latest operation (d->serial) does not
+ * reach, the one the plan's operations reach again last (where they are, too: in place, or
+ * behind a kernel's pointer); UINT32_MAX without a plan to follow or such a chunk (then the
+ * oldest that may go goes). */
 uint32_t res_plan_host_victim(res_dev_t *d, int (*may_go)(const chunk_t *c));
 /* An allocation of the arena on d (d locked): [base, +bytes), and one freed. */
 void res_plan_alloc(res_dev_t *d, uint64_t base, uint64_t bytes);

@@ -629,7 +629,7 @@ static int make_room(res_dev_t *d, uint32_t serial, uint32_t n, int gap, int kee
             continue;
         if ((d->nflights || d->npend) && res_flight_room(d) == 0)
             continue;
-        if (d->nvme_flights && res_nvme_flight_room(d) == 0)
+        if (d->nvme_flights && res_nvme_flight_room(d, serial) == 0)
             continue;
         int r = evict_or_wait(d, serial, gap);
         if (r < 0)
@@ -663,7 +663,7 @@ int res_make_bytes(res_dev_t *d, uint64_t bytes)
             continue;
         if ((d->nflights || d->npend) && res_flight_room(d) == 0)
             continue;
-        if (d->nvme_flights && res_nvme_flight_room(d) == 0)
+        if (d->nvme_flights && res_nvme_flight_room(d, 0) == 0)
             continue;
         int r = evict_or_wait(d, 0, gap);
         if (r < 0)

@@ -71,10 +71,11 @@ void res_nvme_flight_settle(res_dev_t *d, uint32_t ci, int gone);
 void res_nvme_flights_poll(res_dev_t *d);
 void res_nvme_flights_drain(res_dev_t *d);
 void res_plan_nvme_stats(void);
-/* GPU room for the reactive engine (d locked): the plan's oldest move GPU -> NVMe in flight
- * completes (the host waits for its copy and write), which frees its GPU memory unless the
- * move failed or its chunk stays; 0 when one ended, -1 when none was in flight. */
-int res_nvme_flight_room(res_dev_t *d);
+/* GPU room for the reactive engine (d locked): one of the plan's moves GPU -> NVMe in flight,
+ * of a chunk that operation `serial` (0: none) does not reach, completes (the host waits for
+ * its copy and write), which frees its GPU memory unless the move failed or its chunk stays;
+ * 0 when one ended, -1 when none was in flight or could end. */
+int res_nvme_flight_room(res_dev_t *d, uint32_t serial);
 /* The bytes the NVMe tier may hold for d: the area's size while it is healthy, what is on it
  * once it is degraded (nothing more goes to it); 0 without a tier. */
 uint64_t res_nvme_capacity(const res_dev_t *d);

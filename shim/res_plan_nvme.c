@@ -604,6 +604,29 @@ static int host_free(const res_dev_t *d)
     return d->nspare[1] || atomic_load(&res_host.used) + d->chunk <= atomic_load(&res_host.budget);
 }
 
+/* The plan's move out f (of d) completes: the host waits for its copy into staging and for its
+ * write.  1 when the flight ended (its chunk on NVMe, or where it was when the write could
+ * not be queued or the move was cancelled meanwhile), 0 when it cannot get on (a copy that
+ * never completes). */
+static int out_finish(res_dev_t *d, nvfl_t *f)
+{
+    if (f->stage == F_COPY) {
+        res_event_wait(f->ev, &d->blocked_flight_s);
+        int queued = out_step(d, f);
+        if (!fl_still(d, f))
+            return 1;                   /* (the write could not be queued: the move ended) */
+        if (f->stage != F_IO)
+            return 0;
+        if (queued)
+            nvme_submit(res_nvme_area());
+    }
+    if (f->stage != F_IO)
+        return 0;
+    io_wait(d, f);
+    out_step(d, f);
+    return 1;
+}
+
 /* Host memory for the plan's eviction GPU -> host where the budget has none: the plan made
  * its room with moves host -> NVMe issued before it, which are completed now (the host waits
  * for their copies and writes) until there is room.  Where none is in flight, the reactive
@@ -616,41 +639,20 @@ static void host_room(res_dev_t *d)
         for (unsigned k = 0; k < n && !f; k++)
             if (mine[k]->out && !mine[k]->cancelled && mine[k]->from == TIER_HOST)
                 f = mine[k];
-        if (!f)
-            return;
-        if (f->stage == F_COPY) {
-            res_event_wait(f->ev, &d->blocked_flight_s);
-            if (!out_step(d, f))
-                continue;               /* (the write could not be queued: the move ended) */
-            nvme_submit(res_nvme_area());
-        }
-        if (f->stage != F_IO)
-            return;                     /* (its copy failed to complete: res_has_room's turn) */
-        io_wait(d, f);
-        out_step(d, f);
+        if (!f || !out_finish(d, f))
+            return;                     /* (then res_has_room's turn) */
     }
 }
 
-int res_nvme_flight_room(res_dev_t *d)
+int res_nvme_flight_room(res_dev_t *d, uint32_t serial)
 {
     nvfl_t *mine[RES_NVME_STAGES], *f = NULL;
     unsigned n = fl_mine(d, mine);
     for (unsigned k = 0; k < n && !f; k++)
-        if (mine[k]->out && !mine[k]->cancelled && mine[k]->from == TIER_GPU)
+        if (mine[k]->out && !mine[k]->cancelled && mine[k]->from == TIER_GPU &&
+            (serial == 0 || d->chunks[mine[k]->ci].seen != serial))
             f = mine[k];
-    if (!f)
-        return -1;
-    if (f->stage == F_COPY) {
-        res_event_wait(f->ev, &d->blocked_flight_s);
-        if (!out_step(d, f))
-            return 0;                   /* (the write could not be queued: the move ended) */
-        nvme_submit(res_nvme_area());
-    }
-    if (f->stage == F_IO) {
-        io_wait(d, f);
-        out_step(d, f);
-    }
-    return 0;
+    return f && out_finish(d, f) ? 0 : -1;
 }
 
 /* ---------------------------------------------------------------- the executor's entries */

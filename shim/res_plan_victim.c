@@ -120,8 +120,8 @@ uint32_t res_plan_host_victim(res_dev_t *d, int (*may_go)(const chunk_t *c))
     if (!p || p->state != P_EXEC || !p->nops)
         return UINT32_MAX;
     for (uint32_t i = d->host.head; i && n < VICTIM_CANDIDATES; i = d->chunks[i - 1].next)
-        if (may_go(&d->chunks[i - 1]))
-            cand[n++] = i - 1;
+        if (may_go(&d->chunks[i - 1]) && d->chunks[i - 1].seen != d->serial)
+            cand[n++] = i - 1;          /* (not one the operation being prepared reaches) */
     if (n < 2)
         return n ? cand[0] : UINT32_MAX;
     p->host_victims++;
