@@ -19,7 +19,8 @@
  * reads the chunk), and a failed write only gives the slot back (the tier is degraded, one log
  * line).  The reactive engine, needing GPU room, completes a move out of GPU memory in flight
  * (the host waits for its copy and write: res_nvme_flight_room) before it evicts a chunk of its
- * own, which would most often be that one (the least recently used), the move cancelled.  A move from NVMe to the GPU:
+ * own, which would most often be that very chunk (the plan sends out what it uses last), the
+ * move cancelled.  A move from NVMe to the GPU:
  *   1. the slot is read into a staging chunk (F_IO);
  *   2. once the read completed, GPU memory is mapped at the chunk's address (when the budget
  *      has room) and the staging chunk copied into it on the shim's copy stream (F_GPU; the

@@ -25,7 +25,7 @@
  * use counts: an operation in place and a kernel behind its pointers reach the chunk where it
  * is, and on NVMe it would have to be read back first.  Measured on bench/nvme_train with the
  * GPU and host at 1/4: per tensor 53.4 ms a step with the oldest chunks going (GPU and host),
- * 47.7 ms with both victims chosen so; pooled 99.0 and 95.6 ms.
+ * 47.7 ms with both victims chosen so; pooled 99.0 and 97.4 ms.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -51,9 +51,10 @@ static uint32_t new_epoch(res_dev_t *d, res_plan_t *p)
 }
 
 /* The chunks of operation `at` of the profile, as they lie now: each candidate among them
- * marked used (the last one marked in *last); returns how many were newly marked.  An
- * operation that runs in place (it reaches more than the plan's GPU room) uses none, and
- * chunks behind a kernel's pointers count only where the plan brings them in. */
+ * marked used (the last one marked in *last); returns how many were newly marked.  Unless
+ * `all` (every reference counts), an operation that runs in place (it reaches more than the
+ * plan's GPU room) uses none, and chunks behind a kernel's pointers count only where the plan
+ * brings them in. */
 static uint32_t mark_uses(res_dev_t *d, res_plan_t *p, uint32_t at, uint32_t epoch, int all,
                           uint32_t *visits, uint32_t *last)
 {

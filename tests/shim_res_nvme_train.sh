@@ -37,7 +37,8 @@ for mode in per-tensor pooled; do
         shim_train_budget 4 "${JOB[@]}" --alloc "$mode"
     out=$(sed -n 's/.*NVMe plan: moves to NVMe \([0-9]*\) (completed \([0-9]*\),.*/\2/p' "$tmp/o.err")
     outs=$(sed -n 's/.*NVMe plan: moves to NVMe \([0-9]*\) (.*/\1/p' "$tmp/o.err")
-    cancelled=$(sed -n 's/.*NVMe plan: moves to NVMe [0-9]* (completed [0-9]*, cancelled \([0-9]*\),.*/\1/p' "$tmp/o.err")
+    cancelled=$(sed -n 's/.*NVMe plan: moves to NVMe [0-9]* (completed [0-9]*, cancelled \([0-9]*\),.*/\1/p' \
+                    "$tmp/o.err")
     ahead=$(sed -n 's/.*reads ahead [0-9]* (completed \([0-9]*\),.*/\1/p' "$tmp/o.err")
     dropped=$(sed -n 's/.*reads ahead .* dropped \([0-9]*\)).*/\1/p' "$tmp/o.err")
     hoisted=$(sed -n 's/.*issued ahead of their place \([0-9]*\)).*/\1/p' "$tmp/o.err")
