@@ -76,6 +76,7 @@ static struct {
     /* Counters (any device's lock; read at exit). */
     _Atomic uint64_t out_issued, out_done, out_cancelled, out_failed, out_ahead;
     _Atomic uint64_t in_issued, in_done, in_waited, in_dropped, in_failed, in_taken_back;
+    _Atomic uint64_t staged_for;        /* moves that waited for a staging chunk (stage_free) */
     /* The link the last plan was given ([0] reads, [1] writes) and where it came from (lock). */
     double link_gbs[2];
     char link_src[2][48];
@@ -194,6 +195,17 @@ static unsigned fl_mine(const res_dev_t *d, nvfl_t **mine)
             mine[n++] = &pn.fl[k];
     pthread_mutex_unlock(&pn.lock);
     return n;
+}
+
+/* Is every flight (every staging chunk) of the process in use? */
+static int fl_full(void)
+{
+    int full = 1;
+    pthread_mutex_lock(&pn.lock);
+    for (unsigned k = 0; k < RES_NVME_STAGES && full; k++)
+        full = pn.fl[k].used;
+    pthread_mutex_unlock(&pn.lock);
+    return full;
 }
 
 /* Flight f ends: its chunk is no longer moving (unless the move was cancelled, which let it
@@ -605,6 +617,19 @@ static int host_free(const res_dev_t *d)
     return d->nspare[1] || atomic_load(&res_host.used) + d->chunk <= atomic_load(&res_host.budget);
 }
 
+/* One of d's moves out in flight, not cancelled, from tier `from` (-1: any), of a chunk that
+ * operation `serial` (0: none) does not reach; NULL when there is none. */
+static nvfl_t *out_flight(res_dev_t *d, int from, uint32_t serial)
+{
+    nvfl_t *mine[RES_NVME_STAGES];
+    unsigned n = fl_mine(d, mine);
+    for (unsigned k = 0; k < n; k++)
+        if (mine[k]->out && !mine[k]->cancelled && (from < 0 || mine[k]->from == from) &&
+            (serial == 0 || d->chunks[mine[k]->ci].seen != serial))
+            return mine[k];
+    return NULL;
+}
+
 /* The plan's move out f (of d) completes: the host waits for its copy into staging and for its
  * write.  1 when the flight ended (its chunk on NVMe, or where it was when the write could
  * not be queued or the move was cancelled meanwhile), 0 when it cannot get on (a copy that
@@ -634,26 +659,32 @@ static int out_finish(res_dev_t *d, nvfl_t *f)
  * engine's demotion makes it (res_has_room). */
 static void host_room(res_dev_t *d)
 {
-    while (!host_free(d)) {
-        nvfl_t *mine[RES_NVME_STAGES], *f = NULL;
-        unsigned n = fl_mine(d, mine);
-        for (unsigned k = 0; k < n && !f; k++)
-            if (mine[k]->out && !mine[k]->cancelled && mine[k]->from == TIER_HOST)
-                f = mine[k];
-        if (!f || !out_finish(d, f))
+    nvfl_t *f;
+    while (!host_free(d))
+        if (!(f = out_flight(d, TIER_HOST, 0)) || !out_finish(d, f))
             return;                     /* (then res_has_room's turn) */
-    }
 }
 
 int res_nvme_flight_room(res_dev_t *d, uint32_t serial)
 {
-    nvfl_t *mine[RES_NVME_STAGES], *f = NULL;
-    unsigned n = fl_mine(d, mine);
-    for (unsigned k = 0; k < n && !f; k++)
-        if (mine[k]->out && !mine[k]->cancelled && mine[k]->from == TIER_GPU &&
-            (serial == 0 || d->chunks[mine[k]->ci].seen != serial))
-            f = mine[k];
+    nvfl_t *f = out_flight(d, TIER_GPU, serial);
     return f && out_finish(d, f) ? 0 : -1;
+}
+
+/* Every staging chunk is in use, and d's move of the plan needs one: one of d's moves out in
+ * flight completes (the host waits for its copy and write), which frees its staging chunk.
+ * Measured on bench/nvme_train's pooled job: 97.3 -> 90.6 ms a step (the plan's moves
+ * host -> NVMe no longer left to the reactive engine's synchronous demotions).  0 when a
+ * staging chunk is free now, -1 when none could be freed. */
+static int stage_free(res_dev_t *d)
+{
+    nvfl_t *f;
+    if (!fl_full())
+        return 0;
+    if (!(f = out_flight(d, -1, 0)) || !out_finish(d, f))
+        return -1;
+    pn.staged_for++;
+    return 0;
 }
 
 /* ---------------------------------------------------------------- the executor's entries */
@@ -670,10 +701,15 @@ int res_plan_nvme_move(res_dev_t *d, uint32_t ci, int from, int to, uint32_t ser
     if (to == POL_NVME && (from == POL_HOST || from == POL_GPU)) {
         if (tier == TIER_GPU && d->chunks[ci].moving)
             res_flight_settle(d, ci, 1);        /* (its eviction to host: cancelled) */
-        return go_out(d, ci, serial);
+        if (go_out(d, ci, serial) == 0)
+            return 0;
+        return stage_free(d) == 0 ? go_out(d, ci, serial) : -1;
     }
-    if (to == POL_GPU && tier == TIER_NVME)
-        return come_in(d, ci);          /* (from the host in the plan: demoted meanwhile) */
+    if (to == POL_GPU && tier == TIER_NVME) {   /* (from the host in the plan: demoted since) */
+        if (come_in(d, ci) == 0)
+            return 0;
+        return stage_free(d) == 0 ? come_in(d, ci) : -1;
+    }
     if (to == POL_GPU && tier == TIER_HOST)
         return res_prefetch(d, ci);     /* (from NVMe in the plan: not demoted) */
     if (from == POL_GPU && to == POL_HOST && tier == TIER_GPU) {
@@ -805,13 +841,14 @@ void res_plan_nvme_stats(void)
     shim_log_plain("NVMe plan: moves to NVMe %llu (completed %llu, cancelled %llu, failed %llu; "
                    "issued ahead of their place %llu); reads ahead %llu (completed %llu, "
                    "waited for %llu, failed %llu, %llu of them after pieces reached GPU memory; "
-                   "dropped %llu)",
+                   "dropped %llu); moves that waited for a staging chunk %llu",
                    (unsigned long long)pn.out_issued, (unsigned long long)pn.out_done,
                    (unsigned long long)pn.out_cancelled, (unsigned long long)pn.out_failed,
                    (unsigned long long)pn.out_ahead,
                    (unsigned long long)pn.in_issued, (unsigned long long)pn.in_done,
                    (unsigned long long)pn.in_waited, (unsigned long long)pn.in_failed,
-                   (unsigned long long)pn.in_taken_back, (unsigned long long)pn.in_dropped);
+                   (unsigned long long)pn.in_taken_back, (unsigned long long)pn.in_dropped,
+                   (unsigned long long)pn.staged_for);
     pthread_mutex_lock(&pn.lock);
     if (pn.link_gbs[0] > 0)
         shim_log_plain("NVMe plan: link reads %.2f GB/s (%s), writes %.2f GB/s (%s)",

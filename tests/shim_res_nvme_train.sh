@@ -14,7 +14,8 @@
 # followed): the tier is degraded (one line), the failed read counted, and the job either ends
 # with the digest of the job without the shim (the read was tried again) or stops with
 # CUDA_ERROR_OUT_OF_MEMORY (a degraded tier takes no new data, and the job needs more than GPU
-# and host hold): never another digest.
+# and host hold): never another digest.  Last, a pooled job twice as wide, planned, whose moves
+# must at times wait for a staging chunk.
 set -u
 . tests/lib/sim_env.sh
 sim_setup
@@ -42,12 +43,14 @@ for mode in per-tensor pooled; do
     ahead=$(sed -n 's/.*reads ahead [0-9]* (completed \([0-9]*\),.*/\1/p' "$tmp/o.err")
     dropped=$(sed -n 's/.*reads ahead .* dropped \([0-9]*\)).*/\1/p' "$tmp/o.err")
     hoisted=$(sed -n 's/.*issued ahead of their place \([0-9]*\)).*/\1/p' "$tmp/o.err")
+    staged=$(sed -n 's/.*moves that waited for a staging chunk \([0-9]*\).*/\1/p' "$tmp/o.err")
     back=$(sed -n 's/.* \([0-9]*\) mapped back unforeseen).*/\1/p' "$tmp/o.err")
     nvme=$(shim_stat "$tmp/o.err" "chunks to NVMe")
     echo "$mode, planned: digest ${got:-none}, the plan's moves to NVMe ${outs:-0} (completed" \
          "${out:-0}, cancelled ${cancelled:-?})," \
          "issued ahead of their place ${hoisted:-0}, reads ahead completed ${ahead:-0}," \
-         "dropped ${dropped:-0}; chunks to NVMe ${nvme:-0}, mapped back ${back:-?}"
+         "dropped ${dropped:-0}; moves that waited for a staging chunk ${staged:-?}; chunks to" \
+         "NVMe ${nvme:-0}, mapped back ${back:-?}"
     [ "$got" = "$want" ] || fail_showing "$tmp/o.err" "planned: expected digest $want"
     if [ "${out:-0}" -eq 0 ] || [ "${ahead:-0}" -eq 0 ]; then
         fail_showing "$tmp/o.err" "the plan moved nothing to or from NVMe"
@@ -91,4 +94,20 @@ for mode in per-tensor pooled; do
     [ "${failed:-0}" -ge 1 ] || fail_showing "$tmp/o.err" "read fault: no failed read counted"
     [ "$degraded" -eq 1 ] || fail_showing "$tmp/o.err" "read fault: expected one degraded line"
 done
+# (Pooled at width 512 the plan's NVMe moves in flight outnumber the staging chunks: a move
+# that finds none free waits for a move out in flight to complete, res_plan_nvme.c's
+# stage_free, and the job's results stay those of the job without the shim.)
+BIG=(--layers 2 --width 512 --heads 8 --seq 16 --batch 2 --vocab 1024 --steps 5)
+shim_train_reference "pooled, width 512" "${BIG[@]}" --alloc pooled
+quarter=$((peak * 1024 * 1024 / 4))
+rm -rf "$tmp/nvme" && mkdir -p "$tmp/nvme"
+ELIXIR_POLICY=plan ELIXIR_HOST_MEMORY=$quarter ELIXIR_NVME_PATH="$tmp/nvme" \
+    ELIXIR_NVME_MEMORY=$((peak * 2))M ELIXIR_NVME_VERIFY=1 \
+    shim_train_budget 4 "${BIG[@]}" --alloc pooled
+staged=$(sed -n 's/.*moves that waited for a staging chunk \([0-9]*\).*/\1/p' "$tmp/o.err")
+echo "pooled, width 512, planned: digest ${got:-none}, moves that waited for a staging chunk" \
+     "${staged:-?}"
+[ "$got" = "$want" ] || fail_showing "$tmp/o.err" "pooled, width 512: expected digest $want"
+[ "${staged:-0}" -gt 0 ] ||
+    fail_showing "$tmp/o.err" "pooled, width 512: no move waited for a staging chunk"
 echo "same digest with GPU and host at 1/4 of the footprint each, the rest on NVMe"
