@@ -673,16 +673,17 @@ int res_nvme_flight_room(res_dev_t *d, uint32_t serial)
 }
 
 /* Every staging chunk is in use, and d's move of the plan needs one: one of d's moves out in
- * flight completes (the host waits for its copy and write), which frees its staging chunk.
+ * flight, of a chunk that operation `serial` (0: none) does not reach, completes (the host
+ * waits for its copy and write), which frees its staging chunk.
  * Measured on bench/nvme_train's pooled job: 97.4 -> 90.8 ms a step (the plan's moves
  * host -> NVMe no longer left to the reactive engine's synchronous demotions).  0 when a
  * staging chunk is free now, -1 when none could be freed. */
-static int stage_free(res_dev_t *d)
+static int stage_free(res_dev_t *d, uint32_t serial)
 {
     nvfl_t *f;
     if (!fl_full())
         return 0;
-    if (!(f = out_flight(d, -1, 0)) || !out_finish(d, f))
+    if (!(f = out_flight(d, -1, serial)) || !out_finish(d, f))
         return -1;
     pn.staged_for++;
     return 0;
@@ -704,12 +705,12 @@ int res_plan_nvme_move(res_dev_t *d, uint32_t ci, int from, int to, uint32_t ser
             res_flight_settle(d, ci, 1);        /* (its eviction to host: cancelled) */
         if (go_out(d, ci, serial) == 0)
             return 0;
-        return stage_free(d) == 0 ? go_out(d, ci, serial) : -1;
+        return stage_free(d, serial) == 0 ? go_out(d, ci, serial) : -1;
     }
     if (to == POL_GPU && tier == TIER_NVME) {   /* (from the host in the plan: demoted since) */
         if (come_in(d, ci) == 0)
             return 0;
-        return stage_free(d) == 0 ? come_in(d, ci) : -1;
+        return stage_free(d, serial) == 0 ? come_in(d, ci) : -1;
     }
     if (to == POL_GPU && tier == TIER_HOST)
         return res_prefetch(d, ci);     /* (from NVMe in the plan: not demoted) */
