@@ -165,6 +165,17 @@ int pol_input_check(const pol_input_t *in, char *err, size_t len)
             return fail(err, len, "waits[%zu].op is %u, before waits[%zu]'s %u: in operation "
                         "order", w, wt->op, w - 1, in->waits[w - 1].op);
     }
+    if (in->nsyncs && !in->syncs)
+        return fail(err, len, "syncs is NULL with nsyncs %zu", in->nsyncs);
+    for (size_t k = 0; k < in->nsyncs; k++) {
+        const pol_sync_t *sy = &in->syncs[k];
+        if (sy->op >= in->nops || (sy->stream >= in->nstreams && sy->stream != POL_SYNC_ALL))
+            return fail(err, len, "syncs[%zu]: operation %u of %zu, stream %u of %u (or "
+                        "POL_SYNC_ALL)", k, sy->op, in->nops, sy->stream, in->nstreams);
+        if (k && sy->op < in->syncs[k - 1].op)
+            return fail(err, len, "syncs[%zu].op is %u, before syncs[%zu]'s %u: in operation "
+                        "order", k, sy->op, k - 1, in->syncs[k - 1].op);
+    }
     uint64_t chunks = 0;
     for (size_t b = 0; b < in->nbufs; b++)
         chunks += (in->bufs[b].bytes + in->m.chunk - 1) / in->m.chunk;

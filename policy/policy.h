@@ -83,6 +83,17 @@ typedef struct pol_wait {
     uint32_t op, buf;
 } pol_wait_t;
 
+/* A host synchronisation: after operation op (and its moves after it), the host waits for
+ * every operation issued so far on stream `stream` (cuStreamSynchronize), or, with
+ * POL_SYNC_ALL, on every stream, and for every move's copy (cuCtxSynchronize: the moves'
+ * copies run in the same context).  The program issues nothing meanwhile, nor does the
+ * executor. */
+typedef struct pol_sync {
+    uint32_t op, stream;
+} pol_sync_t;
+
+#define POL_SYNC_ALL UINT32_MAX
+
 /* One operation, in host issue order. */
 typedef struct pol_op {
     uint32_t stream;            /* dense stream number, 0 .. nstreams - 1 */
@@ -158,6 +169,9 @@ typedef struct pol_input {
                                  * chunks (not with m.room_on_device; fewer than the GPU's) */
     const pol_wait_t *waits;    /* the host's waits, in operation order (may be NULL) */
     size_t nwaits;
+    const pol_sync_t *syncs;    /* the host's synchronisations, in operation order (may be
+                                 * NULL; none: the host runs ahead of the GPU throughout) */
+    size_t nsyncs;
 } pol_input_t;
 
 #define POL_SLACK_SEARCH 0u

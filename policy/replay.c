@@ -41,7 +41,10 @@
  *   - a move without write-back (or a materialisation) copies nothing: it is done when its
  *     dependencies are; a materialisation costs the host birth_us_per_chunk a chunk.  A dying
  *     buffer's GPU room is free when its last use ends; with free_waits the host waits for
- *     that too (a cuMemFree), as at each of the input's waits for the buffer it names.
+ *     that too (a cuMemFree), as at each of the input's waits for the buffer it names;
+ *   - at a host synchronisation of the input (pol_sync_t), the host waits for its stream's
+ *     operations so far, or every stream's and every move's copy: the moves after it are
+ *     issued no earlier (an iteration that ends with one starts the next from an idle GPU).
  * The plan repeats: four iterations are replayed back to back from the plan's start state, so
  * that prefetches issued across the iteration's end count as they will.  iter_ns is the mean
  * time between the ends of the first and the last (an iteration ends with its last
@@ -293,11 +296,29 @@ static void rp_wait(rp_t *p, uint32_t b)
             p->h = max2(p->h, max2(p->last_end[c], p->ready[c]));
 }
 
+/* A host synchronisation (pol_sync_t) on stream s: the host waits for the stream's last
+ * operation so far, or, with POL_SYNC_ALL, every stream's and every copy of a move. */
+static void rp_sync(rp_t *p, uint32_t s)
+{
+    double t = 0;
+    if (s != POL_SYNC_ALL) {
+        p->h = max2(p->h, p->stream_free[s]);
+        return;
+    }
+    for (uint32_t k = 0; k < p->in->nstreams; k++)
+        t = max2(t, p->stream_free[k]);
+    for (int l = POL_PEER; l < POL_NTIERS; l++)
+        for (int dir = 0; dir < 2; dir++)
+            if (p->q[l][dir] > 0)
+                t = max2(t, p->q[l][dir] + p->in->m.link[l].latency_us * 1e3);
+    p->h = max2(p->h, t);
+}
+
 /* One iteration: 0, -EINVAL, or 1 when iter_ns is known to reach stop_ns (it_end only grows)
  * after the first iteration. */
 static int rp_iteration(rp_t *p, const pol_plan_t *pl, int first)
 {
-    size_t w = 0;
+    size_t w = 0, y = 0;
     for (uint32_t i = 0; i < p->ix->nops; i++) {
         int rc = rp_moves(p, pl, pl->op_first[i], pl->op_after[i]);
         if (rc)
@@ -311,6 +332,8 @@ static int rp_iteration(rp_t *p, const pol_plan_t *pl, int first)
         rp_deaths(p, i);
         for (; w < p->in->nwaits && p->in->waits[w].op == i; w++)
             rp_wait(p, p->in->waits[w].buf);
+        for (; y < p->in->nsyncs && p->in->syncs[y].op == i; y++)
+            rp_sync(p, p->in->syncs[y].stream);
     }
     return 0;
 }

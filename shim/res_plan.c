@@ -123,11 +123,52 @@ void res_plan_barrier(void)
     shim_unlock(&det.lock);
 }
 
+/* A host synchronisation on d's profile: after its last operation so far, the host waited
+ * for stream s, or for everything (`all`).  One before the profile's first operation ends
+ * the iteration before, whose own synchronisation the profile records at its end: left
+ * out; so is a stream the profile has not seen (another device's, or idle in it). */
+static void synced_on(res_dev_t *d, res_plan_t *p, CUstream s, int all)
+{
+    uint32_t k = 0;
+    if (p->state != P_REC || p->nops == 0)
+        return;
+    while (!all && k < p->nstreams && p->streams[k] != s)
+        k++;
+    if (!all && k == p->nstreams)
+        return;
+    pol_sync_t y = { (uint32_t)p->nops - 1, all ? POL_SYNC_ALL : k };
+    if (p->nsyncs && p->syncs[p->nsyncs - 1].op == y.op &&
+        (p->syncs[p->nsyncs - 1].stream == y.stream || p->syncs[p->nsyncs - 1].stream ==
+                                                           POL_SYNC_ALL))
+        return;                         /* (waited for already) */
+    if (res_plan_grow((void **)&p->syncs, &p->cap_syncs, p->nsyncs + 1, sizeof(*p->syncs)) < 0) {
+        p->state = P_OFF;
+        return;
+    }
+    p->syncs[p->nsyncs++] = y;
+}
+
+void res_plan_synced(CUcontext ctx, CUstream s, int all)
+{
+    shim_pfn_cuCtxGetCurrent_t get = DRV(cuCtxGetCurrent);
+    if (!res_policy_plan || (all && !ctx && (!get || get(&ctx) != CUDA_SUCCESS || !ctx)))
+        return;
+    for (int i = 0; i < MAX_DEVICES; i++) {
+        res_dev_t *d = &res_devs[i];
+        if (!res_dev_ready(d) || (all && d->ctx != ctx))
+            continue;
+        shim_lock(&d->lock);
+        if (d->plan)
+            synced_on(d, d->plan, s, all);
+        shim_unlock(&d->lock);
+    }
+}
+
 /* ---------------------------------------------------------------- the profile */
 
 static void profile_clear(res_plan_t *p)
 {
-    p->nops = p->nrefs = p->nbufs = p->nwaits = 0;
+    p->nops = p->nrefs = p->nbufs = p->nwaits = p->nsyncs = 0;
     p->nstreams = p->nccl_ops = 0;
     p->births = 0;
     p->nborn = 0;
@@ -290,7 +331,7 @@ static void plan_now(res_dev_t *d, res_plan_t *p)
     pol_input_t in = { p->ops, p->nops, p->refs, p->nrefs, p->bufs, p->nbufs, p->nstreams,
                        machine(d, &tr), slack == SHIM_SLACK_AUTO ? POL_SLACK_SEARCH
                                         : slack == 0 ? POL_SLACK_NONE : (uint32_t)slack,
-                       p->waits, p->nwaits };
+                       p->waits, p->nwaits, p->syncs, p->nsyncs };
     char err[160], src[2][48];
     double mapped, unmapped, birth;            /* (for the log: map_costs) */
     plan_clear(p);
@@ -910,6 +951,7 @@ void res_plan_drop(res_dev_t *d)
     free(p->sig);
     free(p->refs);
     free(p->waits);
+    free(p->syncs);
     free(p->bufs);
     free(p->first);
     free(p->nch);
@@ -917,9 +959,10 @@ void res_plan_drop(res_dev_t *d)
     p->sig = NULL;
     p->refs = NULL;
     p->waits = NULL;
+    p->syncs = NULL;
     p->bufs = NULL;
     p->first = p->nch = NULL;
-    p->cap_ops = p->cap_refs = p->cap_bufs = p->cap_waits = 0;
+    p->cap_ops = p->cap_refs = p->cap_bufs = p->cap_waits = p->cap_syncs = 0;
     profile_clear(p);
     p->state = P_WAIT;                  /* (its statistics stay; a new context profiles anew) */
     p->waited = 0;

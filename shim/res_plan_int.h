@@ -36,6 +36,8 @@ typedef struct res_plan {
     uint32_t *buf_of;           /* per arena chunk: 1 + the buffer starting there; 0: none */
     pol_wait_t *waits;          /* frees of small allocations: the host waits for their chunk */
     size_t nwaits, cap_waits;
+    pol_sync_t *syncs;          /* the program's host synchronisations (res_plan_synced) */
+    size_t nsyncs, cap_syncs;
     uint32_t births;            /* allocations so far in this iteration */
     CUstream streams[PLAN_STREAMS];
     uint32_t nstreams;

@@ -511,7 +511,7 @@ static void gpu_copying(res_dev_t *d, nvfl_t *f)
 }
 
 /* The staged contents of f's chunk go into GPU memory mapped at its address, on the shim's
- * copy stream: 0, or -1 when there is no room (with `force`: none could be made) or the
+ * copy stream: 0, or -1 when there is no room (none is without `force`: see gpu_map) or the
  * driver refused (the chunk stays on NVMe). */
 static int to_gpu(res_dev_t *d, nvfl_t *f, int force)
 {

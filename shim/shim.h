@@ -368,6 +368,10 @@ void res_code_unload(void);
 void res_host_synced(void);
 /* A host synchronisation: a barrier for the plan's iteration detector (res_plan.c). */
 void res_plan_barrier(void);
+/* The program's host synchronisation succeeded: of stream s (cuStreamSynchronize), or, with
+ * `all`, of everything in context ctx (cuCtxSynchronize; NULL: the current one), which the
+ * profiles being recorded note for the cost model (pol_sync_t in policy/policy.h). */
+void res_plan_synced(CUcontext ctx, CUstream s, int all);
 /* After the driver destroyed a stream: stream -> device pairs may be stale (res_stream_destroy
  * retires them before the call too, so none made meanwhile outlives it). */
 void res_stream_gone(void);

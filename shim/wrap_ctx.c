@@ -185,8 +185,9 @@ SHIM_EXPORT CUresult CUDAAPI cuCtxDisablePeerAccess(CUcontext peerContext)
 }
 
 /* Defines wrapper `sym` of a host synchronisation with parameter list `params`, passing
- * `args` to the driver; a success is a barrier for the iteration detector. */
-#define SYNC_WRAPPER(sym, params, args)                                                        \
+ * `args` to the driver; a success is a barrier for the iteration detector, and `noted`
+ * (a res_plan_synced call, or nothing) tells the plan's profile. */
+#define SYNC_WRAPPER(sym, params, args, noted)                                                 \
     SHIM_EXPORT CUresult CUDAAPI sym params                                                    \
     {                                                                                          \
         SHIM_ENTER(sym, real);                                                                 \
@@ -196,14 +197,18 @@ SHIM_EXPORT CUresult CUDAAPI cuCtxDisablePeerAccess(CUcontext peerContext)
         if (r == CUDA_SUCCESS) {                                                               \
             res_host_synced();                                                                 \
             res_plan_barrier();                                                                \
+            noted;                                                                             \
             if (SHIM_TRACING())                                                                \
                 shim_trace_sync();                                                             \
         }                                                                                      \
         return r;                                                                              \
     }
 
-SYNC_WRAPPER(cuCtxSynchronize, (void), ())
-SYNC_WRAPPER(cuCtxSynchronize_v2, (CUcontext ctx), (ctx))
-SYNC_WRAPPER(cuStreamSynchronize, (CUstream hStream), (hStream))
-SYNC_WRAPPER(cuStreamSynchronize_ptsz, (CUstream hStream), (hStream))
-SYNC_WRAPPER(cuEventSynchronize, (CUevent hEvent), (hEvent))
+SYNC_WRAPPER(cuCtxSynchronize, (void), (), res_plan_synced(NULL, NULL, 1))
+SYNC_WRAPPER(cuCtxSynchronize_v2, (CUcontext ctx), (ctx), res_plan_synced(ctx, NULL, 1))
+SYNC_WRAPPER(cuStreamSynchronize, (CUstream hStream), (hStream),
+             res_plan_synced(NULL, hStream, 0))
+SYNC_WRAPPER(cuStreamSynchronize_ptsz, (CUstream hStream), (hStream),
+             res_plan_synced(NULL, hStream, 0))
+/* (Which stream an event waited for is not known here: the cost model does not see it.) */
+SYNC_WRAPPER(cuEventSynchronize, (CUevent hEvent), (hEvent), (void)0)

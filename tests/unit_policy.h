@@ -31,6 +31,8 @@ typedef struct pb {
     uint32_t slack;             /* pol_input_t.slack (POL_SLACK_SEARCH unless set) */
     const pol_wait_t *waits;    /* pol_input_t.waits (none unless set) */
     size_t nwaits;
+    const pol_sync_t *syncs;    /* pol_input_t.syncs (none unless set) */
+    size_t nsyncs;
     pol_input_t in;
 } pb_t;
 
@@ -125,7 +127,8 @@ static inline void pb_all(pb_t *b, uint32_t buf, uint8_t access)
 static inline const pol_input_t *pb_input(pb_t *b)
 {
     b->in = (pol_input_t){ b->ops, b->nops, b->refs, b->nrefs, b->bufs, b->nbufs,
-                           b->nstreams, b->m, b->slack, b->waits, b->nwaits };
+                           b->nstreams, b->m, b->slack, b->waits, b->nwaits, b->syncs,
+                           b->nsyncs };
     return &b->in;
 }
 

@@ -36,7 +36,9 @@
  *              written buffers runs faster than when it waits for the freeing copy); a
  *              free that waits (free_waits) holds the host until the buffer's last use, so
  *              two streams no longer overlap, as a wait of the input (pol_wait_t) does
- *              for a buffer alive all along; a birth costs the host birth_us_per_chunk.
+ *              for a buffer alive all along; a birth costs the host birth_us_per_chunk;
+ *              a host synchronisation (pol_sync_t) of a stream holds the host until that
+ *              stream's last operation ends, one of everything until every copy ends too.
  *   slack:     where the host waits for the copies that free room, a plan that leaves 2
  *              chunks of the GPU free predicts a shorter iteration, and the search takes
  *              slack; with room_on_device slack is refused.
@@ -303,6 +305,8 @@ static void bad_host(pb_t *b) { b->m.host_us_per_op = -1; }
 static const pol_wait_t beyond[] = { { 0, 0 }, { 99, 0 } }, backwards[] = { { 1, 0 }, { 0, 0 } };
 static void bad_wait_op(pb_t *b) { b->waits = beyond, b->nwaits = 2; }
 static void bad_wait_order(pb_t *b) { pb_op(b, 0, 1000), b->waits = backwards, b->nwaits = 2; }
+static const pol_sync_t no_stream[] = { { 0, 3 } };
+static void bad_sync(pb_t *b) { b->syncs = no_stream, b->nsyncs = 1; }
 
 /* test_unlimited's iteration with the host costing host_us per operation: iter and compute. */
 static void host_iter(double host_us, double *iter, double *compute)
@@ -386,6 +390,7 @@ static void test_errors(void)
     expect_bad(bad_host, "host_us_per_op");
     expect_bad(bad_wait_op, "waits[1]: operation 99");
     expect_bad(bad_wait_order, "operation order");
+    expect_bad(bad_sync, "syncs[0]: operation 0 of 1, stream 3");
 }
 
 static void test_no_uses(void)
@@ -605,6 +610,41 @@ static void test_executor(void)
     PB_CHECK(p && async > 0.999e6 && async < 1.001e6 && waits > 1.999e6 && waits < 2.001e6,
              "waits of the host: expected 1 ms without (the streams overlap), 2 ms with, got "
              "%.0f and %.0f ns", async, waits);
+    b.nwaits = 0;
+
+    /* Host synchronisations after each kernel, of its own stream or of everything: each
+     * kernel is issued after the other ended (2 ms); after the first only, of the other
+     * stream, whose kernel of the iteration before ended with the first's previous one:
+     * nothing changes (1 ms). */
+    static const pol_sync_t own[] = { { 0, 0 }, { 1, 1 } }, other[] = { { 0, 1 } },
+                            all[] = { { 0, POL_SYNC_ALL }, { 1, POL_SYNC_ALL } };
+    const pol_sync_t *syncs[] = { own, other, all };
+    const size_t nsyncs[] = { 2, 1, 2 };
+    const double want[] = { 2e6, 1e6, 2e6 };
+    for (int k = 0; k < 3; k++) {
+        b.syncs = syncs[k], b.nsyncs = nsyncs[k];
+        double t = p ? replayed(&b, p) : -1;
+        PB_CHECK(p && t > want[k] - 1e3 && t < want[k] + 1e3, "synchronisation %d: expected "
+                 "%.0f ns, got %.0f ns", k, want[k], t);
+    }
+    pol_plan_free(p);
+    pb_fini(&b);
+
+    /* The cycle of written buffers, its host synchronising everything at the iteration's end:
+     * it waits for the evictions' copies, so that no move of the next iteration overlaps
+     * them, and the iteration is longer than with the stream's synchronisation. */
+    static const pol_sync_t end_own[] = { { 5, 0 } }, end_all[] = { { 5, POL_SYNC_ALL } };
+    pb_init(&b);
+    b.m.cap[POL_GPU] = 4 * MIB;
+    cycle_input(&b, 6, POL_RW);
+    p = pb_plan(&b, &K1);
+    b.syncs = end_own, b.nsyncs = 1;
+    double stream_end = p ? replayed(&b, p) : -1;
+    b.syncs = end_all;
+    double ctx_end = p ? replayed(&b, p) : -1;
+    PB_CHECK(p && stream_end > 0 && ctx_end > stream_end, "the cycle synchronised at its end: "
+             "expected everything (%.0f ns) to take longer than the stream (%.0f ns)", ctx_end,
+             stream_end);
     pol_plan_free(p);
     pb_fini(&b);
 }
