@@ -440,13 +440,3 @@ void trace_barrier(void)
     iter_barrier(trace_st.iter);
     shim_unlock(&trace_st.iter_lock);
 }
-
-void shim_trace_sync(void)
-{
-    tstate_t *th = trace_enter();
-
-    if (!th)
-        return;
-    trace_barrier();
-    trace_leave(th);
-}

@@ -581,6 +581,27 @@ void shim_trace_copy_end(const shim_copy_t *c, CUresult r)
     op_end(th, r, c->stream, c->hook);
 }
 
+_Static_assert((int)SHIM_SYNC_STREAM == (int)TRC_SYNC_STREAM &&
+                   (int)SHIM_SYNC_CONTEXT == (int)TRC_SYNC_CONTEXT &&
+                   (int)SHIM_SYNC_EVENT == (int)TRC_SYNC_EVENT, "the shim's kinds are the trace's");
+
+void shim_trace_sync(int kind, CUstream s, shim_hook_t h)
+{
+    tstate_t *th = trace_enter();
+
+    if (!th)
+        return;
+    trace_barrier();
+    if (trace_kept(TRC_EV_SYNC)) {
+        trc_event_t ev = { .type = TRC_EV_SYNC, .time = shim_trace_now() };
+        ev.u.sync = (trc_sync_t){ (uint32_t)kind,
+                                  kind == SHIM_SYNC_STREAM ? trace_stream_no(th, s, h) : 0,
+                                  current_device(th) };
+        shim_trace_emit(&ev);
+    }
+    trace_leave(th);
+}
+
 uint64_t shim_trace_current_op(void)
 {
     tstate_t *th = trace_tls_self;

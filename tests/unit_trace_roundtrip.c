@@ -283,6 +283,11 @@ static void same_event(const trc_event_t *e, const trc_event_t *g)
         CHECK("guard.reactive_ns", e->u.guard.reactive_ns, g->u.guard.reactive_ns);
         CHECK("guard.limit", e->u.guard.limit, g->u.guard.limit);
         break;
+    case TRC_EV_SYNC:
+        CHECK("sync.kind", e->u.sync.kind, g->u.sync.kind);
+        CHECK("sync.stream", e->u.sync.stream, g->u.sync.stream);
+        CHECK("sync.device", e->u.sync.device, g->u.sync.device);
+        break;
     default: CHECK("iteration.index", e->u.iteration.index, g->u.iteration.index); break;
     }
 }
@@ -411,6 +416,13 @@ static void write_all_types(trc_writer_t *w)
     ev.time = 4931;
     ev.u.guard = (trc_guard_t){ -3, UINT64_MAX, 0, UINT32_MAX, 0, UINT64_MAX, 0 };
     CHECK("trc_emit_guard", 0, trc_emit_guard(w, ev.time, &ev.u.guard));
+    expect[nexpect++] = ev;
+    ev = (trc_event_t){ .type = TRC_EV_SYNC, .time = 4940 };
+    ev.u.sync = (trc_sync_t){ TRC_SYNC_STREAM, 3, 0 };
+    emit(w, &ev);
+    ev.time = 4941;
+    ev.u.sync = (trc_sync_t){ UINT32_MAX, UINT64_MAX, -1 };
+    CHECK("trc_emit_sync", 0, trc_emit_sync(w, ev.time, &ev.u.sync));
     expect[nexpect++] = ev;
     ev = (trc_event_t){ .type = TRC_EV_NCCL, .time = 5000 };
     ev.u.nccl = (trc_nccl_t){ sid(w, "allReduce"), 0x7f0000000000ull, 0x7f0000000000ull,

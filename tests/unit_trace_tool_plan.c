@@ -8,12 +8,17 @@
  * three kernels and the memset reach more than the GPU holds and run in place (the output says
  * so; the copy reaches one chunk of the first weight): nothing moves.  A fixed --slack.  The
  * sweep, its JSON and its picture, and the errors: a trace without a closed iteration, an
- * iteration not in it, a bad bandwidth, --svg without --sweep.
+ * iteration not in it, a bad bandwidth, --svg without --sweep.  With the host synchronising
+ * the stream after each iteration's last launch (a SYNC record), the plan counts one, and the
+ * predicted iteration is longer than the unlimited GPU's: the host issues the next iteration
+ * only once the GPU is done.
  */
 #include "unit_trace_tool.h"
 
 #define ITER_NS 1000000u               /* iterations 1 ms apart */
 #define BASE    0x7f0000000000ull
+
+static int with_sync;                  /* make_trace_remaps: a SYNC after each iteration */
 
 /* A trace of `iters` iteration marks, each iteration as described above, and a MAPPING record
  * of `remaps` reactive remaps of 40 us each (none: 0). */
@@ -45,6 +50,8 @@ static void make_trace_remaps(const char *path, unsigned iters, uint64_t remaps)
                                .nallocs = 1, .allocs = &a };
             TT_EMIT(trc_emit_launch(w, t + 50 + a, &l));
         }
+        if (with_sync)
+            TT_EMIT(trc_emit_sync(w, t + 60, &(trc_sync_t){ TRC_SYNC_STREAM, 0, 0 }));
     }
     TT_EMIT(trc_emit_free(w, 1000 + (uint64_t)iters * ITER_NS, &(trc_free_t){ 1 }));
     if (remaps)
@@ -68,7 +75,8 @@ static void fits(const char *trace)
 {
     tt_result_t r = plan(trace, "16M", NULL);
     TT_CHECK("16M: exit status", 0, r.status);
-    TT_LINE(r.out, "operations 5, 5 with device times", "footprint 12.00 MiB");
+    TT_LINE(r.out, "operations 5, 5 with device times", "0 host synchronisations",
+            "footprint 12.00 MiB");
     TT_LINE(r.out, "predicted", "1.00x an unlimited GPU (300.02 us)");
     TT_LINE(r.out, "peak", "gpu 12.00 MiB");
     TT_LINE(r.out, "moved       nothing");
@@ -183,6 +191,22 @@ static void sweep(const char *trace)
 
 /* The mapping calls' cost per chunk moved: the H200's without mapping records, the mean of
  * the trace's reactive remaps with 16 or more, --map-us where given; the iteration follows. */
+/* The trace again with a host synchronisation of the stream after each iteration's launches. */
+static void syncs(const char *path)
+{
+    with_sync = 1;
+    make_trace(path, 4);
+    with_sync = 0;
+    tt_result_t r = plan(path, "16M", "--json");
+    TT_CHECK("synchronised: exit status", 0, r.status);
+    TT_JSON(r.out, "d['syncs']", "1");
+    TT_JSON(r.out, "d['plan']['iteration_ns'] > d['plan']['unlimited_ns'] + 1000", "True");
+    tt_free(&r);
+    r = plan(path, "16M", NULL);
+    TT_LINE(r.out, "operations 5, 5 with device times", "1 host synchronisation;");
+    tt_free(&r);
+}
+
 static void mapping(const char *trace)
 {
     tt_result_t r = plan(trace, "8M", "--json");
@@ -250,5 +274,6 @@ int main(void)
     sweep(trace);
     mapping(trace);
     errors(trace);
+    syncs(tt_path("synced.trace"));
     return tt_done();
 }

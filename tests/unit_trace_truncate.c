@@ -54,7 +54,7 @@ static void make_trace(const char *path)
         trc_frame_t fr[2] = { { f, (uint64_t)i * 77, NULL }, { f, 5, NULL } };
         uint32_t s = (uint32_t)trc_writer_stack(w, fr, 1 + (uint32_t)(i % 2));
         uint64_t t = 1000000 + (uint64_t)i * 10000;
-        trc_event_t ev = { .type = (trc_type_t)(TRC_EV_PROCESS + i % 20), .time = t };
+        trc_event_t ev = { .type = (trc_type_t)(TRC_EV_PROCESS + i % 21), .time = t };
         switch (ev.type) {
         case TRC_EV_PROCESS: ev.u.process.exe_id = f; break;
         case TRC_EV_DEVICE: ev.u.device = (trc_device_t){ 0, f, 1ull << 36, 9, 0, 132, NULL }; break;
@@ -75,6 +75,7 @@ static void make_trace(const char *path)
         case TRC_EV_FOLLOW: ev.u.follow = (trc_follow_t){ 0, 1, (uint64_t)i, 300, 2, 1, 90, 180, 3 }; break;
         case TRC_EV_MAPPING: ev.u.mapping = (trc_mapping_t){ 0, 180, 1ull << 30, 4, 264000 }; break;
         case TRC_EV_GUARD: ev.u.guard = (trc_guard_t){ 0, 1, (uint64_t)i, 2, t, t / 2, 1100 }; break;
+        case TRC_EV_SYNC: ev.u.sync = (trc_sync_t){ TRC_SYNC_STREAM, (uint64_t)i % 3, 0 }; break;
         default: ev.u.nccl.bytes = 1ull << 40; break; /* a few fields of the union, any type */
         }
         if (trc_emit_event(w, &ev) < 0) {

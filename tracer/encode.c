@@ -268,6 +268,14 @@ static int put_guard(wbuf_t *b, const trc_guard_t *g)
     return 0;
 }
 
+static int put_sync(wbuf_t *b, const trc_sync_t *s)
+{
+    put_u(b, s->kind);
+    put_u(b, s->stream);
+    put_s(b, s->device);
+    return 0;
+}
+
 static int put_memory(wbuf_t *b, const trc_memory_t *m)
 {
     put_s(b, m->device);
@@ -294,7 +302,7 @@ static int put_event(wbuf_t *b, trc_enc_t *e, const trc_event_t *ev)
     case TRC_REC_END: put_u(b, ev->u.end_count); return 0;
     default: break;
     }
-    if (ev->type < TRC_EV_PROCESS || ev->type > TRC_EV_GUARD)
+    if (ev->type < TRC_EV_PROCESS || ev->type > TRC_EV_SYNC)
         return -EINVAL;
     put_time(b, e, t);
     switch (ev->type) {
@@ -320,6 +328,7 @@ static int put_event(wbuf_t *b, trc_enc_t *e, const trc_event_t *ev)
     case TRC_EV_FOLLOW: return put_follow(b, &ev->u.follow);
     case TRC_EV_MAPPING: return put_mapping(b, &ev->u.mapping);
     case TRC_EV_GUARD: return put_guard(b, &ev->u.guard);
+    case TRC_EV_SYNC: return put_sync(b, &ev->u.sync);
     default: put_u(b, ev->u.iteration.index); return 0;
     }
 }
@@ -515,7 +524,7 @@ const char *trc_type_name(uint32_t type)
         [TRC_EV_TIMING] = "timing", [TRC_EV_MEMORY] = "memory",
         [TRC_EV_BUDGET] = "budget", [TRC_EV_DROPPED] = "dropped",
         [TRC_EV_PLAN] = "plan", [TRC_EV_FOLLOW] = "follow", [TRC_EV_MAPPING] = "mapping",
-        [TRC_EV_GUARD] = "guard",
+        [TRC_EV_GUARD] = "guard", [TRC_EV_SYNC] = "sync",
     };
     return type < sizeof(names) / sizeof(names[0]) ? names[type] : NULL;
 }

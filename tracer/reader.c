@@ -425,6 +425,13 @@ static void ev_guard(cur_t *c, trc_guard_t *g)
     g->limit = u64(c);
 }
 
+static void ev_sync(cur_t *c, trc_sync_t *s)
+{
+    s->kind = u32(c, "kind");
+    s->stream = u64(c);
+    s->device = i32(c, "device");
+}
+
 static void ev_follow(cur_t *c, trc_follow_t *f)
 {
     f->device = i32(c, "device");
@@ -505,6 +512,7 @@ static void event(cur_t *c, trc_event_t *ev)
     case TRC_EV_FOLLOW: ev_follow(c, &ev->u.follow); break;
     case TRC_EV_MAPPING: ev_mapping(c, &ev->u.mapping); break;
     case TRC_EV_GUARD: ev_guard(c, &ev->u.guard); break;
+    case TRC_EV_SYNC: ev_sync(c, &ev->u.sync); break;
     default: ev->u.iteration.index = u64(c); break;
     }
 }
@@ -517,7 +525,7 @@ static int record(trc_reader_t *r, uint64_t type, const uint8_t *p, size_t len, 
                   trc_event_t *ev)
 {
     cur_t c = { .b = { p, p + len, 0, 0 }, .r = r };
-    int is_event = type >= TRC_EV_PROCESS && type <= TRC_EV_GUARD;
+    int is_event = type >= TRC_EV_PROCESS && type <= TRC_EV_SYNC;
     memset(ev, 0, sizeof(*ev));
     ev->type = (trc_type_t)type;
     ev->offset = off;

@@ -22,7 +22,7 @@
 
 #define TRC_MAGIC         "ELXTRACE"
 #define TRC_VERSION_MAJOR 1
-#define TRC_VERSION_MINOR 6
+#define TRC_VERSION_MINOR 7
 #define TRC_HEADER_LEN    32          /* of this version; a reader skips a longer header */
 #define TRC_MAX_RECORD    (1u << 20)  /* largest record payload a reader accepts */
 #define TRC_MAX_DEPTH     256         /* deepest call stack (native frames; Python frames too) */
@@ -57,6 +57,7 @@ typedef enum trc_type {
     TRC_EV_FOLLOW = 33,               /* 1.5: one iteration followed a plan */
     TRC_EV_MAPPING = 34,              /* 1.5: host time in the shim's mapping calls */
     TRC_EV_GUARD = 35,                /* 1.6: the guard's verdict on a plan */
+    TRC_EV_SYNC = 36,                 /* 1.7: a host synchronisation of the program */
 } trc_type_t;
 
 typedef enum trc_tier { TRC_TIER_GPU, TRC_TIER_PEER, TRC_TIER_HOST, TRC_TIER_NVME } trc_tier_t;
@@ -287,6 +288,17 @@ typedef struct trc_guard {
     uint64_t planned_ns, reactive_ns, limit;
 } trc_guard_t;
 
+/* 1.7 (SYNC): the program's host synchronisation returned success: `kind` TRC_SYNC_STREAM
+ * (cuStreamSynchronize of stream `stream`, numbered as operations' streams are), _CONTEXT
+ * (cuCtxSynchronize: everything of the context current on device `device`), _EVENT
+ * (cuEventSynchronize: an event's stream, not known); `device`, the current context's, or -1. */
+enum { TRC_SYNC_STREAM = 1, TRC_SYNC_CONTEXT = 2, TRC_SYNC_EVENT = 3 };
+typedef struct trc_sync {
+    uint32_t kind;
+    uint64_t stream;
+    int32_t device;
+} trc_sync_t;
+
 /* One record as returned by the reader (and accepted by trc_encode_event). */
 typedef struct trc_event {
     trc_type_t type;
@@ -313,6 +325,7 @@ typedef struct trc_event {
         trc_follow_t follow;
         trc_mapping_t mapping;
         trc_guard_t guard;
+        trc_sync_t sync;
         uint64_t end_count;            /* TRC_REC_END: events the writer emitted */
     } u;
 } trc_event_t;
@@ -373,6 +386,7 @@ int trc_emit_plan(trc_writer_t *w, uint64_t time, const trc_plan_t *p);
 int trc_emit_follow(trc_writer_t *w, uint64_t time, const trc_follow_t *f);
 int trc_emit_mapping(trc_writer_t *w, uint64_t time, const trc_mapping_t *m);
 int trc_emit_guard(trc_writer_t *w, uint64_t time, const trc_guard_t *g);
+int trc_emit_sync(trc_writer_t *w, uint64_t time, const trc_sync_t *s);
 int trc_emit_event(trc_writer_t *w, const trc_event_t *ev);
 /* Writes the buffered records to the file. */
 int trc_writer_flush(trc_writer_t *w);

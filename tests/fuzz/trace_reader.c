@@ -53,6 +53,7 @@ static size_t visit(const trc_event_t *ev)
     case TRC_EV_FOLLOW: n += ev->u.follow.foreseen + ev->u.follow.left; break;
     case TRC_EV_MAPPING: n += ev->u.mapping.planned_ns + ev->u.mapping.reactive_remaps; break;
     case TRC_EV_GUARD: n += ev->u.guard.planned_ns + ev->u.guard.verdict; break;
+    case TRC_EV_SYNC: n += ev->u.sync.stream + ev->u.sync.kind; break;
     default: break;
     }
     return n;

@@ -242,8 +242,9 @@ static void print_text(const tm_trace_t *t, const tp_input_t *x, const pol_machi
     char b[6][32];
     printf("plan        %s, device %d, iteration %" PRId64 "\n", t->path, x->device,
            x->iteration);
-    printf("  operations %zu, %zu with device times, %zu buffers; footprint %s\n",
-           x->in.nops, x->timed, x->in.nbufs, text_bytes(x->footprint, b[0]));
+    printf("  operations %zu, %zu with device times, %zu buffers, %zu host synchronisation%s; "
+           "footprint %s\n", x->in.nops, x->timed, x->in.nbufs, x->in.nsyncs,
+           x->in.nsyncs == 1 ? "" : "s", text_bytes(x->footprint, b[0]));
     if (x->timed < x->in.nops)
         printf("  %zu operations without device times count as taking none\n",
                x->in.nops - x->timed);
@@ -357,10 +358,11 @@ static void print_json(const tm_trace_t *t, const tp_input_t *x, const pol_machi
     printf("{\"trace\": ");
     text_json(stdout, t->path);
     printf(", \"device\": %d, \"iteration\": %" PRId64 ", \"operations\": %zu, \"timed\": %zu"
-           ", \"buffers\": %zu, \"footprint\": %" PRIu64 ",\n \"machine\": {\"gpu_memory\": %"
-           PRIu64 ", \"host_memory\": %" PRIu64 ", \"nvme_memory\": %" PRIu64 ", \"chunk\": %"
-           PRIu64 ", \"pcie_gbs\": ",
-           x->device, x->iteration, x->in.nops, x->timed, x->in.nbufs, x->footprint,
+           ", \"buffers\": %zu, \"syncs\": %zu, \"footprint\": %" PRIu64 ",\n \"machine\": "
+           "{\"gpu_memory\": %" PRIu64 ", \"host_memory\": %" PRIu64 ", \"nvme_memory\": %"
+           PRIu64 ", \"chunk\": %" PRIu64 ", \"pcie_gbs\": ",
+           x->device, x->iteration, x->in.nops, x->timed, x->in.nbufs, x->in.nsyncs,
+           x->footprint,
            m->cap[POL_GPU], m->cap[POL_HOST], m->cap[POL_NVME], m->chunk);
     text_json_num(stdout, m->link[POL_HOST].to_gpu_gbs);
     printf(", \"duplex_gbs\": ");

@@ -41,7 +41,7 @@ typedef struct priv {
     size_t ntimings, cap_timings;
     size_t cap_devices, cap_options, cap_allocs, cap_ops, cap_migrations, cap_evictions,
         cap_iterations, cap_memory, cap_budgets, cap_plans, cap_follows, cap_mappings,
-        cap_guards;
+        cap_guards, cap_syncs;
     idmap_t name_ix;                   /* a mangled kernel name (its interned pointer) ... */
     char **names;                      /* ... -> its demangled copy */
     size_t nnames, cap_names;
@@ -419,6 +419,10 @@ static int add_event(tm_trace_t *t, priv_t *p, const trc_event_t *ev)
         return add_small(t, p, ev);
     case TRC_EV_PLAN: case TRC_EV_FOLLOW: case TRC_EV_MAPPING: case TRC_EV_GUARD:
         return add_plan(t, p, ev);
+    case TRC_EV_SYNC: {
+        tm_sync_t *x = PUSH(t, p, syncs);
+        return x ? (*x = (tm_sync_t){ ev->time, ev->u.sync }, 0) : -ENOMEM;
+    }
     case TRC_EV_DROPPED:
         if (ev->u.dropped.source == TRC_TIMING_CUPTI)
             t->dropped_cupti += ev->u.dropped.count;
@@ -591,6 +595,7 @@ void tm_free(tm_trace_t *t)
     free(t->follows);
     free(t->mappings);
     free(t->guards);
+    free(t->syncs);
     memset(t, 0, sizeof(*t));
 }
 

@@ -97,6 +97,11 @@ typedef struct tm_guard {         /* 1.6 */
     trc_guard_t g;
 } tm_guard_t;
 
+typedef struct tm_sync {         /* 1.7 */
+    uint64_t time;
+    trc_sync_t s;
+} tm_sync_t;
+
 typedef struct tm_device {
     int32_t device;
     const char *name;
@@ -130,6 +135,7 @@ typedef struct tm_trace {
     tm_follow_t *follows;       size_t nfollows;   /* FOLLOW records (1.5) */
     tm_mapping_t *mappings;     size_t nmappings;  /* MAPPING records (1.5) */
     tm_guard_t *guards;         size_t nguards;    /* GUARD records (1.6) */
+    tm_sync_t *syncs;           size_t nsyncs;     /* SYNC records (1.7), in file order */
     uint64_t t_first, t_last;          /* earliest and latest time of any event; t_last
                                         * also covers the end of device work (operations'
                                         * and migrations' end times) */

@@ -346,6 +346,43 @@ static uint32_t stream_no(uint64_t *seen, uint32_t *n, uint64_t s)
     return (*n)++;
 }
 
+/* The window's host synchronisations (SYNC, 1.7) as the cost model's (pol_sync_t), each after
+ * the last operation enqueued before it: a stream's of a stream the window's operations use,
+ * a context's of the device planned; one before the window's first operation (the iteration
+ * before's), and an event's (its stream is not known), are left out.  In operation order. */
+static int build_syncs(builder_t *b, const uint64_t *streams, uint32_t nstreams)
+{
+    tp_input_t *x = b->x;
+    x->syncs = malloc((b->t->nsyncs ? b->t->nsyncs : 1) * sizeof(*x->syncs));
+    if (!x->syncs)
+        return -ENOMEM;
+    size_t n = 0;
+    for (size_t k = 0; k < b->t->nsyncs; k++) {
+        const tm_sync_t *s = &b->t->syncs[k];
+        int32_t at = op_after(b, s->time) - 1;
+        uint32_t st = 0;
+        if (s->time < x->start || s->time >= x->end || at < 0)
+            continue;
+        if (s->s.kind == TRC_SYNC_STREAM) {
+            while (st < nstreams && streams[st] != s->s.stream)
+                st++;
+            if (st == nstreams)
+                continue;
+        } else if (s->s.kind == TRC_SYNC_CONTEXT && s->s.device == x->device) {
+            st = POL_SYNC_ALL;
+        } else {
+            continue;
+        }
+        size_t j = n++;
+        for (; j > 0 && x->syncs[j - 1].op > (uint32_t)at; j--)
+            x->syncs[j] = x->syncs[j - 1];      /* (records of threads may interleave) */
+        x->syncs[j] = (pol_sync_t){ (uint32_t)at, st };
+    }
+    x->in.syncs = x->syncs;
+    x->in.nsyncs = n;
+    return 0;
+}
+
 static int build_ops(builder_t *b)
 {
     tp_input_t *x = b->x;
@@ -376,6 +413,8 @@ static int build_ops(builder_t *b)
         rc = op_refs(b, o);
         p->nref = (uint32_t)(b->nrefs - p->ref);
     }
+    if (!rc)
+        rc = build_syncs(b, streams, nstreams);
     free(streams);
     x->in.nstreams = nstreams;
     return rc;
@@ -440,7 +479,9 @@ void tp_free(tp_input_t *x)
     free(x->ops);
     free(x->refs);
     free(x->bufs);
+    free(x->syncs);
     x->ops = NULL;
     x->refs = NULL;
     x->bufs = NULL;
+    x->syncs = NULL;
 }

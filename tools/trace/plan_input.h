@@ -5,8 +5,9 @@
  * `elixir-trace plan` asks the shim's own planner what it would do with a recorded iteration
  * on another machine.  This file chooses the iteration and the device, and turns the trace's
  * operations into pol_op_t (issue order, dense stream numbers, device times), what they reach
- * into pol_ref_t runs of chunks, and the allocations they reach into pol_buf_t (keyed by the
- * trace's allocation id; born and dying inside the iteration when the trace says so).
+ * into pol_ref_t runs of chunks, the allocations they reach into pol_buf_t (keyed by the
+ * trace's allocation id; born and dying inside the iteration when the trace says so), and the
+ * program's host synchronisations (SYNC records) into pol_sync_t.
  * The machine (capacities, links) is the caller's.
  */
 #ifndef ELIXIR_TRACE_PLAN_INPUT_H
@@ -34,6 +35,7 @@ typedef struct tp_input {
     pol_op_t *ops;
     pol_ref_t *refs;
     pol_buf_t *bufs;
+    pol_sync_t *syncs;
 } tp_input_t;
 
 /* Builds the input.  0, or a negative errno with the reason in err ("no closed iteration",
