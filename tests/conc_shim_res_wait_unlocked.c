@@ -51,25 +51,6 @@
 #define SPIN_MS 400
 #define AFTER_MS 50
 
-static const char ptx[] =
-    ".version 8.0\n.target sm_90\n.address_size 64\n"
-    ".visible .entry add3(.param .u64 p, .param .u64 q, .param .u64 r, .param .u64 n)\n"
-    "{\n ret;\n}\n";
-
-/* add3(p, q, r, n): adds 1 to each of the n words at p, at q and at r. */
-SIM_KERNEL void add3(const sim_launch_t *l, void **params)
-{
-    uint64_t n = *(uint64_t *)params[3];
-    (void)l;
-
-    for (int b = 0; b < 3; b++) {
-        uint32_t *p = *(uint32_t **)params[b];
-        sim_kernel_access(p, n * 4, SIM_ACCESS_READWRITE);
-        for (uint64_t i = 0; i < n; i++)
-            p[i] += 1;
-    }
-}
-
 static uint32_t host[WORDS];
 static CUcontext ctx;
 static CUdeviceptr z, w, *reads;     /* the other thread reads *reads: z, or w */
@@ -185,7 +166,7 @@ static void scenario(void)
         printf("pool memory allocated while the kernel using w ran\n");
     } else if (other_allocs) {
         void *add3_args[] = { &z, &x, &v, &n };
-        CHECK_CU(sh_launch(st_function(ptx, "add3"), s_add, add3_args));
+        CHECK_CU(sh_launch(st_function(sh_res_ptx, "sh_add3"), s_add, add3_args));
     } else if (copying) {
         for (uint64_t i = 0; i < WORDS; i++)
             host[i] = sh_pattern(7, i);

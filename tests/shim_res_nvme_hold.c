@@ -31,23 +31,6 @@
  * memory. */
 static const int ops[3] = { 3, 0, 1 };
 
-static const char ptx[] =
-    ".version 8.0\n.target sm_90\n.address_size 64\n"
-    ".visible .entry add3(.param .u64 p, .param .u64 q, .param .u64 r, .param .u64 n)\n"
-    "{\n ret;\n}\n";
-
-/* add3(p, q, r, n): adds 1 to the n words at each of p, q and r. */
-SIM_KERNEL void add3(const sim_launch_t *l, void **params)
-{
-    uint64_t n = *(uint64_t *)params[3];
-    for (int k = 0; k < 3; k++) {
-        uint32_t *p = *(uint32_t **)params[k];
-        sim_kernel_access(p, n * 4, SIM_ACCESS_READWRITE);
-        for (uint64_t i = 0; i < n; i++)
-            p[i] += 1;
-    }
-}
-
 static uint64_t read_bytes;
 
 #define EXPORT __attribute__((visibility("default")))
@@ -66,7 +49,7 @@ static void scenario(void)
     CUdeviceptr buf[NBUF];
     st_setup(0);
     CUfunction fill = st_function(sh_res_ptx, "sh_fill");
-    CUfunction add = st_function(ptx, "add3");
+    CUfunction add = st_function(sh_res_ptx, "sh_add3");
     for (int i = 0; i < NBUF; i++) {
         CHECK_CU(cuMemAlloc(&buf[i], BUF));
         CHECK_CU(sh_fill_async(fill, buf[i], BUF / 4, (uint32_t)(i + 1), NULL));

@@ -401,7 +401,9 @@ static const char sh_res_ptx[] =
     " .param .u64 bad)\n{\n ret;\n}\n"
     ".visible .entry sh_add(.param .u64 p, .param .u64 n, .param .u32 v)\n{\n ret;\n}\n"
     ".visible .entry sh_slow_add(.param .u64 p, .param .u64 n, .param .u64 ms)\n{\n ret;\n}\n"
-    ".visible .entry sh_peek(.param .u64 p)\n{\n ret;\n}\n";
+    ".visible .entry sh_peek(.param .u64 p)\n{\n ret;\n}\n"
+    ".visible .entry sh_add3(.param .u64 p, .param .u64 q, .param .u64 r, .param .u64 n)\n"
+    "{\n ret;\n}\n";
 
 static inline uint32_t sh_pattern(uint32_t seed, uint64_t i)
 {
@@ -448,6 +450,20 @@ SIM_KERNEL void sh_add(const sim_launch_t *l, void **params)
     sim_kernel_access(p, n * 4, SIM_ACCESS_READWRITE);
     for (uint64_t i = 0; i < n; i++)
         p[i] += v;
+}
+
+/* sh_add3(p, q, r, n): adds 1 to each of the n words at p, at q and at r (one launch reaching
+ * three allocations). */
+SIM_KERNEL void sh_add3(const sim_launch_t *l, void **params)
+{
+    uint64_t n = *(uint64_t *)params[3];
+
+    for (int b = 0; b < 3; b++) {
+        uint32_t *p = *(uint32_t **)params[b];
+        sim_kernel_access(p, n * 4, SIM_ACCESS_READWRITE);
+        for (uint64_t i = 0; i < n; i++)
+            p[i] += 1;
+    }
 }
 
 /* Milliseconds of CLOCK_MONOTONIC, and a busy wait of ms of them (slow host kernels). */
