@@ -83,11 +83,11 @@ typedef struct pol_wait {
     uint32_t op, buf;
 } pol_wait_t;
 
-/* A host synchronisation: after operation op (and its moves after it), the host waits for
- * every operation issued so far on stream `stream` (cuStreamSynchronize), or, with
- * POL_SYNC_ALL, on every stream, and for every move's copy (cuCtxSynchronize: the moves'
- * copies run in the same context).  The program issues nothing meanwhile, nor does the
- * executor. */
+/* A host synchronisation: after operation op (before its moves after it, which the executor
+ * issues at the next operation), the host waits for every operation issued so far on stream
+ * `stream` (cuStreamSynchronize), or, with POL_SYNC_ALL, on every stream, and for every
+ * move's copy to or from the GPU (cuCtxSynchronize: the moves' copies run in the same
+ * context).  The program issues nothing meanwhile, nor does the executor. */
 typedef struct pol_sync {
     uint32_t op, stream;
 } pol_sync_t;

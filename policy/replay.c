@@ -42,9 +42,11 @@
  *     dependencies are; a materialisation costs the host birth_us_per_chunk a chunk.  A dying
  *     buffer's GPU room is free when its last use ends; with free_waits the host waits for
  *     that too (a cuMemFree), as at each of the input's waits for the buffer it names;
- *   - at a host synchronisation of the input (pol_sync_t), the host waits for its stream's
- *     operations so far, or every stream's and every move's copy: the moves after it are
- *     issued no earlier (an iteration that ends with one starts the next from an idle GPU).
+ *   - at a host synchronisation of the input (pol_sync_t), after its operation and before
+ *     that operation's moves after it (the executor issues those at the next operation), the
+ *     host waits for its stream's operations so far, or every stream's and every copy of a
+ *     move over the GPU's links: the moves after it are issued no earlier (an iteration that
+ *     ends with one starts the next from an idle GPU).
  * The plan repeats: four iterations are replayed back to back from the plan's start state, so
  * that prefetches issued across the iteration's end count as they will.  iter_ns is the mean
  * time between the ends of the first and the last (an iteration ends with its last
@@ -297,7 +299,8 @@ static void rp_wait(rp_t *p, uint32_t b)
 }
 
 /* A host synchronisation (pol_sync_t) on stream s: the host waits for the stream's last
- * operation so far, or, with POL_SYNC_ALL, every stream's and every copy of a move. */
+ * operation so far, or, with POL_SYNC_ALL, every stream's and every copy of a move over the
+ * GPU's links (not the NVMe link's transfers: the drive's I/O is no GPU work). */
 static void rp_sync(rp_t *p, uint32_t s)
 {
     double t = 0;
@@ -307,7 +310,7 @@ static void rp_sync(rp_t *p, uint32_t s)
     }
     for (uint32_t k = 0; k < p->in->nstreams; k++)
         t = max2(t, p->stream_free[k]);
-    for (int l = POL_PEER; l < POL_NTIERS; l++)
+    for (int l = POL_PEER; l <= POL_HOST; l++)
         for (int dir = 0; dir < 2; dir++)
             if (p->q[l][dir] > 0)
                 t = max2(t, p->q[l][dir] + p->in->m.link[l].latency_us * 1e3);
@@ -327,13 +330,13 @@ static int rp_iteration(rp_t *p, const pol_plan_t *pl, int first)
         if (!first && (i & 63) == 63 &&
             (p->it_end - p->first_end) / (REPLAY_ITERS - 1) >= p->stop_ns)
             return 1;           /* (looked at every 64 operations: it_end only grows) */
+        for (; y < p->in->nsyncs && p->in->syncs[y].op == i; y++)
+            rp_sync(p, p->in->syncs[y].stream);
         if ((rc = rp_moves(p, pl, pl->op_after[i], pl->op_first[i + 1])))
             return rc;
         rp_deaths(p, i);
         for (; w < p->in->nwaits && p->in->waits[w].op == i; w++)
             rp_wait(p, p->in->waits[w].buf);
-        for (; y < p->in->nsyncs && p->in->syncs[y].op == i; y++)
-            rp_sync(p, p->in->syncs[y].stream);
     }
     return 0;
 }

@@ -137,10 +137,9 @@ static void synced_on(res_dev_t *d, res_plan_t *p, CUstream s, int all)
     if (!all && k == p->nstreams)
         return;
     pol_sync_t y = { (uint32_t)p->nops - 1, all ? POL_SYNC_ALL : k };
-    if (p->nsyncs && p->syncs[p->nsyncs - 1].op == y.op &&
-        (p->syncs[p->nsyncs - 1].stream == y.stream || p->syncs[p->nsyncs - 1].stream ==
-                                                           POL_SYNC_ALL))
-        return;                         /* (waited for already) */
+    for (size_t j = p->nsyncs; j > 0 && p->syncs[j - 1].op == y.op; j--)
+        if (p->syncs[j - 1].stream == y.stream || p->syncs[j - 1].stream == POL_SYNC_ALL)
+            return;                     /* (waited for already) */
     if (res_plan_grow((void **)&p->syncs, &p->cap_syncs, p->nsyncs + 1, sizeof(*p->syncs)) < 0) {
         p->state = P_OFF;
         return;
@@ -151,11 +150,13 @@ static void synced_on(res_dev_t *d, res_plan_t *p, CUstream s, int all)
 void res_plan_synced(CUcontext ctx, CUstream s, int all)
 {
     shim_pfn_cuCtxGetCurrent_t get = DRV(cuCtxGetCurrent);
-    if (!res_policy_plan || (all && !ctx && (!get || get(&ctx) != CUDA_SUCCESS || !ctx)))
+    /* (a default stream's handle names the current context's: only its device's profile) */
+    int current = all || !s || s == CU_STREAM_LEGACY || s == CU_STREAM_PER_THREAD;
+    if (!res_policy_plan || (current && !ctx && (!get || get(&ctx) != CUDA_SUCCESS || !ctx)))
         return;
     for (int i = 0; i < MAX_DEVICES; i++) {
         res_dev_t *d = &res_devs[i];
-        if (!res_dev_ready(d) || (all && d->ctx != ctx))
+        if (!res_dev_ready(d) || (current && d->ctx != ctx))
             continue;
         shim_lock(&d->lock);
         if (d->plan)

@@ -23,12 +23,13 @@
  * move cancelled.  A move from NVMe to the GPU:
  *   1. the slot is read into a staging chunk (F_IO);
  *   2. once the read completed, GPU memory is mapped at the chunk's address (when the budget
- *      has room) and the staging chunk copied into it on the shim's copy stream (F_GPU; the
+ *      has room, or at a use) and the staging chunk copied into it on the shim's copy stream (F_GPU; the
  *      chunk is TIER_GPU from then, every use waits for the copy's event on its stream, as
  *      for the plan's prefetches in res_flight.c);
  *   3. once the copy completed, the slot is free.
- * A use that comes before step 2 makes room as the reactive engine does and, while the read
- * runs, maps the GPU memory and copies each piece of the read into it as it arrives
+ * A use that comes before step 2 makes room as the reactive engine does (over the budget where
+ * none can be made, as the reactive engine's read goes: gpu_map) and, while the read runs,
+ * maps the GPU memory and copies each piece of the read into it as it arrives
  * (in_pieces); a read that failed leaves the chunk on NVMe, where the reactive engine reads it
  * synchronously (and reports it lost when it cannot: res_nvme.c).
  *
@@ -570,7 +571,7 @@ static int in_read(res_dev_t *d, nvfl_t *f)
  * piece is one piece's, not the chunk's).  Arrived bytes are checked only once the whole read
  * completed (ELIXIR_NVME_VERIFY): a read that failed then takes the GPU memory back, the
  * copies into it waited for, and nothing copied counts.  Afterwards f is F_GPU, or F_STAGED
- * (no room, or a copy refused: to_gpu's turn), or dropped (0: the read failed).
+ * (the driver refused GPU memory or a copy: to_gpu's turn), or dropped (0: the read failed).
  */
 static int in_pieces(res_dev_t *d, nvfl_t *f)
 {

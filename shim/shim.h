@@ -457,10 +457,11 @@ void shim_trace_op_ctx(CUcontext ctx, int device);
  * memos of argument lists: they are not the launch's list). */
 void shim_trace_peer_words(const uint64_t *words, size_t n, const shim_trace_arena_t *a);
 /* A host synchronisation that succeeded, of stream s as hook h names it (SHIM_SYNC_STREAM:
- * cuStreamSynchronize), of the current context (SHIM_SYNC_CONTEXT: cuCtxSynchronize) or of an
- * event (SHIM_SYNC_EVENT): a hint for the iteration detector, and a SYNC record. */
+ * cuStreamSynchronize), of context ctx (SHIM_SYNC_CONTEXT: cuCtxSynchronize; NULL: the current
+ * one) or of an event (SHIM_SYNC_EVENT): a hint for the iteration detector, and a SYNC
+ * record. */
 enum { SHIM_SYNC_STREAM = 1, SHIM_SYNC_CONTEXT = 2, SHIM_SYNC_EVENT = 3 };
-void shim_trace_sync(int kind, CUstream s, shim_hook_t h);
+void shim_trace_sync(int kind, CUstream s, CUcontext ctx, shim_hook_t h);
 /* Before the driver destroys stream s: its number is given up, so that a later stream that
  * gets its handle gets a number of its own; returns it for shim_trace_stream_kept, which
  * gives it back when the driver refused to destroy s. */

@@ -585,7 +585,7 @@ _Static_assert((int)SHIM_SYNC_STREAM == (int)TRC_SYNC_STREAM &&
                    (int)SHIM_SYNC_CONTEXT == (int)TRC_SYNC_CONTEXT &&
                    (int)SHIM_SYNC_EVENT == (int)TRC_SYNC_EVENT, "the shim's kinds are the trace's");
 
-void shim_trace_sync(int kind, CUstream s, shim_hook_t h)
+void shim_trace_sync(int kind, CUstream s, CUcontext ctx, shim_hook_t h)
 {
     tstate_t *th = trace_enter();
 
@@ -594,9 +594,10 @@ void shim_trace_sync(int kind, CUstream s, shim_hook_t h)
     trace_barrier();
     if (trace_kept(TRC_EV_SYNC)) {
         trc_event_t ev = { .type = TRC_EV_SYNC, .time = shim_trace_now() };
+        int dev = current_device(th);   /* (caches the current context in th->ctx) */
         ev.u.sync = (trc_sync_t){ (uint32_t)kind,
                                   kind == SHIM_SYNC_STREAM ? trace_stream_no(th, s, h) : 0,
-                                  current_device(th) };
+                                  ctx && ctx != th->ctx ? -1 : dev };
         shim_trace_emit(&ev);
     }
     trace_leave(th);

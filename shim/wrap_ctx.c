@@ -187,8 +187,8 @@ SHIM_EXPORT CUresult CUDAAPI cuCtxDisablePeerAccess(CUcontext peerContext)
 /* Defines wrapper `sym` of a host synchronisation with parameter list `params`, passing
  * `args` to the driver; a success is a barrier for the iteration detector, and `noted`
  * (a res_plan_synced call, or nothing) tells the plan's profile; the trace records it as
- * `kind` (SHIM_SYNC_*) of stream `s`. */
-#define SYNC_WRAPPER(sym, params, args, noted, kind, s)                                        \
+ * `kind` (SHIM_SYNC_*) of stream `s` or context `c`. */
+#define SYNC_WRAPPER(sym, params, args, noted, kind, s, c)                                     \
     SHIM_EXPORT CUresult CUDAAPI sym params                                                    \
     {                                                                                          \
         SHIM_ENTER(sym, real);                                                                 \
@@ -200,18 +200,19 @@ SHIM_EXPORT CUresult CUDAAPI cuCtxDisablePeerAccess(CUcontext peerContext)
             res_plan_barrier();                                                                \
             noted;                                                                             \
             if (SHIM_TRACING())                                                                \
-                shim_trace_sync(kind, s, SHIM_HOOK_##sym);                                     \
+                shim_trace_sync(kind, s, c, SHIM_HOOK_##sym);                                  \
         }                                                                                      \
         return r;                                                                              \
     }
 
 SYNC_WRAPPER(cuCtxSynchronize, (void), (), res_plan_synced(NULL, NULL, 1), SHIM_SYNC_CONTEXT,
-             NULL)
+             NULL, NULL)
 SYNC_WRAPPER(cuCtxSynchronize_v2, (CUcontext ctx), (ctx), res_plan_synced(ctx, NULL, 1),
-             SHIM_SYNC_CONTEXT, NULL)
+             SHIM_SYNC_CONTEXT, NULL, ctx)
 SYNC_WRAPPER(cuStreamSynchronize, (CUstream hStream), (hStream),
-             res_plan_synced(NULL, hStream, 0), SHIM_SYNC_STREAM, hStream)
+             res_plan_synced(NULL, hStream, 0), SHIM_SYNC_STREAM, hStream, NULL)
 SYNC_WRAPPER(cuStreamSynchronize_ptsz, (CUstream hStream), (hStream),
-             res_plan_synced(NULL, hStream, 0), SHIM_SYNC_STREAM, hStream)
+             res_plan_synced(NULL, hStream, 0), SHIM_SYNC_STREAM, hStream, NULL)
 /* (Which stream an event waited for is not known here: the cost model does not see it.) */
-SYNC_WRAPPER(cuEventSynchronize, (CUevent hEvent), (hEvent), (void)0, SHIM_SYNC_EVENT, NULL)
+SYNC_WRAPPER(cuEventSynchronize, (CUevent hEvent), (hEvent), (void)0, SHIM_SYNC_EVENT, NULL,
+             NULL)

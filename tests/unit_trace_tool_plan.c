@@ -189,8 +189,6 @@ static void sweep(const char *trace)
     TT_RUN(1, "plan", trace, "--sweep", "--svg", svg);          /* exists: no --force */
 }
 
-/* The mapping calls' cost per chunk moved: the H200's without mapping records, the mean of
- * the trace's reactive remaps with 16 or more, --map-us where given; the iteration follows. */
 /* The trace again with a host synchronisation of the stream after each iteration's launches. */
 static void syncs(const char *path)
 {
@@ -207,6 +205,8 @@ static void syncs(const char *path)
     tt_free(&r);
 }
 
+/* The mapping calls' cost per chunk moved: the H200's without mapping records, the mean of
+ * the trace's reactive remaps with 16 or more, --map-us where given; the iteration follows. */
 static void mapping(const char *trace)
 {
     tt_result_t r = plan(trace, "8M", "--json");

@@ -347,8 +347,8 @@ static uint32_t stream_no(uint64_t *seen, uint32_t *n, uint64_t s)
 }
 
 /* The window's host synchronisations (SYNC, 1.7) as the cost model's (pol_sync_t), each after
- * the last operation enqueued before it: a stream's of a stream the window's operations use,
- * a context's of the device planned; one before the window's first operation (the iteration
+ * the last operation enqueued before it: a stream's of a stream the window's operations use
+ * (the legacy default stream's, of the device planned), a context's of the device planned; one before the window's first operation (the iteration
  * before's), and an event's (its stream is not known), are left out.  In operation order. */
 static int build_syncs(builder_t *b, const uint64_t *streams, uint32_t nstreams)
 {
@@ -363,7 +363,7 @@ static int build_syncs(builder_t *b, const uint64_t *streams, uint32_t nstreams)
         uint32_t st = 0;
         if (s->time < x->start || s->time >= x->end || at < 0)
             continue;
-        if (s->s.kind == TRC_SYNC_STREAM) {
+        if (s->s.kind == TRC_SYNC_STREAM && (s->s.stream != 0 || s->s.device == x->device)) {
             while (st < nstreams && streams[st] != s->s.stream)
                 st++;
             if (st == nstreams)
