@@ -405,12 +405,14 @@ static void plan_now(res_dev_t *d, res_plan_t *p)
         keep += m->keep ? m->nchunks : 0;
         born += m->from == POL_NTIERS ? m->nchunks : 0;
     }
-    SHIM_INFO(RES, "device %d: planned %zu operations (NCCL calls %u), %zu buffers in %.1f ms: "
+    SHIM_INFO(RES, "device %d: planned %zu operations (NCCL calls %u), host synchronisations "
+              "%zu, %zu buffers in %.1f ms: "
               "%zu moves (chunks remapped only %llu, kept %llu, new %llu), predicted %llu MiB to "
               "the GPU and %llu MiB back, iteration %.3f ms against %.3f ms of compute (bound "
               "%.3f ms, %.3f ms with the chunks in alone; of chunks that must move, %llu in and "
               "%llu back)",
-              d->device, p->nops, p->nccl_ops, p->nbufs, planning_s * 1e3, p->plan->nmoves,
+              d->device, p->nops, p->nccl_ops, p->nsyncs, p->nbufs, planning_s * 1e3,
+              p->plan->nmoves,
               (unsigned long long)nowb, (unsigned long long)keep, (unsigned long long)born,
               (unsigned long long)(pr->bytes[POL_HOST][0] >> 20),
               (unsigned long long)(pr->bytes[POL_HOST][1] >> 20),

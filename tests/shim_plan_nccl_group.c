@@ -11,7 +11,8 @@
  * the plan's log reports for the profiled iteration (its operations' device times on the
  * stream, mostly the all-reduces') must be the same within 5%: a group whose every call were
  * timed from its own call to the group's end would count its work twice.  Both plans must
- * have 3 operations, the two all-reduces among them, all timed.
+ * have 3 operations, the two all-reduces among them, all timed, and the iteration's one
+ * host synchronisation (the cost model's: res_plan_synced).
  */
 #include "nccl_test.h"
 #include "shim_test.h"
@@ -82,6 +83,8 @@ static double compute_ms(int grouped)
            sh_after(line, "(NCCL calls "), sh_after(mach, "machine: "), ms);
     EXPECT(strstr(line, "planned 3 operations (NCCL calls 2)"),
            "the kernel and the two all-reduces planned:\n%s", line);
+    EXPECT(strstr(line, "host synchronisations 1,"), "the stream's synchronisation that ends "
+           "each iteration noted once:\n%s", line);
     EXPECT(sh_after(mach, "machine: ") == 3 && strstr(mach, " 0 untimed"),
            "every operation timed:\n%s", mach);
     sh_run_free(&r);
