@@ -123,48 +123,6 @@ void res_plan_barrier(void)
     shim_unlock(&det.lock);
 }
 
-/* A host synchronisation on d's profile: after its last operation so far, the host waited
- * for stream s, or for everything (`all`).  One before the profile's first operation ends
- * the iteration before, whose own synchronisation the profile records at its end: left
- * out; so is a stream the profile has not seen (another device's, or idle in it). */
-static void synced_on(res_dev_t *d, res_plan_t *p, CUstream s, int all)
-{
-    uint32_t k = 0;
-    if (p->state != P_REC || p->nops == 0)
-        return;
-    while (!all && k < p->nstreams && p->streams[k] != s)
-        k++;
-    if (!all && k == p->nstreams)
-        return;
-    pol_sync_t y = { (uint32_t)p->nops - 1, all ? POL_SYNC_ALL : k };
-    for (size_t j = p->nsyncs; j > 0 && p->syncs[j - 1].op == y.op; j--)
-        if (p->syncs[j - 1].stream == y.stream || p->syncs[j - 1].stream == POL_SYNC_ALL)
-            return;                     /* (waited for already) */
-    if (res_plan_grow((void **)&p->syncs, &p->cap_syncs, p->nsyncs + 1, sizeof(*p->syncs)) < 0) {
-        p->state = P_OFF;
-        return;
-    }
-    p->syncs[p->nsyncs++] = y;
-}
-
-void res_plan_synced(CUcontext ctx, CUstream s, int all)
-{
-    shim_pfn_cuCtxGetCurrent_t get = DRV(cuCtxGetCurrent);
-    /* (a default stream's handle names the current context's: only its device's profile) */
-    int current = all || !s || s == CU_STREAM_LEGACY || s == CU_STREAM_PER_THREAD;
-    if (!res_policy_plan || (current && !ctx && (!get || get(&ctx) != CUDA_SUCCESS || !ctx)))
-        return;
-    for (int i = 0; i < MAX_DEVICES; i++) {
-        res_dev_t *d = &res_devs[i];
-        if (!res_dev_ready(d) || (current && d->ctx != ctx))
-            continue;
-        shim_lock(&d->lock);
-        if (d->plan)
-            synced_on(d, d->plan, s, all);
-        shim_unlock(&d->lock);
-    }
-}
-
 /* ---------------------------------------------------------------- the profile */
 
 static void profile_clear(res_plan_t *p)

@@ -23,9 +23,9 @@
  * move cancelled.  A move from NVMe to the GPU:
  *   1. the slot is read into a staging chunk (F_IO);
  *   2. once the read completed, GPU memory is mapped at the chunk's address (when the budget
- *      has room, or at a use) and the staging chunk copied into it on the shim's copy stream (F_GPU; the
- *      chunk is TIER_GPU from then, every use waits for the copy's event on its stream, as
- *      for the plan's prefetches in res_flight.c);
+ *      has room, or at a use) and the staging chunk copied into it on the shim's copy stream
+ *      (F_GPU; the chunk is TIER_GPU from then, every use waits for the copy's event on its
+ *      stream, as for the plan's prefetches in res_flight.c);
  *   3. once the copy completed, the slot is free.
  * A use that comes before step 2 makes room as the reactive engine does (over the budget where
  * none can be made, as the reactive engine's read goes: gpu_map) and, while the read runs,

@@ -78,12 +78,20 @@ static void scenario(void)
         CHECK_CU(cuMemFree(buf[i]));
 }
 
-static char dir[] = "/tmp/elixir-nvme-hold-XXXXXX";
+static char dir[] = "/tmp/elixir-nvme-hold-XXXXXX";    /* (mkdtemp's template) */
+
+/* The scratch directory goes at exit, a failed check's included (the area in it is an
+ * unnamed file: nothing else is left). */
+static void remove_dir(void)
+{
+    rmdir(dir);
+}
 
 int main(int argc, char **argv)
 {
     sh_scenario_child(argc, argv, scenario);
     EXPECT(mkdtemp(dir), "mkdtemp: %s", strerror(errno));
+    atexit(remove_dir);
     char path[64];
     snprintf(path, sizeof(path), "ELIXIR_NVME_PATH=%s", dir);
     const char *env[] = { "ELIXIR_POLICY=reactive", "ELIXIR_GPU_MEMORY=4M",
@@ -95,6 +103,5 @@ int main(int argc, char **argv)
     const char *at = strstr(shim.err, "launches: ");
     printf("%.*s", at ? (int)(strcspn(at, "\n") + 1) : 0, at ? at : "");
     sh_same_transcript("the launches on chunks in host memory and on NVMe", &plain, &shim);
-    rmdir(dir);
     return 0;
 }
