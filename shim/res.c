@@ -398,17 +398,22 @@ static unsigned deferred_wait_unlocked(res_dev_t *d)
 
 /* Allocate from d's arena (d locked, no other lock held): frees that completed go back
  * first, budgets that came down may go back up when a large request is beyond them, a large
- * request's room is made before the arena is entered (res_make_room_for), and when the
- * request does not fit, the host waits for the frees still pending (without the lock:
- * deferred_wait_unlocked) and tries again. */
+ * request's room is made before the arena is entered (res_make_room_for: while a plan is
+ * followed, after the plan's moves due before the next operation, which make that room;
+ * made first, the reactive engine would evict the chunks those moves evict and leave them
+ * nothing to do), and when the request does not fit, the host waits for the frees still
+ * pending (without the lock: deferred_wait_unlocked) and tries again. */
 static int alloc_locked(res_dev_t *d, size_t bytes, arena_info_t *info)
 {
     if (d->deferred)
         res_deferred_drain(d, 0);
     if (res_budgets_down(d) && beyond_capacity(d, bytes))
         res_budgets_regrow(d);
-    if (!arena_small_class(d->arena, bytes) && !beyond_capacity(d, bytes))
+    if (!arena_small_class(d->arena, bytes) && !beyond_capacity(d, bytes)) {
+        if (d->plan)
+            res_plan_due(d);
         res_make_room_for(d, (uint32_t)(round_up(bytes, d->chunk) / d->chunk));
+    }
     int err = beyond_capacity(d, bytes) ? -ENOMEM : arena_do_alloc(d, bytes, info);
     if (err && d->deferred && deferred_wait_unlocked(d) > 0)
         err = beyond_capacity(d, bytes) ? -ENOMEM : arena_do_alloc(d, bytes, info);
