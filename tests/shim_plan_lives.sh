@@ -15,12 +15,13 @@
 # no use of its chunk since completes, though a later event now covers that use.  The
 # reactive engine evicts nothing while the plan is followed: where an allocation needs GPU
 # room, the plan's moves due before the next operation are issued first and their evictions
-# give it (in chain, evicting first took the very chunks those moves evict, about two of
-# every three).  One exception, with ELIXIR_PLAN_UNMAP=1 set by the caller: layers allocates
-# its first activation after the iteration's last operation, and the plan makes its room
-# before the activation's first use, a few operations into the next iteration; where
-# evictions stay mapped, one still in flight gives it, where they unmap none is left and the
-# reactive engine evicts two chunks.  No timing.
+# give it (made first, the room took the very chunks those moves evict: in chain at a
+# quarter of its footprint with evictions unmapped, two in three of the plan's evictions).
+# One exception, with ELIXIR_PLAN_UNMAP=1 set by the caller: layers allocates its first
+# activation after the iteration's last operation, and the plan makes its room before the
+# activation's first use, a few operations into the next iteration; where evictions stay
+# mapped, one still in flight gives it, where they unmap none is left and the reactive
+# engine evicts two chunks.  No timing.
 set -u
 case ${SANITIZE:-} in
 *thread*)
