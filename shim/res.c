@@ -93,8 +93,6 @@ static int release_chunk(void *ctx, uint32_t ci)
  * may re-enter the arena (res_make_room leaves deferred frees alone then). */
 static int arena_do_alloc(res_dev_t *d, size_t bytes, arena_info_t *info)
 {
-    if (d->plan)
-        res_plan_due(d);
     d->arena_busy = 1;
     d->slab_fresh = 0;
     int err = arena_alloc(d->arena, bytes, back_chunk, d, info);
@@ -397,11 +395,11 @@ static unsigned deferred_wait_unlocked(res_dev_t *d)
 }
 
 /* Allocate from d's arena (d locked, no other lock held): frees that completed go back
- * first, budgets that came down may go back up when a large request is beyond them, a large
- * request's room is made before the arena is entered (res_make_room_for: while a plan is
- * followed, after the plan's moves due before the next operation, which make that room;
- * made first, the reactive engine would evict the chunks those moves evict and leave them
- * nothing to do), and when the request does not fit, the host waits for the frees still
+ * first, budgets that came down may go back up when a large request is beyond them, the
+ * plan's moves due before the next operation are issued (they make the room the plan gave
+ * this allocation), a large request's room is made before the arena is entered
+ * (res_make_room_for: made before the plan's moves, the reactive engine would evict the
+ * chunks those moves evict and leave them nothing to do), and when the request does not fit, the host waits for the frees still
  * pending (without the lock: deferred_wait_unlocked) and tries again. */
 static int alloc_locked(res_dev_t *d, size_t bytes, arena_info_t *info)
 {
@@ -409,11 +407,10 @@ static int alloc_locked(res_dev_t *d, size_t bytes, arena_info_t *info)
         res_deferred_drain(d, 0);
     if (res_budgets_down(d) && beyond_capacity(d, bytes))
         res_budgets_regrow(d);
-    if (!arena_small_class(d->arena, bytes) && !beyond_capacity(d, bytes)) {
-        if (d->plan)
-            res_plan_due(d);
+    if (d->plan)
+        res_plan_due(d);
+    if (!arena_small_class(d->arena, bytes) && !beyond_capacity(d, bytes))
         res_make_room_for(d, (uint32_t)(round_up(bytes, d->chunk) / d->chunk));
-    }
     int err = beyond_capacity(d, bytes) ? -ENOMEM : arena_do_alloc(d, bytes, info);
     if (err && d->deferred && deferred_wait_unlocked(d) > 0)
         err = beyond_capacity(d, bytes) ? -ENOMEM : arena_do_alloc(d, bytes, info);
