@@ -62,6 +62,9 @@ static int check_machine(const pol_machine_t *m, char *err, size_t len)
         !(m->birth_us_per_chunk >= 0) || !(m->mapback_us_per_chunk >= 0))
         return fail(err, len, "m.map_us_per_call, m.map_us_per_chunk, m.birth_us_per_chunk and "
                               "m.mapback_us_per_chunk must be >= 0");
+    if (!(m->handle_share >= 0 && m->handle_share <= 1))
+        return fail(err, len, "m.handle_share is %g: 0 (a handle a chunk) to 1",
+                    m->handle_share);
     if (!(m->host_us_per_op >= 0) || m->host_us_per_op > 1e6)
         return fail(err, len, "m.host_us_per_op is %g: 0 to 1e6 microseconds",
                     m->host_us_per_op);

@@ -6,7 +6,8 @@
  * moves after it.  Issuing an operation costs the host host_us_per_op (the driver call that
  * enqueues it: the operation is queued when the call begins, the host goes on when it
  * returns), so a GPU faster than the host waits for it.  A move costs the host its mapping
- * calls (map_us_per_call + map_us_per_chunk * nchunks per move), and waits for GPU room, so
+ * calls (map_us_per_call + map_us_per_chunk * nchunks per move, or of one handle's chunks:
+ * m.handle_share), and waits for GPU room, so
  * they delay the issue of everything after them, as in the shim's executor (res_flight.c):
  *   - a move to the GPU maps its chunks when it is issued, once the room it takes is free:
  *     room that a move away from the GPU frees is free only when that move's copy completed,
@@ -159,7 +160,9 @@ static int rp_move(rp_t *p, const pol_move_t *m)
     const pol_machine_t *mc = &p->in->m;
     double per = m->from == POL_NTIERS && mc->birth_us_per_chunk > 0 ? mc->birth_us_per_chunk
                                                                       : mc->map_us_per_chunk;
-    double map = (mc->map_us_per_call + per * m->nchunks) * 1e3;
+    double n = mc->handle_share > 0 ? 1 - mc->handle_share + mc->handle_share * m->nchunks
+                                    : (double)m->nchunks;
+    double map = (mc->map_us_per_call + per * n) * 1e3;
     uint64_t c0 = p->ix->chunk_base[m->buf] + m->chunk;
     double end = move_ready(p, m, c0), start = end;
     if (end < 0)

@@ -50,7 +50,11 @@
  *   in place, mapping back: an operation that runs in place costs the host
  *              mapback_us_per_chunk for each of its chunks an eviction left away from the GPU
  *              since it last moved (one per iteration here).
+ *   handles:   with m.handle_share, a move of n chunks costs the host (1 - s + s x n) of a
+ *              chunk's mapping calls, not n of them; a share above 1 is refused.
  */
+#include <math.h>
+
 #include "unit_policy.h"
 
 static const pol_knobs_t K1 = { 0, 1, 0, 0, 0 };
@@ -825,6 +829,54 @@ static void test_in_place_mapback(void)
     printf("in place: mapping back %.0f us an iteration\n", (some - none) / 1e3);
 }
 
+/* Two buffers of 4 chunks each on a GPU of 4, used in turn, and moved in extents of up to 8
+ * chunks: the host's predicted mapping time with each chunk a handle (share 0) and with each
+ * move one handle (share 0.25): the ratio of the two is the moves' own, sum(1 - s + s x n) /
+ * sum(n). */
+static double handles_map_ns(double share, double *ratio)
+{
+    pb_t b;
+    pb_init(&b);
+    b.m.cap[POL_GPU] = 4 * MIB;
+    b.m.map_us_per_chunk = 100;
+    b.m.handle_share = share;
+    uint32_t x = pb_buf(&b, 4, -1, -1), y = pb_buf(&b, 4, -1, -1);
+    for (int k = 0; k < 4; k++)
+        pb_op(&b, 0, 10000), pb_all(&b, k % 2 ? y : x, POL_RW);
+    pol_knobs_t kn = { .lookahead = 0, .extent_chunks = 8 };
+    pol_plan_t *p = pb_plan(&b, &kn);
+    double ns = p ? p->predicted.map_ns : -1, one = 0, n = 0;
+    for (size_t i = 0; p && i < p->nmoves; i++) {
+        one += 1 - 0.25 + 0.25 * p->moves[i].nchunks;
+        n += p->moves[i].nchunks;
+    }
+    *ratio = n > 0 ? one / n : 0;
+    PB_CHECK(p && p->nmoves > 0, "handles: expected a plan with moves");
+    pol_plan_free(p);
+    pb_fini(&b);
+    return ns;
+}
+
+static void test_handle_share(void)
+{
+    double want;
+    double chunks = handles_map_ns(0, &want), moves = handles_map_ns(0.25, &want);
+    double got = chunks > 0 ? moves / chunks : 0;
+    PB_CHECK(fabs(got - want) < 1e-9 && want < 1, "handles: expected mapping time %.4f x a "
+             "handle a chunk's, got %.4f (%.0f ns against %.0f)", want, got, moves, chunks);
+    pb_t b;
+    pb_init(&b);
+    b.m.handle_share = 1.5;
+    pb_buf(&b, 1, -1, -1);
+    pb_op(&b, 0, 1000), pb_all(&b, 0, POL_RW);
+    char err[256] = "";
+    int rc = pol_input_check(pb_input(&b), err, sizeof(err));
+    PB_CHECK(rc == -EINVAL && strstr(err, "m.handle_share"), "handle_share 1.5: expected "
+             "-EINVAL naming it, got %d (%s)", rc, err);
+    pb_fini(&b);
+    printf("handles: a move one handle maps in %.4f of the time\n", got);
+}
+
 int main(void)
 {
     test_cycle();
@@ -846,6 +898,7 @@ int main(void)
     test_slack();
     test_near();
     test_in_place_mapback();
+    test_handle_share();
     if (!pb_failures)
         printf("policy cases: all pass\n");
     return pb_failures ? 1 : 0;

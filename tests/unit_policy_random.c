@@ -87,6 +87,7 @@ static void random_machine(pb_t *b, uint64_t total)
     b->m.link[POL_HOST].latency_us = rnd(3);
     b->m.map_us_per_call = rnd(3) * 10.0;
     b->m.map_us_per_chunk = rnd(3) * 5.0;
+    b->m.handle_share = rnd(3) == 0 ? 0.25 : 0;
     b->m.host_us_per_op = rnd(3) * 2.0;
     b->m.mapback_us_per_chunk = rnd(2) * 20.0;
 }

@@ -6,7 +6,8 @@
  * unlimited GPU's time and nothing moves; for 8 MiB, chunks move both ways every iteration
  * and the prediction is above the unlimited time and not below the lower bound; for 2 MiB the
  * three kernels and the memset reach more than the GPU holds and run in place (the output says
- * so; the copy reaches one chunk of the first weight): nothing moves.  A fixed --slack.  The
+ * so; the copy reaches one chunk of the first weight): nothing moves.  A fixed --slack.
+ * --handles extent (a move one physical handle) maps in less host time.  The
  * sweep, its JSON and its picture, and the errors: a trace without a closed iteration, an
  * iteration not in it, a bad bandwidth, --svg without --sweep.  With the host synchronising
  * the stream after each iteration's last launch (a SYNC record), the plan counts one, and the
@@ -225,6 +226,26 @@ static void mapping(const char *trace)
     r = tt_run("plan", trace, "--gpu-memory", "8M", "--map-us", "66", "--unmap", NULL);
     TT_LINE(r.out, "mapping calls 24.5 us a chunk moved, 49.5 us a chunk born (--map-us)");
     tt_free(&r);
+    /* --handles extent: a weight's two chunks moved as one handle cost the mapping calls of
+     * about one; the same knobs cannot cost more, so the best plan is not longer. */
+    r = tt_run("plan", trace, "--gpu-memory", "8M", "--json", NULL);
+    tt_result_t e = tt_run("plan", trace, "--gpu-memory", "8M", "--handles", "extent", "--json",
+                           NULL);
+    TT_CHECK("8M --handles extent: exit status", 0, e.status);
+    TT_JSON(r.out, "d['machine']['handles']", "chunk");
+    TT_JSON(e.out, "d['machine']['handles']", "extent");
+    TT_JSON(e.out, "d['plan']['knobs']['extent_chunks'] > 1", "True");
+    const char *m1 = strstr(r.out, "\"map_ns\": "), *m2 = strstr(e.out, "\"map_ns\": ");
+    const char *i1 = strstr(r.out, "\"iteration_ns\": "), *i2 = strstr(e.out, "\"iteration_ns\": ");
+    if (!(m1 && m2 && i1 && i2 && strtod(m2 + 10, NULL) < strtod(m1 + 10, NULL) &&
+          strtod(i2 + 16, NULL) <= strtod(i1 + 16, NULL)))
+        TT_FAIL("--handles extent: expected less mapping time and no longer an iteration "
+                "than:\n%s\ngot:\n%s", r.out, e.out);
+    tt_free(&e);
+    tt_free(&r);
+    r = plan(trace, "8M", "--handles=extent");
+    TT_LINE(r.out, "mapping calls", "a move one handle: 1.4% of that per further chunk");
+    tt_free(&r);
     /* Traces whose reactive remaps took 40 us each: too few of them, then enough. */
     const char *few = tt_path("few-remaps.trace"), *many = tt_path("remaps.trace");
     make_trace_remaps(few, 3, 15);
@@ -256,6 +277,10 @@ static void errors(const char *trace)
     TT_RUN(2, "plan", trace, "--svg", tt_path("x.svg"));
     TT_RUN(2, "plan", trace, "--chunk", "3000");
     TT_RUN(2, "plan", trace, "--sweep", "--points", "1");
+    r = tt_run("plan", trace, "--handles", "page", NULL);
+    TT_CHECK("--handles page: exit status", 2, r.status);
+    TT_LINE(r.err, "--handles: 'page' is not a kind of handles", "chunk", "extent");
+    tt_free(&r);
     r = tt_run("plan", trace, "--map-us", "-3", NULL);
     TT_CHECK("--map-us -3: exit status", 2, r.status);
     TT_LINE(r.err, "--map-us", "'-3' is not a time", "microseconds");

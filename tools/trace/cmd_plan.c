@@ -32,6 +32,10 @@
 #define LINK_LAT_US   10.0
 #define NVME_LAT_US   80.0
 #define MAP_CALL_US   1.0              /* a move's mapping calls, whatever they span, and */
+/* --handles extent: the share of one 2 MiB device handle's map, set access and unmap that the
+ * simulator charges per granule (SIM_COST_*_GRANULE_US over the sum of the three calls'
+ * per-call, per-handle and per-granule figures: 1.35 / 98.65 us); the rest is per handle. */
+#define GRANULE_SHARE (1.35 / 98.65)
 #define HOST_OP_US    1.0              /* host time to issue one operation: what the simulator
                                         * charges per submitted operation (as the shim) */
 
@@ -45,6 +49,10 @@ static cli_opt_t plan_opts[] = {
       "else 132 as on an H200); --unmap and chunks born scale with it", NULL },
     { "--unmap", NULL, "as the shim with ELIXIR_PLAN_UNMAP=1: evictions unmap, and a prefetch "
       "takes GPU memory its eviction's copy still reads", NULL },
+    { "--handles", "chunk|extent", "physical handles: one a chunk, as the shim maps them, or "
+      "one a move (a what-if: a move of N chunks costs the mapping calls of one chunk plus "
+      "1.4% of them per further chunk, as the simulator charges per handle and per granule) "
+      "(default chunk)", NULL },
     { "--slack", "auto|N", "GPU chunks the plan leaves free, as ELIXIR_PLAN_SLACK: auto (the "
       "search tries 0, 2 and 4) or 0 to 4096; not with --unmap (default auto)", NULL },
     { "--nvme-memory", "SIZE", "an NVMe tier of SIZE behind host memory (default none)", NULL },
@@ -129,6 +137,18 @@ static double map_us(const cli_cmd_t *c, const tm_trace_t *t, int32_t dev, const
     return n >= POL_MAP_SAMPLES ? (double)ns / 1e3 / (double)n : POL_MAP_US_PER_CHUNK;
 }
 
+/* --handles: 1 for extent, 0 for chunk (the default). */
+static int handles_extent(const cli_cmd_t *c)
+{
+    const char *s = cli_get(c, "--handles");
+    if (!s || strcmp(s, "chunk") == 0)
+        return 0;
+    if (strcmp(s, "extent") != 0)
+        cli_usage(c, "--handles: '%s' is not a kind of handles: chunk (one a chunk) or extent "
+                  "(one a move)", s);
+    return 1;
+}
+
 static void machine(const cli_cmd_t *c, const tm_trace_t *t, const tp_input_t *x, uint64_t chunk,
                     pol_machine_t *m, const char **map_from)
 {
@@ -153,6 +173,7 @@ static void machine(const cli_cmd_t *c, const tm_trace_t *t, const tp_input_t *x
     m->map_us_per_call = MAP_CALL_US;
     m->map_us_per_chunk = (unmap ? POL_UNMAP_US_PER_CHUNK : POL_MAP_US_PER_CHUNK) * scale *
                           (double)chunk / (2 << 20);
+    m->handle_share = handles_extent(c) ? GRANULE_SHARE : 0;
     m->birth_us_per_chunk = POL_BIRTH_US_PER_CHUNK * scale * (double)chunk / (2 << 20);
     m->mapback_us_per_chunk = unmap ? POL_MAPBACK_US_PER_CHUNK * scale * (double)chunk /
                                           (2 << 20) : 0;
@@ -257,8 +278,11 @@ static void print_text(const tm_trace_t *t, const tp_input_t *x, const pol_machi
                m->link[POL_NVME].to_gpu_gbs);
     if (m->room_on_device)
         printf(", evictions unmapped");
-    printf("\n  mapping calls %.1f us a chunk moved, %.1f us a chunk born (%s)\n",
+    printf("\n  mapping calls %.1f us a chunk moved, %.1f us a chunk born (%s)",
            m->map_us_per_chunk, m->birth_us_per_chunk, map_from);
+    if (m->handle_share > 0)
+        printf("; a move one handle: %.1f%% of that per further chunk", 100 * m->handle_share);
+    printf("\n");
     if (p->rc) {
         printf("predicted   %s\n", no_plan_text(p));
         return;
@@ -373,6 +397,7 @@ static void print_json(const tm_trace_t *t, const tp_input_t *x, const pol_machi
     text_json_num(stdout, m->map_us_per_chunk);
     printf(", \"birth_us_per_chunk\": ");
     text_json_num(stdout, m->birth_us_per_chunk);
+    printf(", \"handles\": \"%s\"", m->handle_share > 0 ? "extent" : "chunk");
     printf(", \"map_from\": \"%s\"", map_from);
     printf(", \"unmap\": %s},\n \"plan\": ", m->room_on_device ? "true" : "false");
     json_point(p);
@@ -526,8 +551,10 @@ const cli_cmd_t cmd_plan = {
         "reactive remaps took (--map-us to set it; 132 us as on an H200 when the trace has\n"
         "fewer than 16), scaled for --unmap (49/132, and 166/132 to map back a chunk that\n"
         "an operation reaches where an eviction left it unmapped) and for a chunk born in\n"
-        "the iteration (99/132), and the host 1 us per operation issued.  An operation that\n"
-        "reaches more chunks than the GPU holds runs in place, at its recorded device time.\n"
+        "the iteration (99/132), and the host 1 us per operation issued; with --handles\n"
+        "extent a move's chunks are one physical handle, whose mapping calls cost nearly\n"
+        "all per move.  An operation that reaches more chunks than the GPU holds runs in\n"
+        "place, at its recorded device time.\n"
         "--sweep repeats the plan for GPU memory sizes up to the iteration's footprint.",
     .opts = plan_opts,
     .run = run_plan,
