@@ -136,9 +136,10 @@ typedef struct pol_machine {
     double map_us_per_chunk;        /* and per chunk of that extent */
     double handle_share;            /* 0: each chunk of a move is a physical handle of its own,
                                      * charged the per-chunk figures whole; s in (0, 1]: a
-                                     * move's chunks are one handle, whose mapping calls cost
-                                     * (1 - s + s x chunks) x the per-chunk figure (a what-if:
-                                     * elixir-trace plan --handles extent) */
+                                     * move's chunks (a birth's too) are one handle, whose
+                                     * mapping calls cost (1 - s + s x chunks) x the per-chunk
+                                     * figure (1: the same as 0; a what-if: elixir-trace plan
+                                     * --handles extent) */
     double birth_us_per_chunk;      /* host time to give a chunk of a buffer born in the
                                      * iteration its GPU memory; 0: map_us_per_chunk */
     double mapback_us_per_chunk;    /* host time to map a chunk's host memory back at its

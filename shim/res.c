@@ -397,9 +397,10 @@ static unsigned deferred_wait_unlocked(res_dev_t *d)
 /* Allocate from d's arena (d locked, no other lock held): frees that completed go back
  * first, budgets that came down may go back up when a large request is beyond them, the
  * plan's moves due before the next operation are issued (they make the room the plan gave
- * this allocation), a large request's room is made before the arena is entered
- * (res_make_room_for: made before the plan's moves, the reactive engine would evict the
- * chunks those moves evict and leave them nothing to do), and when the request does not fit, the host waits for the frees still
+ * this allocation; a request then refused beyond capacity has only issued them early), a
+ * large request's room is made before the arena is entered (res_make_room_for: made before
+ * the plan's moves, the reactive engine would evict the chunks those moves evict and leave
+ * them nothing to do), and when the request does not fit, the host waits for the frees still
  * pending (without the lock: deferred_wait_unlocked) and tries again. */
 static int alloc_locked(res_dev_t *d, size_t bytes, arena_info_t *info)
 {

@@ -51,7 +51,8 @@
  *              mapback_us_per_chunk for each of its chunks an eviction left away from the GPU
  *              since it last moved (one per iteration here).
  *   handles:   with m.handle_share, a move of n chunks costs the host (1 - s + s x n) of a
- *              chunk's mapping calls, not n of them; a share above 1 is refused.
+ *              chunk's mapping calls, not n of them; a share above 1, below 0 or NaN is
+ *              refused.
  */
 #include <math.h>
 
@@ -830,10 +831,11 @@ static void test_in_place_mapback(void)
 }
 
 /* Two buffers of 4 chunks each on a GPU of 4, used in turn, and moved in extents of up to 8
- * chunks: the host's predicted mapping time with each chunk a handle (share 0) and with each
- * move one handle (share 0.25): the ratio of the two is the moves' own, sum(1 - s + s x n) /
- * sum(n). */
-static double handles_map_ns(double share, double *ratio)
+ * chunks: the host's predicted mapping time with each move one handle of share `share` (0: a
+ * handle a chunk); *moves and *chunks count the plan's moves and their chunks, and *charged
+ * sums the chunks' worth each move is charged: 1 - share + share x n for n chunks (n where
+ * share is 0). */
+static double handles_map_ns(double share, size_t *moves, uint32_t *chunks, double *charged)
 {
     pb_t b;
     pb_init(&b);
@@ -845,13 +847,14 @@ static double handles_map_ns(double share, double *ratio)
         pb_op(&b, 0, 10000), pb_all(&b, k % 2 ? y : x, POL_RW);
     pol_knobs_t kn = { .lookahead = 0, .extent_chunks = 8 };
     pol_plan_t *p = pb_plan(&b, &kn);
-    double ns = p ? p->predicted.map_ns : -1, one = 0, n = 0;
+    double ns = p ? p->predicted.map_ns : -1;
+    *moves = p ? p->nmoves : 0;
+    *chunks = 0;
+    *charged = 0;
     for (size_t i = 0; p && i < p->nmoves; i++) {
-        one += 1 - 0.25 + 0.25 * p->moves[i].nchunks;
-        n += p->moves[i].nchunks;
+        *chunks += p->moves[i].nchunks;
+        *charged += share > 0 ? 1 - share + share * p->moves[i].nchunks : p->moves[i].nchunks;
     }
-    *ratio = n > 0 ? one / n : 0;
-    PB_CHECK(p && p->nmoves > 0, "handles: expected a plan with moves");
     pol_plan_free(p);
     pb_fini(&b);
     return ns;
@@ -859,21 +862,29 @@ static double handles_map_ns(double share, double *ratio)
 
 static void test_handle_share(void)
 {
-    double want;
-    double chunks = handles_map_ns(0, &want), moves = handles_map_ns(0.25, &want);
-    double got = chunks > 0 ? moves / chunks : 0;
+    size_t m0, m1;
+    uint32_t c0, c1;
+    double w0, w1;
+    double chunks = handles_map_ns(0, &m0, &c0, &w0), moves = handles_map_ns(0.25, &m1, &c1, &w1);
+    PB_CHECK(m0 > 0 && m0 == m1 && c0 == c1 && c1 > m1, "handles: expected the same moves of "
+             "several chunks at both shares, got %zu moves of %u chunks and %zu of %u", m0, c0,
+             m1, c1);
+    double want = w1 / w0, got = chunks > 0 ? moves / chunks : 0;
     PB_CHECK(fabs(got - want) < 1e-9 && want < 1, "handles: expected mapping time %.4f x a "
              "handle a chunk's, got %.4f (%.0f ns against %.0f)", want, got, moves, chunks);
-    pb_t b;
-    pb_init(&b);
-    b.m.handle_share = 1.5;
-    pb_buf(&b, 1, -1, -1);
-    pb_op(&b, 0, 1000), pb_all(&b, 0, POL_RW);
-    char err[256] = "";
-    int rc = pol_input_check(pb_input(&b), err, sizeof(err));
-    PB_CHECK(rc == -EINVAL && strstr(err, "m.handle_share"), "handle_share 1.5: expected "
-             "-EINVAL naming it, got %d (%s)", rc, err);
-    pb_fini(&b);
+    const double bad[] = { 1.5, -0.1, NAN };
+    for (int i = 0; i < 3; i++) {
+        pb_t b;
+        pb_init(&b);
+        b.m.handle_share = bad[i];
+        pb_buf(&b, 1, -1, -1);
+        pb_op(&b, 0, 1000), pb_all(&b, 0, POL_RW);
+        char err[256] = "";
+        int rc = pol_input_check(pb_input(&b), err, sizeof(err));
+        PB_CHECK(rc == -EINVAL && strstr(err, "m.handle_share"), "handle_share %g: expected "
+                 "-EINVAL naming it, got %d (%s)", bad[i], rc, err);
+        pb_fini(&b);
+    }
     printf("handles: a move one handle maps in %.4f of the time\n", got);
 }
 

@@ -34,7 +34,9 @@
 #define MAP_CALL_US   1.0              /* a move's mapping calls, whatever they span, and */
 /* --handles extent: the share of one 2 MiB device handle's map, set access and unmap that the
  * simulator charges per granule (SIM_COST_*_GRANULE_US over the sum of the three calls'
- * per-call, per-handle and per-granule figures: 1.35 / 98.65 us); the rest is per handle. */
+ * per-call, per-handle and per-granule figures in simcuda.h: 1.35 / 98.65 us); the rest is
+ * per handle.  Moves between device and host handles (evictions that stay mapped) have a
+ * smaller share, about 1%: there the figure slightly understates what one handle saves. */
 #define GRANULE_SHARE (1.35 / 98.65)
 #define HOST_OP_US    1.0              /* host time to issue one operation: what the simulator
                                         * charges per submitted operation (as the shim) */
@@ -397,7 +399,9 @@ static void print_json(const tm_trace_t *t, const tp_input_t *x, const pol_machi
     text_json_num(stdout, m->map_us_per_chunk);
     printf(", \"birth_us_per_chunk\": ");
     text_json_num(stdout, m->birth_us_per_chunk);
-    printf(", \"handles\": \"%s\"", m->handle_share > 0 ? "extent" : "chunk");
+    printf(", \"handles\": \"%s\", \"handle_share\": ",
+           m->handle_share > 0 ? "extent" : "chunk");
+    text_json_num(stdout, m->handle_share);
     printf(", \"map_from\": \"%s\"", map_from);
     printf(", \"unmap\": %s},\n \"plan\": ", m->room_on_device ? "true" : "false");
     json_point(p);
@@ -552,9 +556,9 @@ const cli_cmd_t cmd_plan = {
         "fewer than 16), scaled for --unmap (49/132, and 166/132 to map back a chunk that\n"
         "an operation reaches where an eviction left it unmapped) and for a chunk born in\n"
         "the iteration (99/132), and the host 1 us per operation issued; with --handles\n"
-        "extent a move's chunks are one physical handle, whose mapping calls cost nearly\n"
-        "all per move.  An operation that reaches more chunks than the GPU holds runs in\n"
-        "place, at its recorded device time.\n"
+        "extent a move's chunks are one physical handle, whose mapping calls cost one\n"
+        "chunk's plus 1.4% of that per further chunk.  An operation that reaches more\n"
+        "chunks than the GPU holds runs in place, at its recorded device time.\n"
         "--sweep repeats the plan for GPU memory sizes up to the iteration's footprint.",
     .opts = plan_opts,
     .run = run_plan,
