@@ -32,12 +32,6 @@
 #define LINK_LAT_US   10.0
 #define NVME_LAT_US   80.0
 #define MAP_CALL_US   1.0              /* a move's mapping calls, whatever they span, and */
-/* --handles extent: the share of one 2 MiB device handle's map, set access and unmap that the
- * simulator charges per granule (SIM_COST_*_GRANULE_US over the sum of the three calls'
- * per-call, per-handle and per-granule figures in simcuda.h: 1.35 / 98.65 us); the rest is
- * per handle.  Moves between device and host handles (evictions that stay mapped) have a
- * smaller share, about 1%: there the figure slightly understates what one handle saves. */
-#define GRANULE_SHARE (1.35 / 98.65)
 #define HOST_OP_US    1.0              /* host time to issue one operation: what the simulator
                                         * charges per submitted operation (as the shim) */
 
@@ -175,7 +169,7 @@ static void machine(const cli_cmd_t *c, const tm_trace_t *t, const tp_input_t *x
     m->map_us_per_call = MAP_CALL_US;
     m->map_us_per_chunk = (unmap ? POL_UNMAP_US_PER_CHUNK : POL_MAP_US_PER_CHUNK) * scale *
                           (double)chunk / (2 << 20);
-    m->handle_share = handles_extent(c) ? GRANULE_SHARE : 0;
+    m->handle_share = handles_extent(c) ? POL_HANDLE_GRANULE_SHARE : 0;
     m->birth_us_per_chunk = POL_BIRTH_US_PER_CHUNK * scale * (double)chunk / (2 << 20);
     m->mapback_us_per_chunk = unmap ? POL_MAPBACK_US_PER_CHUNK * scale * (double)chunk /
                                           (2 << 20) : 0;
