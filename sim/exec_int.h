@@ -22,6 +22,9 @@ typedef struct exec_stats {
     uint64_t faults;
     double host_ns[SIM_HOST_WHY];   /* host clock moved, by what moved it (sim_lock) */
     uint64_t polls_early;           /* queries of work done, but after the host's now */
+    double kernel_ns;               /* kernels' device time */
+    double kernel_link_ns;          /* ... of kernels whose host memory set their duration */
+    uint64_t kernels_link;          /* and how many */
 } exec_stats_t;
 extern exec_stats_t exec_stats;
 
