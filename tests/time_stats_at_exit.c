@@ -108,7 +108,8 @@ int main(void)
     EXPECT(stat_value(c.err, "races") == 0, "races: %llu", stat_value(c.err, "races"));
     const char *vt = strstr(c.err, "virtual time");
     double ms = vt ? strtod(vt + strlen("virtual time"), NULL) : -1;
-    EXPECT(ms >= 2.0 && ms < 3.0, "virtual time %f ms, expected two 1 ms kernels, one held to the link and copies", ms);
+    EXPECT(ms >= 2.0 && ms < 3.0,
+           "virtual time %f ms, expected two 1 ms kernels, one held to the link and copies", ms);
     st_child_free(&c);
     return 0;
 }
