@@ -23,7 +23,9 @@
 
 #define MAX_DEVICES 16
 #define RESERVE_MIN (64ull << 20)
-#define SPARES 64           /* physical chunks kept per tier for the next migration */
+#define SPARES 64           /* GPU chunks kept unmapped for the next migration */
+#define HOST_SPARES 1024    /* host chunks kept so: an iteration's swing of host use in the
+                             * plan's steady state, made and released each time otherwise */
 #define MAX_STREAMS 64      /* application streams whose uses are recorded lazily, per device */
 #define KCACHE 256          /* kernels whose parameter layout is cached, per device */
 #define KPROBE 8            /* slots of the layout cache tried per kernel */
@@ -217,7 +219,8 @@ typedef struct res_dev {
     use_t fence;                    /* a use of unknown memory: every chunk waits for it */
     strm_t streams[MAX_STREAMS];
     kparams_t kcache[KCACHE];
-    CUmemGenericAllocationHandle spare[2][SPARES];  /* unmapped physical chunks, per tier */
+    CUmemGenericAllocationHandle spare[2][HOST_SPARES]; /* unmapped physical chunks, per
+                                                         * tier (SPARES, HOST_SPARES) */
     int nspare[2];
     /* Migration targets' shadow mappings (res_shadow.c): a handle that received a migration
      * stays mapped, accessible, at its own slot of the `shadow` reservation. */

@@ -207,9 +207,11 @@ CUresult res_phys_get(res_dev_t *d, int tier, CUmemGenericAllocationHandle *h)
 }
 
 /*
- * Physical chunks of a tier: a few unmapped ones are kept (they stay charged to the tier's
- * budget) so that a migration usually reuses memory rather than creating and releasing it,
- * which costs the driver far more than the copy.
+ * Physical chunks of a tier: unmapped ones are kept (they stay charged to the tier's budget)
+ * so that a migration usually reuses memory rather than creating and releasing it, which
+ * costs the driver far more than the copy: up to SPARES of the GPU's, and HOST_SPARES of host
+ * memory, as many as a plan's iteration gives back and takes again (host memory that another
+ * device wants goes back at once).
  */
 int res_has_room(res_dev_t *d, int tier)
 {
@@ -340,8 +342,8 @@ void res_phys_put(res_dev_t *d, int tier, CUmemGenericAllocationHandle h)
         return;
     }
     int others = (atomic_load(&res_host.wanted) & ~(1u << d->device)) != 0;
-    if (d->nspare[t] < SPARES && (tier == TIER_GPU ? res_gpu_charged(d) <= d->gpu_budget
-                                                   : !others)) {
+    if (d->nspare[t] < (t ? HOST_SPARES : SPARES) &&
+        (tier == TIER_GPU ? res_gpu_charged(d) <= d->gpu_budget : !others)) {
         d->spare[t][d->nspare[t]++] = h;
         return;
     }

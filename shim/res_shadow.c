@@ -99,7 +99,8 @@ static int shadow_reserve(res_dev_t *d)
     if (d->shadow_off)
         return -1;
     uint64_t slots = (d->gpu_budget_set + atomic_load(&res_host.budget_set)) / d->chunk +
-                     2 * SPARES + 2;    /* (the budgets as set up: they may come back up) */
+                     SPARES + HOST_SPARES + 2;  /* (the budgets as set up: they may come
+                                                 * back up) */
     slots = slots < SHADOW_MAX ? slots : SHADOW_MAX;
     d->shadow_free = malloc(slots * sizeof(*d->shadow_free));
     if (!d->shadow_free ||
