@@ -23,6 +23,7 @@ void pol_index_free(pol_index_t *ix)
 {
     free(ix->chunk_base);
     free(ix->chunk_buf);
+    free(ix->chunk_slot);
     free(ix->op_use);
     free(ix->use_chunk);
     free(ix->use_op);
@@ -122,6 +123,43 @@ static int index_chunks(const pol_input_t *in, pol_index_t *ix)
     for (uint32_t b = 0; b < ix->nbufs; b++)
         for (uint64_t k = ix->chunk_base[b]; k < ix->chunk_base[b + 1]; k++)
             ix->chunk_buf[k] = b;
+    return 0;
+}
+
+static int slot_cmp(const void *a, const void *b)
+{
+    const uint64_t *x = a, *y = b;
+    return x[0] < y[0] ? -1 : x[0] > y[0] ? 1 : 0;
+}
+
+/* Dense numbers for the addresses of the chunks of buffers born or dying in the iteration
+ * (pol_buf_t.slot): chunks at one address share a number. */
+static int index_slots(const pol_input_t *in, pol_index_t *ix)
+{
+    uint64_t n = 0, c = ix->nchunks ? ix->nchunks : 1;
+    uint64_t (*pair)[2] = malloc(c * sizeof(*pair));
+    ix->chunk_slot = malloc(c * sizeof(uint32_t));
+    if (!pair || !ix->chunk_slot) {
+        free(pair);
+        return -ENOMEM;
+    }
+    for (uint32_t b = 0; b < ix->nbufs; b++) {
+        const pol_buf_t *bf = &in->bufs[b];
+        int moves = bf->born >= 0 || bf->dies >= 0;
+        for (uint64_t k = ix->chunk_base[b]; k < ix->chunk_base[b + 1]; k++) {
+            ix->chunk_slot[k] = UINT32_MAX;
+            if (moves && bf->slot) {
+                pair[n][0] = bf->slot + (k - ix->chunk_base[b]);
+                pair[n++][1] = k;
+            }
+        }
+    }
+    qsort(pair, n, sizeof(*pair), slot_cmp);
+    for (uint64_t i = 0; i < n; i++) {
+        ix->nslots += i == 0 || pair[i][0] != pair[i - 1][0];
+        ix->chunk_slot[pair[i][1]] = ix->nslots - 1;
+    }
+    free(pair);
     return 0;
 }
 
@@ -272,6 +310,8 @@ int pol_index_build(const pol_input_t *in, pol_index_t *ix, int near)
     int rc = index_lives(in, ix);
     if (!rc)
         rc = index_chunks(in, ix);
+    if (!rc)
+        rc = index_slots(in, ix);
     uint64_t *last = NULL;
     if (!rc) {
         last = malloc((ix->nchunks ? ix->nchunks : 1) * sizeof(uint64_t));

@@ -54,6 +54,10 @@ typedef struct pol_index {
                                        * that is not permanent; dies < born wraps */
     uint8_t *buf_nvme;          /* nbufs: may go to NVMe (nvme_ok, and, where the index
                                  * leaves POL_NEAR references out, none of those reaches it) */
+    uint32_t *chunk_slot;       /* nchunks: a dense number of the chunk's address for the
+                                 * chunks of buffers born or dying in the iteration whose
+                                 * slot is known (pol_buf_t.slot), else UINT32_MAX */
+    uint32_t nslots;            /* how many numbers */
     uint8_t near_refs;          /* the input has POL_NEAR references (used or not) */
     uint64_t forced;            /* the chunks that must come in (bound.c), computed once */
     uint64_t forced_out;        /* and those that must go back with a copy (bound.c) */

@@ -67,6 +67,10 @@ typedef struct pol_buf {
                           * advisory: a cyclic plan tracks which chunks stay clean itself */
     uint8_t free_waits;  /* its free (after dies) has the host wait for its last use (a
                           * cuMemFree; a stream-ordered free does not) */
+    uint64_t slot;       /* 1 + the number of its first chunk in the caller's address range,
+                          * for the cost model: a buffer born where one died on the GPU takes
+                          * that one's memory as it is, still mapped there (the shim parks
+                          * it), with no mapping calls; 0: not known */
 } pol_buf_t;
 
 /* A run of chunks of one buffer that one operation reaches. */

@@ -42,7 +42,11 @@
  *   - a move without write-back (or a materialisation) copies nothing: it is done when its
  *     dependencies are; a materialisation costs the host birth_us_per_chunk a chunk.  A dying
  *     buffer's GPU room is free when its last use ends; with free_waits the host waits for
- *     that too (a cuMemFree), as at each of the input's waits for the buffer it names;
+ *     that too (a cuMemFree), as at each of the input's waits for the buffer it names.  Where
+ *     the input says where buffers lie (pol_buf_t.slot), a chunk that dies on the GPU stays
+ *     mapped at its address (parked, as the shim keeps it): a chunk born there later takes it
+ *     as it is, at no host cost and no other room; a move to the GPU (or a birth elsewhere)
+ *     takes room free by then first, then the chunk parked first, then waits for room;
  *   - at a host synchronisation of the input (pol_sync_t), after its operation and before
  *     that operation's moves after it (the executor issues those at the next operation), the
  *     host waits for its stream's operations so far, or every stream's and every copy of a
@@ -77,6 +81,10 @@ typedef struct rp {
     double *tok_host;           /* when the host may hand it out (m.room_on_device) */
     double *owed;               /* and the host's mapping time its freeing move still owes */
     uint64_t tok_head, tok_n, tok_cap;
+    /* parked chunks (by ix->chunk_slot), in the order they died: when each died, the list */
+    double *park_t;
+    uint32_t *park_next, *park_prev, park_head, park_tail;
+    uint8_t *parked;
     double q[POL_NTIERS][2], pipe[POL_NTIERS];
     pol_result_t *r;
     int measure;
@@ -113,6 +121,49 @@ static double max2(double a, double b)
     return a > b ? a : b;
 }
 
+/* The chunk at slot s died on the GPU at time t: parked, last in the list. */
+static void park(rp_t *p, uint32_t s, double t)
+{
+    p->parked[s] = 1;
+    p->park_t[s] = t;
+    p->park_next[s] = UINT32_MAX;
+    p->park_prev[s] = p->park_tail;
+    if (p->park_tail != UINT32_MAX)
+        p->park_next[p->park_tail] = s;
+    else
+        p->park_head = s;
+    p->park_tail = s;
+}
+
+/* The chunk parked at slot s is taken: when it died. */
+static double unpark(rp_t *p, uint32_t s)
+{
+    uint32_t a = p->park_prev[s], b = p->park_next[s];
+    if (a != UINT32_MAX)
+        p->park_next[a] = b;
+    else
+        p->park_head = b;
+    if (b != UINT32_MAX)
+        p->park_prev[b] = a;
+    else
+        p->park_tail = a;
+    p->parked[s] = 0;
+    return p->park_t[s];
+}
+
+/* GPU room for a chunk coming in, as the shim's executor finds it: room the host may hand
+ * out now, else the chunk parked first, else the next room to be freed (tok_pop). */
+static double room_pop(rp_t *p, double *host, double *owed)
+{
+    if (p->park_head != UINT32_MAX && !(p->tok_n && p->tok_host[p->tok_head] <= p->h)) {
+        double t = unpark(p, p->park_head);
+        *host = t;
+        *owed = 0;
+        return t;
+    }
+    return tok_pop(p, host, owed);
+}
+
 /* A copy of `bytes` over link l's direction dir from time t0: its end. */
 static double copy_end(rp_t *p, int l, int dir, uint64_t bytes, double t0)
 {
@@ -137,12 +188,20 @@ static void host_map(rp_t *p, double t)
 }
 
 /* When move m's dependencies are met (see the file's comment); -1 for a bad plan.  A move to
- * the GPU first has the host wait for its room and complete the moves that freed it. */
-static double move_ready(rp_t *p, const pol_move_t *m, uint64_t c0)
+ * the GPU first has the host wait for its room and complete the moves that freed it; a birth
+ * takes the chunks parked where it is born as they are (*reused: how many). */
+static double move_ready(rp_t *p, const pol_move_t *m, uint64_t c0, uint32_t *reused)
 {
     double dev = 0;
+    *reused = 0;
     for (uint32_t k = 0; m->to == POL_GPU && k < m->nchunks; k++) {
-        double host, owed, t = tok_pop(p, &host, &owed);
+        uint32_t s = p->ix->chunk_slot[c0 + k];
+        if (m->from == POL_NTIERS && s != UINT32_MAX && p->parked[s]) {
+            dev = max2(dev, unpark(p, s));
+            ++*reused;
+            continue;
+        }
+        double host, owed, t = room_pop(p, &host, &owed);
         if (t < 0)
             return -1;
         p->h = max2(p->h, host);
@@ -160,13 +219,15 @@ static int rp_move(rp_t *p, const pol_move_t *m)
     const pol_machine_t *mc = &p->in->m;
     double per = m->from == POL_NTIERS && mc->birth_us_per_chunk > 0 ? mc->birth_us_per_chunk
                                                                       : mc->map_us_per_chunk;
-    double n = mc->handle_share > 0 ? 1 - mc->handle_share + mc->handle_share * m->nchunks
-                                    : (double)m->nchunks;
-    double map = (mc->map_us_per_call + per * n) * 1e3;
     uint64_t c0 = p->ix->chunk_base[m->buf] + m->chunk;
-    double end = move_ready(p, m, c0), start = end;
+    uint32_t reused;
+    double end = move_ready(p, m, c0, &reused), start = end;
     if (end < 0)
         return -EINVAL;
+    uint32_t fresh = m->nchunks - reused;      /* (the chunks mapped: a birth's not parked) */
+    double n = mc->handle_share > 0 ? 1 - mc->handle_share + mc->handle_share * fresh
+                                    : (double)fresh;
+    double map = fresh ? (mc->map_us_per_call + per * n) * 1e3 : 0;
     if (m->from != POL_GPU)
         host_map(p, map);               /* (a move away maps when its room is taken) */
     if (m->writeback && m->from != POL_NTIERS) {
@@ -283,8 +344,16 @@ static void rp_deaths(rp_t *p, uint32_t i)
         uint32_t b = ix->dies_list[k];
         for (uint64_t c = ix->chunk_base[b]; c < ix->chunk_base[b + 1]; c++) {
             double t = max2(p->last_end[c], p->ready[c]);
-            if (p->loc[c] == POL_GPU)
+            uint32_t s = ix->chunk_slot[c];
+            if (p->loc[c] == POL_GPU && s != UINT32_MAX) {
+                if (p->parked[s]) {     /* (two buffers at one address: the older's room) */
+                    double o = unpark(p, s);
+                    tok_push(p, o, o, 0);
+                }
+                park(p, s, t);
+            } else if (p->loc[c] == POL_GPU) {
                 tok_push(p, t, t, 0);
+            }
             if (p->in->bufs[b].free_waits)
                 p->h = max2(p->h, t);   /* (the free waits for its last use) */
             p->loc[c] = POL_NONE;
@@ -358,8 +427,14 @@ static int rp_init(rp_t *p, const pol_input_t *in, const pol_index_t *ix, const 
     p->tok = malloc(p->tok_cap * sizeof(double));
     p->tok_host = malloc(p->tok_cap * sizeof(double));
     p->owed = malloc(p->tok_cap * sizeof(double));
+    uint32_t ns = ix->nslots ? ix->nslots : 1;
+    p->park_t = malloc(ns * sizeof(double));
+    p->park_next = malloc(ns * sizeof(uint32_t));
+    p->park_prev = malloc(ns * sizeof(uint32_t));
+    p->parked = calloc(ns, 1);
+    p->park_head = p->park_tail = UINT32_MAX;
     if (!p->stream_free || !p->ready || !p->last_end || !p->loc || !p->mapped || !p->tok ||
-        !p->tok_host || !p->owed)
+        !p->tok_host || !p->owed || !p->park_t || !p->park_next || !p->park_prev || !p->parked)
         return -ENOMEM;
     for (uint64_t c = 0; c < ix->nchunks; c++) {
         p->loc[c] = pl->start_tier[c] >= POL_NTIERS ? POL_NONE : pl->start_tier[c];
@@ -440,6 +515,7 @@ int pol_replay_ix(const pol_input_t *in, const pol_index_t *ix, const pol_plan_t
     free(p.stream_free), free(p.ready), free(p.last_end), free(p.loc), free(p.mapped);
     free(p.tok);
     free(p.tok_host), free(p.owed);
+    free(p.park_t), free(p.park_next), free(p.park_prev), free(p.parked);
     return rc;
 }
 

@@ -44,7 +44,8 @@ int64_t res_plan_buf_at(res_dev_t *d, res_plan_t *p, uint32_t first, uint32_t n,
                                           : (uint64_t)first,
                               .bytes = (uint64_t)n * d->chunk,
                               .born = born ? (int32_t)p->nops : -1,
-                              .dies = -1 };
+                              .dies = -1,
+                              .slot = (uint64_t)first + 1 };
     p->first[b] = first;
     p->nch[b] = n;
     p->buf_of[first] = b + 1;

@@ -36,7 +36,8 @@
  *              written buffers runs faster than when it waits for the freeing copy); a
  *              free that waits (free_waits) holds the host until the buffer's last use, so
  *              two streams no longer overlap, as a wait of the input (pol_wait_t) does
- *              for a buffer alive all along; a birth costs the host birth_us_per_chunk;
+ *              for a buffer alive all along; a birth costs the host birth_us_per_chunk,
+ *              but where a chunk died before at its address (pol_buf_t.slot: parked);
  *              a host synchronisation (pol_sync_t) of a stream holds the host until that
  *              stream's last operation ends, one of everything until every copy ends too.
  *   slack:     where the host waits for the copies that free room, a plan that leaves 2
@@ -598,6 +599,17 @@ static void test_executor(void)
     double born = p ? replayed(&b, p) : -1;
     PB_CHECK(p && born > 2.999e6 && born < 3.001e6, "births of 1.5 ms on the host: expected "
              "3 ms (the host's), got %.0f ns", born);
+    /* Where each is born again where it died (parked), births cost nothing from the second
+     * iteration on; both at one address, each is born on the other's memory once that one's
+     * kernel is done. */
+    b.bufs[a0].slot = 1, b.bufs[a1].slot = 2;
+    double apart = p ? replayed(&b, p) : -1;
+    b.bufs[a1].slot = 1;
+    double shared = p ? replayed(&b, p) : -1;
+    PB_CHECK(p && apart > 0.999e6 && apart < 1.001e6 && shared > 1.999e6 && shared < 2.001e6,
+             "births on parked memory: expected 1 ms (at their own addresses) and 2 ms (at "
+             "one), got %.0f and %.0f ns", apart, shared);
+    b.bufs[a0].slot = b.bufs[a1].slot = 0;
     pol_plan_free(p);
     pb_fini(&b);
 

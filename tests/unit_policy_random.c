@@ -11,7 +11,8 @@
  * pol_plan succeeds or says -ENOSPC; a plan passes pol_plan_verify (no tier over capacity,
  * every operation's chunks on the GPU, no data lost, cyclic); the replay predicts no less
  * than the operations alone and the lower bound, and the plan moves at least the bound's
- * chunks in and back.  With more than enough GPU for everything,
+ * chunks in and back (in half the iterations the buffers say where they lie, some at one
+ * address, so that births take parked memory).  With more than enough GPU for everything,
  * nothing moves but materialisations.  Usage: unit_policy_random [seeds] [first seed]; without
  * arguments, seeds 1 to 300 and those that once failed (again[]).
  */
@@ -205,6 +206,8 @@ int main(int argc, char **argv)
         pol_knobs_t k = { rnd(2) ? 0 : 1 + rnd(50), 1 + rnd(8),
                           rnd(2) ? 0 : rnd(4) * b.m.chunk, rnd(3) ? 0 : 1 + rnd(3), rnd(2) };
         b.m.handle_share = rnd(3) == 0 ? 0.25 : 0;  /* (drawn last: again[]'s inputs stay) */
+        for (size_t i = 0; rnd(2) && i < b.nbufs; i++)
+            b.bufs[i].slot = 1 + 6 * rnd((uint32_t)b.nbufs);  /* (addresses, some shared) */
         int r1 = one(&b, NULL, seed), r2 = one(&b, &k, seed);
         planned += !r1 + !r2;
         nospc += (r1 == 1) + (r2 == 1);
