@@ -13,7 +13,8 @@
  *     room that a move away from the GPU frees is free only when that move's copy completed,
  *     and the host waits for it there (it cannot hand out memory a copy still reads), or,
  *     with m.room_on_device, the host waits only for the freed chunks' last use and the
- *     copy of the move in waits for the freeing copy on the device;
+ *     copy of the move in waits for the freeing copy on the device (but for a birth: the
+ *     program may use a new allocation's memory at once, so the host waits for the copy);
  *   - a move away from the GPU maps its chunks (its remap to the other tier) only when its copy
  *     completed: the host pays that mapping when the room is taken (the executor completes
  *     the move then, or polls it complete before), not when the move is issued.
@@ -204,7 +205,7 @@ static double move_ready(rp_t *p, const pol_move_t *m, uint64_t c0, uint32_t *re
         double host, owed, t = room_pop(p, &host, &owed);
         if (t < 0)
             return -1;
-        p->h = max2(p->h, host);
+        p->h = max2(p->h, m->from == POL_NTIERS ? t : host);  /* (a birth: its copy done) */
         dev = max2(dev, t);
         host_map(p, owed);
     }
