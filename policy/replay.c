@@ -47,7 +47,9 @@
  *     the input says where buffers lie (pol_buf_t.slot), a chunk that dies on the GPU stays
  *     mapped at its address (parked, as the shim keeps it): a chunk born there later takes it
  *     as it is, at no host cost and no other room; a move to the GPU (or a birth elsewhere)
- *     takes room free by then first, then the chunk parked first, then waits for room;
+ *     takes room the host may hand out by then first (with m.room_on_device, an eviction's
+ *     once its chunk's last use ended, its copy perhaps still running), then the chunk parked
+ *     first, then waits for room;
  *   - at a host synchronisation of the input (pol_sync_t), after its operation and before
  *     that operation's moves after it (the executor issues those at the next operation), the
  *     host waits for its stream's operations so far, or every stream's and every copy of a
@@ -152,8 +154,10 @@ static double unpark(rp_t *p, uint32_t s)
     return p->park_t[s];
 }
 
-/* GPU room for a chunk coming in, as the shim's executor finds it: room the host may hand
- * out now, else the chunk parked first, else the next room to be freed (tok_pop). */
+/* GPU room for a chunk coming in: room the host may hand out now (tok_host), else the chunk
+ * parked first, else the next room to be freed (tok_pop).  (The shim's executor takes parked
+ * chunks before evictions whose copies still run; the model, where evictions unmap, the
+ * other way round.) */
 static double room_pop(rp_t *p, double *host, double *owed)
 {
     if (p->park_head != UINT32_MAX && !(p->tok_n && p->tok_host[p->tok_head] <= p->h)) {

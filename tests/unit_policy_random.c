@@ -206,8 +206,9 @@ int main(int argc, char **argv)
         pol_knobs_t k = { rnd(2) ? 0 : 1 + rnd(50), 1 + rnd(8),
                           rnd(2) ? 0 : rnd(4) * b.m.chunk, rnd(3) ? 0 : 1 + rnd(3), rnd(2) };
         b.m.handle_share = rnd(3) == 0 ? 0.25 : 0;  /* (drawn last: again[]'s inputs stay) */
-        for (size_t i = 0; rnd(2) && i < b.nbufs; i++)
-            b.bufs[i].slot = 1 + 6 * rnd((uint32_t)b.nbufs);  /* (addresses, some shared) */
+        if (rnd(2))
+            for (size_t i = 0; i < b.nbufs; i++)
+                b.bufs[i].slot = 1 + 6 * rnd((uint32_t)b.nbufs);  /* (some addresses shared) */
         int r1 = one(&b, NULL, seed), r2 = one(&b, &k, seed);
         planned += !r1 + !r2;
         nospc += (r1 == 1) + (r2 == 1);
