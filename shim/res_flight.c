@@ -18,6 +18,7 @@
  */
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "res_int.h"
 #include "res_nvme.h"
@@ -46,10 +47,17 @@ static int flight_add(res_dev_t *d, uint32_t ci, int in, CUmemGenericAllocationH
     return 0;
 }
 
+/* (flights and pend stay in the order they came: the first is the oldest, whose copy ends
+ * first on its stream, and is the one room-making takes first, as the plan's cost model does) */
 static void flight_del(res_dev_t *d, int i)
 {
     d->chunks[d->flights[i].ci].moving = 0;
-    d->flights[i] = d->flights[--d->nflights];
+    memmove(&d->flights[i], &d->flights[i + 1], (--d->nflights - (uint32_t)i) * sizeof(flight_t));
+}
+
+static void pend_del(res_dev_t *d, uint32_t i)
+{
+    memmove(&d->pend[i], &d->pend[i + 1], (--d->npend - i) * sizeof(pend_t));
 }
 
 /* Memory h of `tier` goes back once ev completed (at once when it has, or when it cannot be
@@ -249,7 +257,7 @@ static int pend_take(res_dev_t *d, CUstream s, CUmemGenericAllocationHandle *h, 
     if (take < 0)
         return -1;
     pend_t p = d->pend[take];
-    d->pend[take] = d->pend[--d->npend];
+    pend_del(d, (uint32_t)take);
     if (!res_event_done(p.ev) && DRVT(cuStreamWaitEvent)(s, p.ev->ev, 0) != CUDA_SUCCESS)
         res_event_wait(p.ev, &d->blocked_flight_s);
     *h = p.h;
@@ -549,7 +557,7 @@ int res_flight_room(res_dev_t *d)
     int i = pend_gpu(d, 1);
     if (i >= 0) {
         pend_t p = d->pend[i];
-        d->pend[i] = d->pend[--d->npend];
+        pend_del(d, (uint32_t)i);
         res_event_wait(p.ev, &d->blocked_flight_s);
         res_phys_put(d, p.tier, p.h);
         res_event_put(d, p.ev);
@@ -572,7 +580,7 @@ void res_flights_poll(res_dev_t *d)
             i++;
             continue;
         }
-        d->pend[i] = d->pend[--d->npend];
+        pend_del(d, i);
         res_phys_put(d, p.tier, p.h);
         res_event_put(d, p.ev);
     }
