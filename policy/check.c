@@ -59,9 +59,10 @@ static int check_machine(const pol_machine_t *m, char *err, size_t len)
             return fail(err, len, "m.link[%s].latency_us must be >= 0", pol_tier_name(t));
     }
     if (!(m->map_us_per_call >= 0) || !(m->map_us_per_chunk >= 0) ||
-        !(m->birth_us_per_chunk >= 0) || !(m->mapback_us_per_chunk >= 0))
-        return fail(err, len, "m.map_us_per_call, m.map_us_per_chunk, m.birth_us_per_chunk and "
-                              "m.mapback_us_per_chunk must be >= 0");
+        !(m->birth_us_per_chunk >= 0) || !(m->mapback_us_per_chunk >= 0) ||
+        !(m->drop_us_per_chunk >= 0))
+        return fail(err, len, "m.map_us_per_call, m.map_us_per_chunk, m.birth_us_per_chunk, "
+                              "m.mapback_us_per_chunk and m.drop_us_per_chunk must be >= 0");
     if (!(m->handle_share >= 0 && m->handle_share <= 1))
         return fail(err, len, "m.handle_share is %g: 0 (a handle a chunk) to 1",
                     m->handle_share);

@@ -122,6 +122,8 @@ typedef struct pol_link {
 #define POL_MAP_US_PER_CHUNK   132.0
 #define POL_UNMAP_US_PER_CHUNK  49.0
 #define POL_BIRTH_US_PER_CHUNK  99.0
+/* Of a birth's: the unmap of the freed chunk's device memory, as of an eviction (33 us). */
+#define POL_DROP_US_PER_CHUNK   33.0
 /* Host memory mapped back at a chunk's address for an operation that reaches it there (a
  * POL_NEAR use, or one in place, of a chunk a plan's eviction left unmapped): map and set
  * access of a 2 MiB host-located handle (108 us), and its unmap when the chunk moves again
@@ -158,6 +160,11 @@ typedef struct pol_machine {
                                      * evictions unmap: a POL_NEAR use, when a plan left out
                                      * such uses (pol_knobs_t.near = 0), or an operation that
                                      * runs in place; 0: nothing to map back */
+    double drop_us_per_chunk;       /* host time to unmap a parked chunk (one that died on the
+                                     * GPU and stays mapped at its address: pol_buf_t.slot)
+                                     * whose memory a chunk at another address takes; part of
+                                     * birth_us_per_chunk, which then charges only the rest
+                                     * (a birth on a freed chunk's memory unmaps it); 0: free */
     double host_us_per_op;          /* host time to issue one operation of the iteration (the
                                      * driver call that enqueues it): a GPU that is fast
                                      * enough waits for the host at this rate */

@@ -41,15 +41,17 @@
  *     chunk moves again); so does an operation that runs in place (pol_op_in_place), for
  *     its chunks away from the GPU, where m.mapback_us_per_chunk says evictions unmap;
  *   - a move without write-back (or a materialisation) copies nothing: it is done when its
- *     dependencies are; a materialisation costs the host birth_us_per_chunk a chunk.  A dying
- *     buffer's GPU room is free when its last use ends; with free_waits the host waits for
- *     that too (a cuMemFree), as at each of the input's waits for the buffer it names.  Where
- *     the input says where buffers lie (pol_buf_t.slot), a chunk that dies on the GPU stays
- *     mapped at its address (parked, as the shim keeps it): a chunk born there later takes it
- *     as it is, at no host cost and no other room; a move to the GPU (or a birth elsewhere)
- *     takes room the host may hand out by then first (with m.room_on_device, an eviction's
- *     once its chunk's last use ended, its copy perhaps still running), then the chunk parked
- *     first, then waits for room;
+ *     dependencies are; a materialisation costs the host birth_us_per_chunk a chunk, of
+ *     which drop_us_per_chunk is the unmap of the room it takes, owed by that room.  A dying
+ *     buffer's GPU room is free when its last use ends (its memory then owes the unmap); with
+ *     free_waits the host waits for that too (a cuMemFree), as at each of the input's waits
+ *     for the buffer it names.  Where the input says where buffers lie (pol_buf_t.slot), a
+ *     chunk that dies on the GPU stays mapped at its address (parked, as the shim keeps it):
+ *     a chunk born there later takes it as it is, at no host cost and no other room; a move
+ *     to the GPU (or a birth elsewhere) takes room free by then first (its freeing copy
+ *     done), then the chunk parked first (the host unmaps it: drop_us_per_chunk), then waits
+ *     for the next room to be freed (with m.room_on_device, an eviction's once its chunk's
+ *     last use ended, its copy perhaps still running), as the shim's executor does;
  *   - at a host synchronisation of the input (pol_sync_t), after its operation and before
  *     that operation's moves after it (the executor issues those at the next operation), the
  *     host waits for its stream's operations so far, or every stream's and every copy of a
@@ -154,16 +156,16 @@ static double unpark(rp_t *p, uint32_t s)
     return p->park_t[s];
 }
 
-/* GPU room for a chunk coming in: room the host may hand out now (tok_host), else the chunk
- * parked first, else the next room to be freed (tok_pop).  (The shim's executor takes parked
- * chunks before evictions whose copies still run; the model, where evictions unmap, the
- * other way round.) */
+/* GPU room for a chunk coming in, in the order the shim's executor takes it (res_flight.c:
+ * flight_room): room already free (its freeing copy done), else the chunk parked first, which
+ * the host unmaps from its address (*owed: m.drop_us_per_chunk), else the next room to be
+ * freed (tok_pop; with m.room_on_device, perhaps while its freeing copy still runs). */
 static double room_pop(rp_t *p, double *host, double *owed)
 {
-    if (p->park_head != UINT32_MAX && !(p->tok_n && p->tok_host[p->tok_head] <= p->h)) {
+    if (p->park_head != UINT32_MAX && !(p->tok_n && p->tok[p->tok_head] <= p->h)) {
         double t = unpark(p, p->park_head);
         *host = t;
-        *owed = 0;
+        *owed = p->in->m.drop_us_per_chunk * 1e3;
         return t;
     }
     return tok_pop(p, host, owed);
@@ -194,18 +196,21 @@ static void host_map(rp_t *p, double t)
 
 /* When move m's dependencies are met (see the file's comment); -1 for a bad plan.  A move to
  * the GPU first has the host wait for its room and complete the moves that freed it; a birth
- * takes the chunks parked where it is born as they are (*reused: how many). */
+ * takes the chunks parked where it is born as they are (*reused: how many), before it takes
+ * room for the others (the shim skips an allocation's own parked chunks: res_park_drop). */
 static double move_ready(rp_t *p, const pol_move_t *m, uint64_t c0, uint32_t *reused)
 {
     double dev = 0;
+    uint32_t need = m->to == POL_GPU ? m->nchunks : 0;
     *reused = 0;
-    for (uint32_t k = 0; m->to == POL_GPU && k < m->nchunks; k++) {
+    for (uint32_t k = 0; m->from == POL_NTIERS && k < need; k++) {
         uint32_t s = p->ix->chunk_slot[c0 + k];
-        if (m->from == POL_NTIERS && s != UINT32_MAX && p->parked[s]) {
+        if (s != UINT32_MAX && p->parked[s]) {
             dev = max2(dev, unpark(p, s));
             ++*reused;
-            continue;
         }
+    }
+    for (uint32_t k = *reused; k < need; k++) {
         double host, owed, t = room_pop(p, &host, &owed);
         if (t < 0)
             return -1;
@@ -222,8 +227,10 @@ static double move_ready(rp_t *p, const pol_move_t *m, uint64_t c0, uint32_t *re
 static int rp_move(rp_t *p, const pol_move_t *m)
 {
     const pol_machine_t *mc = &p->in->m;
-    double per = m->from == POL_NTIERS && mc->birth_us_per_chunk > 0 ? mc->birth_us_per_chunk
-                                                                      : mc->map_us_per_chunk;
+    /* (a birth's figure includes the unmap of the room it takes, which that room owes) */
+    double per = m->from == POL_NTIERS && mc->birth_us_per_chunk > 0
+                     ? max2(mc->birth_us_per_chunk - mc->drop_us_per_chunk, 0)
+                     : mc->map_us_per_chunk;
     uint64_t c0 = p->ix->chunk_base[m->buf] + m->chunk;
     uint32_t reused;
     double end = move_ready(p, m, c0, &reused), start = end;
@@ -345,6 +352,7 @@ static void rp_op(rp_t *p, uint32_t i)
 static void rp_deaths(rp_t *p, uint32_t i)
 {
     const pol_index_t *ix = p->ix;
+    double drop = p->in->m.drop_us_per_chunk * 1e3;   /* (its memory, taken elsewhere) */
     for (uint32_t k = ix->dies_first[i]; k < ix->dies_first[i + 1]; k++) {
         uint32_t b = ix->dies_list[k];
         for (uint64_t c = ix->chunk_base[b]; c < ix->chunk_base[b + 1]; c++) {
@@ -353,11 +361,11 @@ static void rp_deaths(rp_t *p, uint32_t i)
             if (p->loc[c] == POL_GPU && s != UINT32_MAX) {
                 if (p->parked[s]) {     /* (two buffers at one address: the older's room) */
                     double o = unpark(p, s);
-                    tok_push(p, o, o, 0);
+                    tok_push(p, o, o, drop);
                 }
                 park(p, s, t);
             } else if (p->loc[c] == POL_GPU) {
-                tok_push(p, t, t, 0);
+                tok_push(p, t, t, drop);
             }
             if (p->in->bufs[b].free_waits)
                 p->h = max2(p->h, t);   /* (the free waits for its last use) */

@@ -226,6 +226,7 @@ static pol_machine_t machine(const res_dev_t *d, const res_ptime_report_t *tr)
      * res_pin.c; the driver taken to be as much faster or slower as for a birth) */
     m.mapback_us_per_chunk = m.room_on_device ? POL_MAPBACK_US_PER_CHUNK * birth /
                                                     POL_BIRTH_US_PER_CHUNK : 0;
+    m.drop_us_per_chunk = POL_DROP_US_PER_CHUNK * birth / POL_BIRTH_US_PER_CHUNK;
     m.host_us_per_op = HOST_OP_US;
     res_plan_nvme_machine(d, tr, &m);
     return m;

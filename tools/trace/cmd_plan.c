@@ -171,6 +171,7 @@ static void machine(const cli_cmd_t *c, const tm_trace_t *t, const tp_input_t *x
                           (double)chunk / (2 << 20);
     m->handle_share = handles_extent(c) ? POL_HANDLE_GRANULE_SHARE : 0;
     m->birth_us_per_chunk = POL_BIRTH_US_PER_CHUNK * scale * (double)chunk / (2 << 20);
+    m->drop_us_per_chunk = POL_DROP_US_PER_CHUNK * scale * (double)chunk / (2 << 20);
     m->mapback_us_per_chunk = unmap ? POL_MAPBACK_US_PER_CHUNK * scale * (double)chunk /
                                           (2 << 20) : 0;
     m->room_on_device = unmap;
