@@ -103,6 +103,10 @@ typedef struct pol_op {
     uint32_t stream;            /* dense stream number, 0 .. nstreams - 1 */
     uint32_t ref, nref;         /* its references: refs[ref .. ref + nref) */
     uint64_t dur_ns;            /* device time; 0 when unknown (the cost model then uses 0) */
+    uint32_t away;              /* of the chunks it reaches, those away from the GPU (reached
+                                 * over the link) while dur_ns was measured; 0: none, or not
+                                 * known.  The cost model scales dur_ns by the count away in
+                                 * the plan where that is larger (see replay.c) */
 } pol_op_t;
 
 /* One link between POL_GPU and another tier: GB/s (1e9 bytes/s) each way and both together

@@ -21,7 +21,11 @@
  * Then, in virtual nanoseconds:
  *   - an operation starts when it is issued, its stream is free (one stream runs its
  *     operations in order; streams overlap freely: the iteration's own events are not
- *     modelled) and every chunk it reaches has arrived; it runs dur_ns;
+ *     modelled) and every chunk it reaches has arrived; it runs dur_ns, or, where it reaches
+ *     more chunks away from the GPU (in host memory, over the link) than it did when it was
+ *     timed (pol_op_t.away > 0), dur_ns scaled by their ratio: a kernel's time held to the
+ *     link's rate by what it reaches there, each chunk taken to cost it alike (not known: what
+ *     it touches of them);
  *   - a move starts after the last operation that used its chunks (one that ran in place, on
  *     a chunk in host memory, included: the executor moves a chunk only once the operations
  *     that may use it are done, trying again until then); a move to the GPU after the moves
@@ -311,6 +315,24 @@ static void rp_in_place(rp_t *p, uint32_t i)
             rp_map_back(p, c);
 }
 
+/* Operation i's device time: its dur_ns, or where it reaches more chunks away from the GPU
+ * than when it was timed (pol_op_t.away, > 0), dur_ns scaled by their ratio, as for a kernel
+ * whose time the link's rate held for the bytes it reached there. */
+static double op_dur(rp_t *p, uint32_t i)
+{
+    const pol_op_t *op = &p->in->ops[i];
+    if (!op->away)
+        return (double)op->dur_ns;
+    uint64_t away = 0;
+    for (uint32_t r = op->ref; r < op->ref + op->nref; r++) {
+        const pol_ref_t *rf = &p->in->refs[r];
+        uint64_t c0 = p->ix->chunk_base[rf->buf] + rf->chunk;
+        for (uint64_t c = c0; c < c0 + rf->nchunks; c++)
+            away += p->loc[c] != POL_GPU && p->loc[c] != POL_NONE;
+    }
+    return away > op->away ? (double)op->dur_ns * (double)away / op->away : (double)op->dur_ns;
+}
+
 static void rp_op(rp_t *p, uint32_t i)
 {
     const pol_index_t *ix = p->ix;
@@ -333,7 +355,7 @@ static void rp_op(rp_t *p, uint32_t i)
             start = max2(start, rd[k]);
         start = max2(start, s1);
     }
-    double end = start + (double)op->dur_ns;
+    double end = start + op_dur(p, i);
     for (uint64_t r = ix->op_run[i]; r < ix->op_run[i + 1]; r++) {
         double *le = p->last_end + ix->run_chunk[r];
         uint32_t n = ix->run_n[r];

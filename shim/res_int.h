@@ -735,6 +735,10 @@ extern int res_policy_plan;
  * memset (NULL for a launch), whose operands say which chunks it reads and writes. */
 void res_plan_op(res_dev_t *d, collect_t *k, int kind, uintptr_t what, const shim_copy_t *c,
                  CUstream s, int ptds);
+/* Launch k of the profile, reached and about to be timed (d locked): how many of its chunks
+ * lie away from the GPU as it runs, reached over the link (pol_op_t.away; res_plan_profile.c;
+ * the fast launch path's chunks are all on the GPU). */
+void res_plan_away(res_dev_t *d, const collect_t *k);
 /* How an operation reaches the chunk [lo, hi) of its arena: enum pol_access (res_plan_nccl);
  * 0 where the plan counts it as not reached (a launch's chunk behind its pointers). */
 typedef uint8_t (*res_access_fn_t)(const void *arg, uint64_t lo, uint64_t hi);

@@ -707,8 +707,10 @@ CUresult res_launch_begin(shim_launch_t *l)
             r = CUDA_ERROR_OUT_OF_MEMORY;
             d->refused++;
         }
-        if (SHIM_UNLIKELY(k->timed) && r == CUDA_SUCCESS)
+        if (SHIM_UNLIKELY(k->timed) && r == CUDA_SUCCESS) {
+            res_plan_away(d, k);
             res_ptime_before(d, k, l->stream, shim_hook_per_thread[l->hook]);
+        }
     }
     relax_end(rx);
     return r;

@@ -114,6 +114,17 @@ static int64_t refs_of(res_dev_t *d, res_plan_t *p, const uint32_t *ids, size_t 
     return (int64_t)(p->nrefs - start);
 }
 
+void res_plan_away(res_dev_t *d, const collect_t *k)
+{
+    res_plan_t *p = d->plan;
+    if (!p || p->state != P_REC || k->timed - 1 >= p->nops)
+        return;
+    uint32_t away = 0;
+    for (uint32_t i = 0; i < k->n; i++)
+        away += d->chunks[k->ids[i]].tier != TIER_GPU;
+    p->ops[k->timed - 1].away = away;
+}
+
 /* An operation's signature: its kind, kernel (or copy kind) and the chunks it reaches. */
 uint64_t res_plan_signature(int kind, uintptr_t what, size_t n)
 {
@@ -141,7 +152,7 @@ int64_t res_plan_record(res_dev_t *d, res_plan_t *p, int kind, uintptr_t what,
         p->state = P_OFF;
         return -1;
     }
-    p->ops[p->nops] = (pol_op_t){ stream_no(p, s), (uint32_t)start, (uint32_t)nr, 0 };
+    p->ops[p->nops] = (pol_op_t){ stream_no(p, s), (uint32_t)start, (uint32_t)nr, 0, 0 };
     p->sig[p->nops] = res_plan_signature(kind, what, n);
     return (int64_t)p->nops++;
 }
