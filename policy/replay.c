@@ -371,23 +371,32 @@ static void rp_op(rp_t *p, uint32_t i)
         p->r->stall_ns += start - issue;
 }
 
+/* The buffers that die after operation i: their GPU chunks parked (pol_buf_t.slot) or their
+ * room freed, which owes the unmap of their memory (m.drop_us_per_chunk; with
+ * m.handle_share, a buffer's chunks freed are one handle, whose unmap its first chunk owes). */
 static void rp_deaths(rp_t *p, uint32_t i)
 {
     const pol_index_t *ix = p->ix;
-    double drop = p->in->m.drop_us_per_chunk * 1e3;   /* (its memory, taken elsewhere) */
+    const pol_machine_t *m = &p->in->m;
     for (uint32_t k = ix->dies_first[i]; k < ix->dies_first[i + 1]; k++) {
-        uint32_t b = ix->dies_list[k];
+        uint32_t b = ix->dies_list[k], n = 0;
+        for (uint64_t c = ix->chunk_base[b]; c < ix->chunk_base[b + 1]; c++)
+            n += p->loc[c] == POL_GPU && ix->chunk_slot[c] == UINT32_MAX;
+        double drop = m->drop_us_per_chunk * 1e3 *
+                      (m->handle_share > 0 ? 1 - m->handle_share + m->handle_share * n : 1);
         for (uint64_t c = ix->chunk_base[b]; c < ix->chunk_base[b + 1]; c++) {
             double t = max2(p->last_end[c], p->ready[c]);
             uint32_t s = ix->chunk_slot[c];
             if (p->loc[c] == POL_GPU && s != UINT32_MAX) {
                 if (p->parked[s]) {     /* (two buffers at one address: the older's room) */
                     double o = unpark(p, s);
-                    tok_push(p, o, o, drop);
+                    tok_push(p, o, o, m->drop_us_per_chunk * 1e3);
                 }
                 park(p, s, t);
             } else if (p->loc[c] == POL_GPU) {
                 tok_push(p, t, t, drop);
+                if (m->handle_share > 0)
+                    drop = 0;           /* (the handle's unmap: owed once) */
             }
             if (p->in->bufs[b].free_waits)
                 p->h = max2(p->h, t);   /* (the free waits for its last use) */
