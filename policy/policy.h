@@ -164,11 +164,11 @@ typedef struct pol_machine {
                                      * evictions unmap: a POL_NEAR use, when a plan left out
                                      * such uses (pol_knobs_t.near = 0), or an operation that
                                      * runs in place; 0: nothing to map back */
-    double drop_us_per_chunk;       /* host time to unmap a parked chunk (one that died on the
-                                     * GPU and stays mapped at its address: pol_buf_t.slot)
-                                     * whose memory a chunk at another address takes; part of
-                                     * birth_us_per_chunk, which then charges only the rest
-                                     * (a birth on a freed chunk's memory unmaps it); 0: free */
+    double drop_us_per_chunk;       /* host time to unmap the device memory of a chunk that
+                                     * died on the GPU (freed, or parked: still mapped at its
+                                     * address, pol_buf_t.slot) when a chunk at another
+                                     * address takes it; a birth's birth_us_per_chunk includes
+                                     * it, and charges the rest; 0: free */
     double host_us_per_op;          /* host time to issue one operation of the iteration (the
                                      * driver call that enqueues it): a GPU that is fast
                                      * enough waits for the host at this rate */
