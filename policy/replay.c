@@ -46,7 +46,8 @@
  *     its chunks away from the GPU, where m.mapback_us_per_chunk says evictions unmap;
  *   - a move without write-back (or a materialisation) copies nothing: it is done when its
  *     dependencies are; a materialisation costs the host birth_us_per_chunk a chunk, of
- *     which drop_us_per_chunk is the unmap of the room it takes, owed by that room.  A dying
+ *     which drop_us_per_chunk is the unmap of the room it takes, owed by that room (room
+ *     that owes none, as the iteration's free room at the start, costs it the rest).  A dying
  *     buffer's GPU room is free when its last use ends (its memory then owes the unmap); with
  *     free_waits the host waits for that too (a cuMemFree), as at each of the input's waits
  *     for the buffer it names.  Where the input says where buffers lie (pol_buf_t.slot), a
@@ -161,9 +162,11 @@ static double unpark(rp_t *p, uint32_t s)
 }
 
 /* GPU room for a chunk coming in, in the order the shim's executor takes it (res_flight.c:
- * flight_room): room already free (its freeing copy done), else the chunk parked first, which
- * the host unmaps from its address (*owed: m.drop_us_per_chunk), else the next room to be
- * freed (tok_pop; with m.room_on_device, perhaps while its freeing copy still runs). */
+ * flight_room, after res_flights_poll gave back the memory of copies done before each
+ * operation): room already free (its freeing copy done; only the oldest room is looked at),
+ * else the chunk parked first, which the host unmaps from its address (*owed:
+ * m.drop_us_per_chunk), else the next room to be freed (tok_pop; with m.room_on_device,
+ * perhaps while its freeing copy still runs). */
 static double room_pop(rp_t *p, double *host, double *owed)
 {
     if (p->park_head != UINT32_MAX && !(p->tok_n && p->tok[p->tok_head] <= p->h)) {
@@ -373,7 +376,8 @@ static void rp_op(rp_t *p, uint32_t i)
 
 /* The buffers that die after operation i: their GPU chunks parked (pol_buf_t.slot) or their
  * room freed, which owes the unmap of their memory (m.drop_us_per_chunk; with
- * m.handle_share, a buffer's chunks freed are one handle, whose unmap its first chunk owes). */
+ * m.handle_share, a buffer's n chunks freed are one handle, whose unmap, (1 - s + s x n) of
+ * a chunk's, its first chunk owes). */
 static void rp_deaths(rp_t *p, uint32_t i)
 {
     const pol_index_t *ix = p->ix;

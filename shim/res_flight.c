@@ -47,17 +47,21 @@ static int flight_add(res_dev_t *d, uint32_t ci, int in, CUmemGenericAllocationH
     return 0;
 }
 
-/* (flights and pend stay in the order they came: the first is the oldest, whose copy ends
- * first on its stream, and is the one room-making takes first, as the plan's cost model does) */
+/* Flight i ends.  Flights (and d->pend) stay in the order they came: the first is the oldest,
+ * whose copy ends first on its stream, and room-making takes it first, as the plan's cost
+ * model does. */
 static void flight_del(res_dev_t *d, int i)
 {
     d->chunks[d->flights[i].ci].moving = 0;
-    memmove(&d->flights[i], &d->flights[i + 1], (--d->nflights - (uint32_t)i) * sizeof(flight_t));
+    d->nflights--;
+    memmove(&d->flights[i], &d->flights[i + 1], (d->nflights - (uint32_t)i) * sizeof(flight_t));
 }
 
+/* Memory set aside, entry i, is taken or goes back (the order kept, as for flights). */
 static void pend_del(res_dev_t *d, uint32_t i)
 {
-    memmove(&d->pend[i], &d->pend[i + 1], (--d->npend - i) * sizeof(pend_t));
+    d->npend--;
+    memmove(&d->pend[i], &d->pend[i + 1], (d->npend - i) * sizeof(pend_t));
 }
 
 /* Memory h of `tier` goes back once ev completed (at once when it has, or when it cannot be
@@ -574,16 +578,17 @@ int res_flight_room(res_dev_t *d)
 
 void res_flights_poll(res_dev_t *d)
 {
-    for (uint32_t i = 0; i < d->npend;) {
+    uint32_t kept = 0;
+    for (uint32_t i = 0; i < d->npend; i++) {      /* (compacted in one pass, in order) */
         pend_t p = d->pend[i];
         if (!res_event_done(p.ev)) {
-            i++;
+            d->pend[kept++] = p;
             continue;
         }
-        pend_del(d, i);
         res_phys_put(d, p.tier, p.h);
         res_event_put(d, p.ev);
     }
+    d->npend = kept;
     for (uint32_t i = 0; i < d->nflights;)
         if (!flight_end(d, (int)i, 0, 1))
             i++;
@@ -596,7 +601,7 @@ void res_flights_drain(res_dev_t *d)
     if (d->nvme_flights)
         res_nvme_flights_drain(d);
     while (d->nflights)
-        flight_end(d, 0, 0, 0);
+        flight_end(d, (int)d->nflights - 1, 0, 0);     /* (newest first: no shifting) */
     while (d->npend) {
         pend_t p = d->pend[--d->npend];
         res_event_wait(p.ev, &d->blocked_flight_s);

@@ -708,8 +708,9 @@ CUresult res_launch_begin(shim_launch_t *l)
             d->refused++;
         }
         if (SHIM_UNLIKELY(k->timed) && r == CUDA_SUCCESS) {
-            res_plan_away(d, k);
             res_ptime_before(d, k, l->stream, shim_hook_per_thread[l->hook]);
+            if (k->timed)
+                res_plan_away(d, k);
         }
     }
     relax_end(rx);

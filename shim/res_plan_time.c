@@ -414,6 +414,9 @@ void res_ptime_fill(res_dev_t *d, pol_op_t *ops, const uint64_t *sig, size_t nop
         timed[i] = 1;
         rep->timed++;
     }
+    for (size_t i = 0; timed && i < nops; i++)
+        if (!timed[i])
+            ops[i].away = 0;    /* (a time estimated is other operations': pol_op_t.away) */
     if (timed)
         rep->estimated = estimate(ops, sig, nops, timed);
     rep->untimed = nops - rep->timed - rep->estimated;

@@ -209,6 +209,10 @@ int main(int argc, char **argv)
         if (rnd(2))
             for (size_t i = 0; i < b.nbufs; i++)
                 b.bufs[i].slot = 1 + 6 * rnd((uint32_t)b.nbufs);  /* (some addresses shared) */
+        b.m.birth_us_per_chunk = rnd(2) * 40.0;
+        b.m.drop_us_per_chunk = rnd(2) * 15.0;
+        for (size_t i = 0; rnd(2) && i < b.nops; i++)
+            b.ops[i].away = rnd(3);
         int r1 = one(&b, NULL, seed), r2 = one(&b, &k, seed);
         planned += !r1 + !r2;
         nospc += (r1 == 1) + (r2 == 1);
