@@ -86,6 +86,7 @@ typedef struct rp {
     double *ready, *last_end;   /* per chunk: its last move's end, its last use's end */
     uint8_t *loc;
     uint8_t *mapped;            /* per chunk: its host memory mapped back since it last moved */
+    uint32_t *seen, stamp;      /* per chunk: the last op_dur call that counted it */
     int near_out;               /* POL_NEAR references are not uses of the plan's index */
     double *tok;                /* GPU room: when each free chunk of room became free (FIFO) */
     double *tok_host;           /* when the host may hand it out (m.room_on_device) */
@@ -327,11 +328,19 @@ static double op_dur(rp_t *p, uint32_t i)
     if (!op->away)
         return (double)op->dur_ns;
     uint64_t away = 0;
+    if (++p->stamp == 0) {          /* (wrapped: the marks start again) */
+        memset(p->seen, 0, (p->ix->nchunks ? p->ix->nchunks : 1) * sizeof(uint32_t));
+        p->stamp = 1;
+    }
     for (uint32_t r = op->ref; r < op->ref + op->nref; r++) {
         const pol_ref_t *rf = &p->in->refs[r];
         uint64_t c0 = p->ix->chunk_base[rf->buf] + rf->chunk;
-        for (uint64_t c = c0; c < c0 + rf->nchunks; c++)
+        for (uint64_t c = c0; c < c0 + rf->nchunks; c++) {
+            if (p->seen[c] == p->stamp)
+                continue;               /* (references that overlap count a chunk once) */
+            p->seen[c] = p->stamp;
             away += p->loc[c] != POL_GPU && p->loc[c] != POL_NONE;
+        }
     }
     return away > op->away ? (double)op->dur_ns * (double)away / op->away : (double)op->dur_ns;
 }
@@ -384,7 +393,7 @@ static void rp_deaths(rp_t *p, uint32_t i)
     const pol_machine_t *m = &p->in->m;
     for (uint32_t k = ix->dies_first[i]; k < ix->dies_first[i + 1]; k++) {
         uint32_t b = ix->dies_list[k], n = 0;
-        for (uint64_t c = ix->chunk_base[b]; c < ix->chunk_base[b + 1]; c++)
+        for (uint64_t c = ix->chunk_base[b]; m->handle_share > 0 && c < ix->chunk_base[b + 1]; c++)
             n += p->loc[c] == POL_GPU && ix->chunk_slot[c] == UINT32_MAX;
         double drop = m->drop_us_per_chunk * 1e3 *
                       (m->handle_share > 0 ? 1 - m->handle_share + m->handle_share * n : 1);
@@ -470,6 +479,7 @@ static int rp_init(rp_t *p, const pol_input_t *in, const pol_index_t *ix, const 
     p->last_end = calloc(n, sizeof(double));
     p->loc = malloc(n);
     p->mapped = calloc(n, 1);
+    p->seen = calloc(n, sizeof(uint32_t));
     p->near_out = !pl->knobs.near && ix->near_refs;
     p->tok_cap = room + 1;
     p->tok = malloc(p->tok_cap * sizeof(double));
@@ -481,7 +491,7 @@ static int rp_init(rp_t *p, const pol_input_t *in, const pol_index_t *ix, const 
     p->park_prev = malloc(ns * sizeof(uint32_t));
     p->parked = calloc(ns, 1);
     p->park_head = p->park_tail = UINT32_MAX;
-    if (!p->stream_free || !p->ready || !p->last_end || !p->loc || !p->mapped || !p->tok ||
+    if (!p->stream_free || !p->ready || !p->last_end || !p->loc || !p->mapped || !p->seen || !p->tok ||
         !p->tok_host || !p->owed || !p->park_t || !p->park_next || !p->park_prev || !p->parked)
         return -ENOMEM;
     for (uint64_t c = 0; c < ix->nchunks; c++) {
@@ -561,7 +571,7 @@ int pol_replay_ix(const pol_input_t *in, const pol_index_t *ix, const pol_plan_t
             r->peak[t] *= in->m.chunk;
     }
     free(p.stream_free), free(p.ready), free(p.last_end), free(p.loc), free(p.mapped);
-    free(p.tok);
+    free(p.seen), free(p.tok);
     free(p.tok_host), free(p.owed);
     free(p.park_t), free(p.park_next), free(p.park_prev), free(p.parked);
     return rc;

@@ -301,9 +301,12 @@ static int flight_early(res_dev_t *d, int i)
     return 0;
 }
 
-/* Room for one more GPU chunk: parked chunks go first, then evictions whose copies are done
- * complete, then the oldest one in flight completes ahead of its copy (flight_early) or is
- * waited for.  0 (room), 1 (GPU memory that a copy still uses: pend_take), -1 (none). */
+/* Room for one more GPU chunk, taken in the order the plan's cost model takes it
+ * (policy/replay.c: room_pop): room already free (res_flights_poll gave back that of the
+ * copies done), else a parked chunk, unmapped from its address (res_park_drop), else GPU
+ * memory set aside while a copy still uses it (pend_gpu), else the oldest eviction in flight
+ * completes ahead of its copy (flight_early) or is waited for.  0 (room), 1 (GPU memory that
+ * a copy still uses: pend_take), -1 (none). */
 static int flight_room(res_dev_t *d)
 {
     while (!res_has_room(d, TIER_GPU)) {

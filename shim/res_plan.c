@@ -382,7 +382,8 @@ static void plan_now(res_dev_t *d, res_plan_t *p)
               "timed ones of their kernel, %llu untimed (0); host link %.1f GB/s to the GPU (%s), "
               "%.1f GB/s back (%s), %.1f GB/s both ways; its choice: lookahead %u, extents of up "
               "to %u chunks, %llu MiB pinned, %u chunks of slack%s; mapping calls %.1f us a chunk "
-              "moved, %.1f us a chunk born (%s); per iteration %.3f ms of host mapping calls, "
+              "moved, %.1f us a chunk born (%s), %.1f us of it the unmap of the room it takes; "
+              "per iteration %.3f ms of host mapping calls, "
               "%.3f ms of operations waiting for moves", d->device,
               (unsigned long long)tr.timed, (unsigned long long)tr.estimated,
               (unsigned long long)tr.untimed, in.m.link[POL_HOST].to_gpu_gbs,
@@ -395,7 +396,7 @@ static void plan_now(res_dev_t *d, res_plan_t *p)
                   ? ", chunks behind kernels' pointers brought in"
                   : ", chunks behind kernels' pointers left where they are",
               in.m.map_us_per_chunk, in.m.birth_us_per_chunk,
-              map_costs(d, &mapped, &unmapped, &birth), pr->map_ns / 1e6, pr->stall_ns / 1e6);
+              map_costs(d, &mapped, &unmapped, &birth), in.m.drop_us_per_chunk, pr->map_ns / 1e6, pr->stall_ns / 1e6);
     p->state = P_EXEC;
     res_plan_guard_new(p);
     p->cursor = p->mism = p->after_of = p->pre = 0;

@@ -220,12 +220,14 @@ static void mapping(const char *trace)
     r = tt_run("plan", trace, "--gpu-memory", "8M", "--map-us", "0", "--json", NULL);
     TT_JSON(r.out, "d['machine']['map_from']", "--map-us");
     TT_JSON(r.out, "d['machine']['map_us_per_chunk']", "0");
+    TT_JSON(r.out, "d['machine']['drop_us_per_chunk']", "0");
     a = strstr(r.out, "\"iteration_ns\": ");
     if (!(a && strtod(a + 16, NULL) < dflt))
         TT_FAIL("--map-us 0: expected an iteration shorter than %.0f ns:\n%s", dflt, r.out);
     tt_free(&r);
     r = tt_run("plan", trace, "--gpu-memory", "8M", "--map-us", "66", "--unmap", NULL);
-    TT_LINE(r.out, "mapping calls 24.5 us a chunk moved, 49.5 us a chunk born (--map-us)");
+    TT_LINE(r.out, "mapping calls 24.5 us a chunk moved, 49.5 us a chunk born (--map-us), "
+            "16.5 us of it the unmap of the room it takes");
     tt_free(&r);
     /* --handles extent: a weight's two chunks moved as one handle cost the mapping calls of
      * about one; the same knobs cannot cost more, so the best plan is not longer. */

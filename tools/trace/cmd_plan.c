@@ -275,8 +275,9 @@ static void print_text(const tm_trace_t *t, const tp_input_t *x, const pol_machi
                m->link[POL_NVME].to_gpu_gbs);
     if (m->room_on_device)
         printf(", evictions unmapped");
-    printf("\n  mapping calls %.1f us a chunk moved, %.1f us a chunk born (%s)",
-           m->map_us_per_chunk, m->birth_us_per_chunk, map_from);
+    printf("\n  mapping calls %.1f us a chunk moved, %.1f us a chunk born (%s), %.1f us of it "
+           "the unmap of the room it takes", m->map_us_per_chunk, m->birth_us_per_chunk,
+           map_from, m->drop_us_per_chunk);
     if (m->handle_share > 0)
         printf("; a move one handle: %.1f%% of that per further chunk", 100 * m->handle_share);
     printf("\n");
@@ -394,6 +395,8 @@ static void print_json(const tm_trace_t *t, const tp_input_t *x, const pol_machi
     text_json_num(stdout, m->map_us_per_chunk);
     printf(", \"birth_us_per_chunk\": ");
     text_json_num(stdout, m->birth_us_per_chunk);
+    printf(", \"drop_us_per_chunk\": ");
+    text_json_num(stdout, m->drop_us_per_chunk);
     printf(", \"handles\": \"%s\", \"handle_share\": ",
            m->handle_share > 0 ? "extent" : "chunk");
     text_json_num(stdout, m->handle_share);
