@@ -155,4 +155,27 @@ static inline pol_plan_t *pb_plan(pb_t *b, const pol_knobs_t *k)
     return p;
 }
 
+/* One buffer reached by one operation on the machine b->m (pb_init'ed, one of its figures
+ * set to `value`, which it must refuse): -EINVAL naming `field` expected; b is finished. */
+static inline void pb_refused(pb_t *b, const char *field, double value)
+{
+    pb_buf(b, 1, -1, -1);
+    pb_op(b, 0, 1000), pb_all(b, 0, POL_RW);
+    char err[256] = "";
+    int rc = pol_input_check(pb_input(b), err, sizeof(err));
+    PB_CHECK(rc == -EINVAL && strstr(err, field), "%s %g: expected -EINVAL naming it, got %d "
+             "(%s)", field, value, rc, err);
+    pb_fini(b);
+}
+
+/* What pb_plan's plan predicts (iter_ns and map_ns -1 where there is none); b is finished. */
+static inline pol_result_t pb_predicted(pb_t *b, const pol_knobs_t *k)
+{
+    pol_plan_t *p = pb_plan(b, k);
+    pol_result_t r = p ? p->predicted : (pol_result_t){ .iter_ns = -1, .map_ns = -1 };
+    pol_plan_free(p);
+    pb_fini(b);
+    return r;
+}
+
 #endif
