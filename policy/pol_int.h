@@ -68,7 +68,8 @@ typedef struct pol_index {
 /* Does operation i reach more chunks than the GPU holds?  Such an operation runs where its
  * chunks are (in place: those in host memory are reached there, over the link), and the plan
  * brings none in for it but those that have no memory yet or are on NVMe; the other
- * operations' moves are planned around it.  Not with a peer tier (a machine with one gets no plan then, -ENOSPC). */
+ * operations' moves are planned around it.  Not with a peer tier (a machine with one gets no
+ * plan then, -ENOSPC). */
 static inline int pol_op_in_place(const pol_index_t *ix, uint32_t i)
 {
     return ix->op_use[i + 1] - ix->op_use[i] > ix->gpu_cap && ix->cap[POL_PEER] == 0;

@@ -491,8 +491,9 @@ static int rp_init(rp_t *p, const pol_input_t *in, const pol_index_t *ix, const 
     p->park_prev = malloc(ns * sizeof(uint32_t));
     p->parked = calloc(ns, 1);
     p->park_head = p->park_tail = UINT32_MAX;
-    if (!p->stream_free || !p->ready || !p->last_end || !p->loc || !p->mapped || !p->seen || !p->tok ||
-        !p->tok_host || !p->owed || !p->park_t || !p->park_next || !p->park_prev || !p->parked)
+    if (!p->stream_free || !p->ready || !p->last_end || !p->loc || !p->mapped || !p->seen ||
+        !p->tok || !p->tok_host || !p->owed || !p->park_t || !p->park_next || !p->park_prev ||
+        !p->parked)
         return -ENOMEM;
     for (uint64_t c = 0; c < ix->nchunks; c++) {
         p->loc[c] = pl->start_tier[c] >= POL_NTIERS ? POL_NONE : pl->start_tier[c];

@@ -396,7 +396,8 @@ static void plan_now(res_dev_t *d, res_plan_t *p)
                   ? ", chunks behind kernels' pointers brought in"
                   : ", chunks behind kernels' pointers left where they are",
               in.m.map_us_per_chunk, in.m.birth_us_per_chunk,
-              map_costs(d, &mapped, &unmapped, &birth), in.m.drop_us_per_chunk, pr->map_ns / 1e6, pr->stall_ns / 1e6);
+              map_costs(d, &mapped, &unmapped, &birth), in.m.drop_us_per_chunk, pr->map_ns / 1e6,
+              pr->stall_ns / 1e6);
     p->state = P_EXEC;
     res_plan_guard_new(p);
     p->cursor = p->mism = p->after_of = p->pre = 0;
