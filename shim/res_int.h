@@ -56,6 +56,8 @@ typedef struct use {
 } use_t;
 
 /* An application stream whose uses are recorded lazily. */
+#define COVER_RING 8        /* a stream's earlier events kept for the uses they cover */
+
 typedef struct strm {
     CUstream s;                     /* the handle (the legacy stream of the arena's context) */
     CUcontext ctx;                  /* its context, whose events it records */
@@ -63,6 +65,10 @@ typedef struct strm {
     uint64_t tick;                  /* operations recorded on it */
     uint64_t covered;               /* ticks up to this one complete before ev (NULL: done) */
     use_event_t *ev;
+    /* the events recorded on it before ev, oldest first, each with the ticks it covers: a
+     * wait for an earlier use takes the first that covers it, not ev (cover()) */
+    struct { uint64_t covered; use_event_t *ev; } ring[COVER_RING];
+    uint32_t nring;
 } strm_t;
 
 /* A kernel's parameter sizes, read once with cuFuncGetParamInfo (see kparams()). */
@@ -187,6 +193,8 @@ typedef struct res_dev {
     chunk_t *chunks;
     uint64_t clock;                 /* LRU stamps */
     unsigned nstreams, last_slot;
+    unsigned cover_slot;            /* 1 + the stream slot whose last operation gets an event
+                                     * before the next one (res_use_cover) */
     clist_t lru;                    /* GPU chunks that may be evicted, least recently used first */
     /* The rest. */
     arena_t *arena;
@@ -354,6 +362,8 @@ typedef struct collect {
     int unknown;                    /* some argument could not be inspected */
     int away;                       /* some chunk collected was not in GPU memory */
     int in_place;                   /* the plan lets it run where its chunks are (res_plan_op) */
+    int cover;                      /* the plan evicts a chunk it used last: an event after it
+                                     * (res_plan_op, res_use_cover_flush) */
     int capturing;                  /* the stream captures: the work is not run now */
     int detected;                   /* the iteration detector saw the launch (res_launch_fast) */
     int busy;                       /* this thread's collect is in use */
@@ -749,9 +759,10 @@ typedef uint8_t (*res_access_fn_t)(const void *arg, uint64_t lo, uint64_t hi);
 void res_plan_nccl(res_dev_t *d, collect_t *k, uintptr_t what, res_access_fn_t acc,
                    const void *arg, CUstream s);
 /* The fast launch path's form: chunks ids[0, n) of a launch of f on s (of context ctx),
- * which res_plan_detect saw first. */
-void res_plan_fast(res_dev_t *d, CUcontext ctx, CUfunction f, const uint32_t *ids, unsigned n,
-                   CUstream s);
+ * which res_plan_detect saw first.  1 where the plan evicts a chunk this launch uses last
+ * (the caller then sets d->cover_slot: res_use_cover_flush), else 0. */
+int res_plan_fast(res_dev_t *d, CUcontext ctx, CUfunction f, const uint32_t *ids, unsigned n,
+                  CUstream s);
 /* A launch of f for the process's iteration detector.  The fast launch path calls it before
  * taking the device's lock, so that the detector's lock is the only one the thread holds and
  * keeps its bias (lock.h); res_plan_op, for launches it did not see (collect_t.detected). */
@@ -911,6 +922,12 @@ void res_home(res_dev_t *d, CUcontext ctx);
 int res_home_current(res_dev_t *d);
 void res_use_clear(res_dev_t *d, use_t *u);
 void res_wait_idle(res_dev_t *d, chunk_t *c, double *blocked);
+/* An event recorded now on the stream of slot d->cover_slot - 1, covering its operations so
+ * far, where an operation the plan evicts a chunk after was the last enqueued there (d
+ * locked): called before the next operation enqueues anything, so that the eviction waits
+ * for that operation alone, not for all the host enqueues by the time it is issued (cover()
+ * records its events lazily).  Then d->cover_slot is 0. */
+void res_use_cover_flush(res_dev_t *d);
 /* Chunk ci of d (d locked) is about to move or be freed: while its last use or the fence may
  * still run, the host waits for them with d's lock dropped (DESIGN.md invariant 7), the chunk
  * held meanwhile, and the time is added to *blocked.  0: nothing was running; 1: the host

@@ -44,11 +44,13 @@ static SHIM_ALWAYS_INLINE collect_t *collect_open(res_dev_t *d, CUcontext ctx)
     k->ids = k->inline_ids;
     k->n = 0;
     k->cap = INLINE_IDS;
-    k->unknown = k->capturing = k->away = k->in_place = k->detected = 0;
+    k->unknown = k->capturing = k->away = k->in_place = k->detected = k->cover = 0;
     k->timed = 0;
     k->forward = 0;
     k->nbehind = 0;
     shim_lock(&d->lock);
+    if (SHIM_UNLIKELY(d->cover_slot))
+        res_use_cover_flush(d);
     k->serial = res_next_serial(d);
     return k;
 }
@@ -744,6 +746,8 @@ shim_lock_t *res_launch_fast(CUfunction f, void **params, CUstream s, int ptds, 
     if (SHIM_UNLIKELY(res_policy_plan))
         res_plan_detect(f);
     shim_lock(&d->lock);
+    if (SHIM_UNLIKELY(d->cover_slot))
+        res_use_cover_flush(d);
     unsigned me = SHIM_LIKELY(!traced)
                       ? fast_collect(d, ctx, f, params, s, res_next_serial(d), ids, &n, NULL, NULL)
                       : fast_traced(d, ctx, f, params, s, ids, &n);
@@ -752,9 +756,10 @@ shim_lock_t *res_launch_fast(CUfunction f, void **params, CUstream s, int ptds, 
         fast_detected = res_policy_plan;    /* (res_launch_begin follows at once) */
         return NULL;
     }
-    if (SHIM_UNLIKELY(res_policy_plan))
-        res_plan_fast(d, ctx, f, ids, n, s);
+    int cover = SHIM_UNLIKELY(res_policy_plan) && res_plan_fast(d, ctx, f, ids, n, s);
     res_use_tick(d, ids, n, 0, (int)me - 1);
+    if (SHIM_UNLIKELY(cover))
+        d->cover_slot = me;             /* (an event once the driver enqueued it) */
     return &d->lock;
 }
 

@@ -126,6 +126,8 @@ static void lock_all(res_nccl_t *h)
         res_dev_t *d = h->dev[i].d;
         h->dev[i].k.ids = h->dev[i].k.ids ? h->dev[i].k.ids : h->dev[i].k.inline_ids;
         shim_lock(&d->lock);
+        if (d->cover_slot)
+            res_use_cover_flush(d);
         h->dev[i].k.serial = ++d->serial ? d->serial : ++d->serial;
     }
 }

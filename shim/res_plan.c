@@ -143,6 +143,9 @@ static void plan_clear(res_plan_t *p)
     p->born = NULL;
     free(p->ahead);
     p->ahead = NULL;
+    free(p->cover);
+    p->cover = NULL;
+    p->cover_now = 0;
 }
 
 /* ---------------------------------------------------------------- planning */
@@ -343,7 +346,8 @@ static void plan_now(res_dev_t *d, res_plan_t *p)
     }
     p->born = calloc(p->nbufs ? p->nbufs : 1, sizeof(*p->born));
     p->ahead = calloc(p->plan->nmoves ? p->plan->nmoves : 1, 1);
-    if (!p->born || !p->ahead) {
+    p->cover = malloc(p->nops ? p->nops : 1);
+    if (!p->born || !p->ahead || !p->cover || pol_cover_after(&in, p->plan, p->cover) < 0) {
         plan_clear(p);
         p->state = P_OFF;
         return;
@@ -542,9 +546,11 @@ static void follow(res_dev_t *d, res_plan_t *p, uint64_t sig, uint32_t serial)
                    at);
         p->unforeseen++;
         p->mism++;
+        p->cover_now = 0;
         return;
     }
     p->foreseen++;
+    p->cover_now = p->cover[at];
     if (p->nretry)
         res_plan_retry(d, p, serial, at);
     if (p->after_of)
@@ -645,6 +651,17 @@ static res_plan_t *plan_of(res_dev_t *d)
     return p;
 }
 
+/* Whether the operation just matched (this call's) is the last use of a chunk the plan
+ * evicts, so that an event is recorded after it (res_use_cover_flush); cleared. */
+static int cover_take(res_dev_t *d)
+{
+    res_plan_t *p = d->plan;
+    if (!p || !p->cover_now)
+        return 0;
+    p->cover_now = 0;
+    return 1;
+}
+
 /* The common part of res_plan_op and res_plan_fast: the operation's index in the profile
  * when it was recorded, else -1. */
 static int64_t plan_step(res_dev_t *d, int kind, uintptr_t what, const uint32_t *ids, size_t n,
@@ -725,6 +742,7 @@ void res_plan_op(res_dev_t *d, collect_t *k, int kind, uintptr_t what, const shi
                                          * NCCL call's own launches are part of it) */
     int64_t i = plan_step(d, kind, what, k->ids, k->n, reach_acc(d, k, c),
                           c ? (const void *)c : k, s, k->serial);
+    k->cover = cover_take(d);
     if (SHIM_UNLIKELY(d->plan && d->plan->due) && !d->arena_busy)
         res_plan_retry_due(d, d->plan, k->serial);
     /* (The prefetches the plan issued before it, of its own chunks: s waits for their copies.) */
@@ -742,6 +760,7 @@ void res_plan_nccl(res_dev_t *d, collect_t *k, uintptr_t what, res_access_fn_t a
         res_flights_poll(d);
     uint64_t seen = d->plan ? d->plan->foreseen : 0;
     int64_t i = plan_step(d, PLAN_NCCL, what, k->ids, k->n, acc, arg, s, k->serial);
+    k->cover = cover_take(d);
     /* (After the plan's moves before it: the prefetches it needs are in flight now.) */
     if (d->nflights || d->nvme_flights)
         settle(d, k, s, 0);
@@ -768,6 +787,7 @@ static SHIM_ALWAYS_INLINE int follow_quiet(res_plan_t *p, uint64_t sig)
         return 0;
     p->foreseen++;
     p->after_of = p->cursor = at + 1;
+    p->cover_now = p->cover[at];
     return 1;
 }
 
@@ -784,14 +804,14 @@ static __attribute__((noinline)) void plan_fast_slow(res_dev_t *d, CUcontext ctx
         res_ptime_fast(d, (uint32_t)i, ctx, s);
 }
 
-void res_plan_fast(res_dev_t *d, CUcontext ctx, CUfunction f, const uint32_t *ids, unsigned n,
-                   CUstream s)
+int res_plan_fast(res_dev_t *d, CUcontext ctx, CUfunction f, const uint32_t *ids, unsigned n,
+                  CUstream s)
 {
-    if (SHIM_LIKELY(!d->nflights && !d->npend && !d->nvme_flights && !res_nccl_inside() &&
-                    d->plan != NULL) &&
-        follow_quiet(d->plan, res_plan_signature(PLAN_LAUNCH, (uintptr_t)f, n)))
-        return;
-    plan_fast_slow(d, ctx, f, ids, n, s);
+    if (!(SHIM_LIKELY(!d->nflights && !d->npend && !d->nvme_flights && !res_nccl_inside() &&
+                      d->plan != NULL) &&
+          follow_quiet(d->plan, res_plan_signature(PLAN_LAUNCH, (uintptr_t)f, n))))
+        plan_fast_slow(d, ctx, f, ids, n, s);
+    return cover_take(d);
 }
 
 /* Allocations of whole chunks (not a slab's) are the buffers born and dying in an iteration.

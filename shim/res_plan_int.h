@@ -50,6 +50,8 @@ typedef struct res_plan {
     uint32_t pre;                       /* 1 + the operation whose moves before it went ahead
                                          * (res_plan_due), else 0 */
     uint8_t *ahead;                     /* per move: 1 while issued ahead of its place (hoist) */
+    uint8_t *cover;                     /* per operation: an event after it (pol_cover_after) */
+    uint8_t cover_now;                  /* the operation just matched has one due */
     /* Chunks of moves refused for a use still in flight (-EBUSY), tried again before each
      * operation until `until` (res_plan.c, "moves tried again"). */
     struct {

@@ -134,6 +134,14 @@ static use_event_t *record_slot(res_dev_t *d, const strm_t *st)
     return e;
 }
 
+/* Forget st's earlier events (its ev covers what they did, or it is done). */
+static void ring_clear(res_dev_t *d, strm_t *st)
+{
+    for (uint32_t k = 0; k < st->nring; k++)
+        event_put(d, st->ring[k].ev);
+    st->nring = 0;
+}
+
 /*
  * An event that completes after every operation up to `tick` on stream slot i: the slot's
  * cached event when it covers that far, else one recorded now (stream order puts it after
@@ -143,10 +151,24 @@ static use_event_t *record_slot(res_dev_t *d, const strm_t *st)
 static use_event_t *cover(res_dev_t *d, unsigned i, uint64_t tick)
 {
     strm_t *st = &d->streams[i];
-    if (tick <= st->covered)
+    if (tick <= st->covered) {
+        for (uint32_t k = 0; k < st->nring; k++)
+            if (tick <= st->ring[k].covered)
+                return st->ring[k].ev;  /* (recorded before ev: done sooner) */
         return st->ev;
+    }
     use_event_t *e = record_slot(d, st);
-    event_put(d, st->ev);
+    if (st->ev && e) {
+        if (st->nring == COVER_RING) {
+            event_put(d, st->ring[0].ev);
+            memmove(st->ring, st->ring + 1, --st->nring * sizeof(st->ring[0]));
+        }
+        st->ring[st->nring].covered = st->covered;
+        st->ring[st->nring++].ev = st->ev;
+    } else {
+        ring_clear(d, st);              /* (e NULL: the host waited for all of them) */
+        event_put(d, st->ev);
+    }
     st->ev = e;
     st->covered = st->tick;
     return e;
@@ -283,6 +305,7 @@ static int stream_take(res_dev_t *d, CUstream s, CUcontext ctx)
     if (i == d->nstreams)
         d->nstreams++;
     strm_t *st = &d->streams[i];
+    ring_clear(d, st);
     event_put(d, st->ev);
     st->ev = NULL;
     st->covered = st->tick;
@@ -402,6 +425,7 @@ static void ctx_lost(res_dev_t *d, CUcontext ctx)
         if (st->ctx != ctx || st->live == 0)
             continue;
         res_event_wait(st->ev, &d->blocked_s);
+        ring_clear(d, st);
         event_put(d, st->ev);           /* everything on the stream is done */
         st->ev = NULL;
         st->covered = st->tick;
@@ -749,5 +773,16 @@ void res_finish(res_dev_t *d, collect_t *k, CUstream s, int ptds)
     int slot = lazy ? stream_slot(d, s, ptds, k->ctx) : -1;
     if (slot < 0 || !finish_on_slot(d, k, slot))
         finish_joined(d, k, s, ptds, slot);
+    if (SHIM_UNLIKELY(k->cover) && slot >= 0)
+        d->cover_slot = (unsigned)slot + 1;
+}
+
+void res_use_cover_flush(res_dev_t *d)
+{
+    unsigned i = d->cover_slot - 1;
+    d->cover_slot = 0;
+    if (i < d->nstreams && d->streams[i].live > 0 && d->streams[i].tick > d->streams[i].covered &&
+        atomic_load_explicit(&res_captures, memory_order_acquire) == 0)
+        cover(d, i, d->streams[i].tick);        /* (a capture open: every slot is covered) */
 }
 
