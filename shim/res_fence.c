@@ -27,6 +27,8 @@ SHIM_COLD void res_fence_others_begin(collect_t *k)
         if (o != d && atomic_load_explicit((_Atomic int *)&o->ready, memory_order_acquire) <= 0)
             continue;
         shim_lock(&o->lock);
+        if (o->cover_slot)
+            res_use_cover_flush(o);     /* (before the graph launch enqueues anything) */
         if (o == d)
             continue;
         k->fenced |= 1u << i;

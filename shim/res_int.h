@@ -194,7 +194,7 @@ typedef struct res_dev {
     uint64_t clock;                 /* LRU stamps */
     unsigned nstreams, last_slot;
     unsigned cover_slot;            /* 1 + the stream slot whose last operation gets an event
-                                     * before the next one (res_use_cover) */
+                                     * before the next one (res_use_cover_flush) */
     clist_t lru;                    /* GPU chunks that may be evicted, least recently used first */
     /* The rest. */
     arena_t *arena;
@@ -928,6 +928,10 @@ void res_wait_idle(res_dev_t *d, chunk_t *c, double *blocked);
  * for that operation alone, not for all the host enqueues by the time it is issued (cover()
  * records its events lazily).  Then d->cover_slot is 0. */
 void res_use_cover_flush(res_dev_t *d);
+/* The operation just enqueued on stream slot `slot` (or about to be, under d's lock held
+ * until the driver took it: the fast launch path) gets that event (d locked); another slot's
+ * still due is recorded first. */
+void res_use_cover_due(res_dev_t *d, int slot);
 /* Chunk ci of d (d locked) is about to move or be freed: while its last use or the fence may
  * still run, the host waits for them with d's lock dropped (DESIGN.md invariant 7), the chunk
  * held meanwhile, and the time is added to *blocked.  0: nothing was running; 1: the host

@@ -759,7 +759,7 @@ shim_lock_t *res_launch_fast(CUfunction f, void **params, CUstream s, int ptds, 
     int cover = SHIM_UNLIKELY(res_policy_plan) && res_plan_fast(d, ctx, f, ids, n, s);
     res_use_tick(d, ids, n, 0, (int)me - 1);
     if (SHIM_UNLIKELY(cover))
-        d->cover_slot = me;             /* (an event once the driver enqueued it) */
+        res_use_cover_due(d, (int)me - 1);      /* (the event: once the driver enqueued it) */
     return &d->lock;
 }
 

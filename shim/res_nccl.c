@@ -197,6 +197,8 @@ static void end(res_nccl_t *h, int how, int merged)
         held_dev_t *e = &h->dev[i];
         relax_t rx = relax_begin();
         time_end(e, h->stream, how, merged);
+        if (how == RES_NCCL_PENDING)
+            e->k.cover = 0;             /* (NCCL may enqueue its work later: no event now) */
         if (how != RES_NCCL_FAILED)
             res_finish(e->d, &e->k, h->stream, 0);
         relax_end(rx);

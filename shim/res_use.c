@@ -143,9 +143,9 @@ static void ring_clear(res_dev_t *d, strm_t *st)
 }
 
 /*
- * An event that completes after every operation up to `tick` on stream slot i: the slot's
- * cached event when it covers that far, else one recorded now (stream order puts it after
- * them), which then covers everything enqueued so far.  NULL when there is nothing to wait
+ * An event that completes after every operation up to `tick` on stream slot i: the first of
+ * the slot's kept events that covers that far (the ring, then the newest), else one recorded
+ * now (stream order puts it after them), which then covers everything enqueued so far.  NULL when there is nothing to wait
  * for.  A slot is never capturing here: while res_captures may be open nothing is left to cover.
  */
 static use_event_t *cover(res_dev_t *d, unsigned i, uint64_t tick)
@@ -774,7 +774,14 @@ void res_finish(res_dev_t *d, collect_t *k, CUstream s, int ptds)
     if (slot < 0 || !finish_on_slot(d, k, slot))
         finish_joined(d, k, s, ptds, slot);
     if (SHIM_UNLIKELY(k->cover) && slot >= 0)
-        d->cover_slot = (unsigned)slot + 1;
+        res_use_cover_due(d, slot);
+}
+
+void res_use_cover_due(res_dev_t *d, int slot)
+{
+    if (d->cover_slot && d->cover_slot != (unsigned)slot + 1)
+        res_use_cover_flush(d);         /* (another thread's, while the lock was dropped) */
+    d->cover_slot = (unsigned)slot + 1;
 }
 
 void res_use_cover_flush(res_dev_t *d)
