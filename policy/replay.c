@@ -393,7 +393,8 @@ static void rp_deaths(rp_t *p, uint32_t i)
     const pol_machine_t *m = &p->in->m;
     for (uint32_t k = ix->dies_first[i]; k < ix->dies_first[i + 1]; k++) {
         uint32_t b = ix->dies_list[k], n = 0;
-        for (uint64_t c = ix->chunk_base[b]; m->handle_share > 0 && c < ix->chunk_base[b + 1]; c++)
+        uint64_t c0 = ix->chunk_base[b], c1 = ix->chunk_base[b + 1];
+        for (uint64_t c = c0; m->handle_share > 0 && c < c1; c++)
             n += p->loc[c] == POL_GPU && ix->chunk_slot[c] == UINT32_MAX;
         double drop = m->drop_us_per_chunk * 1e3 *
                       (m->handle_share > 0 ? 1 - m->handle_share + m->handle_share * n : 1);

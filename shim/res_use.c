@@ -145,8 +145,9 @@ static void ring_clear(res_dev_t *d, strm_t *st)
 /*
  * An event that completes after every operation up to `tick` on stream slot i: the first of
  * the slot's kept events that covers that far (the ring, then the newest), else one recorded
- * now (stream order puts it after them), which then covers everything enqueued so far.  NULL when there is nothing to wait
- * for.  A slot is never capturing here: while res_captures may be open nothing is left to cover.
+ * now (stream order puts it after them), which then covers everything enqueued so far.  NULL
+ * when there is nothing to wait for.  A slot is never capturing here: while res_captures may
+ * be open nothing is left to cover.
  */
 static use_event_t *cover(res_dev_t *d, unsigned i, uint64_t tick)
 {
@@ -788,8 +789,10 @@ void res_use_cover_flush(res_dev_t *d)
 {
     unsigned i = d->cover_slot - 1;
     d->cover_slot = 0;
-    if (i < d->nstreams && d->streams[i].live > 0 && d->streams[i].tick > d->streams[i].covered &&
-        atomic_load_explicit(&res_captures, memory_order_acquire) == 0)
-        cover(d, i, d->streams[i].tick);        /* (a capture open: every slot is covered) */
+    if (i >= d->nstreams || d->streams[i].live <= 0 ||
+        atomic_load_explicit(&res_captures, memory_order_acquire) != 0)
+        return;                         /* (a capture open: every slot is covered) */
+    if (d->streams[i].tick > d->streams[i].covered)
+        cover(d, i, d->streams[i].tick);
 }
 
