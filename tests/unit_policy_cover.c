@@ -10,7 +10,7 @@
  * which comes later); c away before op 0 (used last in the iteration before: op 3); d's two
  * chunks away as one move after op 2 (ops 1 and 2); b to the GPU before op 4 (marks nothing).
  * Expected: ops 1, 2 and 3 marked, 0 and 4 not.  With the move of d alone, only ops 1 and 2;
- * with no moves away, none.
+ * with no moves away, none; with the move away of buffer e, which no operation reaches, none.
  */
 #include "unit_policy.h"
 
@@ -25,6 +25,7 @@ static void cover_of(const pol_move_t *moves, const uint32_t *at, const int *bef
     pb_init(&b);
     uint32_t a = pb_buf(&b, 1, -1, -1), bb = pb_buf(&b, 1, -1, -1), c = pb_buf(&b, 1, -1, -1);
     uint32_t d = pb_buf(&b, 2, -1, -1);
+    pb_buf(&b, 1, -1, -1);                      /* (e: reached by no operation) */
     pb_op(&b, 0, 1000), pb_all(&b, a, POL_RW);
     pb_op(&b, 0, 1000), pb_all(&b, bb, POL_RW), pb_ref(&b, d, 0, 1, POL_RW);
     pb_op(&b, 0, 1000), pb_all(&b, a, POL_RW), pb_ref(&b, d, 1, 1, POL_RW);
@@ -65,6 +66,7 @@ int main(void)
     const pol_move_t away_c = { 2, 0, 1, POL_GPU, POL_HOST, 1, 0, UINT32_MAX };
     const pol_move_t away_d = { 3, 0, 2, POL_GPU, POL_HOST, 1, 0, UINT32_MAX };
     const pol_move_t in_b = { 1, 0, 1, POL_HOST, POL_GPU, 1, 0, 4 };
+    const pol_move_t away_e = { 4, 0, 1, POL_GPU, POL_HOST, 1, 0, UINT32_MAX };
     uint8_t got[NOPS];
 
     const pol_move_t all[] = { away_a, away_b, away_c, away_d, in_b };
@@ -78,6 +80,10 @@ int main(void)
 
     cover_of(&in_b, (const uint32_t[]){ 4 }, (const int[]){ 1 }, 1, got);
     expect("a move to the GPU alone", got, (const uint8_t[]){ 0, 0, 0, 0, 0 });
+
+    cover_of(&away_e, (const uint32_t[]){ 1 }, (const int[]){ 0 }, 1, got);
+    expect("a move away of a chunk no operation reaches", got,
+           (const uint8_t[]){ 0, 0, 0, 0, 0 });
 
     if (!pb_failures)
         printf("policy cover: all pass\n");
