@@ -41,6 +41,8 @@ static void use_op(const pol_input_t *in, uint32_t i, const uint64_t *base, uint
     }
 }
 
+/* (Chunks numbered as index.c numbers them, buffer after buffer, without building an index:
+ * pol_index_build also computes the bounds, which this does not need.) */
 int pol_cover_after(const pol_input_t *in, const pol_plan_t *pl, uint8_t *after)
 {
     uint64_t *base = malloc((in->nbufs + 1) * sizeof(*base));

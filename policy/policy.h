@@ -296,8 +296,8 @@ int pol_replay(const pol_input_t *in, const pol_plan_t *p, pol_result_t *r);
 int pol_plan_verify(const pol_input_t *in, const pol_plan_t *p, char *err, size_t errlen);
 /* after[i] (nops entries) = 1 where operation i is the last use, in the plan's repeating
  * order, of a chunk that a move of plan p then takes away from the GPU: an executor that
- * records an event right after it lets that move wait for the use alone (cover.c).  0 or
- * -ENOMEM. */
+ * records an event right after it lets that move wait for the use alone (cover.c).  `in`
+ * must have passed pol_input_check and p be a plan of it.  0 or -ENOMEM. */
 int pol_cover_after(const pol_input_t *in, const pol_plan_t *p, uint8_t *after);
 const char *pol_tier_name(int tier);
 
