@@ -72,6 +72,7 @@ typedef struct point {
     uint64_t gpu;
     uint32_t slack;                    /* pol_input_t.slack asked for */
     int rc;                            /* pol_plan's: 0, -ENOSPC no plan can exist, ... */
+    char why[160];                     /* with -EINVAL: what pol_input_check refused */
     pol_result_t r;
     pol_knobs_t knobs;
 } point_t;
@@ -90,8 +91,8 @@ static double gbs(const cli_cmd_t *c, const char *opt, double dflt)
     char *end;
     errno = 0;
     double v = strtod(s, &end);
-    if (errno || end == s || *end || !isfinite(v) || v <= 0 || v > 1e6)
-        cli_usage(c, "%s: '%s' is not a bandwidth: a positive number of GB/s, like 25 or 12.5",
+    if (errno || end == s || *end || !isfinite(v) || v < 0.001 || v > 1e6)
+        cli_usage(c, "%s: '%s' is not a bandwidth: GB/s from 0.001 to 1000000, like 25 or 12.5",
                   opt, s);
     return v;
 }
@@ -152,14 +153,20 @@ static void machine(const cli_cmd_t *c, const tm_trace_t *t, const tp_input_t *x
     m->chunk = chunk;
     const tm_device_t *d = tm_device(t, x->device);
     uint64_t gpu = trace_budget(t, x, TRC_TIER_GPU), host = trace_budget(t, x, TRC_TIER_HOST);
-    const char *s = cli_get(c, "--gpu-memory");
+    const char *s = cli_get(c, "--gpu-memory"), *given = s;
     m->cap[POL_GPU] = s ? cli_size(c, "--gpu-memory", s) : gpu ? gpu : d ? d->total_mem : 0;
     s = cli_get(c, "--host-memory");
     m->cap[POL_HOST] = s ? cli_size(c, "--host-memory", s) : host ? host : UNLIMITED;
     s = cli_get(c, "--nvme-memory");
     m->cap[POL_NVME] = s ? cli_size(c, "--nvme-memory", s) : 0;
-    if (!m->cap[POL_GPU])
+    if (!given && !m->cap[POL_GPU])
         cli_usage(c, "the trace records no GPU budget or device size: give --gpu-memory SIZE");
+    char b[2][32];
+    if (m->cap[POL_GPU] < chunk)
+        cli_usage(c, "%s %s is less than one chunk: give at least %s%s",
+                  given ? "--gpu-memory" : "the trace's GPU budget",
+                  text_bytes(m->cap[POL_GPU], b[0]), text_bytes(chunk, b[1]),
+                  given ? "" : " with --gpu-memory SIZE, or a smaller --chunk");
     double pcie = gbs(c, "--pcie", PCIE_GBS), nvme = gbs(c, "--nvme", NVME_GBS);
     m->link[POL_HOST] = (pol_link_t){ pcie, pcie, gbs(c, "--duplex", pcie * DUPLEX_RATIO),
                                       LINK_LAT_US };
@@ -214,6 +221,8 @@ static void plan_point(const tp_input_t *x, const pol_machine_t *m, uint32_t sla
         return;
     }
     p->rc = pol_plan(&in, NULL, &plan);
+    if (p->rc == -EINVAL && pol_input_check(&in, p->why, sizeof(p->why)) == 0)
+        p->why[0] = 0;
     if (p->rc)
         return;
     p->r = plan->predicted;
@@ -232,6 +241,8 @@ static const char *ratio(double a, double b, char buf[32])
 
 static const char *no_plan_text(const point_t *p)
 {
+    if (p->rc == -EINVAL && p->why[0])
+        return p->why;
     if (p->rc != -ENOSPC)
         return strerror(-p->rc);
     return p->slack != POL_SLACK_SEARCH && p->slack != POL_SLACK_NONE
@@ -240,15 +251,23 @@ static const char *no_plan_text(const point_t *p)
 }
 
 /* Operations of x that reach more chunks than m's GPU holds: the planner leaves them in
- * place, at their recorded device time. */
+ * place, at their recorded device time.  A chunk that several references of one operation
+ * reach (small allocations sharing a slab chunk) counts once, as the planner counts it. */
 static size_t in_place_ops(const tp_input_t *x, const pol_machine_t *m)
 {
     size_t n = 0;
     uint64_t cap = m->cap[POL_GPU] / m->chunk;
     for (size_t i = 0; i < x->in.nops; i++) {
+        const pol_ref_t *r = &x->in.refs[x->in.ops[i].ref];
+        uint32_t nref = x->in.ops[i].nref;
         uint64_t chunks = 0;
-        for (uint32_t j = 0; j < x->in.ops[i].nref; j++)
-            chunks += x->in.refs[x->in.ops[i].ref + j].nchunks;
+        for (uint32_t j = 0; j < nref; j++)
+            for (uint32_t k = 0; k < r[j].nchunks; k++) {
+                uint32_t c = r[j].chunk + k, seen = 0;
+                for (uint32_t e = 0; e < j && !seen; e++)
+                    seen = r[e].buf == r[j].buf && c - r[e].chunk < r[e].nchunks;
+                chunks += !seen;
+            }
         n += chunks > cap;
     }
     return n;
@@ -346,19 +365,19 @@ static void json_point(const point_t *p)
     }
     const pol_result_t *r = &p->r;
     printf(", \"iteration_ns\": ");
-    text_json_num(stdout, r->iter_ns);
+    text_json_ns(stdout, r->iter_ns);
     printf(", \"unlimited_ns\": ");
-    text_json_num(stdout, r->compute_ns);
+    text_json_ns(stdout, r->compute_ns);
     printf(", \"bound_ns\": ");
-    text_json_num(stdout, r->bound_ns);
+    text_json_ns(stdout, r->bound_ns);
     printf(", \"bound_in_ns\": ");
-    text_json_num(stdout, r->bound_in_ns);
+    text_json_ns(stdout, r->bound_in_ns);
     printf(", \"bound_chunks_in\": %" PRIu64 ", \"bound_chunks_back\": %" PRIu64,
            r->bound_chunks[0], r->bound_chunks[1]);
     printf(", \"stall_ns\": ");
-    text_json_num(stdout, r->stall_ns);
+    text_json_ns(stdout, r->stall_ns);
     printf(", \"map_ns\": ");
-    text_json_num(stdout, r->map_ns);
+    text_json_ns(stdout, r->map_ns);
     printf(", \"bytes\": {");
     for (int tier = POL_PEER; tier < POL_NTIERS; tier++)
         printf("\"%s\": {\"to_gpu\": %" PRIu64 ", \"from_gpu\": %" PRIu64 "}%s",
@@ -475,7 +494,7 @@ static void run_sweep(const cli_cmd_t *c, const tp_input_t *x, const pol_machine
     for (size_t i = 0; i < n; i++) {
         pol_machine_t mi = *m;
         uint64_t gpu = x->footprint * (i + 1) / n;
-        mi.cap[POL_GPU] = (gpu + m->chunk - 1) / m->chunk * m->chunk;
+        mi.cap[POL_GPU] = gpu > m->chunk ? (gpu + m->chunk - 1) / m->chunk * m->chunk : m->chunk;
         plan_point(x, &mi, slack, &s->p[i]);
     }
 }
@@ -493,6 +512,8 @@ static int run_plan(const cli_cmd_t *c, char **pos)
     if (chunk < 4096 || (chunk & (chunk - 1)))
         cli_usage(c, "--chunk: %" PRIu64 " bytes: a power of two of at least 4K", chunk);
     const char *it = cli_get(c, "--iteration"), *dev = cli_get(c, "--device");
+    if (dev && cli_device(c, "--device", dev) == TRC_DEVICE_HOST)
+        cli_usage(c, "--device %s: the plan is a GPU's: a device number 0, 1, ...", dev);
     tp_select_t sel = { .iteration = it ? (int64_t)cli_count(c, "--iteration", it) : -1,
                         .device = dev ? cli_device(c, "--device", dev) : -1, .chunk = chunk };
     tm_trace_t t;
@@ -531,7 +552,7 @@ static int run_plan(const cli_cmd_t *c, char **pos)
     if (!rc && p.rc == -ENOSPC && !sweep)
         rc = CLI_EXIT_FAIL;            /* said on the "predicted" line */
     else if (!rc && p.rc && p.rc != -ENOSPC)
-        rc = cli_fail(c, "planning failed: %s", strerror(-p.rc));
+        rc = cli_fail(c, "planning failed: %s", no_plan_text(&p));
     tp_free(&x);
     tm_free(&t);
     return rc;

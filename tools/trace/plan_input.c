@@ -196,12 +196,31 @@ static cand_t *cand_at(const builder_t *b, uint64_t p, uint64_t when)
         else
             hi = mid;
     }
-    for (size_t i = lo; i-- > 0;) {    /* earlier ranges may still hold p: a few at most */
-        const tm_alloc_t *a = b->by_addr[i].a;
-        if (p - a->addr < a->size && a->t_alloc <= when && when < a->t_free)
-            return &b->by_addr[i];
-        if (lo - i > 64)
-            break;
+    /* Address by address down from p (lower ones may still hold it: a few at most); at each,
+     * the allocation made last at or before `when`, the only one there that may be alive. */
+    for (size_t i = lo, runs = 0; i > 0 && runs < 64; runs++) {
+        uint64_t addr = b->by_addr[i - 1].a->addr;
+        size_t first = 0, hi = i;
+        while (first < hi) {           /* the first candidate at addr */
+            size_t mid = (first + hi) / 2;
+            if (b->by_addr[mid].a->addr < addr)
+                first = mid + 1;
+            else
+                hi = mid;
+        }
+        size_t l = first;
+        hi = i;
+        while (l < hi) {               /* past the last one allocated at or before `when` */
+            size_t mid = (l + hi) / 2;
+            if (b->by_addr[mid].a->t_alloc <= when)
+                l = mid + 1;
+            else
+                hi = mid;
+        }
+        const tm_alloc_t *a = l > first ? b->by_addr[l - 1].a : NULL;
+        if (a && p - a->addr < a->size && when < a->t_free)
+            return &b->by_addr[l - 1];
+        i = first;
     }
     return NULL;
 }
@@ -420,18 +439,29 @@ static int build_ops(builder_t *b)
     return rc;
 }
 
-/* The most chunk bytes the iteration's buffers held at once. */
+/* The most chunk bytes the iteration's buffers held at once, each live from operation born to
+ * operation dies inclusive (pol_buf_t: -1 for before or after the iteration, dies -1 with
+ * born >= 0 taken as born - 1, and dies < born a life across the iteration's end). */
 static int footprint(tp_input_t *x, uint64_t chunk)
 {
     size_t n = x->in.nops;
     int64_t *delta = calloc(n + 1, sizeof(*delta));
     if (!delta)
         return -ENOMEM;
-    for (size_t i = 0; i < x->in.nbufs; i++) {
+    for (size_t i = 0; i < x->in.nbufs && n; i++) {
         const pol_buf_t *u = &x->bufs[i];
         int64_t bytes = (int64_t)((u->bytes + chunk - 1) / chunk * chunk);
-        delta[u->born < 0 ? 0 : u->born] += bytes;
-        delta[u->dies < 0 ? n : (size_t)u->dies] -= bytes;
+        size_t born = u->born < 0 ? 0 : (size_t)u->born;
+        size_t dies = u->dies >= 0 ? (size_t)u->dies : born ? born - 1 : n - 1;
+        if (born <= dies) {
+            delta[born] += bytes;
+            delta[dies + 1] -= bytes;
+        } else {                        /* (across the end: [0, dies] and [born, n)) */
+            delta[0] += bytes;
+            delta[dies + 1] -= bytes;
+            delta[born] += bytes;
+            delta[n] -= bytes;
+        }
     }
     int64_t live = 0, peak = 0;
     for (size_t i = 0; i <= n; i++) {

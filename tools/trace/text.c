@@ -133,6 +133,14 @@ void text_json_num(FILE *f, double v)
         fputs("null", f);
 }
 
+void text_json_ns(FILE *f, double ns)
+{
+    if (isfinite(ns) && ns >= 0 && ns < 0x1p63)
+        fprintf(f, "%" PRIu64, (uint64_t)llround(ns));
+    else
+        fputs("null", f);
+}
+
 /* ------------------------------------------------------------------ figures */
 
 const char *text_bytes(uint64_t v, char buf[32])

@@ -28,6 +28,8 @@ void text_json(FILE *f, const char *s);
 
 /* A JSON number for a double, or null when it is not finite. */
 void text_json_num(FILE *f, double v);
+/* A time in ns as a JSON integer (rounded), or null where it is not finite or out of range. */
+void text_json_ns(FILE *f, double ns);
 
 /* A byte count in binary units: "512 B", "1.50 GiB". */
 const char *text_bytes(uint64_t v, char buf[32]);

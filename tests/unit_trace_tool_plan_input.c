@@ -1,0 +1,122 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * unit_trace_tool_plan_input.c - how `elixir-trace plan` reads an iteration of a made-up trace,
+ * and the options it refuses.
+ *
+ * Each iteration: one 4 MiB weight used by a 100 us kernel; TEMPS temporaries of 4 MiB, each
+ * allocated at the same address, set by a memset and freed at once (as a caching allocator's
+ * scratch block is not, but a plain one's is); and a kernel naming SMALL allocations of
+ * 64 KiB that share one chunk.
+ *   - The footprint counts a temporary that lives for one operation: the weight, one
+ *     temporary and the small allocations' chunk, 10 MiB (not 6).
+ *   - Every temporary is a buffer of its own, the first as well as the last: the memset's
+ *     address finds its allocation however often the address was used (1 + TEMPS + 1
+ *     buffers: the weight, the temporaries, the small allocations' shared chunk).
+ *   - The kernel naming the small allocations reaches one chunk: on a GPU of two chunks no
+ *     operation runs in place.
+ *   - The JSON's times are integers.
+ *   - Refused, exit status 2, naming what is accepted: GPU memory below one chunk, given or
+ *     recorded; --device host; a bandwidth below 0.001 GB/s.
+ */
+#include "simcuda.h"
+#include "unit_trace_tool.h"
+
+#define ITER_NS 10000000u              /* iterations 10 ms apart */
+#define BASE    0x7f0000000000ull
+#define TEMPS   100
+#define SMALL   8
+
+static void make_trace(const char *path, unsigned iters)
+{
+    trc_writer_t *w = tt_writer(path, 0);
+    uint32_t k = tt_str(w, "layer"), name = tt_str(w, "Test GPU");
+    TT_EMIT(trc_emit_device(w, 1, &(trc_device_t){ .device = 0, .name_id = name,
+                                                   .total_mem = 80 * GiB, .cc_major = 9 }));
+    trc_budget_t b = { .device = 0, .bytes = { 1 * GiB, 0, 64 * GiB, 0 } };
+    TT_EMIT(trc_emit_budget(w, 2, &b));
+    uint64_t weight = 1, small[SMALL];
+    TT_EMIT(trc_emit_alloc(w, 10, &(trc_alloc_t){ .id = weight, .device = 0, .addr = BASE,
+                                                  .size = 4 * MiB }));
+    for (uint64_t s = 0; s < SMALL; s++) {
+        small[s] = 2 + s;
+        TT_EMIT(trc_emit_alloc(w, 11 + s, &(trc_alloc_t){ .id = small[s], .device = 0,
+                                                          .addr = BASE + 8 * MiB + s * 64 * KiB,
+                                                          .size = 64 * KiB }));
+    }
+    uint64_t id = 1, alloc = 100;
+    for (unsigned i = 0; i < iters; i++) {
+        uint64_t t = 1000 + (uint64_t)i * ITER_NS;
+        TT_EMIT(trc_emit_iteration(w, t, &(trc_iteration_t){ i }));
+        trc_launch_t l = { .id = id++, .func_id = k, .span = { 1, t + 100, t + 100100 },
+                           .nallocs = 1, .allocs = &weight };
+        TT_EMIT(trc_emit_launch(w, t + 10, &l));
+        for (uint64_t n = 0; n < TEMPS; n++) {
+            uint64_t at = t + 200000 + n * 1000;
+            TT_EMIT(trc_emit_alloc(w, at, &(trc_alloc_t){ .id = alloc, .device = 0,
+                                                          .addr = BASE + 16 * MiB,
+                                                          .size = 4 * MiB }));
+            trc_memset_t m = { .dst = BASE + 16 * MiB, .bytes = 4 * MiB, .elem_size = 4,
+                               .span = { 1, at + 500, at + 600 }, .id = id++ };
+            TT_EMIT(trc_emit_memset(w, at + 100, &m));
+            TT_EMIT(trc_emit_free(w, at + 200, &(trc_free_t){ alloc++ }));
+        }
+        uint64_t at = t + 200000 + TEMPS * 1000;
+        trc_launch_t s = { .id = id++, .func_id = k, .span = { 1, at + 100, at + 200 },
+                           .nallocs = SMALL, .allocs = small };
+        TT_EMIT(trc_emit_launch(w, at, &s));
+    }
+    tt_close(w);
+}
+
+static void reads(const char *trace)
+{
+    tt_result_t r = tt_run("plan", trace, "--gpu-memory", "4M", NULL);
+    TT_CHECK("4M: exit status", 0, r.status);
+    char want[64];
+    snprintf(want, sizeof(want), "operations %d, %d with device times, %d buffers", TEMPS + 2,
+             TEMPS + 2, TEMPS + 2);
+    TT_LINE(r.out, want, "footprint 10.00 MiB");
+    TT_HASNT(r.out, "reach more than the GPU holds");
+    tt_free(&r);
+
+    r = tt_run("plan", trace, "--gpu-memory", "4M", "--json", NULL);
+    TT_CHECK("4M --json: exit status", 0, r.status);
+    TT_JSON(r.out, "d['footprint']", "10485760");
+    TT_JSON(r.out, "all(type(d['plan'][k]) is int for k in ('iteration_ns', 'unlimited_ns', "
+                   "'bound_ns', 'bound_in_ns', 'stall_ns', 'map_ns'))", "True");
+    tt_free(&r);
+}
+
+static void refused(const char *trace)
+{
+    tt_result_t r = tt_run("plan", trace, "--gpu-memory", "1M", NULL);
+    TT_CHECK("--gpu-memory 1M: exit status", 2, r.status);
+    TT_LINE(r.err, "--gpu-memory 1.00 MiB is less than one chunk", "at least 2.00 MiB");
+    tt_free(&r);
+    r = tt_run("plan", trace, "--gpu-memory", "0", NULL);
+    TT_CHECK("--gpu-memory 0: exit status", 2, r.status);
+    TT_LINE(r.err, "--gpu-memory 0 B is less than one chunk");
+    tt_free(&r);
+    r = tt_run("plan", trace, "--chunk", "2G", NULL);       /* (the trace's budget: 1 GiB) */
+    TT_CHECK("--chunk 2G: exit status", 2, r.status);
+    TT_LINE(r.err, "the trace's GPU budget 1.00 GiB is less than one chunk", "--gpu-memory");
+    tt_free(&r);
+    r = tt_run("plan", trace, "--device", "host", NULL);
+    TT_CHECK("--device host: exit status", 2, r.status);
+    TT_LINE(r.err, "--device host", "a device number");
+    tt_free(&r);
+    r = tt_run("plan", trace, "--nvme-memory", "1G", "--nvme", "1e-9", NULL);
+    TT_CHECK("--nvme 1e-9: exit status", 2, r.status);
+    TT_LINE(r.err, "--nvme", "'1e-9' is not a bandwidth", "0.001");
+    tt_free(&r);
+}
+
+int main(void)
+{
+    tt_init();
+    const char *trace = tt_path("temps.trace");
+    make_trace(trace, 3);
+    reads(trace);
+    refused(trace);
+    return tt_done();
+}
