@@ -700,6 +700,15 @@ static void settle(res_dev_t *d, collect_t *k, CUstream s, int ptds)
         }
 }
 
+/* k->away again, after the moves around k: a chunk of k that was in GPU memory when k
+ * collected it may have left (the eviction of a chunk behind its pointers, completed by
+ * settle or by the room a prefetch took), and res_reach maps back what is unmapped. */
+static void away_again(const res_dev_t *d, collect_t *k)
+{
+    for (size_t i = 0; i < k->n && !k->away; i++)
+        k->away = d->chunks[k->ids[i]].tier != TIER_GPU;
+}
+
 /* (An operation the plan lets run in place: its chunks in host memory are not brought in,
  * which would evict what the plan keeps for the next ones.  Every chunk it collected counts,
  * those behind its pointers too: see reach_acc.) */
@@ -737,9 +746,11 @@ void res_plan_op(res_dev_t *d, collect_t *k, int kind, uintptr_t what, const shi
         settle(d, k, s, ptds);
         res_flights_poll(d);
     }
-    if (k->capturing || k->unknown || res_nccl_inside())
+    if (k->capturing || k->unknown || res_nccl_inside()) {
+        away_again(d, k);
         return;                         /* (not part of an iteration the plan can follow; an
                                          * NCCL call's own launches are part of it) */
+    }
     int64_t i = plan_step(d, kind, what, k->ids, k->n, reach_acc(d, k, c),
                           c ? (const void *)c : k, s, k->serial);
     k->cover = cover_take(d);
@@ -750,6 +761,7 @@ void res_plan_op(res_dev_t *d, collect_t *k, int kind, uintptr_t what, const shi
         settle(d, k, s, ptds);
     if (i >= 0)
         res_ptime_op(d, k, (uint32_t)i);
+    away_again(d, k);
     in_place(d, k);
 }
 
@@ -770,6 +782,7 @@ void res_plan_nccl(res_dev_t *d, collect_t *k, uintptr_t what, res_access_fn_t a
     }
     if (d->plan && d->plan->foreseen > seen)
         d->plan->nccl_foreseen++;
+    away_again(d, k);
     in_place(d, k);
 }
 
