@@ -459,15 +459,15 @@ static void home_lost(res_dev_t *d)
     CUdevice dev;
     res_tags_own(d);                    /* (a release may leave ctx and its memory alive) */
     ctx_lost(d, ctx);
-    while (d->free_events) {
+    res_flights_drain(d);
+    res_plan_drop(d);
+    res_pieces_drop(d);
+    while (d->free_events) {            /* (after those: their events come back here) */
         use_event_t *e = d->free_events;
         d->free_events = e->next_free;
         DRV(cuEventDestroy_v2)(e->ev);
         free(e);
     }
-    res_flights_drain(d);
-    res_plan_drop(d);
-    res_pieces_drop(d);
     if (d->out)
         DRV(cuStreamDestroy_v2)(d->out);
     d->out = NULL;
