@@ -12,8 +12,8 @@
  * node naming another context, a copy node between two devices' memory.  Its launch is a
  * fence on every device with an arena, not only on its stream's: each one's lock is held from
  * before the driver call until the launch is that device's fence (res_finish of an operation
- * that reached unknown memory), so that no migration of that device runs beside the graph,
- * and where evicted chunks are unmapped, each one's chunks are brought back and pinned first
+ * that reached unknown memory), so that no migration of that device runs beside the graph
+ * (the plan's moves in flight there complete first), and where evicted chunks are unmapped, each one's chunks are brought back and pinned first
  * (res_reach of such an operation), since any node may reach any of them.  The locks are
  * taken in device order, as NCCL calls take theirs (d's dropped and taken again in its turn:
  * nothing has been done under it yet), so that two such operations never wait on each other.
@@ -32,12 +32,19 @@ SHIM_COLD void res_fence_others_begin(collect_t *k)
         if (o == d)
             continue;
         k->fenced |= 1u << i;
-        if (o->host_mappable && !o->nvme_on && !o->unmap_on)
+        int moving = o->nflights || o->npend || o->nvme_flights;
+        if (!moving && o->host_mappable && !o->nvme_on && !o->unmap_on)
             continue;
         CUcontext popped;           /* o's context current for its migrations */
         int pushed = DRV(cuCtxPushCurrent_v2)(o->ctx) == CUDA_SUCCESS;
-        collect_t ko = { .d = o, .ctx = k->ctx, .unknown = 1 };    /* reaching nothing seen */
-        res_reach(o, &ko, 1, 0, "a graph launch", "");  /* (pins everything, refuses nothing) */
+        /* (The plan's moves in flight there complete first, as on the launch's own device
+         * (settle): the graph may write a chunk whose eviction copy is still reading it.) */
+        if (moving)
+            res_flights_drain(o);
+        if (!o->host_mappable || o->nvme_on || o->unmap_on) {
+            collect_t ko = { .d = o, .ctx = k->ctx, .unknown = 1 };    /* reaching nothing seen */
+            res_reach(o, &ko, 1, 0, "a graph launch", "");  /* (pins everything, refuses none) */
+        }
         if (pushed)
             DRV(cuCtxPopCurrent_v2)(&popped);
     }
