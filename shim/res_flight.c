@@ -397,7 +397,8 @@ int res_prefetch(res_dev_t *d, uint32_t ci)
     d->bytes_in += d->chunk;
     d->prefetches++;
     if (!ev || flight_add(d, ci, 1, old, ev) < 0) {
-        pend_put(d, TIER_HOST, old, ev);        /* the host waits: nothing is in flight */
+        res_event_wait(ev, &d->blocked_flight_s);   /* the host waits: nothing is in flight */
+        pend_put(d, TIER_HOST, old, ev);
         res_event_put(d, ev);
         if (SHIM_TRACING())
             shim_trace_planned_move(d->device, ci, d->chunk, SHIM_TIER_HOST, SHIM_TIER_GPU, t0,
