@@ -196,10 +196,14 @@ int res_reach_away(res_dev_t *d, collect_t *k, int promote, int gap, const char 
         for (size_t i = 0; i < k->n; i++)
             res_unhold(d, k->ids[i]);
     /* (While the lock was dropped, another thread's plan may have started evicting some of
-     * k's chunks: those evictions are cancelled, as a use cancels them.) */
+     * k's chunks: those evictions are cancelled, as a use cancels them; or prefetching some,
+     * whose copies the host waits for, as pin() does: k's stream is not ordered after them.) */
     for (size_t i = 0; gap && i < k->n; i++)
-        if (SHIM_UNLIKELY(d->chunks[k->ids[i]].moving) && d->chunks[k->ids[i]].tier == TIER_GPU)
+        if (SHIM_UNLIKELY(d->chunks[k->ids[i]].moving) && d->chunks[k->ids[i]].tier == TIER_GPU) {
             res_flight_keep(d, k->ids[i]);
+            if (d->chunks[k->ids[i]].moving)
+                res_flight_settle(d, k->ids[i], 0);
+        }
     /* (Bringing chunks in, or another thread while the lock was dropped, may have sent some
      * of k's host chunks to NVMe: back they come, under the lock held until it is enqueued.) */
     if (d->nvme_on && res_nvme_reach(d, k) < 0)
