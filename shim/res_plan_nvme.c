@@ -411,10 +411,10 @@ static int out_step(res_dev_t *d, nvfl_t *f)
         fl_end(d, f);
         return 0;
     }
-    uint32_t slot = f->slot;
+    uint32_t ci = f->ci, slot = f->slot;   /* (f is another device's once it ends) */
     uint64_t start = f->start;
     fl_end(d, f);                       /* (not moving: res_unback must not settle it) */
-    res_nvme_now_out(d, f->ci, slot, start);
+    res_nvme_now_out(d, ci, slot, start);
     pn.out_done++;
     return 0;
 }
