@@ -42,7 +42,8 @@ static int flight_add(res_dev_t *d, uint32_t ci, int in, CUmemGenericAllocationH
         d->flights = f;
         d->cap_flights = cap;
     }
-    d->flights[d->nflights++] = (flight_t){ .ci = ci, .in = in, .other = other, .ev = ev };
+    d->flights[d->nflights++] = (flight_t){ .ci = ci, .in = in, .other = other, .ev = ev,
+                                            .seq = ++d->flights_added };
     d->chunks[ci].moving = 1;
     return 0;
 }
@@ -516,6 +517,12 @@ void res_flight_settle(res_dev_t *d, uint32_t ci, int gone)
         flight_end(d, i, gone, 0);
     else
         res_nvme_flight_settle(d, ci, gone);    /* (an NVMe move, or none) */
+}
+
+int res_flight_in_since(const res_dev_t *d, uint32_t ci, uint64_t seq)
+{
+    int i = flight_find(d, ci);
+    return i >= 0 && d->flights[i].in && d->flights[i].seq > seq;
 }
 
 int res_flight_out(const res_dev_t *d, uint32_t ci)

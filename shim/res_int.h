@@ -139,6 +139,7 @@ typedef struct flight {
                                      * issued, and its move id (shim_trace_move_begin) */
     use_t use, fence;               /* an eviction: the chunk's last use and the fence its
                                      * copy was ordered after (res_idle_since) */
+    uint64_t seq;                   /* res_dev_t.flights_added when it was added */
 } flight_t;
 
 /* The mapping calls of a chunk's move, by kind, as res_dev_t.map_ns times them: its address
@@ -269,6 +270,7 @@ typedef struct res_dev {
     CUstream out;                   /* the copy stream of evictions (made at the first) */
     flight_t *flights;
     uint32_t nflights, cap_flights;
+    uint64_t flights_added;         /* flights ever added: flight_t.seq */
     pend_t *pend;
     uint32_t npend, cap_pend;
     struct res_plan *plan;          /* NULL: ELIXIR_POLICY=reactive, or not planned yet */
@@ -695,8 +697,10 @@ int res_park_drop(res_dev_t *d);
  * is used).  res_evict_async: GPU chunk ci starts going out to host memory after its last
  * use; 0, -EBUSY when operation `serial` collected it, else -1 likewise. */
 int res_prefetch(res_dev_t *d, uint32_t ci);
-/* Is chunk ci's eviction to host memory in flight (d locked)? */
+/* Is chunk ci's eviction to host memory in flight (d locked)?  res_flight_in_since: its
+ * prefetch, added after d->flights_added was `seq`? */
 int res_flight_out(const res_dev_t *d, uint32_t ci);
+int res_flight_in_since(const res_dev_t *d, uint32_t ci, uint64_t seq);
 int res_evict_async(res_dev_t *d, uint32_t ci, uint32_t serial);
 /* Operation k, about to be enqueued on stream s (ptds: the _ptsz ABI), uses chunk ci, which
  * has a move in flight: a prefetch is waited for by s (or by the host where s cannot), an

@@ -171,6 +171,7 @@ int res_reach_away(res_dev_t *d, collect_t *k, int promote, int gap, const char 
                    const char *then)
 {
     int must = !d->host_mappable;
+    uint64_t seq = d->flights_added;    /* (the flights added from here: see below) */
     if (d->nvme_on && res_nvme_reach(d, k) < 0) {     /* (chunks on NVMe: res_nvme.c) */
         SHIM_WARN(RES, "device %d: %s reaches chunks on NVMe that cannot come back: %s",
                   d->device, what, then);
@@ -197,11 +198,12 @@ int res_reach_away(res_dev_t *d, collect_t *k, int promote, int gap, const char 
             res_unhold(d, k->ids[i]);
     /* (While the lock was dropped, another thread's plan may have started evicting some of
      * k's chunks: those evictions are cancelled, as a use cancels them; or prefetching some,
-     * whose copies the host waits for, as pin() does: k's stream is not ordered after them.) */
+     * whose copies the host waits for, as pin() does: k's stream was ordered after the
+     * prefetches before (settle in res_plan.c), not after these.) */
     for (size_t i = 0; gap && i < k->n; i++)
         if (SHIM_UNLIKELY(d->chunks[k->ids[i]].moving) && d->chunks[k->ids[i]].tier == TIER_GPU) {
             res_flight_keep(d, k->ids[i]);
-            if (d->chunks[k->ids[i]].moving)
+            if (d->chunks[k->ids[i]].moving && res_flight_in_since(d, k->ids[i], seq))
                 res_flight_settle(d, k->ids[i], 0);
         }
     /* (Bringing chunks in, or another thread while the lock was dropped, may have sent some
