@@ -466,15 +466,21 @@ static int gpu_room(res_dev_t *d, int force)
 
 /* GPU memory mapped at f's chunk's address, for its staged contents (the chunk is TIER_GPU
  * from then, not yet written; *keep, the chunk as it was): 0, or -1 when there is no room
- * or the driver refused (the chunk stays on NVMe).  With `force` (a use of the chunk), room
+ * or the driver refused (the chunk stays on NVMe), or -2 when f ended while room was made
+ * (a deferred free that the room reclaimed let its chunk go: res_unback settled f), and
+ * the caller must not touch it.  With `force` (a use of the chunk), room
  * that cannot be made within the budget (every GPU chunk reached by the operation, or held)
  * is taken over it, as the reactive engine's read would take it (res_nvme.c: read_back)
  * after reading the chunk again: measured on bench/nvme_train's pooled job, 80 chunks read
  * twice in 8 steps when the staged data was dropped instead. */
 static int gpu_map(res_dev_t *d, nvfl_t *f, int force, chunk_t *keep)
 {
-    chunk_t *c = &d->chunks[f->ci];
-    if ((!gpu_room(d, force) && !force) || c->tier != TIER_NVME)
+    uint32_t ci = f->ci;
+    int room = gpu_room(d, force);
+    if (!fl_still(d, f) || f->ci != ci)
+        return -2;
+    chunk_t *c = &d->chunks[ci];
+    if ((!room && !force) || c->tier != TIER_NVME)
         return -1;
     *keep = *c;
     c->tier = TIER_NONE;
@@ -513,12 +519,13 @@ static void gpu_copying(res_dev_t *d, nvfl_t *f)
 
 /* The staged contents of f's chunk go into GPU memory mapped at its address, on the shim's
  * copy stream: 0, or -1 when there is no room (none is without `force`: see gpu_map) or the
- * driver refused (the chunk stays on NVMe). */
+ * driver refused (the chunk stays on NVMe), or -2 when f ended meanwhile (gpu_map). */
 static int to_gpu(res_dev_t *d, nvfl_t *f, int force)
 {
     chunk_t keep;
-    if (gpu_map(d, f, force, &keep) < 0)
-        return -1;
+    int rc = gpu_map(d, f, force, &keep);
+    if (rc < 0)
+        return rc;
     if (DRVT(cuMemcpyHtoDAsync_v2)(arena_chunk_addr(d->arena, f->ci),
                                   res_nvme_stage(fl_index(f)), d->chunk, d->stream) !=
         CUDA_SUCCESS) {
@@ -571,7 +578,8 @@ static int in_read(res_dev_t *d, nvfl_t *f)
  * piece is one piece's, not the chunk's).  Arrived bytes are checked only once the whole read
  * completed (ELIXIR_NVME_VERIFY): a read that failed then takes the GPU memory back, the
  * copies into it waited for, and nothing copied counts.  Afterwards f is F_GPU, or F_STAGED
- * (the driver refused GPU memory or a copy: to_gpu's turn), or dropped (0: the read failed).
+ * (the driver refused GPU memory or a copy: to_gpu's turn), or dropped (0: the read failed,
+ * or f ended while room was made: gpu_map).
  */
 static int in_pieces(res_dev_t *d, nvfl_t *f)
 {
@@ -579,7 +587,10 @@ static int in_pieces(res_dev_t *d, nvfl_t *f)
     char *stage = res_nvme_stage(fl_index(f));
     CUdeviceptr va = arena_chunk_addr(d->arena, f->ci);
     chunk_t keep;
-    int mapped = gpu_map(d, f, 1, &keep) == 0, copied = mapped;
+    int rc = gpu_map(d, f, 1, &keep);
+    if (rc == -2)
+        return 0;                       /* (ended meanwhile: see gpu_map) */
+    int mapped = rc == 0, copied = mapped;
     while (copied && at < len) {
         int got = nvme_read_got(res_nvme_area(), fl_index(f), at, 1);
         if (got <= (int)at)
@@ -762,7 +773,10 @@ void res_nvme_flight_use(res_dev_t *d, uint32_t ci, CUstream s, int ptds)
         if (!in_read(d, f))
             return;
     }
-    if (f->stage == F_STAGED && to_gpu(d, f, 1) < 0) {
+    int rc = f->stage == F_STAGED ? to_gpu(d, f, 1) : 0;
+    if (rc == -2)
+        return;                         /* (ended meanwhile: see gpu_map) */
+    if (rc < 0) {
         in_drop(d, f);                  /* the reactive engine reads it */
         return;
     }
