@@ -6,11 +6,13 @@
 # Without an NVIDIA driver (/proc/driver/nvidia/version absent; DEMO_GPU=0|1 overrides) it all
 # runs on the simulator: the job under libelixir.so on the simulator's default device
 # (DEMO_SIM_MEMORY picks another), and without the shim on a device of DEMO_UNLIMITED_MEMORY
-# that holds it.  Step times are the simulator's virtual time (ELIXIR_SIM_STATS), the same on
-# any host whatever else it is doing, so the runs go side by side.  Each configuration runs for
-# S1 and for S2 steps (DEMO_STEPS="S1 S2"): one step takes ((time of S2 steps) - (time of S1
-# steps)) / (S2 - S1), which leaves out start-up, the first steps' allocations and the final
-# download, as in bench/train_oversub.sh.
+# that holds it.  Step times are the simulator's virtual time, the same on any host whatever
+# else it is doing, so the runs go side by side.  Each configuration runs for S2 steps
+# (DEMO_STEPS="S1 S2"), timed by train.py --step-times (CUDA events on the job's stream, read
+# on the simulator's clock): one step takes the mean of steps S1+1 .. S2, which leaves out
+# start-up, the first steps' allocations and the final download, as in bench/train_oversub.sh.
+# (Not the difference of an S1-step and an S2-step run's totals: the shim's planned moves
+# complete as the host finds them done, which varies between runs by more than a step.)
 #
 # On a GPU the job runs without the shim, then under it with ELIXIR_GPU_MEMORY at
 # 1/DEMO_BUDGET_FRACTION of the footprint the first run measured, one run after the other and
@@ -98,7 +100,8 @@ run() {
         echo "${PIPESTATUS[0]}" >"$out/$name.status"
     else
         ( env ELIXIR_SIM_STATS=1 "$@" "$sim" ${memory:+--memory "$memory"} -- "$python" \
-              examples/train.py $job --steps "$n" >"$out/$name.out" 2>"$out/$name.log"
+              examples/train.py $job --steps "$n" --step-times >"$out/$name.out" \
+              2>"$out/$name.log"
           echo "$?" >"$out/$name.status" ) &
     fi
 }
@@ -124,12 +127,10 @@ step_ms() {
             END { if (a != "" && b != "") printf "%.3f", (b - a) * 1000 / (s2 - s1) }' \
             "$out/$1-$s2.times"
     else
-        local t1 t2
-        t1=$(sed -n 's/^elixir-sim stats: virtual time \([0-9.]*\) ms.*/\1/p' "$out/$1-$s1.log")
-        t2=$(sed -n 's/^elixir-sim stats: virtual time \([0-9.]*\) ms.*/\1/p' "$out/$1-$s2.log")
-        [ -n "$t1" ] && [ -n "$t2" ] &&
-            awk -v a="$t1" -v b="$t2" -v s1="$s1" -v s2="$s2" \
-                'BEGIN { printf "%.3f", (b - a) / (s2 - s1) }'
+        sed -n 's/^train\.py: step times (ms): //p' "$out/$1-$s2.log" |
+            awk -v s1="$s1" -v s2="$s2" 'NF >= s2 { t = 0
+                for (i = s1 + 1; i <= s2; i++) t += $i
+                printf "%.3f", t / (s2 - s1) }'
     fi
 }
 
@@ -168,18 +169,16 @@ read_footprint() {
         die "unreadable footprint in $out/unlimited-$s2.log"
 }
 
-# The four runs on the simulator, all at once: the longest, under the shim, sets the time.
+# The two runs on the simulator, side by side: the one under the shim sets the time.
 measure_sim() {
     local memory=$unlimited_memory preload=${LD_PRELOAD:+$LD_PRELOAD:}$shim
-    echo "demo: examples/train.py $job for $s1 and $s2 steps, without Elixir on a simulated" \
+    echo "demo: examples/train.py $job for $s2 steps, without Elixir on a simulated" \
          "device of $unlimited_memory and under $shim on the simulator's" \
          "${sim_memory:-default} device"
-    run "unlimited-$s1" "$s1"
     run "unlimited-$s2" "$s2"
     memory=$sim_memory
-    run "elixir-$s1" "$s1" LD_PRELOAD="$preload"
     run "elixir-$s2" "$s2" LD_PRELOAD="$preload" ELIXIR_TRACE="$out/train.trace"
-    wait_runs "unlimited-$s1" "unlimited-$s2" "elixir-$s1" "elixir-$s2"
+    wait_runs "unlimited-$s2" "elixir-$s2"
     read_footprint
 }
 
@@ -231,7 +230,7 @@ read_figures() {
 
 # The step times: per step under Elixir and without, their ratio, and how they were taken.
 print_step_time() {
-    local how="virtual time of %s: the $s2-step run less the $s1-step run"
+    local how="virtual time of %s, timed by events on the job's stream"
     [ "$gpu" = 0 ] || how="wall-clock time of %s, from the line of step $s1 to that of step $s2"
     awk -v e="$step_elixir" -v u="$step_unlimited" -v s1="$s1" -v s2="$s2" -v how="$how" 'BEGIN {
         printf "  %-10s %.2f ms under Elixir, %.2f ms on a device that holds the job: %.2fx\n",
