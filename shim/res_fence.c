@@ -13,10 +13,11 @@
  * fence on every device with an arena, not only on its stream's: each one's lock is held from
  * before the driver call until the launch is that device's fence (res_finish of an operation
  * that reached unknown memory), so that no migration of that device runs beside the graph
- * (the plan's moves in flight there complete first), and where evicted chunks are unmapped, each one's chunks are brought back and pinned first
- * (res_reach of such an operation), since any node may reach any of them.  The locks are
- * taken in device order, as NCCL calls take theirs (d's dropped and taken again in its turn:
- * nothing has been done under it yet), so that two such operations never wait on each other.
+ * (the plan's moves in flight there complete first), and where evicted chunks are unmapped,
+ * each one's chunks are brought back and pinned first (res_reach of such an operation),
+ * since any node may reach any of them.  The locks are taken in device order, as NCCL calls
+ * take theirs (d's dropped and taken again in its turn: nothing has been done under it yet),
+ * so that two such operations never wait on each other.
  */
 SHIM_COLD void res_fence_others_begin(collect_t *k)
 {
