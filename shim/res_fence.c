@@ -30,10 +30,15 @@ SHIM_COLD void res_fence_others_begin(collect_t *k)
         shim_lock(&o->lock);
         if (o->cover_slot)
             res_use_cover_flush(o);     /* (before the graph launch enqueues anything) */
-        if (o == d)
-            continue;
-        k->fenced |= 1u << i;
         int moving = o->nflights || o->npend || o->nvme_flights;
+        if (o == d) {
+            /* (settle drained d before its lock was dropped: moves another thread's plan
+             * issued meanwhile complete too; d's context is current) */
+            if (moving)
+                res_flights_drain(d);
+            continue;
+        }
+        k->fenced |= 1u << i;
         if (!moving && o->host_mappable && !o->nvme_on && !o->unmap_on)
             continue;
         CUcontext popped;           /* o's context current for its migrations */
