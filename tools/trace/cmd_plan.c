@@ -36,9 +36,11 @@
                                         * charges per submitted operation (as the shim) */
 
 static cli_opt_t plan_opts[] = {
-    { "--gpu-memory", "SIZE", "GPU memory to plan for (default: the trace's GPU budget)", NULL },
+    { "--gpu-memory", "SIZE", "GPU memory to plan for, at least one chunk (default: the "
+      "trace's GPU budget)", NULL },
     { "--host-memory", "SIZE", "pinned host memory (default: the trace's host budget)", NULL },
-    { "--pcie", "GB/s", "host link bandwidth each way (default 25)", NULL },
+    { "--pcie", "GB/s", "host link bandwidth each way, 0.001 to 1000000 as every bandwidth "
+      "(default 25)", NULL },
     { "--duplex", "GB/s", "both ways together (default 1.44 x --pcie)", NULL },
     { "--map-us", "US", "host time of the mapping calls per 2 MiB chunk moved where evicted "
       "memory stays mapped (default: the mean of the trace's reactive remaps, at least 16, "

@@ -200,22 +200,22 @@ static cand_t *cand_at(const builder_t *b, uint64_t p, uint64_t when)
      * the allocation made last at or before `when`, the only one there that may be alive. */
     for (size_t i = lo, runs = 0; i > 0 && runs < 64; runs++) {
         uint64_t addr = b->by_addr[i - 1].a->addr;
-        size_t first = 0, hi = i;
-        while (first < hi) {           /* the first candidate at addr */
-            size_t mid = (first + hi) / 2;
+        size_t first = 0, end = i;
+        while (first < end) {          /* the first candidate at addr */
+            size_t mid = (first + end) / 2;
             if (b->by_addr[mid].a->addr < addr)
                 first = mid + 1;
             else
-                hi = mid;
+                end = mid;
         }
         size_t l = first;
-        hi = i;
-        while (l < hi) {               /* past the last one allocated at or before `when` */
-            size_t mid = (l + hi) / 2;
+        end = i;
+        while (l < end) {              /* past the last one allocated at or before `when` */
+            size_t mid = (l + end) / 2;
             if (b->by_addr[mid].a->t_alloc <= when)
                 l = mid + 1;
             else
-                hi = mid;
+                end = mid;
         }
         const tm_alloc_t *a = l > first ? b->by_addr[l - 1].a : NULL;
         if (a && p - a->addr < a->size && when < a->t_free)
