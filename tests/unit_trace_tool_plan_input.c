@@ -3,7 +3,7 @@
  * unit_trace_tool_plan_input.c - how `elixir-trace plan` reads an iteration of a made-up trace,
  * and the options it refuses.
  *
- * Each iteration: one 4 MiB weight used by a 100 us kernel; TEMPS temporaries of 4 MiB, each
+ * Each iteration: one 4 MiB weight used by a 2 ms kernel; TEMPS temporaries of 4 MiB, each
  * allocated at the same address, set by a memset and freed at once (as a caching allocator's
  * scratch block is not, but a plain one's is); and a kernel naming SMALL allocations of
  * 64 KiB that share one chunk.
@@ -14,7 +14,7 @@
  *     buffers: the weight, the temporaries, the small allocations' shared chunk).
  *   - The kernel naming the small allocations reaches one chunk: on a GPU of two chunks no
  *     operation runs in place.
- *   - The JSON's times are integers.
+ *   - The JSON's times are integers (above 1e6 ns, where "%g" would write an exponent).
  *   - Refused, exit status 2, naming what is accepted: GPU memory below one chunk, given or
  *     recorded; --device host; a bandwidth below 0.001 GB/s.
  */
@@ -47,7 +47,7 @@ static void make_trace(const char *path, unsigned iters)
     for (unsigned i = 0; i < iters; i++) {
         uint64_t t = 1000 + (uint64_t)i * ITER_NS;
         TT_EMIT(trc_emit_iteration(w, t, &(trc_iteration_t){ i }));
-        trc_launch_t l = { .id = id++, .func_id = k, .span = { 1, t + 100, t + 100100 },
+        trc_launch_t l = { .id = id++, .func_id = k, .span = { 1, t + 100, t + 2000100 },
                            .nallocs = 1, .allocs = &weight };
         TT_EMIT(trc_emit_launch(w, t + 10, &l));
         for (uint64_t n = 0; n < TEMPS; n++) {
