@@ -23,7 +23,7 @@
 #
 # Every figure of the verdict is read from what the programs print: the footprint from
 # train.py's summary of the run without the shim, the device, budget, bytes moved and time
-# hidden from `elixir-trace summary`, the times from the simulator's statistics (or the clock),
+# hidden from `elixir-trace summary`, the times from train.py --step-times (or the clock),
 # and the digests of the two S2 runs, which must agree.  Outputs go to DEMO_OUT (default
 # $BUILD/demo): train.trace, train.svg, train.html, summary.txt, and the runs' logs.
 # DEMO_JOB replaces the job's train.py options (a smaller job for the tests).
