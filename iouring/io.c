@@ -22,7 +22,7 @@
 
 #include "nvme_int.h"
 
-enum { FAULT_EIO = 1, FAULT_ENOSPC, FAULT_EROFS, FAULT_SHORT, FAULT_CORRUPT };
+enum { FAULT_EIO = 1, FAULT_ENOSPC, FAULT_EROFS, FAULT_SHORT, FAULT_CORRUPT, FAULT_REAP };
 
 #define BATCH 64
 
@@ -176,6 +176,10 @@ static int fault_apply(nvme_area_t *a, nvme_req_t *r)
                                 [FAULT_EROFS] = -EROFS };
     if (!fault_hits(a, r))
         return 0;
+    if (a->fault.kind == FAULT_REAP) {
+        a->fault.reap_fails = 1;        /* (r goes on: the wait for it fails, once) */
+        return 0;
+    }
     if (a->fault.kind == FAULT_SHORT)
         r->len = r->len / 2 / NVME_ALIGN * NVME_ALIGN;
     if (a->fault.kind == FAULT_CORRUPT)
@@ -477,7 +481,13 @@ static int reap_some(nvme_area_t *a, int wait)
         req_finish(a, r);
         n++;
     }
-    int r = a->inflight ? a->eng->reap(a, got, BATCH, wait && !n) : 0;
+    int r = !a->inflight ? 0
+            : a->fault.reap_fails && wait && !n ? (a->fault.reap_fails = 0, -EIO)
+                                                : a->eng->reap(a, got, BATCH, wait && !n);
+    if (r < 0 && !n)
+        /* What is in flight stays there, its buffer and slot perhaps still in use: no write
+         * goes to this area any more, so no slot is written while an old write may land. */
+        nvme_degrade(a, r, "waiting for I/O on %s failed: %s", a->path, strerror(-r));
     if (r < 0)
         return n ? n : r;
     a->inflight -= (unsigned)r;
@@ -657,15 +667,15 @@ int nvme_fault_plan(nvme_area_t *a, int write, unsigned nth, const char *kind)
 {
     static const char *const names[] = { [FAULT_EIO] = "eio", [FAULT_ENOSPC] = "enospc",
                                          [FAULT_EROFS] = "erofs", [FAULT_SHORT] = "short",
-                                         [FAULT_CORRUPT] = "corrupt" };
+                                         [FAULT_CORRUPT] = "corrupt", [FAULT_REAP] = "reap" };
     int k = 0;
-    for (int i = 1; i <= FAULT_CORRUPT; i++)
+    for (int i = 1; i <= FAULT_REAP; i++)
         if (kind && strcmp(kind, names[i]) == 0)
             k = i;
     if (!k || !nth || write < -1 || write > 1 || (k == FAULT_CORRUPT && write == 1))
         return -EINVAL;
     pthread_mutex_lock(&a->lock);
-    a->fault = (nvme_fault_t){ 1, write, nth, k };
+    a->fault = (nvme_fault_t){ 1, write, nth, k, 0 };
     pthread_mutex_unlock(&a->lock);
     return 0;
 }
