@@ -827,20 +827,6 @@ int res_plan_fast(res_dev_t *d, CUcontext ctx, CUfunction f, const uint32_t *ids
     return cover_take(d);
 }
 
-/* Allocations of whole chunks (not a slab's) are the buffers born and dying in an iteration.
- * Asked of the arena, not of the chunks' span stamps: res_plan_alloc runs before the new
- * allocation's chunks are stamped, and a slab's first slot starts at its chunk's first byte. */
-static int whole(const res_dev_t *d, uint64_t base, uint32_t *first)
-{
-    arena_info_t info;
-    if (base < d->base || base >= d->base + d->size ||
-        arena_lookup(d->arena, base, &info) != 0 || info.base != base ||
-        arena_small_class(d->arena, info.size))
-        return 0;
-    *first = info.first_chunk;
-    return d->chunks[*first].tier != TIER_NONE;
-}
-
 void res_plan_due(res_dev_t *d)
 {
     res_plan_t *p = d->plan;
@@ -854,85 +840,6 @@ void res_plan_due(res_dev_t *d)
     p->after_of = 0;
     res_plan_issue_range(d, p, pl->op_first[p->cursor], pl->op_after[p->cursor], 0, p->cursor);
     p->pre = p->cursor + 1;
-}
-
-/* A buffer of n chunks from arena chunk `first` is born now. */
-static void born(res_dev_t *d, res_plan_t *p, uint32_t first, uint32_t n)
-{
-    if (p->state == P_REC) {
-        if (res_plan_buf_at(d, p, first, n, 1) < 0)
-            p->state = P_OFF;
-    } else if (p->state == P_EXEC) {
-        uint32_t b = p->births < p->nborn ? p->born[p->births] : UINT32_MAX;
-        if (b != UINT32_MAX && p->nch[b] == n)
-            p->first[b] = first;        /* the plan's buffer is here this time */
-        else
-            p->mism++;
-    }
-    p->births++;
-}
-
-/* The profile's buffer starting at arena chunk `first`, if any, dies now. */
-static void dies(res_dev_t *d, res_plan_t *p, uint32_t first)
-{
-    if (p->state != P_REC || !p->buf_of[first])
-        return;
-    pol_buf_t *b = &p->bufs[p->buf_of[first] - 1];
-    int32_t last = (int32_t)p->nops - 1;        /* the last operation it was alive for */
-    p->buf_of[first] = 0;       /* (what the arena puts there next is another buffer) */
-    if (b->dies < 0)            /* (born < 0: see lives()) */
-        b->dies = last > b->born ? last : b->born;
-    b->free_waits = !d->freed_in_order;     /* (release_chunk waits for its last use) */
-}
-
-void res_plan_alloc(res_dev_t *d, uint64_t base, uint64_t bytes)
-{
-    res_plan_t *p = d->plan;
-    uint32_t first, n = (uint32_t)((bytes + d->chunk - 1) / d->chunk);
-    if (p && whole(d, base, &first))
-        born(d, p, first, n);
-}
-
-/* A small allocation's free waits for its slab chunk's last use (free_now): a wait of the
- * host after the profile's last operation, for the chunk's buffer. */
-static void slab_free_wait(res_dev_t *d, res_plan_t *p, uint64_t base)
-{
-    uint32_t ci = (uint32_t)((base - d->base) / d->chunk);
-    if (p->state != P_REC || p->nops == 0 || ci >= arena_chunk_count(d->arena) ||
-        !p->buf_of[ci] || d->freed_in_order)
-        return;
-    if (res_plan_grow((void **)&p->waits, &p->cap_waits, p->nwaits + 1, sizeof(*p->waits)) < 0) {
-        p->state = P_OFF;
-        return;
-    }
-    p->waits[p->nwaits++] = (pol_wait_t){ (uint32_t)p->nops - 1, p->buf_of[ci] - 1 };
-}
-
-void res_plan_free(res_dev_t *d, uint64_t base)
-{
-    res_plan_t *p = d->plan;
-    uint32_t first;
-    if (!p)
-        return;
-    if (whole(d, base, &first))
-        dies(d, p, first);
-    else
-        slab_free_wait(d, p, base);
-}
-
-/* A slab chunk's life runs from the allocation that brings it into use to the free that
- * empties it (or the trim that releases it, if later); from then to its next use its contents
- * are dead, so the plan neither copies them nor keeps room for them.  The executor finds the
- * chunk by its place in the births, as a large allocation's. */
-void res_plan_slab(res_dev_t *d, uint32_t ci, int is_born)
-{
-    res_plan_t *p = d->plan;
-    if (!p || ci >= arena_chunk_count(d->arena))
-        return;
-    if (is_born)
-        born(d, p, ci, 1);
-    else
-        dies(d, p, ci);
 }
 
 void res_plan_drop(res_dev_t *d)
