@@ -10,7 +10,7 @@
  *
  * The area is the process's (ELIXIR_NVME_PATH, opened with the first arena), shared by every
  * device.  I/O goes through one staging pool of pinned host memory (cuMemHostAlloc, portable)
- * registered with io_uring: its first two chunks are the reactive engine's, under a mutex
+ * registered with io_uring: its first chunk is the reactive engine's, under a mutex
  * (innermost: taken under a device's lock, never the other way round); with ELIXIR_POLICY=plan
  * RES_NVME_STAGES more are the plan's asynchronous moves' (res_plan_nvme.c).
  *
@@ -39,7 +39,8 @@
 
 static struct {
     nvme_area_t *area;
-    void *staging;                  /* 2 chunks of pinned memory, registered with the area */
+    void *staging;                  /* pinned memory, registered with the area: a chunk for
+                                     * the reactive engine, RES_NVME_STAGES for the plan */
     uint64_t chunk;
     pthread_mutex_t io;             /* the staging pool's user */
     _Atomic int degraded_logged;
@@ -105,7 +106,7 @@ static nvme_options_t area_options(const res_dev_t *d, const char *path)
         .block_size = (uint32_t)shim_opt_int(SHIM_OPT_NVME_BLOCK),
         .verify = (int)shim_opt_int(SHIM_OPT_NVME_VERIFY),
         .engine = engines[shim_opt_int(SHIM_OPT_NVME_ENGINE)],
-        .staging_bytes = (2 + (res_policy_plan ? RES_NVME_STAGES : 0)) * d->chunk,
+        .staging_bytes = (1 + (res_policy_plan ? RES_NVME_STAGES : 0)) * d->chunk,
         .share = share(),
     };
     if (o.block_size > o.slot_size)
@@ -546,7 +547,7 @@ nvme_area_t *res_nvme_area(void)
 
 void *res_nvme_stage(unsigned k)
 {
-    return k < RES_NVME_STAGES && res_policy_plan ? (char *)nv.staging + (2 + k) * nv.chunk
+    return k < RES_NVME_STAGES && res_policy_plan ? (char *)nv.staging + (1 + k) * nv.chunk
                                                   : NULL;
 }
 
