@@ -119,8 +119,10 @@ static void op_count(nvme_area_t *a, const nvme_op_t *op)
         s->io_ns += now_ns() - op->start_ns;
 }
 
+static void op_release(nvme_area_t *a, nvme_op_t *op);
+
 /* An operation is over: record or check its CRC, then hand it out (done list or its
- * synchronous waiter). */
+ * synchronous waiter), or release it where its waiter gave up (abandoned). */
 static void op_finish(nvme_area_t *a, nvme_op_t *op)
 {
     if (a->verify && op->write)
@@ -133,8 +135,12 @@ static void op_finish(nvme_area_t *a, nvme_op_t *op)
     }
     op->finished = 1;
     op_count(a, op);
-    if (!op->sync)
+    if (op->abandoned) {
+        a->nabandoned--;
+        op_release(a, op);
+    } else if (!op->sync) {
         list_add(&a->done_head, &a->done_tail, op);
+    }
 }
 
 /* Fold a finished request into its operation. */
@@ -304,7 +310,6 @@ static void issue(nvme_area_t *a)
 }
 
 static int reap_some(nvme_area_t *a, int wait);
-static void op_release(nvme_area_t *a, nvme_op_t *op);
 
 /* Check what the caller asks of an operation. */
 static int op_check(const nvme_area_t *a, uint32_t slot, const void *buf, uint32_t len)
@@ -316,6 +321,26 @@ static int op_check(const nvme_area_t *a, uint32_t slot, const void *buf, uint32
 }
 
 static nvme_op_t *op_find(nvme_area_t *a, uint64_t tag, int write);
+
+/* An operation whose wait failed may still be in flight, its request writing (a read) or
+ * reading (a write) its buffer: before another operation on bytes of that buffer is queued,
+ * it is waited for (a->lock held).  0, or the engine's error when that wait fails too (the
+ * caller's operation is refused rather than share the buffer). */
+static int abandoned_wait(nvme_area_t *a, const void *buf, uint32_t len)
+{
+    const uint8_t *lo = buf, *hi = lo + len;
+    for (unsigned i = 0; a->nabandoned && i < a->max_ops; i++) {
+        const nvme_op_t *op = &a->ops[i];
+        while (op->live && op->abandoned && op->buf < hi && op->buf + op->len > lo) {
+            int r = reap_some(a, 1);
+            if (r < 0)
+                return r;
+            if (r == 0 && op->live && !a->inflight)
+                return -EIO;            /* (nothing in flight will finish it) */
+        }
+    }
+    return 0;
+}
 
 /* Queue an operation, of whose bytes the first `ready` may go (a write; reads: all);
  * *out (when not NULL) is it.  sync: Q_WAITED (handed back by nvme_wait), Q_SYNC (op_sync's,
@@ -336,7 +361,8 @@ static int queue_op(nvme_area_t *a, int write, uint32_t slot, void *buf, uint32_
         pthread_mutex_unlock(&a->lock);
         return -EBUSY;
     }
-    nvme_op_t *op = write && a->degraded ? NULL : a->op_free;
+    err = write && a->degraded ? a->degraded : abandoned_wait(a, buf, len);
+    nvme_op_t *op = err ? NULL : a->op_free;
     if (op) {
         a->op_free = op->next;
         *op = (nvme_op_t){ .tag = tag, .slot = slot, .len = len, .write = write, .buf = buf,
@@ -348,7 +374,7 @@ static int queue_op(nvme_area_t *a, int write, uint32_t slot, void *buf, uint32_
         if (out)
             *out = op;
     }
-    err = op ? 0 : write && a->degraded ? a->degraded : -EAGAIN;
+    err = op ? 0 : err ? err : -EAGAIN;
     pthread_mutex_unlock(&a->lock);
     return err;
 }
@@ -459,6 +485,8 @@ int nvme_wait(nvme_area_t *a, uint64_t tag)
         if (r < 0) {
             err = r;
             op->untagged = 1;           /* (left in flight: its tag goes, for the next) */
+            op->abandoned = 1;
+            a->nabandoned++;
         }
     }
     if (!err) {
@@ -582,6 +610,8 @@ static int op_sync(nvme_area_t *a, int write, uint32_t slot, void *buf, uint32_t
         int r = reap_some(a, 1);
         if (r < 0) {
             err = r;
+            op->abandoned = 1;          /* (left in flight) */
+            a->nabandoned++;
             break;
         }
     }

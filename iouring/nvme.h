@@ -186,7 +186,9 @@ int nvme_read_got(nvme_area_t *a, uint64_t tag, uint32_t after, int wait);
 /* Wait for the NVME_OP_WAITED operation tagged tag (a write: all its bytes let go) and hand
  * it back: 0 or its negative errno; -ENOENT: no such operation; -EINVAL: a write not wholly
  * let go; the engine's error when reaping failed (the operation, still in flight, is never
- * handed back, and its tag is free again: buf must stay untouched). */
+ * handed back, and its tag is free again; the area lets it go when it finishes, and an
+ * operation queued on bytes of its buffer waits for that first: buf must otherwise stay
+ * untouched until then). */
 int nvme_wait(nvme_area_t *a, uint64_t tag);
 /* Hand the queued operations to the kernel (one batch); 0 or a negative errno. */
 int nvme_submit(nvme_area_t *a);

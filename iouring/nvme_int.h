@@ -53,6 +53,8 @@ struct nvme_op {
     uint32_t crc_at;            /* bytes the CRC (verify) covers so far */
     int sync;                   /* waited for (nvme_*_sync, NVME_OP_WAITED), not handed out */
     int untagged;               /* nvme_*_sync's: found by no tag */
+    int abandoned;              /* its wait failed (reap_some): released as it finishes,
+                                 * and no operation on its buffer is queued before */
     int live;                   /* queued, in flight or finished, not yet released */
     int finished;
     int err;                    /* first error of its requests */
@@ -101,6 +103,7 @@ struct nvme_area {
     /* io.c */
     pthread_mutex_t lock;
     nvme_op_t *ops, *op_free, *sq_head, *sq_tail, *done_head, *done_tail;
+    unsigned nabandoned;        /* live operations whose wait failed (nvme_op.abandoned) */
     nvme_req_t *reqs, *imm;     /* imm: requests finished without reaching the kernel */
     unsigned max_reqs;          /* requests per operation: slot_size / block_size */
     unsigned inflight, pending; /* requests with the engine; operations not yet handed out */

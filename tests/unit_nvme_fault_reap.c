@@ -4,7 +4,8 @@
  * for a completion returns EIO once, the request still in flight): the waiting call reports
  * the error, the area degrades with a reason that says so and refuses every new write (a slot
  * freed meanwhile could be written again while the lost write may still land in it), and reads
- * go on: data already there reads back intact.  Both engines.
+ * go on: data already there reads back intact.  A read whose wait failed is let go as it
+ * finishes, and a read into its buffer waits for it first.  Both engines.
  */
 #include "nvme_test.h"
 
@@ -31,6 +32,22 @@ static void run(nvme_engine_kind_t engine)
         NT_EQ(nvme_read_sync(a, s, in, 2 * NT_MIB), 0);
         NT_CHECK(nt_differs(in, 2 * NT_MIB, s) < 0, "slot %u changed after the fault", s);
     }
+    /* A read whose wait fails stays in flight into its buffer: a read queued on the same
+     * buffer waits for it first (else it could land over the new data), and it is let go
+     * as it finishes (else it would hold an operation of the area for good). */
+    uint8_t *in = buf + 6 * NT_MIB;
+    NT_EQ(nvme_fault_plan(a, 0, 1, "reap"), 0);
+    NT_EQ(nvme_read_sync(a, 0, in, 2 * NT_MIB), -EIO);
+    NT_EQ(nvme_pending(a), 1);
+    memset(in, 0, 2 * NT_MIB);
+    NT_EQ(nvme_read(a, 1, in, 2 * NT_MIB, 7), 0);
+    NT_EQ(nvme_pending(a), 1);
+    nvme_done_t done;
+    NT_EQ(nvme_complete(a, &done, 1, 1), 1);
+    NT_CHECK(done.tag == 7 && done.result == 0, "read tag %llu result %d",
+             (unsigned long long)done.tag, done.result);
+    NT_CHECK(nt_differs(in, 2 * NT_MIB, 1) < 0, "slot 1 read back wrong after a failed wait");
+    NT_EQ(nvme_pending(a), 0);
     printf("%s: reap: %s\n", nt_engine_name(engine), why);
     nvme_close(a);
 }
