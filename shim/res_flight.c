@@ -431,7 +431,8 @@ int res_evict_async(res_dev_t *d, uint32_t ci, uint32_t serial)
     int issued = 0;
     use_event_t *ev = NULL;
     uint64_t t0 = SHIM_TRACING() ? shim_trace_now() : 0, move = 0;
-    const use_t use = c->use, fence = d->fence;     /* (what the copy comes after) */
+    /* (What the copy comes after.) */
+    const use_saw_t use = res_use_saw(&c->use), fence = res_use_saw(&d->fence);
     if (res_stream_after_use(d, d->out, c) == 0)
         ev = d->host_mappable ? copy_shadows(d, c->phys, h, d->out, &issued, &move)
                               : copy_piece(d, ci, h, 0, d->out, &issued, &move);

@@ -39,6 +39,8 @@ typedef struct use_event {
     CUcontext ctx;                  /* its context: it is recorded on that context's streams */
     int refs;                       /* uses, stream slots and joins naming it */
     uint32_t joined;                /* serial of the operation that last joined it */
+    uint64_t gen;                   /* which taking of it this is (event_get): a use saved
+                                     * earlier tells a recycled event apart (res_use_saw) */
     struct use_event *next_free;
 } use_event_t;
 
@@ -54,6 +56,13 @@ typedef struct use {
     uint64_t tick;                  /* the slot's tick at that use */
     use_event_t *prior;             /* earlier uses elsewhere, or NULL */
 } use_t;
+
+/* A use as saved when a copy was ordered after it (res_use_saw): the use, and which taking
+ * of its prior event it named (a done event goes back to a free list, then names later uses). */
+typedef struct use_saw {
+    use_t use;
+    uint64_t prior_gen;
+} use_saw_t;
 
 /* An application stream whose uses are recorded lazily. */
 #define COVER_RING 8        /* a stream's earlier events kept for the uses they cover */
@@ -137,7 +146,7 @@ typedef struct flight {
     use_event_t *ev;
     uint64_t issued, move;          /* when tracing: the trace's clock when its copy was
                                      * issued, and its move id (shim_trace_move_begin) */
-    use_t use, fence;               /* an eviction: the chunk's last use and the fence its
+    use_saw_t use, fence;           /* an eviction: the chunk's last use and the fence its
                                      * copy was ordered after (res_idle_since) */
     uint64_t seq;                   /* res_dev_t.flights_added when it was added */
 } flight_t;
@@ -952,7 +961,9 @@ int res_idle_now(res_dev_t *d, chunk_t *c);
  * was ordered after them (res_stream_after_use), the copy now complete: while they still are
  * the chunk's last use and the fence, they are done, though the event that covers them now
  * may be a later one (a stream slot keeps only its latest). */
-int res_idle_since(res_dev_t *d, chunk_t *c, const use_t *use, const use_t *fence);
+int res_idle_since(res_dev_t *d, chunk_t *c, const use_saw_t *use, const use_saw_t *fence);
+/* Use u, saved for res_idle_since. */
+use_saw_t res_use_saw(const use_t *u);
 /* Stream s (of d's context) waits for chunk c's last use and the fence, by events: 0, or -1
  * when it cannot (c is held by an operation whose use is not recorded, or a driver error). */
 int res_stream_after_use(res_dev_t *d, CUstream s, chunk_t *c);

@@ -29,6 +29,8 @@
  * context (pushed while the event is made when it is not current), and destroyed when the
  * last reference goes, so that no free event outlives a context the application destroys.
  */
+static _Atomic uint64_t event_gens;     /* use_event_t.gen: events taken so far */
+
 static use_event_t *event_get(res_dev_t *d, CUcontext ctx)
 {
     use_event_t *e = ctx == d->ctx ? d->free_events : NULL;
@@ -51,6 +53,7 @@ static use_event_t *event_get(res_dev_t *d, CUcontext ctx)
     }
     e->refs = 1;
     e->joined = 0;
+    e->gen = atomic_fetch_add_explicit(&event_gens, 1, memory_order_relaxed) + 1;
     return e;
 }
 
@@ -222,13 +225,25 @@ int res_idle_now(res_dev_t *d, chunk_t *c)
     return !c->held && use_done(d, &c->use) && use_done(d, &d->fence);
 }
 
-int res_idle_since(res_dev_t *d, chunk_t *c, const use_t *use, const use_t *fence)
+use_saw_t res_use_saw(const use_t *u)
+{
+    return (use_saw_t){ *u, u->prior ? u->prior->gen : 0 };
+}
+
+/* use_same for a saved use, whose prior event may since have gone back to the free list and
+ * now name another use (the pointer alone would call that use done). */
+static int use_same_saw(const use_t *u, const use_saw_t *was)
+{
+    return use_same(u, &was->use) && (!u->prior || u->prior->gen == was->prior_gen);
+}
+
+int res_idle_since(res_dev_t *d, chunk_t *c, const use_saw_t *use, const use_saw_t *fence)
 {
     if (c->held)
         return 0;
-    if (use_same(&c->use, use))
+    if (use_same_saw(&c->use, use))
         res_use_clear(d, &c->use);
-    if (use_same(&d->fence, fence))
+    if (use_same_saw(&d->fence, fence))
         res_use_clear(d, &d->fence);
     return res_idle_now(d, c);
 }
