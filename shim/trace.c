@@ -113,6 +113,7 @@ void trace_thread_gone(void *arg)
     pthread_mutex_unlock(&trace_st.states_lock);
     trace_tls_self = NULL;
     free(th->ids);
+    free(th->offs);
     free(th);
 }
 

@@ -60,20 +60,22 @@ typedef struct fslot {
     uint32_t id;
 } fslot_t;
 
-/* An argument word and the allocation it points into (0: none), valid while no allocation
- * was made or freed since (gen). */
+/* An argument word, the allocation it points into (0: none) and its offset there, valid
+ * while no allocation was made or freed since (gen). */
 typedef struct wslot {
-    uint64_t word, gen, id;
+    uint64_t word, gen, id, off;
 } wslot_t;
 
-/* The allocations a whole argument list reaches (ids sorted, without repeats), valid while
- * no allocation was made or freed since (gen) and for the arena [lo, ...).  Kernels are
- * launched again and again with the same arguments: such a launch costs one comparison. */
+/* The allocations a whole argument list reaches (ids sorted, without repeats, each with the
+ * lowest offset of the list's pointers into it), valid while no allocation was made or freed
+ * since (gen) and for the arena [lo, ...).  Kernels are launched again and again with the
+ * same arguments: such a launch costs one comparison. */
 typedef struct memo {
     uint64_t gen, lo;
     uint32_t nwords, nids;
     uint64_t words[MEMO_WORDS];
     uint64_t ids[MEMO_WORDS];
+    uint64_t offs[MEMO_WORDS];
 } memo_t;
 
 /* One thread's recording state, found through tls_self (and a key, to free it at exit). */
@@ -88,7 +90,9 @@ typedef struct tstate {
     uint32_t func;                  /* a launch's function (string id) */
     void *timing;                   /* trace_time.c's handle of the operation */
     uint64_t *ids;                  /* ids of the allocations the launch reaches */
+    uint64_t *offs;                 /* per id: the lowest offset of its pointers there */
     const uint64_t *hit_ids;        /* instead of ids when a memo answered: its own (not NULL) */
+    const uint64_t *hit_offs;       /* and its offsets */
     uint32_t nids, cap;
     int unsorted;                   /* ids not in ascending order */
     uint64_t ptds;                  /* the number of this thread's per-thread stream */

@@ -290,7 +290,8 @@ void shim_trace_issue_timed(uint64_t op, CUstream s, shim_hook_t h)
         th->timing = shim_timing_before(op, s, h, th->ctx_known ? th->ctx : NULL);
 }
 
-/* Room for n ids in th->ids (at least 64); 0, or -1 when out of memory. */
+/* Room for n ids (and their offsets) in th->ids (at least 64); 0, or -1 when out of
+ * memory. */
 static int ids_room(tstate_t *th, uint32_t n)
 {
     uint32_t cap = th->cap ? th->cap : 64;
@@ -300,42 +301,58 @@ static int ids_room(tstate_t *th, uint32_t n)
     while (cap < n)
         cap *= 2;
     uint64_t *ids = realloc(th->ids, cap * sizeof(*ids));
-    if (!ids)
+    if (ids)
+        th->ids = ids;
+    uint64_t *offs = ids ? realloc(th->offs, cap * sizeof(*offs)) : NULL;
+    if (!offs)
         return -1;
-    th->ids = ids;
+    th->offs = offs;
     th->cap = cap;
     return 0;
 }
 
-/* Adds allocation id to the launch's list (the same id twice in a row only once). */
-static inline void add_id(tstate_t *th, uint64_t id)
+/* Adds allocation id, reached at offset off, to the launch's list (the same id twice in a
+ * row only once, with the lower offset). */
+static inline void add_id(tstate_t *th, uint64_t id, uint64_t off)
 {
     if (th->nids && th->ids[th->nids - 1] >= id) {
-        if (th->ids[th->nids - 1] == id)
+        if (th->ids[th->nids - 1] == id) {
+            if (off < th->offs[th->nids - 1])
+                th->offs[th->nids - 1] = off;
             return;
+        }
         th->unsorted = 1;
     }
     if (__builtin_expect(th->nids == th->cap, 0) && ids_room(th, th->nids + 1) < 0)
         return;
+    th->offs[th->nids] = off;
     th->ids[th->nids++] = id;
 }
 
-/* Sorts the launch's ids, which are out of order, ascending and drops repeats. */
+/* Sorts the launch's ids, which are out of order, ascending, each repeat folded into the
+ * first with the lower offset. */
 static void sort_unsorted(tstate_t *th)
 {
-    uint64_t *a = th->ids;
+    uint64_t *a = th->ids, *o = th->offs;
     uint32_t u = 0;
 
     for (uint32_t i = 1; i < th->nids; i++) {
-        uint64_t v = a[i];
+        uint64_t v = a[i], w = o[i];
         uint32_t j = i;
-        for (; j > 0 && a[j - 1] > v; j--)
+        for (; j > 0 && a[j - 1] > v; j--) {
             a[j] = a[j - 1];
+            o[j] = o[j - 1];
+        }
         a[j] = v;
+        o[j] = w;
     }
     for (uint32_t i = 0; i < th->nids; i++)
-        if (!u || a[u - 1] != a[i])
-            a[u++] = a[i];
+        if (!u || a[u - 1] != a[i]) {
+            a[u] = a[i];
+            o[u++] = o[i];
+        } else if (o[i] < o[u - 1]) {
+            o[u - 1] = o[i];
+        }
     th->nids = u;
     th->unsorted = 0;
 }
@@ -353,29 +370,29 @@ static wslot_t *wslot(tstate_t *th, uint64_t word)
     return &th->wcache[((word >> 4) * 0x9E3779B97F4A7C15ull) >> 55];
 }
 
-/* The allocation id of argument word `word`, not cached in w (or stale): from the table
- * (src->base_of names the base), then cached in w. */
-static __attribute__((noinline)) uint64_t word_miss(wslot_t *w, uint64_t word,
-                                                   const shim_trace_arena_t *src)
+/* Argument word `word` not cached in w (or stale): its allocation from the table (src->base_of
+ * names the base), then cached in w; w. */
+static __attribute__((noinline)) const wslot_t *word_miss(wslot_t *w, uint64_t word,
+                                                         const shim_trace_arena_t *src)
 {
     uint64_t base = src->base_of(src->ctx, word);
     spin_lock(&trace_st.alloc_lock);
     uint64_t gen = atomic_load_explicit(&trace_st.alloc_gen, memory_order_relaxed);
     uint64_t id = base ? aget(base) : 0;
     spin_unlock(&trace_st.alloc_lock);
-    *w = (wslot_t){ word, gen, id };
-    return id;
+    *w = (wslot_t){ word, gen, id, id ? word - base : 0 };
+    return w;
 }
 
-/* The allocation id of an argument word: from the thread's cache while no allocation was
- * made or freed since it was cached (gen), else word_miss. */
-static inline uint64_t word_id(tstate_t *th, uint64_t word, uint64_t gen,
-                               const shim_trace_arena_t *src)
+/* An argument word's allocation id and offset there: from the thread's cache while no
+ * allocation was made or freed since it was cached (gen), else word_miss. */
+static inline const wslot_t *word_slot(tstate_t *th, uint64_t word, uint64_t gen,
+                                       const shim_trace_arena_t *src)
 {
     wslot_t *w = wslot(th, word);
 
     if (w->word == word && w->gen == gen)
-        return w->id;
+        return w;
     return word_miss(w, word, src);
 }
 
@@ -396,6 +413,7 @@ static int memo_hit(tstate_t *th, const memo_t *m, const void *buf, size_t size,
     if (m->gen != gen || m->lo != lo || m->nwords * 8 != size || memcmp(m->words, buf, size))
         return 0;
     th->hit_ids = m->ids;
+    th->hit_offs = m->offs;
     th->nids = m->nids;
     th->unsorted = 0;
     return 1;
@@ -405,15 +423,17 @@ static int memo_hit(tstate_t *th, const memo_t *m, const void *buf, size_t size,
  * one): the memo's ids copied into th->ids, where the rest are added. */
 static __attribute__((noinline)) void memo_unhit(tstate_t *th)
 {
-    const uint64_t *ids = th->hit_ids;
+    const uint64_t *ids = th->hit_ids, *offs = th->hit_offs;
 
-    th->hit_ids = NULL;
+    th->hit_ids = th->hit_offs = NULL;
     if (th->nids && ids_room(th, th->nids) < 0) {
         th->nids = 0;
         return;
     }
-    if (th->nids)
+    if (th->nids) {
         memcpy(th->ids, ids, th->nids * sizeof(*th->ids));
+        memcpy(th->offs, offs, th->nids * sizeof(*th->offs));
+    }
 }
 
 /* Keeps the launch's ids (sorted once here, so that a hit needs no sorting) for these words
@@ -431,8 +451,10 @@ static void memo_keep(tstate_t *th, memo_t *m, const void *buf, size_t size, uin
     m->nwords = (uint32_t)(size / 8);
     m->nids = th->nids;
     memcpy(m->words, buf, size);
-    if (th->nids)
+    if (th->nids) {
         memcpy(m->ids, th->ids, th->nids * sizeof(*th->ids));
+        memcpy(m->offs, th->offs, th->nids * sizeof(*th->offs));
+    }
 }
 
 /* The ids of the allocations the words at buf (n of them) reach, added to the launch's
@@ -441,10 +463,13 @@ static inline void words_ids(tstate_t *th, const void *buf, size_t n, uint64_t g
                              const shim_trace_arena_t *src)
 {
     for (size_t i = 0; i < n; i++) {
-        uint64_t v, id;
+        uint64_t v;
         memcpy(&v, (const char *)buf + 8 * i, 8);
-        if (v - src->lo < src->span && (id = word_id(th, v, gen, src)) != 0)
-            add_id(th, id);
+        if (v - src->lo < src->span) {
+            const wslot_t *w = word_slot(th, v, gen, src);
+            if (w->id)
+                add_id(th, w->id, w->off);
+        }
     }
 }
 
@@ -549,6 +574,7 @@ void shim_trace_launch_end(const shim_launch_t *l, CUresult r)
         sort_ids(th);
         la->nallocs = th->nids;
         la->allocs = th->hit_ids ? th->hit_ids : th->ids;
+        la->offsets = th->hit_ids ? th->hit_offs : th->offs;
         la->func = NULL;
         trace_record_kept(&ev);
     }

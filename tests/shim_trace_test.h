@@ -53,10 +53,14 @@ static inline void tt_load(const char *path, tt_trace_t *t)
             EXPECT(t->ev != NULL, "out of memory");
         }
         if (ev.type == TRC_EV_LAUNCH && ev.u.launch.nallocs) {
-            uint64_t *a = malloc(ev.u.launch.nallocs * sizeof(*a));
+            uint32_t n = ev.u.launch.nallocs;
+            uint64_t *a = calloc(2 * (size_t)n, sizeof(*a));  /* (ids, then offsets) */
             EXPECT(a != NULL, "out of memory");
-            memcpy(a, ev.u.launch.allocs, ev.u.launch.nallocs * sizeof(*a));
+            memcpy(a, ev.u.launch.allocs, n * sizeof(*a));
+            if (ev.u.launch.offsets)
+                memcpy(a + n, ev.u.launch.offsets, n * sizeof(*a));
             ev.u.launch.allocs = a;
+            ev.u.launch.offsets = a + n;
         }
         if (ev.type == TRC_EV_OPTIONS) {
             trc_option_t *o = malloc((ev.u.options.count + 1) * sizeof(*o));

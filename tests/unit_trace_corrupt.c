@@ -83,6 +83,8 @@ static void launch_rec(bb_t *b, uint64_t func, uint64_t flags, uint64_t nallocs,
     u(&p, nallocs);
     for (uint64_t i = 0; i < nallocs && i < 4; i++)
         s(&p, 1);
+    if (extra)
+        u(&p, 1), u(&p, 1), u(&p, 4096);   /* 1.8's offsets: one, the second allocation's */
     for (int i = 0; i < extra; i++)
         u(&p, 0x1234);
     rec(b, TRC_EV_LAUNCH, &p);
@@ -170,7 +172,7 @@ static void test_headers(void)
 
     /* A newer minor version: longer header, an extra field in a known record. */
     b.n = 0;
-    header(&b, TRC_MAGIC, 1, 7, 48);
+    header(&b, TRC_MAGIC, 1, 9, 48);
     string_rec(&b, 1, "k");
     launch_rec(&b, 1, 1, 2, 3);
     expect("newer minor, extra fields", &b, 0, 1, NULL);
@@ -243,6 +245,18 @@ static void test_values(void)
     b.n = 32;
     launch_rec(&b, 0, 2, 0, 0);
     expect("unknown span flags", &b, -EBADMSG, 0, "span flags");
+    b.n = 32, p.n = 0;                  /* 1.8: an offset for a third of two allocations */
+    s(&p, 1), s(&p, 1), u(&p, 0), u(&p, 0), s(&p, 0), u(&p, 0), u(&p, 2), s(&p, 1), s(&p, 1);
+    u(&p, 1), u(&p, 2), u(&p, 4096);
+    rec(&b, TRC_EV_LAUNCH, &p);
+    expect("launch offset past its allocations", &b, -EBADMSG, 0,
+           "launch offset index 2 past its 2 allocations");
+    b.n = 32, p.n = 0;                  /* two offsets for one allocation */
+    s(&p, 1), s(&p, 1), u(&p, 0), u(&p, 0), s(&p, 0), u(&p, 0), u(&p, 2), s(&p, 1), s(&p, 1);
+    u(&p, 2), u(&p, 1), u(&p, 4096), u(&p, 0), u(&p, 8192);
+    rec(&b, TRC_EV_LAUNCH, &p);
+    expect("two offsets for one allocation", &b, -EBADMSG, 0,
+           "launch offsets: allocation 1 given twice");
     b.n = 32, p.n = 0;
     s(&p, 1), s(&p, 1), u(&p, 0), u(&p, 0), s(&p, 1ll << 40);
     rec(&b, TRC_EV_LAUNCH, &p);

@@ -171,8 +171,11 @@ static void same_event(const trc_event_t *e, const trc_event_t *g)
         CHECK("launch.device", le->device, lg->device);
         same_span(&le->span, &lg->span);
         CHECK("launch.nallocs", le->nallocs, lg->nallocs);
-        for (uint32_t i = 0; i < le->nallocs && i < lg->nallocs; i++)
+        for (uint32_t i = 0; i < le->nallocs && i < lg->nallocs; i++) {
             CHECK("launch.allocs[i]", le->allocs[i], lg->allocs[i]);
+            CHECK("launch.offsets[i]", le->offsets ? le->offsets[i] : 0,
+                  lg->offsets ? lg->offsets[i] : 0);
+        }
         break;
     case TRC_EV_COPY:
         CHECK("copy.kind", ce->kind, cg->kind);
@@ -295,6 +298,7 @@ static void same_event(const trc_event_t *e, const trc_event_t *g)
 /* ------------------------------------------------------------------ every record type */
 
 static const uint64_t launch_allocs[] = { 7, 3, 0xffffffffffffffffull, 8, 8 };
+static const uint64_t launch_offsets[] = { 0, 4096, 0, 0xffffffffffffffffull, 2 };
 
 /* Writes one or more of each event type, the extremes included. */
 static void write_all_types(trc_writer_t *w)
@@ -338,7 +342,7 @@ static void write_all_types(trc_writer_t *w)
     ev = (trc_event_t){ .type = TRC_EV_LAUNCH, .time = 3000 };
     ev.u.launch = (trc_launch_t){ .id = 1, .func_id = sid(w, "sgemm_128x64_nn"), .stream = 2,
                                   .device = 0, .span = { 1, 3100, 5100 }, .nallocs = 5,
-                                  .allocs = launch_allocs };
+                                  .allocs = launch_allocs, .offsets = launch_offsets };
     emit(w, &ev);
     ev.time = 3001;
     ev.u.launch = (trc_launch_t){ .id = 0xfffffffffffffff0ull, .func_id = sid(w, "k"),
@@ -346,7 +350,7 @@ static void write_all_types(trc_writer_t *w)
     emit(w, &ev);
     ev.u.launch = (trc_launch_t){ .id = 2, .func_id = 0, .stream = 0xffffffffffffffffull,
                                   .device = -7, .span = { 0, 0, 0 }, .nallocs = 1,
-                                  .allocs = launch_allocs + 2 };
+                                  .allocs = launch_allocs + 2, .offsets = launch_offsets + 4 };
     emit(w, &ev);
     ev = (trc_event_t){ .type = TRC_EV_COPY, .time = 4000 };
     ev.u.copy = (trc_copy_t){ TRC_COPY_HTOD, 0x55550000, 0x7f0000000000ull, 4096, 1, 0,

@@ -118,6 +118,38 @@ static void put_allocs(wbuf_t *b, uint64_t prev, const uint64_t *ids, uint32_t n
     }
 }
 
+/* A launch's nonzero offsets (1.8): their count, then each one's index in the list (a delta
+ * from the previous one's) and the offset; without a bound check (VARINT_MAX bytes per field
+ * fit: launch_worst). */
+static inline uint8_t *put_offsets_fast(uint8_t *p, const trc_launch_t *l)
+{
+    uint32_t n = 0, prev = 0;
+    for (uint32_t i = 0; l->offsets && i < l->nallocs; i++)
+        n += l->offsets[i] != 0;
+    p = put_u_fast(p, n);
+    for (uint32_t i = 0; n && i < l->nallocs; i++)
+        if (l->offsets[i]) {
+            p = put_u_fast(p, i - prev);
+            p = put_u_fast(p, l->offsets[i]);
+            prev = i;
+        }
+    return p;
+}
+
+static void put_offsets(wbuf_t *b, const trc_launch_t *l)
+{
+    uint32_t n = 0, prev = 0;
+    for (uint32_t i = 0; l->offsets && i < l->nallocs; i++)
+        n += l->offsets[i] != 0;
+    put_u(b, n);
+    for (uint32_t i = 0; n && i < l->nallocs; i++)
+        if (l->offsets[i]) {
+            put_u(b, i - prev);
+            put_u(b, l->offsets[i]);
+            prev = i;
+        }
+}
+
 static int put_launch(wbuf_t *b, trc_enc_t *e, uint64_t time, const trc_launch_t *l)
 {
     put_s(b, (int64_t)(l->id - e->launch));
@@ -128,6 +160,7 @@ static int put_launch(wbuf_t *b, trc_enc_t *e, uint64_t time, const trc_launch_t
         return -EINVAL;
     put_u(b, l->nallocs);
     put_allocs(b, e->alloc, l->allocs, l->nallocs);
+    put_offsets(b, l);
     e->launch = l->id;
     return 0;
 }
@@ -376,11 +409,11 @@ static int begin(wbuf_t *b, void *buf, size_t cap)
 }
 
 /* Room for the longest LAUNCH record l can make: type, a length of up to 3 bytes, and at most
- * VARINT_MAX bytes per field (time, id, function, stream, device, three of span, count) and
- * per allocation. */
+ * VARINT_MAX bytes per field (time, id, function, stream, device, three of span, two counts)
+ * and three per allocation (its id, and an offset with its index). */
 static size_t launch_worst(const trc_launch_t *l)
 {
-    return 4 + (size_t)VARINT_MAX * (9 + (size_t)l->nallocs);
+    return 4 + (size_t)VARINT_MAX * (10 + 3 * (size_t)l->nallocs);
 }
 
 /*
@@ -408,6 +441,7 @@ static long encode_launch(trc_enc_t *e, uint8_t *buf, size_t cap, const trc_even
     }
     p = put_u_fast(p, l->nallocs);
     p = put_ids_fast(p, e->alloc, l->allocs, l->nallocs);
+    p = put_offsets_fast(p, l);
     long n = (long)(p - buf);
     if (n - 2 < 128) {
         buf[0] = TRC_EV_LAUNCH;

@@ -340,12 +340,33 @@ static void ev_launch(cur_t *c, uint64_t time, trc_launch_t *l)
     l->device = i32(c, "device");
     span(c, time, &l->span);
     l->nallocs = count(c, "allocation", 1);
-    uint64_t *ids = scratch(c, (l->nallocs ? l->nallocs : 1) * sizeof(uint64_t));
+    uint64_t *ids = scratch(c, (l->nallocs ? 2 * (size_t)l->nallocs : 1) * sizeof(uint64_t));
     l->allocs = ids;
+    l->offsets = NULL;
     uint64_t prev = r->ctx.alloc;
     for (uint32_t i = 0; ids && i < l->nallocs; i++)
         prev = ids[i] = prev + (uint64_t)get_s(&c->b);
     r->ctx.launch = l->id;
+    uint32_t n = ids && c->b.p < c->b.end ? count(c, "offset", 2) : 0;    /* (1.8) */
+    if (!n)
+        return;
+    uint64_t *off = ids + l->nallocs;
+    memset(off, 0, l->nallocs * sizeof(*off));
+    for (uint32_t k = 0, i = 0; k < n; k++) {
+        uint64_t step = u64(c);
+        if (k && !step) {
+            bad(c, "launch offsets: allocation %" PRIu32 " given twice", i);
+            return;
+        }
+        if (step >= l->nallocs - i) {
+            bad(c, "launch offset index %" PRIu64 " past its %" PRIu32 " allocations",
+                i + step, l->nallocs);
+            return;
+        }
+        i += (uint32_t)step;
+        off[i] = u64(c);
+    }
+    l->offsets = off;
 }
 
 static void ev_copy(cur_t *c, uint64_t time, trc_copy_t *p)

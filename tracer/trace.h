@@ -22,7 +22,7 @@
 
 #define TRC_MAGIC         "ELXTRACE"
 #define TRC_VERSION_MAJOR 1
-#define TRC_VERSION_MINOR 7
+#define TRC_VERSION_MINOR 8
 #define TRC_HEADER_LEN    32          /* of this version; a reader skips a longer header */
 #define TRC_MAX_RECORD    (1u << 20)  /* largest record payload a reader accepts */
 #define TRC_MAX_DEPTH     256         /* deepest call stack (native frames; Python frames too) */
@@ -147,6 +147,9 @@ typedef struct trc_launch {
     trc_span_t span;
     uint32_t nallocs;
     const uint64_t *allocs;            /* allocation ids it may touch; reader: until next */
+    const uint64_t *offsets;           /* 1.8: per allocation, the lowest byte offset of the
+                                        * launch's pointers into it (NULL: all 0); reader:
+                                        * until next */
     const char *func;
 } trc_launch_t;
 

@@ -209,8 +209,9 @@ static uint32_t slack_opt(const cli_cmd_t *c, int unmap)
 
 /* Plans x on machine m with `slack` (pol_input_t.slack): the point's result.  A fixed slack
  * of the whole GPU or more plans nothing (-ENOSPC). */
-static void plan_point(const tp_input_t *x, const pol_machine_t *m, uint32_t slack, point_t *p)
+static void plan_point(tp_input_t *x, const pol_machine_t *m, uint32_t slack, point_t *p)
 {
+    tp_fit(x, m->cap[POL_GPU] / m->chunk);
     pol_input_t in = x->in;
     in.m = *m;
     in.slack = slack;
@@ -485,7 +486,7 @@ static int svg_sweep(const tm_trace_t *t, const void *arg, FILE *f, char *err, s
     return ferror(f) ? text_fail(err, len, -EIO, "write error") : 0;
 }
 
-static void run_sweep(const cli_cmd_t *c, const tp_input_t *x, const pol_machine_t *m,
+static void run_sweep(const cli_cmd_t *c, tp_input_t *x, const pol_machine_t *m,
                       uint32_t slack, sweep_t *s)
 {
     uint64_t n = cli_count_opt(c, "--points", 12);

@@ -36,6 +36,7 @@ typedef struct priv {
     idmap_t dev_ix, opt_ix;            /* device id -> devices[], option name -> options[] */
     int32_t beyond;                    /* the device that was one too many */
     uint64_t *ids;                     /* launch allocation ids, all launches in order */
+    uint64_t *offs;                    /* and their offsets (tm_op_t.offsets) */
     size_t nids, cap_ids;
     trc_timing_t *timings;             /* matched to operations after the load */
     size_t ntimings, cap_timings;
@@ -266,12 +267,19 @@ static int add_launch(tm_trace_t *t, priv_t *p, const trc_event_t *ev)
     if (p->nids + l->nallocs > p->cap_ids) {
         size_t nc = (p->nids + l->nallocs) * 2;
         uint64_t *np = realloc(p->ids, nc * sizeof(uint64_t));
-        if (!np)
+        if (np)
+            p->ids = np;
+        uint64_t *no = np ? realloc(p->offs, nc * sizeof(uint64_t)) : NULL;
+        if (!no)
             return -ENOMEM;
-        p->ids = np;
+        p->offs = no;
         p->cap_ids = nc;
     }
     memcpy(p->ids + p->nids, l->allocs, l->nallocs * sizeof(uint64_t));
+    if (l->offsets)
+        memcpy(p->offs + p->nids, l->offsets, l->nallocs * sizeof(uint64_t));
+    else
+        memset(p->offs + p->nids, 0, l->nallocs * sizeof(uint64_t));
     p->nids += l->nallocs;
     o->nallocs = l->nallocs;
     return 0;
@@ -446,6 +454,7 @@ static void resolve(tm_trace_t *t, priv_t *p)
     size_t at = 0;
     for (size_t i = 0; i < t->nops; i++) {
         t->ops[i].allocs = t->ops[i].nallocs ? p->ids + at : NULL;
+        t->ops[i].offsets = t->ops[i].nallocs ? p->offs + at : NULL;
         at += t->ops[i].nallocs;
     }
     for (size_t i = 0; i < p->ntimings; i++) {
@@ -578,6 +587,7 @@ void tm_free(tm_trace_t *t)
             free(p->names[i]);
         free(p->names);
         free(p->ids);
+        free(p->offs);
         free(p->timings);
         free(p->path);
         free(p);

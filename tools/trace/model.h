@@ -52,6 +52,8 @@ typedef struct tm_op {
                                         * u32 (a source this version does not know included) */
     uint32_t nallocs;
     const uint64_t *allocs;            /* allocation ids a launch may touch */
+    const uint64_t *offsets;           /* per allocation, the lowest offset of the launch's
+                                        * pointers into it (1.8; 0 in older traces) */
 } tm_op_t;
 
 typedef struct tm_migration {

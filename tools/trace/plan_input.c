@@ -6,8 +6,10 @@
  * the most device times (the profiled one: libelixir.so times only ELIXIR_PROFILE_ITERATIONS
  * of them).  Its operations on one device are taken in enqueue order.  A launch reaches the
  * whole of every allocation its arguments point into (the trace names allocations, not
- * bytes); allocations smaller than a chunk are planned as the chunk they share with others
- * (the arena's slabs), which lives through the whole iteration; a copy, memset or collective reaches the chunks its byte range covers: chunks it
+ * bytes), the chunks before its lowest pointer's (format 1.8: the trace's offsets) told apart
+ * as the shim does (ELIXIR_REACH=forward: tp_fit); allocations smaller than a chunk are planned
+ * as the chunk they share with others (the arena's slabs), which lives through the whole
+ * iteration; a copy, memset or collective reaches the chunks its byte range covers: chunks it
  * covers whole are overwritten (their old contents are dead), partly covered ones written.
  */
 #include "plan_input.h"
@@ -36,6 +38,8 @@ typedef struct builder {
     cand_t **by_id;                    /* the same, by allocation id */
     size_t ncand;
     size_t nrefs, cap_refs, nbufs;
+    uint32_t *stamp;                   /* per buffer: 1 + the last operation reaching it */
+    uint32_t op_no;                    /* 1 + the operation being built */
     const tm_op_t **ops;               /* the window's operations, in enqueue order */
     group_t *groups;                   /* shared chunks made buffers, in order of first use */
     size_t ngroups;
@@ -282,21 +286,33 @@ static int64_t buf_of(builder_t *b, cand_t *c)
     return c->buf;
 }
 
-static int push_ref(builder_t *b, int64_t buf, uint64_t first, uint64_t n, uint8_t access)
+/* A reference to chunks [first, first + n) of buf; `behind`: they lie before a launch's
+ * lowest pointer into buf (tp_fit). */
+static int push_ref_at(builder_t *b, int64_t buf, uint64_t first, uint64_t n, uint8_t access,
+                       int behind)
 {
     if (!n)
         return 0;
     if (b->nrefs == b->cap_refs) {
         size_t nc = b->cap_refs ? b->cap_refs * 2 : 256;
         pol_ref_t *r = realloc(b->x->refs, nc * sizeof(*r));
-        if (!r)
+        if (r)
+            b->x->refs = r;
+        uint8_t *h = r ? realloc(b->x->behind, nc) : NULL;
+        if (!h)
             return -ENOMEM;
-        b->x->refs = r;
+        b->x->behind = h;
         b->cap_refs = nc;
     }
+    b->x->behind[b->nrefs] = (uint8_t)behind;
     b->x->refs[b->nrefs++] = (pol_ref_t){ .buf = (uint32_t)buf, .chunk = (uint32_t)first,
                                           .nchunks = (uint32_t)n, .access = access };
     return 0;
+}
+
+static int push_ref(builder_t *b, int64_t buf, uint64_t first, uint64_t n, uint8_t access)
+{
+    return push_ref_at(b, buf, first, n, access, 0);
 }
 
 /* A byte range [p, p + bytes) at `when`: its chunks read, or written (wholly covered chunks
@@ -328,15 +344,36 @@ static int range_ref(builder_t *b, uint64_t p, uint64_t bytes, uint64_t when, in
     return rc;
 }
 
+/* Does the launch being built reach buffer buf already?  (It does from now on.) */
+static int reached(builder_t *b, int64_t buf)
+{
+    if (b->stamp[buf] == b->op_no)
+        return 1;
+    b->stamp[buf] = b->op_no;
+    return 0;
+}
+
+/* A launch reaches each of its allocations from the chunk of its lowest pointer into it on;
+ * the chunks before are reached too, told apart (behind), for at most TP_BEHIND_SPANS of its
+ * allocations, as the shim collects them (res_launch.c, collect_forward). */
 static int launch_refs(builder_t *b, const tm_op_t *o)
 {
+    unsigned spans = 0;
     for (uint32_t k = 0; k < o->nallocs; k++) {
         cand_t *c = cand_by_id(b, o->allocs[k]);
         if (!c)
             continue;                  /* another device's memory, or pinned host memory */
         int64_t buf = buf_of(b, c);
+        if (c->a->size < b->chunk && reached(b, buf))
+            continue;                  /* (a slab chunk another of its allocations reached) */
         uint64_t n = c->a->size < b->chunk ? 1 : (c->a->size + b->chunk - 1) / b->chunk;
-        int rc = push_ref(b, buf, 0, n ? n : 1, POL_RW);
+        uint64_t lo = o->offsets && n > 1 ? o->offsets[k] / b->chunk : 0;
+        if (lo >= n || spans == TP_BEHIND_SPANS)
+            lo = 0;
+        spans += lo > 0;
+        int rc = push_ref_at(b, buf, 0, lo, POL_RW, 1);
+        if (!rc)
+            rc = push_ref(b, buf, lo, n - lo, POL_RW);
         if (rc)
             return rc;
     }
@@ -409,8 +446,9 @@ static int build_ops(builder_t *b)
     b->ops = malloc((n ? n : 1) * sizeof(*b->ops));
     x->ops = calloc(n ? n : 1, sizeof(*x->ops));
     x->bufs = calloc(b->ncand ? b->ncand : 1, sizeof(*x->bufs));
+    b->stamp = calloc(b->ncand ? b->ncand : 1, sizeof(*b->stamp));
     uint64_t *streams = malloc((n ? n : 1) * sizeof(uint64_t));
-    if (!b->ops || !x->ops || !x->bufs || !streams) {
+    if (!b->ops || !x->ops || !x->bufs || !b->stamp || !streams) {
         free(streams);
         return -ENOMEM;
     }
@@ -429,6 +467,7 @@ static int build_ops(builder_t *b)
         p->stream = stream_no(streams, &nstreams, o->stream);
         p->dur_ns = o->has_times && o->end > o->start ? o->end - o->start : 0;
         p->ref = (uint32_t)b->nrefs;
+        b->op_no = (uint32_t)i + 1;
         rc = op_refs(b, o);
         p->nref = (uint32_t)(b->nrefs - p->ref);
     }
@@ -494,6 +533,7 @@ int tp_build(const tm_trace_t *t, const tp_select_t *sel, tp_input_t *x, char *e
     free(b.by_id);
     free(b.groups);
     free(b.ops);
+    free(b.stamp);
     x->in.ops = x->ops;
     x->in.refs = x->refs;
     x->in.bufs = x->bufs;
@@ -504,14 +544,29 @@ int tp_build(const tm_trace_t *t, const tp_select_t *sel, tp_input_t *x, char *e
     return rc;
 }
 
+void tp_fit(tp_input_t *x, uint64_t gpu_chunks)
+{
+    for (size_t i = 0; i < x->in.nops; i++) {
+        const pol_op_t *o = &x->ops[i];
+        uint64_t reach = 0;
+        for (uint32_t j = 0; j < o->nref; j++)
+            reach += x->refs[o->ref + j].nchunks;
+        for (uint32_t j = 0; j < o->nref; j++)
+            if (x->behind[o->ref + j])
+                x->refs[o->ref + j].access = reach <= gpu_chunks ? POL_RW | POL_NEAR : POL_RW;
+    }
+}
+
 void tp_free(tp_input_t *x)
 {
     free(x->ops);
     free(x->refs);
     free(x->bufs);
     free(x->syncs);
+    free(x->behind);
     x->ops = NULL;
     x->refs = NULL;
     x->bufs = NULL;
     x->syncs = NULL;
+    x->behind = NULL;
 }

@@ -23,6 +23,10 @@ typedef struct tp_select {
     uint64_t chunk;                    /* bytes per chunk */
 } tp_select_t;
 
+/* A launch's allocations with chunks behind its pointers, at most (the shim's BEHIND_SPANS):
+ * beyond, it reaches the others whole. */
+#define TP_BEHIND_SPANS 8
+
 /* The planner's input and what was chosen; arrays owned (tp_free). */
 typedef struct tp_input {
     pol_input_t in;                    /* in.m is left zero: the caller fills the machine */
@@ -36,6 +40,8 @@ typedef struct tp_input {
     pol_ref_t *refs;
     pol_buf_t *bufs;
     pol_sync_t *syncs;
+    uint8_t *behind;                   /* per reference: 1 for chunks before the launch's
+                                        * lowest pointer into their allocation (tp_fit) */
 } tp_input_t;
 
 /* Builds the input.  0, or a negative errno with the reason in err ("no closed iteration",
@@ -43,5 +49,9 @@ typedef struct tp_input {
 int tp_build(const tm_trace_t *t, const tp_select_t *sel, tp_input_t *out, char *err,
              size_t len);
 void tp_free(tp_input_t *x);
+/* The chunks behind launches' pointers as the shim profiles them for a GPU of gpu_chunks:
+ * POL_NEAR (the planner brings them in or leaves them where they are) where all the launch
+ * reaches fits in it, else reached as the rest (the launch runs in place). */
+void tp_fit(tp_input_t *x, uint64_t gpu_chunks);
 
 #endif
