@@ -959,8 +959,9 @@ int res_idle_unlocked(res_dev_t *d, uint32_t ci, double *blocked);
 int res_idle_now(res_dev_t *d, chunk_t *c);
 /* res_idle_now for a chunk whose last use and the fence were `use` and `fence` when a copy
  * was ordered after them (res_stream_after_use), the copy now complete: while they still are
- * the chunk's last use and the fence, they are done, though the event that covers them now
- * may be a later one (a stream slot keeps only its latest). */
+ * the chunk's last use and the fence (or were forgotten as done), they are done, though the
+ * event that covers them now may be a later one (a stream slot keeps only its latest).  A use
+ * since then, of the chunk or of unknown memory, may have written what the copy read: 0. */
 int res_idle_since(res_dev_t *d, chunk_t *c, const use_saw_t *use, const use_saw_t *fence);
 /* Use u, saved for res_idle_since. */
 use_saw_t res_use_saw(const use_t *u);

@@ -237,15 +237,19 @@ static int use_same_saw(const use_t *u, const use_saw_t *was)
     return use_same(u, &was->use) && (!u->prior || u->prior->gen == was->prior_gen);
 }
 
+/* Is u still `was`, or nothing since (was found done and forgotten)? */
+static int use_since(const use_t *u, const use_saw_t *was)
+{
+    return use_same_saw(u, was) || (!u->slot && !u->prior);
+}
+
 int res_idle_since(res_dev_t *d, chunk_t *c, const use_saw_t *use, const use_saw_t *fence)
 {
-    if (c->held)
-        return 0;
-    if (use_same_saw(&c->use, use))
-        res_use_clear(d, &c->use);
-    if (use_same_saw(&d->fence, fence))
-        res_use_clear(d, &d->fence);
-    return res_idle_now(d, c);
+    if (c->held || !use_since(&c->use, use) || !use_since(&d->fence, fence))
+        return 0;                       /* (used since: the copy may have missed its writes) */
+    res_use_clear(d, &c->use);
+    res_use_clear(d, &d->fence);
+    return 1;
 }
 
 /* Make stream s wait for use u (no host wait); 0, or -1 when it cannot. */
