@@ -137,6 +137,7 @@ static void op_finish(nvme_area_t *a, nvme_op_t *op)
     op_count(a, op);
     if (op->abandoned) {
         a->nabandoned--;
+        op->clock_token = 0;            /* (nobody waits for it: the clock goes on) */
         op_release(a, op);
     } else if (!op->sync) {
         list_add(&a->done_head, &a->done_tail, op);

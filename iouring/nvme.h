@@ -196,7 +196,9 @@ int nvme_submit(nvme_area_t *a);
  * wait: completions already posted are reaped without a system call); beyond min_wait, only
  * those the clock has reached (nvme_clock_t.done).  Returns the count. */
 int nvme_complete(nvme_area_t *a, nvme_done_t *out, unsigned max, unsigned min_wait);
-/* Write or read one slot and wait for it: nvme_write/read + submit + complete. */
+/* Write or read one slot and wait for it: nvme_write/read + submit + complete.  When the wait
+ * itself fails (the engine's error), the operation may still be in flight: as for nvme_wait,
+ * buf stays in use until it finishes, and an operation queued on its bytes waits for that. */
 int nvme_write_sync(nvme_area_t *a, uint32_t slot, const void *buf, uint32_t len);
 int nvme_read_sync(nvme_area_t *a, uint32_t slot, void *buf, uint32_t len);
 /* Operations queued or in flight. */

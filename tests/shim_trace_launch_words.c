@@ -4,10 +4,11 @@
  * more words than residency hands the tracer at once (64), or come in the `extra` buffer.
  *
  * The scenario (under the shim) allocates P0..P3 and launches lw_big(s, q), s an 80-word
- * structure: first with P2 in word 3, P0 + 16 in word 70 and P2 again in word 79, q = P1;
+ * structure: first with P2 + 64 in word 3, P0 + 16 in word 70 and P2 in word 79, q = P1;
  * then with P1 in word 5, P3 in word 65 and q = 0; then lw_pair(P3, P1 + 8) through the
- * `extra` buffer; then lw_big once more as the first time; then lw_four(P2 + 32, P1, P3 + 64,
- * P1 + 8) twice (the second answered by the tracer's memo of argument lists).  Words past the
+ * `extra` buffer; then lw_big once more as the first time; then lw_four(P2 + 32, P1 + 8, P1,
+ * P3 + 64) twice (the second answered by the tracer's memo of argument lists).  A repeated
+ * pointer comes later with a lower offset, next to the first (P1) or not (P2).  Words past the
  * 64th reach the tracer in a second batch, so a launch's ids come from two batches (and out
  * of order, with a repeat).  The test checks each launch's allocation ids (ascending, no
  * repeats), the lowest offset of its pointers into each (format 1.8), device and stream.
@@ -78,7 +79,7 @@ static void scenario(void)
     CHECK_CU(cuStreamCreate(&st, CU_STREAM_NON_BLOCKING));
     for (int i = 0; i < 4; i++)
         CHECK_CU(cuMemAlloc(&p[i], BYTES));
-    s[3] = p[2];
+    s[3] = p[2] + 64;                                   /* (P2 again in word 79, lower) */
     s[70] = p[0] + 16;
     s[79] = p[2];
     t[5] = p[1];
@@ -88,7 +89,7 @@ static void scenario(void)
     CHECK_CU(launch_pair(pair, st, p[3], p[1] + 8));    /* 2 */
     CHECK_CU(launch_big(big, st, s, p[1]));             /* 3 */
     for (int i = 0; i < 2; i++) {                       /* 4, 5 */
-        uint64_t a = p[2] + 32, b = p[1], c = p[3] + 64, d = p[1] + 8;
+        uint64_t a = p[2] + 32, b = p[1] + 8, c = p[1], d = p[3] + 64;
         void *args[4] = { &a, &b, &c, &d };
         CHECK_CU(cuLaunchKernel(four, 1, 1, 1, 1, 1, 1, 0, st, args, NULL));
     }

@@ -26,6 +26,10 @@ static void run(nvme_engine_kind_t engine)
     NT_CHECK(strstr(why, "waiting for I/O") != NULL, "the reason does not say so: \"%s\"", why);
     NT_EQ(nvme_write(a, 0, buf, 2 * NT_MIB, 9), -EIO);
     NT_EQ(nvme_write_sync(a, 1, buf, 2 * NT_MIB), -EIO);
+    /* The lost write still reads its buffer: a read into it waits for the write first. */
+    NT_EQ(nvme_read_sync(a, 0, buf + 4 * NT_MIB, 2 * NT_MIB), 0);
+    NT_EQ(nvme_pending(a), 0);
+    NT_CHECK(nt_differs(buf + 4 * NT_MIB, 2 * NT_MIB, 0) < 0, "slot 0 read back wrong");
     for (uint32_t s = 0; s < 2; s++) {
         uint8_t *in = buf + 6 * NT_MIB;
         memset(in, 0, 2 * NT_MIB);
@@ -34,20 +38,30 @@ static void run(nvme_engine_kind_t engine)
     }
     /* A read whose wait fails stays in flight into its buffer: a read queued on the same
      * buffer waits for it first (else it could land over the new data), and it is let go
-     * as it finishes (else it would hold an operation of the area for good). */
+     * as it finishes (else it would hold an operation of the area for good).  Through
+     * nvme_read_sync, then through nvme_wait (the tag of the lost read free again). */
     uint8_t *in = buf + 6 * NT_MIB;
-    NT_EQ(nvme_fault_plan(a, 0, 1, "reap"), 0);
-    NT_EQ(nvme_read_sync(a, 0, in, 2 * NT_MIB), -EIO);
-    NT_EQ(nvme_pending(a), 1);
-    memset(in, 0, 2 * NT_MIB);
-    NT_EQ(nvme_read(a, 1, in, 2 * NT_MIB, 7), 0);
-    NT_EQ(nvme_pending(a), 1);
-    nvme_done_t done;
-    NT_EQ(nvme_complete(a, &done, 1, 1), 1);
-    NT_CHECK(done.tag == 7 && done.result == 0, "read tag %llu result %d",
-             (unsigned long long)done.tag, done.result);
-    NT_CHECK(nt_differs(in, 2 * NT_MIB, 1) < 0, "slot 1 read back wrong after a failed wait");
-    NT_EQ(nvme_pending(a), 0);
+    for (int waited = 0; waited < 2; waited++) {
+        uint64_t tag = 5;
+        NT_EQ(nvme_fault_plan(a, 0, 1, "reap"), 0);
+        if (waited) {
+            NT_EQ(nvme_read_part(a, 0, in, 2 * NT_MIB, tag, NVME_OP_WAITED), 0);
+            NT_EQ(nvme_submit(a), 0);
+            NT_EQ(nvme_wait(a, tag), -EIO);
+        } else {
+            NT_EQ(nvme_read_sync(a, 0, in, 2 * NT_MIB), -EIO);
+        }
+        NT_EQ(nvme_pending(a), 1);
+        memset(in, 0, 2 * NT_MIB);
+        NT_EQ(nvme_read(a, 1, in, 2 * NT_MIB, tag), 0);
+        NT_EQ(nvme_pending(a), 1);
+        nvme_done_t done;
+        NT_EQ(nvme_complete(a, &done, 1, 1), 1);
+        NT_CHECK(done.tag == tag && done.result == 0, "read tag %llu result %d",
+                 (unsigned long long)done.tag, done.result);
+        NT_CHECK(nt_differs(in, 2 * NT_MIB, 1) < 0, "slot 1 read back wrong after a failed wait");
+        NT_EQ(nvme_pending(a), 0);
+    }
     printf("%s: reap: %s\n", nt_engine_name(engine), why);
     nvme_close(a);
 }

@@ -257,6 +257,11 @@ static void test_values(void)
     rec(&b, TRC_EV_LAUNCH, &p);
     expect("two offsets for one allocation", &b, -EBADMSG, 0,
            "launch offsets: allocation 1 given twice");
+    b.n = 32, p.n = 0;                  /* an offset list cut short */
+    s(&p, 1), s(&p, 1), u(&p, 0), u(&p, 0), s(&p, 0), u(&p, 0), u(&p, 2), s(&p, 1), s(&p, 1);
+    u(&p, 2), u(&p, 0), u(&p, 16384);   /* (3 bytes: the second offset's index missing) */
+    rec(&b, TRC_EV_LAUNCH, &p);
+    expect("offset list cut short", &b, -EBADMSG, 0, "fields run past its length");
     b.n = 32, p.n = 0;
     s(&p, 1), s(&p, 1), u(&p, 0), u(&p, 0), s(&p, 1ll << 40);
     rec(&b, TRC_EV_LAUNCH, &p);

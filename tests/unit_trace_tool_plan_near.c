@@ -9,8 +9,8 @@
  *   - With the offsets, the planner may leave the segment's first six chunks where they are:
  *     it moves fewer bytes in than the same trace without offsets (a 1.7 recorder's), where
  *     both allocations come in whole, 16 chunks an iteration.
- *   - On a GPU of 6 chunks the segment's kernel reaches more than the GPU holds, the chunks
- *     behind its pointer counted (the shim then profiles it whole and runs it in place).
+ *   - A trace whose options say ELIXIR_REACH=allocation is planned with whole allocations,
+ *     as the shim took them; one that says `forward` as one that says nothing.
  */
 #include "simcuda.h"
 #include "unit_trace_tool.h"
@@ -18,10 +18,15 @@
 #define ITER_NS 10000000u
 #define BASE    0x7f0000000000ull
 
-static void make_trace(const char *path, int offsets, unsigned iters)
+/* The trace; `reach`: the value of ELIXIR_REACH in its options (NULL: none recorded). */
+static void make_trace(const char *path, int offsets, const char *reach, unsigned iters)
 {
     trc_writer_t *w = tt_writer(path, 0);
     uint32_t k = tt_str(w, "layer"), name = tt_str(w, "Test GPU");
+    if (reach) {
+        trc_option_t o = { tt_str(w, "ELIXIR_REACH"), tt_str(w, reach), NULL, NULL };
+        TT_EMIT(trc_emit_options(w, 0, &(trc_options_t){ 1, &o }));
+    }
     TT_EMIT(trc_emit_device(w, 1, &(trc_device_t){ .device = 0, .name_id = name,
                                                    .total_mem = 80 * GiB, .cc_major = 9 }));
     trc_budget_t b = { .device = 0, .bytes = { 1 * GiB, 0, 64 * GiB, 0 } };
@@ -60,8 +65,11 @@ int main(void)
 {
     tt_init();
     const char *with = tt_path("near.trace"), *without = tt_path("whole.trace");
-    make_trace(with, 1, 4);
-    make_trace(without, 0, 4);
+    const char *forward = tt_path("forward.trace"), *allocation = tt_path("allocation.trace");
+    make_trace(with, 1, NULL, 4);
+    make_trace(without, 0, NULL, 4);
+    make_trace(forward, 1, "forward", 4);
+    make_trace(allocation, 1, "allocation", 4);
 
     uint64_t near = bytes_in(with, "16M"), whole = bytes_in(without, "16M");
     printf("16 MiB GPU: %llu bytes in with offsets, %llu without\n", (unsigned long long)near,
@@ -70,5 +78,9 @@ int main(void)
     if (near >= whole)
         TT_FAIL("with offsets %llu bytes in, not fewer than %llu without",
                 (unsigned long long)near, (unsigned long long)whole);
+    TT_CHECK("ELIXIR_REACH=forward: as with offsets", (int64_t)near,
+             (int64_t)bytes_in(forward, "16M"));
+    TT_CHECK("ELIXIR_REACH=allocation: whole allocations", (int64_t)whole,
+             (int64_t)bytes_in(allocation, "16M"));
     return tt_done();
 }

@@ -354,6 +354,8 @@ static void ev_launch(cur_t *c, uint64_t time, trc_launch_t *l)
     memset(off, 0, l->nallocs * sizeof(*off));
     for (uint32_t k = 0, i = 0; k < n; k++) {
         uint64_t step = u64(c);
+        if (c->b.short_ || c->b.bad)
+            return;                     /* (said as the record's fields running short) */
         if (k && !step) {
             bad(c, "launch offsets: allocation %" PRIu32 " given twice", i);
             return;

@@ -7,7 +7,8 @@
  * of them).  Its operations on one device are taken in enqueue order.  A launch reaches the
  * whole of every allocation its arguments point into (the trace names allocations, not
  * bytes), the chunks before its lowest pointer's (format 1.8: the trace's offsets) told apart
- * as the shim does (ELIXIR_REACH=forward: tp_fit); allocations smaller than a chunk are planned
+ * as the shim does (tp_fit), unless the trace's options say the shim took whole allocations
+ * (ELIXIR_REACH=allocation, or ELIXIR_HOST_VMM=0); allocations smaller than a chunk are planned
  * as the chunk they share with others (the arena's slabs), which lives through the whole
  * iteration; a copy, memset or collective reaches the chunks its byte range covers: chunks it
  * covers whole are overwritten (their old contents are dead), partly covered ones written.
@@ -38,6 +39,7 @@ typedef struct builder {
     cand_t **by_id;                    /* the same, by allocation id */
     size_t ncand;
     size_t nrefs, cap_refs, nbufs;
+    int forward;                       /* launches reach allocations from their pointers on */
     uint32_t *stamp;                   /* per buffer: 1 + the last operation reaching it */
     uint32_t op_no;                    /* 1 + the operation being built */
     const tm_op_t **ops;               /* the window's operations, in enqueue order */
@@ -355,7 +357,8 @@ static int reached(builder_t *b, int64_t buf)
 
 /* A launch reaches each of its allocations from the chunk of its lowest pointer into it on;
  * the chunks before are reached too, told apart (behind), for at most TP_BEHIND_SPANS of its
- * allocations, as the shim collects them (res_launch.c, collect_forward). */
+ * allocations, as the shim collects them (res_launch.c, collect_forward; which ones may differ
+ * past that many: the shim takes them in argument order, this the trace's, ascending ids). */
 static int launch_refs(builder_t *b, const tm_op_t *o)
 {
     unsigned spans = 0;
@@ -367,7 +370,7 @@ static int launch_refs(builder_t *b, const tm_op_t *o)
         if (c->a->size < b->chunk && reached(b, buf))
             continue;                  /* (a slab chunk another of its allocations reached) */
         uint64_t n = c->a->size < b->chunk ? 1 : (c->a->size + b->chunk - 1) / b->chunk;
-        uint64_t lo = o->offsets && n > 1 ? o->offsets[k] / b->chunk : 0;
+        uint64_t lo = b->forward && o->offsets && n > 1 ? o->offsets[k] / b->chunk : 0;
         if (lo >= n || spans == TP_BEHIND_SPANS)
             lo = 0;
         spans += lo > 0;
@@ -513,11 +516,23 @@ static int footprint(tp_input_t *x, uint64_t chunk)
     return 0;
 }
 
+/* The value the trace's OPTIONS record gives option `name`, or NULL. */
+static const char *option(const tm_trace_t *t, const char *name)
+{
+    for (size_t i = 0; i < t->noptions; i++)
+        if (strcmp(t->options[i].name, name) == 0)
+            return t->options[i].value;
+    return NULL;
+}
+
 int tp_build(const tm_trace_t *t, const tp_select_t *sel, tp_input_t *x, char *err,
              size_t len)
 {
     memset(x, 0, sizeof(*x));
-    builder_t b = { .t = t, .x = x, .chunk = sel->chunk };
+    const char *reach = option(t, "ELIXIR_REACH"), *vmm = option(t, "ELIXIR_HOST_VMM");
+    builder_t b = { .t = t, .x = x, .chunk = sel->chunk,
+                    .forward = !(reach && strcmp(reach, "allocation") == 0) &&
+                               !(vmm && strcmp(vmm, "0") == 0) };
     int rc = choose_iteration(t, sel->iteration, x, err, len);
     if (!rc)
         rc = choose_device(t, sel->device, x, err, len);
