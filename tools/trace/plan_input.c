@@ -4,14 +4,15 @@
  *
  * The iteration is the window between two iteration marks; by default the closed one with
  * the most device times (the profiled one: libelixir.so times only ELIXIR_PROFILE_ITERATIONS
- * of them).  Its operations on one device are taken in enqueue order.  A launch reaches the
- * whole of every allocation its arguments point into (the trace names allocations, not
- * bytes), the chunks before its lowest pointer's (format 1.8: the trace's offsets) told apart
- * as the shim does (tp_fit), unless the trace's options say the shim took whole allocations
- * (ELIXIR_REACH=allocation, or ELIXIR_HOST_VMM=0); allocations smaller than a chunk are planned
- * as the chunk they share with others (the arena's slabs), which lives through the whole
- * iteration; a copy, memset or collective reaches the chunks its byte range covers: chunks it
- * covers whole are overwritten (their old contents are dead), partly covered ones written.
+ * of them).  Its operations on one device are taken in enqueue order.  A launch reaches every
+ * chunk of each allocation its arguments point into (the trace names allocations and, from
+ * format 1.8, its pointers' lowest offset into each, not the bytes it touches), the chunks
+ * before its lowest pointer's told apart as the shim does (tp_fit), unless the trace's
+ * options say the shim took whole allocations (ELIXIR_REACH=allocation, or ELIXIR_HOST_VMM=0);
+ * allocations smaller than a chunk are planned as the chunk they share with others (the
+ * arena's slabs), which lives through the whole iteration; a copy, memset or collective
+ * reaches the chunks its byte range covers: chunks it covers whole are overwritten (their old
+ * contents are dead), partly covered ones written.
  */
 #include "plan_input.h"
 
