@@ -359,6 +359,32 @@ static inline void tt_need_python(const char *module)
     }
 }
 
+/* Runs elixir-trace with the arguments args (NULL-terminated: TT_ARGS), which it must refuse:
+ * exit status 2, and a line of its standard error holding every one of the texts after. */
+#define TT_ARGS(...) ((const char *const[]){ __VA_ARGS__, NULL })
+#define TT_REFUSED(args, ...)                                                                 \
+    do {                                                                                      \
+        tt_result_t r_ = tt_run_args(args);                                                   \
+        if (r_.status != 2) {                                                                 \
+            printf("FAIL %s:%d: elixir-trace %s %s ...: expected exit status 2, got %d\n",    \
+                   __func__, __LINE__, (args)[0], (args)[1] ? (args)[1] : "", r_.status);     \
+            tt_failed();                                                                      \
+        }                                                                                     \
+        TT_LINE(r_.err, __VA_ARGS__);                                                         \
+        tt_free(&r_);                                                                         \
+    } while (0)
+
+static inline tt_result_t tt_run_args(const char *const *args)
+{
+    char *argv[64];
+    int n = 0;
+    argv[n++] = (char *)tt_tool();
+    for (; *args && n < 63; args++)
+        argv[n++] = (char *)*args;
+    argv[n] = NULL;
+    return tt_exec(argv);
+}
+
 /* Runs a Python program (python3 -c script) with the given arguments (NULL-terminated):
  * its exit status, and what it printed shown when that is not 0. */
 static inline int tt_py(const char *script, const char *arg, ...)

@@ -145,18 +145,11 @@ static void slack(const char *trace)
     TT_CHECK("sweep --slack 1: exit status", 0, r.status);
     TT_LINE(r.out, "4.00 MiB", "no plan", "than the slack leaves");
     tt_free(&r);
-    r = tt_run("plan", trace, "--gpu-memory", "8M", "--slack", "4", NULL);
-    TT_CHECK("8M --slack 4: exit status", 2, r.status);
-    TT_LINE(r.err, "--slack 4: the GPU holds 4 chunks");
-    tt_free(&r);
-    r = tt_run("plan", trace, "--slack", "2", "--unmap", NULL);
-    TT_CHECK("--slack 2 --unmap: exit status", 2, r.status);
-    TT_LINE(r.err, "--slack 2 with --unmap");
-    tt_free(&r);
-    r = tt_run("plan", trace, "--slack", "4097", NULL);
-    TT_CHECK("--slack 4097: exit status", 2, r.status);
-    TT_LINE(r.err, "--slack: '4097' is not a slack", "0 to 4096");
-    tt_free(&r);
+    TT_REFUSED(TT_ARGS("plan", trace, "--gpu-memory", "8M", "--slack", "4"),
+               "--slack 4: the GPU holds 4 chunks");
+    TT_REFUSED(TT_ARGS("plan", trace, "--slack", "2", "--unmap"), "--slack 2 with --unmap");
+    TT_REFUSED(TT_ARGS("plan", trace, "--slack", "4097"),
+               "--slack: '4097' is not a slack", "0 to 4096");
     TT_RUN(0, "plan", trace, "--slack", "0", "--unmap");
 }
 
@@ -283,21 +276,15 @@ static void errors(const char *trace)
     TT_CHECK("iteration 9: exit status", 1, r.status);
     TT_LINE(r.err, "iteration 9 is not one a next mark closes");
     tt_free(&r);
-    r = tt_run("plan", trace, "--pcie", "fast", NULL);
-    TT_CHECK("--pcie fast: exit status", 2, r.status);
-    TT_LINE(r.err, "--pcie", "'fast' is not a bandwidth", "GB/s");
-    tt_free(&r);
+    TT_REFUSED(TT_ARGS("plan", trace, "--pcie", "fast"),
+               "--pcie", "'fast' is not a bandwidth", "GB/s");
     TT_RUN(2, "plan", trace, "--svg", tt_path("x.svg"));
     TT_RUN(2, "plan", trace, "--chunk", "3000");
     TT_RUN(2, "plan", trace, "--sweep", "--points", "1");
-    r = tt_run("plan", trace, "--handles", "page", NULL);
-    TT_CHECK("--handles page: exit status", 2, r.status);
-    TT_LINE(r.err, "--handles: 'page' is not a kind of handles", "chunk", "extent");
-    tt_free(&r);
-    r = tt_run("plan", trace, "--map-us", "-3", NULL);
-    TT_CHECK("--map-us -3: exit status", 2, r.status);
-    TT_LINE(r.err, "--map-us", "'-3' is not a time", "microseconds");
-    tt_free(&r);
+    TT_REFUSED(TT_ARGS("plan", trace, "--handles", "page"),
+               "--handles: 'page' is not a kind of handles", "chunk", "extent");
+    TT_REFUSED(TT_ARGS("plan", trace, "--map-us", "-3"),
+               "--map-us", "'-3' is not a time", "microseconds");
 }
 
 int main(void)

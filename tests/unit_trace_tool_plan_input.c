@@ -89,26 +89,15 @@ static void reads(const char *trace)
 
 static void refused(const char *trace)
 {
-    tt_result_t r = tt_run("plan", trace, "--gpu-memory", "1M", NULL);
-    TT_CHECK("--gpu-memory 1M: exit status", 2, r.status);
-    TT_LINE(r.err, "--gpu-memory 1.00 MiB is less than one chunk", "at least 2.00 MiB");
-    tt_free(&r);
-    r = tt_run("plan", trace, "--gpu-memory", "0", NULL);
-    TT_CHECK("--gpu-memory 0: exit status", 2, r.status);
-    TT_LINE(r.err, "--gpu-memory 0 B is less than one chunk");
-    tt_free(&r);
-    r = tt_run("plan", trace, "--chunk", "2G", NULL);       /* (the trace's budget: 1 GiB) */
-    TT_CHECK("--chunk 2G: exit status", 2, r.status);
-    TT_LINE(r.err, "the trace's GPU budget 1.00 GiB is less than one chunk", "--gpu-memory");
-    tt_free(&r);
-    r = tt_run("plan", trace, "--device", "host", NULL);
-    TT_CHECK("--device host: exit status", 2, r.status);
-    TT_LINE(r.err, "--device host", "a device number");
-    tt_free(&r);
-    r = tt_run("plan", trace, "--nvme-memory", "1G", "--nvme", "1e-9", NULL);
-    TT_CHECK("--nvme 1e-9: exit status", 2, r.status);
-    TT_LINE(r.err, "--nvme", "'1e-9' is not a bandwidth", "0.001");
-    tt_free(&r);
+    TT_REFUSED(TT_ARGS("plan", trace, "--gpu-memory", "1M"),
+               "--gpu-memory 1.00 MiB is less than one chunk", "at least 2.00 MiB");
+    TT_REFUSED(TT_ARGS("plan", trace, "--gpu-memory", "0"),
+               "--gpu-memory 0 B is less than one chunk");
+    TT_REFUSED(TT_ARGS("plan", trace, "--chunk", "2G"),     /* (the trace's budget: 1 GiB) */
+               "the trace's GPU budget 1.00 GiB is less than one chunk", "--gpu-memory");
+    TT_REFUSED(TT_ARGS("plan", trace, "--device", "host"), "--device host", "a device number");
+    TT_REFUSED(TT_ARGS("plan", trace, "--nvme-memory", "1G", "--nvme", "1e-9"),
+               "--nvme", "'1e-9' is not a bandwidth", "0.001");
 }
 
 int main(void)
