@@ -453,6 +453,19 @@ static inline uint32_t tt_str(trc_writer_t *w, const char *s)
         }                                                                                     \
     } while (0)
 
+/* What the plan tests' traces begin with: device 0, an 80 GiB "Test GPU" (compute capability
+ * 9), with budgets of 1 GiB of GPU and 64 GiB of host memory; the kernel name "layer" is
+ * defined, its string id in *kernel. */
+static inline void tt_plan_preamble(trc_writer_t *w, uint32_t *kernel)
+{
+    *kernel = tt_str(w, "layer");
+    uint32_t name = tt_str(w, "Test GPU");
+    TT_EMIT(trc_emit_device(w, 1, &(trc_device_t){ .device = 0, .name_id = name,
+                                                   .total_mem = 80 * GiB, .cc_major = 9 }));
+    trc_budget_t b = { .device = 0, .bytes = { 1 * GiB, 0, 64 * GiB, 0 } };
+    TT_EMIT(trc_emit_budget(w, 2, &b));
+}
+
 /* A MEMORY record of device dev: bytes on the GPU, in pinned host memory and on NVMe. */
 static inline void tt_memory(trc_writer_t *w, uint64_t time, int32_t dev, uint64_t gpu,
                              uint64_t host, uint64_t nvme)

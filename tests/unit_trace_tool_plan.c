@@ -27,11 +27,8 @@ static int with_sync;                  /* make_trace_remaps: a SYNC after each i
 static void make_trace_remaps(const char *path, unsigned iters, uint64_t remaps)
 {
     trc_writer_t *w = tt_writer(path, 0);
-    uint32_t k = tt_str(w, "layer"), name = tt_str(w, "Test GPU");
-    TT_EMIT(trc_emit_device(w, 1, &(trc_device_t){ .device = 0, .name_id = name,
-                                                   .total_mem = 80 * GiB, .cc_major = 9 }));
-    trc_budget_t b = { .device = 0, .bytes = { 1 * GiB, 0, 64 * GiB, 0 } };
-    TT_EMIT(trc_emit_budget(w, 2, &b));
+    uint32_t k;
+    tt_plan_preamble(w, &k);
     for (uint64_t a = 1; a <= 3; a++)
         TT_EMIT(trc_emit_alloc(w, 10 + a, &(trc_alloc_t){ .id = a, .device = 0,
                                                           .addr = BASE + (a - 1) * 4 * MiB,

@@ -29,11 +29,8 @@
 static void make_trace(const char *path, unsigned iters)
 {
     trc_writer_t *w = tt_writer(path, 0);
-    uint32_t k = tt_str(w, "layer"), name = tt_str(w, "Test GPU");
-    TT_EMIT(trc_emit_device(w, 1, &(trc_device_t){ .device = 0, .name_id = name,
-                                                   .total_mem = 80 * GiB, .cc_major = 9 }));
-    trc_budget_t b = { .device = 0, .bytes = { 1 * GiB, 0, 64 * GiB, 0 } };
-    TT_EMIT(trc_emit_budget(w, 2, &b));
+    uint32_t k;
+    tt_plan_preamble(w, &k);
     uint64_t weight = 1, small[SMALL];
     TT_EMIT(trc_emit_alloc(w, 10, &(trc_alloc_t){ .id = weight, .device = 0, .addr = BASE,
                                                   .size = 4 * MiB }));

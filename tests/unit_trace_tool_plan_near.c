@@ -22,15 +22,12 @@
 static void make_trace(const char *path, int offsets, const char *reach, unsigned iters)
 {
     trc_writer_t *w = tt_writer(path, 0);
-    uint32_t k = tt_str(w, "layer"), name = tt_str(w, "Test GPU");
+    uint32_t k;
     if (reach) {
         trc_option_t o = { tt_str(w, "ELIXIR_REACH"), tt_str(w, reach), NULL, NULL };
         TT_EMIT(trc_emit_options(w, 0, &(trc_options_t){ 1, &o }));
     }
-    TT_EMIT(trc_emit_device(w, 1, &(trc_device_t){ .device = 0, .name_id = name,
-                                                   .total_mem = 80 * GiB, .cc_major = 9 }));
-    trc_budget_t b = { .device = 0, .bytes = { 1 * GiB, 0, 64 * GiB, 0 } };
-    TT_EMIT(trc_emit_budget(w, 2, &b));
+    tt_plan_preamble(w, &k);
     uint64_t seg = 1, weight = 2, off = 12 * MiB;
     TT_EMIT(trc_emit_alloc(w, 10, &(trc_alloc_t){ .id = seg, .device = 0, .addr = BASE,
                                                   .size = 16 * MiB }));
