@@ -51,6 +51,7 @@
 #define ALLOC_BYTES (1u << 20)      /* one allocation per pointer argument: 32 MiB in all */
 #define LAUNCHES 40000              /* per round */
 #define ROUNDS 4
+#define WARM_ROUNDS 4               /* rounds of every width before them (see child) */
 #define RUNS 7                      /* runs of the four children in turn */
 #define TARGET_RATIO 1.10
 #define TRACE_TARGET_RATIO 1.10     /* shim + trace against the shim alone */
@@ -181,8 +182,13 @@ static int child(void)
     CUstream s = prepare(f, ptrs, args);
     launch_fn_t driver = driver_launch();
 
-    for (int i = 0; i < NWIDTHS; i++)
-        launch_round(cuLaunchKernel, f[i], s, args, LAUNCHES / 10);  /* warm-up */
+    /* Warm-up: rounds as the measured ones.  With the plan, the first of them is the
+     * iteration that allocates, the second is profiled, the third awaits its times and the
+     * plan is made as the fourth begins, so that every measured round follows it: each child's
+     * best is taken of as many rounds in the same state. */
+    for (int w = 0; w < WARM_ROUNDS; w++)
+        for (int i = 0; i < NWIDTHS; i++)
+            launch_round(cuLaunchKernel, f[i], s, args, LAUNCHES);
     /* Rounds go through the widths in turn, so a slow moment of the machine is shared. */
     for (int r = 0; r < ROUNDS; r++)
         for (int i = 0; i < NWIDTHS; i++) {
@@ -347,7 +353,7 @@ int main(int argc, char **argv)
     if (bench_pin_to_one_cpu() < 0)
         fprintf(stderr, "shim_launch: cannot pin to one CPU; figures may be noisier\n");
     static run_t runs[RUNS];
-    long long want = (long long)NWIDTHS * (LAUNCHES / 10 + ROUNDS * LAUNCHES);
+    long long want = (long long)NWIDTHS * (WARM_ROUNDS + ROUNDS) * LAUNCHES;
     long long want_own = want + (long long)NWIDTHS * (OWN_PAIRS + OWN_WARM) * OWN_LAUNCHES;
     char trace[PATH_MAX];
     for (int i = 0; i < RUNS; i++) {
