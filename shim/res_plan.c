@@ -352,6 +352,10 @@ static void plan_now(res_dev_t *d, res_plan_t *p)
         p->state = P_OFF;
         return;
     }
+    const pol_plan_t *pl = p->plan;
+    for (size_t i = 0; i < p->nops; i++)
+        if (i == 0 || pl->op_after[i - 1] < pl->op_first[i] || pl->op_first[i] < pl->op_after[i])
+            p->cover[i] |= COVER_MOVES;
     for (uint32_t b = 0; b < p->nbufs; b++)
         if (p->bufs[b].born >= 0)
             p->born[p->nborn++] = b;
@@ -550,7 +554,7 @@ static void follow(res_dev_t *d, res_plan_t *p, uint64_t sig, uint32_t serial)
         return;
     }
     p->foreseen++;
-    p->cover_now = p->cover[at];
+    p->cover_now = p->cover[at] & COVER_EVENT;
     if (p->nretry)
         res_plan_retry(d, p, serial, at);
     if (p->after_of)
@@ -787,21 +791,18 @@ void res_plan_nccl(res_dev_t *d, collect_t *k, uintptr_t what, res_access_fn_t a
 }
 
 /* follow() for the usual launch, of the iteration in progress, that the plan expects at its
- * cursor, after the one before, with no moves before it nor after the one before: 1 when it
- * was, else 0 and nothing changed. */
+ * cursor, after the one before, with no moves before it nor after the one before
+ * (COVER_MOVES): its cover (COVER_EVENT, or 0) when it was, else -1 and nothing changed. */
 static SHIM_ALWAYS_INLINE int follow_quiet(res_plan_t *p, uint64_t sig)
 {
     uint32_t at = p->cursor;
     if (p->state != P_EXEC || p->iter != atomic_load_explicit(&det.cur, memory_order_relaxed) ||
-        at == 0 || at >= p->nops || p->after_of != at || p->sig[at] != sig || p->nretry)
-        return 0;
-    const pol_plan_t *pl = p->plan;
-    if (pl->op_after[at - 1] < pl->op_first[at] || pl->op_first[at] < pl->op_after[at])
-        return 0;
+        at >= p->nops || p->after_of != at || p->sig[at] != sig || p->nretry ||
+        (p->cover[at] & COVER_MOVES))
+        return -1;
     p->foreseen++;
     p->after_of = p->cursor = at + 1;
-    p->cover_now = p->cover[at];
-    return 1;
+    return p->cover[at];
 }
 
 /* res_plan_fast past follow_quiet. */
@@ -820,10 +821,14 @@ static __attribute__((noinline)) void plan_fast_slow(res_dev_t *d, CUcontext ctx
 int res_plan_fast(res_dev_t *d, CUcontext ctx, CUfunction f, const uint32_t *ids, unsigned n,
                   CUstream s)
 {
-    if (!(SHIM_LIKELY(!d->nflights && !d->npend && !d->nvme_flights && !res_nccl_inside() &&
-                      d->plan != NULL) &&
-          follow_quiet(d->plan, res_plan_signature(PLAN_LAUNCH, (uintptr_t)f, n))))
-        plan_fast_slow(d, ctx, f, ids, n, s);
+    res_plan_t *p = d->plan;
+    if (SHIM_LIKELY(p != NULL && !d->nflights && !d->npend && !d->nvme_flights &&
+                    !res_nccl_inside())) {
+        int cover = follow_quiet(p, res_plan_signature(PLAN_LAUNCH, (uintptr_t)f, n));
+        if (SHIM_LIKELY(cover >= 0))
+            return cover;
+    }
+    plan_fast_slow(d, ctx, f, ids, n, s);
     return cover_take(d);
 }
 

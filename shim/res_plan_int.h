@@ -15,6 +15,9 @@
 #define RETRY_OPS 8         /* an eviction is tried again for this many operations */
 
 enum { P_WAIT, P_REC, P_TIME, P_EXEC, P_OFF };    /* P_TIME: the profile's times awaited */
+/* res_plan_t.cover's bits, per operation: an event is due after it (pol_cover_after); the plan
+ * has moves before it or after the one before (res_plan_fast's quick path is not for it). */
+enum { COVER_EVENT = 1, COVER_MOVES = 2 };
 
 typedef struct res_plan {
     int state;
@@ -50,7 +53,7 @@ typedef struct res_plan {
     uint32_t pre;                       /* 1 + the operation whose moves before it went ahead
                                          * (res_plan_due), else 0 */
     uint8_t *ahead;                     /* per move: 1 while issued ahead of its place (hoist) */
-    uint8_t *cover;                     /* per operation: an event after it (pol_cover_after) */
+    uint8_t *cover;                     /* per operation: COVER_EVENT, COVER_MOVES */
     uint8_t cover_now;                  /* the operation just matched has one due */
     /* Chunks of moves refused for a use still in flight (-EBUSY), tried again before each
      * operation until `until` (res_plan.c, "moves tried again"). */
@@ -139,7 +142,11 @@ uint8_t res_plan_copy_access(const void *arg, uint64_t lo, uint64_t hi);
  * chunk before its pointers (res_collect_behind), which it need not have on the GPU. */
 uint8_t res_plan_launch_access(const void *arg, uint64_t lo, uint64_t hi);
 /* An operation's signature: its kind, kernel (or copy kind) and the chunks it reaches. */
-uint64_t res_plan_signature(int kind, uintptr_t what, size_t n);
+static inline uint64_t res_plan_signature(int kind, uintptr_t what, size_t n)
+{
+    uint64_t h = ((uint64_t)what * 0x9E3779B97F4A7C15ull) ^ ((uint64_t)kind << 60);
+    return h ^ ((uint64_t)n << 32);
+}
 /* Operation (kind, what) reaching ids[0, n) on s, appended to the profile: its index, or -1
  * (the profile then off: too long, or out of memory). */
 int64_t res_plan_record(res_dev_t *d, res_plan_t *p, int kind, uintptr_t what,

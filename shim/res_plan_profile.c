@@ -129,12 +129,6 @@ void res_plan_away(res_dev_t *d, const collect_t *k)
 }
 
 /* An operation's signature: its kind, kernel (or copy kind) and the chunks it reaches. */
-uint64_t res_plan_signature(int kind, uintptr_t what, size_t n)
-{
-    uint64_t h = ((uint64_t)what * 0x9E3779B97F4A7C15ull) ^ ((uint64_t)kind << 60);
-    return h ^ ((uint64_t)n << 32);
-}
-
 /* Operation (kind, what) reaching ids[0, n) on s, appended to the profile: its index, or -1. */
 int64_t res_plan_record(res_dev_t *d, res_plan_t *p, int kind, uintptr_t what,
                         const uint32_t *ids, size_t n, res_access_fn_t acc, const void *arg,
