@@ -421,7 +421,7 @@ int res_evict_async(res_dev_t *d, uint32_t ci, uint32_t serial)
         flight_end(d, i, 0, 0);         /* its prefetch, used since: done first */
     if (c->tier != TIER_GPU || c->moving || c->pinned || c->held || c->waiting)
         return -1;
-    if (c->seen == serial)
+    if (serial && c->seen == serial)
         return -EBUSY;
     if (!res_has_room(d, TIER_HOST) || !out_stream(d))
         return -1;

@@ -704,7 +704,7 @@ int res_park_drop(res_dev_t *d);
  * -EBUSY when an operation that may use it has not completed (it may go later), -1 when it
  * was not issued otherwise (no room, a driver error: the reactive engine brings it in when it
  * is used).  res_evict_async: GPU chunk ci starts going out to host memory after its last
- * use; 0, -EBUSY when operation `serial` collected it, else -1 likewise. */
+ * use; 0, -EBUSY when operation `serial` collected it (0: none keeps it), else -1 likewise. */
 int res_prefetch(res_dev_t *d, uint32_t ci);
 /* Is chunk ci's eviction to host memory in flight (d locked)?  res_flight_in_since: its
  * prefetch, added after d->flights_added was `seq`? */

@@ -755,11 +755,15 @@ void res_plan_op(res_dev_t *d, collect_t *k, int kind, uintptr_t what, const shi
         return;                         /* (not part of an iteration the plan can follow; an
                                          * NCCL call's own launches are part of it) */
     }
+    if (d->plan)
+        d->plan->cur = k;               /* (the moves before k: see res_plan_issue.c, behind) */
     int64_t i = plan_step(d, kind, what, k->ids, k->n, reach_acc(d, k, c),
                           c ? (const void *)c : k, s, k->serial);
     k->cover = cover_take(d);
     if (SHIM_UNLIKELY(d->plan && d->plan->due) && !d->arena_busy)
         res_plan_retry_due(d, d->plan, k->serial);
+    if (d->plan)
+        d->plan->cur = NULL;
     /* (The prefetches the plan issued before it, of its own chunks: s waits for their copies.) */
     if (d->nflights || d->nvme_flights)
         settle(d, k, s, ptds);

@@ -55,6 +55,7 @@ typedef struct res_plan {
     uint8_t *ahead;                     /* per move: 1 while issued ahead of its place (hoist) */
     uint8_t *cover;                     /* per operation: COVER_EVENT, COVER_MOVES */
     uint8_t cover_now;                  /* the operation just matched has one due */
+    const collect_t *cur;               /* the operation being matched (res_plan_op), or NULL */
     /* Chunks of moves refused for a use still in flight (-EBUSY), tried again before each
      * operation until `until` (res_plan.c, "moves tried again"). */
     struct {

@@ -20,6 +20,14 @@ uint32_t res_plan_move_first(const res_dev_t *d, const res_plan_t *p, const pol_
     return first == UINT32_MAX ? first : first + m->chunk;
 }
 
+/* Does chunk ci lie behind the pointers of the operation being matched?  The plan may evict
+ * such a chunk before it (a POL_NEAR use): the operation does not keep it, and res_plan_op
+ * has its eviction complete before it is enqueued (settle). */
+static int behind(const res_plan_t *p, uint32_t ci)
+{
+    return p->cur && p->cur->nbehind && res_collect_behind(p->cur, ci);
+}
+
 /*
  * Moves tried again.  A chunk's move refused because an operation that may use the chunk is
  * still in flight (-EBUSY: a prefetch of a chunk an operation running in place, or reaching it
@@ -29,7 +37,8 @@ uint32_t res_plan_move_first(const res_dev_t *d, const res_plan_t *p, const pol_
  * for RETRY_OPS operations.  The chunk is left to the reactive engine when its time is up, when
  * it is no longer where the move starts, or when the list is full.
  */
-static int move_dispatch(res_dev_t *d, const pol_move_t *m, uint32_t ci, uint32_t serial)
+static int move_dispatch(res_dev_t *d, const res_plan_t *p, const pol_move_t *m, uint32_t ci,
+                         uint32_t serial)
 {
     if (m->from == POL_NVME || m->to == POL_NVME || d->chunks[ci].tier == TIER_NVME ||
         (m->to == POL_HOST && d->nvme_on))
@@ -37,7 +46,7 @@ static int move_dispatch(res_dev_t *d, const pol_move_t *m, uint32_t ci, uint32_
     if (m->to == POL_GPU && m->from == POL_HOST)
         return res_prefetch(d, ci);
     if (m->from == POL_GPU && m->to == POL_HOST)
-        return res_evict_async(d, ci, serial);
+        return res_evict_async(d, ci, behind(p, ci) ? 0 : serial);
     return -1;
 }
 
@@ -54,7 +63,7 @@ static void left(res_dev_t *d, res_plan_t *p, const pol_move_t *m, uint32_t ci)
 static int issue_chunk(res_dev_t *d, res_plan_t *p, const pol_move_t *m, uint32_t ci,
                        uint32_t serial, uint32_t at)
 {
-    int r = move_dispatch(d, m, ci, serial);
+    int r = move_dispatch(d, p, m, ci, serial);
     if (r == 0) {
         p->chunks_moved++;
         return 0;
@@ -80,7 +89,7 @@ void res_plan_retry(res_dev_t *d, res_plan_t *p, uint32_t serial, uint32_t at)
         uint32_t ci = p->retry[i].ci;
         int where = m->from == POL_GPU ? TIER_GPU : m->from == POL_HOST ? TIER_HOST : TIER_NVME;
         int r = d->chunks[ci].tier == where && !d->chunks[ci].moving
-                    ? move_dispatch(d, m, ci, serial) : -1;
+                    ? move_dispatch(d, p, m, ci, serial) : -1;
         if (r == 0) {
             p->chunks_moved++;
             p->retried++;
@@ -112,7 +121,7 @@ void res_plan_retry_due(res_dev_t *d, res_plan_t *p, uint32_t serial)
         int w = res_idle_unlocked(d, ci, &d->blocked_flight_s);
         const chunk_t *c = &d->chunks[ci];
         int r = w >= 0 && p->state == P_EXEC && p->plan == pl && c->tier == TIER_HOST &&
-                        !c->moving ? move_dispatch(d, &m, ci, serial) : -1;
+                        !c->moving ? move_dispatch(d, p, &m, ci, serial) : -1;
         if (r == 0) {
             p->chunks_moved++;
             p->retried++;

@@ -11,7 +11,8 @@
 # with the plan's evictions unmapping (ELIXIR_PLAN_UNMAP=1), where evictions complete ahead of
 # their copies (per tensor).  Last, a wider pooled job at 1/2 and 1/4, unmapped, whose plan
 # says whether it brings in the chunks behind kernels' pointers (POL_NEAR in the profile), and
-# whose prefetches refused while a kernel reaches their chunk go once it is done.  The race
+# whose prefetches refused while a kernel reaches their chunk go once it is done; and mapped at
+# 1/2, where the plan evicts chunks behind a kernel's pointers just before it.  The race
 # checker fails the run (exit 66) on any unordered access, asynchronous moves included.
 set -u
 . tests/lib/sim_env.sh
@@ -82,4 +83,15 @@ echo "wide pooled, 1/4, evictions unmapped: digest ${got:-none}; chunks moved on
 [ "$got" = "$want" ] || fail_showing "$tmp/o.err" "wide pooled at 1/4: expected digest $want"
 [ "${waited:-0}" -gt "${left:-0}" ] || fail_showing "$tmp/o.err" "wide pooled at 1/4:" \
     "expected more moves once a use in flight completed than left to the reactive engine"
+# At 1/2 with evicted memory mapped, the plan makes a kernel's room by evicting chunks behind
+# that kernel's own pointers just before it: those evictions go (the kernel does not keep
+# them; they complete before it is enqueued), so the prefetches that need their room go too,
+# and none is left to the reactive engine.
+ELIXIR_POLICY=plan shim_train_device 2 "${WIDE[@]}" --alloc pooled
+left=$(sed -n 's/.* \([0-9]*\) left to the reactive engine.*/\1/p' "$tmp/o.err" | head -1)
+echo "wide pooled, 1/2, evicted memory mapped: digest ${got:-none}; left to the reactive" \
+     "engine ${left:-?}"
+[ "$got" = "$want" ] || fail_showing "$tmp/o.err" "wide pooled at 1/2: expected digest $want"
+[ "${left:-1}" -eq 0 ] || fail_showing "$tmp/o.err" "wide pooled at 1/2: expected no move" \
+    "of the plan left to the reactive engine"
 echo "same digest under the plan at 1/2, 1/4 and 1/8 of the footprint"
