@@ -756,14 +756,15 @@ void res_plan_op(res_dev_t *d, collect_t *k, int kind, uintptr_t what, const shi
                                          * NCCL call's own launches are part of it) */
     }
     if (d->plan)
-        d->plan->cur = k;               /* (the moves before k: see res_plan_issue.c, behind) */
+        d->plan->cur = k;               /* (the moves before k: see res_plan_issue.c, behind;
+                                         * only while the lock is held throughout) */
     int64_t i = plan_step(d, kind, what, k->ids, k->n, reach_acc(d, k, c),
                           c ? (const void *)c : k, s, k->serial);
+    if (d->plan)
+        d->plan->cur = NULL;
     k->cover = cover_take(d);
     if (SHIM_UNLIKELY(d->plan && d->plan->due) && !d->arena_busy)
         res_plan_retry_due(d, d->plan, k->serial);
-    if (d->plan)
-        d->plan->cur = NULL;
     /* (The prefetches the plan issued before it, of its own chunks: s waits for their copies.) */
     if (d->nflights || d->nvme_flights)
         settle(d, k, s, ptds);
@@ -796,7 +797,8 @@ void res_plan_nccl(res_dev_t *d, collect_t *k, uintptr_t what, res_access_fn_t a
 
 /* follow() for the usual launch, of the iteration in progress, that the plan expects at its
  * cursor, after the one before, with no moves before it nor after the one before
- * (COVER_MOVES): its cover (COVER_EVENT, or 0) when it was, else -1 and nothing changed. */
+ * (COVER_MOVES), and no NVMe tier (whose moves follow() issues ahead: hoist): its cover
+ * (COVER_EVENT, or 0) when it was, else -1 and nothing changed. */
 static SHIM_ALWAYS_INLINE int follow_quiet(res_plan_t *p, uint64_t sig)
 {
     uint32_t at = p->cursor;
@@ -826,7 +828,7 @@ int res_plan_fast(res_dev_t *d, CUcontext ctx, CUfunction f, const uint32_t *ids
                   CUstream s)
 {
     res_plan_t *p = d->plan;
-    if (SHIM_LIKELY(p != NULL && !d->nflights && !d->npend && !d->nvme_flights &&
+    if (SHIM_LIKELY(p != NULL && !d->nflights && !d->npend && !d->nvme_flights && !d->nvme_on &&
                     !res_nccl_inside())) {
         int cover = follow_quiet(p, res_plan_signature(PLAN_LAUNCH, (uintptr_t)f, n));
         if (SHIM_LIKELY(cover >= 0))
