@@ -182,10 +182,10 @@ static int child(void)
     CUstream s = prepare(f, ptrs, args);
     launch_fn_t driver = driver_launch();
 
-    /* Warm-up: rounds as the measured ones.  With the plan, the first of them is the
-     * iteration that allocates, the second is profiled, the third awaits its times and the
-     * plan is made as the fourth begins, so that every measured round follows it: each child's
-     * best is taken of as many rounds in the same state. */
+    /* Warm-up: rounds as the measured ones.  With the plan, these are the iterations the
+     * shim waits out, profiles and awaits the times of before it plans (ELIXIR_LOG=info shows
+     * the plan made before the first measured round), so that every measured round follows
+     * it: each child's best is taken of as many rounds in the same state. */
     for (int w = 0; w < WARM_ROUNDS; w++)
         for (int i = 0; i < NWIDTHS; i++)
             launch_round(cuLaunchKernel, f[i], s, args, LAUNCHES);

@@ -128,7 +128,6 @@ void res_plan_away(res_dev_t *d, const collect_t *k)
     p->ops[k->timed - 1].away = away;
 }
 
-/* An operation's signature: its kind, kernel (or copy kind) and the chunks it reaches. */
 /* Operation (kind, what) reaching ids[0, n) on s, appended to the profile: its index, or -1. */
 int64_t res_plan_record(res_dev_t *d, res_plan_t *p, int kind, uintptr_t what,
                         const uint32_t *ids, size_t n, res_access_fn_t acc, const void *arg,
