@@ -190,7 +190,7 @@ bench: all
 	$(Q)for s in bench/*.sh; do BUILD=$(BUILD) PYTHON=$(PYTHON) bash $$s || exit 1; done
 
 # The checks that need an NVIDIA GPU and its driver (tools/gpu/check.sh): outputs in
-# GPU_CHECK_OUT; GPU_CHECKS picks some of train,trace,torch,bench,sim.
+# GPU_CHECK_OUT; GPU_CHECKS picks some of train,policy,trace,share,nccl,torch,bench,nvme,sim.
 GPU_CHECK_OUT ?= $(BUILD)/gpu-check
 GPU_CHECKS    ?=
 gpu-check: all

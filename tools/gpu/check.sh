@@ -4,7 +4,8 @@
 #
 # Usage: tools/gpu/check.sh [-k CHECKS] OUTDIR
 #   BUILD (default build) holds a finished build; OUTDIR receives every run's output.
-#   -k takes a comma-separated subset of: train, policy, trace, share, nccl, torch, bench, sim.
+#   -k takes a comma-separated subset of: train, policy, trace, share, nccl, torch, bench,
+#   nvme, sim.
 #
 # train  examples/train.py on the GPU (both allocation patterns, which must agree), then under
 #        libelixir.so unlimited and with ELIXIR_GPU_MEMORY at 1/2, 1/4 and 1/8 of the footprint
@@ -36,6 +37,10 @@
 #        digest.
 # bench  bench/shim_launch, bench/shim_alloc, bench/vmm_handles and bench/vmm_inflight on the
 #        real driver (figures only).
+# nvme   bench/nvme_fio.sh on the machine's own disk (a 1 GiB file in NVME_DIR, default
+#        OUTDIR's file system): the NVMe tier's sequential and random 2 MiB writes and reads
+#        beside fio's, where fio is installed (else the tier's figures alone), with the block
+#        device under the file (figures in nvme.out, not judged).
 # sim    every C test program run directly against the real driver (no simulator): a table of
 #        exit codes in OUTDIR/sim.txt, to compare the simulator's semantics with the driver's.
 #        Tests whose kernels are host functions cannot pass here (their PTX bodies are empty);
@@ -46,7 +51,7 @@
 set -u
 BUILD=${BUILD:-build}
 PYTHON=${PYTHON:-python3}
-ALL_CHECKS=train,policy,trace,share,nccl,torch,bench,sim
+ALL_CHECKS=train,policy,trace,share,nccl,torch,bench,nvme,sim
 CHECKS=$ALL_CHECKS
 usage() {
     echo "usage: $0 [-k CHECKS] OUTDIR   (CHECKS: comma-separated, of $ALL_CHECKS)" >&2
@@ -401,6 +406,21 @@ check_bench() {
     done
 }
 
+# ---------------------------------------------------------------- the NVMe tier's disk
+check_nvme() {
+    local dir=${NVME_DIR:-$out} src
+    src=$(df --output=source "$dir" 2>/dev/null | tail -n 1)
+    {
+        echo "file system of $dir: $(df -T "$dir" | awk 'NR == 2 { print $2 " on " $1 }')"
+        lsblk -o NAME,MODEL,SIZE,ROTA,TRAN "$src" 2>&1 || true
+    } >"$out/nvme-disk.txt"
+    if run nvme 600 env BUILD="$BUILD" NVME_BENCH_DIR="$dir" bash bench/nvme_fio.sh; then
+        pass "bench/nvme_fio.sh on $src (figures in nvme.out, the disk in nvme-disk.txt)"
+    else
+        fail "bench/nvme_fio.sh on $src (see nvme.err)"
+    fi
+}
+
 # ---------------------------------------------------------------- the simulator's tests
 check_sim() {
     local t n=0 ok=0
@@ -426,6 +446,7 @@ want share && check_share
 want nccl && check_nccl
 want torch && check_torch
 want bench && check_bench
+want nvme && check_nvme
 want sim && check_sim
 echo "$npass passed, $nfail failed, $nskip skipped"
 [ "$nfail" -eq 0 ]
