@@ -425,8 +425,8 @@ static void plan_now(res_dev_t *d, res_plan_t *p)
 }
 
 /* The trace's FOLLOW record of iteration `it`, which followed the plan: what the statistics
- * gained since the last one. */
-static void trace_follow(res_dev_t *d, res_plan_t *p, int64_t it)
+ * gained since the last one; `partial`: it is still in progress. */
+static void trace_follow(res_dev_t *d, res_plan_t *p, int64_t it, int partial)
 {
     shim_trace_follow_t *o = &p->traced;
     uint64_t seen = p->foreseen - o->foreseen;
@@ -435,7 +435,7 @@ static void trace_follow(res_dev_t *d, res_plan_t *p, int64_t it)
                               .missed = p->nops > seen ? p->nops - seen : 0,
                               .moves = p->moves - o->moves,
                               .chunks = p->chunks_moved - o->chunks,
-                              .left = p->skipped - o->left };
+                              .left = p->skipped - o->left, .partial = partial };
     shim_trace_follow(d->device, &f);
     *o = (shim_trace_follow_t){ .foreseen = p->foreseen, .unforeseen = p->unforeseen,
                                 .moves = p->moves, .chunks = p->chunks_moved,
@@ -577,7 +577,7 @@ static void follow(res_dev_t *d, res_plan_t *p, uint64_t sig, uint32_t serial)
 static void trace_end(res_dev_t *d, res_plan_t *p)
 {
     if (p->foreseen + p->unforeseen > p->traced.foreseen + p->traced.unforeseen)
-        trace_follow(d, p, p->iter);
+        trace_follow(d, p, p->iter, 1);
 }
 
 /* The iteration `it`, beginning now, is profiled. */
@@ -615,7 +615,7 @@ static void iteration(res_dev_t *d, res_plan_t *p, int64_t it)
     case P_EXEC:
         res_plan_retry_drop(d, p);
         if (SHIM_TRACING())
-            trace_follow(d, p, ended);
+            trace_follow(d, p, ended, 0);
         p->mism += p->cursor < p->nops ? p->nops - p->cursor : 0;
         if (p->cursor < p->nops)        /* (marks of moves the iteration did not reach) */
             memset(p->ahead + p->plan->op_first[p->cursor], 0,

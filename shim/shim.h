@@ -520,6 +520,7 @@ typedef struct shim_trace_plan {
 void shim_trace_plan(int device, const shim_trace_plan_t *p);
 typedef struct shim_trace_follow {
     uint64_t plan, iteration, foreseen, unforeseen, missed, moves, chunks, left;
+    int partial;                        /* the iteration in progress (trc_follow_t.partial) */
 } shim_trace_follow_t;
 void shim_trace_follow(int device, const shim_trace_follow_t *f);
 /* The guard's verdict on plan `plan` (res_plan_guard.c), as iteration `iteration` begins. */

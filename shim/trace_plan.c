@@ -99,7 +99,7 @@ void shim_trace_follow(int device, const shim_trace_follow_t *f)
     ev.u.follow = (trc_follow_t){ .device = device, .plan = f->plan, .iteration = f->iteration,
                                   .foreseen = f->foreseen, .unforeseen = f->unforeseen,
                                   .missed = f->missed, .moves = f->moves, .chunks = f->chunks,
-                                  .left = f->left };
+                                  .left = f->left, .partial = f->partial != 0 };
     shim_trace_emit(&ev);
     shim_trace_exit();
 }

@@ -7,14 +7,17 @@
 # plan's (MIGRATION), most with their copies' device times (TIMING), and host time in the
 # shim's mapping calls (MAPPING).  The operations foreseen and the chunks the plan moved are
 # those of the shim's `plan:` statistics line (the last iteration's FOLLOW record is written
-# as its context goes).
+# as its context goes).  The iteration time the summary measured under the plan is that of
+# the job's own steps (train.py --step-times, virtual time by events): within 3% of the mean
+# of the last two, the record of the iteration in progress at exit (its FOLLOW record is
+# partial, format 1.9) left out; the job runs on virtual time, the same in every run.
 # The same job under ELIXIR_POLICY=reactive gets the one-line plan section and no plan moves.
 set -u
 . tests/lib/sim_env.sh
 sim_setup
 sim_tmpdir
 TOOL=$BUILD/bin/elixir-trace
-JOB=(--layers 2 --width 256 --heads 4 --seq 16 --batch 2 --vocab 512 --steps 6 --alloc per-tensor)
+JOB=(--layers 2 --width 256 --heads 4 --seq 16 --batch 2 --vocab 512 --steps 6 --alloc per-tensor --step-times)
 
 shim_train_reference per-tensor "${JOB[@]}"
 ELIXIR_POLICY=plan ELIXIR_TRACE=$tmp/plan.trace shim_train_device 2 "${JOB[@]}"
@@ -59,6 +62,17 @@ timed=$(sed -n 's/^    \([0-9]*\) timed on the device.*/\1/p' "$tmp/plan.summary
 echo "plan moves timed on the device: ${timed:-?} of $planned"
 [ "${timed:-0}" -gt 0 ] && [ "$timed" -le "$planned" ] ||
     fail_showing "$tmp/plan.summary" "${timed:-no} planned moves timed on the device"
+
+# The iteration measured under the plan against the job's last two steps.
+steps=$(sed -n 's/^train\.py: step times (ms): //p' "$tmp/o.err")
+measured=$(sed -n 's/^    measured \([0-9.]*\) ms (mean of .*/\1/p' "$tmp/plan.summary")
+echo "measured under the plan: ${measured:-?} ms; the job's steps: ${steps:-?} ms"
+awk -v m="${measured:-0}" -v s="$steps" 'BEGIN { n = split(s, t, " ")
+    if (n < 2 || m <= 0) exit 1
+    e = (t[n - 1] + t[n]) / 2
+    exit !(m > 0.97 * e && m < 1.03 * e) }' ||
+    fail_showing "$tmp/plan.summary" \
+        "measured ${measured:-nothing} ms under the plan, the job's last steps: ${steps:-?} ms"
 
 # The reactive engine: one line, no plan moves.
 ELIXIR_POLICY=reactive ELIXIR_TRACE=$tmp/reactive.trace shim_train_device 2 "${JOB[@]}"

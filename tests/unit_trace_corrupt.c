@@ -407,6 +407,27 @@ static void test_v13_records(void)
     expect("dropped without its count", &b, -EBADMSG, 0, "fields run past its length");
 }
 
+/* FOLLOW (1.5) without 1.9's trailing `partial`, read as a whole iteration's; with it. */
+static void test_v19_follow(void)
+{
+    for (int v = 0; v < 3; v++) {
+        bb_t b = { .n = 0 }, p = { .n = 0 };
+        trc_event_t ev;
+        header(&b, TRC_MAGIC, 1, v ? 9 : 8, 32);
+        s(&p, 2000), s(&p, 0);
+        for (int k = 0; k < 8; k++)
+            u(&p, 10 + (uint64_t)k);    /* plan, iteration, ... left */
+        if (v)
+            u(&p, (uint64_t)v - 1);
+        rec(&b, TRC_EV_FOLLOW, &p);
+        CHECK_FIELD("follow reads", 0, read_last(&b, &ev));
+        CHECK_FIELD("follow: type", TRC_EV_FOLLOW, ev.type);
+        CHECK_FIELD("follow: iteration", 11, ev.u.follow.iteration);
+        CHECK_FIELD("follow: left", 17, ev.u.follow.left);
+        CHECK_FIELD("follow: partial", v == 2, ev.u.follow.partial);
+    }
+}
+
 /* TIME_BASE resets the alloc, launch and addr bases too (1.1). */
 static void test_time_base(void)
 {
@@ -540,6 +561,7 @@ int main(void)
     test_v10_records();
     test_v11_records();
     test_v13_records();
+    test_v19_follow();
     test_time_base();
     test_unknown();
     test_flips();

@@ -268,6 +268,7 @@ static void same_event(const trc_event_t *e, const trc_event_t *g)
         CHECK("follow.moves", e->u.follow.moves, g->u.follow.moves);
         CHECK("follow.chunks", e->u.follow.chunks, g->u.follow.chunks);
         CHECK("follow.left", e->u.follow.left, g->u.follow.left);
+        CHECK("follow.partial", e->u.follow.partial, g->u.follow.partial);
         break;
     case TRC_EV_MAPPING:
         CHECK("mapping.device", e->u.mapping.device, g->u.mapping.device);
@@ -401,10 +402,10 @@ static void write_all_types(trc_writer_t *w)
     CHECK("trc_emit_plan", 0, trc_emit_plan(w, ev.time, &ev.u.plan));
     expect[nexpect++] = ev;
     ev = (trc_event_t){ .type = TRC_EV_FOLLOW, .time = 4910 };
-    ev.u.follow = (trc_follow_t){ 1, 1, 3, 120, 2, 1, 40, 80, 3 };
+    ev.u.follow = (trc_follow_t){ 1, 1, 3, 120, 2, 1, 40, 80, 3, 0 };
     emit(w, &ev);
     ev.time = 4911;
-    ev.u.follow = (trc_follow_t){ 0, 2, UINT64_MAX, 0, UINT64_MAX, 0, 0, UINT64_MAX, 0 };
+    ev.u.follow = (trc_follow_t){ 0, 2, UINT64_MAX, 0, UINT64_MAX, 0, 0, UINT64_MAX, 0, 1 };
     CHECK("trc_emit_follow", 0, trc_emit_follow(w, ev.time, &ev.u.follow));
     expect[nexpect++] = ev;
     ev = (trc_event_t){ .type = TRC_EV_MAPPING, .time = 4920 };

@@ -5,7 +5,8 @@
  *
  * A run under ELIXIR_POLICY=plan: plan 1 made at 10 ms from iteration 1 (100 operations,
  * predicted 2 ms) and followed by iterations 2, 3 and 4, whose FOLLOW records come 2.5 ms
- * apart (measured 2.50 ms, 1.25x the prediction); plan 2 made later and followed by one
+ * apart (measured 2.50 ms, 1.25x the prediction), and by iteration 5, in progress when its
+ * context went 0.9 ms later (a partial record, 1.9: not measured); plan 2 made later and followed by one
  * iteration only (nothing measured).  Kernels run over [11, 12] and [14, 15] ms.  The plan's
  * moves: two to the GPU, issued at 11.5 and 12.5 ms and seen complete at 12.5 and 13 ms, the
  * first with its copy's device times [11.2, 11.8] ms (a TIMING record naming its move id),
@@ -55,12 +56,18 @@ static void move(uint32_t from, uint32_t to, uint64_t start, uint64_t end, uint6
     TT_EMIT(trc_emit_migration(w, end, &m));
 }
 
-static void follow(uint64_t time, uint64_t plan, uint64_t it, uint64_t unforeseen)
+static void follow_of(uint64_t time, uint64_t plan, uint64_t it, uint64_t unforeseen,
+                      uint64_t partial)
 {
     trc_follow_t f = { .device = 0, .plan = plan, .iteration = it, .foreseen = 100 - unforeseen,
                        .unforeseen = unforeseen, .missed = unforeseen, .moves = 40,
-                       .chunks = 38, .left = 2 };
+                       .chunks = 38, .left = 2, .partial = partial };
     TT_EMIT(trc_emit_follow(w, time, &f));
+}
+
+static void follow(uint64_t time, uint64_t plan, uint64_t it, uint64_t unforeseen)
+{
+    follow_of(time, plan, it, unforeseen, 0);
 }
 
 static void mapping(uint64_t time, uint64_t pr, uint64_t pns, uint64_t rr, uint64_t rns)
@@ -99,6 +106,7 @@ static void planned_run(const char *path)
     mapping(15 * MS, 3, 198 * US, 1, 66 * US);
     follow(17 * MS, 1, 4, 0);
     guard(17 * MS, 1, 4, TRC_GUARD_KEPT, 2500 * US, 0);
+    follow_of(17900 * US, 1, 5, 0, 1);  /* (in progress as its context went: not measured) */
     p.plan = 2;
     p.iteration = 5;
     TT_EMIT(trc_emit_plan(w, 18 * MS, &p));
@@ -113,7 +121,7 @@ static void check_planned(const char *path)
 {
     tt_result_t r = tt_run("summary", path, NULL);
     TT_CHECK("summary exit status", 0, r.status);
-    TT_LINE(r.out, "  device 0: 2 plans made, 4 iterations followed them");
+    TT_LINE(r.out, "  device 0: 2 plans made, 5 iterations followed them");
     TT_LINE(r.out, "  plan 1 at ", ": profiled iteration 1, 100 operations, 10 buffers, 40 moves;",
             "planned in 3.00 ms (host)");
     TT_LINE(r.out, "    predicted iteration 2.00 ms (bound 1.50 ms, compute 1.00 ms), "
@@ -126,8 +134,8 @@ static void check_planned(const char *path)
     TT_LINE(r.out, "    guard: dropped as iteration 8 began: an iteration that followed it took "
                    "5.00 ms against 4.00 ms for one paged on demand (1.25x, limit 1.1x); the "
                    "reactive engine served the rest");
-    TT_LINE(r.out, "  operations  foreseen 398, not foreseen 2, the plan's not come 2");
-    TT_LINE(r.out, "  plan moves  160 issued: 152 chunks moved, 8 left to the reactive engine");
+    TT_LINE(r.out, "  operations  foreseen 498, not foreseen 2, the plan's not come 2");
+    TT_LINE(r.out, "  plan moves  200 issued: 190 chunks moved, 10 left to the reactive engine");
     TT_LINE(r.out, "  by the plan               3");
     TT_LINE(r.out, "    host -> gpu ", " 2 ", "4.00 MiB");
     TT_LINE(r.out, "    busy 2.10 ms, hidden behind kernels 1.10 ms (52.4%)");

@@ -276,6 +276,7 @@ static int put_follow(wbuf_t *b, const trc_follow_t *f)
     put_u(b, f->moves);
     put_u(b, f->chunks);
     put_u(b, f->left);
+    put_u(b, f->partial);               /* (1.9) */
     return 0;
 }
 

@@ -22,7 +22,7 @@
 
 #define TRC_MAGIC         "ELXTRACE"
 #define TRC_VERSION_MAJOR 1
-#define TRC_VERSION_MINOR 8
+#define TRC_VERSION_MINOR 9
 #define TRC_HEADER_LEN    32          /* of this version; a reader skips a longer header */
 #define TRC_MAX_RECORD    (1u << 20)  /* largest record payload a reader accepts */
 #define TRC_MAX_DEPTH     256         /* deepest call stack (native frames; Python frames too) */
@@ -260,12 +260,15 @@ typedef struct trc_plan {
 /* 1.5 (FOLLOW): one iteration of device `device` under plan `plan`, written as the next one
  * begins: operations the plan foresaw (matched), those it did not (came, no match), those of
  * the plan that did not come (missed), and the plan's moves issued (moves), their chunks moved
- * and those left to the reactive engine (left). */
+ * and those left to the reactive engine (left).  1.9: partial, 1 for the record of the
+ * iteration in progress when the plan's context went or the trace closed (not a whole
+ * iteration; 0 in older traces). */
 typedef struct trc_follow {
     int32_t device;
     uint64_t plan, iteration;
     uint64_t foreseen, unforeseen, missed;
     uint64_t moves, chunks, left;
+    uint64_t partial;
 } trc_follow_t;
 
 /* 1.5 (MAPPING): host time in the mapping calls (cuMemUnmap, cuMemMap, cuMemSetAccess) the

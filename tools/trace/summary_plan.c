@@ -30,7 +30,9 @@ static const char *option(const tm_trace_t *t, const char *name)
 
 /* The mean time of the iterations that followed plan `plan` of device `dev`, in a row: each
  * FOLLOW record is written as the next iteration begins, so two records of consecutive
- * iterations are one iteration apart.  0 when no two are; *n: how many were measured. */
+ * iterations are one iteration apart; a record of the iteration in progress when the plan
+ * went or the trace closed (partial, 1.9) ends no whole one.  0 when no two are; *n: how
+ * many were measured. */
 static uint64_t measured_ns(const tm_trace_t *t, int32_t dev, uint64_t plan, uint64_t *n)
 {
     const tm_follow_t *prev = NULL;
@@ -40,7 +42,8 @@ static uint64_t measured_ns(const tm_trace_t *t, int32_t dev, uint64_t plan, uin
         const tm_follow_t *f = &t->follows[i];
         if (f->f.device != dev || f->f.plan != plan)
             continue;
-        if (prev && f->f.iteration == prev->f.iteration + 1 && f->time >= prev->time) {
+        if (prev && f->f.iteration == prev->f.iteration + 1 && f->time >= prev->time &&
+            !f->f.partial) {
             sum += f->time - prev->time;
             (*n)++;
         }
