@@ -70,7 +70,8 @@ check_verdict() {
     want=$(sed -n 's/^  gpu  *-> host  *[0-9]*  *\(.*\)$/\1/p' "$tmp/summary")
     expect "moved to host '$to_host', elixir-trace summary says '$want'" [ "$to_host" = "$want" ]
     expect "the hidden time is not the summary's" \
-        grep -q "^  busy $(line hidden | sed -n 's/.* of the \(.*\) that migrations.*/\1/p')," \
+        grep -q "^ *busy $(line hidden |
+            sed -n "s/.* of the \(.*\) that \(migrations\|the plan's moves\) took.*/\1/p")," \
         "$tmp/summary"
 
     # The files it names.
