@@ -23,8 +23,9 @@
 #
 # Every figure of the verdict is read from what the programs print: the footprint from
 # train.py's summary of the run without the shim, the device, budget, bytes moved and time
-# hidden (the plan's moves, where a plan was followed) from `elixir-trace summary`, the times from train.py --step-times (or the clock),
-# and the digests of the two S2 runs, which must agree.  Outputs go to DEMO_OUT (default
+# hidden (the plan's moves', where a plan was followed) from `elixir-trace summary`, the times
+# from train.py --step-times (or the clock), and the digests of the two S2 runs, which must
+# agree.  Outputs go to DEMO_OUT (default
 # $BUILD/demo): train.trace, train.svg, train.html, summary.txt, and the runs' logs.
 # DEMO_JOB replaces the job's train.py options (a smaller job for the tests).
 set -u
@@ -223,11 +224,11 @@ read_figures() {
     hidden=$(figure "the hidden time" "$sum" 's/^  busy .*, hidden behind kernels \(.*\)$/\1/p')
     moves="migrations"
     # The plan's moves alone, where a plan was followed (its section's "by the plan" block).
-    local plan_busy
-    plan_busy=$(sed -n '/^  by the plan  *[0-9]*$/,/^  [a-z]/ s/^    busy \(.*\), hidden.*/\1/p' "$sum")
+    local block='/^  by the plan  *[0-9]*$/,/^  [a-z]/' plan_busy
+    plan_busy=$(sed -n "$block s/^    busy \(.*\), hidden.*/\1/p" "$sum")
     if [ -n "$plan_busy" ]; then
         busy=$plan_busy moves="the plan's moves"
-        hidden=$(sed -n '/^  by the plan  *[0-9]*$/,/^  [a-z]/ s/^    busy .*, hidden behind kernels \(.*\)$/\1/p' "$sum")
+        hidden=$(sed -n "$block s/^    busy .*, hidden behind kernels \(.*\)\$/\1/p" "$sum")
     fi
     step_unlimited=$(step_ms unlimited)
     step_elixir=$(step_ms elixir)
