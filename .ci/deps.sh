@@ -19,7 +19,7 @@ need python3 python3
 need awk mawk
 need bash bash
 need dpkg:liburing-dev liburing-dev
-need fio fio                                        # bench/nvme_fio.sh (skips without it)
+need fio fio                                        # bench/nvme_fio.sh (the tier alone without it)
 need dpkg:libunwind-dev libunwind-dev
 need clang clang                                    # the trace reader's fuzz target (libFuzzer)
 need /usr/lib/llvm-14/lib/clang/14.0.6/lib/linux/libclang_rt.fuzzer-x86_64.a libclang-rt-14-dev

@@ -10,6 +10,7 @@
 # once in full before any measurement (a first write into preallocated, unwritten extents
 # costs the file system more than a rewrite, and would penalise whoever goes first).
 # Without fio, the tier's figures alone are printed (no ratio), with a message saying so.
+# Exits 1 when a run of either fails.
 #
 # Environment: NVME_BENCH_DIR (default /tmp: its file system is named in the output),
 # NVME_BENCH_SIZE (bytes, default 1 GiB), NVME_BENCH_QD (default 16,
@@ -17,7 +18,7 @@
 # 2 MiB), NVME_BENCH_REPS (default 3), NVME_BENCH_ENGINE (uring or psync), BUILD (build).
 # NVME_BENCH_SWEEP=1 also prints the tier alone over queue depths 1-32 and block sizes
 # 512 KiB-2 MiB (how the defaults were chosen).
-set -eu
+set -eu -o pipefail
 
 BUILD=${BUILD:-build}
 DIR=${NVME_BENCH_DIR:-/tmp}
@@ -48,9 +49,15 @@ d = j["write"] if j["write"]["io_bytes"] else j["read"]
 print("%.1f" % (d["bw_bytes"] / 1048576.0))'
 }
 
+# The tier's bandwidth in MiB/s for one case; fails, saying so, when the tier did.
 tier_mibs() {
-    "$TIER" --file "$FILE" --size "$SIZE" --rw "$1" --qd "$2" --bs "$3" --engine "$ENGINE" |
-        awk '{ print $2 }'
+    local v
+    v=$("$TIER" --file "$FILE" --size "$SIZE" --rw "$1" --qd "$2" --bs "$3" --engine "$ENGINE" |
+        awk '{ print $2 }')
+    case $v in
+    '' | *[!0-9.]*) echo "nvme_fio: the tier's $1 run failed (output '$v')" >&2; return 1 ;;
+    esac
+    echo "$v"
 }
 
 best() { printf '%s\n' "$@" | sort -g | tail -1; }
@@ -95,8 +102,9 @@ if [ "${NVME_BENCH_SWEEP:-0}" = 1 ]; then
     echo "nvme_fio: the tier alone, MiB/s (write / read), by queue depth and block size"
     for bs in $((512 << 10)) $((1 << 20)) $((2 << 20)); do
         for qd in 1 2 4 8 16 32; do
-            printf '  bs %4d KiB qd %2d: %8s / %8s\n' $((bs >> 10)) "$qd" \
-                "$(tier_mibs write "$qd" "$bs")" "$(tier_mibs read "$qd" "$bs")"
+            w=$(tier_mibs write "$qd" "$bs")
+            r=$(tier_mibs read "$qd" "$bs")
+            printf '  bs %4d KiB qd %2d: %8s / %8s\n' $((bs >> 10)) "$qd" "$w" "$r"
         done
     done
 fi

@@ -6,8 +6,8 @@
  * A run under ELIXIR_POLICY=plan: plan 1 made at 10 ms from iteration 1 (100 operations,
  * predicted 2 ms) and followed by iterations 2, 3 and 4, whose FOLLOW records come 2.5 ms
  * apart (measured 2.50 ms, 1.25x the prediction), and by iteration 5, in progress when its
- * context went 0.9 ms later (a partial record, 1.9: not measured); plan 2 made later and followed by one
- * iteration only (nothing measured).  Kernels run over [11, 12] and [14, 15] ms.  The plan's
+ * context went 0.9 ms later (a partial record, 1.9: not measured); plan 2 made later and
+ * followed by one iteration only (nothing measured).  Kernels run over [11, 12] and [14, 15] ms.  The plan's
  * moves: two to the GPU, issued at 11.5 and 12.5 ms and seen complete at 12.5 and 13 ms, the
  * first with its copy's device times [11.2, 11.8] ms (a TIMING record naming its move id),
  * and one back over [14.5, 15.5] ms: busy 2.1 ms, 1.1 ms of it behind kernels (52.4%).  The

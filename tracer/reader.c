@@ -466,7 +466,7 @@ static void ev_follow(cur_t *c, trc_follow_t *f)
     f->moves = u64(c);
     f->chunks = u64(c);
     f->left = u64(c);
-    f->partial = c->b.p < c->b.end ? u64(c) : 0;   /* (1.9) */
+    f->partial = opt_u64(c);            /* (1.9) */
 }
 
 static void ev_mapping(cur_t *c, trc_mapping_t *m)

@@ -412,7 +412,7 @@ check_nvme() {
     src=$(df --output=source "$dir" 2>/dev/null | tail -n 1)
     {
         echo "file system of $dir: $(df -T "$dir" | awk 'NR == 2 { print $2 " on " $1 }')"
-        lsblk -o NAME,MODEL,SIZE,ROTA,TRAN "$src" 2>&1 || true
+        lsblk -s -o NAME,MODEL,SIZE,ROTA,TRAN "$src" 2>&1 || true  # (and the disk under it)
     } >"$out/nvme-disk.txt"
     if run nvme 600 env BUILD="$BUILD" NVME_BENCH_DIR="$dir" bash bench/nvme_fio.sh; then
         pass "bench/nvme_fio.sh on $src (figures in nvme.out, the disk in nvme-disk.txt)"
