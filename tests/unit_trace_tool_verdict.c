@@ -9,7 +9,9 @@
  * GPU budget (host 24.00 GiB): 3.1x what the GPU holds." and "Migrations took 91% of the run
  * (4.100 s of 4.500 s); 0.2% hidden behind kernels." as its first lines; a trace without
  * budgets or migrations compares the footprint with the device's memory and says that
- * nothing moved.  Stacks with Python frames show their Python call site (the program's own
+ * nothing moved; one whose kernels have device times over [1, 2] s only (one profiled
+ * iteration) says how many migrations ran outside that span, where none can count as hidden
+ * (2 of 3: 0.1 s of the 0.4 s they took hidden).  Stacks with Python frames show their Python call site (the program's own
  * frames, leaving out a package's and the standard library's; the standard library's when
  * there is nothing else), --json gives every Python frame with its kind, and equal Python
  * sites reached through different native frames make one row.
@@ -61,6 +63,28 @@ static void fits(const char *path)
     w = tt_writer(path, 0);
     process_and_device(80 * GiB);
     alloc(10, 1, GiB, 0);
+    tt_close(w);
+}
+
+/* Kernels with device times over [1, 2] s; migrations over [1.5, 1.6] s, then [3, 3.2] and
+ * [4, 4.1] s, after them. */
+static void outside(const char *path)
+{
+    const uint64_t s = 1000000000ull;
+    w = tt_writer(path, 0);
+    process_and_device(80 * GiB);
+    alloc(10, 1, GiB, 0);
+    trc_launch_t l = { .id = 1, .func_id = tt_str(w, "gemm"), .stream = 1, .device = 0,
+                       .span = { 1, s, 2 * s } };
+    TT_EMIT(trc_emit_launch(w, s, &l));
+    const uint64_t at[3][2] = { { 15 * s / 10, 16 * s / 10 }, { 3 * s, 32 * s / 10 },
+                                { 4 * s, 41 * s / 10 } };
+    for (int i = 0; i < 3; i++) {
+        trc_migration_t m = { .chunk = 1, .bytes = 2 * MiB, .from = TRC_TIER_HOST,
+                              .to = TRC_TIER_GPU, .device = 0, .start = at[i][0],
+                              .end = at[i][1] };
+        TT_EMIT(trc_emit_migration(w, at[i][0], &m));
+    }
     tt_close(w);
 }
 
@@ -151,6 +175,14 @@ int main(void)
            "No migrations: nothing was moved between tiers.\n\n";
     if (strncmp(r.out, want, strlen(want)) != 0)
         TT_FAIL("expected the summary to open with\n%sgot\n%.400s", want, r.out);
+    tt_free(&r);
+
+    path = tt_path("outside.trace");
+    outside(path);
+    r = tt_run("summary", path, NULL);
+    TT_CHECK("exit status", 0, r.status);
+    TT_LINE(r.out, "Migrations took ", "; 25.0% hidden behind kernels (2 of 3 outside the "
+                   "profiled iterations, where none counts).");
     tt_free(&r);
 
     path = tt_path("python.trace");

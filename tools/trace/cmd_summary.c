@@ -92,17 +92,18 @@ static void verdict_footprint(const tm_trace_t *t, const tm_device_t **dv)
 }
 
 /* The verdict on migrations: the share of the run they took (the union of their intervals,
- * per device) and the share of that hidden behind kernels. */
+ * per device) and the share of that hidden behind kernels, saying how many ran where no
+ * kernel has device times (outside the profiled iterations), which cannot count as hidden. */
 static void verdict_migrations(const tm_trace_t *t)
 {
     char b[2][32];
     tm_migration_totals_t m;
-    uint64_t span = t->t_last - t->t_first;
+    uint64_t span = t->t_last - t->t_first, untimed = 0;
     if (!t->nmigrations) {
         printf("No migrations: nothing was moved between tiers.\n");
         return;
     }
-    if (tm_migration_totals(t, &m) < 0)
+    if (tm_migration_totals_of(t, TM_MIG_ALL, &m, &untimed) < 0)
         return;
     if (span && t->ndevices <= 1)
         printf("Migrations took %.0f%% of the run (%s of %s)", 100.0 * (double)m.busy_ns /
@@ -111,10 +112,11 @@ static void verdict_migrations(const tm_trace_t *t)
         printf("Migrations took %s over a run of %s", text_ns(m.busy_ns, b[0]),
                text_ns(span, b[1]));
     if (m.busy_ns)
-        printf("; %.1f%% hidden behind kernels.\n",
-               100.0 * (double)m.hidden_ns / (double)m.busy_ns);
-    else
-        printf(".\n");
+        printf("; %.1f%% hidden behind kernels", 100.0 * (double)m.hidden_ns / (double)m.busy_ns);
+    if (m.busy_ns && untimed)
+        printf(" (%" PRIu64 " of %zu outside the profiled iterations, where none counts)",
+               untimed, t->nmigrations);
+    printf(".\n");
 }
 
 /* The verdict: a few lines on what the trace says about memory, before the details. */
