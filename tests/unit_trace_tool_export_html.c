@@ -59,8 +59,8 @@ static void setup(trc_writer_t *w)
 }
 
 /* Kernel intervals 1500-3000 (the markup kernel), 3000-3100 and 3100-3200 ("gemm&co"), 6000-
- * 6400 and 7000-7400 (markup kernel); migrations 1000-2000 (500 ns under a kernel) and 5000-
- * 5100 (none): 500 of 1100 ns hidden. */
+ * 6400 and 7000-7400 (markup kernel); migrations 1000-2000 (500 ns under a kernel) and 8000-
+ * 8100 (after the last kernel with device times: it cannot count): 500 of 1100 ns hidden. */
 static void work(trc_writer_t *w)
 {
     uint32_t k = tt_str(w, kernel), g = tt_str(w, "gemm&co");
@@ -78,8 +78,8 @@ static void work(trc_writer_t *w)
     trc_emit_migration(w, 2000, &m);
     trc_emit_iteration(w, 4000, &(trc_iteration_t){ 1 });
     m = (trc_migration_t){ .chunk = 2, .bytes = 2 * MiB, .from = TRC_TIER_HOST,
-                           .to = TRC_TIER_GPU, .start = 5000, .end = 5100 };
-    trc_emit_migration(w, 5100, &m);
+                           .to = TRC_TIER_GPU, .start = 8000, .end = 8100 };
+    trc_emit_migration(w, 8100, &m);
     l = (trc_launch_t){ .id = 4, .func_id = k, .device = 0, .span = { 1, 6000, 6400 } };
     trc_emit_launch(w, 5900, &l);
     l = (trc_launch_t){ .id = 5, .func_id = k, .device = 0, .span = { 1, 7000, 7400 } };
@@ -143,6 +143,8 @@ static const char check_py[] =
     "    check('migration rows', [['gpu \\u2192 host', '1', '2.00 MiB'], ['host \\u2192 gpu', '1', '2.00 MiB']], tables.get('migrations', [])[1:])\n"
     "    hidden = root.find(\".//p[@id='hidden']\")\n"
     "    check('hidden share', True, hidden is not None and '500 ns (45.5%) hidden' in text(hidden))\n"
+    "    check('migrations outside', True, hidden is not None and\n"
+    "          '1 of them outside the profiled iterations, where none counts' in text(hidden))\n"
     "    ks = [(r[0], r[1], r[3]) for r in tables.get('kernels', [])[1:]]\n"
     "    check('kernels', [(kernel, '3', '2.30 \\u00b5s'), ('gemm&co', '2', '200 ns')], ks)\n"
     "    al = [(r[0], r[2], r[5]) for r in tables.get('allocations', [])[1:]]\n"

@@ -11,10 +11,11 @@
  * budgets or migrations compares the footprint with the device's memory and says that
  * nothing moved; one whose kernels have device times over [1, 2] s only (one profiled
  * iteration) says how many migrations ran outside that span, where none can count as hidden
- * (2 of 3: 0.1 s of the 0.4 s they took hidden).  Stacks with Python frames show their Python call site (the program's own
- * frames, leaving out a package's and the standard library's; the standard library's when
- * there is nothing else), --json gives every Python frame with its kind, and equal Python
- * sites reached through different native frames make one row.
+ * (2 of 3: 0.1 s of the 0.4 s they took hidden).  Stacks with Python frames show their
+ * Python call site (the program's own frames, leaving out a package's and the standard
+ * library's; the standard library's when there is nothing else), --json gives every Python
+ * frame with its kind, and equal Python sites reached through different native frames make
+ * one row.
  */
 #include "unit_trace_tool.h"
 

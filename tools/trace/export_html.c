@@ -303,7 +303,8 @@ static int migrations(FILE *f, const tm_trace_t *t)
 {
     tm_migration_totals_t m;
     char a[32], b[32];
-    if (tm_migration_totals(t, &m) < 0)
+    uint64_t untimed = 0;
+    if (tm_migration_totals_of(t, TM_MIG_ALL, &m, &untimed) < 0)
         return -ENOMEM;
     fputs("<h2>Migrations</h2>\n", f);
     if (!t->nmigrations) {
@@ -314,7 +315,11 @@ static int migrations(FILE *f, const tm_trace_t *t)
             text_ns_utf8(m.busy_ns, a), text_ns_utf8(m.hidden_ns, b));
     if (m.busy_ns)
         fprintf(f, "(%.1f%%) ", 100.0 * (double)m.hidden_ns / (double)m.busy_ns);
-    fputs("hidden behind kernels</p>\n", f);
+    fputs("hidden behind kernels", f);
+    if (untimed)    /* (as the summary's verdict says it) */
+        fprintf(f, "; %" PRIu64 " of them outside the profiled iterations, where none counts",
+                untimed);
+    fputs("</p>\n", f);
     table_open(f, "migrations", "direction|#count|#bytes");
     migration_rows(f, &m);
     table_close(f);
