@@ -107,6 +107,11 @@ typedef struct pol_op {
                                  * over the link) while dur_ns was measured; 0: none, or not
                                  * known.  The cost model scales dur_ns by the count away in
                                  * the plan where that is larger (see replay.c) */
+    uint64_t dur2_ns;           /* its device time measured again, with away2 of its chunks
+                                 * away (an iteration that followed a plan); 0: not.  Where
+                                 * away2 != away the cost model draws the line through the two
+                                 * (see replay.c) */
+    uint32_t away2;
 } pol_op_t;
 
 /* One link between POL_GPU and another tier: GB/s (1e9 bytes/s) each way and both together
@@ -289,6 +294,11 @@ void pol_plan_free(pol_plan_t *p);
 /* Replay a plan on the cost model: compute streams, one queue per link direction with the
  * duplex limit shared, mapping costs on the host, every dependency.  0 or -EINVAL. */
 int pol_replay(const pol_input_t *in, const pol_plan_t *p, pol_result_t *r);
+/* The cost model's device time (ns) of operation op where `away` of the chunks it reaches lie
+ * away from the GPU: dur_ns scaled by away / op->away where that is more than 1 (op->away >
+ * 0), else dur_ns; where it was timed again with another count away (dur2_ns, away2), the
+ * line through the two timings, its slope held at 0 or more, never below 0. */
+double pol_op_time(const pol_op_t *op, uint64_t away);
 /* Check that a plan keeps every operation's chunks on the GPU and every tier within its
  * capacity and loses no data, over two iterations (a kept copy written in the first is stale
  * in the second): 0, or -EINVAL with the first violation described in err.  Used by the tests

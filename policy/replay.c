@@ -25,7 +25,8 @@
  *     more chunks away from the GPU (in host memory, over the link) than it did when it was
  *     timed (pol_op_t.away > 0), dur_ns scaled by their ratio: a kernel's time held to the
  *     link's rate by what it reaches there, each chunk taken to cost it alike (not known: what
- *     it touches of them);
+ *     it touches of them); where it was timed again with another count away (dur2_ns, away2:
+ *     an iteration under a plan), the line through the two times instead;
  *   - a move starts after the last operation that used its chunks (one that ran in place, on
  *     a chunk in host memory, included: the executor moves a chunk only once the operations
  *     that may use it are done, trying again until then); a move to the GPU after the moves
@@ -65,9 +66,9 @@
  * The plan repeats: four iterations are replayed back to back from the plan's start state, so
  * that prefetches issued across the iteration's end count as they will.  iter_ns is the mean
  * time between the ends of the first and the last (an iteration ends with its last
- * operation), and never less than compute_ns, the busiest stream's work or the host's time
- * to issue the operations (what a steady state takes at least, whatever the transients); the
- * other figures are the last iteration's.
+ * operation), and never less than compute_ns, the busiest stream's work (of an operation
+ * timed twice, its shorter time) or the host's time to issue the operations (what a steady
+ * state takes at least, whatever the transients); the other figures are the last iteration's.
  */
 #include <errno.h>
 #include <math.h>
@@ -319,13 +320,24 @@ static void rp_in_place(rp_t *p, uint32_t i)
             rp_map_back(p, c);
 }
 
-/* Operation i's device time: its dur_ns, or where it reaches more chunks away from the GPU
- * than when it was timed (pol_op_t.away, > 0), dur_ns scaled by their ratio, as for a kernel
- * whose time the link's rate held for the bytes it reached there. */
+double pol_op_time(const pol_op_t *op, uint64_t away)
+{
+    if (op->dur2_ns && op->away2 != op->away) {
+        double per = ((double)op->dur2_ns - (double)op->dur_ns) /
+                     ((double)op->away2 - (double)op->away);
+        double t = (double)op->dur_ns + (per > 0 ? per : 0) * ((double)away - (double)op->away);
+        return t > 0 ? t : 0;
+    }
+    return op->away && away > op->away ? (double)op->dur_ns * (double)away / op->away
+                                        : (double)op->dur_ns;
+}
+
+/* Operation i's device time: pol_op_time for the chunks it reaches that lie away from the GPU
+ * now. */
 static double op_dur(rp_t *p, uint32_t i)
 {
     const pol_op_t *op = &p->in->ops[i];
-    if (!op->away)
+    if (!op->away && !op->dur2_ns)
         return (double)op->dur_ns;
     uint64_t away = 0;
     if (++p->stamp == 0) {          /* (wrapped: the marks start again) */
@@ -342,7 +354,7 @@ static double op_dur(rp_t *p, uint32_t i)
             away += p->loc[c] != POL_GPU && p->loc[c] != POL_NONE;
         }
     }
-    return away > op->away ? (double)op->dur_ns * (double)away / op->away : (double)op->dur_ns;
+    return pol_op_time(op, away);
 }
 
 static void rp_op(rp_t *p, uint32_t i)
@@ -532,6 +544,14 @@ static double forced_ns(const pol_input_t *in, const pol_index_t *ix, double *in
     return max2(max2(*in_ns, b / from), (a + b) / both);
 }
 
+/* Operation op's device time for compute_ns: the shorter of its two timings where it has two
+ * (the line through them may say less where fewer chunks are away: not measured). */
+static double least_dur(const pol_op_t *op)
+{
+    uint64_t d = op->dur2_ns && op->dur2_ns < op->dur_ns ? op->dur2_ns : op->dur_ns;
+    return (double)d;
+}
+
 /* compute_ns and bound_ns: the operations alone (the busiest stream, or the host's time to
  * issue them, whichever is more), and the chunks that must come in and go back (forced_ns);
  * bound_in_ns with the chunks in alone; bound_chunks, those chunks. */
@@ -566,7 +586,7 @@ int pol_replay_ix(const pol_input_t *in, const pol_index_t *ix, const pol_plan_t
         for (uint32_t s = 0; s < in->nstreams; s++)
             p.stream_free[s] = 0;
         for (uint32_t i = 0; i < ix->nops; i++)
-            p.stream_free[in->ops[i].stream] += (double)in->ops[i].dur_ns;
+            p.stream_free[in->ops[i].stream] += least_dur(&in->ops[i]);
         rp_bounds(in, ix, r, p.stream_free);
         r->iter_ns = max2(r->compute_ns, (p.it_end - p.first_end) / (REPLAY_ITERS - 1));
         for (int t = 0; t < POL_NTIERS; t++)

@@ -758,9 +758,10 @@ extern int res_policy_plan;
  * memset (NULL for a launch), whose operands say which chunks it reads and writes. */
 void res_plan_op(res_dev_t *d, collect_t *k, int kind, uintptr_t what, const shim_copy_t *c,
                  CUstream s, int ptds);
-/* Launch k of the profile, reached and about to be timed (d locked): how many of its chunks
- * lie away from the GPU as it runs, reached over the link (pol_op_t.away; res_plan_profile.c;
- * the fast launch path's chunks are all on the GPU). */
+/* Launch k of the profile, or of an iteration timed again under the plan, reached and about
+ * to be timed (d locked): how many of its chunks lie away from the GPU as it runs, reached
+ * over the link (pol_op_t.away, or res_plan_t.away2; res_plan_profile.c; the fast launch
+ * path's chunks are all on the GPU). */
 void res_plan_away(res_dev_t *d, const collect_t *k);
 /* How an operation reaches the chunk [lo, hi) of its arena: enum pol_access (res_plan_nccl);
  * 0 where the plan counts it as not reached (a launch's chunk behind its pointers). */
@@ -846,6 +847,10 @@ typedef struct res_ptime_report {
 struct pol_op;
 void res_ptime_fill(res_dev_t *d, struct pol_op *ops, const uint64_t *sig, size_t nops,
                     res_ptime_report_t *rep);
+/* The times of an iteration timed again (res_ptime_open while it followed a plan, its
+ * operations numbered as the plan's): ns[i] and timed[i] = 1 for each operation i < nops
+ * timed, else timed[i] = 0; how many were.  Then res_ptime_close (d locked). */
+size_t res_ptime_times(res_dev_t *d, uint64_t *ns, uint8_t *timed, size_t nops);
 /* Around a migration's copy on d->stream (d locked): res_ptime_link_begin just before it is
  * enqueued (1: timed), res_ptime_link_wait after the driver returned r for it, which makes
  * the host wait for the copy as the migration does (cuStreamSynchronize) and returns the

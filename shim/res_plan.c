@@ -286,10 +286,18 @@ static void lives(res_plan_t *p)
         }
 }
 
+/* The profile's times read (res_ptime_fill), then planned (res_plan_make). */
 static void plan_now(res_dev_t *d, res_plan_t *p)
 {
-    res_ptime_report_t tr;
-    res_ptime_fill(d, p->ops, p->sig, p->nops, &tr);
+    res_ptime_fill(d, p->ops, p->sig, p->nops, &p->tr);
+    for (size_t i = 0; i < p->nops; i++)
+        p->ops[i].dur2_ns = p->ops[i].away2 = 0;
+    res_plan_make(d, p, 0);
+}
+
+void res_plan_make(res_dev_t *d, res_plan_t *p, int again)
+{
+    const res_ptime_report_t tr = p->tr;
     long slack = shim_opt_int(SHIM_OPT_PLAN_SLACK);   /* (not with unmapped: options.c) */
     pol_input_t in = { p->ops, p->nops, p->refs, p->nrefs, p->bufs, p->nbufs, p->nstreams,
                        machine(d, &tr), slack == SHIM_SLACK_AUTO ? POL_SLACK_SEARCH
@@ -297,9 +305,12 @@ static void plan_now(res_dev_t *d, res_plan_t *p)
                        p->waits, p->nwaits, p->syncs, p->nsyncs };
     char err[160], src[2][48];
     double mapped, unmapped, birth;            /* (for the log: map_costs) */
+    pol_plan_t *followed = again ? p->plan : NULL;
+    if (again)
+        p->plan = NULL;
     plan_clear(p);
     lives(p);
-    for (uint32_t b = 0; b < p->nbufs; b++)
+    for (uint32_t b = 0; b < p->nbufs && !again; b++)   /* (again: as the profile found them) */
         p->bufs[b].nvme_ok = (uint8_t)res_plan_nvme_ok(d, p->first[b], p->nch[b]);
     if (slack > 0 && (uint64_t)slack >= in.m.cap[POL_GPU] / d->chunk) {
         SHIM_WARN(RES, "device %d: ELIXIR_PLAN_SLACK=%ld leaves the plan no GPU memory (it has "
@@ -307,17 +318,27 @@ static void plan_now(res_dev_t *d, res_plan_t *p)
                   "the reactive engine serves the iteration", d->device, slack,
                   (unsigned long long)(in.m.cap[POL_GPU] / d->chunk),
                   (unsigned long long)((d->app_used + d->pool_used) >> 20));
+        pol_plan_free(followed);
         p->state = P_OFF;
         return;
     }
     if (pol_input_check(&in, err, sizeof(err)) < 0) {
         SHIM_WARN(RES, "device %d: the profiled iteration is no planner input (%s); the plan "
                   "is off", d->device, err);
+        pol_plan_free(followed);
         p->state = P_OFF;
         return;
     }
     double t0 = res_now_s();
-    int r = pol_plan(&in, NULL, &p->plan);
+    int r = 0;
+    if (followed) {                     /* (the plan stays, predicted again) */
+        pol_result_t now;
+        if (pol_replay(&in, followed, &now) == 0)
+            followed->predicted = now;
+        p->plan = followed;
+    } else {
+        r = pol_plan(&in, NULL, &p->plan);
+    }
     /* (the plan's slack changes no operation of the profile into one in place: search.c) */
     p->gpu_chunks = in.m.cap[POL_GPU] / d->chunk;
     if (r < 0) {
@@ -372,13 +393,14 @@ static void plan_now(res_dev_t *d, res_plan_t *p)
         keep += m->keep ? m->nchunks : 0;
         born += m->from == POL_NTIERS ? m->nchunks : 0;
     }
-    SHIM_INFO(RES, "device %d: planned %zu operations (NCCL calls %u), host synchronisations "
+    SHIM_INFO(RES, "device %d: %s %zu operations (NCCL calls %u), host synchronisations "
               "%zu, %zu buffers in %.1f ms: "
               "%zu moves (chunks remapped only %llu, kept %llu, new %llu), predicted %llu MiB to "
               "the GPU and %llu MiB back, iteration %.3f ms against %.3f ms of compute (bound "
               "%.3f ms, %.3f ms with the chunks in alone; of chunks that must move, %llu in and "
               "%llu back)",
-              d->device, p->nops, p->nccl_ops, p->nsyncs, p->nbufs, planning_s * 1e3,
+              d->device, again ? "predicted again" : "planned", p->nops, p->nccl_ops, p->nsyncs,
+              p->nbufs, planning_s * 1e3,
               p->plan->nmoves,
               (unsigned long long)nowb, (unsigned long long)keep, (unsigned long long)born,
               (unsigned long long)(pr->bytes[POL_HOST][0] >> 20),
@@ -418,7 +440,7 @@ static void plan_now(res_dev_t *d, res_plan_t *p)
             .buffers = p->nbufs, .moves = p->plan->nmoves, .predicted_ns = pr->iter_ns,
             .bound_ns = pr->bound_ns, .compute_ns = pr->compute_ns,
             .bytes_in = pr->bytes[POL_HOST][0], .bytes_out = pr->bytes[POL_HOST][1],
-            .planning_ns = (uint64_t)(planning_s * 1e9),
+            .planning_ns = (uint64_t)(planning_s * 1e9), .again = again ? p->plans - 1 : 0,
         };
         shim_trace_plan(d->device, &t);
     }
@@ -535,8 +557,9 @@ static void reconcile(res_dev_t *d, res_plan_t *p, uint32_t serial)
     }
 }
 
-/* An operation with signature `sig` in the plan's iteration: matched and its moves issued. */
-static void follow(res_dev_t *d, res_plan_t *p, uint64_t sig, uint32_t serial)
+/* An operation with signature `sig` in the plan's iteration: matched and its moves issued;
+ * its index in the plan, or -1 when it did not match. */
+static int64_t follow(res_dev_t *d, res_plan_t *p, uint64_t sig, uint32_t serial)
 {
     const pol_plan_t *pl = p->plan;
     uint32_t at = p->cursor;
@@ -551,7 +574,7 @@ static void follow(res_dev_t *d, res_plan_t *p, uint64_t sig, uint32_t serial)
         p->unforeseen++;
         p->mism++;
         p->cover_now = 0;
-        return;
+        return -1;
     }
     p->foreseen++;
     p->cover_now = p->cover[at] & COVER_EVENT;
@@ -570,6 +593,7 @@ static void follow(res_dev_t *d, res_plan_t *p, uint64_t sig, uint32_t serial)
     p->due = p->nretry ? at + 1 : 0;
     if (d->nvme_on)
         hoist(d, p, at, serial);
+    return at;
 }
 
 /* The FOLLOW record of the iteration in progress, when any operation of it came: the plan
@@ -583,6 +607,7 @@ static void trace_end(res_dev_t *d, res_plan_t *p)
 /* The iteration `it`, beginning now, is profiled. */
 static void profile_start(res_dev_t *d, res_plan_t *p, int64_t it)
 {
+    res_plan_retime_end(p);
     profile_clear(p);
     memset(p->buf_of, 0, arena_chunk_count(d->arena) * sizeof(*p->buf_of));
     res_ptime_open(d);
@@ -611,6 +636,8 @@ static void iteration(res_dev_t *d, res_plan_t *p, int64_t it)
         p->state = P_TIME;
         if (res_ptime_ready(d))
             plan_now(d, p);
+        if (p->state == P_EXEC)
+            res_plan_retime_begin(d, p, it);
         break;
     case P_EXEC:
         res_plan_retry_drop(d, p);
@@ -630,8 +657,11 @@ static void iteration(res_dev_t *d, res_plan_t *p, int64_t it)
             plan_clear(p);
             profile_start(d, p, it);
         } else if (res_plan_guard(d, p, took, 0, p->bad == 0)) {
+            res_plan_retime_end(p);
             plan_clear(p);              /* (the moves in flight complete as ever: res_flight.c) */
             p->state = P_OFF;
+        } else if (p->retime == RT_TIMING || p->retime == RT_READ) {
+            res_plan_retime_read(d, p);
         }
         p->cursor = p->mism = p->pre = 0;   /* (after_of: the last operation's moves after
                                              * it, those across the iteration's end, are still
@@ -667,7 +697,8 @@ static int cover_take(res_dev_t *d)
 }
 
 /* The common part of res_plan_op and res_plan_fast: the operation's index in the profile
- * when it was recorded, else -1. */
+ * when it was recorded, or in the plan when it matched it in an iteration timed again, else
+ * -1. */
 static int64_t plan_step(res_dev_t *d, int kind, uintptr_t what, const uint32_t *ids, size_t n,
                          res_access_fn_t acc, const void *arg, CUstream s, uint32_t serial)
 {
@@ -679,8 +710,10 @@ static int64_t plan_step(res_dev_t *d, int kind, uintptr_t what, const uint32_t 
         iteration(d, p, it);
     if (p->state == P_REC)
         return res_plan_record(d, p, kind, what, ids, n, acc, arg, s);
-    if (p->state == P_EXEC)
-        follow(d, p, res_plan_signature(kind, what, n), serial);
+    if (p->state == P_EXEC) {
+        int64_t at = follow(d, p, res_plan_signature(kind, what, n), serial);
+        return p->retime == RT_TIMING ? at : -1;    /* (timed again: res_plan_retime.c) */
+    }
     return -1;
 }
 
@@ -786,7 +819,7 @@ void res_plan_nccl(res_dev_t *d, collect_t *k, uintptr_t what, res_access_fn_t a
     if (d->nflights || d->nvme_flights)
         settle(d, k, s, 0);
     if (i >= 0) {
-        d->plan->nccl_ops++;
+        d->plan->nccl_ops += d->plan->state == P_REC;
         res_ptime_op(d, k, (uint32_t)i);
     }
     if (d->plan && d->plan->foreseen > seen)
@@ -797,14 +830,15 @@ void res_plan_nccl(res_dev_t *d, collect_t *k, uintptr_t what, res_access_fn_t a
 
 /* follow() for the usual launch, of the iteration in progress, that the plan expects at its
  * cursor, after the one before, with no moves before it nor after the one before
- * (COVER_MOVES), and no NVMe tier (whose moves follow() issues ahead: hoist): its cover
- * (COVER_EVENT, or 0) when it was, else -1 and nothing changed. */
+ * (COVER_MOVES), and no NVMe tier (whose moves follow() issues ahead: hoist), in an iteration
+ * not timed again (RT_TIMING): its cover (COVER_EVENT, or 0) when it was, else -1 and nothing
+ * changed. */
 static SHIM_ALWAYS_INLINE int follow_quiet(res_plan_t *p, uint64_t sig)
 {
     uint32_t at = p->cursor;
     if (p->state != P_EXEC || p->iter != atomic_load_explicit(&det.cur, memory_order_relaxed) ||
         at >= p->nops || p->after_of != at || p->sig[at] != sig || p->nretry ||
-        (p->cover[at] & COVER_MOVES))
+        (p->cover[at] & COVER_MOVES) || p->retime == RT_TIMING)
         return -1;
     p->foreseen++;
     p->after_of = p->cursor = at + 1;
@@ -861,6 +895,7 @@ void res_plan_drop(res_dev_t *d)
         return;
     if (p->state == P_EXEC && SHIM_TRACING())
         trace_end(d, p);
+    res_plan_retime_end(p);
     plan_clear(p);
     free(p->ops);
     free(p->sig);
@@ -906,7 +941,8 @@ void res_plan_stats(const res_dev_t *d)
     if (!res_policy_plan)
         return;
     res_plan_guard_text(p, guard, sizeof(guard));
-    shim_log_plain("device %d: plan: %llu planned, %llu re-planned; operations foreseen %llu, "
+    shim_log_plain("device %d: plan: %llu planned, %llu re-planned, %llu predicted again with "
+                   "the times of an iteration under the plan; operations foreseen %llu, "
                    "not foreseen %llu, NCCL calls foreseen %llu; moves issued %llu (%llu "
                    "chunks, %llu of them once a use in flight completed, %llu left to the "
                    "reactive engine, %llu put where the plan starts them); prefetches %llu, "
@@ -915,7 +951,8 @@ void res_plan_stats(const res_dev_t *d)
                    "evictions that took the victim the plan uses last %llu, demotions to NVMe "
                    "%llu; blocked on moves %.3f s; predicted iteration %.3f ms (bound %.3f ms, "
                    "%.3f ms with the chunks in alone); guard: %s",
-                   d->device, (unsigned long long)p->plans, (unsigned long long)p->replans,
+                   d->device, (unsigned long long)(p->plans - p->retimed),
+                   (unsigned long long)p->replans, (unsigned long long)p->retimed,
                    (unsigned long long)p->foreseen, (unsigned long long)p->unforeseen,
                    (unsigned long long)p->nccl_foreseen, (unsigned long long)p->moves,
                    (unsigned long long)p->chunks_moved, (unsigned long long)p->retried,

@@ -15,6 +15,11 @@
 #define RETRY_OPS 8         /* an eviction is tried again for this many operations */
 
 enum { P_WAIT, P_REC, P_TIME, P_EXEC, P_OFF };    /* P_TIME: the profile's times awaited */
+/* res_plan_t.retime: the first iteration under a plan made from a profile is timed again
+ * (RT_TIMING), its times awaited (RT_READ), then used or not (RT_DONE; res_plan.c). */
+enum { RT_NONE, RT_TIMING, RT_READ, RT_DONE };
+#define PLAN_RETIME_SHARE 20    /* the model's miss under the plan that makes the plan's
+                                 * prediction again: over 1/20 (res_plan_retime.c) */
 /* res_plan_t.cover's bits, per operation: an event is due after it (pol_cover_after); the plan
  * has moves before it or after the one before (res_plan_fast's quick path is not for it). */
 enum { COVER_EVENT = 1, COVER_MOVES = 2 };
@@ -67,9 +72,16 @@ typedef struct res_plan {
                                          * (res_plan_retry_due), else 0 */
     uint32_t bad;                       /* iterations in a row that did not follow the plan */
     double pred_ms, bound_ms, bound_in_ms;  /* the last plan's prediction (for the statistics) */
+    /* Timing again under the plan (res_plan.c, "times under the plan"). */
+    int retime;                         /* RT_* */
+    uint32_t *away2;                    /* per operation: its chunks away as it ran, timed again */
+    int64_t retime_iter;                /* the iteration timed again */
+    res_ptime_report_t tr;              /* the profile's link figures, for a prediction made
+                                         * again */
     /* Statistics. */
     uint64_t foreseen, nccl_foreseen, unforeseen, plans, replans, moves, chunks_moved, skipped,
-        reconciled, retried;
+        reconciled, retried, retimed;   /* retimed: predictions made again with the
+                                         * times of an iteration under the plan */
     uint32_t *near, near_epoch;         /* per arena chunk, res_plan_victim's marks */
     uint64_t victims;                   /* reactive evictions whose victim it chose */
     uint64_t host_victims;              /* the same of the demotions host -> NVMe */
@@ -113,6 +125,21 @@ enum { GUARD_PENDING, GUARD_KEPT, GUARD_DROPPED };
 int res_plan_guard(const res_dev_t *d, res_plan_t *p, uint64_t took, int reactive, int followed);
 void res_plan_guard_new(res_plan_t *p);
 void res_plan_guard_text(const res_plan_t *p, char *buf, size_t len);
+
+/* res_plan.c: plan the profile in p (its times read) on d's machine now: p->state P_EXEC
+ * with the plan made, else P_OFF; `again`: predict the plan followed again instead, on the
+ * profile with the times of an iteration under the plan (res_plan_retime.c). */
+void res_plan_make(res_dev_t *d, res_plan_t *p, int again);
+
+/* res_plan_retime.c: times under the plan (d locked).  res_plan_retime_begin: the iteration
+ * `it`, beginning now under a plan just made from a profile, is timed again.
+ * res_plan_retime_read: at the start of a later iteration under the plan, once that one's
+ * times are in, they are compared with the cost model's and, where it missed, the plan is
+ * predicted again with them.  res_plan_retime_end: what it holds is freed (the plan or its
+ * profile goes). */
+void res_plan_retime_begin(res_dev_t *d, res_plan_t *p, int64_t it);
+void res_plan_retime_read(res_dev_t *d, res_plan_t *p);
+void res_plan_retime_end(res_plan_t *p);
 
 /* res_plan_issue.c: issuing the plan's moves (d locked). */
 /* The arena chunk of move m's first chunk, or UINT32_MAX (as res_plan_buf_first). */

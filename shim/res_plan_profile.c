@@ -120,12 +120,16 @@ static int64_t refs_of(res_dev_t *d, res_plan_t *p, const uint32_t *ids, size_t 
 void res_plan_away(res_dev_t *d, const collect_t *k)
 {
     res_plan_t *p = d->plan;
-    if (!p || p->state != P_REC || k->timed - 1 >= p->nops)
+    int again = p && p->state == P_EXEC && p->retime == RT_TIMING && p->away2;
+    if (!p || (p->state != P_REC && !again) || k->timed - 1 >= p->nops)
         return;
     uint32_t away = 0;
     for (uint32_t i = 0; i < k->n; i++)
         away += d->chunks[k->ids[i]].tier != TIER_GPU;
-    p->ops[k->timed - 1].away = away;
+    if (again)
+        p->away2[k->timed - 1] = away;
+    else
+        p->ops[k->timed - 1].away = away;
 }
 
 /* Operation (kind, what) reaching ids[0, n) on s, appended to the profile: its index, or -1. */
@@ -148,7 +152,8 @@ int64_t res_plan_record(res_dev_t *d, res_plan_t *p, int kind, uintptr_t what,
         p->state = P_OFF;
         return -1;
     }
-    p->ops[p->nops] = (pol_op_t){ stream_no(p, s), (uint32_t)start, (uint32_t)nr, 0, 0 };
+    p->ops[p->nops] = (pol_op_t){ .stream = stream_no(p, s), .ref = (uint32_t)start,
+                                  .nref = (uint32_t)nr };
     p->sig[p->nops] = res_plan_signature(kind, what, n);
     return (int64_t)p->nops++;
 }

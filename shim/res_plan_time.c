@@ -398,21 +398,39 @@ static uint64_t estimate(pol_op_t *ops, const uint64_t *sig, size_t nops, const 
     return n;
 }
 
+/* Operation i's time into *ns: 0, or -1 when it has none. */
+static int time_of(const res_ptime_t *t, size_t i, uint64_t *ns)
+{
+    const ptime_op_t *o = i < t->nop ? &t->op[i] : NULL;
+    float ms = 0;           /* (T_MERGED: 0) */
+    if (!o || (o->state != T_MERGED &&
+               (o->state != T_DONE || elapsed(&ms, o->a, o->b) != CUDA_SUCCESS || ms < 0)))
+        return -1;
+    *ns = (uint64_t)((double)ms * 1e6 + 0.5);
+    return 0;
+}
+
+size_t res_ptime_times(res_dev_t *d, uint64_t *ns, uint8_t *timed, size_t nops)
+{
+    res_ptime_t *t = d->ptime;
+    size_t n = 0;
+    for (size_t i = 0; i < nops; i++) {
+        timed[i] = t && time_of(t, i, &ns[i]) == 0;
+        n += timed[i];
+    }
+    res_ptime_close(d);
+    return n;
+}
+
 void res_ptime_fill(res_dev_t *d, pol_op_t *ops, const uint64_t *sig, size_t nops,
                     res_ptime_report_t *rep)
 {
     res_ptime_t *t = d->ptime;
     uint8_t *timed = calloc(nops ? nops : 1, 1);
     memset(rep, 0, sizeof(*rep));
-    for (size_t i = 0; t && timed && i < nops && i < t->nop; i++) {
-        const ptime_op_t *o = &t->op[i];
-        float ms = 0;       /* (T_MERGED: 0) */
-        if (o->state != T_MERGED &&
-            (o->state != T_DONE || elapsed(&ms, o->a, o->b) != CUDA_SUCCESS || ms < 0))
-            continue;
-        ops[i].dur_ns = (uint64_t)((double)ms * 1e6 + 0.5);
-        timed[i] = 1;
-        rep->timed++;
+    for (size_t i = 0; t && timed && i < nops; i++) {
+        timed[i] = time_of(t, i, &ops[i].dur_ns) == 0;
+        rep->timed += timed[i];
     }
     for (size_t i = 0; timed && i < nops; i++)
         if (!timed[i])

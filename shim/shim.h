@@ -516,6 +516,7 @@ void shim_trace_mapping(int device, int planned, uint64_t ns);
 typedef struct shim_trace_plan {
     uint64_t plan, iteration, ops, buffers, moves;
     uint64_t predicted_ns, bound_ns, compute_ns, bytes_in, bytes_out, planning_ns;
+    uint64_t again;                 /* the plan predicted again (the same moves), or 0 */
 } shim_trace_plan_t;
 void shim_trace_plan(int device, const shim_trace_plan_t *p);
 typedef struct shim_trace_follow {

@@ -86,7 +86,8 @@ void shim_trace_plan(int device, const shim_trace_plan_t *p)
                               .ops = p->ops, .buffers = p->buffers, .moves = p->moves,
                               .predicted_ns = p->predicted_ns, .bound_ns = p->bound_ns,
                               .compute_ns = p->compute_ns, .bytes_in = p->bytes_in,
-                              .bytes_out = p->bytes_out, .planning_ns = p->planning_ns };
+                              .bytes_out = p->bytes_out, .planning_ns = p->planning_ns,
+                              .again = p->again };
     shim_trace_emit(&ev);
     shim_trace_exit();
 }

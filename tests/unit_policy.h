@@ -105,7 +105,7 @@ static inline uint32_t pb_buf(pb_t *b, uint64_t chunks, int born, int dies)
 static inline void pb_op(pb_t *b, uint32_t stream, uint64_t dur_ns)
 {
     pb_room(b, b->nops);
-    b->ops[b->nops++] = (pol_op_t){ stream, (uint32_t)b->nrefs, 0, dur_ns, 0 };
+    b->ops[b->nops++] = (pol_op_t){ .stream = stream, .ref = (uint32_t)b->nrefs, .dur_ns = dur_ns };
     if (stream >= b->nstreams)
         b->nstreams = stream + 1;
 }

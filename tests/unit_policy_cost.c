@@ -7,7 +7,10 @@
  *          (pol_op_t.away) is predicted to take dur_ns x k / away where the plan leaves k >
  *          away of them away (here the 3 chunks behind its pointer, which a plan with
  *          knobs.near = 0 leaves in host memory), and dur_ns where k <= away or away is 0
- *          (not known).
+ *          (not known).  Timed again with away2 != away (dur2_ns), the line through the two
+ *          times: dur_ns + (dur2_ns - dur_ns) / (away2 - away) x (k - away), the slope held at
+ *          0 or more, and the iteration no shorter than the shorter of the two times (compute_ns);
+ *          with away2 == away, the ratio as before.
  *   drop:  the unmap of a freed or parked chunk's memory is owed by the room, not by the
  *          birth that takes it, so it moves the host's mapping time and adds none: a buffer
  *          born and freed each iteration beside one that comes and goes costs the same per
@@ -22,8 +25,9 @@
 
 /* The predicted iteration (ns) of one operation of 100 us reaching buffer x on the GPU and
  * the 3 chunks of y behind its pointer (POL_NEAR, left in host memory; `twice`: by two
- * references, which count them once), timed with `away` chunks away. */
-static double away_iter_ns(uint32_t away, int twice)
+ * references, which count them once), timed with `away` chunks away, and again (dur2_us > 0)
+ * with away2. */
+static double away2_iter_ns(uint32_t away, int twice, double dur2_us, uint32_t away2)
 {
     pb_t b;
     pb_init(&b);
@@ -33,8 +37,15 @@ static double away_iter_ns(uint32_t away, int twice)
     if (twice)
         pb_ref(&b, y, 1, 2, POL_READ | POL_NEAR);
     b.ops[0].away = away;
+    b.ops[0].dur2_ns = (uint64_t)(dur2_us * 1e3);
+    b.ops[0].away2 = away2;
     pol_knobs_t k = { .lookahead = 0, .extent_chunks = 1, .near = 0 };
     return pb_predicted(&b, &k).iter_ns;
+}
+
+static double away_iter_ns(uint32_t away, int twice)
+{
+    return away2_iter_ns(away, twice, 0, 0);
 }
 
 static void test_away(void)
@@ -51,8 +62,28 @@ static void test_away(void)
                  "got %.1f", c[i].away, c[i].twice ? " (y reached twice)" : "",
                  c[i].want_ns / 1e3, got / 1e3);
     }
+    /* Timed twice: the 3 chunks away in the plan on the line through the two times. */
+    static const struct {
+        uint32_t away;
+        double dur2_us;
+        uint32_t away2;
+        double want_us;
+    } l[] = { { 0, 250, 1, 550 },   /* 150 us a chunk: 100 + 3 x 150 */
+              { 2, 160, 4, 130 },   /* 30 us a chunk, one more than at 2 */
+              { 3, 40, 1, 100 },    /* timed at 3 itself */
+              { 1, 50, 2, 100 },    /* slower with fewer away: no cost a chunk */
+              { 1, 500, 1, 300 },   /* the same count: the ratio */
+              { 4, 10, 1, 70 } };   /* 30 us a chunk, one fewer than at 4 (above the
+                                     * floor: the shorter time, 10 us) */
+    for (size_t i = 0; i < sizeof(l) / sizeof(l[0]); i++) {
+        double got = away2_iter_ns(l[i].away, 0, l[i].dur2_us, l[i].away2);
+        PB_CHECK(fabs(got - l[i].want_us * 1e3) < 1e3, "100 us at %u away, %.0f us at %u: "
+                 "expected %.0f us with 3 away, got %.1f", l[i].away, l[i].dur2_us, l[i].away2,
+                 l[i].want_us, got / 1e3);
+    }
     if (!pb_failures)
-        printf("away: 1 of 3 chunks away when timed, 300 us predicted for 100 us\n");
+        printf("away: 1 of 3 chunks away when timed, 300 us predicted for 100 us; timed again, "
+               "the line through the two\n");
 }
 
 /* A machine of `gpu` chunks whose mapping calls cost 50 us a chunk moved and 100 a chunk born,

@@ -428,6 +428,27 @@ static void test_v19_follow(void)
     }
 }
 
+/* PLAN (1.5) without 1.10's trailing `again`, read as a plan of its own; with it. */
+static void test_v110_plan(void)
+{
+    for (int v = 0; v < 3; v++) {
+        bb_t b = { .n = 0 }, p = { .n = 0 };
+        trc_event_t ev;
+        header(&b, TRC_MAGIC, 1, v ? 10 : 9, 32);
+        s(&p, 2000), s(&p, 0);
+        for (int k = 0; k < 11; k++)
+            u(&p, 10 + (uint64_t)k);    /* plan, iteration, ... planning */
+        if (v)
+            u(&p, (uint64_t)v + 4);
+        rec(&b, TRC_EV_PLAN, &p);
+        CHECK_FIELD("plan reads", 0, read_last(&b, &ev));
+        CHECK_FIELD("plan: type", TRC_EV_PLAN, ev.type);
+        CHECK_FIELD("plan: iteration", 11, ev.u.plan.iteration);
+        CHECK_FIELD("plan: planning", 20, ev.u.plan.planning_ns);
+        CHECK_FIELD("plan: again", v ? (uint64_t)v + 4 : 0, ev.u.plan.again);
+    }
+}
+
 /* TIME_BASE resets the alloc, launch and addr bases too (1.1). */
 static void test_time_base(void)
 {
@@ -562,6 +583,7 @@ int main(void)
     test_v11_records();
     test_v13_records();
     test_v19_follow();
+    test_v110_plan();
     test_time_base();
     test_unknown();
     test_flips();

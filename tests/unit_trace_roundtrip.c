@@ -257,6 +257,7 @@ static void same_event(const trc_event_t *e, const trc_event_t *g)
         CHECK("plan.bytes_in", e->u.plan.bytes_in, g->u.plan.bytes_in);
         CHECK("plan.bytes_out", e->u.plan.bytes_out, g->u.plan.bytes_out);
         CHECK("plan.planning_ns", e->u.plan.planning_ns, g->u.plan.planning_ns);
+        CHECK("plan.again", e->u.plan.again, g->u.plan.again);
         break;
     case TRC_EV_FOLLOW:
         CHECK("follow.device", e->u.follow.device, g->u.follow.device);
@@ -395,10 +396,11 @@ static void write_all_types(trc_writer_t *w)
     expect[nexpect++] = ev;
     ev = (trc_event_t){ .type = TRC_EV_PLAN, .time = 4900 };
     ev.u.plan = (trc_plan_t){ 0, 1, 2, 100000, 4000, 250000, 3000000, 2500000, 1000000,
-                              1ull << 33, 1ull << 32, 750000000 };
+                              1ull << 33, 1ull << 32, 750000000, 0 };
     emit(w, &ev);
     ev.time = 4901;
-    ev.u.plan = (trc_plan_t){ -7, UINT64_MAX, 0, 0, 0, 0, UINT64_MAX, 0, 0, 0, UINT64_MAX, 1 };
+    ev.u.plan = (trc_plan_t){ -7, UINT64_MAX, 0, 0, 0, 0, UINT64_MAX, 0, 0, 0, UINT64_MAX, 1,
+                              UINT64_MAX - 1 };
     CHECK("trc_emit_plan", 0, trc_emit_plan(w, ev.time, &ev.u.plan));
     expect[nexpect++] = ev;
     ev = (trc_event_t){ .type = TRC_EV_FOLLOW, .time = 4910 };

@@ -145,7 +145,7 @@ static void make_trace(const char *path, uint64_t drops)
 
 static void check_process(const char *out)
 {
-    TT_LINE(out, "format 1.9", "complete");
+    TT_LINE(out, "format 1.10", "complete");
     TT_LINE(out, "pid 4242 (parent 1) on node7");
     TT_LINE(out, "exe", "/usr/bin/python3");
     TT_LINE(out, "cmdline", "python3 train.py --steps 3");

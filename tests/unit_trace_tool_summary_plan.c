@@ -7,7 +7,8 @@
  * predicted 2 ms) and followed by iterations 2, 3 and 4, whose FOLLOW records come 2.5 ms apart
  * (measured 2.50 ms, 1.25x the prediction), and by iteration 5, in progress when its context
  * went 0.9 ms later (a partial record, 1.9: not measured); plan 2 made later and followed by
- * one iteration only (nothing measured).  Kernels run over [11, 12] and [14, 15] ms.  The
+ * one iteration only (nothing measured); plan 3, plan 2 predicted again with the times of
+ * iteration 7 under it (1.10), last.  The summary names each kind as such.  Kernels run over [11, 12] and [14, 15] ms.  The
  * plan's moves: two to the GPU, issued at 11.5 and 12.5 ms and seen complete at 12.5 and 13 ms,
  * the first with its copy's device times [11.2, 11.8] ms (a TIMING record naming its move id),
  * and one back over [14.5, 15.5] ms: busy 2.1 ms, 1.1 ms of it behind kernels (52.4%).  The
@@ -113,6 +114,10 @@ static void planned_run(const char *path)
     guard(19 * MS, 2, 8, TRC_GUARD_DROPPED, 5 * MS, 1100);
     move(TRC_TIER_GPU, TRC_TIER_HOST, 20 * MS, 20200 * US, 0);
     mapping(21 * MS, 1, 66 * US, 1, 66 * US);
+    p.plan = 3;
+    p.iteration = 7;
+    p.again = 2;
+    TT_EMIT(trc_emit_plan(w, 21500 * US, &p));
     tt_close(w);
 }
 
@@ -120,13 +125,16 @@ static void check_planned(const char *path)
 {
     tt_result_t r = tt_run("summary", path, NULL);
     TT_CHECK("summary exit status", 0, r.status);
-    TT_LINE(r.out, "  device 0: 2 plans made, 5 iterations followed them");
+    TT_LINE(r.out, "  device 0: 3 plans made (1 of them a plan predicted again), 5 iterations "
+                   "followed them");
     TT_LINE(r.out, "  plan 1 at ", ": profiled iteration 1, 100 operations, 10 buffers, 40 moves;",
             "planned in 3.00 ms (host)");
     TT_LINE(r.out, "    predicted iteration 2.00 ms (bound 1.50 ms, compute 1.00 ms), "
                    "64.00 MiB to the GPU and 32.00 MiB back");
     TT_LINE(r.out, "    measured 2.50 ms (mean of 2 followed in a row): 1.25x the prediction");
     TT_LINE(r.out, "  plan 2 at ", ": profiled iteration 5,");
+    TT_LINE(r.out, "  plan 3 at ", ": plan 2 predicted again with the times of iteration 7 "
+                   "under it, 100 operations, 10 buffers, 40 moves; replayed in 3.00 ms (host)");
     TT_LINE(r.out, "    measured: no two iterations in a row followed it");
     TT_LINE(r.out, "    guard: kept as iteration 4 began: an iteration that followed it took "
                    "2.50 ms against 4.00 ms for one paged on demand (0.62x, guard off)");

@@ -71,7 +71,7 @@ static void make_trace(const char *path)
         case TRC_EV_MEMORY: ev.u.memory = (trc_memory_t){ 1, { 1ull << 33, 5, 1ull << 40, 0 } }; break;
         case TRC_EV_BUDGET: ev.u.budget = (trc_budget_t){ 0, { 1ull << 36, 0, 1ull << 39, 0 } }; break;
         case TRC_EV_DROPPED: ev.u.dropped = (trc_dropped_t){ 0, 1ull << 40 }; break;
-        case TRC_EV_PLAN: ev.u.plan = (trc_plan_t){ 0, 1, 2, 300, 20, 90, t, t / 2, t / 3, 1ull << 33, 1 << 20, 7 }; break;
+        case TRC_EV_PLAN: ev.u.plan = (trc_plan_t){ 0, 1, 2, 300, 20, 90, t, t / 2, t / 3, 1ull << 33, 1 << 20, 7, 1 }; break;
         case TRC_EV_FOLLOW: ev.u.follow = (trc_follow_t){ 0, 1, (uint64_t)i, 300, 2, 1, 90, 180, 3, 0 }; break;
         case TRC_EV_MAPPING: ev.u.mapping = (trc_mapping_t){ 0, 180, 1ull << 30, 4, 264000 }; break;
         case TRC_EV_GUARD: ev.u.guard = (trc_guard_t){ 0, 1, (uint64_t)i, 2, t, t / 2, 1100 }; break;

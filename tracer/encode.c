@@ -262,6 +262,7 @@ static int put_plan(wbuf_t *b, const trc_plan_t *p)
     put_u(b, p->bytes_in);
     put_u(b, p->bytes_out);
     put_u(b, p->planning_ns);
+    put_u(b, p->again);                 /* (1.10) */
     return 0;
 }
 

@@ -435,6 +435,7 @@ static void ev_plan(cur_t *c, trc_plan_t *p)
     p->bytes_in = u64(c);
     p->bytes_out = u64(c);
     p->planning_ns = u64(c);
+    p->again = opt_u64(c);              /* (1.10) */
 }
 
 static void ev_guard(cur_t *c, trc_guard_t *g)

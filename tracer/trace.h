@@ -22,7 +22,7 @@
 
 #define TRC_MAGIC         "ELXTRACE"
 #define TRC_VERSION_MAJOR 1
-#define TRC_VERSION_MINOR 9
+#define TRC_VERSION_MINOR 10
 #define TRC_HEADER_LEN    32          /* of this version; a reader skips a longer header */
 #define TRC_MAX_RECORD    (1u << 20)  /* largest record payload a reader accepts */
 #define TRC_MAX_DEPTH     256         /* deepest call stack (native frames; Python frames too) */
@@ -247,7 +247,9 @@ typedef struct trc_dropped {
 /* 1.5 (PLAN): device `device` made plan number `plan` (1, then 2 after a re-plan, ...) from
  * the iteration its policy profiled (`iteration`, the policy's own count): its size, what
  * its cost model predicts for one iteration (ns; bytes to and from the GPU) and the host
- * time the planning took (ns of real time, not the trace's clock). */
+ * time the planning took (ns of real time, not the trace's clock).  1.10: again, the number
+ * of the plan this one predicts again, the same moves, with the times of an iteration under
+ * it (`iteration`, then); 0 for a plan of its own (and in older traces). */
 typedef struct trc_plan {
     int32_t device;
     uint64_t plan, iteration;
@@ -255,6 +257,7 @@ typedef struct trc_plan {
     uint64_t predicted_ns, bound_ns, compute_ns;
     uint64_t bytes_in, bytes_out;
     uint64_t planning_ns;
+    uint64_t again;
 } trc_plan_t;
 
 /* 1.5 (FOLLOW): one iteration of device `device` under plan `plan`, written as the next one

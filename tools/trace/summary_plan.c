@@ -83,10 +83,17 @@ static void print_one_plan(const tm_trace_t *t, const tm_plan_t *p)
 {
     char b[5][32];
     const trc_plan_t *x = &p->p;
-    printf("  plan %" PRIu64 " at %s: profiled iteration %" PRIu64 ", %" PRIu64 " operations, %"
-           PRIu64 " buffers, %" PRIu64 " moves; planned in %s (host)\n", x->plan,
-           text_ns(p->time - t->t_first, b[0]), x->iteration, x->ops, x->buffers, x->moves,
-           text_ns(x->planning_ns, b[1]));
+    if (x->again)
+        printf("  plan %" PRIu64 " at %s: plan %" PRIu64 " predicted again with the times of "
+               "iteration %" PRIu64 " under it, %" PRIu64 " operations, %" PRIu64 " buffers, %"
+               PRIu64 " moves; replayed in %s (host)\n", x->plan,
+               text_ns(p->time - t->t_first, b[0]), x->again, x->iteration, x->ops, x->buffers,
+               x->moves, text_ns(x->planning_ns, b[1]));
+    else
+        printf("  plan %" PRIu64 " at %s: profiled iteration %" PRIu64 ", %" PRIu64
+               " operations, %" PRIu64 " buffers, %" PRIu64 " moves; planned in %s (host)\n",
+               x->plan, text_ns(p->time - t->t_first, b[0]), x->iteration, x->ops, x->buffers,
+               x->moves, text_ns(x->planning_ns, b[1]));
     printf("    predicted iteration %s (bound %s, compute %s), %s to the GPU and %s back\n",
            text_ns(x->predicted_ns, b[0]), text_ns(x->bound_ns, b[1]),
            text_ns(x->compute_ns, b[2]), text_bytes(x->bytes_in, b[3]),
@@ -107,9 +114,11 @@ static void print_device(const tm_trace_t *t, int32_t dev)
 {
     char b[32];
     uint64_t iters = 0, seen = 0, unseen = 0, missed = 0, moves = 0, chunks = 0, left = 0;
-    size_t plans = 0;
-    for (size_t i = 0; i < t->nplans; i++)
+    size_t plans = 0, again = 0;
+    for (size_t i = 0; i < t->nplans; i++) {
         plans += t->plans[i].p.device == dev;
+        again += t->plans[i].p.device == dev && t->plans[i].p.again;
+    }
     for (size_t i = 0; i < t->nfollows; i++) {
         const trc_follow_t *f = &t->follows[i].f;
         if (f->device != dev)
@@ -122,8 +131,10 @@ static void print_device(const tm_trace_t *t, int32_t dev)
         chunks += f->chunks;
         left += f->left;
     }
-    printf("  device %s: %zu plan%s made, %" PRIu64 " iteration%s followed %s\n",
-           fmt_device(dev, b), plans, plans == 1 ? "" : "s", iters, iters == 1 ? "" : "s",
+    printf("  device %s: %zu plan%s made", fmt_device(dev, b), plans, plans == 1 ? "" : "s");
+    if (again)
+        printf(" (%zu of them a plan predicted again)", again);
+    printf(", %" PRIu64 " iteration%s followed %s\n", iters, iters == 1 ? "" : "s",
            plans == 1 ? "it" : "them");
     size_t shown = 0;
     for (size_t i = 0; i < t->nplans && shown < MAX_PLANS; i++)
