@@ -63,19 +63,16 @@ per_iter() {
     awk -v m1="${m1:-0}" -v m2="${m2:-0}" -v s1="$s1" -v s2="$s2" \
         'BEGIN { printf "%.1f", (m2 - m1) / (s2 - s1) }'
 }
-# The planner's figures from a run's log (the last plan it made): predicted iteration and bound.
+# The planner's figures from a run's statistics (its last plan, or that plan predicted again
+# with the times of an iteration under it): predicted iteration and bound.
 predicted() {
-    sed -n 's/.*planned [0-9]* operations.*, iteration \([0-9.]*\) ms against.*/\1/p' \
-        "$tmp/$1-$s2.err" | tail -1
+    sed -n 's/.*plan: [1-9].*predicted iteration \([0-9.]*\) ms.*/\1/p' "$tmp/$1-$s2.err" | tail -1
 }
-bound() {
-    sed -n 's/.*planned [0-9]* operations.*(bound \([0-9.]*\) ms, .*/\1/p' "$tmp/$1-$s2.err" |
-        tail -1
-}
+bound() { sed -n 's/.*plan: [1-9].*(bound \([0-9.]*\) ms, .*/\1/p' "$tmp/$1-$s2.err" | tail -1; }
 # The bound with the chunks that must come in alone (no write-backs).
 bound_in() {
-    sed -n 's/.*planned [0-9]* operations.*, \([0-9.]*\) ms with the chunks in alone[;)].*/\1/p' \
-        "$tmp/$1-$s2.err" | tail -1
+    sed -n 's/.*plan: [1-9].*, \([0-9.]*\) ms with the chunks in alone).*/\1/p' "$tmp/$1-$s2.err" |
+        tail -1
 }
 # The plan's statistics line of a run: plans, re-plans, operations foreseen and not.
 plan_line() { sed -n 's/^.*device 0: plan: //p' "$tmp/$1-$s2.err" | head -1; }

@@ -297,7 +297,8 @@ int pol_replay(const pol_input_t *in, const pol_plan_t *p, pol_result_t *r);
 /* The cost model's device time (ns) of operation op where `away` of the chunks it reaches lie
  * away from the GPU: dur_ns scaled by away / op->away where that is more than 1 (op->away >
  * 0), else dur_ns; where it was timed again with another count away (dur2_ns, away2), the
- * line through the two timings, its slope held at 0 or more, never below 0. */
+ * line through the two timings, its slope held at 0 or more, and below both counts never
+ * below the shorter timing (fewer chunks away than either was not measured). */
 double pol_op_time(const pol_op_t *op, uint64_t away);
 /* Check that a plan keeps every operation's chunks on the GPU and every tier within its
  * capacity and loses no data, over two iterations (a kept copy written in the first is stale

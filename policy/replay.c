@@ -26,7 +26,7 @@
  *     timed (pol_op_t.away > 0), dur_ns scaled by their ratio: a kernel's time held to the
  *     link's rate by what it reaches there, each chunk taken to cost it alike (not known: what
  *     it touches of them); where it was timed again with another count away (dur2_ns, away2:
- *     an iteration under a plan), the line through the two times instead;
+ *     an iteration under a plan), the line through the two times instead (pol_op_time);
  *   - a move starts after the last operation that used its chunks (one that ran in place, on
  *     a chunk in host memory, included: the executor moves a chunk only once the operations
  *     that may use it are done, trying again until then); a move to the GPU after the moves
@@ -326,7 +326,8 @@ double pol_op_time(const pol_op_t *op, uint64_t away)
         double per = ((double)op->dur2_ns - (double)op->dur_ns) /
                      ((double)op->away2 - (double)op->away);
         double t = (double)op->dur_ns + (per > 0 ? per : 0) * ((double)away - (double)op->away);
-        return t > 0 ? t : 0;
+        double least = (double)(op->dur2_ns < op->dur_ns ? op->dur2_ns : op->dur_ns);
+        return away < op->away && away < op->away2 && t < least ? least : t;
     }
     return op->away && away > op->away ? (double)op->dur_ns * (double)away / op->away
                                         : (double)op->dur_ns;

@@ -42,7 +42,9 @@
  * operations of two iterations in a row did not match, the next iteration is profiled and
  * planned again (one odd iteration, such as an evaluation pass, keeps the plan).  A plan whose
  * iterations measure slower than the reactive one profiled before it is dropped for good
- * (res_plan_guard.c).
+ * (res_plan_guard.c).  The first iteration under a plan is timed again, and where its
+ * operations took other times than the cost model said, the plan is predicted again with
+ * them (res_plan_retime.c).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -286,31 +288,46 @@ static void lives(res_plan_t *p)
         }
 }
 
-/* The profile's times read (res_ptime_fill), then planned (res_plan_make). */
+/* The planner's input: p's profile on d's machine, with the link figures the profile measured
+ * (p->tr). */
+static pol_input_t input_of(const res_dev_t *d, const res_plan_t *p)
+{
+    long slack = shim_opt_int(SHIM_OPT_PLAN_SLACK);   /* (not with unmapped: options.c) */
+    return (pol_input_t){ p->ops, p->nops, p->refs, p->nrefs, p->bufs, p->nbufs, p->nstreams,
+                          machine(d, &p->tr), slack == SHIM_SLACK_AUTO ? POL_SLACK_SEARCH
+                                              : slack == 0 ? POL_SLACK_NONE : (uint32_t)slack,
+                          p->waits, p->nwaits, p->syncs, p->nsyncs };
+}
+
+/* The trace's PLAN record of the plan just made (or predicted again: of plan `again`). */
+static void trace_plan(const res_dev_t *d, const res_plan_t *p, double planning_s,
+                       uint64_t again)
+{
+    const pol_result_t *pr = &p->plan->predicted;
+    shim_trace_plan_t t = {
+        .plan = p->plans, .iteration = (uint64_t)(again ? p->retime_iter : p->prof_iter),
+        .ops = p->nops, .buffers = p->nbufs, .moves = p->plan->nmoves,
+        .predicted_ns = pr->iter_ns, .bound_ns = pr->bound_ns, .compute_ns = pr->compute_ns,
+        .bytes_in = pr->bytes[POL_HOST][0], .bytes_out = pr->bytes[POL_HOST][1],
+        .planning_ns = (uint64_t)(planning_s * 1e9), .again = again,
+    };
+    shim_trace_plan(d->device, &t);
+}
+
+/* The profile's times read (res_ptime_fill), then planned. */
 static void plan_now(res_dev_t *d, res_plan_t *p)
 {
     res_ptime_fill(d, p->ops, p->sig, p->nops, &p->tr);
     for (size_t i = 0; i < p->nops; i++)
         p->ops[i].dur2_ns = p->ops[i].away2 = 0;
-    res_plan_make(d, p, 0);
-}
-
-void res_plan_make(res_dev_t *d, res_plan_t *p, int again)
-{
+    long slack = shim_opt_int(SHIM_OPT_PLAN_SLACK);
+    pol_input_t in = input_of(d, p);
     const res_ptime_report_t tr = p->tr;
-    long slack = shim_opt_int(SHIM_OPT_PLAN_SLACK);   /* (not with unmapped: options.c) */
-    pol_input_t in = { p->ops, p->nops, p->refs, p->nrefs, p->bufs, p->nbufs, p->nstreams,
-                       machine(d, &tr), slack == SHIM_SLACK_AUTO ? POL_SLACK_SEARCH
-                                        : slack == 0 ? POL_SLACK_NONE : (uint32_t)slack,
-                       p->waits, p->nwaits, p->syncs, p->nsyncs };
     char err[160], src[2][48];
     double mapped, unmapped, birth;            /* (for the log: map_costs) */
-    pol_plan_t *followed = again ? p->plan : NULL;
-    if (again)
-        p->plan = NULL;
     plan_clear(p);
     lives(p);
-    for (uint32_t b = 0; b < p->nbufs && !again; b++)   /* (again: as the profile found them) */
+    for (uint32_t b = 0; b < p->nbufs; b++)
         p->bufs[b].nvme_ok = (uint8_t)res_plan_nvme_ok(d, p->first[b], p->nch[b]);
     if (slack > 0 && (uint64_t)slack >= in.m.cap[POL_GPU] / d->chunk) {
         SHIM_WARN(RES, "device %d: ELIXIR_PLAN_SLACK=%ld leaves the plan no GPU memory (it has "
@@ -318,27 +335,17 @@ void res_plan_make(res_dev_t *d, res_plan_t *p, int again)
                   "the reactive engine serves the iteration", d->device, slack,
                   (unsigned long long)(in.m.cap[POL_GPU] / d->chunk),
                   (unsigned long long)((d->app_used + d->pool_used) >> 20));
-        pol_plan_free(followed);
         p->state = P_OFF;
         return;
     }
     if (pol_input_check(&in, err, sizeof(err)) < 0) {
         SHIM_WARN(RES, "device %d: the profiled iteration is no planner input (%s); the plan "
                   "is off", d->device, err);
-        pol_plan_free(followed);
         p->state = P_OFF;
         return;
     }
     double t0 = res_now_s();
-    int r = 0;
-    if (followed) {                     /* (the plan stays, predicted again) */
-        pol_result_t now;
-        if (pol_replay(&in, followed, &now) == 0)
-            followed->predicted = now;
-        p->plan = followed;
-    } else {
-        r = pol_plan(&in, NULL, &p->plan);
-    }
+    int r = pol_plan(&in, NULL, &p->plan);
     /* (the plan's slack changes no operation of the profile into one in place: search.c) */
     p->gpu_chunks = in.m.cap[POL_GPU] / d->chunk;
     if (r < 0) {
@@ -393,14 +400,13 @@ void res_plan_make(res_dev_t *d, res_plan_t *p, int again)
         keep += m->keep ? m->nchunks : 0;
         born += m->from == POL_NTIERS ? m->nchunks : 0;
     }
-    SHIM_INFO(RES, "device %d: %s %zu operations (NCCL calls %u), host synchronisations "
+    SHIM_INFO(RES, "device %d: planned %zu operations (NCCL calls %u), host synchronisations "
               "%zu, %zu buffers in %.1f ms: "
               "%zu moves (chunks remapped only %llu, kept %llu, new %llu), predicted %llu MiB to "
               "the GPU and %llu MiB back, iteration %.3f ms against %.3f ms of compute (bound "
               "%.3f ms, %.3f ms with the chunks in alone; of chunks that must move, %llu in and "
               "%llu back)",
-              d->device, again ? "predicted again" : "planned", p->nops, p->nccl_ops, p->nsyncs,
-              p->nbufs, planning_s * 1e3,
+              d->device, p->nops, p->nccl_ops, p->nsyncs, p->nbufs, planning_s * 1e3,
               p->plan->nmoves,
               (unsigned long long)nowb, (unsigned long long)keep, (unsigned long long)born,
               (unsigned long long)(pr->bytes[POL_HOST][0] >> 20),
@@ -434,16 +440,39 @@ void res_plan_make(res_dev_t *d, res_plan_t *p, int again)
     p->traced = (shim_trace_follow_t){ .foreseen = p->foreseen, .unforeseen = p->unforeseen,
                                        .moves = p->moves, .chunks = p->chunks_moved,
                                        .left = p->skipped };
-    if (SHIM_TRACING()) {
-        shim_trace_plan_t t = {
-            .plan = p->plans, .iteration = (uint64_t)p->prof_iter, .ops = p->nops,
-            .buffers = p->nbufs, .moves = p->plan->nmoves, .predicted_ns = pr->iter_ns,
-            .bound_ns = pr->bound_ns, .compute_ns = pr->compute_ns,
-            .bytes_in = pr->bytes[POL_HOST][0], .bytes_out = pr->bytes[POL_HOST][1],
-            .planning_ns = (uint64_t)(planning_s * 1e9), .again = again ? p->plans - 1 : 0,
-        };
-        shim_trace_plan(d->device, &t);
+    if (SHIM_TRACING())
+        trace_plan(d, p, planning_s, 0);
+}
+
+int res_plan_predict_again(res_dev_t *d, res_plan_t *p)
+{
+    pol_input_t in = input_of(d, p);
+    in.m.cap[POL_GPU] = p->gpu_chunks * d->chunk;      /* (the room it was made for) */
+    pol_result_t now;
+    double t0 = res_now_s(), before = p->pred_ms;
+    if (p->state != P_EXEC || pol_replay(&in, p->plan, &now) < 0) {
+        SHIM_INFO(RES, "device %d: the plan's replay with the times under it failed; its "
+                  "prediction stays", d->device);
+        return -1;
     }
+    double planning_s = res_now_s() - t0;
+    p->plan->predicted = now;
+    p->plans++;
+    p->retimed++;
+    p->pred_ms = now.iter_ns / 1e6;
+    p->bound_ms = now.bound_ns / 1e6;
+    p->bound_in_ms = now.bound_in_ns / 1e6;
+    SHIM_INFO(RES, "device %d: plan %llu predicted again with the times of iteration %lld under "
+              "it (plan %llu, the same moves), in %.1f ms: iteration %.3f ms against %.3f ms of "
+              "compute (bound %.3f ms, %.3f ms with the chunks in alone; %.3f ms predicted "
+              "before); per iteration %.3f ms of host mapping calls, %.3f ms of operations "
+              "waiting for moves", d->device, (unsigned long long)(p->plans - 1),
+              (long long)p->retime_iter, (unsigned long long)p->plans, planning_s * 1e3,
+              now.iter_ns / 1e6, now.compute_ns / 1e6, now.bound_ns / 1e6,
+              now.bound_in_ns / 1e6, before, now.map_ns / 1e6, now.stall_ns / 1e6);
+    if (SHIM_TRACING())
+        trace_plan(d, p, planning_s, p->plans - 1);
+    return 0;
 }
 
 /* The trace's FOLLOW record of iteration `it`, which followed the plan: what the statistics
@@ -607,7 +636,7 @@ static void trace_end(res_dev_t *d, res_plan_t *p)
 /* The iteration `it`, beginning now, is profiled. */
 static void profile_start(res_dev_t *d, res_plan_t *p, int64_t it)
 {
-    res_plan_retime_end(p);
+    res_plan_retime_end(d, p);
     profile_clear(p);
     memset(p->buf_of, 0, arena_chunk_count(d->arena) * sizeof(*p->buf_of));
     res_ptime_open(d);
@@ -657,7 +686,7 @@ static void iteration(res_dev_t *d, res_plan_t *p, int64_t it)
             plan_clear(p);
             profile_start(d, p, it);
         } else if (res_plan_guard(d, p, took, 0, p->bad == 0)) {
-            res_plan_retime_end(p);
+            res_plan_retime_end(d, p);
             plan_clear(p);              /* (the moves in flight complete as ever: res_flight.c) */
             p->state = P_OFF;
         } else if (p->retime == RT_TIMING || p->retime == RT_READ) {
@@ -895,7 +924,7 @@ void res_plan_drop(res_dev_t *d)
         return;
     if (p->state == P_EXEC && SHIM_TRACING())
         trace_end(d, p);
-    res_plan_retime_end(p);
+    res_plan_retime_end(d, p);
     plan_clear(p);
     free(p->ops);
     free(p->sig);

@@ -85,7 +85,8 @@ typedef struct res_plan {
     uint32_t *near, near_epoch;         /* per arena chunk, res_plan_victim's marks */
     uint64_t victims;                   /* reactive evictions whose victim it chose */
     uint64_t host_victims;              /* the same of the demotions host -> NVMe */
-    int64_t prof_iter;                  /* the iteration profiled (for the trace) */
+    int64_t prof_iter;                  /* the iteration profiled (for the trace; a prediction
+                                         * made again names retime_iter) */
     /* The guard (res_plan_guard.c): iterations timed on the host's clock (shim_ht_now). */
     uint64_t t_iter;                    /* when the iteration in progress began; 0: unknown */
     uint64_t react_ns;                  /* the shortest the reactive engine served whole since
@@ -126,20 +127,21 @@ int res_plan_guard(const res_dev_t *d, res_plan_t *p, uint64_t took, int reactiv
 void res_plan_guard_new(res_plan_t *p);
 void res_plan_guard_text(const res_plan_t *p, char *buf, size_t len);
 
-/* res_plan.c: plan the profile in p (its times read) on d's machine now: p->state P_EXEC
- * with the plan made, else P_OFF; `again`: predict the plan followed again instead, on the
- * profile with the times of an iteration under the plan (res_plan_retime.c). */
-void res_plan_make(res_dev_t *d, res_plan_t *p, int again);
+/* res_plan.c: p's plan (P_EXEC) replayed on the cost model again, on its profile with the
+ * times of an iteration under it (res_plan_retime.c): its prediction made again, counted
+ * and traced as a plan of its own, the same moves, everything else as it was.  0, or -1 when
+ * the replay failed (the prediction stays). */
+int res_plan_predict_again(res_dev_t *d, res_plan_t *p);
 
 /* res_plan_retime.c: times under the plan (d locked).  res_plan_retime_begin: the iteration
  * `it`, beginning now under a plan just made from a profile, is timed again.
  * res_plan_retime_read: at the start of a later iteration under the plan, once that one's
  * times are in, they are compared with the cost model's and, where it missed, the plan is
- * predicted again with them.  res_plan_retime_end: what it holds is freed (the plan or its
- * profile goes). */
+ * predicted again with them.  res_plan_retime_end: its events destroyed and what it holds
+ * freed (the plan or its profile goes). */
 void res_plan_retime_begin(res_dev_t *d, res_plan_t *p, int64_t it);
 void res_plan_retime_read(res_dev_t *d, res_plan_t *p);
-void res_plan_retime_end(res_plan_t *p);
+void res_plan_retime_end(res_dev_t *d, res_plan_t *p);
 
 /* res_plan_issue.c: issuing the plan's moves (d locked). */
 /* The arena chunk of move m's first chunk, or UINT32_MAX (as res_plan_buf_first). */

@@ -15,20 +15,20 @@
  * How.  The iteration that begins as the plan is made is timed as the profile was
  * (res_plan_time.c: two events around each operation, numbered as the plan's, for those that
  * matched it), and each launch counts its chunks away as it runs (res_plan_away, into away2);
- * the fast launch path is off for that iteration (its launches have every chunk on the GPU:
- * 0 away, as away2 starts).  At the start of a later iteration, once those events completed
- * (as planning waits for the profile's: at most PTIME_DEFER_MAX iterations), the operations
- * timed with another count away than the profile's are compared: the model's time for that
- * count against the time measured.  Where the two differ by more than 1/PLAN_RETIME_SHARE of
- * the model's (the sum of each operation's difference, against the sum of the model's times),
- * each of those operations keeps both timings (pol_op_t.dur2_ns, away2: the model draws the
- * line through them) and the plan is replayed on the cost model with them (res_plan_make,
- * with the profile's link figures and the mapping costs measured so far): a new prediction
- * for the same plan.  The plan itself stays: a plan searched again with those times chose
- * other moves that the model, off by 13% for them, predicted 6% faster and that measured 7%
- * slower (pooled train.py at 1/8, evictions unmapped); a new plan would have to be measured
- * against the one followed before it replaced it.  The log says what was compared.  Once per
- * profile.
+ * the fast launch path is off for that iteration (its launches have every chunk on the GPU: 0
+ * away, as away2 starts).  At the start of a later iteration, once those events completed (as
+ * planning waits for the profile's: at most PTIME_DEFER_MAX iterations), the operations timed
+ * with another count away than the profile's are compared: the model's time for that count
+ * against the time measured.  Where the two differ by more than 1/PLAN_RETIME_SHARE of the
+ * model's (the sum of each operation's difference, against the sum of the model's times), each
+ * of those operations keeps both timings (pol_op_t.dur2_ns, away2: the model draws the line
+ * through them) and the plan is replayed on the cost model with them (res_plan_predict_again,
+ * with the profile's link figures, the GPU room the plan was made for and the mapping costs
+ * measured so far): a new prediction for the same plan, whose execution goes on undisturbed.
+ * The plan itself stays: a plan searched again with those times chose other moves that the
+ * model, off by 13% for them, predicted 6% faster and that measured 7% slower (pooled train.py
+ * at 1/8, evictions unmapped); a new plan would have to be measured against the one followed
+ * before it replaced it.  The log says what was compared.  Once per profile.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -37,8 +37,10 @@
 #include "res_int.h"
 #include "res_plan_int.h"
 
-void res_plan_retime_end(res_plan_t *p)
+void res_plan_retime_end(res_dev_t *d, res_plan_t *p)
 {
+    if (p->retime == RT_TIMING || p->retime == RT_READ)
+        res_ptime_close(d);
     free(p->away2);
     p->away2 = NULL;
     p->retime = RT_NONE;
@@ -46,7 +48,7 @@ void res_plan_retime_end(res_plan_t *p)
 
 void res_plan_retime_begin(res_dev_t *d, res_plan_t *p, int64_t it)
 {
-    res_plan_retime_end(p);
+    res_plan_retime_end(d, p);
     if (!(p->away2 = calloc(p->nops ? p->nops : 1, sizeof(*p->away2))))
         return;
     res_ptime_open(d);
@@ -106,12 +108,9 @@ void res_plan_retime_read(res_dev_t *d, res_plan_t *p)
               again ? "its prediction made again with both timings" : "the prediction stays");
     free(ns);
     free(timed);
-    res_plan_retime_end(p);
-    p->retime = RT_DONE;
-    if (!again)
-        return;
-    p->prof_iter = p->retime_iter;      /* (the trace's PLAN record names the iteration timed) */
-    res_plan_make(d, p, 1);
-    if (p->state == P_EXEC)
-        p->retimed++;
+    free(p->away2);
+    p->away2 = NULL;
+    p->retime = RT_DONE;                /* (its events closed: res_ptime_times) */
+    if (again)
+        res_plan_predict_again(d, p);
 }

@@ -42,10 +42,11 @@ awk -v p="${predicted:-0}" -v m="${measured:-0}" \
 "$BUILD/bin/elixir-trace" summary "$tmp/p.trace" >"$tmp/p.summary" 2>&1 ||
     fail_showing "$tmp/p.summary" "elixir-trace cannot read the trace"
 sed -n '/^plan/,/^  operations/p' "$tmp/p.summary"
+plan2=$(awk '/^  plan 2 at / { on = 1; print; next } on && /^    / { print; next } { on = 0 }' \
+        "$tmp/p.summary")
 grep -Eq '^  device 0: 2 plans made \(1 of them a plan predicted again\),' "$tmp/p.summary" &&
-    grep -Eq '^  plan 2 at .*: plan 1 predicted again with the times of iteration [0-9]+ under' \
-        "$tmp/p.summary" &&
-    grep -Eq '^    measured .*: 1\.0[0-5]x the prediction$' "$tmp/p.summary" ||
+    echo "$plan2" | grep -Eq '^  plan 2 at .*: plan 1 predicted again with the times of itera' &&
+    echo "$plan2" | grep -Eq '^    measured .*: 1\.0[0-5]x the prediction$' ||
     fail_showing "$tmp/p.summary" "pooled at 1/8: expected the summary to list plan 1" \
         "predicted again as plan 2, measured within 5% of it"
 

@@ -9,8 +9,8 @@
  *          knobs.near = 0 leaves in host memory), and dur_ns where k <= away or away is 0
  *          (not known).  Timed again with away2 != away (dur2_ns), the line through the two
  *          times: dur_ns + (dur2_ns - dur_ns) / (away2 - away) x (k - away), the slope held at
- *          0 or more, and the iteration no shorter than the shorter of the two times (compute_ns);
- *          with away2 == away, the ratio as before.
+ *          0 or more, and where k is below both counts no less than the shorter time
+ *          (pol_op_time, asked directly); with away2 == away, the ratio as before.
  *   drop:  the unmap of a freed or parked chunk's memory is owed by the room, not by the
  *          birth that takes it, so it moves the host's mapping time and adds none: a buffer
  *          born and freed each iteration beside one that comes and goes costs the same per
@@ -73,13 +73,24 @@ static void test_away(void)
               { 3, 40, 1, 100 },    /* timed at 3 itself */
               { 1, 50, 2, 100 },    /* slower with fewer away: no cost a chunk */
               { 1, 500, 1, 300 },   /* the same count: the ratio */
-              { 4, 10, 1, 70 } };   /* 30 us a chunk, one fewer than at 4 (above the
-                                     * floor: the shorter time, 10 us) */
+              { 4, 10, 1, 70 } };   /* 30 us a chunk, one fewer than at 4 */
     for (size_t i = 0; i < sizeof(l) / sizeof(l[0]); i++) {
         double got = away2_iter_ns(l[i].away, 0, l[i].dur2_us, l[i].away2);
         PB_CHECK(fabs(got - l[i].want_us * 1e3) < 1e3, "100 us at %u away, %.0f us at %u: "
                  "expected %.0f us with 3 away, got %.1f", l[i].away, l[i].dur2_us, l[i].away2,
                  l[i].want_us, got / 1e3);
+    }
+    /* pol_op_time itself, below both counts: no less than the shorter time. */
+    pol_op_t op = { .dur_ns = 100000, .away = 4, .dur2_ns = 130000, .away2 = 5 };
+    static const struct {
+        uint64_t away;
+        double want_us;
+    } t[] = { { 6, 160 }, { 5, 130 }, { 4, 100 }, { 3, 100 }, { 0, 100 } };
+    for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+        double got = pol_op_time(&op, t[i].away);
+        PB_CHECK(fabs(got - t[i].want_us * 1e3) < 1, "100 us at 4 away, 130 us at 5: expected "
+                 "%.0f us at %llu, got %.1f", t[i].want_us, (unsigned long long)t[i].away,
+                 got / 1e3);
     }
     if (!pb_failures)
         printf("away: 1 of 3 chunks away when timed, 300 us predicted for 100 us; timed again, "

@@ -8,15 +8,16 @@
  * (measured 2.50 ms, 1.25x the prediction), and by iteration 5, in progress when its context
  * went 0.9 ms later (a partial record, 1.9: not measured); plan 2 made later and followed by
  * one iteration only (nothing measured); plan 3, plan 2 predicted again with the times of
- * iteration 7 under it (1.10), last.  The summary names each kind as such.  Kernels run over [11, 12] and [14, 15] ms.  The
- * plan's moves: two to the GPU, issued at 11.5 and 12.5 ms and seen complete at 12.5 and 13 ms,
- * the first with its copy's device times [11.2, 11.8] ms (a TIMING record naming its move id),
- * and one back over [14.5, 15.5] ms: busy 2.1 ms, 1.1 ms of it behind kernels (52.4%).  The
- * reactive engine's: one to the GPU over [13, 13.5] ms (nothing hidden) and one back at 20 ms,
- * after the last kernel with device times (so it cannot count as hidden, and the summary says
- * so).  MAPPING records add up to 4 remaps of the plan in 264 us and 2 of the reactive engine
- * in 132 us.  The guard, off, kept plan 1 as iteration 4 began (2.5 ms against 4 ms paged on
- * demand) and dropped plan 2 as iteration 8 began (5 ms against 4 ms, over its limit of 1.1).
+ * iteration 7 under it (1.10), last.  The summary names each kind as such.  Kernels run over
+ * [11, 12] and [14, 15] ms.  The plan's moves: two to the GPU, issued at 11.5 and 12.5 ms and
+ * seen complete at 12.5 and 13 ms, the first with its copy's device times [11.2, 11.8] ms (a
+ * TIMING record naming its move id), and one back over [14.5, 15.5] ms: busy 2.1 ms, 1.1 ms of
+ * it behind kernels (52.4%).  The reactive engine's: one to the GPU over [13, 13.5] ms (nothing
+ * hidden) and one back at 20 ms, after the last kernel with device times (so it cannot count as
+ * hidden, and the summary says so).  MAPPING records add up to 4 remaps of the plan in 264 us
+ * and 2 of the reactive engine in 132 us.  The guard, off, kept plan 1 as iteration 4 began
+ * (2.5 ms against 4 ms paged on demand) and dropped plan 2 as iteration 8 began (5 ms against 4
+ * ms, over its limit of 1.1).
  * A run under ELIXIR_POLICY=reactive gets one line with its mapping time; a trace that does
  * not say which policy ran (an older one) gets no plan section at all.
  */
