@@ -19,6 +19,7 @@
  * evicted memory mapped; without them, 1.03x and 1.07x it.  The race checker fails either run
  * on any race.
  */
+#define ST_KERNEL_BUSY_RW
 #include "shim_test.h"
 #include "simtest.h"
 
@@ -29,17 +30,7 @@
 #define MEASURED 3              /* the last iterations, averaged */
 #define KERNEL_US 400.0
 
-static const char ptx[] =
-    ".version 8.0\n.target sm_90\n.address_size 64\n"
-    ".visible .entry busy(.param .f64 flops, .param .u64 p, .param .u64 n)\n{\n ret;\n}\n";
-
-SIM_KERNEL void busy(const sim_launch_t *l, void **params)
-{
-    void *p = *(void **)params[1];
-    uint64_t n = *(uint64_t *)params[2];
-    sim_kernel_access(p, n, SIM_ACCESS_READ | SIM_ACCESS_WRITE);
-    sim_kernel_cost(*(double *)params[0], 0);
-}
+static const char ptx[] = ST_PTX_HEADER ST_PTX_BUSY_RW;
 
 static void scenario(void)
 {
@@ -48,7 +39,7 @@ static void scenario(void)
     CUevent a, b;
     double ms[ITERS];
     st_setup(0);
-    CUfunction fn = st_function(ptx, "busy");
+    CUfunction fn = st_function(ptx, "busy_rw");
     CHECK_CU(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
     CHECK_CU(cuEventCreate(&a, CU_EVENT_DEFAULT));
     CHECK_CU(cuEventCreate(&b, CU_EVENT_DEFAULT));

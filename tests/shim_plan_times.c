@@ -25,6 +25,7 @@
  * ELIXIR_SIM_ALLOC_COSTS=0, where the simulator charges no mapping call (the simulator's
  * charges being the H200's, that run is the one that tells a measurement from the default).
  */
+#define ST_KERNEL_BUSY_RW
 #include "shim_test.h"
 #include "simtest.h"
 
@@ -36,17 +37,7 @@
 #define H2D_GBS 10.0
 #define D2H_GBS 20.0
 
-static const char ptx[] =
-    ".version 8.0\n.target sm_90\n.address_size 64\n"
-    ".visible .entry busy(.param .f64 flops, .param .u64 p, .param .u64 n)\n{\n ret;\n}\n";
-
-SIM_KERNEL void busy(const sim_launch_t *l, void **params)
-{
-    void *p = *(void **)params[1];
-    uint64_t n = *(uint64_t *)params[2];
-    sim_kernel_access(p, n, SIM_ACCESS_READ | SIM_ACCESS_WRITE);
-    sim_kernel_cost(*(double *)params[0], 0);
-}
+static const char ptx[] = ST_PTX_HEADER ST_PTX_BUSY_RW;
 
 /* Kernel i's arithmetic: (i + 1) * 100 us at the default machine's 51 TFLOP/s. */
 static double flops_of(int i)
@@ -70,7 +61,7 @@ static void scenario(void)
     CUstream s;
     void *host;
     st_setup(0);
-    CUfunction fn = st_function(ptx, "busy");
+    CUfunction fn = st_function(ptx, "busy_rw");
     CHECK_CU(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
     CHECK_CU(cuMemAllocHost(&host, COPY));
     memset(host, 7, COPY);

@@ -102,6 +102,8 @@ static inline CUfunction st_function(const char *ptx, const char *name)
     "{\n ret;\n}\n"
 #define ST_PTX_ADD_VIA                                                                       \
     ".visible .entry add_via(.param .u64 pp, .param .u64 n, .param .u32 v)\n{\n ret;\n}\n"
+#define ST_PTX_BUSY_RW \
+    ".visible .entry busy_rw(.param .f64 flops, .param .u64 p, .param .u64 n)\n{\n ret;\n}\n"
 
 /* A program that uses ST_PTX_ADD_CONST defines ST_KERNEL_ADD_CONST before including this header
  * (once per program: the simulator finds the kernel in the executable).
@@ -128,6 +130,18 @@ SIM_KERNEL void axpb(const sim_launch_t *l, void **params)
     for (unsigned i = 0; i < n; i++)
         p[i] = p[i] * a + b;
     sim_kernel_access(p, n * sizeof(*p), SIM_ACCESS_READWRITE);
+}
+#endif
+
+/* Likewise ST_KERNEL_BUSY_RW for ST_PTX_BUSY_RW.  busy_rw(flops, p, n): reads and writes the n
+ * bytes at p (touching nothing: their contents stay) and charges the simulator `flops` of
+ * arithmetic. */
+#ifdef ST_KERNEL_BUSY_RW
+SIM_KERNEL void busy_rw(const sim_launch_t *l, void **params)
+{
+    (void)l;
+    sim_kernel_access(*(void **)params[1], *(uint64_t *)params[2], SIM_ACCESS_READWRITE);
+    sim_kernel_cost(*(double *)params[0], 0);
 }
 #endif
 
