@@ -760,9 +760,10 @@ void res_plan_op(res_dev_t *d, collect_t *k, int kind, uintptr_t what, const shi
                  CUstream s, int ptds);
 /* Launch k of the profile, or of an iteration timed again under the plan, reached and about
  * to be timed (d locked): how many of its chunks lie away from the GPU as it runs, reached
- * over the link (pol_op_t.away, or res_plan_t.away2; res_plan_profile.c; the fast launch
- * path's chunks are all on the GPU). */
-void res_plan_away(res_dev_t *d, const collect_t *k);
+ * over the link, noted (pol_op_t.away, or res_plan_t.away2; res_plan_profile.c; the fast
+ * launch path's chunks are all on the GPU).  Whether to time it: 1, or 0 for a launch timed
+ * again with the count away the profile timed it with (its time would tell nothing new). */
+int res_plan_away(res_dev_t *d, const collect_t *k);
 /* How an operation reaches the chunk [lo, hi) of its arena: enum pol_access (res_plan_nccl);
  * 0 where the plan counts it as not reached (a launch's chunk behind its pointers). */
 typedef uint8_t (*res_access_fn_t)(const void *arg, uint64_t lo, uint64_t hi);

@@ -710,9 +710,10 @@ CUresult res_launch_begin(shim_launch_t *l)
             d->refused++;
         }
         if (SHIM_UNLIKELY(k->timed) && r == CUDA_SUCCESS) {
-            res_ptime_before(d, k, l->stream, shim_hook_per_thread[l->hook]);
-            if (k->timed)
-                res_plan_away(d, k);
+            if (res_plan_away(d, k))
+                res_ptime_before(d, k, l->stream, shim_hook_per_thread[l->hook]);
+            else
+                k->timed = 0;
         }
     }
     relax_end(rx);

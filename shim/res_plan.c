@@ -726,8 +726,8 @@ static int cover_take(res_dev_t *d)
 }
 
 /* The common part of res_plan_op and res_plan_fast: the operation's index in the profile
- * when it was recorded, or in the plan when it matched it in an iteration timed again, else
- * -1. */
+ * when it was recorded, or in the plan when a launch matched it in an iteration timed again,
+ * else -1. */
 static int64_t plan_step(res_dev_t *d, int kind, uintptr_t what, const uint32_t *ids, size_t n,
                          res_access_fn_t acc, const void *arg, CUstream s, uint32_t serial)
 {
@@ -741,7 +741,7 @@ static int64_t plan_step(res_dev_t *d, int kind, uintptr_t what, const uint32_t 
         return res_plan_record(d, p, kind, what, ids, n, acc, arg, s);
     if (p->state == P_EXEC) {
         int64_t at = follow(d, p, res_plan_signature(kind, what, n), serial);
-        return p->retime == RT_TIMING ? at : -1;    /* (timed again: res_plan_retime.c) */
+        return p->retime == RT_TIMING && kind == PLAN_LAUNCH ? at : -1; /* (res_plan_retime.c) */
     }
     return -1;
 }
@@ -859,15 +859,16 @@ void res_plan_nccl(res_dev_t *d, collect_t *k, uintptr_t what, res_access_fn_t a
 
 /* follow() for the usual launch, of the iteration in progress, that the plan expects at its
  * cursor, after the one before, with no moves before it nor after the one before
- * (COVER_MOVES), and no NVMe tier (whose moves follow() issues ahead: hoist), in an iteration
- * not timed again (RT_TIMING): its cover (COVER_EVENT, or 0) when it was, else -1 and nothing
- * changed. */
+ * (COVER_MOVES), and no NVMe tier (whose moves follow() issues ahead: hoist), unless the
+ * iteration is timed again and the profile timed it with chunks away (a launch on this path
+ * has none: res_plan_retime.c): its cover (COVER_EVENT, or 0) when it was, else -1 and
+ * nothing changed. */
 static SHIM_ALWAYS_INLINE int follow_quiet(res_plan_t *p, uint64_t sig)
 {
     uint32_t at = p->cursor;
     if (p->state != P_EXEC || p->iter != atomic_load_explicit(&det.cur, memory_order_relaxed) ||
         at >= p->nops || p->after_of != at || p->sig[at] != sig || p->nretry ||
-        (p->cover[at] & COVER_MOVES) || p->retime == RT_TIMING)
+        (p->cover[at] & COVER_MOVES) || (p->retime == RT_TIMING && p->ops[at].away))
         return -1;
     p->foreseen++;
     p->after_of = p->cursor = at + 1;
@@ -883,7 +884,9 @@ static __attribute__((noinline)) void plan_fast_slow(res_dev_t *d, CUcontext ctx
     if (res_nccl_inside())
         return;
     int64_t i = plan_step(d, PLAN_LAUNCH, (uintptr_t)f, ids, n, NULL, NULL, s, d->serial);
-    if (i >= 0)
+    const res_plan_t *p = d->plan;
+    if (i >= 0 && (p->state == P_REC || p->ops[i].away))  /* (timed again: only with another
+                                                           * count away than profiled, 0) */
         res_ptime_fast(d, (uint32_t)i, ctx, s);
 }
 

@@ -117,19 +117,21 @@ static int64_t refs_of(res_dev_t *d, res_plan_t *p, const uint32_t *ids, size_t 
     return (int64_t)(p->nrefs - start);
 }
 
-void res_plan_away(res_dev_t *d, const collect_t *k)
+int res_plan_away(res_dev_t *d, const collect_t *k)
 {
     res_plan_t *p = d->plan;
     int again = p && p->state == P_EXEC && p->retime == RT_TIMING && p->away2;
     if (!p || (p->state != P_REC && !again) || k->timed - 1 >= p->nops)
-        return;
+        return 1;
     uint32_t away = 0;
     for (uint32_t i = 0; i < k->n; i++)
         away += d->chunks[k->ids[i]].tier != TIER_GPU;
-    if (again)
-        p->away2[k->timed - 1] = away;
-    else
+    if (!again) {
         p->ops[k->timed - 1].away = away;
+        return 1;
+    }
+    p->away2[k->timed - 1] = away;
+    return away != p->ops[k->timed - 1].away;
 }
 
 /* Operation (kind, what) reaching ids[0, n) on s, appended to the profile: its index, or -1. */

@@ -13,22 +13,25 @@
  * instead of guessing.
  *
  * How.  The iteration that begins as the plan is made is timed as the profile was
- * (res_plan_time.c: two events around each operation, numbered as the plan's, for those that
- * matched it), and each launch counts its chunks away as it runs (res_plan_away, into away2);
- * the fast launch path is off for that iteration (its launches have every chunk on the GPU: 0
- * away, as away2 starts).  At the start of a later iteration, once those events completed (as
- * planning waits for the profile's: at most PTIME_DEFER_MAX iterations), the operations timed
- * with another count away than the profile's are compared: the model's time for that count
- * against the time measured.  Where the two differ by more than 1/PLAN_RETIME_SHARE of the
- * model's (the sum of each operation's difference, against the sum of the model's times), each
- * of those operations keeps both timings (pol_op_t.dur2_ns, away2: the model draws the line
- * through them) and the plan is replayed on the cost model with them (res_plan_predict_again,
- * with the profile's link figures, the GPU room the plan was made for and the mapping costs
- * measured so far): a new prediction for the same plan, whose execution goes on undisturbed.
- * The plan itself stays: a plan searched again with those times chose other moves that the
- * model, off by 13% for them, predicted 6% faster and that measured 7% slower (pooled train.py
- * at 1/8, evictions unmapped); a new plan would have to be measured against the one followed
- * before it replaced it.  The log says what was compared.  Once per profile.
+ * (res_plan_time.c: two events around an operation, numbered as the plan's), but only its
+ * launches that matched the plan and reach another count of chunks away from the GPU than the
+ * profile found (res_plan_away, which notes each count in away2): the others' times would tell
+ * nothing new, and an iteration whose launches all find their chunks where the profile did
+ * records no event at all.  A launch of the fast path has every chunk on the GPU (0 away), so
+ * the fast path stays on for those the profile timed with none away.  At the start of a later
+ * iteration, once those events completed (as planning waits for the profile's: at most
+ * PTIME_DEFER_MAX iterations), the operations timed with another count away than the profile's
+ * are compared: the model's time for that count against the time measured.  Where the two
+ * differ by more than 1/PLAN_RETIME_SHARE of the model's (the sum of each operation's
+ * difference, against the sum of the model's times), each of those operations keeps both
+ * timings (pol_op_t.dur2_ns, away2: the model draws the line through them) and the plan is
+ * replayed on the cost model with them (res_plan_predict_again, with the profile's link
+ * figures, the GPU room the plan was made for and the mapping costs measured so far): a new
+ * prediction for the same plan, whose execution goes on undisturbed.  The plan itself stays: a
+ * plan searched again with those times chose other moves that the model, off by 13% for them,
+ * predicted 6% faster and that measured 7% slower (pooled train.py at 1/8, evictions unmapped);
+ * a new plan would have to be measured against the one followed before it replaced it.  The log
+ * says what was compared.  Once per profile.
  */
 #include <math.h>
 #include <stdlib.h>
