@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * res_unmapped.c - host chunks whose address is unmapped: what the plan's evictions leave of
- * memory whose every use the shim saw (ELIXIR_PLAN_UNMAP, on by default with the plan).
+ * memory whose every use the shim saw (ELIXIR_PLAN_UNMAP, on by default where an NVMe area is
+ * set).
  *
  * Moving a chunk between GPU and host memory where host memory maps (VMM host allocations)
  * swaps the physical memory under its address: cuMemUnmap, cuMemMap and cuMemSetAccess, about
