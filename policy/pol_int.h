@@ -97,6 +97,26 @@ uint64_t pol_least_fetches(const pol_input_t *in, const pol_index_t *ix);
  * data a use wrote and a later use reads, where the GPU cannot keep them between. */
 uint64_t pol_least_writebacks(const pol_input_t *in, const pol_index_t *ix);
 
+/* ---------------------------------------------------------------- link.c */
+
+/* A link's two directions, 0 to the GPU and 1 from it: the stretches each one's copies occupy,
+ * oldest first (zeroed to start; oom set where a stretch could not be kept). */
+typedef struct pol_seg {
+    double s, e, rate;          /* ns, ns, bytes per ns */
+} pol_seg_t;
+
+typedef struct pol_lanes {
+    pol_seg_t *seg[2];
+    size_t head[2], n[2], cap[2];   /* seg[d][head[d] .. n[d]) are remembered */
+    int oom;
+} pol_lanes_t;
+
+/* A copy of `bytes` in direction dir from time t (ns; no earlier than the direction's last
+ * copy ended) at up to gbps, both directions together at no more than duplex: its end. */
+double pol_lanes_copy(pol_lanes_t *k, int dir, double t, double bytes, double gbps,
+                      double duplex);
+void pol_lanes_free(pol_lanes_t *k);
+
 /* ---------------------------------------------------------------- belady.c */
 
 /* One move of one chunk as the planner emits it, before extents are formed. */

@@ -291,8 +291,11 @@ int pol_has_near(const pol_input_t *in);
  * caller goes without one).  The plan returned has passed pol_plan_verify's checks. */
 int pol_plan(const pol_input_t *in, const pol_knobs_t *knobs, pol_plan_t **out);
 void pol_plan_free(pol_plan_t *p);
-/* Replay a plan on the cost model: compute streams, one queue per link direction with the
- * duplex limit shared, mapping costs on the host, every dependency.  0 or -EINVAL. */
+/* Replay a plan on the cost model: compute streams, one queue per link direction, the two
+ * directions' rates together held to the duplex limit (a copy keeps its rate, one the other
+ * way beside it gets the rest), a move of several chunks copied chunk by chunk unless it is
+ * one handle (m.handle_share), mapping costs on the host, every dependency.  0, -EINVAL or
+ * -ENOMEM. */
 int pol_replay(const pol_input_t *in, const pol_plan_t *p, pol_result_t *r);
 /* The cost model's device time (ns) of operation op where `away` of the chunks it reaches lie
  * away from the GPU: dur_ns scaled by away / op->away where that is more than 1 (op->away >

@@ -8,7 +8,11 @@
  * returns), so a GPU faster than the host waits for it.  A move costs the host its mapping
  * calls (map_us_per_call + map_us_per_chunk * nchunks per move, or of one handle's chunks:
  * m.handle_share), and waits for GPU room, so
- * they delay the issue of everything after them, as in the shim's executor (res_flight.c):
+ * they delay the issue of everything after them, as in the shim's executor (res_flight.c).
+ * Where each chunk is a handle of its own (m.handle_share 0, as the shim maps them), a move of
+ * several chunks goes chunk by chunk, as the executor issues it (res_plan_issue.c): each
+ * chunk takes its room, is mapped and copied in turn, and is ready when its own copy is done;
+ * a move of one handle is one piece, all its room taken before its one copy (rp_move):
  *   - a move to the GPU maps its chunks when it is issued, once the room it takes is free:
  *     room that a move away from the GPU frees is free only when that move's copy completed,
  *     and the host waits for it there (it cannot hand out memory a copy still reads), or,
@@ -35,10 +39,11 @@
  *     GPU's: a plan with slack (pol_knobs_t.slack_chunks) holds that much less, so its moves
  *     in take room freed that many chunks earlier;
  *   - a copy occupies its link's queue for its direction (to or from the GPU; a demotion host
- *     -> nvme is the nvme link's "from" direction) at that direction's bandwidth, and the
- *     link's shared pipe at duplex_gbs, so that both directions together never exceed the
- *     duplex limit; it completes latency_us after its last byte.  Copy engines per direction
- *     share the direction's bandwidth: one queue models them all.
+ *     -> nvme is the nvme link's "from" direction) at that direction's bandwidth, and where
+ *     the other direction's copies run meanwhile, at what their rates leave of duplex_gbs
+ *     (link.c: a copy placed earlier keeps its rate); it completes latency_us after its last
+ *     byte.  Copy engines per direction share the direction's bandwidth: one queue models
+ *     them all.
  *   - an operation's POL_NEAR references that the plan leaves out (pol_knobs_t.near = 0)
  *     are no uses of its index: the operation waits for their chunks' moves in flight, and
  *     their moves for it, as for its uses, and the host, before it issues the operation, maps
@@ -97,7 +102,8 @@ typedef struct rp {
     double *park_t;
     uint32_t *park_next, *park_prev, park_head, park_tail;
     uint8_t *parked;
-    double q[POL_NTIERS][2], pipe[POL_NTIERS];
+    double q[POL_NTIERS][2];    /* per link and direction: when its last copy ends */
+    pol_lanes_t lanes[POL_NTIERS];
     pol_result_t *r;
     int measure;
     double it_end;
@@ -186,9 +192,7 @@ static double copy_end(rp_t *p, int l, int dir, uint64_t bytes, double t0)
     const pol_link_t *lk = &p->in->m.link[l];
     double bw = dir == 0 ? lk->to_gpu_gbs : lk->from_gpu_gbs;   /* GB/s == bytes/ns */
     double start = max2(t0, p->q[l][dir]);
-    double shared = max2(start, p->pipe[l]) + (double)bytes / lk->duplex_gbs;
-    double end = max2(start + (double)bytes / bw, shared);
-    p->pipe[l] = shared;
+    double end = pol_lanes_copy(&p->lanes[l], dir, start, (double)bytes, bw, lk->duplex_gbs);
     p->q[l][dir] = end;
     if (p->measure)
         p->r->bytes[l][dir] += bytes;
@@ -233,7 +237,9 @@ static double move_ready(rp_t *p, const pol_move_t *m, uint64_t c0, uint32_t *re
     return t0;
 }
 
-static int rp_move(rp_t *p, const pol_move_t *m)
+/* Move m as one piece: its chunks wait for all its room and its dependencies, its copy is one
+ * (`call`: it pays the move's map_us_per_call). */
+static int rp_piece(rp_t *p, const pol_move_t *m, int call)
 {
     const pol_machine_t *mc = &p->in->m;
     /* (a birth's figure includes the unmap of the room it takes, which that room owes) */
@@ -248,7 +254,7 @@ static int rp_move(rp_t *p, const pol_move_t *m)
     uint32_t fresh = m->nchunks - reused;      /* (the chunks mapped: a birth's not parked) */
     double n = mc->handle_share > 0 ? 1 - mc->handle_share + mc->handle_share * fresh
                                     : (double)fresh;
-    double map = fresh ? (mc->map_us_per_call + per * n) * 1e3 : 0;
+    double map = fresh ? ((call ? mc->map_us_per_call : 0) + per * n) * 1e3 : 0;
     if (m->from != POL_GPU)
         host_map(p, map);               /* (a move away maps when its room is taken) */
     if (m->writeback && m->from != POL_NTIERS) {
@@ -261,6 +267,25 @@ static int rp_move(rp_t *p, const pol_move_t *m)
         p->mapped[c0 + k] = 0;
         if (m->from == POL_GPU)
             tok_push(p, end, start, k == 0 ? map : 0);
+    }
+    return 0;
+}
+
+/* Move m.  Where each chunk is a handle of its own (m.handle_share 0), the executor moves an
+ * extent chunk by chunk: each chunk's room, mapping and copy in turn, each chunk ready when its
+ * own copy is done (and its GPU room free then), as res_plan_issue.c issues them; a move
+ * of one handle is one piece. */
+static int rp_move(rp_t *p, const pol_move_t *m)
+{
+    if (p->in->m.handle_share > 0 || m->nchunks == 1)
+        return rp_piece(p, m, 1);
+    for (uint32_t k = 0; k < m->nchunks; k++) {
+        pol_move_t one = *m;
+        one.chunk = m->chunk + k;
+        one.nchunks = 1;
+        int rc = rp_piece(p, &one, k == 0);
+        if (rc)
+            return rc;
     }
     return 0;
 }
@@ -597,6 +622,10 @@ int pol_replay_ix(const pol_input_t *in, const pol_index_t *ix, const pol_plan_t
     free(p.seen), free(p.tok);
     free(p.tok_host), free(p.owed);
     free(p.park_t), free(p.park_next), free(p.park_prev), free(p.parked);
+    for (int l = 0; l < POL_NTIERS; l++) {
+        rc = !rc && p.lanes[l].oom ? -ENOMEM : rc;
+        pol_lanes_free(&p.lanes[l]);
+    }
     return rc;
 }
 

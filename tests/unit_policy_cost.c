@@ -18,10 +18,20 @@
  *          the move that takes the freed room runs behind a kernel and the birth does not, the
  *          iteration is shorter by the unmap; a drop_us_per_chunk below 0 or NaN is refused
  *          with -EINVAL naming it.
+ *   link:  a copy alone runs at its direction's bandwidth; beside copies the other way it
+ *          runs at what their rate leaves of the duplex figure, those placed before it keeping
+ *          theirs; one placed after a long queue the other way but earlier in time runs beside
+ *          that queue, not behind it; with a duplex figure at or above both directions' sum
+ *          nothing slows (pol_lanes_copy, asked directly).
+ *   chunk by chunk: where each chunk is a handle of its own, a move of several chunks is
+ *          predicted as the executor runs it, each chunk's room, copy and readiness in turn, so
+ *          a plan of 2-chunk extents takes what one of single chunks takes (a prefetch's first
+ *          chunk taking the room of an eviction's first chunk as soon as its copy is done).
  */
 #include <math.h>
 
 #include "unit_policy.h"
+#include "pol_int.h"
 
 /* The predicted iteration (ns) of one operation of 100 us reaching buffer x on the GPU and
  * the 3 chunks of y behind its pointer (POL_NEAR, left in host memory; `twice`: by two
@@ -174,10 +184,74 @@ static void test_drop(void)
     }
 }
 
+/* A link of 25 GB/s each way and `duplex` both ways (bytes per ns): each copy's end, in turn. */
+static void test_link(void)
+{
+    static const struct {
+        double duplex;
+        int dir;
+        double t, bytes, want_end;
+        const char *what;
+    } c[] = {
+        { 36, 1, 0, 25000, 1000, "alone" },
+        { 36, 0, 0, 25000, 1560, "beside it: 11 a ns for 1000 ns, then 25" },
+        { 36, 1, 1000, 25000, 2313.6, "after the first: 11 a ns beside the second's rest" },
+        { 36, 1, 2313.6, 50000, 4313.6, "alone again" },
+        { 36, 0, 1560, 11000, 2560, "placed after that queue, earlier: beside it at 11" },
+        { 50, 1, 0, 25000, 1000, "a duplex figure of both directions' sum: alone" },
+        { 50, 0, 0, 25000, 1000, "and beside it, at full rate" },
+    };
+    pol_lanes_t k = { 0 };
+    for (size_t i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
+        if (i && c[i].duplex != c[i - 1].duplex)
+            pol_lanes_free(&k);
+        double end = pol_lanes_copy(&k, c[i].dir, c[i].t, c[i].bytes, 25, c[i].duplex);
+        PB_CHECK(fabs(end - c[i].want_end) < 1e-6, "link, copy %zu (%s): expected its end at "
+                 "%.1f ns, got %.1f", i, c[i].what, c[i].want_end, end);
+    }
+    PB_CHECK(!k.oom, "link: expected every stretch kept");
+    pol_lanes_free(&k);
+    if (!pb_failures)
+        printf("link: a copy beside the other direction's runs at what they leave of the "
+               "duplex figure\n");
+}
+
+/* The predicted iteration (ns) of a 2-chunk GPU where op 0 writes x (2 chunks) and op 1 y (2
+ * chunks), each in turn evicting the other, moved in extents of up to `extent` chunks. */
+static double chunks_iter_ns(uint32_t extent, double share)
+{
+    pb_t b;
+    pb_init(&b);
+    b.m.cap[POL_GPU] = 2 * MIB;
+    b.m.handle_share = share;
+    uint32_t x = pb_buf(&b, 2, -1, -1), y = pb_buf(&b, 2, -1, -1);
+    pb_op(&b, 0, 10000), pb_all(&b, x, POL_RW);
+    pb_op(&b, 0, 10000), pb_all(&b, y, POL_RW);
+    pol_knobs_t k = { .lookahead = 0, .extent_chunks = extent };
+    return pb_predicted(&b, &k).iter_ns;
+}
+
+static void test_chunks(void)
+{
+    double one = chunks_iter_ns(1, 0), two = chunks_iter_ns(2, 0);
+    PB_CHECK(one > 0 && fabs(one - two) < 1, "chunk by chunk: expected extents of 2 chunks to "
+             "take what single chunks take, a handle a chunk; got %.1f and %.1f us", two / 1e3,
+             one / 1e3);
+    double whole = chunks_iter_ns(2, 0.02);
+    PB_CHECK(whole > two + 50e3, "chunk by chunk: expected a move of one handle to wait for "
+             "all its room and be ready at once (longer than %.1f us), got %.1f us", two / 1e3,
+             whole / 1e3);
+    if (!pb_failures)
+        printf("chunk by chunk: %.1f us an iteration in extents of 2 chunks as in single ones; "
+               "%.1f us as one handle a move\n", two / 1e3, whole / 1e3);
+}
+
 int main(void)
 {
     test_away();
     test_drop();
+    test_link();
+    test_chunks();
     if (!pb_failures)
         printf("policy cost: all pass\n");
     return pb_failures ? 1 : 0;
