@@ -14,7 +14,10 @@
  *
  * A direction remembers the stretches (start, end, rate) its copies occupy for as long as a
  * copy the other way may still start inside them: each copy forgets the other direction's
- * stretches that ended before it starts, since the copies after it that way start later.
+ * stretches that ended before it starts, since the copies after it that way start later, and
+ * its own direction's that ended before the other direction's last copy ended or before the
+ * caller's floor (no copy either way starts before it), so that a link used one way only
+ * remembers little.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -82,25 +85,26 @@ static int run(pol_lanes_t *k, int d, double *t, double *left, double rate, doub
 }
 
 double pol_lanes_copy(pol_lanes_t *k, int dir, double t, double bytes, double gbps,
-                      double duplex)
+                      double duplex, double floor)
 {
     int o = !dir;
     if (!(bytes > 0) || !(gbps > 0))
         return t;
     gbps = min2(gbps, duplex);
     forget(k, o, t);                    /* (this copy starts at t: the other's before it) */
+    forget(k, dir, floor > k->last[o] ? floor : k->last[o]);    /* (and the other's later) */
     double left = bytes;
     for (size_t i = k->head[o]; i < k->n[o]; i++) {
         const pol_seg_t *g = &k->seg[o][i];
         if (g->s > t && run(k, dir, &t, &left, gbps, g->s))
-            return t;                   /* (the other direction idle until g->s) */
+            return k->last[dir] = t;    /* (the other direction idle until g->s) */
         double rate = min2(gbps, duplex - g->rate);
         if (rate > 0 && run(k, dir, &t, &left, rate, g->e))
-            return t;
+            return k->last[dir] = t;
         t = g->e;
     }
     run(k, dir, &t, &left, gbps, INFINITY);
-    return t;
+    return k->last[dir] = t;
 }
 
 void pol_lanes_free(pol_lanes_t *k)

@@ -108,13 +108,15 @@ typedef struct pol_seg {
 typedef struct pol_lanes {
     pol_seg_t *seg[2];
     size_t head[2], n[2], cap[2];   /* seg[d][head[d] .. n[d]) are remembered */
+    double last[2];                 /* when each direction's last copy ends */
     int oom;
 } pol_lanes_t;
 
 /* A copy of `bytes` in direction dir from time t (ns; no earlier than the direction's last
- * copy ended) at up to gbps, both directions together at no more than duplex: its end. */
+ * copy ended) at up to gbps, both directions together at no more than duplex: its end.
+ * `floor`: a time before which no later copy, either way, starts. */
 double pol_lanes_copy(pol_lanes_t *k, int dir, double t, double bytes, double gbps,
-                      double duplex);
+                      double duplex, double floor);
 void pol_lanes_free(pol_lanes_t *k);
 
 /* ---------------------------------------------------------------- belady.c */

@@ -12,7 +12,8 @@
  * Where each chunk is a handle of its own (m.handle_share 0, as the shim maps them), a move of
  * several chunks goes chunk by chunk, as the executor issues it (res_plan_issue.c): each
  * chunk takes its room, is mapped and copied in turn, and is ready when its own copy is done;
- * a move of one handle is one piece, all its room taken before its one copy (rp_move):
+ * a move of one handle, or a birth, is one piece, all its room taken before its one copy
+ * (rp_move):
  *   - a move to the GPU maps its chunks when it is issued, once the room it takes is free:
  *     room that a move away from the GPU frees is free only when that move's copy completed,
  *     and the host waits for it there (it cannot hand out memory a copy still reads), or,
@@ -192,7 +193,8 @@ static double copy_end(rp_t *p, int l, int dir, uint64_t bytes, double t0)
     const pol_link_t *lk = &p->in->m.link[l];
     double bw = dir == 0 ? lk->to_gpu_gbs : lk->from_gpu_gbs;   /* GB/s == bytes/ns */
     double start = max2(t0, p->q[l][dir]);
-    double end = pol_lanes_copy(&p->lanes[l], dir, start, (double)bytes, bw, lk->duplex_gbs);
+    double end = pol_lanes_copy(&p->lanes[l], dir, start, (double)bytes, bw, lk->duplex_gbs,
+                                p->h);
     p->q[l][dir] = end;
     if (p->measure)
         p->r->bytes[l][dir] += bytes;
@@ -274,11 +276,12 @@ static int rp_piece(rp_t *p, const pol_move_t *m, int call)
 /* Move m.  Where each chunk is a handle of its own (m.handle_share 0), the executor moves an
  * extent chunk by chunk: each chunk's room, mapping and copy in turn, each chunk ready when its
  * own copy is done (and its GPU room free then), as res_plan_issue.c issues them; a move
- * of one handle is one piece. */
+ * of one handle is one piece, and so is a birth (the arena places a new buffer whole, its
+ * own parked chunks first). */
 static int rp_move(rp_t *p, const pol_move_t *m)
 {
-    if (p->in->m.handle_share > 0 || m->nchunks == 1)
-        return rp_piece(p, m, 1);
+    if (p->in->m.handle_share > 0 || m->nchunks == 1 || m->from == POL_NTIERS)
+        return rp_piece(p, m, 1);       /* (a birth: the arena places it whole) */
     for (uint32_t k = 0; k < m->nchunks; k++) {
         pol_move_t one = *m;
         one.chunk = m->chunk + k;

@@ -10,8 +10,9 @@
  * groups its moves: within the moves issued at one point, moves away from the GPU are put
  * first (they free the room the others take) and consecutive moves of neighbouring chunks of
  * one buffer, same tiers and flags, become one move of up to extent_chunks chunks, needed by
- * the earliest of them: fewer, larger mapping calls, but an extent waits for its last chunk's
- * last use, and the operation needing its first chunk for its whole copy.
+ * the earliest of them: fewer, larger mapping calls (where a move is one handle,
+ * m.handle_share, it also waits for its last chunk's last use, and the operation needing its
+ * first chunk for its whole copy; a chunk each, the executor moves it chunk by chunk).
  * Every plan is walked (check.c) before it is replayed (replay.c); with knobs == NULL, the
  * knobs are searched coordinate by coordinate: lookahead {0, 4, 16, 64, 256} with no extra
  * pins and near 0 (and 1, where the input has POL_NEAR references), then pins of 1/4 and

@@ -203,13 +203,26 @@ static void test_link(void)
     };
     pol_lanes_t k = { 0 };
     for (size_t i = 0; i < sizeof(c) / sizeof(c[0]); i++) {
-        if (i && c[i].duplex != c[i - 1].duplex)
+        if (i && c[i].duplex != c[i - 1].duplex) {
+            PB_CHECK(!k.oom, "link: expected every stretch kept");
             pol_lanes_free(&k);
-        double end = pol_lanes_copy(&k, c[i].dir, c[i].t, c[i].bytes, 25, c[i].duplex);
+        }
+        double end = pol_lanes_copy(&k, c[i].dir, c[i].t, c[i].bytes, 25, c[i].duplex, 0);
         PB_CHECK(fabs(end - c[i].want_end) < 1e-6, "link, copy %zu (%s): expected its end at "
                  "%.1f ns, got %.1f", i, c[i].what, c[i].want_end, end);
     }
     PB_CHECK(!k.oom, "link: expected every stretch kept");
+    pol_lanes_free(&k);
+    /* A link used one way only, copies 100 ns apart, the floor at each one's start: it
+     * remembers no more than the last of them. */
+    size_t most = 0;
+    for (int i = 0; i < 100000; i++) {
+        pol_lanes_copy(&k, 1, 1100.0 * i, 25000, 25, 36, 1100.0 * i);
+        size_t n = k.n[1] - k.head[1];
+        most = n > most ? n : most;
+    }
+    PB_CHECK(most <= 2 && k.cap[1] <= 64, "link, one way: expected at most 2 stretches "
+             "remembered in an array of 64, got %zu in %zu", most, k.cap[1]);
     pol_lanes_free(&k);
     if (!pb_failures)
         printf("link: a copy beside the other direction's runs at what they leave of the "
