@@ -10,7 +10,10 @@
  * busy (one keeps its full rate, the other drops to the remainder: the A100 figures in
  * docs/simulator.md), and it lets a copy that the replay places after a long queue of copies
  * the other way, but earlier in time, run beside them at the remainder rather than behind
- * them: the replay places copies in the host's issue order, not in time order.
+ * them: the replay places copies in the host's issue order, not in time order.  It is the
+ * rule of the simulator's links (sim/link.c), written again here because policy/ depends on
+ * nothing else of the project (docs/ARCHITECTURE.md), and differs from it where a planner
+ * must: out of memory it fails the replay (-ENOMEM) rather than forget a stretch.
  *
  * A direction remembers the stretches (start, end, rate) its copies occupy for as long as a
  * copy the other way may still start inside them: each copy forgets the other direction's
