@@ -285,6 +285,7 @@ typedef struct res_dev {
     struct res_plan *plan;          /* NULL: ELIXIR_POLICY=reactive, or not planned yet */
     res_ptime_t *ptime;             /* the profile's device times (res_plan_time.c) */
     uint64_t prefetches, evictions_async, flights_cancelled, flights_waited, flights_early;
+    uint64_t flights_early_freed;   /* of those, chunks freed before the copy ended: waited for */
     double blocked_flight_s;        /* host waits for moves in flight */
     /* The host time of moves' mapping calls (res_map_timed), for the planner's costs. */
     uint64_t map_ns[MAPT_KINDS], map_n[MAPT_KINDS];

@@ -271,8 +271,17 @@ void res_unback(res_dev_t *d, uint32_t ci)
     if (c->tier == TIER_NVME) {
         res_nvme_release(d, ci);        /* its slot (res_nvme.c) */
     } else {
-        if (mapped(d, c))
+        if (mapped(d, c)) {
             DRVT(cuMemUnmap)(arena_chunk_addr(d->arena, ci), d->chunk);  /* access goes too */
+        } else if (c->unmapped && c->use.prior && !res_event_done(c->use.prior)) {
+            /* Its host memory is still the destination of its eviction's copy, which completed
+             * ahead of it (flight_early) and which the program's stream order does not cover:
+             * the copy began after the chunk's last use, so a free after that use may come
+             * first (release_chunk waits for nothing then).  Reused now, the memory would take
+             * the late copy's bytes over its new contents. */
+            res_event_wait(c->use.prior, &d->blocked_free_s);
+            d->flights_early_freed++;
+        }
         res_chunk_phys_put(d, c);
     }
     out_of_use(d, ci);

@@ -979,20 +979,21 @@ void res_plan_stats(const res_dev_t *d)
                    "chunks, %llu of them once a use in flight completed, %llu left to the "
                    "reactive engine, %llu put where the plan starts them); prefetches %llu, "
                    "evictions %llu (cancelled %llu, waited for %llu, done ahead of their "
-                   "copies %llu, %llu left unmapped; %llu mapped back unforeseen); reactive "
-                   "evictions that took the victim the plan uses last %llu, demotions to NVMe "
-                   "%llu; blocked on moves %.3f s; predicted iteration %.3f ms (bound %.3f ms, "
-                   "%.3f ms with the chunks in alone); guard: %s",
+                   "copies %llu, %llu freed as their copy ran, %llu left unmapped; %llu "
+                   "mapped back unforeseen); reactive evictions that took the victim the plan "
+                   "uses last %llu, demotions to NVMe %llu; blocked on moves %.3f s; predicted "
+                   "iteration %.3f ms (bound %.3f ms, %.3f ms with the chunks in alone); guard: "
+                   "%s",
                    d->device, (unsigned long long)(p->plans - p->retimed),
                    (unsigned long long)p->replans, (unsigned long long)p->retimed,
                    (unsigned long long)p->foreseen, (unsigned long long)p->unforeseen,
                    (unsigned long long)p->nccl_foreseen, (unsigned long long)p->moves,
                    (unsigned long long)p->chunks_moved, (unsigned long long)p->retried,
                    (unsigned long long)p->skipped, (unsigned long long)p->reconciled,
-                   (unsigned long long)d->prefetches,
-                   (unsigned long long)d->evictions_async,
+                   (unsigned long long)d->prefetches, (unsigned long long)d->evictions_async,
                    (unsigned long long)d->flights_cancelled,
                    (unsigned long long)d->flights_waited, (unsigned long long)d->flights_early,
+                   (unsigned long long)d->flights_early_freed,
                    (unsigned long long)d->unmapped_out, (unsigned long long)d->unmapped_back,
                    (unsigned long long)p->victims, (unsigned long long)p->host_victims,
                    d->blocked_flight_s, p->pred_ms, p->bound_ms, p->bound_in_ms, guard);
