@@ -709,8 +709,8 @@ CUresult res_launch_begin(shim_launch_t *l)
             r = CUDA_ERROR_OUT_OF_MEMORY;
             d->refused++;
         }
-        if (SHIM_UNLIKELY(k->timed) && r == CUDA_SUCCESS) {
-            if (res_plan_away(d, k))
+        if (SHIM_UNLIKELY(k->timed)) {
+            if (r == CUDA_SUCCESS && res_plan_away(d, k))
                 res_ptime_before(d, k, l->stream, shim_hook_per_thread[l->hook]);
             else
                 k->timed = 0;
@@ -922,8 +922,12 @@ CUresult res_copy_begin(shim_copy_t *c)
         r = CUDA_ERROR_OUT_OF_MEMORY;
         d->refused++;
     }
-    if (k && SHIM_UNLIKELY(k->timed) && r == CUDA_SUCCESS)
-        res_ptime_before(d, k, c->stream, ptds);
+    if (k && SHIM_UNLIKELY(k->timed)) {
+        if (r == CUDA_SUCCESS)
+            res_ptime_before(d, k, c->stream, ptds);
+        else
+            k->timed = 0;               /* (refused: not timed) */
+    }
     relax_end(rx);
     if (!k)
         return r;

@@ -436,7 +436,7 @@ static void plan_now(res_dev_t *d, res_plan_t *p)
               pr->stall_ns / 1e6);
     p->state = P_EXEC;
     res_plan_guard_new(p);
-    p->cursor = p->mism = p->after_of = p->pre = 0;
+    p->cursor = p->mism = p->after_of = p->pre = p->bad = 0;
     p->traced = (shim_trace_follow_t){ .foreseen = p->foreseen, .unforeseen = p->unforeseen,
                                        .moves = p->moves, .chunks = p->chunks_moved,
                                        .left = p->skipped };
@@ -601,7 +601,7 @@ static int64_t follow(res_dev_t *d, res_plan_t *p, uint64_t sig, uint32_t serial
         SHIM_TRACE(RES, "device %d: operation %u of the plan expected, another came", d->device,
                    at);
         p->unforeseen++;
-        p->mism++;
+        p->mism += p->mism < UINT32_MAX;    /* (a long stray phase: it saturates) */
         p->cover_now = 0;
         return -1;
     }
@@ -672,11 +672,12 @@ static void iteration(res_dev_t *d, res_plan_t *p, int64_t it)
         res_plan_retry_drop(d, p);
         if (SHIM_TRACING())
             trace_follow(d, p, ended, 0);
-        p->mism += p->cursor < p->nops ? p->nops - p->cursor : 0;
+        uint64_t left = p->cursor < p->nops ? p->nops - p->cursor : 0;
+        p->mism = (uint32_t)(p->mism + left < UINT32_MAX ? p->mism + left : UINT32_MAX);
         if (p->cursor < p->nops)        /* (marks of moves the iteration did not reach) */
             memset(p->ahead + p->plan->op_first[p->cursor], 0,
                    p->plan->nmoves - p->plan->op_first[p->cursor]);
-        p->bad = p->mism * REPLAN_SHARE > p->nops ? p->bad + 1 : 0;
+        p->bad = (uint64_t)p->mism * REPLAN_SHARE > p->nops ? p->bad + 1 : 0;
         if (p->bad >= REPLAN_AFTER) {
             SHIM_INFO(RES, "device %d: %u of %zu operations of iteration %lld did not follow "
                       "the plan, %d iterations in a row; profiling again", d->device, p->mism,

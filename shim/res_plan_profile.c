@@ -227,7 +227,7 @@ static void born(res_dev_t *d, res_plan_t *p, uint32_t first, uint32_t n)
         if (b != UINT32_MAX && p->nch[b] == n)
             p->first[b] = first;        /* the plan's buffer is here this time */
         else
-            p->mism++;
+            p->mism += p->mism < UINT32_MAX;
     }
     p->births++;
 }

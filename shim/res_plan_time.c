@@ -297,8 +297,8 @@ void res_ptime_after(res_dev_t *d, collect_t *k, CUresult r, CUstream s, int ptd
     res_ptime_t *t = d->ptime;
     uint32_t i = k->timed - 1;
     k->timed = 0;
-    if (!t || k->timed_gen != t->gen)
-        return;
+    if (!t || k->timed_gen != t->gen || i >= t->nop || t->op[i].state != T_BEGUN)
+        return;                         /* (refused before it began: nothing to end) */
     if (shared(t, i))
         r = CUDA_ERROR_NOT_READY;       /* (not timed) */
     end(d, t, i, r, s, ptds);
