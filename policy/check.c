@@ -100,6 +100,24 @@ static int alive_at(const pol_input_t *in, uint32_t b, size_t i)
     return ld >= lb ? i >= lb && i <= ld : i >= lb || i <= ld;
 }
 
+/* Every reference, whether an operation names it or not (the index reads them all). */
+static int check_ref(const pol_input_t *in, size_t r, char *err, size_t len)
+{
+    const pol_ref_t *rf = &in->refs[r];
+    if (rf->buf >= in->nbufs)
+        return fail(err, len, "refs[%zu].buf is %u: nbufs is %zu", r, rf->buf, in->nbufs);
+    uint64_t nch = pol_chunks_of(in->bufs[rf->buf].bytes, in->m.chunk);
+    if (rf->nchunks == 0 || (uint64_t)rf->chunk + rf->nchunks > nch)
+        return fail(err, len, "refs[%zu]: chunks %u + %u of bufs[%u], which has %llu", r,
+                    rf->chunk, rf->nchunks, rf->buf, (unsigned long long)nch);
+    uint8_t a = rf->access & ~POL_NEAR;
+    if (a != POL_READ && a != POL_WRITE && a != POL_RW && a != POL_OVERWRITE)
+        return fail(err, len, "refs[%zu].access is %u: POL_READ (1), POL_WRITE (2), "
+                    "POL_RW (3) or POL_OVERWRITE (6), each with or without POL_NEAR (8)", r,
+                    rf->access);
+    return 0;
+}
+
 static int check_op(const pol_input_t *in, size_t i, char *err, size_t len)
 {
     const pol_op_t *op = &in->ops[i];
@@ -111,17 +129,6 @@ static int check_op(const pol_input_t *in, size_t i, char *err, size_t len)
                     op->ref + op->nref, in->nrefs);
     for (uint32_t r = op->ref; r < op->ref + op->nref; r++) {
         const pol_ref_t *rf = &in->refs[r];
-        if (rf->buf >= in->nbufs)
-            return fail(err, len, "refs[%u].buf is %u: nbufs is %zu", r, rf->buf, in->nbufs);
-        uint64_t nch = (in->bufs[rf->buf].bytes + in->m.chunk - 1) / in->m.chunk;
-        if (rf->nchunks == 0 || (uint64_t)rf->chunk + rf->nchunks > nch)
-            return fail(err, len, "refs[%u]: chunks %u + %u of bufs[%u], which has %llu", r,
-                        rf->chunk, rf->nchunks, rf->buf, (unsigned long long)nch);
-        uint8_t a = rf->access & ~POL_NEAR;
-        if (a != POL_READ && a != POL_WRITE && a != POL_RW && a != POL_OVERWRITE)
-            return fail(err, len, "refs[%u].access is %u: POL_READ (1), POL_WRITE (2), "
-                        "POL_RW (3) or POL_OVERWRITE (6), each with or without POL_NEAR (8)",
-                        r, rf->access);
         if (!alive_at(in, rf->buf, i))
             return fail(err, len, "ops[%zu] reaches bufs[%u], which is not alive then (born "
                         "%d, dies %d)", i, rf->buf, in->bufs[rf->buf].born,
@@ -154,6 +161,16 @@ int pol_input_check(const pol_input_t *in, char *err, size_t len)
     }
     for (size_t b = 0; !rc && b < in->nbufs; b++)
         rc = check_buf(in, b, err, len);
+    uint64_t chunks = 0;
+    for (size_t b = 0; !rc && b < in->nbufs && chunks < UINT32_MAX; b++) {
+        uint64_t n = pol_chunks_of(in->bufs[b].bytes, in->m.chunk);
+        chunks = n >= UINT32_MAX ? UINT32_MAX : chunks + n;     /* (both below 2^32) */
+    }
+    if (!rc && chunks >= UINT32_MAX)
+        return fail(err, len, "%llu chunks or more: at most %u", (unsigned long long)chunks,
+                    UINT32_MAX - 1);
+    for (size_t r = 0; !rc && r < in->nrefs; r++)
+        rc = check_ref(in, r, err, len);
     for (size_t i = 0; !rc && i < in->nops; i++)
         rc = check_op(in, i, err, len);
     if (rc)
@@ -180,12 +197,6 @@ int pol_input_check(const pol_input_t *in, char *err, size_t len)
             return fail(err, len, "syncs[%zu].op is %u, before syncs[%zu]'s %u: in operation "
                         "order", k, sy->op, k - 1, in->syncs[k - 1].op);
     }
-    uint64_t chunks = 0;
-    for (size_t b = 0; b < in->nbufs; b++)
-        chunks += (in->bufs[b].bytes + in->m.chunk - 1) / in->m.chunk;
-    if (chunks >= UINT32_MAX)
-        return fail(err, len, "%llu chunks: at most %u", (unsigned long long)chunks,
-                    UINT32_MAX - 1);
     return rc;
 }
 

@@ -50,7 +50,7 @@ int pol_cover_after(const pol_input_t *in, const pol_plan_t *pl, uint8_t *after)
         return -ENOMEM;
     base[0] = 0;
     for (size_t b = 0; b < in->nbufs; b++)
-        base[b + 1] = base[b] + (in->bufs[b].bytes + in->m.chunk - 1) / in->m.chunk;
+        base[b + 1] = base[b] + pol_chunks_of(in->bufs[b].bytes, in->m.chunk);
     uint32_t *last = malloc((base[in->nbufs] ? base[in->nbufs] : 1) * sizeof(*last));
     if (!last) {
         free(base);

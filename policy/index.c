@@ -113,7 +113,7 @@ static int index_chunks(const pol_input_t *in, pol_index_t *ix)
         return -ENOMEM;
     for (uint32_t b = 0; b < ix->nbufs; b++) {
         ix->chunk_base[b] = c;
-        c += (in->bufs[b].bytes + ch - 1) / ch;
+        c += pol_chunks_of(in->bufs[b].bytes, ch);
     }
     ix->chunk_base[ix->nbufs] = c;
     ix->nchunks = c;
@@ -168,9 +168,10 @@ static int index_slots(const pol_input_t *in, pol_index_t *ix)
  * each chunk.  -EINVAL for a reference outside its buffer's life. */
 static int index_uses(const pol_input_t *in, pol_index_t *ix, uint64_t *last, int near)
 {
-    uint64_t total = 0;
-    for (size_t r = 0; r < in->nrefs; r++)
-        total += in->refs[r].nchunks;
+    uint64_t total = 0;                 /* (operations may share references) */
+    for (uint32_t i = 0; i < ix->nops; i++)
+        for (uint32_t r = in->ops[i].ref; r < in->ops[i].ref + in->ops[i].nref; r++)
+            total += in->refs[r].nchunks;
     ix->op_use = malloc((ix->nops + 1) * sizeof(uint64_t));
     ix->use_chunk = malloc((total ? total : 1) * sizeof(uint32_t));
     ix->use_op = malloc((total ? total : 1) * sizeof(uint32_t));

@@ -19,6 +19,12 @@
 #define POL_NONE 0xff           /* "no tier": a chunk not yet born or dead, or no home copy */
 #define POL_INF UINT64_MAX      /* "no next use" in absolute times */
 
+/* The chunks of a buffer of `bytes` (no overflow near 2^64). */
+static inline uint64_t pol_chunks_of(uint64_t bytes, uint64_t chunk)
+{
+    return bytes / chunk + (bytes % chunk != 0);
+}
+
 /* How a use needs the chunk's contents: all accesses but a whole overwrite read them. */
 static inline int pol_needs_data(uint8_t access)
 {

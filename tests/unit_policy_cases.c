@@ -314,6 +314,25 @@ static void bad_wait_op(pb_t *b) { b->waits = beyond, b->nwaits = 2; }
 static void bad_wait_order(pb_t *b) { pb_op(b, 0, 1000), b->waits = backwards, b->nwaits = 2; }
 static const pol_sync_t no_stream[] = { { 0, 3 } };
 static void bad_sync(pb_t *b) { b->syncs = no_stream, b->nsyncs = 1; }
+/* A reference that no operation names is checked as well (the index reads every one). */
+static void bad_unnamed(pb_t *b)
+{
+    b->refs[b->nrefs++] = (pol_ref_t){ 0x7fffffff, 0, 1, POL_NEAR | POL_READ };
+}
+/* Chunk counts that overflow 64 bits when summed, or rounded up the usual way. */
+static void bad_huge(pb_t *b)
+{
+    b->m.chunk = 1;
+    b->m.cap[POL_GPU] = 1;
+    b->bufs[0].bytes = 1ull << 63;
+    pb_buf(b, 0, -1, -1);
+    b->bufs[1].bytes = 1ull << 63;
+}
+static void bad_huge_one(pb_t *b)
+{
+    b->m.chunk = 2;
+    b->bufs[0].bytes = UINT64_MAX;
+}
 
 /* test_unlimited's iteration with the host costing host_us per operation: iter and compute. */
 static void host_iter(double host_us, double *iter, double *compute)
@@ -398,6 +417,33 @@ static void test_errors(void)
     expect_bad(bad_wait_op, "waits[1]: operation 99");
     expect_bad(bad_wait_order, "operation order");
     expect_bad(bad_sync, "syncs[0]: operation 0 of 1, stream 3");
+    expect_bad(bad_unnamed, "refs[1].buf");
+    expect_bad(bad_huge, "chunks or more");
+    expect_bad(bad_huge_one, "chunks or more");
+}
+
+/* Operations may name one list of references between them: 100 operations, each reaching
+ * all 1,000 chunks of one buffer through the same reference, are 100,000 uses (the index
+ * once counted the references' chunks alone, 1,000, and wrote past its tables). */
+static void test_shared_refs(void)
+{
+    pb_t b;
+    pb_init(&b);
+    b.m.cap[POL_GPU] = 2000 * MIB;
+    b.m.cap[POL_HOST] = 4096 * MIB;
+    pb_buf(&b, 1000, -1, -1);
+    pb_op(&b, 0, 1000);
+    pb_all(&b, 0, POL_RW);
+    for (int i = 1; i < 100; i++) {
+        pb_op(&b, 0, 1000);
+        b.ops[b.nops - 1].ref = 0;
+        b.ops[b.nops - 1].nref = 1;
+    }
+    pol_plan_t *p = pb_plan(&b, NULL);
+    PB_CHECK(p && p->predicted.iter_ns >= 100 * 1000, "shared references: planned %s, "
+             "iteration %.0f ns", p ? "yes" : "no", p ? p->predicted.iter_ns : -1.0);
+    pol_plan_free(p);
+    pb_fini(&b);
 }
 
 static void test_no_uses(void)
@@ -930,6 +976,7 @@ int main(void)
     test_in_place_nvme();
     test_in_place_full();
     test_errors();
+    test_shared_refs();
     test_bound();
     test_bound_min();
     test_bound_in_place();
