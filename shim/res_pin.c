@@ -78,6 +78,7 @@ void res_pin(res_dev_t *d, uint32_t ci)
         res_bring_in(d, ci, 0, 0, 0);
     else if (c->tier == TIER_HOST)
         map_back_or_warn(d, ci, "an operation the shim does not see that reaches it will fault");
+    res_nvme_back(d, ci);               /* (the room made for it may have sent it to NVMe) */
     if (c->unmapped)
         res_unmapped_restore(d, ci);    /* (it stayed on the host) */
     if (c->tier != TIER_NONE)       /* (making room may have completed a deferred free) */
