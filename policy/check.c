@@ -370,6 +370,10 @@ static int w_start(walk_t *w, const pol_plan_t *p)
         w->home[c] = h >= POL_NTIERS || t != POL_GPU ? POL_NONE : h;
         w->cur[c] = 1;
         w->nxt[c] = ix->chunk_first[c];
+        if ((w->loc[c] == POL_NVME || w->home[c] == POL_NVME) && !ix->buf_nvme[ix->chunk_buf[c]])
+            return fail(w->err, w->len, "bufs[%u] chunk %llu starts on nvme, but it is not "
+                        "nvme_ok", ix->chunk_buf[c],
+                        (unsigned long long)(c - ix->chunk_base[ix->chunk_buf[c]]));
         int rc = 0;
         if (w->loc[c] != POL_NONE)
             rc = w_take(w, w->loc[c], c, 0);

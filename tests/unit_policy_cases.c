@@ -422,29 +422,6 @@ static void test_errors(void)
     expect_bad(bad_huge_one, "chunks or more");
 }
 
-/* Operations may name one list of references between them: 100 operations, each reaching
- * all 1,000 chunks of one buffer through the same reference, are 100,000 uses (the index
- * once counted the references' chunks alone, 1,000, and wrote past its tables). */
-static void test_shared_refs(void)
-{
-    pb_t b;
-    pb_init(&b);
-    b.m.cap[POL_GPU] = 2000 * MIB;
-    b.m.cap[POL_HOST] = 4096 * MIB;
-    pb_buf(&b, 1000, -1, -1);
-    pb_op(&b, 0, 1000);
-    pb_all(&b, 0, POL_RW);
-    for (int i = 1; i < 100; i++) {
-        pb_op(&b, 0, 1000);
-        b.ops[b.nops - 1].ref = 0;
-        b.ops[b.nops - 1].nref = 1;
-    }
-    pol_plan_t *p = pb_plan(&b, NULL);
-    PB_CHECK(p && p->predicted.iter_ns >= 100 * 1000, "shared references: planned %s, "
-             "iteration %.0f ns", p ? "yes" : "no", p ? p->predicted.iter_ns : -1.0);
-    pol_plan_free(p);
-    pb_fini(&b);
-}
 
 static void test_no_uses(void)
 {
@@ -600,6 +577,7 @@ static void test_verify_stale(void)
     PB_CHECK(rc == 0, "the same plan copying B back: expected 0, got %d (%s)", rc, err);
     pb_fini(&b);
 }
+
 
 /* The predicted iteration of plan p replayed on b's input (ns), or -1. */
 static double replayed(pb_t *b, const pol_plan_t *p)
@@ -976,7 +954,6 @@ int main(void)
     test_in_place_nvme();
     test_in_place_full();
     test_errors();
-    test_shared_refs();
     test_bound();
     test_bound_min();
     test_bound_in_place();
