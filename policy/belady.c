@@ -701,8 +701,9 @@ static int reconcile_sweep(st_t *s, const uint8_t *snap, const uint8_t *scratche
     uint64_t n = s->ix->nchunks;
     int progress = 0, left = 0;
     for (uint64_t c = 0; c < n; c++) {
-        if (s->loc[c] == snap[c] && s->home[c] == snap[n + c])
-            continue;
+        if (s->loc[c] == snap[c] && s->home[c] == snap[n + c] &&
+            (s->home[c] == POL_NONE || s->cur[c] || !snap[2 * n + c]))
+            continue;           /* (a kept copy the pass began current and left stale: not) */
         left = 1;
         if (scratched[c] && !all)
             continue;
