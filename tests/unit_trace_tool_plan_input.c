@@ -17,6 +17,9 @@
  *   - The JSON's times are integers (above 1e6 ns, where "%g" would write an exponent).
  *   - Refused, exit status 2, naming what is accepted: GPU memory below one chunk, given or
  *     recorded; --device host; a bandwidth below 0.001 GB/s.
+ * A damaged trace whose iteration reaches an allocation of 2^52 bytes (2^31 chunks, whose
+ * per-chunk arrays the planner would allocate) is refused, naming the limit; a memset whose
+ * size runs past 2^64 is taken as reaching its allocation to the end.
  */
 #include "simcuda.h"
 #include "unit_trace_tool.h"
@@ -97,6 +100,46 @@ static void refused(const char *trace)
                "--nvme", "'1e-9' is not a bandwidth", "0.001");
 }
 
+/* Two iterations of one kernel reaching an allocation of `size` bytes, and a memset into it of
+ * `set` bytes from its second chunk. */
+static void make_huge(const char *path, uint64_t size, uint64_t set)
+{
+    trc_writer_t *w = tt_writer(path, 0);
+    uint32_t k;
+    tt_plan_preamble(w, &k);
+    uint64_t a = 1, id = 1;
+    TT_EMIT(trc_emit_alloc(w, 10, &(trc_alloc_t){ .id = a, .device = 0, .addr = BASE,
+                                                  .size = size }));
+    for (unsigned i = 0; i < 3; i++) {
+        uint64_t t = 1000 + (uint64_t)i * ITER_NS;
+        TT_EMIT(trc_emit_iteration(w, t, &(trc_iteration_t){ i }));
+        trc_launch_t l = { .id = id++, .func_id = k, .span = { 1, t + 100, t + 2000100 },
+                           .nallocs = 1, .allocs = &a };
+        TT_EMIT(trc_emit_launch(w, t + 10, &l));
+        trc_memset_t m = { .dst = BASE + 2 * MiB, .bytes = set, .elem_size = 4,
+                           .span = { 1, t + 3000000, t + 3000100 }, .id = id++ };
+        TT_EMIT(trc_emit_memset(w, t + 20, &m));
+    }
+    tt_close(w);
+}
+
+static void huge(void)
+{
+    const char *trace = tt_path("huge.trace");
+    make_huge(trace, 1ull << 52, 4 * MiB);
+    tt_result_t r = tt_run("plan", trace, "--gpu-memory", "4M", NULL);
+    TT_CHECK("an allocation of 2^52 bytes: exit status", 1, r.status);
+    TT_HAS(r.err, "the iteration's buffers come to more than 16777216 chunks");
+    tt_free(&r);
+
+    trace = tt_path("past.trace");
+    make_huge(trace, 8 * MiB, UINT64_MAX - 4 * MiB);
+    r = tt_run("plan", trace, "--gpu-memory", "8M", NULL);
+    TT_CHECK("a memset of 2^64 - 4 MiB bytes: exit status", 0, r.status);
+    TT_LINE(r.out, "operations 2, 2 with device times, 1 buffers", "footprint 8.00 MiB");
+    tt_free(&r);
+}
+
 int main(void)
 {
     tt_init();
@@ -104,5 +147,6 @@ int main(void)
     make_trace(trace, 3);
     reads(trace);
     refused(trace);
+    huge();
     return tt_done();
 }

@@ -328,11 +328,11 @@ static int range_ref(builder_t *b, uint64_t p, uint64_t bytes, uint64_t when, in
         return 0;
     }
     int64_t buf = buf_of(b, c);
-    uint64_t off = p - c->a->addr, end = off + bytes, size = c->a->size, ch = b->chunk;
+    uint64_t off = p - c->a->addr, size = c->a->size, ch = b->chunk;
+    /* (a range past its allocation: the rest is not ours; bytes as large as 2^64 - off too) */
+    uint64_t end = bytes > size - off ? size : off + bytes;
     if (size < ch)                     /* a small allocation: part of its shared chunk */
         return push_ref(b, buf, 0, 1, write ? POL_WRITE : POL_READ);
-    if (end > size)
-        end = size;                    /* a range past its allocation: the rest is not ours */
     uint64_t c0 = off / ch, c1 = (end - 1) / ch + 1;
     if (!write)
         return push_ref(b, buf, c0, c1 - c0, POL_READ);
@@ -493,7 +493,7 @@ static int footprint(tp_input_t *x, uint64_t chunk)
         return -ENOMEM;
     for (size_t i = 0; i < x->in.nbufs && n; i++) {
         const pol_buf_t *u = &x->bufs[i];
-        int64_t bytes = (int64_t)((u->bytes + chunk - 1) / chunk * chunk);
+        int64_t bytes = (int64_t)((u->bytes / chunk + (u->bytes % chunk != 0)) * chunk);
         size_t born = u->born < 0 ? 0 : (size_t)u->born;
         size_t dies = u->dies >= 0 ? (size_t)u->dies : born ? born - 1 : n - 1;
         if (born <= dies) {
@@ -543,6 +543,14 @@ int tp_build(const tm_trace_t *t, const tp_select_t *sel, tp_input_t *x, char *e
         rc = build_ops(&b);
     x->in.nbufs = b.nbufs;
     x->in.nrefs = b.nrefs;
+    uint64_t chunks = 0;                /* (a damaged trace's sizes: no planning past TP_MAX) */
+    for (size_t i = 0; !rc && i < b.nbufs && chunks <= TP_MAX_CHUNKS; i++) {
+        uint64_t n = x->bufs[i].bytes / b.chunk + (x->bufs[i].bytes % b.chunk != 0);
+        chunks = n > TP_MAX_CHUNKS ? n : chunks + n;
+    }
+    if (!rc && chunks > TP_MAX_CHUNKS)
+        rc = fail(err, len, -EFBIG, "the iteration's buffers come to more than %lld chunks: "
+                  "a damaged trace, or --chunk too small", TP_MAX_CHUNKS);
     if (!rc)
         rc = footprint(x, b.chunk);
     free(b.by_addr);

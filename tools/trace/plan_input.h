@@ -27,6 +27,10 @@ typedef struct tp_select {
  * beyond, it reaches the others whole. */
 #define TP_BEHIND_SPANS 8
 
+/* The most chunks an iteration's buffers may come to (32 TiB of 2 MiB chunks): the planner
+ * keeps arrays per chunk, so a damaged trace's huge sizes are refused, not planned. */
+#define TP_MAX_CHUNKS (1ll << 24)
+
 /* The planner's input and what was chosen; arrays owned (tp_free). */
 typedef struct tp_input {
     pol_input_t in;                    /* in.m is left zero: the caller fills the machine */

@@ -102,12 +102,17 @@ static int check_ident(const Elf64_Ehdr *e)
 
 /* Opens path for reading when it is a regular file (its size in *size): the fd, or -errno
  * (-ENOEXEC: not a regular file).  Module paths come from the trace, so the open must not
- * block: O_NONBLOCK, which changes nothing for a regular file, keeps a FIFO with no writer
- * from hanging it, and a device (/dev/zero) is refused before anything reads it. */
+ * block or do anything else: a path that is not a regular file is refused before it is opened
+ * (opening a device may act: a tape rewinds, a terminal becomes the controlling one), and
+ * O_NONBLOCK and O_NOCTTY keep one that became such in between from hanging or taking over. */
 static int open_regular(const char *path, uint64_t *size)
 {
     struct stat st;
-    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+    if (stat(path, &st) != 0)
+        return -errno;
+    if (!S_ISREG(st.st_mode))
+        return -ENOEXEC;
+    int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
     if (fd < 0)
         return -errno;
     if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
