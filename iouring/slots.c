@@ -42,7 +42,7 @@ int nvme_slot_alloc(nvme_area_t *a, uint32_t *slot)
 {
     int err = -ENOSPC;
     pthread_mutex_lock(&a->lock);
-    uint32_t words = (a->nslots + 63) / 64, start = a->slot_hint / 64;
+    uint32_t words = (uint32_t)(((uint64_t)a->nslots + 63) / 64), start = a->slot_hint / 64;
     for (uint32_t i = 0; i <= words && a->slots_used < a->nslots; i++) {
         uint32_t w = (start + i) % words;
         int b = free_bit(a, w, i == 0 ? a->slot_hint % 64 : 0);
