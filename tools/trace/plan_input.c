@@ -79,18 +79,52 @@ static size_t ops_in(const tm_trace_t *t, uint64_t start, uint64_t end, int32_t 
     return n;
 }
 
+/* The timed operations of every device in each window [iterations[i].time, the next's): one
+ * pass over the operations, each placed by a binary search over the marks (a long trace has
+ * thousands of windows).  0, or -1 where the marks are not in time order (the caller counts
+ * window by window). */
+static int timed_per_window(const tm_trace_t *t, size_t *timed)
+{
+    const tm_iteration_t *it = t->iterations;
+    size_t m = t->niterations;
+    for (size_t i = 1; i < m; i++)
+        if (it[i].time < it[i - 1].time)
+            return -1;
+    memset(timed, 0, m * sizeof(*timed));
+    for (size_t k = 0; k < t->nops; k++) {
+        const tm_op_t *o = &t->ops[k];
+        if (!is_device_op(o) || !o->has_times || m < 2 || o->time < it[0].time)
+            continue;
+        size_t lo = 0, hi = m;          /* (the last mark at or before the operation) */
+        while (hi - lo > 1) {
+            size_t mid = lo + (hi - lo) / 2;
+            if (it[mid].time <= o->time)
+                lo = mid;
+            else
+                hi = mid;
+        }
+        timed[lo] += lo + 1 < m;        /* (after the last mark: in no window) */
+    }
+    return 0;
+}
+
 /* The window of the iteration asked for (or the closed one with the most device times). */
 static int choose_iteration(const tm_trace_t *t, int64_t want, tp_input_t *x, char *err,
                             size_t len)
 {
     size_t best_timed = 0;
     int found = 0;
+    size_t *per = malloc((t->niterations ? t->niterations : 1) * sizeof(*per));
+    if (!per)
+        return fail(err, len, -ENOMEM, "out of memory", 0);
+    int counted = timed_per_window(t, per) == 0;
     for (size_t i = 0; i + 1 < t->niterations; i++) {
         const tm_iteration_t *it = &t->iterations[i], *next = &t->iterations[i + 1];
         if (want >= 0 && it->index != (uint64_t)want)
             continue;
-        size_t timed;
-        ops_in(t, it->time, next->time, -1, &timed);
+        size_t timed = per[i];
+        if (!counted)
+            ops_in(t, it->time, next->time, -1, &timed);
         if (found && timed <= best_timed)
             continue;
         found = 1;
@@ -99,6 +133,7 @@ static int choose_iteration(const tm_trace_t *t, int64_t want, tp_input_t *x, ch
         x->start = it->time;
         x->end = next->time;
     }
+    free(per);
     if (found)
         return 0;
     if (want >= 0)
