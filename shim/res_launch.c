@@ -309,14 +309,19 @@ static CUresult param_info(CUfunction f, int kernel, unsigned i, size_t *off, si
 }
 
 /* Read f's parameter sizes from the driver into kp (n = 0 when it has none to give).  A
- * handle that cuFuncGetParamInfo does not answer for is asked as a CUkernel. */
+ * handle that cuFuncGetParamInfo does not answer for is asked as a CUkernel.  A driver before
+ * 12.4 has neither call: every launch's arguments are then opaque (a fence). */
 static void kparams_read(CUfunction f, kparams_t *kp)
 {
     size_t off, size, cap = 0;
-    int kernel = DRV(cuFuncGetParamInfo)(f, 0, &off, &size) != CUDA_SUCCESS &&
+    int func = DRV(cuFuncGetParamInfo) != NULL;
+    int kernel = (!func || DRV(cuFuncGetParamInfo)(f, 0, &off, &size) != CUDA_SUCCESS) &&
                  DRV(cuKernelGetParamInfo) &&
                  DRV(cuKernelGetParamInfo)((CUkernel)(void *)f, 0, &off, &size) == CUDA_SUCCESS;
     kp->n = 0;
+    kp->words = 0;
+    if (!func && !kernel)
+        return;
     kp->words = 1;
     for (unsigned i = 0; param_info(f, kernel, i, &off, &size) == CUDA_SUCCESS; i++) {
         if (i == cap) {
