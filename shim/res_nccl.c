@@ -33,7 +33,8 @@
  * its work returned: the call itself, or a group's outermost ncclGroupEnd.  The calls of a
  * group on one stream run as one piece of work, whose time the last of them takes; the others
  * count 0.  A call on a non-blocking communicator (ncclInProgress) may enqueue its work after
- * it returns: it is not timed.
+ * it returns: it is not timed (res_nccl_untime), and its buffers stay held, their use not
+ * recorded, until its communicator reports ncclSuccess (wrap_nccl.c).
  */
 #include <stdlib.h>
 
@@ -210,6 +211,19 @@ static void end(res_nccl_t *h, int how, int merged)
         if (h->dev[i].k.ids != h->dev[i].k.inline_ids)
             free(h->dev[i].k.ids);
     free(h);
+}
+
+void res_nccl_untime(res_nccl_t *h)
+{
+    if (!h)
+        return;
+    lock_all(h);
+    for (int i = 0; i < h->ndev; i++) {
+        relax_t rx = relax_begin();
+        time_end(&h->dev[i], h->stream, RES_NCCL_PENDING, 0);   /* (clears k.timed) */
+        relax_end(rx);
+    }
+    unlock_all(h);
 }
 
 void res_nccl_end(res_nccl_t *h, int how)

@@ -346,6 +346,9 @@ enum { RES_NCCL_FAILED, RES_NCCL_DONE, RES_NCCL_PENDING, RES_NCCL_NOTHING };
 typedef struct res_nccl res_nccl_t;
 res_nccl_t *res_nccl_begin(const res_nccl_op_t *op, CUstream s);
 void res_nccl_end(res_nccl_t *h, int how);
+/* A call NCCL answered ncclInProgress: its device time is not taken (its work is enqueued
+ * later); h stays held until res_nccl_end(h, RES_NCCL_DONE), once NCCL enqueued it. */
+void res_nccl_untime(res_nccl_t *h);
 void res_nccl_group_end(res_nccl_t *const *h, size_t n, int how);
 /* Around a call into NCCL's own function: 1 before it, 0 after it returned. */
 void res_nccl_library(int enter);

@@ -14,8 +14,18 @@
  * and handed to residency (res_nccl.c) before the call.  NCCL enqueues an operation called
  * inside ncclGroupStart/ncclGroupEnd only at the outermost ncclGroupEnd, so the uses of the
  * calls of a group are recorded, and their buffers released, after that call returns.
+ *
+ * A call on a non-blocking communicator may answer ncclInProgress and enqueue its work later,
+ * from NCCL's own thread; the program must then poll the communicator with
+ * ncclCommGetAsyncError until it reports ncclSuccess before it calls NCCL again ("If any NCCL
+ * function returns ncclInProgress, users must query the communicator state until it becomes
+ * ncclSuccess", NCCL's documentation).  Such a call is parked: its buffers stay held and its
+ * use is not recorded, so that nothing moves them, until a poll of its communicator reports
+ * anything but ncclInProgress (or the communicator is aborted, destroyed or finalized); its
+ * use is recorded then, on a stream its work is enqueued on by then.
  */
 #include <dlfcn.h>
+#include <pthread.h>
 #include <stdlib.h>
 
 #include "shim.h"
@@ -145,10 +155,26 @@ typedef struct op {
     res_nccl_t *held;
 } op_t;
 
-/* Operations of the calling thread's open group, held until its outermost ncclGroupEnd. */
+/* Operations of the calling thread's open group, held until its outermost ncclGroupEnd, and
+ * their communicators. */
 static SHIM_TLS int group_depth;
 static SHIM_TLS res_nccl_t **group_held;
+static SHIM_TLS ncclComm_t *group_comm;
 static SHIM_TLS size_t group_n, group_cap;
+
+/* Calls answered ncclInProgress, until their communicator's state is known (any thread may
+ * poll it: PyTorch's watchdog does). */
+typedef struct parked {
+    ncclComm_t comm;
+    res_nccl_t *held;
+} parked_t;
+
+static struct {
+    pthread_mutex_t lock;
+    parked_t *a;
+    size_t n, cap;
+    _Atomic size_t count;           /* n, read without the lock */
+} parked = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
 static uint64_t type_bytes(ncclDataType_t t)
 {
@@ -199,18 +225,68 @@ static void begin(op_t *o)
 }
 
 /* Keep h until the group's end; 0, or -1 when there is no room (then end it now). */
-static int group_keep(res_nccl_t *h)
+static int group_keep(res_nccl_t *h, ncclComm_t comm)
 {
     if (group_n == group_cap) {
         size_t cap = group_cap ? 2 * group_cap : 16;
         res_nccl_t **a = realloc(group_held, cap * sizeof(*a));
-        if (!a)
+        if (a)
+            group_held = a;
+        ncclComm_t *c = a ? realloc(group_comm, cap * sizeof(*c)) : NULL;
+        if (!c)
             return -1;
-        group_held = a;
+        group_comm = c;
         group_cap = cap;
     }
-    group_held[group_n++] = h;
+    group_held[group_n] = h;
+    group_comm[group_n++] = comm;
     return 0;
+}
+
+/* Call h of comm answered ncclInProgress: not timed, held until comm's state is known.
+ * Where there is no room to park it, it ends as before: its use recorded now. */
+static void park(ncclComm_t comm, res_nccl_t *h)
+{
+    if (!h)
+        return;
+    res_nccl_untime(h);
+    pthread_mutex_lock(&parked.lock);
+    if (parked.n == parked.cap) {
+        size_t cap = parked.cap ? 2 * parked.cap : 16;
+        parked_t *a = realloc(parked.a, cap * sizeof(*a));
+        if (!a) {
+            pthread_mutex_unlock(&parked.lock);
+            SHIM_WARN(LAUNCH, "an NCCL call in progress: out of memory to hold its buffers "
+                      "until its communicator is done; its use is recorded now");
+            res_nccl_end(h, RES_NCCL_PENDING);
+            return;
+        }
+        parked.a = a;
+        parked.cap = cap;
+    }
+    parked.a[parked.n++] = (parked_t){ comm, h };
+    atomic_store(&parked.count, parked.n);
+    pthread_mutex_unlock(&parked.lock);
+}
+
+/* comm's parked calls: their work is enqueued (or never will be): uses recorded, released.
+ * One at a time, not under the lock (res_nccl_end takes devices' locks). */
+static void unpark(ncclComm_t comm)
+{
+    while (atomic_load(&parked.count)) {
+        res_nccl_t *h = NULL;
+        pthread_mutex_lock(&parked.lock);
+        for (size_t i = 0; i < parked.n && !h; i++)
+            if (parked.a[i].comm == comm) {
+                h = parked.a[i].held;
+                parked.a[i] = parked.a[--parked.n];
+            }
+        atomic_store(&parked.count, parked.n);
+        pthread_mutex_unlock(&parked.lock);
+        if (!h)
+            return;
+        res_nccl_end(h, RES_NCCL_DONE);
+    }
 }
 
 /* After NCCL returned r for o; returns r. */
@@ -227,13 +303,15 @@ static ncclResult_t end(op_t *o, ncclResult_t r)
     if (!o->held)
         return r;
     if (ok && group_depth > 0) {
-        if (group_keep(o->held) != 0)   /* its use cannot be recorded: hold it for good */
+        if (group_keep(o->held, o->comm) != 0) /* its use cannot be recorded: held for good */
             SHIM_WARN(LAUNCH, "%s inside a group: out of memory to track its buffers, which "
                       "stay resident from now on", o->name);
         return r;
     }
-    res_nccl_end(o->held, r == ncclSuccess ? RES_NCCL_DONE : ok ? RES_NCCL_PENDING
-                                                                : RES_NCCL_FAILED);
+    if (r == ncclInProgress)
+        park(o->comm, o->held);
+    else
+        res_nccl_end(o->held, r == ncclSuccess ? RES_NCCL_DONE : RES_NCCL_FAILED);
     return r;
 }
 
@@ -384,7 +462,11 @@ SHIM_EXPORT ncclResult_t ncclGroupStart(void)
 static void group_ended(int how)
 {
     if (group_depth > 0 && --group_depth == 0) {
-        res_nccl_group_end(group_held, group_n, how);
+        if (how == RES_NCCL_PENDING)
+            for (size_t i = 0; i < group_n; i++)
+                park(group_comm[i], group_held[i]);
+        else
+            res_nccl_group_end(group_held, group_n, how);
         group_n = 0;
     }
 }
@@ -409,4 +491,40 @@ SHIM_EXPORT ncclResult_t ncclGroupSimulateEnd(ncclSimInfo_t *simInfo)
     res_nccl_library(0);
     group_ended(RES_NCCL_NOTHING);
     return r;
+}
+
+/* ---------------------------------------------------------------- a communicator's state */
+
+/* Once comm's state is anything but ncclInProgress, NCCL has enqueued (or dropped) every
+ * operation it accepted: the parked ones of comm are released. */
+SHIM_EXPORT ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t *asyncError)
+{
+    NCCL_ENTER(ncclCommGetAsyncError, fn);
+    ncclResult_t r = fn(comm, asyncError);
+    if (r == ncclSuccess && asyncError && *asyncError != ncclInProgress)
+        unpark(comm);
+    return r;
+}
+
+/* A communicator that goes releases its parked calls first: their uses are recorded on their
+ * streams, after whatever NCCL enqueued there. */
+SHIM_EXPORT ncclResult_t ncclCommAbort(ncclComm_t comm)
+{
+    NCCL_ENTER(ncclCommAbort, fn);
+    unpark(comm);
+    return fn(comm);
+}
+
+SHIM_EXPORT ncclResult_t ncclCommDestroy(ncclComm_t comm)
+{
+    NCCL_ENTER(ncclCommDestroy, fn);
+    unpark(comm);
+    return fn(comm);
+}
+
+SHIM_EXPORT ncclResult_t ncclCommFinalize(ncclComm_t comm)
+{
+    NCCL_ENTER(ncclCommFinalize, fn);
+    unpark(comm);
+    return fn(comm);
 }

@@ -400,10 +400,88 @@ static ncclResult_t submit(const nccl_part_t *parts, size_t n)
     return r;
 }
 
+/*
+ * Non-blocking communicators: a call on one outside a group, or a group with a call on one,
+ * is kept, not enqueued, and answered ncclInProgress; it is enqueued, whole, at the first poll
+ * of one of its communicators (ncclCommGetAsyncError), or its finalize or destroy, and an
+ * abort drops it.  So its work reaches the stream after the call returned, as NCCL's may.
+ */
+typedef struct deferred {
+    nccl_part_t *parts;
+    size_t n;
+    struct deferred *next;
+} deferred_t;
+
+static pthread_mutex_t deferred_lock = PTHREAD_MUTEX_INITIALIZER;
+static deferred_t *deferred_head, **deferred_tail = &deferred_head;
+
+static int any_nonblocking(const nccl_part_t *p, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (p[i].comm->nonblocking)
+            return 1;
+    return 0;
+}
+
+static ncclResult_t defer(const nccl_part_t *p, size_t n)
+{
+    deferred_t *d = malloc(sizeof(*d));
+    nccl_part_t *parts = d ? malloc(n * sizeof(*parts)) : NULL;
+    if (!parts) {
+        free(d);
+        return nccl_error(p[0].comm, ncclSystemError, "out of host memory for a call");
+    }
+    memcpy(parts, p, n * sizeof(*parts));
+    *d = (deferred_t){ parts, n, NULL };
+    pthread_mutex_lock(&deferred_lock);
+    *deferred_tail = d;
+    deferred_tail = &d->next;
+    pthread_mutex_unlock(&deferred_lock);
+    return ncclInProgress;
+}
+
+static int has_comm(const deferred_t *d, ncclComm_t comm)
+{
+    for (size_t i = 0; i < d->n; i++)
+        if (d->parts[i].comm == comm)
+            return 1;
+    return 0;
+}
+
+/* The first kept call with a part of comm, taken off the list, or NULL. */
+static deferred_t *deferred_take(ncclComm_t comm)
+{
+    pthread_mutex_lock(&deferred_lock);
+    deferred_t **at = &deferred_head;
+    while (*at && !has_comm(*at, comm))
+        at = &(*at)->next;
+    deferred_t *d = *at;
+    if (d) {
+        *at = d->next;
+        if (!*at)
+            deferred_tail = at;
+    }
+    pthread_mutex_unlock(&deferred_lock);
+    return d;
+}
+
+ncclResult_t nccl_deferred_run(ncclComm_t comm, int drop)
+{
+    ncclResult_t r = ncclSuccess, r2;
+    deferred_t *d;
+    while ((d = deferred_take(comm))) {
+        if (!drop && (r2 = submit(d->parts, d->n)) != ncclSuccess && r == ncclSuccess)
+            r = r2;
+        free(d->parts);
+        free(d);
+    }
+    return r;
+}
+
 ncclResult_t nccl_submit(const nccl_part_t *p)
 {
     if (group_depth == 0)
-        return submit(p, 1);
+        return p->comm->nonblocking ? defer(p, 1) : submit(p, 1);
     if (group_n == group_cap) {
         size_t cap = group_cap ? 2 * group_cap : 16;
         nccl_part_t *parts = realloc(group_parts, cap * sizeof(*parts));
@@ -430,7 +508,7 @@ NCCL_API ncclResult_t ncclGroupEnd(void)
         return ncclSuccess;
     size_t n = group_n;
     group_n = 0;
-    return submit(group_parts, n);
+    return any_nonblocking(group_parts, n) ? defer(group_parts, n) : submit(group_parts, n);
 }
 
 /* Ends the group as ncclGroupEnd does, NCCL's way: the depth goes down first, and only the

@@ -273,12 +273,16 @@ NCCL_API ncclResult_t ncclCommInitRank(ncclComm_t *comm, int nranks, ncclUniqueI
     return init_rank(comm, nranks, id, rank);
 }
 
-/* The configuration is accepted and ignored: every communicator of the stand-in blocks. */
+/* Of the configuration only `blocking` is read: 0 makes the communicator non-blocking, its
+ * operations answered ncclInProgress and enqueued when its state is polled (coll.c).  Its
+ * creation itself completes at once (ncclSuccess), as NCCL may answer. */
 NCCL_API ncclResult_t ncclCommInitRankConfig(ncclComm_t *comm, int nranks, ncclUniqueId id,
                                              int rank, ncclConfig_t *config)
 {
-    (void)config;
-    return init_rank(comm, nranks, id, rank);
+    ncclResult_t r = init_rank(comm, nranks, id, rank);
+    if (r == ncclSuccess && config && config->blocking == 0)
+        (*comm)->nonblocking = 1;
+    return r;
 }
 
 NCCL_API ncclResult_t ncclCommInitAll(ncclComm_t *comms, int ndev, const int *devlist)
@@ -359,7 +363,7 @@ NCCL_API ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t *err)
     COMM_CHECK(comm, "ncclCommGetAsyncError");
     if (!err)
         return nccl_error(comm, ncclInvalidArgument, "ncclCommGetAsyncError: asyncError is NULL");
-    *err = ncclSuccess;
+    *err = nccl_deferred_run(comm, 0);
     return ncclSuccess;
 }
 
@@ -369,6 +373,7 @@ NCCL_API ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t *err)
 NCCL_API ncclResult_t ncclCommFinalize(ncclComm_t comm)
 {
     COMM_CHECK(comm, "ncclCommFinalize");
+    nccl_deferred_run(comm, 0);
     pthread_mutex_lock(&nccl_lock);
     nccl_clique_drain(comm->q, 1);
     pthread_mutex_unlock(&nccl_lock);
@@ -380,6 +385,7 @@ NCCL_API ncclResult_t ncclCommDestroy(ncclComm_t comm)
     if (!comm)
         return ncclSuccess;                     /* NCCL accepts NULL */
     COMM_CHECK(comm, "ncclCommDestroy");
+    nccl_deferred_run(comm, 0);
     pthread_mutex_lock(&nccl_lock);
     clique_t *q = comm->q;
     nccl_clique_drain(q, 1);
@@ -399,5 +405,7 @@ NCCL_API ncclResult_t ncclCommDestroy(ncclComm_t comm)
 
 NCCL_API ncclResult_t ncclCommAbort(ncclComm_t comm)
 {
+    if (comm && nccl_comm_valid(comm))
+        nccl_deferred_run(comm, 1);         /* (never enqueued) */
     return ncclCommDestroy(comm);
 }

@@ -47,6 +47,7 @@ struct ncclComm {
     int retained;               /* ctx is a retained primary context */
     CUmodule mod;               /* the stand-in's kernels, loaded in ctx */
     CUfunction put, get;
+    int nonblocking;            /* made with config.blocking 0: calls answer ncclInProgress */
     char last_error[256];
 };
 
@@ -141,6 +142,10 @@ int nccl_comm_valid(ncclComm_t comm);
 /* A rank's part of an operation (validated by the caller): enqueued at once, or queued
  * until ncclGroupEnd inside a group. */
 ncclResult_t nccl_submit(const nccl_part_t *p);
+/* Enqueue the calls of comm deferred by its non-blocking mode (each with the rest of its
+ * group), in the order they were made; `drop`: forget them instead (an abort).  The first
+ * error, or ncclSuccess. */
+ncclResult_t nccl_deferred_run(ncclComm_t comm, int drop);
 /* Free the retired staging areas of q whose events completed (all of them, waiting, when
  * `wait`); under nccl_lock. */
 void nccl_clique_drain(clique_t *q, int wait);
