@@ -22,7 +22,8 @@
 
 #include "nvme_int.h"
 
-enum { FAULT_EIO = 1, FAULT_ENOSPC, FAULT_EROFS, FAULT_SHORT, FAULT_CORRUPT, FAULT_REAP };
+enum { FAULT_EIO = 1, FAULT_ENOSPC, FAULT_EROFS, FAULT_SHORT, FAULT_CORRUPT, FAULT_REAP,
+       FAULT_STUCK };
 
 #define BATCH 64
 
@@ -183,8 +184,9 @@ static int fault_apply(nvme_area_t *a, nvme_req_t *r)
                                 [FAULT_EROFS] = -EROFS };
     if (!fault_hits(a, r))
         return 0;
-    if (a->fault.kind == FAULT_REAP) {
-        a->fault.reap_fails = 1;        /* (r goes on: the wait for it fails, once) */
+    if (a->fault.kind == FAULT_REAP || a->fault.kind == FAULT_STUCK) {
+        /* (r goes on: the wait for completions fails once, or every time from now on) */
+        a->fault.reap_fails = a->fault.kind == FAULT_STUCK ? 2 : 1;
         return 0;
     }
     if (a->fault.kind == FAULT_SHORT)
@@ -511,7 +513,7 @@ static int reap_some(nvme_area_t *a, int wait)
         n++;
     }
     int r = !a->inflight ? 0
-            : a->fault.reap_fails && wait && !n ? (a->fault.reap_fails = 0, -EIO)
+            : a->fault.reap_fails && wait && !n ? (a->fault.reap_fails &= 2, -EIO)
                                                 : a->eng->reap(a, got, BATCH, wait && !n);
     if (r < 0 && !n)
         /* What is in flight stays there, its buffer and slot perhaps still in use: no write
@@ -698,9 +700,10 @@ int nvme_fault_plan(nvme_area_t *a, int write, unsigned nth, const char *kind)
 {
     static const char *const names[] = { [FAULT_EIO] = "eio", [FAULT_ENOSPC] = "enospc",
                                          [FAULT_EROFS] = "erofs", [FAULT_SHORT] = "short",
-                                         [FAULT_CORRUPT] = "corrupt", [FAULT_REAP] = "reap" };
+                                         [FAULT_CORRUPT] = "corrupt", [FAULT_REAP] = "reap",
+                                         [FAULT_STUCK] = "stuck" };
     int k = 0;
-    for (int i = 1; i <= FAULT_REAP; i++)
+    for (int i = 1; i <= FAULT_STUCK; i++)
         if (kind && strcmp(kind, names[i]) == 0)
             k = i;
     if (!k || !nth || write < -1 || write > 1 || (k == FAULT_CORRUPT && write == 1))

@@ -240,7 +240,8 @@ void nvme_get_stats(nvme_area_t *a, nvme_stats_t *s);
  * reaching the kernel), "short" (it transfers half its bytes, then stops), "corrupt" (a read
  * returns its data with one byte flipped), "reap" (it runs, but the next wait for a completion
  * fails once with EIO, as a failing io_uring_submit_and_wait would: the area degrades, since
- * what was in flight may still use its slot and buffer).  Spec text "write:N:KIND" / "read:N:KIND" /
+ * what was in flight may still use its slot and buffer), "stuck" (as "reap", but every wait
+ * for completions fails from then on; polls still reap).  Spec text "write:N:KIND" / "read:N:KIND" /
  * "any:N:KIND" is parsed by nvme_fault_parse() (the form an ELIXIR_NVME_FAULT option takes). */
 int nvme_fault_plan(nvme_area_t *a, int write, unsigned nth, const char *kind);
 int nvme_fault_parse(nvme_area_t *a, const char *spec);

@@ -80,7 +80,8 @@ typedef struct nvme_fault {
     int write;                  /* 1, 0, or -1: either */
     unsigned nth;               /* requests of that direction still to let through, plus 1 */
     int kind;                   /* FAULT_* in io.c */
-    int reap_fails;             /* FAULT_REAP hit: the next wait for completions fails */
+    int reap_fails;             /* FAULT_REAP hit: the next wait for completions fails (1);
+                                 * FAULT_STUCK: every one from then on (2) */
 } nvme_fault_t;
 
 struct nvme_area {

@@ -61,6 +61,7 @@ typedef struct nvfl {
     uint8_t io_done;            /* set by whoever reaps its completion (pn.lock) */
     uint8_t busy;               /* a use is bringing it in (room made meanwhile may poll):
                                  * polls and drains leave it alone */
+    uint8_t lost;               /* the waits for its I/O kept failing: given up (io_wait) */
     int io_err;
     int dev;
     uint32_t ci, slot;
@@ -79,6 +80,7 @@ static struct {
     _Atomic uint64_t out_issued, out_done, out_cancelled, out_failed, out_ahead;
     _Atomic uint64_t in_issued, in_done, in_waited, in_dropped, in_failed, in_taken_back;
     _Atomic uint64_t staged_for;        /* moves that waited for a staging chunk (stage_free) */
+    _Atomic uint64_t lost;              /* flights whose I/O was given up (io_wait) */
     /* The link the last plan was given ([0] reads, [1] writes) and where it came from (lock). */
     double link_gbs[2];
     char link_src[2][48];
@@ -223,17 +225,24 @@ static void fl_end(res_dev_t *d, nvfl_t *f)
         f->pev[k] = NULL;
     }
     pthread_mutex_lock(&pn.lock);
-    f->used = 0;
+    if (f->lost)
+        f->dev = -1;        /* (no device's: its staging chunk, which the I/O may still reach,
+                             * is never used again) */
+    else
+        f->used = 0;
     f->busy = 0;
     pthread_mutex_unlock(&pn.lock);
     d->nvme_flights--;
 }
 
-/* Hand finished I/O to its flights, waiting for one when `wait`. */
-static void reap(int wait)
+/* Hand finished I/O to its flights, waiting for one when `wait`: how many, or the wait's
+ * error. */
+static int reap(int wait)
 {
     nvme_done_t done[RES_NVME_STAGES];
     int n = nvme_complete(res_nvme_area(), done, RES_NVME_STAGES, wait ? 1 : 0);
+    if (n < 0)
+        return n;
     pthread_mutex_lock(&pn.lock);
     for (int i = 0; i < n; i++)
         if (done[i].tag < RES_NVME_STAGES) {
@@ -241,6 +250,7 @@ static void reap(int wait)
             pn.fl[done[i].tag].io_err = done[i].result;
         }
     pthread_mutex_unlock(&pn.lock);
+    return n;
 }
 
 static int io_done(const nvfl_t *f)
@@ -251,12 +261,27 @@ static int io_done(const nvfl_t *f)
     return done;
 }
 
-/* The host waits until f's I/O completed. */
-static void io_wait(res_dev_t *d, const nvfl_t *f)
+/* The host waits until f's I/O completed.  Where the waits themselves fail IO_WAIT_TRIES
+ * times in a row (the area is degraded by the first: io.c), f's I/O is given up as failed:
+ * a move out leaves its chunk where it was, a move in leaves it on NVMe, and the flight is
+ * lost (fl_end). */
+#define IO_WAIT_TRIES 4
+
+static void io_wait(res_dev_t *d, nvfl_t *f)
 {
     double t0 = res_now_s();
-    while (!io_done(f))
-        reap(1);
+    for (int failed = 0; !io_done(f);) {
+        failed = reap(1) < 0 ? failed + 1 : 0;
+        if (failed < IO_WAIT_TRIES)
+            continue;
+        pthread_mutex_lock(&pn.lock);
+        f->io_done = f->lost = 1;
+        f->io_err = -EIO;
+        pthread_mutex_unlock(&pn.lock);
+        pn.lost++;
+        SHIM_WARN(RES, "device %d: the wait for the NVMe I/O of chunk %u keeps failing: given "
+                  "up, its staging chunk set aside", d->device, f->ci);
+    }
     d->blocked_flight_s += res_now_s() - t0;
 }
 
@@ -862,14 +887,15 @@ void res_plan_nvme_stats(void)
     shim_log_plain("NVMe plan: moves to NVMe %llu (completed %llu, cancelled %llu, failed %llu; "
                    "issued ahead of their place %llu); reads ahead %llu (completed %llu, "
                    "waited for %llu, failed %llu, %llu of them after pieces reached GPU memory; "
-                   "dropped %llu); moves that waited for a staging chunk %llu",
+                   "dropped %llu); moves that waited for a staging chunk %llu; given up (their "
+                   "waits failing) %llu",
                    (unsigned long long)pn.out_issued, (unsigned long long)pn.out_done,
                    (unsigned long long)pn.out_cancelled, (unsigned long long)pn.out_failed,
                    (unsigned long long)pn.out_ahead,
                    (unsigned long long)pn.in_issued, (unsigned long long)pn.in_done,
                    (unsigned long long)pn.in_waited, (unsigned long long)pn.in_failed,
                    (unsigned long long)pn.in_taken_back, (unsigned long long)pn.in_dropped,
-                   (unsigned long long)pn.staged_for);
+                   (unsigned long long)pn.staged_for, (unsigned long long)pn.lost);
     pthread_mutex_lock(&pn.lock);
     if (pn.link_gbs[0] > 0)
         shim_log_plain("NVMe plan: link reads %.2f GB/s (%s), writes %.2f GB/s (%s)",

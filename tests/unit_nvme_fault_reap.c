@@ -5,7 +5,9 @@
  * the error, the area degrades with a reason that says so and refuses every new write (a slot
  * freed meanwhile could be written again while the lost write may still land in it), and reads
  * go on: data already there reads back intact.  A read whose wait failed is let go as it
- * finishes, and a read into its buffer waits for it first.  Both engines.
+ * finishes, and a read into its buffer waits for it first.  The fault plan's "stuck": every
+ * wait for completions fails from then on (the waiter gets EIO each time), while a poll
+ * still reaps the read when it is done.  Both engines.
  */
 #include "nvme_test.h"
 
@@ -63,6 +65,22 @@ static void run(nvme_engine_kind_t engine)
         NT_EQ(nvme_pending(a), 0);
     }
     printf("%s: reap: %s\n", nt_engine_name(engine), why);
+    /* Stuck: a read queued, its every wait failing; polled until it is done. */
+    NT_EQ(nvme_fault_plan(a, 0, 1, "stuck"), 0);
+    memset(in, 0, 2 * NT_MIB);
+    NT_EQ(nvme_read(a, 1, in, 2 * NT_MIB, 6), 0);
+    NT_EQ(nvme_submit(a), 0);
+    nvme_done_t done;
+    for (int k = 0; k < 3; k++)
+        NT_EQ(nvme_complete(a, &done, 1, 1), -EIO);
+    int got = 0;
+    for (int k = 0; k < 1000000 && got == 0; k++)
+        got = nvme_complete(a, &done, 1, 0);
+    NT_EQ(got, 1);
+    NT_CHECK(done.tag == 6 && done.result == 0, "stuck read: tag %llu result %d",
+             (unsigned long long)done.tag, done.result);
+    NT_CHECK(nt_differs(in, 2 * NT_MIB, 1) < 0, "slot 1 read back wrong while waits fail");
+    printf("%s: stuck: every wait failed, the poll reaped the read\n", nt_engine_name(engine));
     nvme_close(a);
 }
 
