@@ -209,7 +209,8 @@ SIM_API CUresult CUDAAPI cuEventSynchronize(CUevent e)
     return r;
 }
 
-/* Both events recorded and complete: their virtual times, or the error to return. */
+/* Both events recorded and complete (as cuEventQuery says: the host's clock has reached
+ * them), their virtual times, or the error to return. */
 static CUresult times(CUevent a, CUevent b, double *ta, double *tb)
 {
     CUevent ev[2] = { a, b };
@@ -224,7 +225,7 @@ static CUresult times(CUevent a, CUevent b, double *ta, double *tb)
             return CUDA_ERROR_INVALID_HANDLE;
         int done = sim_seq_done(s, seq);
         release_stream(s);
-        if (!done)
+        if (!done || !sim_host_reached(&ev[i]->t))
             return CUDA_ERROR_NOT_READY;
         pthread_mutex_lock(&sim_lock);
         *out[i] = ev[i]->t;

@@ -4,7 +4,8 @@
  * completed records: a kernel that declares its cost with sim_kernel_cost takes the modelled
  * time (the default machine: 51 TFLOP/s, 2000 GB/s, 2 us launch latency), so the events around
  * it are that far apart; the difference is signed (end before start is negative) and an event
- * against itself is 0.
+ * against itself is 0.  Asked before the later event completed (cuEventQuery would say
+ * CUDA_ERROR_NOT_READY), it says CUDA_ERROR_NOT_READY too, as documented.
  */
 #include <math.h>
 
@@ -69,6 +70,18 @@ int main(void)
     CHECK_CU(cuEventElapsedTime(&ms, a, a));
     EXPECT(fabsf(ms) < 1e-6f, "event to itself: expected 0, got %f", ms);
     EXPECT_CU(CUDA_ERROR_INVALID_VALUE, cuEventElapsedTime(NULL, a, b));
+
+    /* Not complete yet: a 1 ms kernel between the records, asked at once. */
+    double flops = 51e9, bytes = 1e6;
+    void *args[] = { &flops, &bytes };
+    CHECK_CU(cuEventRecord(a, s));
+    CHECK_CU(cuLaunchKernel(fn, 1, 1, 1, 1, 1, 1, 0, s, args, NULL));
+    CHECK_CU(cuEventRecord(b, s));
+    EXPECT_CU(CUDA_ERROR_NOT_READY, cuEventQuery(b));
+    EXPECT_CU(CUDA_ERROR_NOT_READY, cuEventElapsedTime(&ms, a, b));
+    CHECK_CU(cuEventSynchronize(b));
+    CHECK_CU(cuEventElapsedTime(&ms, a, b));
+    expect_ms("after the wait", ms, 1.002);
 
     CHECK_CU(cuEventDestroy(a));
     CHECK_CU(cuEventDestroy(b));
