@@ -22,27 +22,13 @@
  * there nothing is refused and the kernel and copies run, A ending as B's pattern.
  */
 #define SH_RES_KERNELS
+#define ST_KERNEL_ADD_INTO
 #include "shim_test.h"
 
 #define BUF (4 * SH_MIB)
 #define WORDS (BUF / 4)
 
-static const char into_ptx[] =
-    ".version 8.0\n.target sm_90\n.address_size 64\n"
-    ".visible .entry add_into(.param .u64 dst, .param .u64 src, .param .u64 n)\n{\n ret;\n}\n";
-
-/* dst[i] += src[i] for n 32-bit words. */
-SIM_KERNEL void add_into(const sim_launch_t *l, void **params)
-{
-    uint32_t *dst = *(uint32_t **)params[0];
-    const uint32_t *src = *(const uint32_t **)params[1];
-    uint64_t n = *(uint64_t *)params[2];
-    (void)l;
-    sim_kernel_access(dst, n * 4, SIM_ACCESS_READWRITE);
-    sim_kernel_access(src, n * 4, SIM_ACCESS_READ);
-    for (uint64_t i = 0; i < n; i++)
-        dst[i] += src[i];
-}
+static const char into_ptx[] = ST_PTX_HEADER ST_PTX_ADD_INTO;
 
 /* Copies of no bytes from b into a in each form, and memsets of no bytes of a, none of which
  * may be refused: they reach nothing, whatever their operands. */

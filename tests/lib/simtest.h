@@ -104,6 +104,8 @@ static inline CUfunction st_function(const char *ptx, const char *name)
     ".visible .entry add_via(.param .u64 pp, .param .u64 n, .param .u32 v)\n{\n ret;\n}\n"
 #define ST_PTX_BUSY_RW \
     ".visible .entry busy_rw(.param .f64 flops, .param .u64 p, .param .u64 n)\n{\n ret;\n}\n"
+#define ST_PTX_ADD_INTO                                                                      \
+    ".visible .entry add_into(.param .u64 dst, .param .u64 src, .param .u64 n)\n{\n ret;\n}\n"
 
 /* A program that uses ST_PTX_ADD_CONST defines ST_KERNEL_ADD_CONST before including this header
  * (once per program: the simulator finds the kernel in the executable).
@@ -160,6 +162,22 @@ SIM_KERNEL void add_via(const sim_launch_t *l, void **params)
     sim_kernel_access(p, n * sizeof(*p), SIM_ACCESS_READWRITE);
     for (uint64_t i = 0; i < n; i++)
         p[i] += v;
+}
+#endif
+
+/* Likewise ST_KERNEL_ADD_INTO for ST_PTX_ADD_INTO.  add_into(dst, src, n): dst[i] += src[i]
+ * for n 32-bit words. */
+#ifdef ST_KERNEL_ADD_INTO
+SIM_KERNEL void add_into(const sim_launch_t *l, void **params)
+{
+    uint32_t *dst = *(uint32_t **)params[0];
+    const uint32_t *src = *(const uint32_t **)params[1];
+    uint64_t n = *(uint64_t *)params[2];
+    (void)l;
+    sim_kernel_access(dst, n * 4, SIM_ACCESS_READWRITE);
+    sim_kernel_access(src, n * 4, SIM_ACCESS_READ);
+    for (uint64_t i = 0; i < n; i++)
+        dst[i] += src[i];
 }
 #endif
 
