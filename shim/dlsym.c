@@ -25,7 +25,9 @@
  * With ELIXIR_DISABLE a caller loaded before us gets what follows us, as below.  Otherwise a
  * hooked name is looked up with the real dlsym, then:
  *   - not found: NULL, as without us (for RTLD_NEXT from inside libelixir.so, our wrapper);
- *   - found in libelixir.so (RTLD_DEFAULT finds our export first): our wrapper;
+ *   - found in libelixir.so (RTLD_DEFAULT finds our export first): our wrapper where a
+ *     definition follows libelixir.so (the driver's), else NULL, as without us (a driver
+ *     that lacks the name, or none loaded);
  *   - found in the driver: our wrapper of that variant (through the cuGetProcAddress map once
  *     the shim has started; before that, when the defining object is a CUDA driver and the
  *     symbol found is `name` itself);
@@ -34,7 +36,8 @@
  *
  * An NCCL name of hooks_nccl.h found outside libelixir.so gives our wrapper, which remembers
  * what was found as NCCL's function (a library opened with RTLD_LOCAL is reached no other
- * way); with ELIXIR_DISABLE, what was found (wrap_nccl.c, shim_nccl_lookup).
+ * way); found as our own export, our wrapper where an NCCL follows us, else NULL; with
+ * ELIXIR_DISABLE, what was found (wrap_nccl.c, shim_nccl_lookup).
  *
  * Nothing here takes a lock of ours or starts the shim (the wrappers start it when called),
  * so a library probing symbols from its constructor, under the loader's lock, cannot
@@ -139,14 +142,15 @@ static void *hooked_lookup(dlsym_fn_t rdlsym, void *handle, const char *name, in
 {
     void *sym = rdlsym(handle, name);
 
-    if (shim_disabled()) {
-        void *next = sym && shim_is_own(sym) ? rdlsym(RTLD_NEXT, name) : NULL;
-        return next ? next : sym;
-    }
+    /* (Found as the shim's own export, in the global scope: the driver's definition, after
+     * the shim, says whether the name exists there at all; without one, as without the shim,
+     * there is none.) */
+    if (shim_disabled())
+        return sym && shim_is_own(sym) ? rdlsym(RTLD_NEXT, name) : sym;
     if (!sym)
         return handle == RTLD_NEXT ? shim_hook_wrappers[h] : NULL;
     if (shim_is_own(sym))
-        return sym;
+        return handle == RTLD_NEXT || rdlsym(RTLD_NEXT, name) ? sym : NULL;
     return wrap_found(rdlsym, sym, h);
 }
 

@@ -78,8 +78,10 @@ void *shim_nccl_lookup(void *(*rdlsym)(void *, const char *), void *handle, cons
                        int h)
 {
     void *sym = rdlsym(handle, name);
-    if (sym && shim_is_own(sym))
-        return shim_disabled() ? rdlsym(RTLD_NEXT, name) : sym;
+    if (sym && shim_is_own(sym)) {     /* (as the driver's names: dlsym.c's hooked_lookup) */
+        void *next = rdlsym(RTLD_NEXT, name);
+        return shim_disabled() || !next ? next : sym;
+    }
     if (!sym || shim_disabled())
         return sym;
     void *expected = NULL;
