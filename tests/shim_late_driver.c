@@ -4,7 +4,9 @@
  *
  * This program is not linked with the driver (shim/shim.mk builds it without -lcuda), so at
  * start-up only the preloaded shim defines the CUDA names.  It finds cuMemAlloc_v2 with
- * dlsym(RTLD_DEFAULT), which must be the shim's wrapper, and calls it first: the shim starts
+ * dlsym(RTLD_NEXT), the next definition after the program, which must be the shim's wrapper
+ * (dlsym(RTLD_DEFAULT) answers NULL, as without the shim: no driver defines the name yet),
+ * and calls it first: the shim starts
  * and opens the driver itself, and the call returns the driver's answer before cuInit,
  * CUDA_ERROR_NOT_INITIALIZED.  Only then does the program dlopen libcuda.so.1, the way a
  * framework does, and through that handle initialise the driver and make a context current.
@@ -76,7 +78,9 @@ int main(int argc, char **argv)
     reexec_preloaded(argv);
     if (dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD))
         fail("libcuda.so.1 is loaded before the program asked for it", 0);
-    *(void **)&alloc = dlsym(RTLD_DEFAULT, "cuMemAlloc_v2");
+    if (dlsym(RTLD_DEFAULT, "cuMemAlloc_v2"))
+        fail("dlsym(RTLD_DEFAULT) finds cuMemAlloc_v2 with no driver loaded", 0);
+    *(void **)&alloc = dlsym(RTLD_NEXT, "cuMemAlloc_v2");
     if (!alloc || !dladdr((void *)alloc, &info) || !strstr(info.dli_fname, "libelixir.so"))
         fail("cuMemAlloc_v2 is not the shim's", 0);
     if ((r = alloc(&p, BYTES)) != CUDA_ERROR_NOT_INITIALIZED)
