@@ -26,7 +26,7 @@
  *
  * Planning.  At the start of the next iteration, once the profile's events have completed
  * (planning is put off by an iteration while some have not: res_plan_time.c), the profile is
- * planned (policy/) on the machine of d's budgets, the measured times and link (machine());
+ * planned (policy/) on the machine of d's budgets, the measured times and link (res_plan_machine.c);
  * the log says what was measured and what the plan predicts.
  *
  * Execution.  From the iteration after the profiled one, each operation is matched against
@@ -152,100 +152,6 @@ static void plan_clear(res_plan_t *p)
 
 /* ---------------------------------------------------------------- planning */
 
-/* The host link's defaults: GB/s each way of a PCIe 4.0 x16 link, and both ways together as a
- * ratio to one way: an A100 there moved 25 GB/s each way alone, 36 together (24 + 12; the
- * nvbandwidth measurements of NVIDIA/nvbandwidth issues 11 and 53, as docs/simulator.md). */
-#define LINK_GBS 25.0
-#define DUPLEX_RATIO (36.0 / 25.0)
-/* The host's time to issue one operation (the driver call that enqueues it): the simulator
- * charges 1 us per submitted operation (docs/simulator.md); not measured in the profile. */
-#define HOST_OP_US 1.0
-
-/* The machine the plan is for: d's budgets; the host link's rate each way measured from the
- * profiled iteration's migrations (res_plan_time.c) where enough bytes went that way, else
- * the default, and the duplex limit DUPLEX_RATIO times the faster way (migrations never run
- * both ways at once: not measured); a fixed 10 us per transfer (an assumption).  Mapping:
- * every chunk is a physical handle of its own, and a move remaps chunk by chunk, so a move of
- * n chunks costs n times one handle's calls (POL_MAP_US_PER_CHUNK: the driver's cost is
- * nearly all per handle, docs/simulator.md) and about 1 us per call whatever it spans.  Where
- * the plan's evictions unmap (res_unmapped.c), or host memory does not map, an eviction costs
- * the unmap alone: POL_UNMAP_US_PER_CHUNK.  Those costs are measured where enough moves were
- * timed (map_costs). */
-
-/* The mean host time (us) of the mapping calls of d's moves of kind k (MAPT_*), or -1 when
- * fewer than POL_MAP_SAMPLES were timed. */
-static double map_mean(const res_dev_t *d, int k)
-{
-    return d->map_n[k] >= POL_MAP_SAMPLES ? (double)d->map_ns[k] / 1e3 / (double)d->map_n[k]
-                                          : -1;
-}
-
-/* The mapping costs per chunk the planner charges, on d's clock (shim_ht_now): a move where
- * evicted memory stays mapped (*mapped: the mean of a remap out and one in), one where
- * evictions unmap (*unmapped: the mean of an unmap out and a map in) and a chunk born (*birth).
- * The first two are measured where the moves so far (the reactive engine's in the profiled
- * iterations, the plan's after it) timed enough of their kinds; one not measured, and the
- * birth, is its default (POL_*_US_PER_CHUNK, an H200's calls) scaled by the ratio of a
- * measured one to its default, the driver being taken to be uniformly faster or slower; with
- * nothing measured, the defaults.  Returns which: "measured", "scaled" or "default". */
-static const char *map_costs(const res_dev_t *d, double *mapped, double *unmapped,
-                             double *birth)
-{
-    double out = map_mean(d, MAPT_OUT), in = map_mean(d, MAPT_IN);
-    double un = map_mean(d, MAPT_UNMAP), mp = map_mean(d, MAPT_MAP), scale = 1;
-    int have_mapped = out >= 0 && in >= 0, have_unmapped = un >= 0 && mp >= 0;
-    if (have_mapped)
-        scale = (out + in) / 2 / POL_MAP_US_PER_CHUNK;
-    else if (have_unmapped)
-        scale = (un + mp) / 2 / POL_UNMAP_US_PER_CHUNK;
-    *mapped = have_mapped ? (out + in) / 2 : POL_MAP_US_PER_CHUNK * scale;
-    *unmapped = have_unmapped ? (un + mp) / 2 : POL_UNMAP_US_PER_CHUNK * scale;
-    *birth = POL_BIRTH_US_PER_CHUNK * scale;        /* (an unmap as well: not a MAPT kind) */
-    return have_mapped && have_unmapped ? "measured" : have_mapped || have_unmapped ? "scaled"
-                                                                                    : "default";
-}
-
-/* The GPU memory the plan has: the budget less the application's own memory (a chunk at
- * least). */
-static uint64_t plan_gpu_bytes(const res_dev_t *d)
-{
-    uint64_t other = d->app_used + d->pool_used;
-    return d->gpu_budget > other ? d->gpu_budget - other : d->chunk;
-}
-
-static pol_machine_t machine(const res_dev_t *d, const res_ptime_report_t *tr)
-{
-    pol_machine_t m = { .chunk = d->chunk, .copy_engines = 1 };
-    m.cap[POL_GPU] = plan_gpu_bytes(d);
-    m.cap[POL_HOST] = atomic_load(&res_host.budget);
-    double to = tr->link_gbs[0] > 0 ? tr->link_gbs[0] : LINK_GBS;
-    double from = tr->link_gbs[1] > 0 ? tr->link_gbs[1] : LINK_GBS;
-    m.link[POL_HOST] = (pol_link_t){ to, from, DUPLEX_RATIO * (to > from ? to : from), 10.0 };
-    double mapped, unmapped, birth;
-    map_costs(d, &mapped, &unmapped, &birth);
-    m.map_us_per_call = 1.0;
-    m.map_us_per_chunk = d->unmap_on || !d->host_mappable ? unmapped : mapped;
-    m.room_on_device = d->unmap_on && d->host_mappable;     /* (res_flight.c: flight_early) */
-    m.birth_us_per_chunk = birth;
-    /* (a chunk behind a kernel's pointers that the plan leaves unmapped is mapped back for it:
-     * res_pin.c; the driver taken to be as much faster or slower as for a birth) */
-    m.mapback_us_per_chunk = m.room_on_device ? POL_MAPBACK_US_PER_CHUNK * birth /
-                                                    POL_BIRTH_US_PER_CHUNK : 0;
-    m.drop_us_per_chunk = POL_DROP_US_PER_CHUNK * birth / POL_BIRTH_US_PER_CHUNK;
-    m.host_us_per_op = HOST_OP_US;
-    res_plan_nvme_machine(d, tr, &m);
-    return m;
-}
-
-/* "measured, N MiB" or "default" for the log: the host link's rate in direction dir. */
-static const char *link_source(const res_ptime_report_t *tr, int dir, char *buf, size_t len)
-{
-    if (tr->link_gbs[dir] <= 0)
-        return tr->link_bytes[dir] ? "default: too few bytes moved" : "default";
-    snprintf(buf, len, "measured over %llu MiB", (unsigned long long)(tr->link_bytes[dir] >> 20));
-    return buf;
-}
-
 /* The profile's lives made whole before planning.  A buffer allocated before the iteration
  * and freed inside it at operation f is the previous iteration's instance of one allocated
  * inside it later, at born > f, of the same size and not freed in it: the two are one buffer
@@ -294,7 +200,7 @@ static pol_input_t input_of(const res_dev_t *d, const res_plan_t *p)
 {
     long slack = shim_opt_int(SHIM_OPT_PLAN_SLACK);   /* (not with unmapped: options.c) */
     return (pol_input_t){ p->ops, p->nops, p->refs, p->nrefs, p->bufs, p->nbufs, p->nstreams,
-                          machine(d, &p->tr), slack == SHIM_SLACK_AUTO ? POL_SLACK_SEARCH
+                          res_plan_machine(d, &p->tr), slack == SHIM_SLACK_AUTO ? POL_SLACK_SEARCH
                                               : slack == 0 ? POL_SLACK_NONE : (uint32_t)slack,
                           p->waits, p->nwaits, p->syncs, p->nsyncs };
 }
@@ -324,7 +230,7 @@ static void plan_now(res_dev_t *d, res_plan_t *p)
     pol_input_t in = input_of(d, p);
     const res_ptime_report_t tr = p->tr;
     char err[160], src[2][48];
-    double mapped, unmapped, birth;            /* (for the log: map_costs) */
+    double mapped, unmapped, birth;            /* (for the log: res_plan_map_costs) */
     plan_clear(p);
     lives(p);
     for (uint32_t b = 0; b < p->nbufs; b++)
@@ -423,8 +329,8 @@ static void plan_now(res_dev_t *d, res_plan_t *p)
               "%.3f ms of operations waiting for moves", d->device,
               (unsigned long long)tr.timed, (unsigned long long)tr.estimated,
               (unsigned long long)tr.untimed, in.m.link[POL_HOST].to_gpu_gbs,
-              link_source(&tr, 0, src[0], sizeof(src[0])), in.m.link[POL_HOST].from_gpu_gbs,
-              link_source(&tr, 1, src[1], sizeof(src[1])), in.m.link[POL_HOST].duplex_gbs,
+              res_plan_link_source(&tr, 0, src[0], sizeof(src[0])), in.m.link[POL_HOST].from_gpu_gbs,
+              res_plan_link_source(&tr, 1, src[1], sizeof(src[1])), in.m.link[POL_HOST].duplex_gbs,
               p->plan->knobs.lookahead, p->plan->knobs.extent_chunks,
               (unsigned long long)(p->plan->knobs.pin_bytes >> 20),
               p->plan->knobs.slack_chunks,
@@ -432,7 +338,7 @@ static void plan_now(res_dev_t *d, res_plan_t *p)
                   ? ", chunks behind kernels' pointers brought in"
                   : ", chunks behind kernels' pointers left where they are",
               in.m.map_us_per_chunk, in.m.birth_us_per_chunk,
-              map_costs(d, &mapped, &unmapped, &birth), in.m.drop_us_per_chunk, pr->map_ns / 1e6,
+              res_plan_map_costs(d, &mapped, &unmapped, &birth), in.m.drop_us_per_chunk, pr->map_ns / 1e6,
               pr->stall_ns / 1e6);
     p->state = P_EXEC;
     res_plan_guard_new(p);
@@ -799,7 +705,7 @@ static res_access_fn_t reach_acc(const res_dev_t *d, const collect_t *k, const s
 {
     if (c)
         return res_plan_copy_access;
-    return k->nbehind && k->n <= plan_gpu_bytes(d) / d->chunk ? res_plan_launch_access : NULL;
+    return k->nbehind && k->n <= res_plan_gpu_bytes(d) / d->chunk ? res_plan_launch_access : NULL;
 }
 
 void res_plan_op(res_dev_t *d, collect_t *k, int kind, uintptr_t what, const shim_copy_t *c,

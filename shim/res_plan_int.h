@@ -127,6 +127,18 @@ int res_plan_guard(const res_dev_t *d, res_plan_t *p, uint64_t took, int reactiv
 void res_plan_guard_new(res_plan_t *p);
 void res_plan_guard_text(const res_plan_t *p, char *buf, size_t len);
 
+/* res_plan_machine.c: the machine d's plan is made for, with the link figures the profile
+ * measured (tr).  res_plan_gpu_bytes: the GPU memory the plan has (the budget less the
+ * application's own memory, a chunk at least).  res_plan_map_costs: the mapping costs per
+ * chunk charged (where evictions stay mapped, where they unmap, a birth) and whether they
+ * were "measured", "scaled" or "default".  res_plan_link_source: for the log, whether the host
+ * link's rate in direction dir was measured (written into buf) or a default. */
+pol_machine_t res_plan_machine(const res_dev_t *d, const res_ptime_report_t *tr);
+uint64_t res_plan_gpu_bytes(const res_dev_t *d);
+const char *res_plan_map_costs(const res_dev_t *d, double *mapped, double *unmapped,
+                               double *birth);
+const char *res_plan_link_source(const res_ptime_report_t *tr, int dir, char *buf, size_t len);
+
 /* res_plan.c: p's plan (P_EXEC) replayed on the cost model again, on its profile with the
  * times of an iteration under it (res_plan_retime.c): its prediction made again, counted
  * and traced as a plan of its own, the same moves, everything else as it was.  0, or -1 when
