@@ -262,7 +262,8 @@ static nvme_req_t *next_req(nvme_area_t *a, nvme_op_t *op)
     if (op->issued++ == 0)
         op->start_ns = now_ns();
     if (a->clock.submit)
-        op->clock_token = r->clock_token = a->clock.submit(a->clock.ctx, op->write, r->len);
+        op->clock_token = r->clock_token = a->clock.submit(a->clock.ctx, op->write, r->buf,
+                                                              r->len);
     return r;
 }
 
@@ -660,16 +661,16 @@ void nvme_set_clock(nvme_area_t *a, const nvme_clock_t *clock)
 
 /* The simulator's functions, called through nvme_clock_t's ctx-taking signatures. */
 typedef struct sym_clock {
-    uint64_t (*submit)(int write, uint64_t bytes);
+    uint64_t (*submit)(int write, const void *buf, uint64_t bytes);
     void (*wait)(uint64_t token);
     int (*done)(uint64_t token);
 } sym_clock_t;
 
 static sym_clock_t sym_clock;
 
-static uint64_t sym_submit(void *ctx, int write, uint64_t bytes)
+static uint64_t sym_submit(void *ctx, int write, const void *buf, uint64_t bytes)
 {
-    return ((sym_clock_t *)ctx)->submit(write, bytes);
+    return ((sym_clock_t *)ctx)->submit(write, buf, bytes);
 }
 
 static void sym_wait(void *ctx, uint64_t token)

@@ -85,14 +85,14 @@ typedef struct nvme_done {
 } nvme_done_t;
 
 /* The hook through which a caller charges I/O on a clock of its own (the simulator's).
- * submit() runs when each request goes to the kernel, with its bytes, and returns a token;
- * wait() runs with the token of an operation's last request when the operation is handed
- * back, and with a request's token when nvme_read_got() reports it arrived.  done(), where
+ * submit() runs when each request goes to the kernel, with its memory and bytes, and returns
+ * a token; wait() runs with the token of an operation's last request when the operation is
+ * handed back, and with a request's token when nvme_read_got() reports it arrived.  done(), where
  * there is one, says whether the clock has reached a token's completion: an operation that
  * finished on the file but not yet on the clock is not handed back by a poll (nvme_complete
  * past its min_wait), as a real drive's completion that has not come yet is not. */
 typedef struct nvme_clock {
-    uint64_t (*submit)(void *ctx, int write, uint64_t bytes);
+    uint64_t (*submit)(void *ctx, int write, const void *buf, uint64_t bytes);
     void (*wait)(void *ctx, uint64_t token);
     int (*done)(void *ctx, uint64_t token);     /* NULL: what finished is done */
     void *ctx;
@@ -209,7 +209,7 @@ int nvme_degraded(nvme_area_t *a, char *why, size_t n);
 /* The clock hook (NULL: none).  Set it before the first I/O. */
 void nvme_set_clock(nvme_area_t *a, const nvme_clock_t *clock);
 /* Look up submit_sym, wait_sym and done_sym (may be NULL) with dlsym(RTLD_DEFAULT):
- * functions `uint64_t submit(int write, uint64_t bytes)`, `void wait(uint64_t token)` and
+ * functions `uint64_t submit(int write, const void *buf, uint64_t bytes)`, `void wait(uint64_t token)` and
  * `int done(uint64_t token)`.  Fills *clock when the first two exist (the simulator; done
  * where it does too), else -ENOENT (a real driver: no hook). */
 int nvme_clock_lookup(nvme_clock_t *clock, const char *submit_sym, const char *wait_sym,

@@ -305,8 +305,8 @@ static double duration(const sim_op_t *op, uint64_t *bytes)
  */
 #define RACE_PIECES 64
 
-static void race_data(uint32_t tid, uint64_t addr, uint64_t len, int write,
-                      const sim_race_who_t *who)
+void sim_race_data(uint32_t tid, uint64_t addr, uint64_t len, int write,
+                   const sim_race_who_t *who)
 {
     sim_phys_piece_t pc[RACE_PIECES];
     size_t n = sim_vmm_phys_pieces(addr, len, pc, RACE_PIECES);
@@ -323,12 +323,12 @@ static void race_rows(uint32_t tid, uint64_t base, size_t width, size_t height, 
         return;
     if (height * depth > 16 || pitch == width) {
         uint64_t last = base + ((depth - 1) * rows_per_slice + (height - 1)) * pitch + width;
-        race_data(tid, base, last - base, write, who);
+        sim_race_data(tid, base, last - base, write, who);
         return;
     }
     for (size_t z = 0; z < depth; z++)
         for (size_t y = 0; y < height; y++)
-            race_data(tid, base + (z * rows_per_slice + y) * pitch, width, write, who);
+            sim_race_data(tid, base + (z * rows_per_slice + y) * pitch, width, write, who);
 }
 
 /* Without declared accesses, each pointer argument stands for its whole allocation. */
@@ -340,7 +340,7 @@ static void race_kernel_args(const sim_op_t *op, uint32_t tid, const sim_race_wh
         sim_ptr_info_t info;
         memcpy(&v, k->args + off, 8);
         if (v >= 4096 && sim_ptr_info(v, &info) == 0 && info.mapped)
-            race_data(tid, info.base, info.size, 1, who);
+            sim_race_data(tid, info.base, info.size, 1, who);
     }
 }
 
@@ -353,9 +353,9 @@ static void race_op(const sim_op_t *op, uint32_t tid)
             race_kernel_args(op, tid, &who);
         for (size_t i = 0; i < exec_cur.nacc; i++) {
             if (exec_cur.acc[i].mode & SIM_ACCESS_READ)
-                race_data(tid, exec_cur.acc[i].addr, exec_cur.acc[i].len, 0, &who);
+                sim_race_data(tid, exec_cur.acc[i].addr, exec_cur.acc[i].len, 0, &who);
             if (exec_cur.acc[i].mode & SIM_ACCESS_WRITE)
-                race_data(tid, exec_cur.acc[i].addr, exec_cur.acc[i].len, 1, &who);
+                sim_race_data(tid, exec_cur.acc[i].addr, exec_cur.acc[i].len, 1, &who);
         }
         break;
     case SIM_OP_COPY: {
@@ -374,7 +374,7 @@ static void race_op(const sim_op_t *op, uint32_t tid)
         sim_race_access(exec_race, tid, op->u.free.base, op->u.free.size, 1, &who);
         break;
     case SIM_OP_WRITE_VALUE:
-        race_data(tid, op->u.memop.addr, op->u.memop.size, 1, &who);
+        sim_race_data(tid, op->u.memop.addr, op->u.memop.size, 1, &who);
         break;
     case SIM_OP_WAIT_VALUE:
         /* Not an access: a wait polls a word that other work is meant to store concurrently

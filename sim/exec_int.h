@@ -93,6 +93,10 @@ extern sim_race_t *exec_race;
 extern pthread_mutex_t exec_race_lock;
 extern uint32_t exec_host_tid;
 extern sim_vc_t *exec_host_snap;
+/* exec.c: one access of [addr, +len) by race thread tid, checked on the physical memory behind
+ * VMM mappings (the address itself then read), by address elsewhere.  Under exec_race_lock. */
+void sim_race_data(uint32_t tid, uint64_t addr, uint64_t len, int write,
+                   const sim_race_who_t *who);
 /* Publishes exec_host_clock to the activity clock (sim_lock held). */
 void exec_host_clock_publish(void);
 

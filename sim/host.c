@@ -112,6 +112,21 @@ void sim_host_access(uint64_t addr, uint64_t len, int write, const char *what)
     sim_vc_unref(old);
 }
 
+void sim_host_data(uint64_t addr, uint64_t len, int write, const char *what)
+{
+    static _Atomic uint64_t host_data_ops;
+    if (!exec_race || !len)
+        return;
+    sim_race_who_t who = { what, atomic_fetch_add(&host_data_ops, 1) + 1, 0 };
+    pthread_mutex_lock(&exec_race_lock);
+    sim_race_tick(exec_race, exec_host_tid);
+    sim_race_data(exec_host_tid, addr, len, write, &who);
+    sim_vc_t *old = exec_host_snap;
+    exec_host_snap = sim_race_release(exec_race, exec_host_tid);
+    pthread_mutex_unlock(&exec_race_lock);
+    sim_vc_unref(old);
+}
+
 sim_vc_t *sim_host_vc(void)
 {
     if (!exec_race)

@@ -9,8 +9,9 @@
  * figure (link.c), and a fixed latency from submission to completion beside the transfer.
  *
  * The interface is three exported functions that are not CUDA's (simcuda.h documents them):
- * elixirSimIoSubmit(dir, bytes) schedules a request from the host clock's now and returns a
- * ticket; elixirSimIoWait(ticket) moves the host clock to the request's completion;
+ * elixirSimIoSubmit(dir, buf, bytes) schedules a request from the host clock's now and returns
+ * a ticket, and tells the race checker that the host reads buf (a write to the drive) or
+ * writes it (a read) now; elixirSimIoWait(ticket) moves the host clock to the request's completion;
  * elixirSimIoDone(ticket) says whether the host clock has reached it (a poll).  A library
  * finds them with dlsym in the driver it loaded; on a real driver they do not exist, so the
  * library's own behaviour never depends on them.  The ticket is the completion time itself
@@ -28,9 +29,13 @@ static uint64_t requests[2], bytes_moved[2];    /* per direction, under nvme_loc
 /*
  * Schedule `bytes` of I/O in direction `dir` (ELIXIR_SIM_IO_READ: drive to host,
  * ELIXIR_SIM_IO_WRITE: host to drive) from the host clock's now.  Charges the host nothing.
- * Returns a ticket (never 0), or 0 for a direction that is neither or before cuInit.
+ * The request's host memory, buf (NULL: not said), is accessed by the host now as the race
+ * checker sees it: written by a read, read by a write, so that I/O out of memory a copy still
+ * writes, or into memory a copy still reads, is a race (the data moves between submission and
+ * completion; the checker sees it at submission, the host's last act before).  Returns a ticket
+ * (never 0), or 0 for a direction that is neither or before cuInit.
  */
-SIM_API uint64_t elixirSimIoSubmit(int dir, uint64_t bytes)
+SIM_API uint64_t elixirSimIoSubmit(int dir, const void *buf, uint64_t bytes)
 {
     const sim_model_t *m = &sim_cfg.model;
     if (sim_check_init() != CUDA_SUCCESS ||
@@ -44,6 +49,10 @@ SIM_API uint64_t elixirSimIoSubmit(int dir, uint64_t bytes)
     requests[dir]++;
     bytes_moved[dir] += bytes;
     pthread_mutex_unlock(&nvme_lock);
+    if (buf)
+        sim_host_data((uintptr_t)buf, bytes, dir == ELIXIR_SIM_IO_READ,
+                      dir == ELIXIR_SIM_IO_READ ? "an NVMe read into host memory"
+                                                : "an NVMe write out of host memory");
     return (uint64_t)(end + m->nvme_latency_us * 1000.0) + 1;
 }
 

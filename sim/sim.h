@@ -442,6 +442,9 @@ void sim_alloc_cost(double us);
 void sim_host_acquire(const sim_vc_t *vc);  /* host now happens after vc */
 /* The host itself touches [addr, addr+len) now (unmapping counts as a write). */
 void sim_host_access(uint64_t addr, uint64_t len, int write, const char *what);
+/* The host reads or writes the data at [addr, addr+len) now (file I/O into or out of it): as
+ * an operation's access, checked on the physical memory behind VMM mappings (sim_race_data). */
+void sim_host_data(uint64_t addr, uint64_t len, int write, const char *what);
 sim_vc_t *sim_host_vc(void);            /* reference to the host clock snapshot */
 uint32_t sim_race_new_thread(void);
 void sim_race_forget_range(uint64_t base, uint64_t size);

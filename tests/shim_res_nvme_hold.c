@@ -34,14 +34,14 @@ static const int ops[3] = { 3, 0, 1 };
 static uint64_t read_bytes;
 
 #define EXPORT __attribute__((visibility("default")))
-EXPORT uint64_t elixirSimIoSubmit(int dir, uint64_t bytes);
+EXPORT uint64_t elixirSimIoSubmit(int dir, const void *buf, uint64_t bytes);
 
-uint64_t elixirSimIoSubmit(int dir, uint64_t bytes)
+uint64_t elixirSimIoSubmit(int dir, const void *buf, uint64_t bytes)
 {
-    uint64_t (*real)(int, uint64_t) = (uint64_t(*)(int, uint64_t))dlsym(RTLD_NEXT,
-                                                                         "elixirSimIoSubmit");
+    uint64_t (*real)(int, const void *, uint64_t) =
+        (uint64_t(*)(int, const void *, uint64_t))dlsym(RTLD_NEXT, "elixirSimIoSubmit");
     read_bytes += dir == 0 ? bytes : 0;
-    return real(dir, bytes);
+    return real(dir, buf, bytes);
 }
 
 static void scenario(void)

@@ -54,14 +54,14 @@ static uint64_t waited[MAXREQ];
 static int nwait;
 
 #define EXPORT __attribute__((visibility("default")))
-EXPORT uint64_t elixirSimIoSubmit(int dir, uint64_t bytes);
+EXPORT uint64_t elixirSimIoSubmit(int dir, const void *buf, uint64_t bytes);
 EXPORT void elixirSimIoWait(uint64_t ticket);
 
-uint64_t elixirSimIoSubmit(int dir, uint64_t bytes)
+uint64_t elixirSimIoSubmit(int dir, const void *buf, uint64_t bytes)
 {
-    uint64_t (*real)(int, uint64_t) = (uint64_t(*)(int, uint64_t))dlsym(RTLD_NEXT,
-                                                                         "elixirSimIoSubmit");
-    uint64_t t = real(dir, bytes);
+    uint64_t (*real)(int, const void *, uint64_t) =
+        (uint64_t(*)(int, const void *, uint64_t))dlsym(RTLD_NEXT, "elixirSimIoSubmit");
+    uint64_t t = real(dir, buf, bytes);
     if (nreq < MAXREQ)
         reqs[nreq++] = (req_t){ dir, bytes, sim_activity_clock(), t };
     return t;

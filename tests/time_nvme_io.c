@@ -16,7 +16,7 @@
 #define MIB (1ull << 20)
 #define BYTES (64 * MIB)
 
-typedef uint64_t (*io_submit_fn)(int dir, uint64_t bytes);
+typedef uint64_t (*io_submit_fn)(int dir, const void *buf, uint64_t bytes);
 typedef void (*io_wait_fn)(uint64_t ticket);
 
 static io_submit_fn io_submit;
@@ -41,7 +41,7 @@ static void default_drive(void)
     const double read_ms = BYTES / 7e6, write_ms = BYTES / 5e6, lat = 0.080;
 
     double t0 = now_ms();
-    uint64_t a = io_submit(ELIXIR_SIM_IO_READ, BYTES);
+    uint64_t a = io_submit(ELIXIR_SIM_IO_READ, NULL, BYTES);
     EXPECT(a != 0, "a ticket for a 64 MiB read, got 0");
     near(now_ms() - t0, 0, "submitting takes no host time");
     io_wait(a);
@@ -50,16 +50,16 @@ static void default_drive(void)
     near(now_ms() - t0, read_ms + lat, "the same ticket waited for again");
 
     t0 = now_ms();
-    a = io_submit(ELIXIR_SIM_IO_READ, BYTES);
-    uint64_t b = io_submit(ELIXIR_SIM_IO_READ, BYTES);
+    a = io_submit(ELIXIR_SIM_IO_READ, NULL, BYTES);
+    uint64_t b = io_submit(ELIXIR_SIM_IO_READ, NULL, BYTES);
     io_wait(b);
     near(now_ms() - t0, 2 * read_ms + lat, "two reads together: the second");
     io_wait(a);
     near(now_ms() - t0, 2 * read_ms + lat, "then the first, already complete");
 
     t0 = now_ms();
-    a = io_submit(ELIXIR_SIM_IO_WRITE, BYTES);
-    b = io_submit(ELIXIR_SIM_IO_READ, BYTES);
+    a = io_submit(ELIXIR_SIM_IO_WRITE, NULL, BYTES);
+    b = io_submit(ELIXIR_SIM_IO_READ, NULL, BYTES);
     io_wait(a);
     near(now_ms() - t0, write_ms + lat, "a write beside a read, submitted first");
     /* The read gets 7 - 5 = 2 GB/s while the write runs, then 7. */
@@ -68,7 +68,7 @@ static void default_drive(void)
     near(now_ms() - t0, write_ms + (BYTES - beside) / 7e6 + lat,
          "a read beside a write: what the duplex limit leaves");
 
-    EXPECT(io_submit(2, MIB) == 0, "ticket 0 for direction 2");
+    EXPECT(io_submit(2, NULL, MIB) == 0, "ticket 0 for direction 2");
     t0 = now_ms();
     io_wait(0);
     near(now_ms() - t0, 0, "waiting for ticket 0");
@@ -78,8 +78,8 @@ static void default_drive(void)
 static void configured_drive(void)
 {
     double t0 = now_ms();
-    uint64_t w = io_submit(ELIXIR_SIM_IO_WRITE, BYTES);
-    uint64_t r = io_submit(ELIXIR_SIM_IO_READ, BYTES);
+    uint64_t w = io_submit(ELIXIR_SIM_IO_WRITE, NULL, BYTES);
+    uint64_t r = io_submit(ELIXIR_SIM_IO_READ, NULL, BYTES);
     io_wait(w);
     near(now_ms() - t0, BYTES / 5e6, "a write at 5 GB/s beside a read, no duplex limit");
     io_wait(r);
@@ -97,7 +97,7 @@ static int child(int configured)
     io_submit = (io_submit_fn)dlsym(RTLD_DEFAULT, "elixirSimIoSubmit");
     io_wait = (io_wait_fn)dlsym(RTLD_DEFAULT, "elixirSimIoWait");
     EXPECT(io_submit && io_wait, "the driver to export elixirSimIoSubmit and elixirSimIoWait");
-    EXPECT(io_submit(ELIXIR_SIM_IO_READ, MIB) == 0, "ticket 0 before cuInit");
+    EXPECT(io_submit(ELIXIR_SIM_IO_READ, NULL, MIB) == 0, "ticket 0 before cuInit");
     st_setup(0);
     if (configured)
         configured_drive();

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * unit_nvme_clock.c - the clock hook: submit() runs once per request with its direction
- * and bytes as it goes to the kernel, wait() once per operation with the token submit()
+ * unit_nvme_clock.c - the clock hook: submit() runs once per request with its direction,
+ * memory and bytes as it goes to the kernel, wait() once per operation with the token submit()
  * returned for its last request when it is handed back; nvme_clock_lookup() finds the
  * functions by name (here in this program, as it finds the simulator's) and says -ENOENT
  * when submit or wait is missing, as on a real driver.  With done(), a poll (nvme_complete
@@ -13,17 +13,19 @@
 #include "nvme_test.h"
 
 static int submits, waits, writes;
+static const uint8_t *last_buf;         /* the memory of the last request submitted */
 static uint64_t bytes, tokens_waited, due = UINT64_MAX;    /* done(): tokens up to `due` */
 
 /* Exported (-rdynamic), as the simulator exports its pair. */
 #define EXPORT __attribute__((visibility("default")))
-EXPORT uint64_t test_io_submit(int write, uint64_t n);
+EXPORT uint64_t test_io_submit(int write, const void *buf, uint64_t n);
 EXPORT void test_io_wait(uint64_t token);
 EXPORT int test_io_done(uint64_t token);
 
-uint64_t test_io_submit(int write, uint64_t n)
+uint64_t test_io_submit(int write, const void *buf, uint64_t n)
 {
     submits++;
+    last_buf = buf;
     writes += write;
     bytes += n;
     return 100 + (uint64_t)submits;
@@ -72,6 +74,8 @@ int main(void)
     NT_EQ(nvme_complete(a, d, 2, 2), 2);
     NT_EQ(nvme_read_sync(a, 1, buf, 1 * NT_MIB), 0);
     NT_EQ(submits, 8 + 4 + 4);          /* requests of 256 KiB */
+    NT_CHECK(last_buf == buf + 768 * 1024, "the last request's memory: %p, expected %p",
+             (const void *)last_buf, (void *)(buf + 768 * 1024));
     NT_EQ(waits, 3);
     NT_EQ(writes, 8 + 4);
     NT_EQ(bytes, 4 * NT_MIB);

@@ -20,12 +20,13 @@
 static int submits, waits;
 
 #define EXPORT __attribute__((visibility("default")))
-EXPORT uint64_t pieces_io_submit(int write, uint64_t n);
+EXPORT uint64_t pieces_io_submit(int write, const void *buf, uint64_t n);
 EXPORT void pieces_io_wait(uint64_t token);
 
-uint64_t pieces_io_submit(int write, uint64_t n)
+uint64_t pieces_io_submit(int write, const void *buf, uint64_t n)
 {
     (void)write;
+    (void)buf;
     NT_CHECK(n == PIECE, "a request of %llu bytes, expected %u", (unsigned long long)n, PIECE);
     return (uint64_t)++submits;
 }

@@ -232,10 +232,12 @@ int sim_vmm_fail(const char *call, uint64_t ptr, int result);
  * and nothing else changes.  The library declares the types itself rather than including
  * this header:
  *
- *   uint64_t elixirSimIoSubmit(int dir, uint64_t bytes);
+ *   uint64_t elixirSimIoSubmit(int dir, const void *buf, uint64_t bytes);
  *       dir 0: read (drive to host), 1: write (host to drive).  Schedules the request on the
  *       drive from the host clock's now, behind the requests of that direction submitted
- *       before it, and returns a ticket: nonzero; 0 for another dir or before cuInit.
+ *       before it, and returns a ticket: nonzero; 0 for another dir or before cuInit.  buf
+ *       (NULL: not said) is the request's host memory: the race checker sees the host write
+ *       it (a read) or read it (a write) now, as a copy's access.
  *   void elixirSimIoWait(uint64_t ticket);
  *       The host clock moves to the ticket's completion (never back).  A ticket may be waited
  *       for more than once, from any thread, or never; 0 does nothing.
@@ -251,7 +253,7 @@ int sim_vmm_fail(const char *call, uint64_t ptr, int result);
 #define ELIXIR_SIM_IO_READ  0
 #define ELIXIR_SIM_IO_WRITE 1
 
-uint64_t elixirSimIoSubmit(int dir, uint64_t bytes);
+uint64_t elixirSimIoSubmit(int dir, const void *buf, uint64_t bytes);
 void elixirSimIoWait(uint64_t ticket);
 int elixirSimIoDone(uint64_t ticket);
 
