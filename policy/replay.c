@@ -90,6 +90,7 @@ typedef struct rp {
     const pol_index_t *ix;
     double h;                   /* host time */
     double *stream_free;
+    double streams_free;        /* the latest of stream_free (each only grows in a replay) */
     double *ready, *last_end;   /* per chunk: its last move's end, its last use's end */
     uint8_t *loc;
     uint8_t *mapped;            /* per chunk: its host memory mapped back since it last moved */
@@ -419,6 +420,7 @@ static void rp_op(rp_t *p, uint32_t i)
         rp_near(p, op, 0, end);
     p->h += p->in->m.host_us_per_op * 1e3;
     p->stream_free[op->stream] = end;
+    p->streams_free = max2(p->streams_free, end);
     p->it_end = max2(p->it_end, end);
     if (p->measure)
         p->r->stall_ns += start - issue;
@@ -474,13 +476,11 @@ static void rp_wait(rp_t *p, uint32_t b)
  * GPU's links (not the NVMe link's transfers: the drive's I/O is no GPU work). */
 static void rp_sync(rp_t *p, uint32_t s)
 {
-    double t = 0;
     if (s != POL_SYNC_ALL) {
         p->h = max2(p->h, p->stream_free[s]);
         return;
     }
-    for (uint32_t k = 0; k < p->in->nstreams; k++)
-        t = max2(t, p->stream_free[k]);
+    double t = p->streams_free;
     for (int l = POL_PEER; l <= POL_HOST; l++)
         for (int dir = 0; dir < 2; dir++)
             if (p->q[l][dir] > 0)

@@ -17,6 +17,9 @@
  *   - The JSON's times are integers (above 1e6 ns, where "%g" would write an exponent).
  *   - Refused, exit status 2, naming what is accepted: GPU memory below one chunk, given or
  *     recorded; --device host; a bandwidth below 0.001 GB/s.
+ * An iteration of STREAMS launches, each on a stream of its own and followed by a
+ * synchronisation of that stream, recorded in the reverse order of their times (as records of
+ * threads may interleave): every stream is told apart and every synchronisation counted.
  * A damaged trace whose iteration reaches an allocation of 2^52 bytes (2^31 chunks, whose
  * per-chunk arrays the planner would allocate) is refused, naming the limit; a memset whose
  * size runs past 2^64 is taken as reaching its allocation to the end.
@@ -28,6 +31,7 @@
 #define BASE    0x7f0000000000ull
 #define TEMPS   100
 #define SMALL   8
+#define STREAMS 5000
 
 static void make_trace(const char *path, unsigned iters)
 {
@@ -140,6 +144,45 @@ static void huge(void)
     tt_free(&r);
 }
 
+/* Three iterations of STREAMS launches, launch n on stream 100 + n and synchronised at once,
+ * the synchronisations of an iteration recorded last to first. */
+static void make_streams(const char *path)
+{
+    trc_writer_t *w = tt_writer(path, 0);
+    uint32_t k;
+    tt_plan_preamble(w, &k);
+    uint64_t a = 1, id = 1;
+    TT_EMIT(trc_emit_alloc(w, 10, &(trc_alloc_t){ .id = a, .device = 0, .addr = BASE,
+                                                  .size = 2 * MiB }));
+    for (unsigned i = 0; i < 3; i++) {
+        uint64_t t = 1000 + (uint64_t)i * ITER_NS;
+        TT_EMIT(trc_emit_iteration(w, t, &(trc_iteration_t){ i }));
+        for (uint64_t n = 0; n < STREAMS; n++) {
+            uint64_t at = t + 100 + n * 1000;
+            trc_launch_t l = { .id = id++, .func_id = k, .stream = 100 + n,
+                               .span = { 1, at + 10, at + 500 }, .nallocs = 1, .allocs = &a };
+            TT_EMIT(trc_emit_launch(w, at, &l));
+        }
+        for (uint64_t n = STREAMS; n-- > 0;)
+            TT_EMIT(trc_emit_sync(w, t + 100 + n * 1000 + 600,
+                                  &(trc_sync_t){ TRC_SYNC_STREAM, 100 + n, 0 }));
+    }
+    tt_close(w);
+}
+
+static void streams(void)
+{
+    const char *trace = tt_path("streams.trace");
+    make_streams(trace);
+    tt_result_t r = tt_run("plan", trace, "--gpu-memory", "4M", "--json", NULL);
+    TT_CHECK("a stream per launch: exit status", 0, r.status);
+    char want[32];
+    snprintf(want, sizeof(want), "%d", STREAMS);
+    TT_JSON(r.out, "d['syncs']", want);
+    TT_JSON(r.out, "d['operations']", want);
+    tt_free(&r);
+}
+
 int main(void)
 {
     tt_init();
@@ -148,5 +191,6 @@ int main(void)
     reads(trace);
     refused(trace);
     huge();
+    streams();
     return tt_done();
 }

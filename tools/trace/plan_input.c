@@ -431,36 +431,102 @@ static int op_refs(builder_t *b, const tm_op_t *o)
     }
 }
 
-/* Dense stream numbers, in order of first use. */
-static uint32_t stream_no(uint64_t *seen, uint32_t *n, uint64_t s)
+/* A stream's handle and a number: the operation that first used it, then its dense number. */
+typedef struct stream_no {
+    uint64_t stream;
+    size_t no;
+} stream_no_t;
+
+static int by_handle(const void *a, const void *b)
 {
-    for (uint32_t i = 0; i < *n; i++)
-        if (seen[i] == s)
-            return i;
-    seen[*n] = s;
-    return (*n)++;
+    const stream_no_t *x = a, *y = b;
+    return x->stream < y->stream ? -1 : x->stream > y->stream;
+}
+
+static int by_stream(const void *a, const void *b)
+{
+    const stream_no_t *x = a, *y = b;
+    int c = by_handle(a, b);
+    return c ? c : x->no < y->no ? -1 : x->no > y->no;
+}
+
+static int by_no(const void *a, const void *b)
+{
+    const stream_no_t *x = a, *y = b;
+    return x->no < y->no ? -1 : x->no > y->no;
+}
+
+/* The n operations' streams (ops) numbered densely in order of first use, in O(n log n) (a
+ * trace may name a stream per operation): *table gets one entry per stream, sorted by handle,
+ * each with its number (stream_of); *count the streams.  0 or -ENOMEM. */
+static int number_streams(const tm_op_t *const *ops, size_t n, stream_no_t **table,
+                          uint32_t *count)
+{
+    stream_no_t *t = malloc((n ? n : 1) * sizeof(*t));
+    if (!t)
+        return -ENOMEM;
+    for (size_t i = 0; i < n; i++)
+        t[i] = (stream_no_t){ ops[i]->stream, i };
+    qsort(t, n, sizeof(*t), by_stream);
+    size_t m = 0;
+    for (size_t i = 0; i < n; i++)
+        if (m == 0 || t[m - 1].stream != t[i].stream)
+            t[m++] = t[i];                  /* (its first use) */
+    qsort(t, m, sizeof(*t), by_no);
+    for (size_t i = 0; i < m; i++)
+        t[i].no = i;
+    qsort(t, m, sizeof(*t), by_stream);
+    *table = t;
+    *count = (uint32_t)m;
+    return 0;
+}
+
+/* Stream s's number in table (number_streams), or `count` when no operation used it. */
+static uint32_t stream_of(const stream_no_t *table, uint32_t count, uint64_t s)
+{
+    stream_no_t key = { s, 0 };
+    const stream_no_t *e = bsearch(&key, table, count, sizeof(*table), by_handle);
+    return e ? (uint32_t)e->no : count;
 }
 
 /* The window's host synchronisations (SYNC, 1.7) as the cost model's (pol_sync_t), each after
  * the last operation enqueued before it: a stream's of a stream the window's operations use
  * (the legacy default stream's, of the device planned), a context's of the device planned; one before the window's first operation (the iteration
  * before's), and an event's (its stream is not known), are left out.  In operation order. */
-static int build_syncs(builder_t *b, const uint64_t *streams, uint32_t nstreams)
+/* A sync as the cost model takes it and its place among the trace's records: syncs sort by
+ * the operation they follow, those after the same one in the order recorded (records of
+ * threads may interleave). */
+typedef struct sync_at {
+    pol_sync_t s;
+    size_t k;
+} sync_at_t;
+
+static int by_op(const void *a, const void *b)
+{
+    const sync_at_t *x = a, *y = b;
+    if (x->s.op != y->s.op)
+        return x->s.op < y->s.op ? -1 : 1;
+    return x->k < y->k ? -1 : x->k > y->k;
+}
+
+static int build_syncs(builder_t *b, const stream_no_t *streams, uint32_t nstreams)
 {
     tp_input_t *x = b->x;
-    x->syncs = malloc((b->t->nsyncs ? b->t->nsyncs : 1) * sizeof(*x->syncs));
-    if (!x->syncs)
+    size_t cap = b->t->nsyncs ? b->t->nsyncs : 1, n = 0;
+    x->syncs = malloc(cap * sizeof(*x->syncs));
+    sync_at_t *at_of = malloc(cap * sizeof(*at_of));
+    if (!x->syncs || !at_of) {
+        free(at_of);
         return -ENOMEM;
-    size_t n = 0;
+    }
     for (size_t k = 0; k < b->t->nsyncs; k++) {
         const tm_sync_t *s = &b->t->syncs[k];
         int32_t at = op_after(b, s->time) - 1;
-        uint32_t st = 0;
+        uint32_t st;
         if (s->time < x->start || s->time >= x->end || at < 0)
             continue;
         if (s->s.kind == TRC_SYNC_STREAM && (s->s.stream != 0 || s->s.device == x->device)) {
-            while (st < nstreams && streams[st] != s->s.stream)
-                st++;
+            st = stream_of(streams, nstreams, s->s.stream);
             if (st == nstreams)
                 continue;
         } else if (s->s.kind == TRC_SYNC_CONTEXT && s->s.device == x->device) {
@@ -468,11 +534,12 @@ static int build_syncs(builder_t *b, const uint64_t *streams, uint32_t nstreams)
         } else {
             continue;
         }
-        size_t j = n++;
-        for (; j > 0 && x->syncs[j - 1].op > (uint32_t)at; j--)
-            x->syncs[j] = x->syncs[j - 1];      /* (records of threads may interleave) */
-        x->syncs[j] = (pol_sync_t){ (uint32_t)at, st };
+        at_of[n++] = (sync_at_t){ { (uint32_t)at, st }, k };
     }
+    qsort(at_of, n, sizeof(*at_of), by_op);
+    for (size_t k = 0; k < n; k++)
+        x->syncs[k] = at_of[k].s;
+    free(at_of);
     x->in.syncs = x->syncs;
     x->in.nsyncs = n;
     return 0;
@@ -486,11 +553,8 @@ static int build_ops(builder_t *b)
     x->ops = calloc(n ? n : 1, sizeof(*x->ops));
     x->bufs = calloc(b->ncand ? b->ncand : 1, sizeof(*x->bufs));
     b->stamp = calloc(b->ncand ? b->ncand : 1, sizeof(*b->stamp));
-    uint64_t *streams = malloc((n ? n : 1) * sizeof(uint64_t));
-    if (!b->ops || !x->ops || !x->bufs || !b->stamp || !streams) {
-        free(streams);
+    if (!b->ops || !x->ops || !x->bufs || !b->stamp)
         return -ENOMEM;
-    }
     for (size_t i = 0; i < b->t->nops; i++) {
         const tm_op_t *o = &b->t->ops[i];
         if (is_device_op(o) && o->time >= x->start && o->time < x->end && o->device == x->device)
@@ -498,12 +562,15 @@ static int build_ops(builder_t *b)
     }
     qsort(b->ops, n, sizeof(*b->ops), cmp_op);
     x->in.nops = n;
-    uint32_t nstreams = 0;
-    int rc = 0;
+    stream_no_t *streams;
+    uint32_t nstreams;
+    int rc = number_streams(b->ops, n, &streams, &nstreams);
+    if (rc)
+        return rc;
     for (size_t i = 0; i < n && !rc; i++) {
         const tm_op_t *o = b->ops[i];
         pol_op_t *p = &x->ops[i];
-        p->stream = stream_no(streams, &nstreams, o->stream);
+        p->stream = stream_of(streams, nstreams, o->stream);
         p->dur_ns = o->has_times && o->end > o->start ? o->end - o->start : 0;
         p->ref = (uint32_t)b->nrefs;
         b->op_no = (uint32_t)i + 1;
