@@ -724,10 +724,26 @@ static void flush_locked(uint64_t opno)
         pthread_cond_signal(&cv_work);
 }
 
+/* The operation number up to which the executor must run for stream s to complete its
+ * operation seq (lazy mode): that operation's, while it is queued; once the executor took it,
+ * nothing more (work set aside behind a stream memory wait is released as executor_main
+ * says).  Work submitted after it stays queued, so a host that waits for one stream and reads
+ * what another stream's later work writes reads stale data, as it may on a GPU.  Under
+ * sim_lock. */
+static uint64_t flush_for(CUstream s, uint64_t seq)
+{
+    if (!sim_cfg.lazy)
+        return q_submitted;
+    for (const sim_op_t *op = q_head; op; op = op->next)
+        if (op->stream == s && op->seq >= seq)
+            return op->seq == seq ? op->opno : 0;
+    return 0;
+}
+
 CUresult sim_wait_seq(CUstream s, uint64_t seq, int acquire)
 {
     pthread_mutex_lock(&sim_lock);
-    flush_locked(q_submitted);
+    flush_locked(flush_for(s, seq));
     while (s->done_seq < seq)
         wait_done();
     double t = s->t_done;
@@ -770,7 +786,7 @@ int sim_seq_done(CUstream s, uint64_t seq)
     pthread_mutex_lock(&sim_lock);
     int done = s->done_seq >= seq;
     if (!done)
-        flush_locked(q_submitted);
+        flush_locked(flush_for(s, seq));
     pthread_mutex_unlock(&sim_lock);
     return done;
 }
