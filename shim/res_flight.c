@@ -117,10 +117,7 @@ static use_event_t *copy_on(res_dev_t *d, CUstream s, int kind, CUdeviceptr dst,
     if (r != CUDA_SUCCESS)
         return NULL;
     *issued = 1;
-    use_event_t *e = res_record(d, s, 0, d->ctx);
-    if (!e)
-        DRVT(cuStreamSynchronize)(s);
-    return e;
+    return res_record_own(d, s);
 }
 
 /* Copy a chunk from memory `from` to memory `to` through their shadow mappings on stream s

@@ -979,6 +979,10 @@ void res_finish(res_dev_t *d, collect_t *k, CUstream s, int ptds);
 /* An event recorded now on stream s (an application stream of context ctx, ptds: the _ptsz
  * ABI), or NULL. */
 use_event_t *res_record(res_dev_t *d, CUstream s, int ptds, CUcontext ctx);
+/* An event recorded now on the shim's own stream s (of d's context), after its copies; where
+ * the driver records none, the host waits for s instead (or, failing that, for the context)
+ * and NULL says that what s was given is done. */
+use_event_t *res_record_own(res_dev_t *d, CUstream s);
 /* The context of stream s, whose events it records: an ordinary stream's own, the current
  * one for a default stream; NULL when the driver does not say. */
 CUcontext res_stream_ctx(CUstream s);

@@ -253,12 +253,12 @@ static int write_pieces(res_dev_t *d, CUdeviceptr va, uint32_t slot)
             CUDA_SUCCESS)
             r = -EIO;
         else
-            ev[k] = res_record(d, d->stream, 0, d->ctx);
+            ev[k] = res_record_own(d, d->stream);
     }
     if (r == 0)
         r = nvme_write_part(nv.area, slot, nv.staging, len, 0, TAG_WRITE, NVME_OP_WAITED);
     for (uint32_t k = 0; k < n && r == 0; k++) {
-        res_event_wait(ev[k], &d->blocked_s);   /* (none: res_record waited) */
+        res_event_wait(ev[k], &d->blocked_s);   /* (none: res_record_own waited) */
         nvme_write_more(nv.area, TAG_WRITE, (k + 1) * piece < len ? (k + 1) * piece : len);
     }
     if (r == 0)
@@ -343,7 +343,9 @@ static int demote(res_dev_t *d, uint32_t ci)
 /* One host chunk to NVMe (the oldest on the host list that may go); 0 or -1. */
 static int demote_one(res_dev_t *d)
 {
-    if (!d->nvme_on || !healthy() || nvme_slots_used(nv.area) >= nvme_slots_total(nv.area))
+    if (!d->nvme_on || !d->stream || !healthy() ||    /* (no stream: d lost its context,
+                                                        * and its copies would go to another) */
+        nvme_slots_used(nv.area) >= nvme_slots_total(nv.area))
         return -1;
     if (SHIM_UNLIKELY(d->plan != NULL)) {
         uint32_t v = res_plan_host_victim(d, demotable);

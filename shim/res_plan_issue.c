@@ -40,13 +40,14 @@ static int behind(const res_plan_t *p, uint32_t ci)
 static int move_dispatch(res_dev_t *d, const res_plan_t *p, const pol_move_t *m, uint32_t ci,
                          uint32_t serial)
 {
+    uint32_t evict = m->from == POL_GPU && m->to == POL_HOST && behind(p, ci) ? 0 : serial;
     if (m->from == POL_NVME || m->to == POL_NVME || d->chunks[ci].tier == TIER_NVME ||
         (m->to == POL_HOST && d->nvme_on))
-        return res_plan_nvme_move(d, ci, m->from, m->to, serial);
+        return res_plan_nvme_move(d, ci, m->from, m->to, evict);
     if (m->to == POL_GPU && m->from == POL_HOST)
         return res_prefetch(d, ci);
     if (m->from == POL_GPU && m->to == POL_HOST)
-        return res_evict_async(d, ci, behind(p, ci) ? 0 : serial);
+        return res_evict_async(d, ci, evict);
     return -1;
 }
 

@@ -202,14 +202,20 @@ static unsigned fl_mine(const res_dev_t *d, nvfl_t **mine)
 }
 
 /* Is every flight (every staging chunk) of the process in use? */
+/* The staging chunks taken, by every device's flights and those given up. */
+static unsigned fl_used(void)
+{
+    unsigned used = 0;
+    pthread_mutex_lock(&pn.lock);
+    for (unsigned k = 0; k < RES_NVME_STAGES; k++)
+        used += pn.fl[k].used != 0;
+    pthread_mutex_unlock(&pn.lock);
+    return used;
+}
+
 static int fl_full(void)
 {
-    int full = 1;
-    pthread_mutex_lock(&pn.lock);
-    for (unsigned k = 0; k < RES_NVME_STAGES && full; k++)
-        full = pn.fl[k].used;
-    pthread_mutex_unlock(&pn.lock);
-    return full;
+    return fl_used() == RES_NVME_STAGES;
 }
 
 /* Flight f ends: its chunk is no longer moving (unless the move was cancelled, which let it
@@ -320,13 +326,14 @@ static int copy_pieces(res_dev_t *d, nvfl_t *f, CUdeviceptr va, CUstream s, void
             DRVT(cuStreamSynchronize)(s);
             return -1;
         }
-        f->pev[k] = res_record(d, s, 0, d->ctx);    /* (NULL: the host waited for s) */
+        f->pev[k] = res_record_own(d, s);       /* (NULL: the host waited for s) */
     }
     f->ev = res_event_ref(f->pev[f->npieces - 1]);
     return 0;
 }
 
-/* Chunk ci of d, in host or GPU memory, starts going to NVMe (see the file's comment). */
+/* Chunk ci of d, in host or GPU memory, starts going to NVMe (see the file's comment): 0,
+ * -EAGAIN when every staging chunk is taken, else -1. */
 static int go_out(res_dev_t *d, uint32_t ci, uint32_t serial)
 {
     chunk_t *c = &d->chunks[ci];
@@ -340,9 +347,11 @@ static int go_out(res_dev_t *d, uint32_t ci, uint32_t serial)
         return -1;                      /* (copied from there below) */
     CUstream s = copy_stream(d);
     uint32_t slot;
-    nvfl_t *f = s ? fl_take(d, ci, 1) : NULL;
-    if (!f)
+    if (!s)
         return -1;
+    nvfl_t *f = fl_take(d, ci, 1);
+    if (!f)
+        return -EAGAIN;
     void *stage = res_nvme_stage(fl_index(f));
     if (nvme_slot_alloc(a, &slot) < 0) {
         fl_end(d, f);
@@ -362,12 +371,17 @@ static int go_out(res_dev_t *d, uint32_t ci, uint32_t serial)
     return 0;
 }
 
-/* A move out is cancelled (its chunk used, freed or wanted where it is): the chunk stays, the
- * flight lives on until its I/O is over. */
-static void cancel(res_dev_t *d, nvfl_t *f)
+/* A move out stops: the chunk stays, the flight lives on until its I/O is over. */
+static void stop(res_dev_t *d, nvfl_t *f)
 {
     d->chunks[f->ci].moving = 0;
     f->cancelled = 1;
+}
+
+/* A move out is cancelled (its chunk used, freed or wanted where it is), and counted so. */
+static void cancel(res_dev_t *d, nvfl_t *f)
+{
+    stop(d, f);
     pn.out_cancelled++;
 }
 
@@ -415,8 +429,10 @@ static int out_step(res_dev_t *d, nvfl_t *f)
             return n > 0;
         res_event_wait(f->ev, &d->blocked_flight_s);    /* (no write: failed, or cancelled) */
         nvme_slot_free(a, f->slot);
-        if (!f->cancelled)
-            cancel(d, f);
+        if (!f->cancelled) {            /* (the write could not be queued) */
+            stop(d, f);
+            pn.out_failed++;
+        }
         fl_end(d, f);
         return 0;
     }
@@ -431,7 +447,9 @@ static int out_step(res_dev_t *d, nvfl_t *f)
     }
     if (stays) {
         nvme_slot_free(a, f->slot);
-        if (!f->cancelled)
+        if (f->io_err)
+            stop(d, f);                 /* (counted as failed) */
+        else if (!f->cancelled)
             cancel(d, f);
         fl_end(d, f);
         return 0;
@@ -446,7 +464,8 @@ static int out_step(res_dev_t *d, nvfl_t *f)
 
 /* ---------------------------------------------------------------- moves from NVMe */
 
-/* Chunk ci of d, on NVMe, starts coming to the GPU: its slot read into staging. */
+/* Chunk ci of d, on NVMe, starts coming to the GPU: its slot read into staging.  0, -EAGAIN
+ * when every staging chunk is taken, else -1. */
 static int come_in(res_dev_t *d, uint32_t ci)
 {
     chunk_t *c = &d->chunks[ci];
@@ -455,7 +474,7 @@ static int come_in(res_dev_t *d, uint32_t ci)
         return -1;
     nvfl_t *f = fl_take(d, ci, 0);
     if (!f)
-        return -1;
+        return -EAGAIN;
     f->slot = (uint32_t)c->phys;
     f->start = SHIM_TRACING() ? shim_trace_now() : 0;
     if (nvme_read(a, f->slot, res_nvme_stage(fl_index(f)), (uint32_t)d->chunk,
@@ -533,10 +552,8 @@ static void gpu_unmap(res_dev_t *d, nvfl_t *f, const chunk_t *keep)
 static void gpu_copying(res_dev_t *d, nvfl_t *f)
 {
     chunk_t *c = &d->chunks[f->ci];
-    f->ev = res_record(d, d->stream, 0, d->ctx);
-    if (!f->ev)
-        DRVT(cuStreamSynchronize)(d->stream);
-    else if (!c->use.prior)             /* a free or a migration waits for it as for a use */
+    f->ev = res_record_own(d, d->stream);
+    if (f->ev && !c->use.prior)             /* a free or a migration waits for it as for a use */
         c->use.prior = res_event_ref(f->ev);
     d->resident[TIER_NVME] -= d->chunk;
     f->stage = F_GPU;
@@ -575,7 +592,7 @@ static void in_end(res_dev_t *d, nvfl_t *f)
                              shim_trace_now(), shim_trace_current_op());
 }
 
-/* A move in whose read failed or whose staged data is not wanted: the chunk stays on NVMe. */
+/* A move in whose staged data is not wanted: the chunk stays on NVMe. */
 static void in_drop(res_dev_t *d, nvfl_t *f)
 {
     pn.in_dropped++;
@@ -587,9 +604,9 @@ static int in_read(res_dev_t *d, nvfl_t *f)
 {
     res_nvme_count(0, f->io_err == 0);
     if (f->io_err) {
-        pn.in_failed++;
+        pn.in_failed++;                 /* (on NVMe it stays) */
         res_nvme_healthy();
-        in_drop(d, f);
+        fl_end(d, f);
         return 0;
     }
     f->stage = F_STAGED;
@@ -744,14 +761,16 @@ int res_plan_nvme_move(res_dev_t *d, uint32_t ci, int from, int to, uint32_t ser
     if (to == POL_NVME && (from == POL_HOST || from == POL_GPU)) {
         if (tier == TIER_GPU && d->chunks[ci].moving)
             res_flight_settle(d, ci, 1);        /* (its eviction to host: cancelled) */
-        if (go_out(d, ci, serial) == 0)
-            return 0;
-        return stage_free(d, serial) == 0 ? go_out(d, ci, serial) : -1;
+        int r = go_out(d, ci, serial);
+        if (r != -EAGAIN)
+            return r == 0 ? 0 : -1;
+        return stage_free(d, serial) == 0 && go_out(d, ci, serial) == 0 ? 0 : -1;
     }
     if (to == POL_GPU && tier == TIER_NVME) {   /* (from the host in the plan: demoted since) */
-        if (come_in(d, ci) == 0)
-            return 0;
-        return stage_free(d, serial) == 0 ? come_in(d, ci) : -1;
+        int r = come_in(d, ci);
+        if (r != -EAGAIN)
+            return r == 0 ? 0 : -1;
+        return stage_free(d, serial) == 0 && come_in(d, ci) == 0 ? 0 : -1;
     }
     if (to == POL_GPU && tier == TIER_HOST)
         return res_prefetch(d, ci);     /* (from NVMe in the plan: not demoted) */
@@ -765,7 +784,7 @@ int res_plan_nvme_move(res_dev_t *d, uint32_t ci, int from, int to, uint32_t ser
 int res_plan_nvme_ahead(res_dev_t *d, uint32_t ci, uint32_t serial)
 {
     if (!d->nvme_on || !res_nvme_area() || !res_nvme_stage(0) ||
-        d->chunks[ci].tier != TIER_HOST || d->nvme_flights >= RES_NVME_STAGES / 2 ||
+        d->chunks[ci].tier != TIER_HOST || fl_used() >= RES_NVME_STAGES / 2 ||
         fl_find(d, ci, 1) || go_out(d, ci, serial) < 0)
         return -1;
     pn.out_ahead++;

@@ -660,6 +660,14 @@ use_event_t *res_record(res_dev_t *d, CUstream s, int ptds, CUcontext ctx)
     return NULL;
 }
 
+use_event_t *res_record_own(res_dev_t *d, CUstream s)
+{
+    use_event_t *e = res_record(d, s, 0, d->ctx);
+    if (!e && DRVT(cuStreamSynchronize)(s) != CUDA_SUCCESS)
+        DRVT(cuCtxSynchronize)();
+    return e;
+}
+
 CUcontext res_stream_ctx(CUstream s)
 {
     CUcontext ctx = NULL;

@@ -96,6 +96,24 @@ SIM_API CUresult CUDAAPI cuEventDestroy(CUevent e)
     return cuEventDestroy_v2(e);
 }
 
+static _Atomic unsigned record_fails;      /* sim_event_record_fail: records still to fail */
+static _Atomic int record_fail_result;
+
+SIM_API unsigned sim_event_record_fail(unsigned n, int result)
+{
+    atomic_store(&record_fail_result, result);
+    return atomic_exchange(&record_fails, n);
+}
+
+/* An armed failure taken (one less armed), or CUDA_SUCCESS. */
+static CUresult record_failure(void)
+{
+    unsigned n = atomic_load(&record_fails);
+    while (n && !atomic_compare_exchange_weak(&record_fails, &n, n - 1))
+        ;
+    return n ? (CUresult)atomic_load(&record_fail_result) : CUDA_SUCCESS;
+}
+
 static CUresult record(CUevent e, CUstream h, unsigned flags, int ptds)
 {
     CUstream s;
@@ -108,6 +126,8 @@ static CUresult record(CUevent e, CUstream h, unsigned flags, int ptds)
         return CUDA_ERROR_INVALID_VALUE;
     if (e->ctx != s->ctx)
         return CUDA_ERROR_INVALID_HANDLE;
+    if ((r = record_failure()) != CUDA_SUCCESS)
+        return r;
     sim_op_t *op = sim_op_new(SIM_OP_EVENT_RECORD);
     if (!op)
         return CUDA_ERROR_OUT_OF_MEMORY;

@@ -21,7 +21,13 @@
  * of the third chunk written, after its first went) the scenario "fill until out of memory"
  * must stop with
  * CUDA_ERROR_OUT_OF_MEMORY, every buffer filled before intact, and the log must say once
- * that the tier is degraded.
+ * that the tier is degraded.  Last, with every event record failing (sim_event_record_fail),
+ * where the shim waits on the host for what it would have ordered by events: the buffers are
+ * filled and checked (the reactive engine's moves to NVMe), and, under the plan, a loop of
+ * identical iterations adds 1 to each buffer by a kernel, the records failing from its fourth
+ * iteration (after the plan was made), so that the plan's moves of written chunks from GPU
+ * memory to NVMe copy them into staging with no event after the copies: every buffer must
+ * hold its data, and the race checker, which sees each NVMe write's host memory, no race.
  */
 #define SH_RES_KERNELS
 #include "shim_test.h"
@@ -125,6 +131,71 @@ static void until_full(void)
     printf("%d buffers, then out of memory; data right\n", n);
 }
 
+/* Every event record fails while NBUF buffers are filled and checked (beyond the GPU and host
+ * budgets: chunks go to NVMe and back). */
+static void no_records(void)
+{
+    CUdeviceptr bad, buf[NBUF];
+
+    st_setup(0);
+    CUfunction fill = st_function(sh_res_ptx, "sh_fill");
+    CUfunction verify = st_function(sh_res_ptx, "sh_verify");
+    CHECK_CU(cuMemAlloc(&bad, 4));
+    sim_event_record_fail(UINT_MAX, CUDA_ERROR_OUT_OF_MEMORY);
+    sh_alloc_filled(fill, buf, NBUF, BUF, 0, NULL);
+    for (int i = 0; i < NBUF; i++) {
+        char what[64];
+        snprintf(what, sizeof(what), "buffer %d by kernel, no event recorded", i);
+        sh_expect_verified(verify, buf[i], WORDS, (uint32_t)i, bad, what);
+        snprintf(what, sizeof(what), "buffer %d by copy, no event recorded", i);
+        expect_copy(buf[NBUF - 1 - i], (uint32_t)(NBUF - 1 - i), 0, what);
+    }
+    unsigned left = sim_event_record_fail(0, CUDA_SUCCESS);
+    EXPECT(left < UINT_MAX, "the shim recorded no event");
+    for (int i = 0; i < NBUF; i++)
+        CHECK_CU(cuMemFree(buf[i]));
+    CHECK_CU(cuMemFree(bad));
+    printf("%d buffers with %u event records refused: data right\n", NBUF, UINT_MAX - left);
+}
+
+/* A loop of ITERS iterations adding 1 to each of NBUF buffers, event records failing from
+ * iteration FAIL_FROM on; the data checked after it. */
+#define ITERS 8
+#define FAIL_FROM 3
+
+static void planned_no_records(void)
+{
+    CUdeviceptr bad, buf[NBUF];
+    CUstream s;
+
+    st_setup(0);
+    CUfunction fill = st_function(sh_res_ptx, "sh_fill");
+    CUfunction add = st_function(sh_res_ptx, "sh_add");
+    CHECK_CU(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    CHECK_CU(cuMemAlloc(&bad, 4));
+    sh_alloc_filled(fill, buf, NBUF, BUF, 0, s);
+    CHECK_CU(cuStreamSynchronize(s));
+    for (int it = 0; it < ITERS; it++) {
+        if (it == FAIL_FROM)
+            sim_event_record_fail(UINT_MAX, CUDA_ERROR_OUT_OF_MEMORY);
+        for (int i = 0; i < NBUF; i++)
+            CHECK_CU(sh_add_async(add, buf[i], WORDS, 1, s));
+        CHECK_CU(cuStreamSynchronize(s));
+    }
+    unsigned left = sim_event_record_fail(0, CUDA_SUCCESS);
+    EXPECT(left < UINT_MAX, "the shim recorded no event");
+    for (int i = 0; i < NBUF; i++) {
+        CHECK_CU(cuMemcpyDtoH(host_buf, buf[i], BUF));
+        sh_expect_pattern_plus(host_buf, WORDS, (uint32_t)i, ITERS, "a buffer after the loop");
+    }
+    for (int i = 0; i < NBUF; i++)
+        CHECK_CU(cuMemFree(buf[i]));
+    CHECK_CU(cuMemFree(bad));
+    CHECK_CU(cuStreamDestroy(s));
+    printf("%d iterations under the plan, %u event records refused from the %dth: data right\n",
+           ITERS, UINT_MAX - left, FAIL_FROM + 1);
+}
+
 /* The scenario without and under the shim (env): same transcript, chunks to NVMe and back,
  * no slot used at exit, the engine said. */
 static void beyond(const char *const *env, const char *what)
@@ -151,6 +222,14 @@ int main(int argc, char **argv)
 {
     if (argc > 1 && strcmp(argv[1], "full") == 0) {
         until_full();
+        return 0;
+    }
+    if (argc > 1 && strcmp(argv[1], "norecord") == 0) {
+        no_records();
+        return 0;
+    }
+    if (argc > 1 && strcmp(argv[1], "plannorecord") == 0) {
+        planned_no_records();
         return 0;
     }
     sh_scenario_child(argc, argv, scenario);
@@ -181,5 +260,23 @@ int main(int argc, char **argv)
     EXPECT(wrote == 2, "%lld chunks written before the fault, expected 2:\n%s", wrote, f.err);
     EXPECT(sh_stat(f.err, "slots used ") == 0, "slots still used after every free:\n%s", f.err);
     sh_run_free(&f);
+
+    sh_run_t n = sh_run_ok("norecord", env);
+    printf("%s", n.out);
+    long long out = sh_stat(n.err, "chunks to NVMe "), in = sh_stat(n.err, "back from NVMe ");
+    EXPECT(out >= 8 && in >= 4, "with no event recorded, chunks did not go to NVMe and back:\n%s",
+           n.err);
+    sh_run_free(&n);
+
+    const char *penv[] = { "ELIXIR_POLICY=plan", "ELIXIR_GPU_MEMORY=8M", "ELIXIR_HOST_MEMORY=8M",
+                           "ELIXIR_NVME_MEMORY=64M", "ELIXIR_NVME_VERIFY=1", "ELIXIR_STATS=1",
+                           path, NULL };
+    sh_run_t p = sh_run_ok("plannorecord", penv);
+    printf("%s", p.out);
+    const char *moves = strstr(p.err, "NVMe plan: moves to NVMe ");
+    long long outs = moves ? sh_stat(moves, "moves to NVMe ") : 0;
+    printf("the plan's moves to NVMe: %lld\n", outs);
+    EXPECT(outs > 0, "the plan moved nothing to NVMe:\n%s", p.err);
+    sh_run_free(&p);
     return 0;
 }

@@ -223,6 +223,11 @@ void sim_vmm_calls(sim_vmm_calls_t *out);
  * name or an address given where none is taken. */
 int sim_vmm_fail(const char *call, uint64_t ptr, int result);
 
+/* Fault injection: the next `n` event records (cuEventRecord, cuEventRecordWithFlags and their
+ * _ptsz forms, from any thread, that would otherwise succeed) fail with `result` and record
+ * nothing; n 0 disarms.  Returns how many of the failures armed before had not happened. */
+unsigned sim_event_record_fail(unsigned n, int result);
+
 /* ------------------------------------------------------------------------- NVMe I/O */
 
 /*
