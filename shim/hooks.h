@@ -283,6 +283,8 @@
     X(cuMemcpyDtoHAsync_v2, cuMemcpyDtoHAsync, 3020, )                                          \
     X(cuMemHostAlloc, cuMemHostAlloc, 2020, )                                                   \
     X(cuMemFreeHost, cuMemFreeHost, 2000, )                                                     \
+    X(cuMemHostRegister_v2, cuMemHostRegister, 6050, )                                          \
+    X(cuMemHostUnregister, cuMemHostUnregister, 4000, )                                         \
     X(cuMemPoolGetAttribute, cuMemPoolGetAttribute, 11020, )                                    \
     X(cuDeviceGetMemPool, cuDeviceGetMemPool, 11020, )                                          \
     X(cuDeviceGetDefaultMemPool, cuDeviceGetDefaultMemPool, 11020, )                            \

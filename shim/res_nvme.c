@@ -9,8 +9,10 @@
  * as it arrived, a write's piece written as soon as its copy to staging completed.
  *
  * The area is the process's (ELIXIR_NVME_PATH, opened with the first arena), shared by every
- * device.  I/O goes through one staging pool of pinned host memory (cuMemHostAlloc, portable)
- * registered with io_uring: its first chunk is the reactive engine's, under a mutex
+ * device.  I/O goes through one staging pool of host memory of the shim's own, pinned
+ * (cuMemHostRegister, portable) in the context of the arena that opened the area, or, when that
+ * context is destroyed, in the one its arena takes (res_nvme_home_lost, res_nvme_home_taken;
+ * unpinned meanwhile: copies to and from it are then synchronous), and registered with io_uring: its first chunk is the reactive engine's, under a mutex
  * (innermost: taken under a device's lock, never the other way round); with ELIXIR_POLICY=plan
  * RES_NVME_STAGES more are the plan's asynchronous moves' (res_plan_nvme.c).
  *
@@ -32,6 +34,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "../iouring/nvme.h"
 #include "res_int.h"
@@ -41,6 +44,8 @@ static struct {
     nvme_area_t *area;
     void *staging;                  /* pinned memory, registered with the area: a chunk for
                                      * the reactive engine, RES_NVME_STAGES for the plan */
+    size_t staging_bytes;
+    CUcontext pinned_in;            /* the context staging is pinned in (NULL: not pinned) */
     uint64_t chunk;
     pthread_mutex_t io;             /* the staging pool's user */
     _Atomic int degraded_logged;
@@ -53,16 +58,63 @@ static struct {
 static const nvme_engine_kind_t engines[] = { NVME_ENGINE_AUTO, NVME_ENGINE_URING,
                                               NVME_ENGINE_PSYNC };
 
-/* Pinned, portable host memory of d's context for the staging pool; NULL on failure. */
-static void *staging_alloc(res_dev_t *d, size_t bytes)
+/* Host memory p of `bytes` pinned (pin) or unpinned in ctx, portable: the driver's result. */
+static CUresult staging_pin(CUcontext ctx, void *p, size_t bytes, int pin)
 {
     CUcontext popped;
-    void *p = NULL;
-    int pushed = DRV(cuCtxPushCurrent_v2)(d->ctx) == CUDA_SUCCESS;
-    CUresult r = DRV(cuMemHostAlloc)(&p, bytes, CU_MEMHOSTALLOC_PORTABLE);
+    int pushed = DRV(cuCtxPushCurrent_v2)(ctx) == CUDA_SUCCESS;
+    CUresult r = pin ? DRV(cuMemHostRegister_v2)(p, bytes, CU_MEMHOSTREGISTER_PORTABLE)
+                     : DRV(cuMemHostUnregister)(p);
     if (pushed)
         DRV(cuCtxPopCurrent_v2)(&popped);
-    return r == CUDA_SUCCESS ? p : NULL;
+    return r;
+}
+
+/* Page-aligned host memory of the shim's own for the staging pool, pinned in d's context (it
+ * outlives the context: res_nvme_home_lost); NULL on failure. */
+static void *staging_alloc(res_dev_t *d, size_t bytes)
+{
+    void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED)
+        return NULL;
+    if (staging_pin(d->ctx, p, bytes, 1) != CUDA_SUCCESS) {
+        munmap(p, bytes);
+        return NULL;
+    }
+    return p;
+}
+
+static void staging_free(CUcontext ctx, void *p, size_t bytes)
+{
+    staging_pin(ctx, p, bytes, 0);
+    munmap(p, bytes);
+}
+
+void res_nvme_home_lost(res_dev_t *d, CUcontext ctx)
+{
+    if (!nv.staging || nv.pinned_in != ctx)
+        return;
+    pthread_mutex_lock(&nv.io);         /* (the reactive engine's I/O through it is over) */
+    staging_pin(ctx, nv.staging, nv.staging_bytes, 0);
+    nv.pinned_in = NULL;
+    pthread_mutex_unlock(&nv.io);
+    SHIM_INFO(RES, "device %d: the NVMe tier's staging memory is no longer pinned: the context "
+              "it was pinned in goes", d->device);
+}
+
+void res_nvme_home_taken(res_dev_t *d)
+{
+    if (!nv.staging || nv.pinned_in || !d->ctx)
+        return;
+    pthread_mutex_lock(&nv.io);
+    int pinned = !nv.pinned_in &&
+                 staging_pin(d->ctx, nv.staging, nv.staging_bytes, 1) == CUDA_SUCCESS;
+    if (pinned)
+        nv.pinned_in = d->ctx;
+    pthread_mutex_unlock(&nv.io);
+    if (pinned)
+        SHIM_INFO(RES, "device %d: the NVMe tier's staging memory is pinned again, in the "
+                  "context the arena took", d->device);
 }
 
 /* The size ELIXIR_NVME_MEMORY asks for: a size, or a percentage of (and by default) what the
@@ -198,11 +250,13 @@ uint64_t res_nvme_setup(res_dev_t *d)
     int r = nvme_open(&o, &nv.area);
     if (r < 0) {
         open_failed(path, &o, r);
-        DRV(cuMemFreeHost)(o.staging);
+        staging_free(d->ctx, o.staging, o.staging_bytes);
         nv.area = NULL;
         return 0;
     }
     nv.staging = o.staging;
+    nv.staging_bytes = o.staging_bytes;
+    nv.pinned_in = d->ctx;
     nv.chunk = d->chunk;
     area_started(path);
     atexit(leave_ledger);

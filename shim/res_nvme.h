@@ -43,6 +43,11 @@ uint32_t res_nvme_piece(const res_dev_t *d);
 struct nvme_area *res_nvme_area(void);
 void *res_nvme_stage(unsigned k);
 int res_nvme_healthy(void);
+/* d's context ctx is about to be destroyed (d locked, its moves drained): the staging memory,
+ * where it is pinned in ctx, is unpinned (the memory stays the shim's).  d took a context
+ * (d locked): the staging memory, where no context pins it, is pinned in d's. */
+void res_nvme_home_lost(res_dev_t *d, CUcontext ctx);
+void res_nvme_home_taken(res_dev_t *d);
 void res_nvme_count(int write, int ok);
 void res_nvme_now_out(res_dev_t *d, uint32_t ci, uint32_t slot, uint64_t start);
 void res_nvme_now_in(res_dev_t *d, uint32_t ci, uint32_t slot, uint64_t start);

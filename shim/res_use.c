@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "res_int.h"
+#include "res_nvme.h"
 
 /* ---------------------------------------------------------------- last-use events */
 
@@ -467,6 +468,7 @@ static int home_take(res_dev_t *d, CUcontext ctx)
         return -1;
     }
     atomic_store_explicit((_Atomic(CUcontext) *)&d->ctx, ctx, memory_order_relaxed);
+    res_nvme_home_taken(d);
     return 0;
 }
 
@@ -479,6 +481,7 @@ static void home_lost(res_dev_t *d)
     res_tags_own(d);                    /* (a release may leave ctx and its memory alive) */
     ctx_lost(d, ctx);
     res_flights_drain(d);
+    res_nvme_home_lost(d, ctx);
     res_plan_drop(d);
     res_pieces_drop(d);
     while (d->free_events) {            /* (after those: their events come back here) */
