@@ -41,7 +41,7 @@ const tm_alloc_t **tm_allocs_by_size(const tm_trace_t *t)
 
 static uint64_t hash_str(const char *s)
 {
-    uint64_t h = 0xcbf29ce484222325ull;
+    uint64_t h = 0xcbf29ce484222325ull ^ tm_hash_key();
     for (; *s; s++)
         h = (h ^ (uint8_t)*s) * 0x100000001b3ull;
     return h;

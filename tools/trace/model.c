@@ -17,9 +17,12 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
+#include <time.h>
 
 /* Map from a 64-bit id to an array index; slot value 0 means empty, else index + 1. */
 typedef struct idmap {
@@ -50,8 +53,25 @@ typedef struct priv {
 
 /* ------------------------------------------------------------------ id maps */
 
+uint64_t tm_hash_key(void)
+{
+    static _Atomic uint64_t key;
+    uint64_t k = atomic_load_explicit(&key, memory_order_relaxed);
+    if (k)
+        return k;
+    if (getrandom(&k, sizeof(k), GRND_NONBLOCK) != (ssize_t)sizeof(k)) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        k = (uint64_t)ts.tv_nsec * 0x9e3779b97f4a7c15ull ^ (uint64_t)(uintptr_t)&k;
+    }
+    k |= 1;
+    atomic_store_explicit(&key, k, memory_order_relaxed);
+    return k;
+}
+
 static uint64_t mix(uint64_t k)
 {
+    k ^= tm_hash_key();
     k ^= k >> 33;
     k *= 0xff51afd7ed558ccdull;
     k ^= k >> 33;

@@ -153,6 +153,9 @@ typedef struct tm_trace {
  * t->warning instead (the result is 0 unless nothing could be read at all: not a trace, a
  * newer major version, a missing file).  tm_free must be called after a 0 return. */
 int tm_load(const char *path, int partial, tm_trace_t *t, char *err, size_t err_len);
+/* This process's own key for the hash tables built from a trace (odd, never 0), so that a
+ * trace whose ids or names were chosen to share slots cannot make loading it quadratic. */
+uint64_t tm_hash_key(void);
 void tm_free(tm_trace_t *t);
 
 /* Look-ups by id, O(1) amortised; NULL when absent. */
