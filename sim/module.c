@@ -2,7 +2,7 @@
 /*
  * module.c - modules, libraries, kernels and functions.
  *
- * An image is PTX text or a fatbin holding PTX (ptx.c reads it).  Each `.entry NAME` binds
+ * An image is PTX text or a fatbin holding PTX (ptx.c reads it, image.c finds it).  Each `.entry NAME` binds
  * to a host C function NAME, looked up first in the shared objects of ELIXIR_SIM_KERNELS
  * (colon-separated, opened once) and then in the whole process.  Module-scope variables get
  * device memory of their declared size, initialised from the PTX.

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * ptx.c - reading kernel images for the simulator: PTX declarations and fatbin containers.
+ * ptx.c - reading kernel images for the simulator: the module-scope declarations of PTX text.
  *
  * sim_ptx_parse reads the module-scope declarations of PTX text with a small tokenizer: every
  * kernel entry (.entry) with the packed layout of its parameters, and every .global or .const

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * unit_ptx.c - sim/ptx.c: kernel entries, parameter layouts, module variables and images.
+ * unit_ptx.c - sim/ptx.c and sim/image.c: kernel entries, parameter layouts, module variables and images.
  *
  * Checks every parameter form with exact offsets, sizes and total size; real nvcc output
  * (tests/fixtures/vecadd.ptx, with a struct passed by value, and vecadd_debug.ptx with DWARF
