@@ -309,10 +309,16 @@ void sim_race_data(uint32_t tid, uint64_t addr, uint64_t len, int write,
                    const sim_race_who_t *who)
 {
     sim_phys_piece_t pc[RACE_PIECES];
+    uint64_t at = addr, end = addr + len;
     size_t n = sim_vmm_phys_pieces(addr, len, pc, RACE_PIECES);
     sim_race_access(exec_race, tid, addr, len, n ? 0 : write, who);
-    for (size_t i = 0; i < n; i++)
-        sim_race_access(exec_race, tid, pc[i].key, pc[i].len, write, who);
+    while (n) {                         /* (in windows of RACE_PIECES mappings) */
+        for (size_t i = 0; i < n; i++) {
+            sim_race_access(exec_race, tid, pc[i].key, pc[i].len, write, who);
+            at += pc[i].len;
+        }
+        n = at < end ? sim_vmm_phys_pieces(at, end - at, pc, RACE_PIECES) : 0;
+    }
 }
 
 /* Report the accesses of a strided region: per row when few rows, else its whole span. */

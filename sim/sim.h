@@ -209,9 +209,9 @@ int sim_vmm_phys_is_host(const struct sim_phys *p);
 /* The race checker's view of the bytes [addr, +len) when they lie in one reserved range,
  * wholly mapped: up to `max` pieces of physical memory, each a key of its own key space
  * (SIM_PHYS_KEY: one per physical allocation, never reused) and a length, so that two
- * mappings of the same memory are seen as the same bytes.  Returns the number of pieces, or
- * 0 for bytes outside VMM mappings (or in more than `max` pieces), which are checked by
- * their address.  Takes the registry's lock. */
+ * mappings of the same memory are seen as the same bytes.  Returns the number of pieces (`max`
+ * with more to come: the caller asks again from the end of the last), or 0 for bytes outside
+ * VMM mappings, which are checked by their address.  Takes the registry's lock. */
 typedef struct sim_phys_piece {
     uint64_t key, len;
 } sim_phys_piece_t;

@@ -380,8 +380,10 @@ size_t sim_vmm_phys_pieces(uint64_t addr, uint64_t len, sim_phys_piece_t *out, s
     const sim_range_t *rg = len ? sim_range_lookup_locked(addr) : NULL;
     if (rg && rg->kind == SIM_RANGE_RESERVED && end <= rg->base + rg->size) {
         for (uint64_t at = addr; at < end; n++) {
+            if (n == max)
+                break;                  /* (the caller asks again for the rest) */
             const sim_mapping_t *m = lookup(rg, at);
-            if (!m || n == max) {
+            if (!m) {
                 n = 0;                  /* (a hole, a fault the access checks report) */
                 break;
             }
