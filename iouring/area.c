@@ -164,7 +164,7 @@ static int check_options(nvme_area_t *a, const nvme_options_t *o)
     a->max_ops = o->max_ops ? o->max_ops : 256;
     a->verify = o->verify != 0;
     if (!o->path || !o->path[0] || a->slot_size % NVME_ALIGN || a->block_size % NVME_ALIGN ||
-        a->slot_size % a->block_size || a->queue_depth > 4096 || a->max_ops > (1u << 20))
+        a->slot_size > NVME_MAX_SLOT || a->slot_size % a->block_size || a->queue_depth > 4096 || a->max_ops > (1u << 20))
         return -EINVAL;
     if ((o->staging && ((uintptr_t)o->staging % NVME_ALIGN || o->staging_bytes % NVME_ALIGN ||
                         !o->staging_bytes)) || o->engine > NVME_ENGINE_PSYNC)

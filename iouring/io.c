@@ -23,7 +23,8 @@
 #include "nvme_int.h"
 
 enum { FAULT_EIO = 1, FAULT_ENOSPC, FAULT_EROFS, FAULT_SHORT, FAULT_CORRUPT, FAULT_REAP,
-       FAULT_STUCK };
+       FAULT_STUCK, FAULT_AGAIN, FAULT_LAST = FAULT_AGAIN };
+#define REQ_RETRIES 3       /* times a request that completed with -EAGAIN is sent again */
 
 #define BATCH 64
 
@@ -189,6 +190,10 @@ static int fault_apply(nvme_area_t *a, nvme_req_t *r)
         a->fault.reap_fails = a->fault.kind == FAULT_STUCK ? 2 : 1;
         return 0;
     }
+    if (a->fault.kind == FAULT_AGAIN) {
+        r->again = REQ_RETRIES;         /* (r goes on; each completion reads -EAGAIN) */
+        return 0;
+    }
     if (a->fault.kind == FAULT_SHORT)
         r->len = r->len / 2 / NVME_ALIGN * NVME_ALIGN;
     if (a->fault.kind == FAULT_CORRUPT)
@@ -256,6 +261,7 @@ static nvme_req_t *next_req(nvme_area_t *a, nvme_op_t *op)
     r->write = op->write;
     r->corrupt = 0;
     r->res = 0;
+    r->retries = r->again = 0;
     r->finished = 0;
     r->clock_token = 0;
     r->op = op;
@@ -265,6 +271,17 @@ static nvme_req_t *next_req(nvme_area_t *a, nvme_op_t *op)
         op->clock_token = r->clock_token = a->clock.submit(a->clock.ctx, op->write, r->buf,
                                                               r->len);
     return r;
+}
+
+/* A write partly issued when the area degraded: what is not issued yet never is, and the
+ * operation fails (with the area's error) once what was issued finished. */
+static void cut_short(nvme_area_t *a, nvme_op_t *op)
+{
+    if (!op->err)
+        op->err = a->degraded;
+    op->nreq = op->issued;
+    if (op->done == op->nreq)
+        op_finish(a, op);
 }
 
 /* Refuse a write queued before the area degraded. */
@@ -292,6 +309,12 @@ static void issue(nvme_area_t *a)
         if (op->write && op->issued == 0 && a->degraded) {
             list_unlink(&a->sq_head, &a->sq_tail, prev, op);
             refuse(a, op);
+            op = next;
+            continue;
+        }
+        if (op->write && a->degraded) {  /* (begun before: the rest is refused, it fails) */
+            list_unlink(&a->sq_head, &a->sq_tail, prev, op);
+            cut_short(a, op);
             op = next;
             continue;
         }
@@ -523,8 +546,21 @@ static int reap_some(nvme_area_t *a, int wait)
     if (r < 0)
         return n ? n : r;
     a->inflight -= (unsigned)r;
-    for (int i = 0; i < r; i++)
+    for (int i = 0; i < r; i++) {
+        if (got[i]->again) {            /* (the fault plan's "again") */
+            got[i]->again--;
+            got[i]->res = -EAGAIN;
+        }
+        if (got[i]->res == -EAGAIN && got[i]->retries < REQ_RETRIES) {
+            got[i]->retries++;          /* (an O_DIRECT request the kernel could not start
+                                         * then, as older kernels answer for large ones on a
+                                         * block device: sent again, not an error) */
+            a->stats.retried++;
+            engine_submit(a, &got[i], 1);
+            continue;
+        }
         req_finish(a, got[i]);
+    }
     issue(a);
     return n + r;
 }
@@ -702,9 +738,9 @@ int nvme_fault_plan(nvme_area_t *a, int write, unsigned nth, const char *kind)
     static const char *const names[] = { [FAULT_EIO] = "eio", [FAULT_ENOSPC] = "enospc",
                                          [FAULT_EROFS] = "erofs", [FAULT_SHORT] = "short",
                                          [FAULT_CORRUPT] = "corrupt", [FAULT_REAP] = "reap",
-                                         [FAULT_STUCK] = "stuck" };
+                                         [FAULT_STUCK] = "stuck", [FAULT_AGAIN] = "again" };
     int k = 0;
-    for (int i = 1; i <= FAULT_STUCK; i++)
+    for (int i = 1; i <= FAULT_LAST; i++)
         if (kind && strcmp(kind, names[i]) == 0)
             k = i;
     if (!k || !nth || write < -1 || write > 1 || (k == FAULT_CORRUPT && write == 1))

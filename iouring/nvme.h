@@ -34,6 +34,7 @@ extern "C" {
 
 #define NVME_ALIGN 4096u                       /* offsets, lengths and buffers (O_DIRECT) */
 #define NVME_DEFAULT_SLOT (2u << 20)           /* the chunk: 2 MiB */
+#define NVME_MAX_SLOT (1u << 30)             /* 1 GiB */
 #define NVME_DEFAULT_QUEUE_DEPTH 16u           /* see bench/nvme_fio.sh */
 #define NVME_DEFAULT_BLOCK (2u << 20)          /* one request per 2 MiB chunk */
 #define NVME_DEFAULT_STAGING (64u << 20)       /* staging pool when the caller gives none */
@@ -61,7 +62,9 @@ typedef struct nvme_options {
     const char *path;           /* a directory, a regular file or a block device */
     uint64_t size;              /* bytes; 0: the file's or device's size, or in a directory
                                  * what the file system can spare less a margin */
-    uint32_t slot_size;         /* 0: NVME_DEFAULT_SLOT; a multiple of NVME_ALIGN */
+    uint32_t slot_size;         /* 0: NVME_DEFAULT_SLOT; a multiple of NVME_ALIGN, at most
+                                 * NVME_MAX_SLOT (a request, at most a slot, then fits one
+                                 * read or write and an int) */
     uint32_t queue_depth;       /* requests in flight; 0: NVME_DEFAULT_QUEUE_DEPTH; <= 4096 */
     uint32_t block_size;        /* bytes per request; 0: NVME_DEFAULT_BLOCK capped at the
                                  * slot; a multiple of NVME_ALIGN dividing the slot size */
@@ -230,6 +233,7 @@ typedef struct nvme_stats {
     uint64_t errors;                    /* operations finished with an error */
     uint64_t requests;                  /* requests handed to the engine */
     uint64_t submits;                   /* batches handed to the engine (system calls) */
+    uint64_t retried;                   /* requests sent again after -EAGAIN */
     uint64_t io_ns;                     /* sum over operations of issue-to-finish time */
     unsigned max_inflight;              /* most requests in flight at once */
 } nvme_stats_t;
@@ -241,7 +245,9 @@ void nvme_get_stats(nvme_area_t *a, nvme_stats_t *s);
  * returns its data with one byte flipped), "reap" (it runs, but the next wait for a completion
  * fails once with EIO, as a failing io_uring_submit_and_wait would: the area degrades, since
  * what was in flight may still use its slot and buffer), "stuck" (as "reap", but every wait
- * for completions fails from then on; polls still reap).  Spec text "write:N:KIND" / "read:N:KIND" /
+ * for completions fails from then on; polls still reap), "again" (it runs, and its first
+ * three completions read -EAGAIN, as an older kernel answers a large O_DIRECT request it
+ * could not start: each time it is sent again, and the third retry is its last).  Spec text "write:N:KIND" / "read:N:KIND" /
  * "any:N:KIND" is parsed by nvme_fault_parse() (the form an ELIXIR_NVME_FAULT option takes). */
 int nvme_fault_plan(nvme_area_t *a, int write, unsigned nth, const char *kind);
 int nvme_fault_parse(nvme_area_t *a, const char *spec);

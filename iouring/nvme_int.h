@@ -34,6 +34,8 @@ typedef struct nvme_req {
                                  * fault plan shortened the request) */
     int corrupt;                /* fault plan: flip a byte of what a read returns */
     int32_t res;                /* bytes moved or a negative errno (set by the engine) */
+    uint8_t retries;            /* times it was sent again after -EAGAIN */
+    uint8_t again;              /* fault plan "again": completions still to read -EAGAIN */
     int finished;               /* folded into its operation */
     uint64_t clock_token;       /* clock.submit's, when the clock runs */
     nvme_op_t *op;

@@ -58,8 +58,8 @@ static void prep(nvme_area_t *a, uring_t *u, struct io_uring_sqe *sqe, nvme_req_
 
 /* Prepare n requests and submit them in one system call; the number started.  The ring
  * holds queue_depth entries and io.c never has more in flight, so an entry is always free.
- * Should the submission itself fail, the entries stay in the ring and go with the next
- * wait. */
+ * Should the submission itself fail, the entries stay in the ring and go with the next reap
+ * (a poll or a wait). */
 static int uring_submit(nvme_area_t *a, nvme_req_t **reqs, unsigned n)
 {
     uring_t *u = a->eng_state;
@@ -93,6 +93,9 @@ static int uring_reap(nvme_area_t *a, nvme_req_t **out, unsigned max, unsigned m
             out[i]->res = cqes[i]->res;
         }
         io_uring_cq_advance(&u->ring, n);
+        if (!min && io_uring_sq_ready(&u->ring))
+            io_uring_submit(&u->ring);  /* (entries a failed submission left: a poll sends
+                                         * them too, not only a wait) */
         if (n || !min)
             return (int)n;
         int r = io_uring_submit_and_wait(&u->ring, 1);

@@ -11,7 +11,9 @@
  *   - a read reports its arrival one request at a time, with the clock waited for each;
  *   - nvme_wait refuses a write not wholly let go (-EINVAL) and an unknown tag (-ENOENT);
  *   - a tag live in one direction is refused for another operation of it (-EBUSY), not for
- *     one of the other direction, and nvme_write_sync takes none.
+ *     one of the other direction, and nvme_write_sync takes none;
+ *   - a write begun (its first piece issued) before the area degrades issues nothing more
+ *     and fails with the area's error, its slot left as it was.
  */
 #include "nvme_test.h"
 
@@ -92,6 +94,12 @@ static void engine(nvme_engine_kind_t e)
     NT_EQ(nvme_wait(a, 0), 0);
     NT_EQ(nvme_wait(a, 0), -ENOENT);
 
+    /* A write whose first piece goes before the area degrades (below). */
+    uint8_t *begun = buf + 8 * NT_MIB;
+    nt_fill(begun, 2 * NT_MIB, 12);
+    NT_EQ(nvme_write_part(a, 5, begun, 2 * NT_MIB, PIECE, 6, NVME_OP_WAITED), 0);
+    NT_EQ(nvme_submit(a), 0);
+
     /* A piece changed after it was let go: the slot's CRC32C no longer matches. */
     NT_EQ(nvme_write_part(a, 2, buf, 2 * NT_MIB, PIECE, 3, NVME_OP_WAITED), 0);
     buf[100] ^= 1;
@@ -99,6 +107,10 @@ static void engine(nvme_engine_kind_t e)
     NT_EQ(nvme_wait(a, 3), 0);
     NT_EQ(nvme_read_sync(a, 2, back, 2 * NT_MIB), -EBADMSG);
     NT_CHECK(nvme_degraded(a, NULL, 0) == -EBADMSG, "not degraded by the mismatch");
+    int before = submits;
+    NT_EQ(nvme_write_more(a, 6, 2 * NT_MIB), 0);
+    NT_EQ(submits, before);
+    NT_EQ(nvme_wait(a, 6), -EBADMSG);
     nvme_close(a);
 }
 
