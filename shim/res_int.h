@@ -660,13 +660,14 @@ static inline int res_reach(res_dev_t *d, collect_t *k, int promote, int gap, co
  * chunk ci's contents may be copied from or into (*addr): its address, or where it is
  * unmapped its host memory's shadow mapping (mapped back at its address where it has none;
  * the result of that).  res_expose: an operation the shim cannot see into is about to be
- * enqueued: every chunk in use is exposed for good and every unmapped one mapped back. */
+ * enqueued: every chunk in use is exposed for good and every unmapped one mapped back; the
+ * count that stays unmapped (the driver refused to map it back). */
 int res_unmap_ok(const res_dev_t *d, const chunk_t *c);
 void res_unmapped_mark(res_dev_t *d, uint32_t ci);
 void res_unmapped_clear(res_dev_t *d, uint32_t ci);
 CUresult res_unmapped_restore(res_dev_t *d, uint32_t ci);
 CUresult res_unmapped_addr(res_dev_t *d, uint32_t ci, CUdeviceptr *addr);
-void res_expose(res_dev_t *d);
+size_t res_expose(res_dev_t *d);
 
 /* For res_flight.c (d locked): a chunk taken off its list and put back on the list of its
  * tier; the resident bytes of a chunk moving between tiers; the shadow mapping of physical

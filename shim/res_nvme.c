@@ -558,9 +558,8 @@ void res_nvme_release(res_dev_t *d, uint32_t ci)
  * every chunk on NVMe comes back (the operation may reach it).  Returns the chunks left. */
 static size_t unknown_reach(res_dev_t *d, uint32_t serial)
 {
-    size_t left = 0;
     uint32_t n = (uint32_t)arena_chunk_count(d->arena);
-    res_expose(d);                      /* first, so that no read evicts one to NVMe */
+    size_t left = res_expose(d);        /* first, so that no read evicts one to NVMe */
     for (uint32_t ci = 0; ci < n && d->resident[TIER_NVME]; ci++)
         if (d->chunks[ci].tier == TIER_NVME)
             left += read_back(d, ci, serial) < 0;

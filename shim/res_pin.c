@@ -144,12 +144,28 @@ static void pin_everything(res_dev_t *d)
 }
 
 /* The unmapped host chunks operation k reaches are mapped back (those a launch could not
- * bring into GPU memory, and every one a copy reaches). */
-static void unmapped_reached(res_dev_t *d, collect_t *k)
+ * bring into GPU memory, and every one a copy reaches): the count that stays unmapped (the
+ * driver refused to map it back; the operation must not be enqueued). */
+static size_t unmapped_reached(res_dev_t *d, collect_t *k)
 {
+    size_t left = 0;
     for (size_t i = 0; d->nunmapped && i < k->n; i++)
-        if (d->chunks[k->ids[i]].unmapped)
+        if (d->chunks[k->ids[i]].unmapped) {
             res_unmapped_restore(d, k->ids[i]);
+            left += d->chunks[k->ids[i]].unmapped;
+        }
+    return left;
+}
+
+/* -ENOMEM with a warning when `unmapped` of k's chunks stay unmapped, else 0. */
+static int still_unmapped(const res_dev_t *d, size_t unmapped, const char *what,
+                          const char *then)
+{
+    if (!unmapped)
+        return 0;
+    SHIM_WARN(RES, "device %d: %s reaches %zu chunks that could not be mapped back: %s",
+              d->device, what, unmapped, then);
+    return -ENOMEM;
 }
 
 /*
@@ -178,12 +194,11 @@ int res_reach_away(res_dev_t *d, collect_t *k, int promote, int gap, const char 
                   d->device, what, then);
         return -ENOMEM;
     }
-    if (k->unknown && d->unmap_on)
-        res_expose(d);                  /* (every unmapped chunk mapped back) */
-    if (!must && !promote) {
-        unmapped_reached(d, k);
-        return 0;
-    }
+    if (k->unknown && d->unmap_on &&    /* (every unmapped chunk mapped back) */
+        still_unmapped(d, res_expose(d), what, then) < 0)
+        return -ENOMEM;
+    if (!must && !promote)
+        return still_unmapped(d, unmapped_reached(d, k), what, then);
     if (must && k->unknown)
         pin_everything(d);
     gap = gap && !d->arena_busy;
@@ -211,7 +226,8 @@ int res_reach_away(res_dev_t *d, collect_t *k, int promote, int gap, const char 
      * of k's host chunks to NVMe: back they come, under the lock held until it is enqueued.) */
     if (d->nvme_on && res_nvme_reach(d, k) < 0)
         return -ENOMEM;
-    unmapped_reached(d, k);
+    if (still_unmapped(d, unmapped_reached(d, k), what, then) < 0)
+        return -ENOMEM;
     size_t left = 0;
     for (size_t i = 0; must && i < k->n; i++)
         left += d->chunks[k->ids[i]].tier == TIER_HOST;

@@ -85,9 +85,10 @@ CUresult res_unmapped_addr(res_dev_t *d, uint32_t ci, CUdeviceptr *addr)
     return res_unmapped_restore(d, ci);
 }
 
-void res_expose(res_dev_t *d)
+size_t res_expose(res_dev_t *d)
 {
     uint32_t n = (uint32_t)arena_chunk_count(d->arena);
+    size_t left = 0;
     if (d->exposed_fresh) {
         for (uint32_t ci = 0; ci < n; ci++)
             if (d->chunks[ci].tier != TIER_NONE)
@@ -95,6 +96,9 @@ void res_expose(res_dev_t *d)
         d->exposed_fresh = 0;
     }
     for (uint32_t ci = 0; ci < n && d->nunmapped; ci++)
-        if (d->chunks[ci].unmapped)
+        if (d->chunks[ci].unmapped) {
             res_unmapped_restore(d, ci);
+            left += d->chunks[ci].unmapped;
+        }
+    return left;
 }
