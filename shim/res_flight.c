@@ -542,6 +542,16 @@ void res_flight_keep(res_dev_t *d, uint32_t ci)
     }
 }
 
+void res_flights_wait_for(res_dev_t *d, const collect_t *k)
+{
+    for (size_t i = 0; i < k->n && (d->nflights || d->nvme_flights); i++) {
+        uint32_t ci = k->ids[i];
+        res_flight_keep(d, ci);
+        if (d->chunks[ci].moving)
+            res_flight_settle(d, ci, 0);
+    }
+}
+
 void res_flight_use(res_dev_t *d, uint32_t ci, CUstream s, int ptds)
 {
     int i = flight_find(d, ci);

@@ -726,6 +726,11 @@ void res_flight_settle(res_dev_t *d, uint32_t ci, int gone);
  * stays mapped where it is; a prefetch runs on (an NVMe move completes or stays: see
  * res_nvme_flight_settle). */
 void res_flight_keep(res_dev_t *d, uint32_t ci);
+/* The moves in flight of the chunks k reaches end on the host (an eviction cancelled, a
+ * prefetch completed): for an operation that may read its sources out of stream order (a
+ * batched copy, CU_MEMCPY_SRC_ACCESS_ORDER_ANY or during the call), where a stream wait for
+ * the move would not order the read. */
+void res_flights_wait_for(res_dev_t *d, const collect_t *k);
 /* Moves and memory whose copies completed are finished (d locked; queries only). */
 void res_flights_poll(res_dev_t *d);
 /* GPU room from the plan's moves away, for the reactive engine (d locked), rather than an

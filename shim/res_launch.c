@@ -922,6 +922,8 @@ CUresult res_copy_begin(shim_copy_t *c)
     if (k && SHIM_UNLIKELY(res_policy_plan))
         res_plan_op(d, k, c->kind == SHIM_COPY_MEMSET ? PLAN_MEMSET : PLAN_COPY,
                     (uintptr_t)c->kind, c, c->stream, ptds);
+    if (k && c->kind == SHIM_COPY_BATCH)    /* (it may read out of stream order) */
+        res_flights_wait_for(d, k);
     /* (Its evictions may wait without the lock, as a launch's.) */
     if (k && !k->capturing && res_reach(d, k, 0, 1, shim_hook_names[c->hook], REFUSED) < 0) {
         r = CUDA_ERROR_OUT_OF_MEMORY;
