@@ -85,7 +85,9 @@ static int open_locked(const char *dir, int create)
         int fd = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW | (create ? O_CREAT : 0), 0600);
         if (fd < 0)
             return -errno;
-        int err = lock_byte(fd, F_OFD_SETLKW, F_WRLCK, 0, NULL);
+        int err;
+        while ((err = lock_byte(fd, F_OFD_SETLKW, F_WRLCK, 0, NULL)) == -EINTR)
+            ;                           /* (a signal: wait again) */
         if (!err && fstat(fd, &fs) < 0)
             err = -errno;
         if (!err && fs.st_nlink > 0 && stat(path, &ps) == 0 && ps.st_ino == fs.st_ino &&
@@ -150,11 +152,13 @@ static unsigned nrecs(int fd)
     return n < MAX_RECS ? n : MAX_RECS;
 }
 
-/* Whether another open of the ledger holds record i's liveness lock. */
+/* Whether another open of the ledger holds record i's liveness lock; where the query fails
+ * (ENOLCK on a network file system), taken as live: a record wrongly kept costs space, one
+ * wrongly cleared hands out space an area holds. */
 static int rec_live(int fd, unsigned i)
 {
     short held = F_UNLCK;
-    return lock_byte(fd, F_OFD_GETLK, F_WRLCK, LIVE_BASE + i, &held) == 0 && held != F_UNLCK;
+    return lock_byte(fd, F_OFD_GETLK, F_WRLCK, LIVE_BASE + i, &held) != 0 || held != F_UNLCK;
 }
 
 /* Clear the records of areas that are gone; sum up the live ones (but record `self`) in *info.

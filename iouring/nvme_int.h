@@ -12,6 +12,7 @@
 #define ELIXIR_NVME_INT_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -102,7 +103,8 @@ struct nvme_area {
     nvme_ledger_info_t ledger;
     /* slots.c */
     uint64_t *slot_bits;
-    uint32_t nslots, slots_used, slot_hint;
+    uint32_t nslots, slot_hint;
+    _Atomic uint32_t slots_used;        /* (changed under lock; read without it) */
     /* io.c */
     pthread_mutex_t lock;
     nvme_op_t *ops, *op_free, *sq_head, *sq_tail, *done_head, *done_tail;

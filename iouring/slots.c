@@ -74,4 +74,7 @@ int nvme_slot_free(nvme_area_t *a, uint32_t slot)
 }
 
 uint32_t nvme_slots_total(const nvme_area_t *a) { return a->nslots; }
-uint32_t nvme_slots_used(const nvme_area_t *a) { return a->slots_used; }
+uint32_t nvme_slots_used(const nvme_area_t *a)
+{
+    return atomic_load_explicit(&a->slots_used, memory_order_relaxed);
+}
