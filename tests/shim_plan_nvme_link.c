@@ -65,19 +65,12 @@ static double chunk_gbs(double gbs, double copy_gbs)
     return CHUNK / (CHUNK / gbs + LATENCY_US * 1e3 + (copy_gbs > 0 ? PIECE / copy_gbs : 0));
 }
 
-static char dir[] = "/tmp/elixir-nvme-link-XXXXXX";
-
-static void remove_dir(void)
-{
-    rmdir(dir);
-}
-
 /* One run with GPU budget `budget`; paged: the reactive engine uses NVMe in it. */
 static void run(const char *budget, int paged)
 {
-    char gpu[64], path[64];
+    char gpu[64];
+    const char *path = sh_nvme_path_env();
     snprintf(gpu, sizeof(gpu), "ELIXIR_GPU_MEMORY=%s", budget);
-    snprintf(path, sizeof(path), "ELIXIR_NVME_PATH=%s", dir);
     const char *env[] = { "ELIXIR_POLICY=plan", "ELIXIR_LOG=info", "ELIXIR_LOG_SUBSYS=RES",
                           "ELIXIR_HOST_MEMORY=8M", "ELIXIR_NVME_MEMORY=128M", "ELIXIR_STATS=1",
                           "ELIXIR_SIM_NVME_READ_GBPS=3", "ELIXIR_SIM_NVME_WRITE_GBPS=1.5",
@@ -109,11 +102,6 @@ static void run(const char *budget, int paged)
 int main(int argc, char **argv)
 {
     sh_scenario_child(argc, argv, scenario);
-    if (!mkdtemp(dir)) {
-        fprintf(stderr, "mkdtemp: %s\n", strerror(errno));
-        return 1;
-    }
-    atexit(remove_dir);
     run("64M", 0);
     run("8M", 1);
     printf("the plan's NVMe link is measured where the reactive engine used it, else the "

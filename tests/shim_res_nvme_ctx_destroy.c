@@ -64,23 +64,10 @@ static void scenario(void)
     printf("%d buffers checked twice in context B: data right\n", NBUF);
 }
 
-static char dir[] = "/tmp/elixir-nvme-ctx-XXXXXX";
-
-static void remove_dir(void)
-{
-    rmdir(dir);
-}
-
 int main(int argc, char **argv)
 {
     sh_scenario_child(argc, argv, scenario);
-    if (!mkdtemp(dir)) {
-        fprintf(stderr, "mkdtemp: %s\n", strerror(errno));
-        return 1;
-    }
-    atexit(remove_dir);
-    char path[64];
-    snprintf(path, sizeof(path), "ELIXIR_NVME_PATH=%s", dir);
+    const char *path = sh_nvme_path_env();
     const char *env[] = { "ELIXIR_GPU_MEMORY=8M", "ELIXIR_HOST_MEMORY=8M",
                           "ELIXIR_NVME_MEMORY=64M", "ELIXIR_NVME_VERIFY=1", "ELIXIR_STATS=1",
                           "ELIXIR_LOG=info", "ELIXIR_LOG_SUBSYS=RES", path, NULL };

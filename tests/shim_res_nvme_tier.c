@@ -75,6 +75,20 @@ static void expect_copy(CUdeviceptr p, uint32_t seed, uint32_t plus, const char 
     sh_expect_pattern_plus(host_buf, WORDS, seed, plus, what);
 }
 
+/* Each buffer holds its pattern, checked by a kernel (first to last) and by cuMemcpyDtoH (last
+ * to first); `how` ends each check's name. */
+static void check_buffers(CUfunction verify, const CUdeviceptr *buf, CUdeviceptr bad,
+                          const char *how)
+{
+    for (int i = 0; i < NBUF; i++) {
+        char what[80];
+        snprintf(what, sizeof(what), "buffer %d by kernel%s", i, how);
+        sh_expect_verified(verify, buf[i], WORDS, (uint32_t)i, bad, what);
+        snprintf(what, sizeof(what), "buffer %d by copy%s", i, how);
+        expect_copy(buf[NBUF - 1 - i], (uint32_t)(NBUF - 1 - i), 0, what);
+    }
+}
+
 static void scenario(void)
 {
     CUdeviceptr h, bad, buf[NBUF];
@@ -89,13 +103,7 @@ static void scenario(void)
     hidden_ptr = (uint32_t *)(uintptr_t)h;
     CHECK_CU(cuLaunchKernel(hidden, 1, 1, 1, 1, 1, 1, 0, NULL, none, NULL));
     sh_alloc_filled(fill, buf, NBUF, BUF, 0, NULL);
-    for (int i = 0; i < NBUF; i++) {
-        char what[64];
-        snprintf(what, sizeof(what), "buffer %d by kernel", i);
-        sh_expect_verified(verify, buf[i], WORDS, (uint32_t)i, bad, what);
-        snprintf(what, sizeof(what), "buffer %d by copy", i);
-        expect_copy(buf[NBUF - 1 - i], (uint32_t)(NBUF - 1 - i), 0, what);
-    }
+    check_buffers(verify, buf, bad, "");
     void *args[] = { &buf[0] };
     CHECK_CU(cuLaunchKernel(peek, 1, 1, 1, 1, 1, 1, 0, NULL, args, NULL));
     CHECK_CU(cuCtxSynchronize());
@@ -143,13 +151,7 @@ static void no_records(void)
     CHECK_CU(cuMemAlloc(&bad, 4));
     sim_event_record_fail(UINT_MAX, CUDA_ERROR_OUT_OF_MEMORY);
     sh_alloc_filled(fill, buf, NBUF, BUF, 0, NULL);
-    for (int i = 0; i < NBUF; i++) {
-        char what[64];
-        snprintf(what, sizeof(what), "buffer %d by kernel, no event recorded", i);
-        sh_expect_verified(verify, buf[i], WORDS, (uint32_t)i, bad, what);
-        snprintf(what, sizeof(what), "buffer %d by copy, no event recorded", i);
-        expect_copy(buf[NBUF - 1 - i], (uint32_t)(NBUF - 1 - i), 0, what);
-    }
+    check_buffers(verify, buf, bad, ", no event recorded");
     unsigned left = sim_event_record_fail(0, CUDA_SUCCESS);
     EXPECT(left < UINT_MAX, "the shim recorded no event");
     for (int i = 0; i < NBUF; i++)
@@ -211,13 +213,6 @@ static void beyond(const char *const *env, const char *what)
     sh_same_transcript(what, &plain, &r);
 }
 
-static char dir[] = "/tmp/elixir-nvme-test-XXXXXX";
-
-static void remove_dir(void)
-{
-    rmdir(dir);
-}
-
 int main(int argc, char **argv)
 {
     if (argc > 1 && strcmp(argv[1], "full") == 0) {
@@ -233,13 +228,7 @@ int main(int argc, char **argv)
         return 0;
     }
     sh_scenario_child(argc, argv, scenario);
-    if (!mkdtemp(dir)) {
-        fprintf(stderr, "mkdtemp: %s\n", strerror(errno));
-        return 1;
-    }
-    atexit(remove_dir);
-    char path[64];
-    snprintf(path, sizeof(path), "ELIXIR_NVME_PATH=%s", dir);
+    const char *path = sh_nvme_path_env();
     const char *env[] = { "ELIXIR_GPU_MEMORY=8M", "ELIXIR_HOST_MEMORY=8M",
                           "ELIXIR_NVME_MEMORY=64M", "ELIXIR_NVME_VERIFY=1", "ELIXIR_STATS=1",
                           path, NULL };

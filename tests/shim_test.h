@@ -286,6 +286,34 @@ static inline void sh_scenario_child(int argc, char **argv, void (*scenario)(voi
     }
 }
 
+/* A scratch directory for an NVMe swap area, made at the first sh_nvme_path_env and removed
+ * at exit (the area is an unnamed file: nothing is left in it). */
+static inline char *sh_nvme_dir(void)
+{
+    static char dir[] = "/tmp/elixir-nvme-XXXXXX";
+    return dir;
+}
+
+static inline void sh_nvme_dir_remove(void)
+{
+    rmdir(sh_nvme_dir());
+}
+
+/* "ELIXIR_NVME_PATH=DIR" for that directory; exits 1 when it cannot be made. */
+static inline const char *sh_nvme_path_env(void)
+{
+    static char env[64];
+    if (!env[0]) {
+        if (!mkdtemp(sh_nvme_dir())) {
+            fprintf(stderr, "mkdtemp: %s\n", strerror(errno));
+            exit(1);
+        }
+        atexit(sh_nvme_dir_remove);
+        snprintf(env, sizeof(env), "ELIXIR_NVME_PATH=%s", sh_nvme_dir());
+    }
+    return env;
+}
+
 /* sh_run("scenario", 0, env): the scenario without the shim, which must exit 0; otherwise
  * print its stderr and exit 1. */
 static inline sh_run_t sh_run_plain_ok(const char *const *env)
