@@ -554,7 +554,8 @@ static int reap_some(nvme_area_t *a, int wait)
         if (got[i]->res == -EAGAIN && got[i]->retries < REQ_RETRIES) {
             got[i]->retries++;          /* (an O_DIRECT request the kernel could not start
                                          * then, as older kernels answer for large ones on a
-                                         * block device: sent again, not an error) */
+                                         * block device: sent again, not an error; the
+                                         * clock hook charged it once, at its first issue) */
             a->stats.retried++;
             engine_submit(a, &got[i], 1);
             continue;

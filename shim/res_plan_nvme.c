@@ -201,7 +201,6 @@ static unsigned fl_mine(const res_dev_t *d, nvfl_t **mine)
     return n;
 }
 
-/* Is every flight (every staging chunk) of the process in use? */
 /* The staging chunks taken, by every device's flights and those given up. */
 static unsigned fl_used(void)
 {
@@ -213,6 +212,7 @@ static unsigned fl_used(void)
     return used;
 }
 
+/* Is every flight (every staging chunk) of the process in use? */
 static int fl_full(void)
 {
     return fl_used() == RES_NVME_STAGES;

@@ -666,8 +666,13 @@ use_event_t *res_record(res_dev_t *d, CUstream s, int ptds, CUcontext ctx)
 use_event_t *res_record_own(res_dev_t *d, CUstream s)
 {
     use_event_t *e = res_record(d, s, 0, d->ctx);
-    if (!e && DRVT(cuStreamSynchronize)(s) != CUDA_SUCCESS)
-        DRVT(cuCtxSynchronize)();
+    if (!e && DRVT(cuStreamSynchronize)(s) != CUDA_SUCCESS) {
+        CUcontext popped;
+        int pushed = d->ctx && DRV(cuCtxPushCurrent_v2)(d->ctx) == CUDA_SUCCESS;
+        DRVT(cuCtxSynchronize)();       /* (d's context: s is one of its streams) */
+        if (pushed)
+            DRV(cuCtxPopCurrent_v2)(&popped);
+    }
     return e;
 }
 

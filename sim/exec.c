@@ -732,18 +732,19 @@ static void flush_locked(uint64_t opno)
 
 /* The operation number up to which the executor must run for stream s to complete its
  * operation seq (lazy mode): that operation's, while it is queued; once the executor took it,
- * nothing more (work set aside behind a stream memory wait is released as executor_main
- * says).  Work submitted after it stays queued, so a host that waits for one stream and reads
- * what another stream's later work writes reads stale data, as it may on a GPU.  Under
- * sim_lock. */
+ * nothing more, unless work is set aside behind a stream memory wait, which work submitted
+ * later may release: then everything (as for a poll, which executor_main's release for
+ * blocked waiters does not see).  Work submitted after it stays queued otherwise, so a host
+ * that waits for one stream and reads what another stream's later work writes reads stale
+ * data, as it may on a GPU.  Under sim_lock. */
 static uint64_t flush_for(CUstream s, uint64_t seq)
 {
     if (!sim_cfg.lazy)
         return q_submitted;
     for (const sim_op_t *op = q_head; op; op = op->next)
         if (op->stream == s && op->seq >= seq)
-            return op->seq == seq ? op->opno : 0;
-    return 0;
+            return op->seq == seq ? op->opno : aside_head ? q_submitted : 0;
+    return aside_head ? q_submitted : 0;
 }
 
 CUresult sim_wait_seq(CUstream s, uint64_t seq, int acquire)

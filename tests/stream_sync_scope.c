@@ -6,7 +6,9 @@
  * the memset's stream (cuStreamSynchronize, cuEventSynchronize, cuStreamQuery, cuEventQuery
  * polled to success), so the pinned memory still holds what it held; once the copy's own
  * stream is synchronised it holds the copy's bytes.  Work queued before what is waited for
- * runs first (the executor runs work in submission order, which is always legal).
+ * runs first (the executor runs work in submission order, which is always legal).  A poll of
+ * a stream held by a stream memory wait that a later write on another stream releases ends:
+ * the work after the wait runs once that write has.
  */
 #include <string.h>
 
@@ -73,6 +75,21 @@ int main(int argc, char **argv)
         EXPECT(pinned[0] == 0x5a && pinned[N - 1] == 0x5a, "%s, then the copy's stream: bytes "
                "0x%02x, 0x%02x, expected 0x5a", names[how], pinned[0], pinned[N - 1]);
     }
+
+    /* s1 waits for a flag that a write on s2, submitted after, sets; the host polls s1. */
+    CUdeviceptr flag;
+    CHECK_CU(cuMemAlloc(&flag, 4));
+    CHECK_CU(cuMemsetD32(flag, 0, 1));
+    CHECK_CU(cuCtxSynchronize());
+    CHECK_CU(cuStreamWaitValue32(s1, flag, 1, CU_STREAM_WAIT_VALUE_EQ));
+    CHECK_CU(cuMemsetD8Async(other1, 0x33, N, s1));
+    CHECK_CU(cuStreamWriteValue32(s2, flag, 1, 0));
+    CUresult r;
+    while ((r = cuStreamQuery(s1)) == CUDA_ERROR_NOT_READY)
+        ;
+    EXPECT_CU(CUDA_SUCCESS, r);
+    CHECK_CU(cuMemFree(flag));
+
     CHECK_CU(cuEventDestroy(e));
     CHECK_CU(cuStreamDestroy(s1));
     CHECK_CU(cuStreamDestroy(s2));

@@ -13,7 +13,7 @@
  *   - a tag live in one direction is refused for another operation of it (-EBUSY), not for
  *     one of the other direction, and nvme_write_sync takes none;
  *   - a write begun (its first piece issued) before the area degrades issues nothing more
- *     and fails with the area's error, its slot left as it was.
+ *     and fails with the area's error.
  */
 #include "nvme_test.h"
 

@@ -19,7 +19,8 @@
  *     recorded; --device host; a bandwidth below 0.001 GB/s.
  * An iteration of STREAMS launches, each on a stream of its own and followed by a
  * synchronisation of that stream, recorded in the reverse order of their times (as records of
- * threads may interleave): every stream is told apart and every synchronisation counted.
+ * threads may interleave): every synchronisation finds its stream among the operations' and is
+ * counted, and the planner takes them (it refuses syncs out of operation order).
  * A damaged trace whose iteration reaches an allocation of 2^52 bytes (2^31 chunks, whose
  * per-chunk arrays the planner would allocate) is refused, naming the limit; a memset whose
  * size runs past 2^64 is taken as reaching its allocation to the end.

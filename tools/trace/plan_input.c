@@ -489,10 +489,6 @@ static uint32_t stream_of(const stream_no_t *table, uint32_t count, uint64_t s)
     return e ? (uint32_t)e->no : count;
 }
 
-/* The window's host synchronisations (SYNC, 1.7) as the cost model's (pol_sync_t), each after
- * the last operation enqueued before it: a stream's of a stream the window's operations use
- * (the legacy default stream's, of the device planned), a context's of the device planned; one before the window's first operation (the iteration
- * before's), and an event's (its stream is not known), are left out.  In operation order. */
 /* A sync as the cost model takes it and its place among the trace's records: syncs sort by
  * the operation they follow, those after the same one in the order recorded (records of
  * threads may interleave). */
@@ -509,6 +505,11 @@ static int by_op(const void *a, const void *b)
     return x->k < y->k ? -1 : x->k > y->k;
 }
 
+/* The window's host synchronisations (SYNC, 1.7) as the cost model's (pol_sync_t), each after
+ * the last operation enqueued before it: a stream's of a stream the window's operations use
+ * (the legacy default stream's, of the device planned), a context's of the device planned;
+ * one before the window's first operation (the iteration before's), and an event's (its
+ * stream is not known), are left out.  In operation order. */
 static int build_syncs(builder_t *b, const stream_no_t *streams, uint32_t nstreams)
 {
     tp_input_t *x = b->x;
