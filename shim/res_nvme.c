@@ -12,9 +12,10 @@
  * device.  I/O goes through one staging pool of host memory of the shim's own, pinned
  * (cuMemHostRegister, portable) in the context of the arena that opened the area, or, when that
  * context is destroyed, in the one its arena takes (res_nvme_home_lost, res_nvme_home_taken;
- * unpinned meanwhile: copies to and from it are then synchronous), and registered with io_uring: its first chunk is the reactive engine's, under a mutex
- * (innermost: taken under a device's lock, never the other way round); with ELIXIR_POLICY=plan
- * RES_NVME_STAGES more are the plan's asynchronous moves' (res_plan_nvme.c).
+ * unpinned meanwhile: copies to and from it are then synchronous), and registered with
+ * io_uring: its first chunk is the reactive engine's, under a mutex (innermost: taken under a
+ * device's lock, never the other way round); with ELIXIR_POLICY=plan RES_NVME_STAGES more are
+ * the plan's asynchronous moves' (res_plan_nvme.c).
  *
  * "Every use seen" (DESIGN.md invariant 2).  A chunk is exposed (chunk_t.exposed) once an
  * operation the shim cannot see into (a launch whose arguments it cannot read, a graph
