@@ -12,11 +12,12 @@
  * list order is one of the orders the driver may choose; copies that depend on each other are
  * undefined behaviour there and are not reported here.
  *
- * Source access order: STREAM and ANY read the source in stream order (ANY allows that too).
- * DURING_API_CALL reads it at the call: the source is staged as a pageable one would be, and
- * the read is a host access for the race checker, so a batch that promised no earlier work
- * touches its source, and broke that promise, is reported.  The destination is always written
- * in stream order.
+ * Source access order: STREAM reads the source in stream order.  DURING_API_CALL and ANY
+ * ("can be out of stream order and the accesses can happen even after the API call returns")
+ * read it at the call, one of the times either allows: the source is staged as a pageable one
+ * would be, and the read is a host access for the race checker, so a batch that promised no
+ * earlier work touches its source, and broke that promise, is reported.  The destination is
+ * always written in stream order.
  *
  * Errors: CUDA_ERROR_INVALID_VALUE for the documented rules and for the legacy default stream;
  * an ARRAY operand is CUDA_ERROR_NOT_SUPPORTED (the simulator has no CUDA arrays, and no handle
@@ -112,7 +113,8 @@ static void host_read(const sim_copy_t *c, const char *what)
 static CUresult stage_source(sim_op_t *op, CUmemcpySrcAccessOrder order, const char *what)
 {
     sim_copy_t *c = &op->u.copy;
-    int during = order == CU_MEMCPY_SRC_ACCESS_ORDER_DURING_API_CALL;
+    int during = order == CU_MEMCPY_SRC_ACCESS_ORDER_DURING_API_CALL ||
+                 order == CU_MEMCPY_SRC_ACCESS_ORDER_ANY;
     int pageable = c->src_where == SIM_WHERE_PAGEABLE;
     uint64_t at = 0;
 

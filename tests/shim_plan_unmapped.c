@@ -23,6 +23,22 @@
  * and by default without an NVMe tier, none is left unmapped.  Last, on a device without host VMM (ELIXIR_SIM_HOST_VMM=0),
  * where every evicted chunk is unmapped in a pinned host piece, the plan must prefetch and
  * evict, and the sums must hold again.
+ *
+ * Map-back refused (`mapfail`): with some buffers unmapped, the simulator is told
+ * (sim_vmm_fail) to refuse cuMemMap at one buffer's address after another while a copy reads
+ * that buffer.  A copy whose unmapped chunk cannot be mapped back must return
+ * CUDA_ERROR_OUT_OF_MEMORY without being enqueued (it would fault on the unmapped address);
+ * then a graph launch (an operation the shim cannot see into, which maps every unmapped chunk
+ * back) with the same chunk refused again must be refused too.  Once the driver maps again,
+ * the same copy and graph launch succeed and every buffer holds what its sums say.
+ *
+ * Batched copies (`batch`): in the iterations after the plan is made, cuMemcpyBatchAsync
+ * copies a buffer to pinned memory between two of the iteration's launches, before the
+ * launch that reaches it, with CU_MEMCPY_SRC_ACCESS_ORDER_ANY: the simulator reads such a
+ * source at the call, so a read of memory that a move of the plan still writes is reported by
+ * the race checker; the copy must read what the sums say, evictions left mapped and unmapped.
+ * (Here the plan's moves of that buffer have completed by the call, so the host's wait for
+ * moves in flight before a batched copy, res_flights_wait_for, is not reached.)
  */
 #define SH_RES_KERNELS
 #define ST_KERNEL_ADD_VIA
@@ -147,6 +163,129 @@ static void scenario(void)
     free(host);
 }
 
+/* cuMemcpyDtoH of buffer i with cuMemMap refused at its address: the result, and in *taken
+ * whether the refusal was used (a mapping call at that address came). */
+static CUresult copy_refused(CUdeviceptr *buf, int i, uint32_t *host, int *taken)
+{
+    EXPECT(sim_vmm_fail("cuMemMap", buf[i], CUDA_ERROR_OUT_OF_MEMORY) == 0, "sim_vmm_fail");
+    CUresult r = cuMemcpyDtoH(host, buf[i], WORDS * 4);
+    *taken = !sim_vmm_fail("cuMemMap", 0, CUDA_SUCCESS);
+    return r;
+}
+
+static void mapfail(void)
+{
+    CUdeviceptr buf[NBUF];
+    uint32_t want[NBUF], *host = malloc(WORDS * 4);
+    st_setup(0);
+    add = st_function(sh_res_ptx, "sh_add");
+    CHECK_CU(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    for (int i = 0; i < NBUF; i++) {
+        CHECK_CU(cuMemAlloc(&buf[i], WORDS * 4));
+        CHECK_CU(cuMemsetD32(buf[i], 0, WORDS));
+        want[i] = ITERS * ((uint32_t)i + 1);
+    }
+    for (int it = 0; it < ITERS; it++)
+        iteration(buf);
+
+    /* A graph that adds 100 to every buffer, captured before any refusal. */
+    CUgraph g;
+    CUgraphExec ge;
+    uint64_t n = WORDS;
+    uint32_t v = 100;
+    CHECK_CU(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
+    for (int i = 0; i < NBUF; i++) {
+        void *args[] = { &buf[i], &n, &v };
+        CHECK_CU(sh_launch(add, s, args));
+    }
+    CHECK_CU(cuStreamEndCapture(s, &g));
+    CHECK_CU(cuGraphInstantiate(&ge, g, 0));
+
+    iteration(buf);                     /* (the plan evicts again: some chunks unmapped) */
+    for (int i = 0; i < NBUF; i++)
+        want[i] += (uint32_t)i + 1;
+    int refused = -1, taken;
+    for (int i = 0; i < NBUF && refused < 0; i++) {
+        CUresult r = copy_refused(buf, i, host, &taken);
+        if (r == CUDA_ERROR_OUT_OF_MEMORY && taken) {
+            refused = i;
+            break;
+        }
+        EXPECT(r == CUDA_SUCCESS, "copy of buffer %d: CUresult %d", i, (int)r);
+        for (uint64_t w = 0; w < WORDS; w++)
+            EXPECT(host[w] == want[i], "buffer %d word %llu: %u, expected %u", i,
+                   (unsigned long long)w, host[w], want[i]);
+    }
+    EXPECT(refused >= 0, "a copy of an unmapped buffer whose map-back fails is refused");
+    printf("copy of buffer %d refused\n", refused);
+
+    EXPECT(sim_vmm_fail("cuMemMap", buf[refused], CUDA_ERROR_OUT_OF_MEMORY) == 0,
+           "sim_vmm_fail");
+    CUresult r = cuGraphLaunch(ge, s);
+    taken = !sim_vmm_fail("cuMemMap", 0, CUDA_SUCCESS);
+    EXPECT(r == CUDA_ERROR_OUT_OF_MEMORY && taken,
+           "a graph launch while a chunk cannot be mapped back is refused: CUresult %d", (int)r);
+    printf("graph launch refused\n");
+
+    CHECK_CU(cuCtxSynchronize());       /* (the context goes on working) */
+    CHECK_CU(cuMemcpyDtoH(host, buf[refused], WORDS * 4));
+    CHECK_CU(cuGraphLaunch(ge, s));
+    CHECK_CU(cuStreamSynchronize(s));
+    iteration(buf);
+    for (int i = 0; i < NBUF; i++)
+        want[i] += 100 + (uint32_t)i + 1;
+    check(buf, want, host);
+    CHECK_CU(cuGraphExecDestroy(ge));
+    CHECK_CU(cuGraphDestroy(g));
+    free(host);
+}
+
+static void batch(void)
+{
+    CUdeviceptr buf[NBUF];
+    uint32_t want[NBUF], *pinned;
+    st_setup(0);
+    add = st_function(sh_res_ptx, "sh_add");
+    CHECK_CU(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    CHECK_CU(cuMemHostAlloc((void **)&pinned, WORDS * 4, 0));
+    for (int i = 0; i < NBUF; i++) {
+        CHECK_CU(cuMemAlloc(&buf[i], WORDS * 4));
+        CHECK_CU(cuMemsetD32(buf[i], 0, WORDS));
+        want[i] = 0;
+    }
+    CUmemcpyAttributes attr;
+    memset(&attr, 0, sizeof(attr));
+    attr.srcAccessOrder = CU_MEMCPY_SRC_ACCESS_ORDER_ANY;
+    for (int it = 0; it < ITERS + AFTER; it++) {
+        if (it < ITERS) {
+            iteration(buf);
+            for (int i = 0; i < NBUF; i++)
+                want[i] += (uint32_t)i + 1;
+            continue;
+        }
+        /* Half the iteration's launches, then a copy of the buffer the next launch reaches
+         * (no work of the stream since the last synchronisation touches it: ANY's promise). */
+        for (int i = 0; i < NBUF; i++) {
+            uint64_t n = WORDS;
+            uint32_t v = (uint32_t)i + 1;
+            void *args[] = { &buf[i], &n, &v };
+            if (i == NBUF / 2) {
+                CUdeviceptr dst = (CUdeviceptr)(uintptr_t)pinned, src = buf[NBUF / 2];
+                size_t size = WORDS * 4, idx = 0;
+                CHECK_CU(cuMemcpyBatchAsync(&dst, &src, &size, 1, &attr, &idx, 1, s));
+                CHECK_CU(cuStreamSynchronize(s));
+                for (uint64_t w = 0; w < WORDS; w++)
+                    EXPECT(pinned[w] == want[NBUF / 2], "iteration %d, word %llu: %u, "
+                           "expected %u", it, (unsigned long long)w, pinned[w], want[NBUF / 2]);
+            }
+            CHECK_CU(sh_launch(add, s, args));
+            want[i] += v;
+        }
+        CHECK_CU(cuStreamSynchronize(s));
+    }
+    CHECK_CU(cuMemFreeHost(pinned));
+}
+
 /* The count before `key` in the plan's statistics line, or -1. */
 static long count_before(const char *err, const char *key)
 {
@@ -161,6 +300,14 @@ static long count_before(const char *err, const char *key)
 int main(int argc, char **argv)
 {
     sh_scenario_child(argc, argv, scenario);
+    if (argc > 1 && strcmp(argv[1], "mapfail") == 0) {
+        mapfail();
+        exit(0);
+    }
+    if (argc > 1 && strcmp(argv[1], "batch") == 0) {
+        batch();
+        exit(0);
+    }
     const char *on[] = { "ELIXIR_POLICY=plan", "ELIXIR_STATS=1", "ELIXIR_GPU_MEMORY=16M",
                          "ELIXIR_PLAN_UNMAP=1", "ELIXIR_SIM_HOST_VMM=1", NULL };
     sh_run_t r = sh_run_ok("scenario", on);
@@ -201,7 +348,20 @@ int main(int argc, char **argv)
     printf("no host VMM: %ld prefetches, %ld evictions by the plan\n", in, ev);
     EXPECT(in > 0 && ev > 0, "the plan moves chunks without host VMM:\n%s", r.err);
     sh_run_free(&r);
+
+    /* The driver refusing to map a chunk back. */
+    r = sh_run_ok("mapfail", on);
+    fputs(r.out, stdout);
+    EXPECT(strstr(r.err, "could not be mapped back"), "the refusals are logged:\n%s", r.err);
+    sh_run_free(&r);
+
+    /* Batched copies reading out of stream order, evictions unmapped and mapped. */
+    const char *const *bat[] = { on, off };
+    for (int i = 0; i < 2; i++) {
+        r = sh_run_ok("batch", bat[i]);
+        sh_run_free(&r);
+    }
     printf("every buffer holds what its sums say, with and without unmapping, with and without "
-           "host VMM\n");
+           "host VMM, after map-backs refused and in batched copies\n");
     return 0;
 }
