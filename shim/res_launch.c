@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "res_int.h"
+#include "res_ptime.h"
 
 /* ---------------------------------------------------------------- launches and copies */
 

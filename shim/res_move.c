@@ -29,6 +29,7 @@
 
 #include "res_int.h"
 #include "res_nvme.h"
+#include "res_ptime.h"
 
 /* ---------------------------------------------------------------- small helpers */
 

@@ -40,6 +40,7 @@
 
 #include "../policy/policy.h"
 #include "res_int.h"
+#include "res_ptime.h"
 
 /* What one NCCL call holds on one device. */
 typedef struct held_dev {

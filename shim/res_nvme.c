@@ -40,6 +40,7 @@
 #include "../iouring/nvme.h"
 #include "res_int.h"
 #include "res_nvme.h"
+#include "res_ptime.h"
 
 static struct {
     nvme_area_t *area;

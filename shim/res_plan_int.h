@@ -9,6 +9,7 @@
 
 #include "../policy/policy.h"
 #include "res_int.h"
+#include "res_ptime.h"
 
 #define PLAN_STREAMS 16     /* streams told apart in a profile (more share the last) */
 #define PLAN_RETRIES 64     /* chunks of refused moves tried again at the next operations */

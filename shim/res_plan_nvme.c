@@ -49,6 +49,7 @@
 #include "../policy/policy.h"
 #include "res_int.h"
 #include "res_nvme.h"
+#include "res_ptime.h"
 
 enum { F_COPY, F_IO, F_STAGED, F_GPU };
 

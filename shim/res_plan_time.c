@@ -65,6 +65,7 @@
 
 #include "../policy/policy.h"
 #include "res_int.h"
+#include "res_ptime.h"
 
 #define PTIME_MAX_OPS (1u << 16)    /* operations timed per profile (2 events each) */
 #define PTIME_DEFER_MAX 4           /* iterations planning waits for the events, at most */

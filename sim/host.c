@@ -97,34 +97,36 @@ void sim_host_acquire(const sim_vc_t *vc)
     sim_vc_unref(old);
 }
 
-void sim_host_access(uint64_t addr, uint64_t len, int write, const char *what)
+/* One host access for the race checker, the n-th of its kind (*ops counts them): at
+ * addresses as the process sees them, or (`data`) at the physical memory behind them. */
+static void host_check(uint64_t addr, uint64_t len, int write, const char *what,
+                       _Atomic uint64_t *ops, int data)
 {
-    static _Atomic uint64_t host_ops;
-    if (!exec_race)
-        return;
-    sim_race_who_t who = { what, atomic_fetch_add(&host_ops, 1) + 1, 0 };
+    sim_race_who_t who = { what, atomic_fetch_add(ops, 1) + 1, 0 };
     pthread_mutex_lock(&exec_race_lock);
     sim_race_tick(exec_race, exec_host_tid);
-    sim_race_access(exec_race, exec_host_tid, addr, len, write, &who);
+    if (data)
+        sim_race_data(exec_host_tid, addr, len, write, &who);
+    else
+        sim_race_access(exec_race, exec_host_tid, addr, len, write, &who);
     sim_vc_t *old = exec_host_snap;
     exec_host_snap = sim_race_release(exec_race, exec_host_tid);
     pthread_mutex_unlock(&exec_race_lock);
     sim_vc_unref(old);
 }
 
+void sim_host_access(uint64_t addr, uint64_t len, int write, const char *what)
+{
+    static _Atomic uint64_t host_ops;
+    if (exec_race)
+        host_check(addr, len, write, what, &host_ops, 0);
+}
+
 void sim_host_data(uint64_t addr, uint64_t len, int write, const char *what)
 {
     static _Atomic uint64_t host_data_ops;
-    if (!exec_race || !len)
-        return;
-    sim_race_who_t who = { what, atomic_fetch_add(&host_data_ops, 1) + 1, 0 };
-    pthread_mutex_lock(&exec_race_lock);
-    sim_race_tick(exec_race, exec_host_tid);
-    sim_race_data(exec_host_tid, addr, len, write, &who);
-    sim_vc_t *old = exec_host_snap;
-    exec_host_snap = sim_race_release(exec_race, exec_host_tid);
-    pthread_mutex_unlock(&exec_race_lock);
-    sim_vc_unref(old);
+    if (exec_race && len)
+        host_check(addr, len, write, what, &host_data_ops, 1);
 }
 
 sim_vc_t *sim_host_vc(void)
