@@ -524,6 +524,17 @@ int nvme_wait(nvme_area_t *a, uint64_t tag)
     return err;
 }
 
+/* Request r goes to the drive again: the clock charges it again, and its operation ends no
+ * sooner than it does (a token is a completion time: the later one stands). */
+static void recharge(nvme_area_t *a, nvme_req_t *r)
+{
+    if (!a->clock.submit || !r->clock_token)
+        return;
+    r->clock_token = a->clock.submit(a->clock.ctx, r->write, r->buf, r->len);
+    if (r->op->clock_token && r->clock_token > r->op->clock_token)
+        r->op->clock_token = r->clock_token;
+}
+
 /* Finish what the engine (waiting for one when wait) and the fault plan have finished; the
  * number of requests or a negative errno. */
 static int reap_some(nvme_area_t *a, int wait)
@@ -554,9 +565,9 @@ static int reap_some(nvme_area_t *a, int wait)
         if (got[i]->res == -EAGAIN && got[i]->retries < REQ_RETRIES) {
             got[i]->retries++;          /* (an O_DIRECT request the kernel could not start
                                          * then, as older kernels answer for large ones on a
-                                         * block device: sent again, not an error; the
-                                         * clock hook charged it once, at its first issue) */
+                                         * block device: sent again, not an error) */
             a->stats.retried++;
+            recharge(a, got[i]);
             engine_submit(a, &got[i], 1);
             continue;
         }

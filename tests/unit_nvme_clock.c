@@ -7,6 +7,7 @@
  * when submit or wait is missing, as on a real driver.  With done(), a poll (nvme_complete
  * without min_wait) hands back only operations whose token done() says the clock reached,
  * however long ago the file finished them; a reap that waits hands them back all the same.
+ * A request sent again after -EAGAIN is charged again, and its operation waits for the last.
  */
 #include <unistd.h>
 
@@ -98,6 +99,18 @@ int main(void)
     NT_EQ(nvme_complete(a, d, 1, 1), 1);
     NT_EQ(d[0].tag, 4);
     NT_EQ(waits, 5);
+    /* A request answered -EAGAIN three times goes to the drive four times: charged each time,
+     * and its operation waits for the last. */
+    due = UINT64_MAX;
+    int before = submits;
+    uint64_t waited = tokens_waited;
+    NT_EQ(nvme_fault_plan(a, 1, 1, "again"), 0);
+    NT_EQ(nvme_write(a, 4, buf, 1 * NT_MIB, 5), 0);
+    NT_EQ(nvme_complete(a, d, 1, 1), 1);
+    NT_EQ(d[0].result, 0);
+    NT_EQ(submits - before, 4 + 3);
+    NT_EQ(waits, 6);
+    NT_EQ(tokens_waited - waited, 100 + (uint64_t)submits);
     nvme_close(a);
     return 0;
 }
