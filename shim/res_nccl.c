@@ -50,6 +50,10 @@ typedef struct held_dev {
 
 struct res_nccl {
     CUstream stream;
+    CUcontext ctx;                  /* the stream's context, as NCCL enqueues on it */
+    CUcontext push;                 /* made current around the shim's work for the call: the
+                                     * communicator's device's, for a default stream while
+                                     * another device's context is current (comm_ctx) */
     int ndev;
     held_dev_t dev[2];              /* the devices owning the send and receive ranges */
 };
@@ -140,6 +144,40 @@ static void unlock_all(res_nccl_t *h)
         shim_unlock(&h->dev[i].d->lock);
 }
 
+/*
+ * The context whose default stream NCCL enqueues a call on default stream s in (the NULL or
+ * legacy stream, or the per-thread one), where it is not `cur`: NCCL makes its communicator's
+ * device current first, so that one thread may drive the ranks of several devices on stream 0
+ * while the last device it set stays current.  The device's arena context (the runtime's
+ * primary context, as a runtime program's arena takes); NULL where s is a stream of its own
+ * (its context is its own), the device is unknown or has no arena, or it is cur's.
+ */
+static CUcontext comm_ctx(CUstream s, int device, CUcontext cur)
+{
+    if ((s && s != CU_STREAM_LEGACY && s != CU_STREAM_PER_THREAD) || device < 0 ||
+        device >= MAX_DEVICES ||
+        atomic_load_explicit((_Atomic int *)&res_devs[device].ready, memory_order_acquire) != 1)
+        return NULL;
+    res_dev_t *d = &res_devs[device];
+    shim_lock(&d->lock);
+    CUcontext ctx = d->ctx;
+    shim_unlock(&d->lock);
+    return ctx != cur ? ctx : NULL;
+}
+
+/* h->push made current (1), or nothing to do (0). */
+static int push(const res_nccl_t *h)
+{
+    return h->push && DRV(cuCtxPushCurrent_v2)(h->push) == CUDA_SUCCESS;
+}
+
+static void pop(int pushed)
+{
+    CUcontext popped;
+    if (pushed)
+        DRV(cuCtxPopCurrent_v2)(&popped);
+}
+
 res_nccl_t *res_nccl_begin(const res_nccl_op_t *op, CUstream s)
 {
     const uint64_t *ptr = op->ptr, *bytes = op->bytes;
@@ -153,6 +191,10 @@ res_nccl_t *res_nccl_begin(const res_nccl_op_t *op, CUstream s)
         return NULL;
     CUcontext ctx = res_stream_ctx(s);
     h->stream = s;
+    if ((h->push = comm_ctx(s, op->device, ctx)))
+        ctx = h->push;
+    h->ctx = ctx;
+    int pushed = push(h);
     for (int i = 0; i < 2; i++)
         if (owner[i])
             entry_for(h, owner[i], ctx);
@@ -176,6 +218,7 @@ res_nccl_t *res_nccl_begin(const res_nccl_op_t *op, CUstream s)
         relax_end(rx);
     }
     unlock_all(h);
+    pop(pushed);
     return h;
 }
 
@@ -194,6 +237,7 @@ static void time_end(held_dev_t *e, CUstream s, int how, int merged)
 
 static void end(res_nccl_t *h, int how, int merged)
 {
+    int pushed = push(h);
     lock_all(h);
     for (int i = 0; i < h->ndev; i++) {
         held_dev_t *e = &h->dev[i];
@@ -208,6 +252,7 @@ static void end(res_nccl_t *h, int how, int merged)
             res_unhold(e->d, e->k.ids[j]);
     }
     unlock_all(h);
+    pop(pushed);
     for (int i = 0; i < h->ndev; i++)
         if (h->dev[i].k.ids != h->dev[i].k.inline_ids)
             free(h->dev[i].k.ids);
@@ -218,6 +263,7 @@ void res_nccl_untime(res_nccl_t *h)
 {
     if (!h)
         return;
+    int pushed = push(h);
     lock_all(h);
     for (int i = 0; i < h->ndev; i++) {
         relax_t rx = relax_begin();
@@ -225,6 +271,7 @@ void res_nccl_untime(res_nccl_t *h)
         relax_end(rx);
     }
     unlock_all(h);
+    pop(pushed);
 }
 
 void res_nccl_end(res_nccl_t *h, int how)
@@ -238,7 +285,7 @@ void res_nccl_group_end(res_nccl_t *const *h, size_t n, int how)
     for (size_t i = 0; i < n; i++) {
         int merged = 0;
         for (size_t j = i + 1; h[i] && j < n && !merged; j++)
-            merged = h[j] && h[j]->stream == h[i]->stream;
+            merged = h[j] && h[j]->stream == h[i]->stream && h[j]->ctx == h[i]->ctx;
         if (h[i])
             end(h[i], how, merged);
     }

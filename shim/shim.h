@@ -334,6 +334,8 @@ typedef struct res_nccl_op {
     uint64_t ptr[2], bytes[2];  /* its send and receive ranges (ptr 0: none; bytes 0: the
                                  * whole allocation) */
     int recv_whole;             /* it writes its whole receive range on every rank */
+    int device;                 /* its communicator's device (-1: unknown), whose context NCCL
+                                 * makes current to enqueue on a default stream */
 } res_nccl_op_t;
 /* How an NCCL call went (res_nccl_end): refused; its work enqueued when it returned; accepted,
  * its work perhaps enqueued later (ncclInProgress); nothing run (ncclGroupSimulateEnd). */

@@ -221,7 +221,8 @@ static void begin(op_t *o)
     res_nccl_op_t r = { .name = o->name,
                         .ptr = { (uint64_t)(uintptr_t)o->send, (uint64_t)(uintptr_t)o->recv },
                         .bytes = { o->send_bytes, o->recv_bytes },
-                        .recv_whole = o->recv_whole };
+                        .recv_whole = o->recv_whole,
+                        .device = comm_device(o->comm) };
     o->held = shim_disabled() ? NULL : res_nccl_begin(&r, (CUstream)o->stream);
     res_nccl_library(1);
 }

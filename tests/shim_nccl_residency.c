@@ -17,6 +17,14 @@
  * Then a fresh buffer is all-reduced in a group, and once that is done it must be evicted to
  * make room for two more.
  *
+ * On a default stream (the legacy one, and the per-thread one): one thread drives both
+ * ranks' all-reduces on it in groups, one buffer after another, with the last rank's context current throughout, as
+ * programs that drive several devices from one thread do; NCCL enqueues each on its
+ * communicator's device.  Each call's use must be recorded on that device's stream, so that
+ * the evictions that make room for two fresh buffers per rank right after the last group
+ * wait for it: else the race checker reports an eviction's copy (and unmap) against the
+ * all-reduce still writing the buffer on the first device.
+ *
  * The scenario runs with evicted memory kept mapped (the default) and with it unmapped
  * (ELIXIR_SIM_HOST_VMM=0), where a buffer left evicted would fault.  The wrappers are reached
  * through the exported names (this program is linked with -lnccl) and through dlsym on the
@@ -159,6 +167,50 @@ static void scenario(void)
            BUF_BYTES / MIB);
 }
 
+static void default_stream(cudaStream_t default_s)
+{
+    nt_ranks_all(rk, N, 4096);
+    for (int r = 0; r < N; r++) {
+        nt_use(&rk[r]);
+        for (int j = 0; j < BUFS; j++) {
+            CHECK_CU(cuMemAlloc(&buf[r][j], BUF_BYTES));
+            CHECK_CU(cuMemsetD32Async(buf[r][j], (unsigned)((r + 1) * 100 + j), WORDS,
+                                      rk[r].stream));
+        }
+        CHECK_CU(cuStreamSynchronize(rk[r].stream));
+    }
+    nt_use(&rk[N - 1]);
+    for (int j = 0; j < BUFS; j++) {
+        CHECK_NCCL(ncclGroupStart());
+        for (int r = 0; r < N; r++)
+            CHECK_NCCL(ncclAllReduce((void *)buf[r][j], (void *)buf[r][j], WORDS, ncclInt32,
+                                     ncclSum, rk[r].comm, default_s));
+        CHECK_NCCL(ncclGroupEnd());
+    }
+    /* Right away, two fresh buffers per rank (its whole budget): the evictions of the last
+     * buffers all-reduced must wait for the all-reduces. */
+    CUdeviceptr x[N][2];
+    for (int r = 0; r < N; r++) {
+        nt_use(&rk[r]);
+        for (int i = 0; i < 2; i++) {
+            CHECK_CU(cuMemAlloc(&x[r][i], BUF_BYTES));
+            CHECK_CU(cuMemsetD32Async(x[r][i], 9, WORDS, rk[r].stream));
+        }
+    }
+    for (int r = 0; r < N; r++) {
+        nt_use(&rk[r]);
+        CHECK_CU(cuCtxSynchronize());
+        for (int j = 0; j < BUFS; j++)
+            expect_words(r, j, summed(j));
+        for (int j = 0; j < BUFS; j++)
+            CHECK_CU(cuMemFree(buf[r][j]));
+        CHECK_CU(cuMemFree(x[r][0]));
+        CHECK_CU(cuMemFree(x[r][1]));
+    }
+    nt_ranks_free(rk, N);
+    printf("%d ranks x %d buffers all-reduced from one thread and checked\n", N, BUFS);
+}
+
 /* The scenario under the shim with env; device d's line of statistics must show chunks
  * brought back for both devices. */
 static void run(const char *mode, const char *const *env)
@@ -184,6 +236,21 @@ int main(int argc, char **argv)
     static const char *const disabled[] = { "ELIXIR_SIM_DEVICES=2", "ELIXIR_DISABLE=1", NULL };
 
     sh_scenario_child(argc, argv, scenario);
+    if (argc > 1 && strcmp(argv[1], "legacy") == 0) {
+        default_stream(0);
+        return 0;
+    }
+    if (argc > 1 && strcmp(argv[1], "per-thread") == 0) {
+        default_stream((cudaStream_t)CU_STREAM_PER_THREAD);
+        return 0;
+    }
+    const char *const *envs[] = { mapped, unmapped };
+    for (int i = 0; i < 4; i++) {
+        const char *mode = i % 2 ? "per-thread" : "legacy";
+        sh_run_t d = sh_run_ok(mode, envs[i / 2]);
+        printf("%s default stream, %s: %s", mode, i / 2 ? "unmapped" : "mapped", d.out);
+        sh_run_free(&d);
+    }
     run("evicted memory mapped", mapped);
     run("evicted memory unmapped", unmapped);
     sh_run_t r = sh_run_ok("scenario", disabled);
