@@ -186,7 +186,9 @@ static int setup(res_dev_t *d, int device, CUcontext ctx)
     if (res_set_budgets(d) < 0)
         return -ERANGE;
     res_policy_plan = shim_opt_int(SHIM_OPT_POLICY) == 1;
-    uint64_t nvme = res_nvme_setup(d);  /* (0 without ELIXIR_NVME_PATH) */
+    uint64_t nvme;                      /* (0 without ELIXIR_NVME_PATH) */
+    if (res_nvme_setup(d, &nvme) < 0)
+        return -ERANGE;
     long unmap = shim_opt_int(SHIM_OPT_PLAN_UNMAP);
     d->unmap_on = res_policy_plan && d->host_mappable &&
                   (unmap == SHIM_AUTO ? shim_opt_str(SHIM_OPT_NVME_PATH)[0] != 0 : unmap == 1);
@@ -245,8 +247,9 @@ static res_dev_t *ctx_dev(CUcontext ctx)
         pthread_mutex_lock(&setup_lock);
         if (d->ready == 0) {
             int rc = setup(d, dev, ctx), ok = rc == 0;
-            if (rc == -ERANGE) {                /* a budget under one chunk, or host VMM
-                                                 * asked of a device without: reported */
+            if (rc == -ERANGE) {                /* a budget under one chunk, host VMM asked
+                                                 * of a device without, an NVMe tier that
+                                                 * cannot be had: reported */
                 atomic_store_explicit((_Atomic int *)&d->ready, -1, memory_order_release);
                 pthread_mutex_unlock(&setup_lock);
                 exit(SHIM_EXIT_CONFIG);

@@ -36,6 +36,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 
 #include "../iouring/nvme.h"
 #include "res_int.h"
@@ -119,17 +120,38 @@ void res_nvme_home_taken(res_dev_t *d)
                   "context the arena took", d->device);
 }
 
-/* The size ELIXIR_NVME_MEMORY asks for: a size, or a percentage of (and by default) what the
- * file system at a directory can spare; 0 lets the module choose (a file or device's size). */
-static uint64_t wanted_size(const char *path, uint64_t chunk)
+/* The size ELIXIR_NVME_MEMORY asks for into *size: a size, or a percentage of what the file
+ * system at a directory can spare, in whole chunks; 0 lets the module choose (auto: a file's
+ * or device's size, a share of a directory's).  -ERANGE, reported (the program stops), for a
+ * size under one chunk or a percentage of anything but a directory; else 0. */
+static int wanted_size(const char *path, uint64_t chunk, uint64_t *size)
 {
     shim_mem_t m = shim_opt_mem(SHIM_OPT_NVME_MEMORY);
     uint64_t spare = 0;
+    struct stat st;
+    char b[32];
+    *size = 0;
+    if (m.kind == SHIM_MEM_AUTO)
+        return 0;
+    if (m.kind == SHIM_MEM_PERCENT && (stat(path, &st) != 0 || !S_ISDIR(st.st_mode))) {
+        shim_log_fatal("ELIXIR_NVME_MEMORY=\"%s\" is a percentage of what a directory's file "
+                       "system can spare, but ELIXIR_NVME_PATH=%s is not a directory: expected "
+                       "auto (the file's or device's size) or a size; the program stops (exit "
+                       "status %d)", shim_opt_str(SHIM_OPT_NVME_MEMORY), path, SHIM_EXIT_CONFIG);
+        return -ERANGE;
+    }
     if (m.kind == SHIM_MEM_BYTES)
-        return m.bytes / chunk * chunk;
-    if (m.kind == SHIM_MEM_PERCENT && nvme_default_size(path, (uint32_t)chunk, &spare) == 0)
-        return (uint64_t)((double)spare * m.percent / 100.0) / chunk * chunk;
-    return 0;
+        *size = m.bytes / chunk * chunk;
+    else if (nvme_default_size(path, (uint32_t)chunk, &spare) == 0)
+        *size = (uint64_t)((double)spare * m.percent / 100.0) / chunk * chunk;
+    if (*size)
+        return 0;
+    shim_log_fatal("ELIXIR_NVME_MEMORY=\"%s\" gives the NVMe area less than one chunk (%s) "
+                   "in %s: expected auto, or a size or percentage that comes to at least one "
+                   "chunk; the program stops (exit status %d)",
+                   shim_opt_str(SHIM_OPT_NVME_MEMORY), shim_fmt_size(chunk, b), path,
+                   SHIM_EXIT_CONFIG);
+    return -ERANGE;
 }
 
 /* ELIXIR_NVME_SHARE: processes expected to share a directory area's file system; auto: the
@@ -149,12 +171,12 @@ static unsigned share(void)
     return n ? (unsigned)n : 1;
 }
 
-/* The module's options from ELIXIR_NVME_*, for chunks of d's size (no staging yet). */
+/* The module's options from ELIXIR_NVME_*, for chunks of d's size (no staging yet, nor its
+ * size: wanted_size). */
 static nvme_options_t area_options(const res_dev_t *d, const char *path)
 {
     nvme_options_t o = {
         .path = path,
-        .size = wanted_size(path, d->chunk),
         .slot_size = (uint32_t)d->chunk,
         .queue_depth = (uint32_t)shim_opt_int(SHIM_OPT_NVME_QUEUE_DEPTH),
         .block_size = (uint32_t)shim_opt_int(SHIM_OPT_NVME_BLOCK),
@@ -210,22 +232,27 @@ static void area_started(const char *path)
     ledger_said(path);
 }
 
-/* Say why the area did not open; for want of space in a directory, beside whom. */
+/* Say why the area did not open (the program stops); for want of space in a directory,
+ * beside whom. */
 static void open_failed(const char *path, const nvme_options_t *o, int err)
 {
     nvme_ledger_info_t li;
     if (err != -ENOSPC || nvme_ledger_read(path, &li) < 0 || !li.live) {
-        SHIM_ERROR(RES, "ELIXIR_NVME_PATH=%s: cannot open the swap area (%s): no NVMe tier",
-                   path, strerror(-err));
+        shim_log_fatal("ELIXIR_NVME_PATH=%s: cannot open the swap area (%s): expected a "
+                       "directory, regular file or block device this process can open for "
+                       "O_DIRECT I/O, with room for the area; the program stops (exit status "
+                       "%d)", path, strerror(-err), SHIM_EXIT_CONFIG);
         return;
     }
     char want[64] = "a share of one chunk or more";
     if (o->size)
         snprintf(want, sizeof(want), "%llu MiB", (unsigned long long)(o->size >> 20));
-    SHIM_ERROR(RES, "ELIXIR_NVME_PATH=%s: no room for %s beside the areas other processes hold "
-               "there (%u live, %llu MiB; %llu MiB spare): no NVMe tier; give each process an "
-               "ELIXIR_NVME_MEMORY that fits, or set ELIXIR_NVME_SHARE", path, want, li.live,
-               (unsigned long long)(li.live_bytes >> 20), (unsigned long long)(li.spare >> 20));
+    shim_log_fatal("ELIXIR_NVME_PATH=%s: no room for %s beside the areas other processes hold "
+                   "there (%u live, %llu MiB; %llu MiB spare): give each process an "
+                   "ELIXIR_NVME_MEMORY that fits, or set ELIXIR_NVME_SHARE; the program stops "
+                   "(exit status %d)", path, want, li.live,
+                   (unsigned long long)(li.live_bytes >> 20),
+                   (unsigned long long)(li.spare >> 20), SHIM_EXIT_CONFIG);
 }
 
 /* At exit the area (never closed: other threads may still use it) leaves its directory's
@@ -236,26 +263,32 @@ static void leave_ledger(void)
         nvme_ledger_leave(nv.area);
 }
 
-uint64_t res_nvme_setup(res_dev_t *d)
+int res_nvme_setup(res_dev_t *d, uint64_t *bytes)
 {
     const char *path = shim_opt_str(SHIM_OPT_NVME_PATH);
+    *bytes = 0;
     if (nv.area) {
         d->nvme_on = d->chunk == nv.chunk;
-        return d->nvme_on ? nvme_size(nv.area) : 0;
+        *bytes = d->nvme_on ? nvme_size(nv.area) : 0;
+        return 0;
     }
     if (!path[0] || d->chunk % NVME_ALIGN)
         return 0;
     nvme_options_t o = area_options(d, path);
+    if (wanted_size(path, d->chunk, &o.size) < 0)
+        return -ERANGE;
     if (!(o.staging = staging_alloc(d, o.staging_bytes))) {
-        SHIM_ERROR(RES, "ELIXIR_NVME_PATH=%s: no pinned staging memory: no NVMe tier", path);
-        return 0;
+        shim_log_fatal("ELIXIR_NVME_PATH=%s: no pinned staging memory (%llu MiB) for the NVMe "
+                       "tier; the program stops (exit status %d)", path,
+                       (unsigned long long)(o.staging_bytes >> 20), SHIM_EXIT_CONFIG);
+        return -ERANGE;
     }
     int r = nvme_open(&o, &nv.area);
     if (r < 0) {
         open_failed(path, &o, r);
         staging_free(d->ctx, o.staging, o.staging_bytes);
         nv.area = NULL;
-        return 0;
+        return -ERANGE;
     }
     nv.staging = o.staging;
     nv.staging_bytes = o.staging_bytes;
@@ -264,7 +297,8 @@ uint64_t res_nvme_setup(res_dev_t *d)
     area_started(path);
     atexit(leave_ledger);
     d->nvme_on = 1;
-    return nvme_size(nv.area);
+    *bytes = nvme_size(nv.area);
+    return 0;
 }
 
 /* The area is healthy; else the first call logs why it is not (once). */

@@ -11,8 +11,10 @@
 
 /* ---------------------------------------------------------------- res_nvme.c */
 /* At d's set-up (setup_lock held): the process's NVMe tier opened with the first arena when
- * ELIXIR_NVME_PATH is set; d->nvme_on; returns the bytes it holds (0: no tier). */
-uint64_t res_nvme_setup(res_dev_t *d);
+ * ELIXIR_NVME_PATH is set; d->nvme_on; *bytes: what it holds (0: no tier).  -ERANGE where the
+ * tier asked for cannot be had (a path that does not open, no room, a size under one chunk:
+ * reported, and the caller stops the program), else 0. */
+int res_nvme_setup(res_dev_t *d, uint64_t *bytes);
 /* The host budget has no room (d locked): host chunks go to NVMe until it has; 1 when it
  * has, 0 when nothing (more) may go. */
 int res_nvme_room(res_dev_t *d);

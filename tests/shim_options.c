@@ -6,7 +6,9 @@
  *     call returns: a bad value of any option in the table (each alone, and all at once:
  *     each reported once, naming the variable, the value and the accepted forms, on stderr
  *     even when the log goes to a file or keeps errors only), a name one or two edits from
- *     an option's, and a budget that comes to less than one chunk; with ELIXIR_DISABLE=1 they
+ *     an option's, a budget that comes to less than one chunk, and an NVMe tier that cannot
+ *     be had (a path that does not open, an area under one chunk, a percentage of a file);
+ *     with ELIXIR_DISABLE=1 they
  *     are warnings and the program runs; other ELIXIR_* variables are left alone;
  *   - good values, in every accepted form, are taken and not reported;
  *   - ELIXIR_VERBOSE=1 prints the version and what auto and percentage budgets became;
@@ -309,6 +311,45 @@ static void slack_refused(void)
     }
 }
 
+/* An NVMe tier that cannot be had stops the child at its first allocation: a path that does
+ * not open, ELIXIR_NVME_MEMORY under one chunk, a percentage of a regular file; one chunk
+ * runs. */
+static void nvme_refused(void)
+{
+    char dir[] = "/tmp/elixir-nvme-opts-XXXXXX", file[PATH_MAX], in_dir[PATH_MAX + 32];
+    char in_file[PATH_MAX + 32];
+    EXPECT(mkdtemp(dir), "mkdtemp: %s", strerror(errno));
+    snprintf(file, sizeof(file), "%s/area", dir);
+    int fd = open(file, O_CREAT | O_WRONLY, 0600);
+    EXPECT(fd >= 0 && ftruncate(fd, 64 << 20) == 0, "%s: %s", file, strerror(errno));
+    close(fd);
+    snprintf(in_dir, sizeof(in_dir), "ELIXIR_NVME_PATH=%s", dir);
+    snprintf(in_file, sizeof(in_file), "ELIXIR_NVME_PATH=%s", file);
+    const char *const refused[][3] = {
+        { "ELIXIR_NVME_PATH=/nonexistent/swap", NULL,
+          "ELIXIR_NVME_PATH=/nonexistent/swap: cannot open the swap area (" },
+        { in_dir, "ELIXIR_NVME_MEMORY=1M", "ELIXIR_NVME_MEMORY=\"1M\" gives the NVMe area less "
+          "than one chunk (2.0 MiB)" },
+        { in_file, "ELIXIR_NVME_MEMORY=50%", "ELIXIR_NVME_MEMORY=\"50%\" is a percentage of "
+          "what a directory's file system can spare, but ELIXIR_NVME_PATH=" },
+    };
+    for (size_t i = 0; i < ARRAY_LEN(refused); i++) {
+        const char *env[] = { refused[i][0], refused[i][1], NULL };
+        sh_run_t r = run_refused(env);
+        EXPECT(sh_count(r.err, "elixir: error: ") == 1 && strstr(r.err, refused[i][2]) &&
+                   strstr(r.err, "the program stops (exit status 1)"),
+               "with %s %s, expected \"%s\" once in:\n%s", refused[i][0],
+               refused[i][1] ? refused[i][1] : "", refused[i][2], r.err);
+        sh_run_free(&r);
+    }
+    const char *env[] = { in_dir, "ELIXIR_NVME_MEMORY=2M", NULL };
+    sh_run_t r = run_child(env);
+    EXPECT(!strstr(r.err, "error"), "an area of one chunk was refused:\n%s", r.err);
+    sh_run_free(&r);
+    unlink(file);
+    rmdir(dir);
+}
+
 /* ELIXIR_VERBOSE=1: the version first, then what the budgets became. */
 static void verbose_resolved(void)
 {
@@ -409,6 +450,7 @@ int main(int argc, char **argv)
     disabled();
     budget_under_a_chunk();
     slack_refused();
+    nvme_refused();
     verbose_resolved();
     good_values();
     subsystems();

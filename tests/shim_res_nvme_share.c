@@ -4,7 +4,8 @@
  * directory split it through its ledger (iouring/ledger.c), on a 64 MiB tmpfs of the test's
  * own (skipped, 77, where mounting is not permitted):
  *   1. a process holding a 40 MiB area is running; another asking for 32 MiB is refused with
- *      one error line naming the live area and its MiB, and runs on without the tier;
+ *      one error line naming the live area and its MiB, and stops (exit status 1: it does not
+ *      run on without the tier it asked for);
  *   2. one with ELIXIR_NVME_MEMORY=auto and ELIXIR_NVME_SHARE=2 (the holder counts as one of
  *      the two) takes what is spare beside it, and the log says what the ledger held;
  *   3. once SIGKILL ended the holder, a process asking for 32 MiB gets it, and the log says
@@ -59,14 +60,23 @@ static uint64_t avail_mib(void)
     return statvfs(dir, &sv) == 0 ? (uint64_t)sv.f_bavail * sv.f_frsize >> 20 : 0;
 }
 
-/* A run of the scenario with `more` on top of the tier's options; its stderr (free it). */
-static sh_run_t run(const char *m1, const char *m2)
+/* A run of the scenario with m1 and m2 on top of the tier's options, which must exit with
+ * `status`; its output (free it). */
+static sh_run_t run_status(const char *m1, const char *m2, int status)
 {
     static char path[128];
     snprintf(path, sizeof(path), "ELIXIR_NVME_PATH=%s", dir);
     const char *env[] = { "ELIXIR_LOG=info", "ELIXIR_LOG_SUBSYS=RES", "ELIXIR_GPU_MEMORY=8M",
                           path, m1, m2, NULL };
-    return sh_run_ok("scenario", env);
+    sh_run_t r = sh_run("scenario", 1, env);
+    EXPECT(r.status == status, "the scenario with %s %s exited %d, expected %d:\n%s", m1, m2,
+           r.status, status, r.err);
+    return r;
+}
+
+static sh_run_t run(const char *m1, const char *m2)
+{
+    return run_status(m1, m2, 0);
 }
 
 /* The number after `key` in text, or -1. */
@@ -110,11 +120,12 @@ int main(int argc, char **argv)
     pid_t holder;
     EXPECT(read(p[0], &holder, sizeof(holder)) == sizeof(holder), "the holder's pid");
 
-    sh_run_t r = run("ELIXIR_NVME_MEMORY=32M", "ELIXIR_NVME_SHARE=1");
+    sh_run_t r = run_status("ELIXIR_NVME_MEMORY=32M", "ELIXIR_NVME_SHARE=1", 1);
     const char *e = strstr(r.err, "no room for 32 MiB beside the areas other processes hold");
     EXPECT(e && after(e, "(") == 1 && after(e, "live, ") == 40 &&
-           sh_count(r.err, " ERROR ") == 1 && !strstr(r.err, "NVMe tier: "),
-           "1. one error naming the holder's 40 MiB, no tier:\n%s", r.err);
+           sh_count(r.err, "error: ") == 1 && strstr(e, "the program stops") &&
+           !strstr(r.err, "NVMe tier: "),
+           "1. one error naming the holder's 40 MiB, the program stopped:\n%s", r.err);
     printf("1. %.*s\n", (int)(strchr(e, '\n') - e), e);
     sh_run_free(&r);
 
