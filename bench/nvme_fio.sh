@@ -65,10 +65,10 @@ median() {
     printf '%s\n' "$@" | sort -g |
         awk '{ v[NR] = $1 } END { print (v[int((NR + 1) / 2)] + v[int(NR / 2) + 1]) / 2 }'
 }
-ratio() { awk -v t="$1" -v f="$2" 'BEGIN { printf "%.2fx", t / f }'; }
+ratio() { awk -v t="$1" -v f="$2" 'BEGIN { if (f > 0) printf "%.2fx", t / f; else print "-" }'; }
 
 echo "nvme_fio: $((SIZE >> 20)) MiB file in $DIR ($fstype), block $((BS >> 10)) KiB," \
-     "queue depth $QD, $REPS runs each, tier engine $ENGINE"
+     "queue depth $QD, $REPS runs each, tier engine $ENGINE, fio engine io_uring"
 if [ "$have_fio" = 0 ]; then
     echo "nvme_fio: fio is not installed (Debian package fio): the tier alone, no ratio"
     tier_mibs write "$QD" "$BS" >/dev/null     # the unmeasured first write
@@ -87,10 +87,17 @@ printf '  %-10s %9s %9s %6s %9s %9s %6s\n' case "fio best" "tier best" ratio "fi
 for rw in write randwrite read randread; do
     f=() t=()
     for i in $(seq "$REPS"); do
+        # (One substitution a command: set -e sees each one's status.)
         if [ $((i % 2)) = 1 ]; then
-            f+=("$(fio_mibs "$rw")") t+=("$(tier_mibs "$rw" "$QD" "$BS")")
+            v=$(fio_mibs "$rw")
+            f+=("$v")
+            v=$(tier_mibs "$rw" "$QD" "$BS")
+            t+=("$v")
         else
-            t+=("$(tier_mibs "$rw" "$QD" "$BS")") f+=("$(fio_mibs "$rw")")
+            v=$(tier_mibs "$rw" "$QD" "$BS")
+            t+=("$v")
+            v=$(fio_mibs "$rw")
+            f+=("$v")
         fi
     done
     bf=$(best "${f[@]}") bt=$(best "${t[@]}") mf=$(median "${f[@]}") mt=$(median "${t[@]}")

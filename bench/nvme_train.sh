@@ -58,20 +58,24 @@ measure() {
     pair "$alloc-full" "$alloc" LD_PRELOAD="$shim"
     peak=$(gpu_peak "$alloc-full-$s2")
     quarter=$((peak * 1024 * 1024 / 4))
+    # (ELIXIR_PLAN_UNMAP=1 in both planned configurations, as an NVMe area makes it by
+    # default: the plan's evictions unmap, with host memory unlimited too.)
     for pol in reactive plan; do
         pair "$alloc-host-$pol" "$alloc" LD_PRELOAD="$shim" ELIXIR_POLICY=$pol \
-            ELIXIR_GPU_MEMORY=$quarter
+            ELIXIR_PLAN_UNMAP=1 ELIXIR_GPU_MEMORY=$quarter
     done
     for pol in reactive plan; do
         job "$alloc-nvme-$pol-$s1" "$alloc" "$s1" LD_PRELOAD="$shim" ELIXIR_POLICY=$pol \
-            ELIXIR_GPU_MEMORY=$quarter ELIXIR_HOST_MEMORY=$quarter \
+            ELIXIR_PLAN_UNMAP=1 ELIXIR_GPU_MEMORY=$quarter ELIXIR_HOST_MEMORY=$quarter \
             ELIXIR_NVME_PATH="$tmp/swap-$alloc-nvme-$pol-$s1" ELIXIR_NVME_MEMORY=$((peak * 2))M
         job "$alloc-nvme-$pol-$s2" "$alloc" "$s2" LD_PRELOAD="$shim" ELIXIR_POLICY=$pol \
-            ELIXIR_GPU_MEMORY=$quarter ELIXIR_HOST_MEMORY=$quarter \
+            ELIXIR_PLAN_UNMAP=1 ELIXIR_GPU_MEMORY=$quarter ELIXIR_HOST_MEMORY=$quarter \
             ELIXIR_NVME_PATH="$tmp/swap-$alloc-nvme-$pol-$s2" ELIXIR_NVME_MEMORY=$((peak * 2))M
         wait_all
     done
     check_digests "$alloc"
+    need_line 'step times (ms)' "$tmp/$alloc"-*-"$s2".err
+    need_line 'NVMe: engine.*written' "$tmp/$alloc"-nvme-*.err
     read -r a w <<<"$(ahead "$alloc-nvme-plan-$s2")"
 
     echo "  --alloc $alloc: footprint (shim's GPU peak, default budget) $peak MiB; GPU and" \
@@ -95,7 +99,8 @@ measure() {
 echo "nvme_train: examples/train.py $job on the simulator with its NVMe drive, GPU and host"
 echo "  memory at 1/4 of the footprint each, ELIXIR_POLICY=reactive and plan; virtual ms per"
 echo "  step in the steady state (the mean of steps $((s1 + 1))..$s2, timed by events); r/p: reactive"
-echo "  over planned"
+echo "  over planned; planned: ELIXIR_PLAN_UNMAP=1 (the plan's evictions unmap), with and without"
+echo "  NVMe"
 measure per-tensor
 measure pooled
 echo "  every run gave the same digest as the job without the shim"

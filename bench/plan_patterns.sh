@@ -85,8 +85,8 @@ plan_off() {
 # copies of the final download, the same in both runs, drop out).
 unforeseen_per_iter() {
     local u1 u2
-    u1=$(sed -n 's/.*device 0: plan: .*not foreseen \([0-9]*\);.*/\1/p' "$tmp/$1-$s1.err")
-    u2=$(sed -n 's/.*device 0: plan: .*not foreseen \([0-9]*\);.*/\1/p' "$tmp/$1-$s2.err")
+    u1=$(sed -n 's/.*device 0: plan: .*not foreseen \([0-9]*\)[,;].*/\1/p' "$tmp/$1-$s1.err")
+    u2=$(sed -n 's/.*device 0: plan: .*not foreseen \([0-9]*\)[,;].*/\1/p' "$tmp/$1-$s2.err")
     awk -v u1="${u1:-0}" -v u2="${u2:-0}" -v s1="$s1" -v s2="$s2" \
         'BEGIN { printf "%.1f", (u2 - u1) / (s2 - s1) }'
 }
@@ -129,6 +129,9 @@ measure() {
             ELIXIR_PLAN_UNMAP=1 ELIXIR_GPU_MEMORY="$((peak / frac))M"
     done
     check_digests "$pattern"
+    need_line '^iteration ' "$tmp/$pattern"-*-"$s2".out
+    need_line 'migrations to host' "$tmp/$pattern"-{reactive,plan,unmap}-*.err
+    need_line 'device 0: GPU budget .*, chunk [0-9]* KiB' "$tmp/$pattern"-{reactive,plan,unmap}-*.err
 
     sed -n 's/^pattern \([a-z]*\): /\1: /p' "$tmp/$pattern-plain-$s2.out"
     echo "  footprint (shim's GPU peak, default budget) $peak MiB; unlimited iteration" \

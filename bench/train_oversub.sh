@@ -31,15 +31,18 @@ bench_setup "$sim" "$shim" "$build/examples/kernels_sim.so" examples/train.py
 job() {
     local name=$1 alloc=$2 steps=$3
     shift 3
-    env ELIXIR_SIM_STATS=1 ELIXIR_STATS=1 "$@" "$sim" -- "$python" examples/train.py $job \
-        --alloc "$alloc" --steps "$steps" --step-times >"$tmp/$name.out" 2>"$tmp/$name.err" &
+    env ELIXIR_SIM_STATS=1 ELIXIR_STATS=1 ELIXIR_LOG=info ELIXIR_LOG_SUBSYS=RES "$@" "$sim" -- \
+        "$python" examples/train.py $job --alloc "$alloc" --steps "$steps" --step-times \
+        >"$tmp/$name.out" 2>"$tmp/$name.err" &
 }
 
 # MiB migrated both ways in a run: its migrations (one chunk each, both ways) times the
-# chunk, 2 MiB (the simulator's granularity); the log's byte figures are rounded to 0.1 GiB.
+# chunk the shim logged; the log's byte figures are rounded to 0.1 GiB.
 moved() {
+    local kib
+    kib=$(sed -n 's/.*device 0: GPU budget .*, chunk \([0-9]*\) KiB.*/\1/p' "$tmp/$1.err" | head -1)
     sed -n 's/.*migrations to host \([0-9]*\) ([^)]*), to GPU \([0-9]*\) .*/\1 \2/p' \
-        "$tmp/$1.err" | awk '{ print 2 * ($1 + $2) }'
+        "$tmp/$1.err" | awk -v kib="$kib" '{ print (($1 + $2) * kib) / 1024; exit }'
 }
 
 # step NAME: virtual ms of one steady step of configuration NAME.
@@ -101,6 +104,9 @@ measure() {
             ELIXIR_PLAN_UNMAP=1 ELIXIR_GPU_MEMORY="$((peak / frac))M"
     done
     check_digests "$alloc"
+    need_line 'step times (ms)' "$tmp/$alloc"-*-"$s2".err
+    need_line 'migrations to host' "$tmp/$alloc"-{reactive,plan,unmap}-*.err
+    need_line 'device 0: GPU budget .*, chunk [0-9]* KiB' "$tmp/$alloc"-{reactive,plan,unmap}-*.err
 
     echo "  --alloc $alloc: footprint (shim's GPU peak, default budget) $peak MiB;" \
          "unlimited step $(step "$alloc-full") ms, plain simulator $(step "$alloc-plain") ms"

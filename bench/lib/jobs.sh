@@ -42,6 +42,19 @@ pair() {
     wait_all
 }
 
+# need_line PATTERN FILE...: exit 1 naming the first FILE with no line matching PATTERN (grep's
+# basic syntax): a figure read from a line a run did not print would come out as 0.
+need_line() {
+    local pattern=$1 f
+    shift
+    for f in "$@"; do
+        if ! grep -q -- "$pattern" "$f"; then
+            echo "$name: $f has no line matching '$pattern': its figures would mean nothing" >&2
+            exit 1
+        fi
+    done
+}
+
 vtime() { sed -n 's/.*virtual time \([0-9.]*\) ms.*/\1/p' "$tmp/$1.err"; }
 # step NAME: ms per step in the steady state, the mean of steps S1+1 .. S2 of run NAME-S2 as
 # train.py --step-times timed them with events (one run: two runs' totals differ by more than
