@@ -9,13 +9,14 @@
  * OPT kernels of optimizer step (weight, gradient and state read and written).  Device times
  * follow the bytes a kernel reaches at HBM speed.  The machine is an H100 on PCIe: 2 MiB
  * chunks, 25 GB/s each way and 40 GB/s both ways together (PCIe 5 x16 as measured, not
- * fully duplex), 1 us per move and 132 us per 2 MiB chunk of mapping calls (an H200's,
- * as the shim plans: POL_MAP_US_PER_CHUNK), 1 us of host time to
- * issue each operation.  For the GPU at 1/2,
+ * fully duplex, 5 us of latency a copy), 1 us per move and 132 us per 2 MiB chunk of mapping
+ * calls (an H200's, as the shim plans: POL_MAP_US_PER_CHUNK), 1 us of host time to issue each
+ * operation.  For the GPU at 1/2,
  * 1/4 and 1/8 of the footprint, the whole knob search is timed and the best plan's predicted
  * iteration is printed beside the operations alone (compute) and the lower bound, with
  * ratios; planning time is given as wall and CPU time (the CPU time is the planner's own
- * where other work shares the cores).  No figure is asserted.  Usage: policy_plan [layers] (100 operations per layer).
+ * where other work shares the cores).  No figure is asserted; a plan that fails is reported
+ * and the program exits 1.  Usage: policy_plan [layers] (100 operations per layer).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -92,6 +93,7 @@ int main(int argc, char **argv)
     pb_init(&b);
     b.m.chunk = 2 * MIB;
     uint64_t total = build(&b, layers);
+    int failed = 0;
     b.m.link[POL_HOST] = (pol_link_t){ 25, 25, 40, 5 };
     b.m.cap[POL_HOST] = (total + 64) * b.m.chunk;
     b.m.map_us_per_call = 1;
@@ -110,6 +112,7 @@ int main(int argc, char **argv)
         double ms = now_ms(CLOCK_MONOTONIC) - t0, cpu = now_ms(CLOCK_PROCESS_CPUTIME_ID) - c0;
         if (rc) {
             printf("1/%-6d pol_plan failed: %d\n", frac, rc);
+            failed = 1;
             continue;
         }
         const pol_result_t *r = &p->predicted;
@@ -121,5 +124,5 @@ int main(int argc, char **argv)
         pol_plan_free(p);
     }
     pb_fini(&b);
-    return 0;
+    return failed;
 }

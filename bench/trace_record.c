@@ -12,7 +12,9 @@
  *    included) over the events, against the 32-byte budget;
  *  - ns per event, one thread, and per event per thread with two threads recording at once,
  *    against an empty function call (through a pointer, given the same event) in the same
- *    run, as ratios.  Each figure is the best of a few rounds.
+ *    run, as ratios: the time the recording thread spends in the recorder (the writer
+ *    thread's own work, running beside it, and the file's close are not in it).  Each figure
+ *    is the best of a few rounds.
  * It asserts nothing about time; it fails only when recording fails.
  */
 #include "../tracer/record.h"
@@ -281,8 +283,8 @@ int main(void)
         printf("trace_record: FAIL: recording failed\n");
         return 1;
     }
-    printf("trace_record: bytes per event, training-like mix (%d events, call stacks of "
-           "allocations, header and tables included): %.1f with 1 thread, %.1f with 2; "
+    printf("trace_record: bytes per event, training-like mix (%d events a thread, call stacks "
+           "of allocations, header and tables included): %.1f with 1 thread, %.1f with 2; "
            "budget %.0f: %s\n", EVENTS, bpe1, bpe2, BUDGET,
            bpe1 <= BUDGET && bpe2 <= BUDGET ? "met" : "NOT met");
     printf("trace_record: empty function call           %6.1f ns  (%ld CPUs online; the "
