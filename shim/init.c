@@ -207,8 +207,8 @@ const shim_driver_t *shim_init(void)
     in_init = 1;
     configure();
     shim_driver_t *mine = open_driver();
-    if (mine)
-        shim_trace_start(mine);
+    if (mine && shim_trace_start(mine) < 0)
+        exit(SHIM_EXIT_CONFIG);         /* (ELIXIR_TRACE cannot be recorded: reported) */
     d = publish(mine);
     in_init = 0;
     if (d->ok)

@@ -416,9 +416,10 @@ enum { SHIM_TIER_GPU, SHIM_TIER_PEER, SHIM_TIER_HOST, SHIM_TIER_NVME };
 enum { SHIM_EVICT_FOR_LAUNCH = 1, SHIM_EVICT_FOR_COPY, SHIM_EVICT_FOR_ALLOC, SHIM_EVICT_PLAN };
 
 /* init.c: with the driver's table, before it is published (once per process; nothing
- * unless ELIXIR_TRACE is set); at exit (registered with atexit by start); in a forked child
+ * unless ELIXIR_TRACE is set): 0, or -1 where the trace cannot be recorded (reported: the
+ * caller stops the program); at exit (registered with atexit by start); in a forked child
  * (which records nothing). */
-void shim_trace_start(const shim_driver_t *d);
+int shim_trace_start(const shim_driver_t *d);
 void shim_trace_stop(void);
 void shim_trace_after_fork(void);
 /* The wrappers' traced path (see above).  begin gives the operation its id (l->op, c->op; 0

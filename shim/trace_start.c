@@ -202,16 +202,17 @@ static int open_unique(const char *pattern, const trc_rec_config_t *cfg, trc_rec
     return rc;
 }
 
-static void start(const shim_driver_t *d)
+/* Recording begins where ELIXIR_TRACE asks for it: 0, or -1 when it cannot (reported). */
+static int start(const shim_driver_t *d)
 {
     const char *path = shim_opt_str(SHIM_OPT_TRACE);
     trc_rec_t *rec;
 
     if (!path[0] || !d->ok)
-        return;
+        return 0;
     if (shim_disabled()) {
         SHIM_WARN(INIT, "ELIXIR_TRACE=%s is ignored: ELIXIR_DISABLE=1 turns the shim off", path);
-        return;
+        return 0;
     }
     resolve_driver(d);
     trace_st.sim = trace_st.drv.sim_clock != NULL;
@@ -222,10 +223,14 @@ static void start(const shim_driver_t *d)
     int rc = prepare();
     if (rc == 0)
         rc = open_unique(path, &cfg, &rec, name, sizeof(name));
-    if (rc < 0)
-        SHIM_WARN(INIT, "ELIXIR_TRACE=%s: cannot record: %s", path, strerror(-rc));
-    else
-        begin_recording(rec, name);
+    if (rc < 0) {
+        shim_log_fatal("ELIXIR_TRACE=%s: cannot record: %s: expected a file name this process "
+                       "can create; the program stops (exit status %d)", path, strerror(-rc),
+                       SHIM_EXIT_CONFIG);
+        return -1;
+    }
+    begin_recording(rec, name);
+    return 0;
 }
 
 /*
@@ -235,19 +240,20 @@ static void start(const shim_driver_t *d)
  * loader's lock that the start (dlopen of CUPTI) needs; after a second it goes on, and its
  * first operations may be missed.
  */
-void shim_trace_start(const shim_driver_t *d)
+int shim_trace_start(const shim_driver_t *d)
 {
     static _Atomic int state;       /* 0: not started, 1: starting, 2: done */
     int zero = 0;
 
     if (atomic_compare_exchange_strong(&state, &zero, 1)) {
-        start(d);
+        int rc = start(d);
         atomic_store(&state, 2);
-        return;
+        return rc;
     }
     for (uint64_t t0 = trace_mono_ns();
          atomic_load(&state) != 2 && trace_mono_ns() - t0 < 1000000000u;)
         sched_yield();
+    return 0;
 }
 
 /* ---------------------------------------------------------------- exit and fork */

@@ -7,7 +7,8 @@
  *     each reported once, naming the variable, the value and the accepted forms, on stderr
  *     even when the log goes to a file or keeps errors only), a name one or two edits from
  *     an option's, a budget that comes to less than one chunk, and an NVMe tier that cannot
- *     be had (a path that does not open, an area under one chunk, a percentage of a file);
+ *     be had (a path that does not open, an area under one chunk, a percentage of a file),
+ *     and a trace that cannot be created;
  *     with ELIXIR_DISABLE=1 they
  *     are warnings and the program runs; other ELIXIR_* variables are left alone;
  *   - good values, in every accepted form, are taken and not reported;
@@ -350,6 +351,18 @@ static void nvme_refused(void)
     rmdir(dir);
 }
 
+/* A trace that cannot be created stops the child at its first CUDA call. */
+static void trace_refused(void)
+{
+    const char *env[] = { "ELIXIR_TRACE=/nonexistent/dir/run.trace", NULL };
+    sh_run_t r = run_refused(env);
+    EXPECT(sh_count(r.err, "elixir: error: ") == 1 &&
+               strstr(r.err, "ELIXIR_TRACE=/nonexistent/dir/run.trace: cannot record: ") &&
+               strstr(r.err, "the program stops (exit status 1)"),
+           "expected one report of the trace that cannot be recorded:\n%s", r.err);
+    sh_run_free(&r);
+}
+
 /* ELIXIR_VERBOSE=1: the version first, then what the budgets became. */
 static void verbose_resolved(void)
 {
@@ -451,6 +464,7 @@ int main(int argc, char **argv)
     budget_under_a_chunk();
     slack_refused();
     nvme_refused();
+    trace_refused();
     verbose_resolved();
     good_values();
     subsystems();
