@@ -6,7 +6,9 @@
  * bandwidths) can each be overridden by their own option.  Pure: no state beyond the tables,
  * no I/O, so that elixir-sim links it too.
  */
+#include <ctype.h>
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -56,7 +58,7 @@ static const sim_model_t models[] = {
 const sim_model_t *sim_model_find(const char *name)
 {
     for (size_t i = 0; i < ARRAY_LEN(models); i++)
-        if (strcmp(models[i].name, name) == 0)
+        if (strcasecmp(models[i].name, name) == 0)
             return &models[i];
     return NULL;
 }
@@ -202,7 +204,7 @@ static int apply(sim_config_t *c, const option_t *o, const char *v)
     }
     case OPT_INT: {
         long n = strtol(v, &end, 10);
-        if (*v == 0 || *end || n < 1 || n > 16)
+        if (!isdigit((unsigned char)*v) || *end || n < 1 || n > 16)
             return -EINVAL;
         m->devices = (int)n;
         return 0;
@@ -221,7 +223,7 @@ static int apply(sim_config_t *c, const option_t *o, const char *v)
         return 0;
     case OPT_DOUBLE: {
         double d = strtod(v, &end);
-        if (*v == 0 || *end || d < 0 || d > 1e7)
+        if (*v == 0 || *end || !isfinite(d) || d < 0 || d > 1e7)     /* (nan passes < and >) */
             return -EINVAL;
         if (d == 0 && !o->zero_ok)
             return -EINVAL;
@@ -264,7 +266,7 @@ static const char *form_of(const option_t *o)
     case OPT_INT: return "an integer from 1 to 16";
     case OPT_SIZE: return "a size of at least 2M, digits with an optional K/M/G/T suffix";
     case OPT_LIMIT: return "unlimited, or a size above 0, digits with an optional K/M/G/T suffix";
-    case OPT_DOUBLE: return o->zero_ok ? "a number, 0 or more" : "a positive number";
+    case OPT_DOUBLE: return o->zero_ok ? "a number from 0 to 10000000" : "a number above 0, at most 10000000";
     case OPT_CHOICE: return o->choices;
     default: return "a string";
     }

@@ -121,8 +121,10 @@ DEVICES 16 ok
 DEVICES 0 bad
 DEVICES 17 bad
 DEVICES two bad
+DEVICES +2 bad
 MACHINE h100-pcie ok
 MACHINE h100 bad
+MACHINE H100-PCIE ok
 RACECHECK off ok
 RACECHECK on ok
 RACECHECK maybe bad
@@ -132,7 +134,10 @@ HOST_MEMORY 0 bad
 TFLOPS 1.5 ok
 TFLOPS 0 bad
 TFLOPS -1 bad
+TFLOPS nan bad
+TFLOPS inf bad
 NVLINK_GBPS 0 ok
+NVLINK_GBPS nan bad
 EXEC lazy ok
 EXEC eager bad
 STATS 2 bad
@@ -165,5 +170,5 @@ while read -r var value want; do
         fail=1
     fi
 done <<<"$values"
-[ $fail -ne 0 ] || echo "checked: the launcher and the simulator agree on 26 values"
+[ $fail -ne 0 ] || echo "checked: the launcher and the simulator agree on $(grep -c "" <<<"$values") values"
 exit $fail
