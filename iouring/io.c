@@ -11,6 +11,7 @@
  * are refused, so no data goes to a tier that lost some.  The test-only fault plan acts in
  * issue(), on the request it picks.
  */
+#include <ctype.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <stdarg.h>
@@ -767,7 +768,10 @@ int nvme_fault_parse(nvme_area_t *a, const char *spec)
 {
     char dir[8], kind[16];
     unsigned nth;
-    if (!spec || sscanf(spec, "%7[a-z]:%u:%15[a-z]", dir, &nth, kind) != 3)
+    int end = 0;
+    const char *colon = spec ? strchr(spec, ':') : NULL;
+    if (!colon || !isdigit((unsigned char)colon[1]) ||     /* (%u takes "-1" and blanks) */
+        sscanf(spec, "%7[a-z]:%u:%15[a-z]%n", dir, &nth, kind, &end) != 3 || spec[end])
         return -EINVAL;
     int write = !strcmp(dir, "write") ? 1 : !strcmp(dir, "read") ? 0 : !strcmp(dir, "any") ? -1
                                                                                           : -2;

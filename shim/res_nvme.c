@@ -219,8 +219,8 @@ static void area_started(const char *path)
     const char *fault = shim_opt_str(SHIM_OPT_NVME_FAULT);
     if (fault[0] && nvme_fault_parse(nv.area, fault) < 0)
         SHIM_ERROR(RES, "ELIXIR_NVME_FAULT=\"%s\" is not valid: expected write:N:KIND, "
-                   "read:N:KIND or any:N:KIND (KIND: eio, enospc, erofs, short, corrupt, reap, "
-                   "stuck, again)", fault);
+                   "read:N:KIND or any:N:KIND, N from 1 (KIND: eio, enospc, erofs, short, reap, "
+                   "stuck, again; corrupt for reads)", fault);
     if (why[0])
         SHIM_WARN(RES, "NVMe tier: %llu MiB in %s, %u slots, engine %s (io_uring: %s)",
                   (unsigned long long)(nvme_size(nv.area) >> 20), path,

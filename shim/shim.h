@@ -643,7 +643,7 @@ static inline unsigned res_code_generation(void)
       "NVMe I/O: auto (io_uring, else pread/pwrite threads), io_uring or psync")             \
     X(NVME_FAULT, PATH, "",                                                                    \
       "test only: make the Nth NVMe request fail, write:N:KIND, read:N:KIND or any:N:KIND "   \
-      "(KIND: eio, enospc, erofs, short, corrupt)")
+      "(KIND: eio, enospc, erofs, short, reap, stuck, again; corrupt for reads)")
 
 typedef enum shim_opt {
 #define X(name, type, def, desc) SHIM_OPT_##name,
