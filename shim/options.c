@@ -212,12 +212,12 @@ static int parse_subsys(const char *s, opt_value_t *v)
         size_t len = strcspn(s, ",");
         unsigned bit = subsys_bit(s, len);
 
-        if (!bit)
+        if (!bit || (s[len] == ',' && !s[len + 1]))     /* (nor a trailing comma) */
             return -EINVAL;
         mask |= bit;
         s += len + (s[len] == ',');
     }
-    if (!mask)
+    if (!mask || (invert && mask == SHIM_SUB_ALL))      /* ("^ALL" would select none) */
         return -EINVAL;
     v->num = invert ? (long)(SHIM_SUB_ALL & ~mask) : (long)mask;
     return 0;

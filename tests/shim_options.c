@@ -85,6 +85,8 @@ static const struct bad {
     { "ELIXIR_VERBOSE", "loud", "1 or 0" },
     { "ELIXIR_LOG", "loud", "error, warn, info or trace" },
     { "ELIXIR_LOG_SUBSYS", "INIT,BOGUS", "INIT, ALLOC, LAUNCH, COPY, RES" },
+    { "ELIXIR_LOG_SUBSYS", "INIT,", "INIT, ALLOC, LAUNCH, COPY, RES" },
+    { "ELIXIR_LOG_SUBSYS", "^ALL", "INIT, ALLOC, LAUNCH, COPY, RES" },
     { "ELIXIR_STATS", "maybe", "1 or 0" },
     { "ELIXIR_GPU_MEMORY", "64X", "auto, a size in bytes with an optional K, M, G or T" },
     { "ELIXIR_HOST_MEMORY", "-1G", "percentage above 0" },
