@@ -283,12 +283,21 @@ int main(int argc, char **argv)
     const char *v = getenv("BUILD");
     if (v && *v)
         build = v;
+    char *end;
     v = getenv("ELIXIR_TEST_TIMEOUT");
-    double timeout = v ? atof(v) : 300;
+    double timeout = v ? strtod(v, &end) : 300;
+    if (v && (!*v || *end || !(timeout > 0) || timeout > 86400)) {
+        fprintf(stderr, "runner: ELIXIR_TEST_TIMEOUT=\"%s\" is not valid: expected seconds, "
+                "above 0 and at most 86400\n", v);
+        return 2;
+    }
     v = getenv("ELIXIR_TEST_JOBS");
-    int jobs = v ? atoi(v) : 2;
-    if (jobs < 1)
-        jobs = 1;
+    long jobs = v ? strtol(v, &end, 10) : 2;
+    if (v && (!*v || *end || jobs < 1 || jobs > 256)) {
+        fprintf(stderr, "runner: ELIXIR_TEST_JOBS=\"%s\" is not valid: expected a whole "
+                "number from 1 to 256\n", v);
+        return 2;
+    }
     tty = isatty(1);
 
     snprintf(dir, sizeof(dir), "%s/tests", build);
