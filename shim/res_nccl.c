@@ -245,7 +245,7 @@ static void end(res_nccl_t *h, int how, int merged)
         time_end(e, h->stream, how, merged);
         if (how == RES_NCCL_PENDING)
             e->k.cover = 0;             /* (NCCL may enqueue its work later: no event now) */
-        if (how != RES_NCCL_FAILED)
+        if (how != RES_NCCL_NOTHING)    /* (a failed call may have enqueued its work) */
             res_finish(e->d, &e->k, h->stream, 0);
         relax_end(rx);
         for (size_t j = 0; j < e->k.n; j++)

@@ -337,13 +337,14 @@ typedef struct res_nccl_op {
     int device;                 /* its communicator's device (-1: unknown), whose context NCCL
                                  * makes current to enqueue on a default stream */
 } res_nccl_op_t;
-/* How an NCCL call went (res_nccl_end): refused; its work enqueued when it returned; accepted,
- * its work perhaps enqueued later (ncclInProgress); nothing run (ncclGroupSimulateEnd). */
+/* How an NCCL call went (res_nccl_end): failed (its work perhaps enqueued before the error);
+ * its work enqueued when it returned; accepted, its work perhaps enqueued later
+ * (ncclInProgress); nothing run (ncclGroupSimulateEnd). */
 enum { RES_NCCL_FAILED, RES_NCCL_DONE, RES_NCCL_PENDING, RES_NCCL_NOTHING };
 /* Around an NCCL call on stream s: begin makes the chunks of its ranges usable and holds them
  * (and, with the plan, makes the call an operation of the iteration); end, once the call (or
  * its group's outermost ncclGroupEnd) returned, records their use on the stream unless `how`
- * is RES_NCCL_FAILED and releases them; res_nccl_group_end ends a group's calls h[0, n), in
+ * is RES_NCCL_NOTHING and releases them; res_nccl_group_end ends a group's calls h[0, n), in
  * the order they were made.  begin returns NULL when nothing is held. */
 typedef struct res_nccl res_nccl_t;
 res_nccl_t *res_nccl_begin(const res_nccl_op_t *op, CUstream s);

@@ -458,16 +458,33 @@ SHIM_EXPORT ncclResult_t ncclGroupStart(void)
     return r;
 }
 
+/* Is comm's state ncclInProgress (a non-blocking communicator with work still to enqueue)? */
+static int comm_pending(ncclComm_t comm)
+{
+    shim_nccl_pfn_ncclCommGetAsyncError_t get =
+        (shim_nccl_pfn_ncclCommGetAsyncError_t)real(SHIM_NCCL_ncclCommGetAsyncError);
+    ncclResult_t state = ncclSuccess;
+    return get && get(comm, &state) == ncclSuccess && state == ncclInProgress;
+}
+
 /* After a group end: the outermost one enqueued the group's operations, whose uses are
  * recorded (whatever it returned: an operation it did enqueue must not be raced, and
  * recording the use of one it did not costs only an event); `how` (res_nccl_end's) says
- * whether their work was enqueued when it returned. */
+ * whether their work was enqueued when it returned.  After an error, a call whose
+ * communicator is still in progress is parked as after ncclInProgress; the others end now,
+ * rather than stay held until their communicator's state is polled. */
 static void group_ended(int how)
 {
     if (group_depth > 0 && --group_depth == 0) {
         if (how == RES_NCCL_PENDING)
             for (size_t i = 0; i < group_n; i++)
                 park(group_comm[i], group_held[i]);
+        else if (how == RES_NCCL_FAILED)
+            for (size_t i = 0; i < group_n; i++)
+                if (group_held[i] && comm_pending(group_comm[i]))
+                    park(group_comm[i], group_held[i]);
+                else
+                    res_nccl_end(group_held[i], RES_NCCL_FAILED);
         else
             res_nccl_group_end(group_held, group_n, how);
         group_n = 0;
@@ -478,7 +495,9 @@ SHIM_EXPORT ncclResult_t ncclGroupEnd(void)
 {
     NCCL_ENTER(ncclGroupEnd, fn);
     ncclResult_t r = group_call(fn);
-    group_ended(r == ncclSuccess ? RES_NCCL_DONE : RES_NCCL_PENDING);
+    group_ended(r == ncclSuccess      ? RES_NCCL_DONE
+                : r == ncclInProgress ? RES_NCCL_PENDING
+                                      : RES_NCCL_FAILED);
     return r;
 }
 
@@ -509,25 +528,33 @@ SHIM_EXPORT ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t *as
     return r;
 }
 
-/* A communicator that goes releases its parked calls first: their uses are recorded on their
- * streams, after whatever NCCL enqueued there. */
+/* A communicator that goes releases its parked calls once NCCL is done with it (aborted or
+ * destroyed, every operation enqueued or dropped): their uses are recorded on their streams,
+ * after whatever NCCL enqueued there (released before, a call still in progress could be
+ * enqueued after its buffers were let go).  comm is only a key by then. */
 SHIM_EXPORT ncclResult_t ncclCommAbort(ncclComm_t comm)
 {
     NCCL_ENTER(ncclCommAbort, fn);
+    ncclResult_t r = fn(comm);
     unpark(comm);
-    return fn(comm);
+    return r;
 }
 
 SHIM_EXPORT ncclResult_t ncclCommDestroy(ncclComm_t comm)
 {
     NCCL_ENTER(ncclCommDestroy, fn);
+    ncclResult_t r = fn(comm);
     unpark(comm);
-    return fn(comm);
+    return r;
 }
 
+/* (A non-blocking communicator's finalize may still be in progress: its parked calls then go
+ * when its state is polled, ncclCommGetAsyncError.) */
 SHIM_EXPORT ncclResult_t ncclCommFinalize(ncclComm_t comm)
 {
     NCCL_ENTER(ncclCommFinalize, fn);
-    unpark(comm);
-    return fn(comm);
+    ncclResult_t r = fn(comm);
+    if (r != ncclInProgress)
+        unpark(comm);
+    return r;
 }

@@ -15,7 +15,7 @@
  * buffer 0 is ended by ncclGroupSimulateEnd, which runs nothing: the shim's group must end
  * there too, or every later operation would count as grouped, its buffers held for good.
  * Then a fresh buffer is all-reduced in a group, and once that is done it must be evicted to
- * make room for two more.
+ * make room for two more; the same after a group that fails (a send never received).
  *
  * On a default stream (the legacy one, and the per-thread one): one thread drives both
  * ranks' all-reduces on it in groups, one buffer after another, with the last rank's context current throughout, as
@@ -98,6 +98,42 @@ static void evict_after_group(void)
     }
 }
 
+/* Per rank, a buffer x all-reduced in a group that fails (rank 0 also sends to rank 1, which
+ * never receives: ncclGroupEnd returns an error, the communicators being blocking ones); then
+ * two more buffers (the whole budget): x, held by nothing once the group ended, must make
+ * room, not stay held until its communicator's state is polled. */
+static void evict_after_failed_group(void)
+{
+    CUdeviceptr x[N], y[N][2];
+
+    for (int r = 0; r < N; r++) {
+        nt_use(&rk[r]);
+        CHECK_CU(cuMemAlloc(&x[r], BUF_BYTES));
+        CHECK_CU(cuMemsetD32Async(x[r], 7, WORDS, rk[r].stream));
+    }
+    CHECK_NCCL(ncclGroupStart());
+    for (int r = 0; r < N; r++)
+        CHECK_NCCL(ncclAllReduce((void *)x[r], (void *)x[r], WORDS, ncclInt32, ncclSum,
+                                 rk[r].comm, rk[r].stream));
+    CHECK_NCCL(ncclSend((void *)x[0], WORDS, ncclInt32, 1, rk[0].comm, rk[0].stream));
+    ncclResult_t end = ncclGroupEnd();
+    EXPECT(end != ncclSuccess && end != ncclInProgress, "a group with a send never received "
+           "ended with %d", (int)end);
+    for (int r = 0; r < N; r++) {
+        nt_use(&rk[r]);
+        CHECK_CU(cuCtxSynchronize());
+        for (int i = 0; i < 2; i++) {
+            CHECK_CU(cuMemAlloc(&y[r][i], BUF_BYTES));
+            CHECK_CU(cuMemsetD32Async(y[r][i], 9, WORDS, rk[r].stream));
+        }
+        CHECK_CU(cuStreamSynchronize(rk[r].stream));
+        sh_expect_where(x[r], 0, "x, all-reduced in a group that failed");
+        CHECK_CU(cuMemFree(x[r]));
+        CHECK_CU(cuMemFree(y[r][0]));
+        CHECK_CU(cuMemFree(y[r][1]));
+    }
+}
+
 static void scenario(void)
 {
     void *lib = dlopen("libnccl.so.2", RTLD_NOW | RTLD_LOCAL);
@@ -125,6 +161,7 @@ static void scenario(void)
                                  ncclSum, rk[r].comm, rk[r].stream));
     CHECK_NCCL(ncclGroupSimulateEnd(&sim));
     evict_after_group();
+    evict_after_failed_group();
     for (int j = 0; j < BUFS; j++) {
         CHECK_NCCL(ncclGroupStart());
         for (int r = 0; r < N; r++)
@@ -157,12 +194,12 @@ static void scenario(void)
             CHECK_CU(cuMemFree(buf[r][j]));
         }
     nt_ranks_free(rk, N);
-    EXPECT(disabled || (sh_calls("ncclAllReduce") == N * (BUFS + 4) &&
-                        sh_calls("ncclGroupEnd") == BUFS + 3 &&
+    EXPECT(disabled || (sh_calls("ncclAllReduce") == N * (BUFS + 5) &&
+                        sh_calls("ncclGroupEnd") == BUFS + 4 &&
                         sh_calls("ncclGroupSimulateEnd") == 1),
            "wrappers entered: ncclAllReduce %lld, ncclGroupEnd %lld, ncclGroupSimulateEnd %lld; "
            "expected %d, %d and 1", sh_calls("ncclAllReduce"), sh_calls("ncclGroupEnd"),
-           sh_calls("ncclGroupSimulateEnd"), N * (BUFS + 4), BUFS + 3);
+           sh_calls("ncclGroupSimulateEnd"), N * (BUFS + 5), BUFS + 4);
     printf("%d ranks x %d buffers of %llu MiB all-reduced and checked\n", N, BUFS,
            BUF_BYTES / MIB);
 }
