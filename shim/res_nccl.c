@@ -207,9 +207,12 @@ res_nccl_t *res_nccl_begin(const res_nccl_op_t *op, CUstream s)
         relax_t rx = relax_begin();
         if (SHIM_UNLIKELY(res_policy_plan))
             res_plan_nccl(e->d, &e->k, (uintptr_t)op->name, access_of, op, s);
-        /* (Other devices' locks held.)  Not refused where it does not fit: the other ranks
-         * would wait for it forever. */
-        res_reach(e->d, &e->k, !e->k.in_place, 0, "an NCCL call",
+        /* Not refused where it does not fit: the other ranks would wait for it forever.  Its
+         * evictions wait for their victims' last uses without the lock (gap), as a launch's
+         * do: such a use may be an earlier NCCL call that completes only once another rank's
+         * thread, waiting for this lock, enqueues its part.  Not where the call reaches a
+         * second device, whose lock is held too (lock_all). */
+        res_reach(e->d, &e->k, !e->k.in_place, h->ndev == 1, "an NCCL call",
                   "it goes ahead, and faults where it reaches them");
         for (size_t j = 0; j < e->k.n; j++)
             res_hold(e->d, e->k.ids[j]);
