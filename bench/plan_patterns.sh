@@ -131,7 +131,8 @@ measure() {
     check_digests "$pattern"
     need_line '^iteration ' "$tmp/$pattern"-*-"$s2".out
     need_line 'migrations to host' "$tmp/$pattern"-{reactive,plan,unmap}-*.err
-    need_line 'device 0: GPU budget .*, chunk [0-9]* KiB' "$tmp/$pattern"-{reactive,plan,unmap}-*.err
+    need_line 'device 0: GPU budget .*, chunk [0-9]* KiB' \
+        "$tmp/$pattern"-{reactive,plan,unmap}-*.err
 
     sed -n 's/^pattern \([a-z]*\): /\1: /p' "$tmp/$pattern-plain-$s2.out"
     echo "  footprint (shim's GPU peak, default budget) $peak MiB; unlimited iteration" \

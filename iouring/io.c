@@ -494,7 +494,10 @@ int nvme_read_got(nvme_area_t *a, uint64_t tag, uint32_t after, int wait)
     }
     int r = !op ? -ENOENT : got > after ? (int)got : op->finished && op->err ? op->err : (int)got;
     if (op && k > op->clock_waited && a->clock.wait) {
-        a->clock.wait(a->clock.ctx, op->req[k - 1].clock_token);
+        uint64_t last = 0;              /* (a piece sent again ends after those behind it) */
+        for (unsigned i = op->clock_waited; i < k; i++)
+            last = op->req[i].clock_token > last ? op->req[i].clock_token : last;
+        a->clock.wait(a->clock.ctx, last);
         op->clock_waited = k;
     }
     pthread_mutex_unlock(&a->lock);

@@ -36,6 +36,7 @@
  * it returns: it is not timed (res_nccl_untime), and its buffers stay held, their use not
  * recorded, until its communicator reports ncclSuccess (wrap_nccl.c).
  */
+#include <pthread.h>
 #include <stdlib.h>
 
 #include "../policy/policy.h"
@@ -50,10 +51,10 @@ typedef struct held_dev {
 
 struct res_nccl {
     CUstream stream;
-    CUcontext ctx;                  /* the stream's context, as NCCL enqueues on it */
-    CUcontext push;                 /* made current around the shim's work for the call: the
-                                     * communicator's device's, for a default stream while
-                                     * another device's context is current (comm_ctx) */
+    CUcontext ctx;                  /* the stream's context, where NCCL enqueues the call (for
+                                     * a default stream, its communicator's device's:
+                                     * comm_ctx); made current around the shim's work for it */
+    pthread_t thread;               /* the calling thread (whose per-thread stream it is) */
     int ndev;
     held_dev_t dev[2];              /* the devices owning the send and receive ranges */
 };
@@ -106,8 +107,7 @@ static void add_range(collect_t *k, uint64_t p, uint64_t bytes)
 
 /* The entry of h for device d (added when new; not locked yet).  Its context is the stream's,
  * whose events it records (one thread may drive the ranks of several devices, whichever
- * context is current): the current one for NCCL's NULL stream, the legacy stream of the
- * current context, as a launch's is. */
+ * context is current): for a default stream the communicator's device's (comm_ctx). */
 static held_dev_t *entry_for(res_nccl_t *h, res_dev_t *d, CUcontext ctx)
 {
     for (int i = 0; i < h->ndev; i++)
@@ -155,8 +155,7 @@ static void unlock_all(res_nccl_t *h)
 static CUcontext comm_ctx(CUstream s, int device, CUcontext cur)
 {
     if ((s && s != CU_STREAM_LEGACY && s != CU_STREAM_PER_THREAD) || device < 0 ||
-        device >= MAX_DEVICES ||
-        atomic_load_explicit((_Atomic int *)&res_devs[device].ready, memory_order_acquire) != 1)
+        device >= MAX_DEVICES || !res_dev_ready(&res_devs[device]))
         return NULL;
     res_dev_t *d = &res_devs[device];
     shim_lock(&d->lock);
@@ -165,10 +164,18 @@ static CUcontext comm_ctx(CUstream s, int device, CUcontext cur)
     return ctx != cur ? ctx : NULL;
 }
 
-/* h->push made current (1), or nothing to do (0). */
+/* h's context made current where another is (1), or nothing to do (0).  A call parked
+ * (ncclInProgress) may end on another thread, PyTorch's watchdog polling its communicator:
+ * that thread's per-thread stream is not the call's, so the host waits for the context's
+ * work (NCCL's included: it has enqueued the call by then) before its use is recorded. */
 static int push(const res_nccl_t *h)
 {
-    return h->push && DRV(cuCtxPushCurrent_v2)(h->push) == CUDA_SUCCESS;
+    CUcontext cur = NULL;
+    int pushed = h->ctx && DRV(cuCtxGetCurrent)(&cur) == CUDA_SUCCESS && cur != h->ctx &&
+                 DRV(cuCtxPushCurrent_v2)(h->ctx) == CUDA_SUCCESS;
+    if (h->stream == CU_STREAM_PER_THREAD && !pthread_equal(h->thread, pthread_self()))
+        DRVT(cuCtxSynchronize)();
+    return pushed;
 }
 
 static void pop(int pushed)
@@ -189,11 +196,11 @@ res_nccl_t *res_nccl_begin(const res_nccl_op_t *op, CUstream s)
         owner[i] = ptr[i] ? res_owner(ptr[i]) : NULL;
     if ((!owner[0] && !owner[1]) || !(h = calloc(1, sizeof(*h))))
         return NULL;
-    CUcontext ctx = res_stream_ctx(s);
+    CUcontext ctx = res_stream_ctx(s), dev_ctx = comm_ctx(s, op->device, ctx);
     h->stream = s;
-    if ((h->push = comm_ctx(s, op->device, ctx)))
-        ctx = h->push;
-    h->ctx = ctx;
+    h->ctx = dev_ctx ? dev_ctx : ctx;
+    h->thread = pthread_self();
+    ctx = h->ctx;
     int pushed = push(h);
     for (int i = 0; i < 2; i++)
         if (owner[i])

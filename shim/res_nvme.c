@@ -140,12 +140,20 @@ static int wanted_size(const char *path, uint64_t chunk, uint64_t *size)
                        "status %d)", shim_opt_str(SHIM_OPT_NVME_MEMORY), path, SHIM_EXIT_CONFIG);
         return -ERANGE;
     }
+    int err = 0;
     if (m.kind == SHIM_MEM_BYTES)
         *size = m.bytes / chunk * chunk;
-    else if (nvme_default_size(path, (uint32_t)chunk, &spare) == 0)
+    else if ((err = nvme_default_size(path, (uint32_t)chunk, &spare)) == 0)
         *size = (uint64_t)((double)spare * m.percent / 100.0) / chunk * chunk;
     if (*size)
         return 0;
+    if (err && err != -ENOSPC) {
+        shim_log_fatal("ELIXIR_NVME_MEMORY=\"%s\": cannot tell what the file system of %s can "
+                       "spare (%s): expected auto or a size there; the program stops (exit "
+                       "status %d)", shim_opt_str(SHIM_OPT_NVME_MEMORY), path, strerror(-err),
+                       SHIM_EXIT_CONFIG);
+        return -ERANGE;
+    }
     shim_log_fatal("ELIXIR_NVME_MEMORY=\"%s\" gives the NVMe area less than one chunk (%s) "
                    "in %s: expected auto, or a size or percentage that comes to at least one "
                    "chunk; the program stops (exit status %d)",
@@ -240,8 +248,10 @@ static void open_failed(const char *path, const nvme_options_t *o, int err)
     if (err != -ENOSPC || nvme_ledger_read(path, &li) < 0 || !li.live) {
         shim_log_fatal("ELIXIR_NVME_PATH=%s: cannot open the swap area (%s): expected a "
                        "directory, regular file or block device this process can open for "
-                       "O_DIRECT I/O, with room for the area; the program stops (exit status "
-                       "%d)", path, strerror(-err), SHIM_EXIT_CONFIG);
+                       "O_DIRECT I/O, with room for the area%s; the program stops (exit status "
+                       "%d)", path, strerror(-err),
+                       o->engine == NVME_ENGINE_URING ? ", and io_uring (ELIXIR_NVME_ENGINE)"
+                                                      : "", SHIM_EXIT_CONFIG);
         return;
     }
     char want[64] = "a share of one chunk or more";
@@ -267,13 +277,28 @@ int res_nvme_setup(res_dev_t *d, uint64_t *bytes)
 {
     const char *path = shim_opt_str(SHIM_OPT_NVME_PATH);
     *bytes = 0;
+    if (nv.area && d->chunk != nv.chunk) {
+        shim_log_fatal("ELIXIR_NVME_PATH=%s: device %d's chunk (%llu bytes) is not the NVMe "
+                       "area's slot (%llu bytes, the first device's chunk): one area serves "
+                       "devices of one granularity; the program stops (exit status %d)", path,
+                       d->device, (unsigned long long)d->chunk, (unsigned long long)nv.chunk,
+                       SHIM_EXIT_CONFIG);
+        return -ERANGE;
+    }
     if (nv.area) {
-        d->nvme_on = d->chunk == nv.chunk;
-        *bytes = d->nvme_on ? nvme_size(nv.area) : 0;
+        d->nvme_on = 1;
+        *bytes = nvme_size(nv.area);
         return 0;
     }
-    if (!path[0] || d->chunk % NVME_ALIGN)
+    if (!path[0])
         return 0;
+    if (d->chunk % NVME_ALIGN) {
+        shim_log_fatal("ELIXIR_NVME_PATH=%s: device %d's chunk (%llu bytes) is not a multiple "
+                       "of %u, as O_DIRECT I/O needs: no NVMe tier can serve it; the program "
+                       "stops (exit status %d)", path, d->device, (unsigned long long)d->chunk,
+                       (unsigned)NVME_ALIGN, SHIM_EXIT_CONFIG);
+        return -ERANGE;
+    }
     nvme_options_t o = area_options(d, path);
     if (wanted_size(path, d->chunk, &o.size) < 0)
         return -ERANGE;

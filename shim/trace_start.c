@@ -220,12 +220,13 @@ static int start(const shim_driver_t *d)
     trc_rec_config_t cfg = { .flags = trace_st.sim ? TRC_FLAG_VIRTUAL_TIME : 0, .clock = rec_clock,
                              .on_error = rec_failed };
     char name[PATH_MAX];
-    int rc = prepare();
-    if (rc == 0)
+    int rc = prepare(), prepared = rc == 0;
+    if (prepared)
         rc = open_unique(path, &cfg, &rec, name, sizeof(name));
     if (rc < 0) {
-        shim_log_fatal("ELIXIR_TRACE=%s: cannot record: %s: expected a file name this process "
-                       "can create; the program stops (exit status %d)", path, strerror(-rc),
+        shim_log_fatal("ELIXIR_TRACE=%s: cannot record: %s%s; the program stops (exit status "
+                       "%d)", path, strerror(-rc),
+                       prepared ? ": expected a file name this process can create" : "",
                        SHIM_EXIT_CONFIG);
         return -1;
     }

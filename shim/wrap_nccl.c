@@ -21,8 +21,10 @@
  * function returns ncclInProgress, users must query the communicator state until it becomes
  * ncclSuccess", NCCL's documentation).  Such a call is parked: its buffers stay held and its
  * use is not recorded, so that nothing moves them, until a poll of its communicator reports
- * anything but ncclInProgress (or the communicator is aborted, destroyed or finalized); its
- * use is recorded then, on a stream its work is enqueued on by then.
+ * anything but ncclInProgress (or the communicator is aborted or destroyed, or finalized
+ * without ncclInProgress); its use is recorded then, on a stream its work is enqueued on by
+ * then.  A group that fails parks the calls whose communicator is still in progress and ends
+ * the others.
  */
 #include <dlfcn.h>
 #include <pthread.h>

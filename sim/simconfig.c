@@ -266,7 +266,8 @@ static const char *form_of(const option_t *o)
     case OPT_INT: return "an integer from 1 to 16";
     case OPT_SIZE: return "a size of at least 2M, digits with an optional K/M/G/T suffix";
     case OPT_LIMIT: return "unlimited, or a size above 0, digits with an optional K/M/G/T suffix";
-    case OPT_DOUBLE: return o->zero_ok ? "a number from 0 to 10000000" : "a number above 0, at most 10000000";
+    case OPT_DOUBLE:
+        return o->zero_ok ? "a number from 0 to 10000000" : "a number above 0, at most 10000000";
     case OPT_CHOICE: return o->choices;
     default: return "a string";
     }

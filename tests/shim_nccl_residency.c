@@ -18,9 +18,9 @@
  * make room for two more; the same after a group that fails (a send never received).
  *
  * On a default stream (the legacy one, and the per-thread one): one thread drives both
- * ranks' all-reduces on it in groups, one buffer after another, with the last rank's context current throughout, as
- * programs that drive several devices from one thread do; NCCL enqueues each on its
- * communicator's device.  Each call's use must be recorded on that device's stream, so that
+ * ranks' all-reduces on it in groups, one buffer after another, with the last rank's context
+ * current throughout, as programs that drive several devices from one thread do; NCCL
+ * enqueues each on its communicator's device.  Each call's use must be recorded on that device's stream, so that
  * the evictions that make room for two fresh buffers per rank right after the last group
  * wait for it: else the race checker reports an eviction's copy (and unmap) against the
  * all-reduce still writing the buffer on the first device.

@@ -6,11 +6,10 @@
  *     call returns: a bad value of any option in the table (each alone, and all at once:
  *     each reported once, naming the variable, the value and the accepted forms, on stderr
  *     even when the log goes to a file or keeps errors only), a name one or two edits from
- *     an option's, a budget that comes to less than one chunk, and an NVMe tier that cannot
- *     be had (a path that does not open, an area under one chunk, a percentage of a file),
- *     and a trace that cannot be created;
- *     with ELIXIR_DISABLE=1 they
- *     are warnings and the program runs; other ELIXIR_* variables are left alone;
+ *     an option's, a budget that comes to less than one chunk, an NVMe tier that cannot be
+ *     had (a path that does not open, an area under one chunk, a percentage of a file) and a
+ *     trace that cannot be created; with ELIXIR_DISABLE=1 they are warnings and the program
+ *     runs; other ELIXIR_* variables are left alone;
  *   - good values, in every accepted form, are taken and not reported;
  *   - ELIXIR_VERBOSE=1 prints the version and what auto and percentage budgets became;
  *   - ELIXIR_LOG and ELIXIR_LOG_SUBSYS select lines by level and subsystem, "^" excluding;
@@ -319,8 +318,9 @@ static void slack_refused(void)
  * runs. */
 static void nvme_refused(void)
 {
-    char dir[] = "/tmp/elixir-nvme-opts-XXXXXX", file[PATH_MAX], in_dir[PATH_MAX + 32];
-    char in_file[PATH_MAX + 32];
+    const char *base = getenv("ELIXIR_NVME_TEST_DIR");  /* (a file system with O_DIRECT) */
+    char dir[PATH_MAX], file[PATH_MAX + 8], in_dir[PATH_MAX + 32], in_file[PATH_MAX + 48];
+    snprintf(dir, sizeof(dir), "%s/elixir-nvme-opts-XXXXXX", base && *base ? base : "/tmp");
     EXPECT(mkdtemp(dir), "mkdtemp: %s", strerror(errno));
     snprintf(file, sizeof(file), "%s/area", dir);
     int fd = open(file, O_CREAT | O_WRONLY, 0600);

@@ -10,9 +10,9 @@
  * wait done; so does cuStreamSynchronize when the other thread releases the wait with a stream
  * write submitted while the host waits (the lazy executor too, though the write comes after what
  * the waiting thread flushed).  A non-blocking stream's wait holds back neither the legacy stream
- * nor other streams.  cuStreamDestroy of a stream with blocked work returns (the wait is released
- * only after it) and its work completes later (cuCtxSynchronize waits for it). Stream-ordered allocation and graph launches
- * behind the wait wait too.  Each case runs in a child, eager and lazy executor, with the race
+ * nor other streams.  cuStreamDestroy of a stream with blocked work returns (the wait is
+ * released only after it) and its work completes later (cuCtxSynchronize waits for it).
+ * Stream-ordered allocation and graph launches behind the wait wait too.  Each case runs in a child, eager and lazy executor, with the race
  * checker failing the run.
  */
 #include <pthread.h>

@@ -170,5 +170,6 @@ while read -r var value want; do
         fail=1
     fi
 done <<<"$values"
-[ $fail -ne 0 ] || echo "checked: the launcher and the simulator agree on $(grep -c "" <<<"$values") values"
+[ $fail -ne 0 ] ||
+    echo "checked: the launcher and the simulator agree on $(grep -c "" <<<"$values") values"
 exit $fail
