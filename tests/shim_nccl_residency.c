@@ -66,10 +66,12 @@ static void expect_words(int r, int j, int32_t want)
                want);
 }
 
-/* Per rank, a fresh buffer x all-reduced in a group; once it is done, two more buffers (the
- * whole budget) are set: x, the least recently used and held by nothing any more, must make
- * room. */
-static void evict_after_group(void)
+/* Per rank, a fresh buffer x all-reduced in a group; once the group has ended, two more
+ * buffers (the whole budget) are set: x, the least recently used and held by nothing any more,
+ * must make room.  With `fail`, rank 0 also sends to rank 1, which never receives: the group
+ * ends in an error (the communicators being blocking ones), and x must not stay held until
+ * its communicator's state is polled. */
+static void evict_after_group(int fail)
 {
     CUdeviceptr x[N], y[N][2];
 
@@ -82,43 +84,11 @@ static void evict_after_group(void)
     for (int r = 0; r < N; r++)
         CHECK_NCCL(ncclAllReduce((void *)x[r], (void *)x[r], WORDS, ncclInt32, ncclSum,
                                  rk[r].comm, rk[r].stream));
-    CHECK_NCCL(ncclGroupEnd());
-    for (int r = 0; r < N; r++) {
-        nt_use(&rk[r]);
-        CHECK_CU(cuStreamSynchronize(rk[r].stream));
-        for (int i = 0; i < 2; i++) {
-            CHECK_CU(cuMemAlloc(&y[r][i], BUF_BYTES));
-            CHECK_CU(cuMemsetD32Async(y[r][i], 9, WORDS, rk[r].stream));
-        }
-        CHECK_CU(cuStreamSynchronize(rk[r].stream));
-        sh_expect_where(x[r], 0, "x, all-reduced in a group that has ended");
-        CHECK_CU(cuMemFree(x[r]));
-        CHECK_CU(cuMemFree(y[r][0]));
-        CHECK_CU(cuMemFree(y[r][1]));
-    }
-}
-
-/* Per rank, a buffer x all-reduced in a group that fails (rank 0 also sends to rank 1, which
- * never receives: ncclGroupEnd returns an error, the communicators being blocking ones); then
- * two more buffers (the whole budget): x, held by nothing once the group ended, must make
- * room, not stay held until its communicator's state is polled. */
-static void evict_after_failed_group(void)
-{
-    CUdeviceptr x[N], y[N][2];
-
-    for (int r = 0; r < N; r++) {
-        nt_use(&rk[r]);
-        CHECK_CU(cuMemAlloc(&x[r], BUF_BYTES));
-        CHECK_CU(cuMemsetD32Async(x[r], 7, WORDS, rk[r].stream));
-    }
-    CHECK_NCCL(ncclGroupStart());
-    for (int r = 0; r < N; r++)
-        CHECK_NCCL(ncclAllReduce((void *)x[r], (void *)x[r], WORDS, ncclInt32, ncclSum,
-                                 rk[r].comm, rk[r].stream));
-    CHECK_NCCL(ncclSend((void *)x[0], WORDS, ncclInt32, 1, rk[0].comm, rk[0].stream));
+    if (fail)
+        CHECK_NCCL(ncclSend((void *)x[0], WORDS, ncclInt32, 1, rk[0].comm, rk[0].stream));
     ncclResult_t end = ncclGroupEnd();
-    EXPECT(end != ncclSuccess && end != ncclInProgress, "a group with a send never received "
-           "ended with %d", (int)end);
+    EXPECT(fail ? end != ncclSuccess && end != ncclInProgress : end == ncclSuccess,
+           "the group%s ended with %d", fail ? " with a send never received" : "", (int)end);
     for (int r = 0; r < N; r++) {
         nt_use(&rk[r]);
         CHECK_CU(cuCtxSynchronize());
@@ -127,7 +97,8 @@ static void evict_after_failed_group(void)
             CHECK_CU(cuMemsetD32Async(y[r][i], 9, WORDS, rk[r].stream));
         }
         CHECK_CU(cuStreamSynchronize(rk[r].stream));
-        sh_expect_where(x[r], 0, "x, all-reduced in a group that failed");
+        sh_expect_where(x[r], 0, fail ? "x, all-reduced in a group that failed"
+                                      : "x, all-reduced in a group that has ended");
         CHECK_CU(cuMemFree(x[r]));
         CHECK_CU(cuMemFree(y[r][0]));
         CHECK_CU(cuMemFree(y[r][1]));
@@ -160,8 +131,8 @@ static void scenario(void)
         CHECK_NCCL(ncclAllReduce((void *)buf[r][0], (void *)buf[r][0], WORDS, ncclInt32,
                                  ncclSum, rk[r].comm, rk[r].stream));
     CHECK_NCCL(ncclGroupSimulateEnd(&sim));
-    evict_after_group();
-    evict_after_failed_group();
+    evict_after_group(0);
+    evict_after_group(1);
     for (int j = 0; j < BUFS; j++) {
         CHECK_NCCL(ncclGroupStart());
         for (int r = 0; r < N; r++)

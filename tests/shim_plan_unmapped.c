@@ -70,6 +70,34 @@ static void iteration(CUdeviceptr *buf)
     launches(buf, 1);
 }
 
+/* The scenarios' start: sh_add, the stream, and the buffers zeroed (want[i] = 0). */
+static void start(CUdeviceptr *buf, uint32_t *want)
+{
+    st_setup(0);
+    add = st_function(sh_res_ptx, "sh_add");
+    CHECK_CU(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    for (int i = 0; i < NBUF; i++) {
+        CHECK_CU(cuMemAlloc(&buf[i], WORDS * 4));
+        CHECK_CU(cuMemsetD32(buf[i], 0, WORDS));
+        want[i] = 0;
+    }
+}
+
+/* A graph of sh_add(buf[i], WORDS, v) for every buffer, captured on s: *g and its instance. */
+static CUgraphExec graph_add(CUdeviceptr *buf, uint32_t v, CUgraph *g)
+{
+    CUgraphExec ge;
+    uint64_t n = WORDS;
+    CHECK_CU(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
+    for (int i = 0; i < NBUF; i++) {
+        void *args[] = { &buf[i], &n, &v };
+        CHECK_CU(sh_launch(add, s, args));
+    }
+    CHECK_CU(cuStreamEndCapture(s, g));
+    CHECK_CU(cuGraphInstantiate(&ge, *g, 0));
+    return ge;
+}
+
 /* A graph of add_via(table + 8 i, WORDS, v) for every buffer i, captured on its own stream. */
 static CUgraphExec graph_via(CUdeviceptr table, uint32_t v)
 {
@@ -110,14 +138,7 @@ static void scenario(void)
 {
     CUdeviceptr buf[NBUF];
     uint32_t want[NBUF], *host = malloc(WORDS * 4);
-    st_setup(0);
-    add = st_function(sh_res_ptx, "sh_add");
-    CHECK_CU(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
-    for (int i = 0; i < NBUF; i++) {
-        CHECK_CU(cuMemAlloc(&buf[i], WORDS * 4));
-        CHECK_CU(cuMemsetD32(buf[i], 0, WORDS));
-        want[i] = 0;
-    }
+    start(buf, want);
     CUdeviceptr table;
     CHECK_CU(cuMemAlloc(&table, sizeof(buf)));
     CHECK_CU(cuMemcpyHtoD(table, buf, sizeof(buf)));
@@ -140,17 +161,8 @@ static void scenario(void)
 
     /* A graph that adds 100 to every buffer: its launch reaches what the shim cannot see. */
     CUgraph g;
-    CUgraphExec ge;
-    uint64_t n = WORDS;
-    uint32_t v = 100;
     iteration(buf);                     /* (the plan evicts again: some chunks unmapped) */
-    CHECK_CU(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
-    for (int i = 0; i < NBUF; i++) {
-        void *args[] = { &buf[i], &n, &v };
-        CHECK_CU(sh_launch(add, s, args));
-    }
-    CHECK_CU(cuStreamEndCapture(s, &g));
-    CHECK_CU(cuGraphInstantiate(&ge, g, 0));
+    CUgraphExec ge = graph_add(buf, 100, &g);
     CHECK_CU(cuGraphLaunch(ge, s));
     CHECK_CU(cuStreamSynchronize(s));
     for (int it = 0; it < AFTER; it++)
@@ -177,29 +189,15 @@ static void mapfail(void)
 {
     CUdeviceptr buf[NBUF];
     uint32_t want[NBUF], *host = malloc(WORDS * 4);
-    st_setup(0);
-    add = st_function(sh_res_ptx, "sh_add");
-    CHECK_CU(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
-    for (int i = 0; i < NBUF; i++) {
-        CHECK_CU(cuMemAlloc(&buf[i], WORDS * 4));
-        CHECK_CU(cuMemsetD32(buf[i], 0, WORDS));
+    start(buf, want);
+    for (int i = 0; i < NBUF; i++)
         want[i] = ITERS * ((uint32_t)i + 1);
-    }
     for (int it = 0; it < ITERS; it++)
         iteration(buf);
 
     /* A graph that adds 100 to every buffer, captured before any refusal. */
     CUgraph g;
-    CUgraphExec ge;
-    uint64_t n = WORDS;
-    uint32_t v = 100;
-    CHECK_CU(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
-    for (int i = 0; i < NBUF; i++) {
-        void *args[] = { &buf[i], &n, &v };
-        CHECK_CU(sh_launch(add, s, args));
-    }
-    CHECK_CU(cuStreamEndCapture(s, &g));
-    CHECK_CU(cuGraphInstantiate(&ge, g, 0));
+    CUgraphExec ge = graph_add(buf, 100, &g);
 
     iteration(buf);                     /* (the plan evicts again: some chunks unmapped) */
     for (int i = 0; i < NBUF; i++)
@@ -244,15 +242,8 @@ static void batch(void)
 {
     CUdeviceptr buf[NBUF];
     uint32_t want[NBUF], *pinned;
-    st_setup(0);
-    add = st_function(sh_res_ptx, "sh_add");
-    CHECK_CU(cuStreamCreate(&s, CU_STREAM_NON_BLOCKING));
+    start(buf, want);
     CHECK_CU(cuMemHostAlloc((void **)&pinned, WORDS * 4, 0));
-    for (int i = 0; i < NBUF; i++) {
-        CHECK_CU(cuMemAlloc(&buf[i], WORDS * 4));
-        CHECK_CU(cuMemsetD32(buf[i], 0, WORDS));
-        want[i] = 0;
-    }
     CUmemcpyAttributes attr;
     memset(&attr, 0, sizeof(attr));
     attr.srcAccessOrder = CU_MEMCPY_SRC_ACCESS_ORDER_ANY;
