@@ -130,6 +130,8 @@ static void options(void)
           "--min-size", "12Q");
     USAGE("--min-size: 'M' is not a size", "suffix", "allocs", good, "--min-size", "M");
     USAGE("--device: 'gpu0' is not a device", "'host'", "allocs", good, "--device", "gpu0");
+    USAGE("--device: kernels run on GPUs, not on 'host'", "a device number", "kernels", good,
+          "--device", "host");
     USAGE("--stack-depth: 'x' is not a count", "accepted", "allocs", good, "--stack-depth=x");
     USAGE("--size: '100' is not a picture size", "WxH", "plot", good, tt_path("p.svg"),
           "--size", "100");

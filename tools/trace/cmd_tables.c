@@ -430,6 +430,9 @@ static int run_kernels(const cli_cmd_t *c, char **pos)
     cmp_fn order = sort_order(c, key, kernel_keys, sizeof(kernel_keys) / sizeof(kernel_keys[0]));
     int32_t device;
     int by_device = device_filter(c, &device);
+    if (by_device && device == TRC_DEVICE_HOST)
+        cli_usage(c, "--device: kernels run on GPUs, not on 'host' (accepted: a device number "
+                  "0, 1, ...)");
     tm_kernel_stat_t *k;
     tm_trace_t t;
     cli_load(c, pos[0], &t);
