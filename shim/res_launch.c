@@ -25,7 +25,6 @@
 
 /* ---------------------------------------------------------------- launches and copies */
 
-
 static SHIM_TLS collect_t thread_collect;
 
 /* The fast path saw this thread's launch for the iteration detector and left it to the

@@ -318,15 +318,12 @@ static void slack_refused(void)
  * runs. */
 static void nvme_refused(void)
 {
-    const char *base = getenv("ELIXIR_NVME_TEST_DIR");  /* (a file system with O_DIRECT) */
-    char dir[PATH_MAX], file[PATH_MAX + 8], in_dir[PATH_MAX + 32], in_file[PATH_MAX + 48];
-    snprintf(dir, sizeof(dir), "%s/elixir-nvme-opts-XXXXXX", base && *base ? base : "/tmp");
-    EXPECT(mkdtemp(dir), "mkdtemp: %s", strerror(errno));
-    snprintf(file, sizeof(file), "%s/area", dir);
+    const char *in_dir = sh_nvme_path_env();
+    char file[PATH_MAX + 8], in_file[PATH_MAX + 48];
+    snprintf(file, sizeof(file), "%s/area", sh_nvme_dir());
     int fd = open(file, O_CREAT | O_WRONLY, 0600);
     EXPECT(fd >= 0 && ftruncate(fd, 64 << 20) == 0, "%s: %s", file, strerror(errno));
     close(fd);
-    snprintf(in_dir, sizeof(in_dir), "ELIXIR_NVME_PATH=%s", dir);
     snprintf(in_file, sizeof(in_file), "ELIXIR_NVME_PATH=%s", file);
     const char *const refused[][3] = {
         { "ELIXIR_NVME_PATH=/nonexistent/swap", NULL,
@@ -349,8 +346,7 @@ static void nvme_refused(void)
     sh_run_t r = run_child(env);
     EXPECT(!strstr(r.err, "error"), "an area of one chunk was refused:\n%s", r.err);
     sh_run_free(&r);
-    unlink(file);
-    rmdir(dir);
+    unlink(file);                       /* (the directory goes at exit) */
 }
 
 /* A trace that cannot be created stops the child at its first CUDA call. */

@@ -286,11 +286,16 @@ static inline void sh_scenario_child(int argc, char **argv, void (*scenario)(voi
     }
 }
 
-/* A scratch directory for an NVMe swap area, made at the first sh_nvme_path_env and removed
- * at exit (the area is an unnamed file: nothing is left in it). */
+/* A scratch directory for an NVMe swap area, in $ELIXIR_NVME_TEST_DIR (default /tmp: a file
+ * system with O_DIRECT), made at the first sh_nvme_path_env and removed at exit (the area is
+ * an unnamed file: nothing is left in it). */
 static inline char *sh_nvme_dir(void)
 {
-    static char dir[] = "/tmp/elixir-nvme-XXXXXX";
+    static char dir[PATH_MAX];
+    if (!dir[0]) {
+        const char *base = getenv("ELIXIR_NVME_TEST_DIR");
+        snprintf(dir, sizeof(dir), "%s/elixir-nvme-XXXXXX", base && *base ? base : "/tmp");
+    }
     return dir;
 }
 
@@ -302,7 +307,7 @@ static inline void sh_nvme_dir_remove(void)
 /* "ELIXIR_NVME_PATH=DIR" for that directory; exits 1 when it cannot be made. */
 static inline const char *sh_nvme_path_env(void)
 {
-    static char env[64];
+    static char env[PATH_MAX + 32];
     if (!env[0]) {
         if (!mkdtemp(sh_nvme_dir())) {
             fprintf(stderr, "mkdtemp: %s\n", strerror(errno));
