@@ -315,8 +315,11 @@ int shim_trace_name(const char *pattern, unsigned n, char *out, size_t cap);
 /* Chooses where device times come from (ELIXIR_CUPTI; CUPTI's activity or CUDA events) and
  * says so in the log, once.  elapsed: the driver's cuEventElapsedTime (NULL: no events
  * timing); base: the trace's clock until now, which carries CUPTI's on once it is retired.
- * Returns CUPTI's clock when CUPTI is in use, else NULL. */
-trace_clock_t shim_timing_open(PFN_cuEventElapsedTime_v2000 elapsed, trace_clock_t base);
+ * *clock: CUPTI's clock when CUPTI is in use, else NULL.  Returns 0, or -1 when ELIXIR_CUPTI
+ * names a library that does not load or is no CUPTI (reported as fatal: the caller stops the
+ * program); CUPTI missing under auto, or held by another tool, falls back to events. */
+int shim_timing_open(PFN_cuEventElapsedTime_v2000 elapsed, trace_clock_t base,
+                     trace_clock_t *clock);
 /* The profiled iterations begin (1) or end (0). */
 void shim_timing_window(int open);
 /* Around the driver call of operation op on stream s (hook h) of context ctx (NULL: the

@@ -144,13 +144,12 @@ static int prepare(void)
     return iter_create(&trace_st.iter);
 }
 
-/* The recorder is open: the device times' source (and CUPTI's clock), the first records,
- * the exit handler, then recording on. */
-static void begin_recording(trc_rec_t *rec, const char *path)
+/* The recorder is open: CUPTI's clock (cupti, when CUPTI times the profile), the first
+ * records, the exit handler, then recording on. */
+static void begin_recording(trc_rec_t *rec, const char *path, trace_clock_t cupti)
 {
     shim_trace_rec = rec;
     trace_st.asym = syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0;
-    trace_clock_t cupti = shim_timing_open(trace_st.drv.elapsed, trace_st.clock);
     if (cupti)
         trace_st.clock = cupti;
     record_process();
@@ -219,6 +218,9 @@ static int start(const shim_driver_t *d)
     trace_st.clock = trace_st.sim ? trace_st.drv.sim_clock : trace_mono_ns;
     trc_rec_config_t cfg = { .flags = trace_st.sim ? TRC_FLAG_VIRTUAL_TIME : 0, .clock = rec_clock,
                              .on_error = rec_failed };
+    trace_clock_t cupti;
+    if (shim_timing_open(trace_st.drv.elapsed, trace_st.clock, &cupti) < 0)
+        return -1; /* (a library ELIXIR_CUPTI names does not load: reported, before any file) */
     char name[PATH_MAX];
     int rc = prepare(), prepared = rc == 0;
     if (prepared)
@@ -230,7 +232,7 @@ static int start(const shim_driver_t *d)
                        SHIM_EXIT_CONFIG);
         return -1;
     }
-    begin_recording(rec, name);
+    begin_recording(rec, name, cupti);
     return 0;
 }
 

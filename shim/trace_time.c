@@ -230,17 +230,19 @@ static uint64_t cupti_clock(void)
     return trc_cupti_now(TM.cupti);
 }
 
-trace_clock_t shim_timing_open(PFN_cuEventElapsedTime_v2000 elapsed, trace_clock_t base)
+int shim_timing_open(PFN_cuEventElapsedTime_v2000 elapsed, trace_clock_t base,
+                     trace_clock_t *clock)
 {
     long mode = shim_opt_int(SHIM_OPT_CUPTI);
     char why[256] = "";
 
+    *clock = NULL;
     TM.elapsed = elapsed;
     TM.base = base ? base : mono_ns;
     TM.source = elapsed ? SRC_EVENTS : SRC_NONE;
     if (mode == SHIM_CUPTI_OFF) {
         SHIM_INFO(INIT, "trace: device times from CUDA events (ELIXIR_CUPTI=off)");
-        return NULL;
+        return 0;
     }
     const char *lib = mode == SHIM_CUPTI_PATH ? shim_opt_str(SHIM_OPT_CUPTI) : NULL;
     trc_cupti_buffer_size((size_t)shim_opt_int(SHIM_OPT_CUPTI_BUFFER));
@@ -248,14 +250,23 @@ trace_clock_t shim_timing_open(PFN_cuEventElapsedTime_v2000 elapsed, trace_clock
     if (rc == 0) {
         TM.source = SRC_CUPTI;
         SHIM_INFO(INIT, "trace: device times from CUPTI%s%s", why[0] ? ": " : "", why);
-        return cupti_clock;
+        *clock = cupti_clock;
+        return 0;
     }
     TM.cupti = NULL;
+    if (lib && rc == -ENOENT) {
+        /* A library named by the user that is not there, or is no CUPTI: bad configuration,
+         * not a reason to time the profile some other way than asked. */
+        shim_log_fatal("ELIXIR_CUPTI=%s: %s; expected auto, off, or the path of a libcupti "
+                       "shared library; the program stops (exit status %d)", lib,
+                       why[0] ? why : strerror(-rc), SHIM_EXIT_CONFIG);
+        return -1;
+    }
     SHIM_WARN(INIT, "trace: device times from CUDA events, not CUPTI: %s",
               why[0] ? why : rc == -EBUSY ? "another tool is subscribed" : strerror(-rc));
     if (!elapsed)
         SHIM_WARN(INIT, "trace: the driver has no cuEventElapsedTime: no device times");
-    return NULL;
+    return 0;
 }
 
 void shim_timing_window(int open)

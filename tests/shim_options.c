@@ -361,6 +361,31 @@ static void trace_refused(void)
     sh_run_free(&r);
 }
 
+/* ELIXIR_CUPTI naming a library that does not load, or one that is no CUPTI, stops the
+ * program before the trace file is made; a CUPTI held by another tool does not (that is
+ * shim_trace_iterations' "CUPTI taken"). */
+static void cupti_refused(void)
+{
+    static const char *const libs[] = { "/nonexistent/libcupti.so", "libc.so.6" };
+    static const char *const why[] = { "CUPTI not loaded (", "CUPTI not usable: " };
+    char dir[] = "/tmp/shim-options-XXXXXX", trace[192], path[64], cupti[96];
+    const char *env[] = { cupti, trace, NULL };
+
+    EXPECT(mkdtemp(dir), "mkdtemp");
+    snprintf(path, sizeof(path), "%s/run.trace", dir);
+    snprintf(trace, sizeof(trace), "ELIXIR_TRACE=%s", path);
+    for (int i = 0; i < 2; i++) {
+        snprintf(cupti, sizeof(cupti), "ELIXIR_CUPTI=%s", libs[i]);
+        sh_run_t r = run_refused(env);
+        EXPECT(sh_count(r.err, "elixir: error: ") == 1 && strstr(r.err, cupti) &&
+                   strstr(r.err, why[i]) && strstr(r.err, "the program stops (exit status 1)"),
+               "expected one report of %s (%s...):\n%s", cupti, why[i], r.err);
+        EXPECT(access(path, F_OK) != 0, "%s: the trace %s was made", cupti, path);
+        sh_run_free(&r);
+    }
+    rmdir(dir);
+}
+
 /* ELIXIR_VERBOSE=1: the version first, then what the budgets became. */
 static void verbose_resolved(void)
 {
@@ -463,6 +488,7 @@ int main(int argc, char **argv)
     slack_refused();
     nvme_refused();
     trace_refused();
+    cupti_refused();
     verbose_resolved();
     good_values();
     subsystems();
