@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * res_budget.c - a device's GPU budget and the process's host budget, from the options
- * (ELIXIR_GPU_MEMORY, ELIXIR_HOST_MEMORY) or their defaults, checked against what the device
- * has free and what the process may pin, and said once each.
+ * (ELIXIR_GPU_MEMORY, ELIXIR_HOST_MEMORY) or their defaults, and said once each.  A size
+ * above what the device has free, or what the process may pin, stops the program; a share of
+ * the device (a percentage) is held to what it has free.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -82,11 +83,14 @@ static int set_host_budget(res_dev_t *d)
     }
     uint64_t host = budget(SHIM_OPT_HOST_MEMORY, ram, ram / 2 / procs);
     if (host > ram) {
-        SHIM_WARN(RES, "ELIXIR_HOST_MEMORY asks for %llu MiB, more than the %llu MiB this "
-                  "process may use (pinned memory cannot be swapped out); using the "
-                  "default, %llu MiB", (unsigned long long)(host >> 20),
-                  (unsigned long long)(ram >> 20), (unsigned long long)(ram / 2 / procs >> 20));
-        host = ram / 2 / procs;
+        char want[32], have[32];
+        shim_log_fatal("ELIXIR_HOST_MEMORY=\"%s\" asks for %s of pinned host memory, more "
+                       "than the %s this process may use (pinned memory cannot be swapped "
+                       "out): expected auto, a size of at most %s, or a percentage; the "
+                       "program stops (exit status %d)", shim_opt_str(SHIM_OPT_HOST_MEMORY),
+                       shim_fmt_size(host, want), shim_fmt_size(ram, have), have,
+                       SHIM_EXIT_CONFIG);
+        return -ERANGE;
     }
     if (check_budget(d, SHIM_OPT_HOST_MEMORY, host, "host") < 0)
         return -ERANGE;
@@ -129,13 +133,21 @@ int res_set_budgets(res_dev_t *d)
     d->gpu_budget_auto = !budget_given(SHIM_OPT_GPU_MEMORY);
     if (check_budget(d, SHIM_OPT_GPU_MEMORY, gpu, "GPU") < 0)
         return -ERANGE;
-    if (gpu > free_b) {
-        SHIM_WARN(RES, "device %d: ELIXIR_GPU_MEMORY asks for %llu MiB, more than the %llu MiB "
-                  "the device has free; using the default, %llu MiB (free memory less a "
-                  "reserve)", d->device, (unsigned long long)(gpu >> 20),
-                  (unsigned long long)(free_b >> 20), (unsigned long long)(automatic >> 20));
-        gpu = automatic;
-        d->gpu_budget_auto = 1;
+    if (gpu > free_b && shim_opt_mem(SHIM_OPT_GPU_MEMORY).kind == SHIM_MEM_PERCENT) {
+        /* A share of the device: of its memory, held to what it has free (100% is all of
+         * it; the driver's context always takes some). */
+        SHIM_INFO(RES, "device %d: ELIXIR_GPU_MEMORY=%s is %llu MiB, held to the %llu MiB the "
+                  "device has free", d->device, shim_opt_str(SHIM_OPT_GPU_MEMORY),
+                  (unsigned long long)(gpu >> 20), (unsigned long long)(free_b >> 20));
+        gpu = free_b;
+    } else if (gpu > free_b) {
+        char want[32], have[32];
+        shim_log_fatal("ELIXIR_GPU_MEMORY=\"%s\" asks device %d for %s, more than the %s it "
+                       "has free: expected auto, a size of at most %s, or a percentage of the "
+                       "device (held to what it has free); the program stops (exit status %d)",
+                       shim_opt_str(SHIM_OPT_GPU_MEMORY), d->device, shim_fmt_size(gpu, want),
+                       shim_fmt_size(free_b, have), have, SHIM_EXIT_CONFIG);
+        return -ERANGE;
     }
     d->gpu_budget = d->gpu_budget_set = gpu / d->chunk * d->chunk;
     say_budget(d, SHIM_OPT_GPU_MEMORY, d->gpu_budget,

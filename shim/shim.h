@@ -574,9 +574,9 @@ static inline unsigned res_code_generation(void)
       "log to this file instead of stderr; %p is the process id, %h the host name")            \
     X(STATS, BOOL, "0", "1: print allocation, launch and copy statistics at exit")             \
     X(GPU_MEMORY, MEMORY, "auto",                                                              \
-      "GPU memory budget: a size (K/M/G/T) or N% of the device, at least one chunk (the "     \
-      "allocation granularity, 2 MiB typical); auto: free memory less a reserve for the "      \
-      "driver and libraries")                                                                  \
+      "GPU memory budget: a size (K/M/G/T) of at most the free memory, or N% of the device "   \
+      "(held to the free memory), at least one chunk (the allocation granularity, 2 MiB "      \
+      "typical); auto: free memory less a reserve for the driver and libraries")                                                                  \
     X(HOST_MEMORY, MEMORY, "auto",                                                             \
       "pinned host memory budget of the process: a size (K/M/G/T) or N% of the memory it may " \
       "use (physical, or its cgroup's limit); auto: half, shared by LOCAL_WORLD_SIZE procs")   \

@@ -409,12 +409,12 @@ static void good_values(void)
 {
     static const char *const env[] = {
         "ELIXIR_VERBOSE=on", "ELIXIR_LOG=INFO", "ELIXIR_LOG_SUBSYS=^alloc",
-        "ELIXIR_STATS=yes", "ELIXIR_GPU_MEMORY=24G", "ELIXIR_HOST_MEMORY=12.5%",
+        "ELIXIR_STATS=yes", "ELIXIR_GPU_MEMORY=512M", "ELIXIR_HOST_MEMORY=12.5%",
         "ELIXIR_MEMINFO=physical", "ELIXIR_DISABLE=false", "ELIXIR_PLAN_GUARD=1.25",
         "ELIXIR_REACH=Allocation", NULL
     };
     static const char *const listed[] = {
-        "option ELIXIR_GPU_MEMORY=24G (set)", "option ELIXIR_HOST_MEMORY=12.5% (set)",
+        "option ELIXIR_GPU_MEMORY=512M (set)", "option ELIXIR_HOST_MEMORY=12.5% (set)",
         "option ELIXIR_MEMINFO=physical (set)", "option ELIXIR_LOG_SUBSYS=^alloc (set)",
         "option ELIXIR_LOG_FILE= (default)", "option ELIXIR_PLAN_GUARD=1.25 (set)",
         "option ELIXIR_REACH=Allocation (set)", NULL

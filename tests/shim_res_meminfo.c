@@ -14,8 +14,8 @@
  *    equals it at start;
  *  - LOCAL_WORLD_SIZE=4: the automatic host budget is a quarter of that (and LOCAL_WORLD_SIZE
  *    =four is reported once and ignored);
- *  - ELIXIR_HOST_MEMORY=1000T: more than the process may use, reported once and the default
- *    used;
+ *  - ELIXIR_HOST_MEMORY=1000T: more than the process may use, reported once, and the
+ *    program stops;
  *  - ELIXIR_GPU_MEMORY=50% with a 16 MiB host budget: total is half the device plus 16 MiB;
  *  - ELIXIR_MEMINFO=physical with an 8 MiB GPU budget: total is the device's, as this process
  *    reads it from the simulator without the shim, and free falls by the GPU memory the shim
@@ -147,23 +147,22 @@ static void check_local(void)
     printf("four processes here: the host budget is half of a quarter of the memory\n");
 }
 
-/* A host budget beyond the memory the process may use: reported once, naming the option,
- * and the default used. */
+/* A host budget beyond the memory the process may use stops the program, naming the option
+ * and what the process may use. */
 static void check_host_too_big(void)
 {
     static const char *const env[] = { "ELIXIR_GPU_MEMORY=8M", "ELIXIR_HOST_MEMORY=1000T",
                                        "LOCAL_WORLD_SIZE=1", NULL };
-    unsigned long long mem = shim_host_memory();
-    sh_run_t r = sh_run_ok("scenario", env);
-    unsigned long long free_b, total;
+    sh_run_t r = sh_run("scenario", 1, env);
 
-    EXPECT(sscanf(r.out, "%llu %llu", &free_b, &total) == 2, "output:\n%s", r.out);
-    EXPECT(total == 8 * MIB + chunks_of(mem / 2), "ELIXIR_HOST_MEMORY=1000T: total %llu, "
-           "expected 8 MiB and half of %llu", total, mem);
-    EXPECT(sh_count(r.err, "ELIXIR_HOST_MEMORY asks for 1048576000 MiB, more than the ") == 1,
+    EXPECT(r.status == 1 && !r.out[0], "ELIXIR_HOST_MEMORY=1000T: exit %d, output \"%s\"",
+           r.status, r.out);
+    EXPECT(sh_count(r.err, "elixir: error: ELIXIR_HOST_MEMORY=\"1000T\" asks for 1000.0 TiB "
+                           "of pinned host memory, more than the ") == 1 &&
+               strstr(r.err, "the program stops (exit status 1)"),
            "the host budget beyond memory was not reported once:\n%s", r.err);
     sh_run_free(&r);
-    printf("1000T of host budget: reported, the default used\n");
+    printf("1000T of host budget: the program stops\n");
 }
 
 /* A GPU budget as a percentage of the device. */
