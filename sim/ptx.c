@@ -2,19 +2,18 @@
 /*
  * ptx.c - reading kernel images for the simulator: the module-scope declarations of PTX text.
  *
- * sim_ptx_parse reads the module-scope declarations of PTX text with a small tokenizer: every
- * kernel entry (.entry) with the packed layout of its parameters, and every .global or .const
- * variable with its size, alignment and initial bytes.  Instruction bodies, .func definitions,
+ * sim_ptx_parse reads the module-scope declarations of PTX text with a small tokenizer
+ * (ptx_lex.c): every kernel entry (.entry) with the packed layout of its parameters, and every
+ * .global or .const variable with its size, alignment and initial bytes.  Instruction bodies, .func definitions,
  * debug sections and the other directives are skipped as balanced token streams, so only the
  * declaration grammar has to be understood.  The first error stops the parse and is reported
  * as "line N: reason".
  *
  * Finding the PTX text in a module image is image.c's.
  */
-#include "ptx.h"
+#include "ptx_int.h"
 
 #include <errno.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,335 +23,6 @@
 #define MAX_ALIGN   (1u << 20)
 #define MAX_OBJECT  ((uint64_t)1 << 40)     /* largest variable accepted, in bytes */
 #define MAX_PARAM   ((uint64_t)1 << 30)     /* largest single parameter, in bytes */
-
-/* ------------------------------------------------------------------ tokenizer */
-
-enum tok_kind { TK_EOF, TK_DIR, TK_ID, TK_NUM, TK_STR, TK_PUNCT };
-
-typedef struct tok {
-    enum tok_kind kind;
-    const char *s;          /* the token's text in the input, not NUL-terminated */
-    size_t n;
-    unsigned line;
-} tok_t;
-
-typedef struct parser {
-    const char *p, *end;    /* unread input */
-    unsigned line;          /* line of *p */
-    tok_t t;                /* the current token */
-    int rc;                 /* the first error; once set, the current token stays TK_EOF */
-    char *err;
-    size_t errlen;
-    sim_ptx_module_t *m;
-    uint32_t entries_cap, globals_cap;
-} parser_t;
-
-/* printf arguments for "%.*s" of the current token, shortened for messages */
-#define TOKARG(ps) ((ps)->t.n > 48 ? 48 : (int)(ps)->t.n), (ps)->t.s
-#define NAMEARG(tk) ((tk).n > 48 ? 48 : (int)(tk).n), (tk).s
-
-static void set_eof(parser_t *ps)
-{
-    ps->p = ps->end;
-    ps->t.kind = TK_EOF;
-    ps->t.s = "end of input";
-    ps->t.n = strlen(ps->t.s);
-    ps->t.line = ps->line;
-}
-
-/* Record the first error as -EINVAL with "line N: reason" and end the token stream. */
-static int fail(parser_t *ps, unsigned line, const char *fmt, ...)
-{
-    if (ps->rc == 0) {
-        ps->rc = -EINVAL;
-        if (ps->err && ps->errlen) {
-            int k = snprintf(ps->err, ps->errlen, "line %u: ", line);
-            va_list ap;
-
-            va_start(ap, fmt);
-            if (k >= 0 && (size_t)k < ps->errlen)
-                vsnprintf(ps->err + k, ps->errlen - (size_t)k, fmt, ap);
-            va_end(ap);
-        }
-    }
-    set_eof(ps);
-    return ps->rc;
-}
-
-static int nomem(parser_t *ps)
-{
-    if (ps->rc == 0) {
-        ps->rc = -ENOMEM;
-        if (ps->err && ps->errlen)
-            snprintf(ps->err, ps->errlen, "out of memory");
-    }
-    set_eof(ps);
-    return ps->rc;
-}
-
-static bool is_digit(int c) { return c >= '0' && c <= '9'; }
-static bool is_alpha(int c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
-static bool is_word(int c) { return is_alpha(c) || is_digit(c) || c == '_' || c == '$'; }
-
-static const char *scan_word(const char *p, const char *end)
-{
-    while (p < end && is_word((unsigned char)*p))
-        p++;
-    return p;
-}
-
-/* True when s starts a radix-prefixed literal (0x, 0b, 0f, 0d), whose digits may include e. */
-static bool radix_prefix(const char *s, size_t n)
-{
-    return n >= 2 && s[0] == '0' && s[1] != '\0' && strchr("xXbBfFdD", s[1]);
-}
-
-/* Scan a numeric token: letters, digits and '.', and a sign after a decimal exponent. */
-static const char *scan_number(const char *s, const char *end)
-{
-    bool decimal = !radix_prefix(s, (size_t)(end - s));
-    const char *p = s + 1;
-
-    while (p < end) {
-        if (is_word((unsigned char)*p) || *p == '.')
-            p++;
-        else if ((*p == '+' || *p == '-') && decimal && (p[-1] == 'e' || p[-1] == 'E'))
-            p++;
-        else
-            break;
-    }
-    return p;
-}
-
-/* Skip a block comment starting at ps->p.  Returns false on an unterminated comment. */
-static bool skip_comment(parser_t *ps)
-{
-    unsigned start = ps->line;
-
-    for (ps->p += 2; ps->p + 1 < ps->end; ps->p++) {
-        if (ps->p[0] == '*' && ps->p[1] == '/') {
-            ps->p += 2;
-            return true;
-        }
-        if (ps->p[0] == '\n')
-            ps->line++;
-    }
-    fail(ps, start, "unterminated /* comment");
-    return false;
-}
-
-/* Skip white space and comments.  Returns false after an error. */
-static bool skip_blank(parser_t *ps)
-{
-    while (ps->p < ps->end) {
-        char c = *ps->p;
-        bool two = ps->p + 1 < ps->end;
-
-        if (c == '\n') {
-            ps->line++;
-            ps->p++;
-        } else if (c == ' ' || c == '\t' || c == '\r' || c == '\f' || c == '\v') {
-            ps->p++;
-        } else if (c == '/' && two && ps->p[1] == '/') {
-            const char *nl = memchr(ps->p, '\n', (size_t)(ps->end - ps->p));
-            ps->p = nl ? nl : ps->end;
-        } else if (c == '/' && two && ps->p[1] == '*') {
-            if (!skip_comment(ps))
-                return false;
-        } else {
-            return true;
-        }
-    }
-    return true;
-}
-
-/* Scan a "string" token starting at ps->p; strings do not span lines. */
-static bool scan_string(parser_t *ps)
-{
-    const char *p = ps->p + 1;
-
-    while (p < ps->end && *p != '"' && *p != '\n')
-        p += (*p == '\\' && p + 1 < ps->end && p[1] != '\n') ? 2 : 1;
-    if (p >= ps->end || *p != '"') {
-        fail(ps, ps->line, "unterminated string");
-        return false;
-    }
-    ps->p = p + 1;
-    return true;
-}
-
-/* Scan the token that starts at s; false after an error. */
-static bool scan_token(parser_t *ps, const char *s)
-{
-    unsigned char c = (unsigned char)*s;
-
-    if (c == '.' && s + 1 < ps->end && (is_alpha((unsigned char)s[1]) || s[1] == '_')) {
-        ps->t.kind = TK_DIR;
-        ps->p = scan_word(s + 1, ps->end);
-    } else if (is_alpha(c) || c == '_' || c == '$' || c == '%') {
-        ps->t.kind = TK_ID;
-        ps->p = scan_word(s + 1, ps->end);
-    } else if (is_digit(c)) {
-        ps->t.kind = TK_NUM;
-        ps->p = scan_number(s, ps->end);
-    } else if (c == '"') {
-        ps->t.kind = TK_STR;
-        return scan_string(ps);
-    } else if (c > ' ' && c < 0x7f) {
-        ps->t.kind = TK_PUNCT;
-        ps->p = s + 1;
-    } else {
-        fail(ps, ps->line, "unexpected byte 0x%02x", c);
-        return false;
-    }
-    return true;
-}
-
-/* Load the next token into ps->t. */
-static void advance(parser_t *ps)
-{
-    const char *s;
-
-    if (ps->rc || !skip_blank(ps) || ps->p >= ps->end) {
-        set_eof(ps);
-        return;
-    }
-    s = ps->p;
-    ps->t.s = s;
-    ps->t.line = ps->line;
-    if (scan_token(ps, s))
-        ps->t.n = (size_t)(ps->p - s);
-}
-
-static bool tok_is(const parser_t *ps, const char *word)
-{
-    size_t n = strlen(word);
-    return ps->t.kind != TK_EOF && ps->t.n == n && memcmp(ps->t.s, word, n) == 0;
-}
-
-static bool punct(const parser_t *ps, char c)
-{
-    return ps->t.kind == TK_PUNCT && ps->t.s[0] == c;
-}
-
-static int expect(parser_t *ps, char c, const char *where)
-{
-    if (!punct(ps, c))
-        return fail(ps, ps->t.line, "expected '%c' %s, got '%.*s'", c, where, TOKARG(ps));
-    advance(ps);
-    return ps->rc;
-}
-
-/* ------------------------------------------------------------------ literals */
-
-static int digit_value(int c)
-{
-    if (is_digit(c))
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
-/* Digits of s[0..n) in `base`; false on a bad digit or 64-bit overflow. */
-static bool digits(const char *s, size_t n, unsigned base, uint64_t *out)
-{
-    uint64_t v = 0;
-
-    if (n == 0)
-        return false;
-    for (size_t i = 0; i < n; i++) {
-        int d = digit_value((unsigned char)s[i]);
-        if (d < 0 || (unsigned)d >= base || v > (UINT64_MAX - (unsigned)d) / base)
-            return false;
-        v = v * base + (unsigned)d;
-    }
-    *out = v;
-    return true;
-}
-
-/* An integer literal: decimal, 0x hex, 0b binary or 0 octal, with an optional U suffix. */
-static bool int_literal(const char *s, size_t n, uint64_t *out)
-{
-    if (n > 1 && (s[n - 1] == 'U' || s[n - 1] == 'u'))
-        n--;
-    if (n > 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X'))
-        return digits(s + 2, n - 2, 16, out);
-    if (n > 2 && s[0] == '0' && (s[1] == 'b' || s[1] == 'B'))
-        return digits(s + 2, n - 2, 2, out);
-    if (n > 1 && s[0] == '0')
-        return digits(s + 1, n - 1, 8, out);
-    return digits(s, n, 10, out);
-}
-
-typedef struct literal {
-    bool is_float;
-    bool neg;           /* a nonzero integer written with a leading '-' */
-    uint64_t i;         /* integer value, two's complement */
-    float f;            /* the value rounded to float and to double */
-    double d;
-} literal_t;
-
-/* A floating-point literal: 0fXXXXXXXX (float bits), 0dXXXXXXXXXXXXXXXX (double bits), or a
- * decimal number with a '.' or an exponent. */
-static bool float_literal(const char *s, size_t n, literal_t *lit)
-{
-    uint64_t bits;
-    char buf[80], *end;
-
-    if (n == 10 && s[0] == '0' && (s[1] == 'f' || s[1] == 'F') && digits(s + 2, 8, 16, &bits)) {
-        uint32_t b = (uint32_t)bits;
-        memcpy(&lit->f, &b, sizeof b);
-        lit->d = lit->f;
-        return true;
-    }
-    if (n == 18 && s[0] == '0' && (s[1] == 'd' || s[1] == 'D') && digits(s + 2, 16, 16, &bits)) {
-        memcpy(&lit->d, &bits, sizeof bits);
-        lit->f = (float)lit->d;
-        return true;
-    }
-    if (radix_prefix(s, n) || n >= sizeof buf ||
-        (!memchr(s, '.', n) && !memchr(s, 'e', n) && !memchr(s, 'E', n)))
-        return false;
-    memcpy(buf, s, n);
-    buf[n] = '\0';
-    lit->d = strtod(buf, &end);
-    lit->f = strtof(buf, NULL);
-    return end == buf + n;
-}
-
-/* Read an optionally negated numeric constant. */
-static int parse_literal(parser_t *ps, literal_t *lit)
-{
-    bool neg = false;
-
-    memset(lit, 0, sizeof *lit);
-    if (punct(ps, '-') || punct(ps, '+')) {
-        neg = punct(ps, '-');
-        advance(ps);
-    }
-    if (ps->t.kind != TK_NUM)
-        return fail(ps, ps->t.line, "unsupported initialiser '%.*s': only numeric constants "
-                    "are supported, not addresses or expressions", TOKARG(ps));
-    if (float_literal(ps->t.s, ps->t.n, lit))
-        lit->is_float = true;
-    else if (!int_literal(ps->t.s, ps->t.n, &lit->i))
-        return fail(ps, ps->t.line, "bad number '%.*s'", TOKARG(ps));
-    if (!lit->is_float) {
-        lit->d = (double)lit->i;
-        lit->f = (float)lit->i;
-    }
-    if (neg) {
-        lit->i = lit->i ? ~lit->i + 1 : 0;     /* two's complement, without wrapping */
-        lit->f = -lit->f;
-        lit->d = -lit->d;
-        lit->neg = !lit->is_float && lit->i != 0;
-    }
-    advance(ps);
-    return ps->rc;
-}
 
 /* ------------------------------------------------------------------ types and declarations */
 
@@ -375,18 +45,18 @@ static const ptype_t ptypes[] = {
 static const ptype_t *find_type(const parser_t *ps)
 {
     for (size_t i = 0; i < sizeof ptypes / sizeof ptypes[0]; i++)
-        if (tok_is(ps, ptypes[i].name))
+        if (ptx_tok_is(ps, ptypes[i].name))
             return &ptypes[i];
     return NULL;
 }
 
 static uint32_t vec_length(const parser_t *ps)
 {
-    if (tok_is(ps, ".v2"))
+    if (ptx_tok_is(ps, ".v2"))
         return 2;
-    if (tok_is(ps, ".v4"))
+    if (ptx_tok_is(ps, ".v4"))
         return 4;
-    if (tok_is(ps, ".v8"))
+    if (ptx_tok_is(ps, ".v8"))
         return 8;
     return 0;
 }
@@ -407,13 +77,13 @@ static int parse_align(parser_t *ps, uint32_t *align)
 {
     uint64_t v = 0;
 
-    advance(ps);
-    if (ps->t.kind != TK_NUM || !int_literal(ps->t.s, ps->t.n, &v) || v == 0 ||
+    ptx_advance(ps);
+    if (ps->t.kind != TK_NUM || !ptx_int_literal(ps->t.s, ps->t.n, &v) || v == 0 ||
         (v & (v - 1)) != 0 || v > MAX_ALIGN)
-        return fail(ps, ps->t.line, "bad alignment '%.*s' (a power of two is required)",
+        return ptx_fail(ps, ps->t.line, "bad alignment '%.*s' (a power of two is required)",
                     TOKARG(ps));
     *align = (uint32_t)v;
-    advance(ps);
+    ptx_advance(ps);
     return ps->rc;
 }
 
@@ -423,16 +93,16 @@ static int skip_group(parser_t *ps, char open, char close)
     unsigned line = ps->t.line;
     size_t depth = 0;
 
-    if (!punct(ps, open))
-        return fail(ps, line, "expected '%c', got '%.*s'", open, TOKARG(ps));
+    if (!ptx_punct(ps, open))
+        return ptx_fail(ps, line, "expected '%c', got '%.*s'", open, TOKARG(ps));
     do {
         if (ps->t.kind == TK_EOF)
-            return ps->rc ? ps->rc : fail(ps, line, "unbalanced '%c': never closed", open);
-        if (punct(ps, open))
+            return ps->rc ? ps->rc : ptx_fail(ps, line, "unbalanced '%c': never closed", open);
+        if (ptx_punct(ps, open))
             depth++;
-        else if (punct(ps, close))
+        else if (ptx_punct(ps, close))
             depth--;
-        advance(ps);
+        ptx_advance(ps);
     } while (depth > 0);
     return ps->rc;
 }
@@ -443,28 +113,28 @@ static int parse_type(parser_t *ps, decl_t *dc, const char *what)
     uint32_t vec = vec_length(ps);
 
     if (ty && ty->cls == 'p')
-        return fail(ps, ps->t.line, "a %s of type .pred is not allowed", what);
+        return ptx_fail(ps, ps->t.line, "a %s of type .pred is not allowed", what);
     if (vec && dc->vec == 0)
         dc->vec = vec;
     else if (ty && !dc->type)
         dc->type = ty;
     else if (ty || vec)
-        return fail(ps, ps->t.line, "second type '%.*s' in a %s declaration", TOKARG(ps), what);
+        return ptx_fail(ps, ps->t.line, "second type '%.*s' in a %s declaration", TOKARG(ps), what);
     else
-        return fail(ps, ps->t.line, "unknown %s type '%.*s'", what, TOKARG(ps));
-    advance(ps);
+        return ptx_fail(ps, ps->t.line, "unknown %s type '%.*s'", what, TOKARG(ps));
+    ptx_advance(ps);
     return ps->rc;
 }
 
 static bool is_state_space(const parser_t *ps)
 {
-    return tok_is(ps, ".global") || tok_is(ps, ".shared") || tok_is(ps, ".const") ||
-           tok_is(ps, ".local");
+    return ptx_tok_is(ps, ".global") || ptx_tok_is(ps, ".shared") || ptx_tok_is(ps, ".const") ||
+           ptx_tok_is(ps, ".local");
 }
 
 static bool is_opaque(const parser_t *ps)
 {
-    return tok_is(ps, ".texref") || tok_is(ps, ".samplerref") || tok_is(ps, ".surfref");
+    return ptx_tok_is(ps, ".texref") || ptx_tok_is(ps, ".samplerref") || ptx_tok_is(ps, ".surfref");
 }
 
 /*
@@ -480,15 +150,15 @@ static int parse_quals(parser_t *ps, decl_t *dc, bool param)
     bool ptr = false;
 
     while (ps->rc == 0 && ps->t.kind == TK_DIR) {
-        if (tok_is(ps, ".align")) {
+        if (ptx_tok_is(ps, ".align")) {
             parse_align(ps, ptr ? &pointee_align : &dc->align);
-        } else if (param && tok_is(ps, ".ptr") && !ptr) {
+        } else if (param && ptx_tok_is(ps, ".ptr") && !ptr) {
             ptr = true;
-            advance(ps);
+            ptx_advance(ps);
         } else if (ptr && is_state_space(ps)) {
-            advance(ps);
-        } else if (!param && tok_is(ps, ".attribute")) {
-            advance(ps);
+            ptx_advance(ps);
+        } else if (!param && ptx_tok_is(ps, ".attribute")) {
+            ptx_advance(ps);
             skip_group(ps, '(', ')');
         } else if (!param && is_opaque(ps)) {
             return 1;
@@ -497,7 +167,7 @@ static int parse_quals(parser_t *ps, decl_t *dc, bool param)
         }
     }
     if (ps->rc == 0 && !dc->type)
-        fail(ps, ps->t.line, "missing %s type before '%.*s'", what, TOKARG(ps));
+        ptx_fail(ps, ps->t.line, "missing %s type before '%.*s'", what, TOKARG(ps));
     if (dc->vec == 0)
         dc->vec = 1;
     return ps->rc;
@@ -506,21 +176,21 @@ static int parse_quals(parser_t *ps, decl_t *dc, bool param)
 /* Read `[N]` suffixes; `[]` is allowed for the first dimension when `allow_open` is true. */
 static int parse_dims(parser_t *ps, decl_t *dc, bool allow_open)
 {
-    while (ps->rc == 0 && punct(ps, '[')) {
+    while (ps->rc == 0 && ptx_punct(ps, '[')) {
         uint64_t n = 0;
 
-        advance(ps);
+        ptx_advance(ps);
         if (dc->ndims == MAX_DIMS)
-            return fail(ps, ps->t.line, "too many array dimensions");
+            return ptx_fail(ps, ps->t.line, "too many array dimensions");
         if (ps->t.kind == TK_NUM) {
-            if (!int_literal(ps->t.s, ps->t.n, &n) || n == 0)
-                return fail(ps, ps->t.line, "bad array size '%.*s'", TOKARG(ps));
-            advance(ps);
+            if (!ptx_int_literal(ps->t.s, ps->t.n, &n) || n == 0)
+                return ptx_fail(ps, ps->t.line, "bad array size '%.*s'", TOKARG(ps));
+            ptx_advance(ps);
         } else if (!allow_open || dc->ndims > 0) {
-            return fail(ps, ps->t.line, "missing array size for '%.*s'", NAMEARG(dc->name));
+            return ptx_fail(ps, ps->t.line, "missing array size for '%.*s'", NAMEARG(dc->name));
         }
         dc->dims[dc->ndims++] = n;
-        expect(ps, ']', "after array size");
+        ptx_expect(ps, ']', "after array size");
     }
     if (dc->vec > 1)
         dc->dims[dc->ndims++] = dc->vec;
@@ -535,7 +205,7 @@ static int object_size(parser_t *ps, const decl_t *dc, uint64_t limit, uint64_t 
     for (unsigned i = 0; i < dc->ndims; i++) {
         uint64_t n = dc->dims[i] ? dc->dims[i] : 1;
         if (n > limit / s)
-            return fail(ps, dc->name.line, "'%.*s' is too large", NAMEARG(dc->name));
+            return ptx_fail(ps, dc->name.line, "'%.*s' is too large", NAMEARG(dc->name));
         s *= n;
     }
     *size = s;
@@ -564,7 +234,7 @@ static int encode(parser_t *ps, const ptype_t *ty, const literal_t *lit, unsigne
         return 0;
     }
     if (lit->is_float)
-        return fail(ps, line, "floating-point initialiser for a %s variable is not supported",
+        return ptx_fail(ps, line, "floating-point initialiser for a %s variable is not supported",
                     ty->name);
     put_le(dst, lit->i, ty->size < 8 ? ty->size : 8);
     if (ty->size == 16)
@@ -579,16 +249,16 @@ static int store_value(parser_t *ps, decl_t *dc, uint64_t index)
     unsigned line = ps->t.line;
     literal_t lit;
 
-    if (parse_literal(ps, &lit))
+    if (ptx_parse_literal(ps, &lit))
         return ps->rc;
     if (index >= MAX_OBJECT / sz)
-        return fail(ps, line, "initialiser of '%.*s' is too large", NAMEARG(dc->name));
+        return ptx_fail(ps, line, "initialiser of '%.*s' is too large", NAMEARG(dc->name));
     end = (index + 1) * sz;
     if (end > dc->init_cap) {
         uint64_t cap = end > 2 * dc->init_cap ? end : 2 * dc->init_cap;
         unsigned char *p = realloc(dc->init, (size_t)cap);
         if (!p)
-            return nomem(ps);
+            return ptx_nomem(ps);
         memset(p + dc->init_cap, 0, (size_t)(cap - dc->init_cap));
         dc->init = p;
         dc->init_cap = cap;
@@ -604,26 +274,26 @@ static int parse_init_list(parser_t *ps, decl_t *dc, unsigned d, uint64_t base)
     for (unsigned i = d + 1; i < dc->ndims; i++)
         stride *= dc->dims[i];
     limit = dc->dims[d] ? dc->dims[d] : MAX_OBJECT / dc->type->size / stride;
-    advance(ps);
-    while (ps->rc == 0 && !punct(ps, '}')) {
+    ptx_advance(ps);
+    while (ps->rc == 0 && !ptx_punct(ps, '}')) {
         if (count == limit)
-            return fail(ps, ps->t.line, "too many initialisers for '%.*s'", NAMEARG(dc->name));
-        if (punct(ps, '{') && d + 1 < dc->ndims)
+            return ptx_fail(ps, ps->t.line, "too many initialisers for '%.*s'", NAMEARG(dc->name));
+        if (ptx_punct(ps, '{') && d + 1 < dc->ndims)
             parse_init_list(ps, dc, d + 1, base + count * stride);
-        else if (punct(ps, '{') || d + 1 < dc->ndims)
-            return fail(ps, ps->t.line, "initialiser braces of '%.*s' do not match its "
+        else if (ptx_punct(ps, '{') || d + 1 < dc->ndims)
+            return ptx_fail(ps, ps->t.line, "initialiser braces of '%.*s' do not match its "
                         "dimensions", NAMEARG(dc->name));
         else
             store_value(ps, dc, base + count);
         count++;
-        if (ps->rc == 0 && !punct(ps, '}'))
-            expect(ps, ',', "or '}' in initialiser");
+        if (ps->rc == 0 && !ptx_punct(ps, '}'))
+            ptx_expect(ps, ',', "or '}' in initialiser");
     }
     if (dc->dims[d] == 0)
         dc->dims[d] = count;
     if (ps->rc == 0 && count == 0 && d == 0)
-        return fail(ps, ps->t.line, "empty initialiser for '%.*s'", NAMEARG(dc->name));
-    return expect(ps, '}', "closing the initialiser");
+        return ptx_fail(ps, ps->t.line, "empty initialiser for '%.*s'", NAMEARG(dc->name));
+    return ptx_expect(ps, '}', "closing the initialiser");
 }
 
 static int parse_init(parser_t *ps, decl_t *dc)
@@ -632,12 +302,12 @@ static int parse_init(parser_t *ps, decl_t *dc)
 
     if (object_size(ps, dc, MAX_OBJECT, &size))
         return ps->rc;
-    if (punct(ps, '{'))
+    if (ptx_punct(ps, '{'))
         return dc->ndims ? parse_init_list(ps, dc, 0, 0)
-                         : fail(ps, ps->t.line, "braces around the scalar initialiser of "
+                         : ptx_fail(ps, ps->t.line, "braces around the scalar initialiser of "
                                 "'%.*s'", NAMEARG(dc->name));
     if (dc->ndims)
-        return fail(ps, ps->t.line, "array '%.*s' needs a braced initialiser",
+        return ptx_fail(ps, ps->t.line, "array '%.*s' needs a braced initialiser",
                     NAMEARG(dc->name));
     return store_value(ps, dc, 0);
 }
@@ -681,7 +351,7 @@ static int pad_init(parser_t *ps, decl_t *dc, uint64_t size)
         return 0;
     p = realloc(dc->init, (size_t)size);
     if (!p)
-        return nomem(ps);
+        return ptx_nomem(ps);
     memset(p + dc->init_cap, 0, (size_t)(size - dc->init_cap));
     dc->init = p;
     dc->init_cap = size;
@@ -696,17 +366,17 @@ static int add_global(parser_t *ps, decl_t *dc)
     uint64_t size;
 
     if (dc->ndims && dc->dims[0] == 0)
-        return fail(ps, dc->name.line, "size of '%.*s' is missing", NAMEARG(dc->name));
+        return ptx_fail(ps, dc->name.line, "size of '%.*s' is missing", NAMEARG(dc->name));
     if (object_size(ps, dc, MAX_OBJECT, &size) || pad_init(ps, dc, size))
         return ps->rc;
     g = grow(m->globals, &ps->globals_cap, m->nglobals, sizeof *g);
     if (!g)
-        return nomem(ps);
+        return ptx_nomem(ps);
     m->globals = g;
     g += m->nglobals;
     g->name = dup_name(&dc->name);
     if (!g->name)
-        return nomem(ps);
+        return ptx_nomem(ps);
     g->size = size;
     g->align = dc->align ? dc->align : dc->type->size * dc->vec;
     g->init = dc->init;
@@ -721,11 +391,11 @@ static int parse_declarator(parser_t *ps, const decl_t *quals)
     decl_t dc = *quals;
 
     if (ps->t.kind != TK_ID)
-        return fail(ps, ps->t.line, "missing variable name before '%.*s'", TOKARG(ps));
+        return ptx_fail(ps, ps->t.line, "missing variable name before '%.*s'", TOKARG(ps));
     dc.name = ps->t;
-    advance(ps);
-    if (parse_dims(ps, &dc, true) == 0 && punct(ps, '=')) {
-        advance(ps);
+    ptx_advance(ps);
+    if (parse_dims(ps, &dc, true) == 0 && ptx_punct(ps, '=')) {
+        ptx_advance(ps);
         parse_init(ps, &dc);
     }
     if (ps->rc == 0)
@@ -743,15 +413,15 @@ static int parse_variables(parser_t *ps, bool ext)
     int r;
 
     memset(&quals, 0, sizeof quals);
-    advance(ps);
+    ptx_advance(ps);
     r = parse_quals(ps, &quals, false);
     if (r < 0)
         return r;
     if (r == 1 || ext)
         return skip_statement(ps);
-    while (parse_declarator(ps, &quals) == 0 && punct(ps, ','))
-        advance(ps);
-    return ps->rc ? ps->rc : expect(ps, ';', "after the variable declaration");
+    while (parse_declarator(ps, &quals) == 0 && ptx_punct(ps, ','))
+        ptx_advance(ps);
+    return ps->rc ? ps->rc : ptx_expect(ps, ';', "after the variable declaration");
 }
 
 /* One `.param` declaration of an entry; fills size and align. */
@@ -761,15 +431,15 @@ static int parse_param(parser_t *ps, sim_ptx_param_t *out)
     uint64_t size;
 
     memset(&dc, 0, sizeof dc);
-    if (!tok_is(ps, ".param"))
-        return fail(ps, ps->t.line, "expected .param, got '%.*s'", TOKARG(ps));
-    advance(ps);
+    if (!ptx_tok_is(ps, ".param"))
+        return ptx_fail(ps, ps->t.line, "expected .param, got '%.*s'", TOKARG(ps));
+    ptx_advance(ps);
     if (parse_quals(ps, &dc, true))
         return ps->rc;
     if (ps->t.kind != TK_ID)
-        return fail(ps, ps->t.line, "missing parameter name before '%.*s'", TOKARG(ps));
+        return ptx_fail(ps, ps->t.line, "missing parameter name before '%.*s'", TOKARG(ps));
     dc.name = ps->t;
-    advance(ps);
+    ptx_advance(ps);
     if (parse_dims(ps, &dc, false) || object_size(ps, &dc, MAX_PARAM, &size))
         return ps->rc;
     out->offset = 0;
@@ -790,7 +460,7 @@ static int layout(parser_t *ps, sim_ptx_entry_t *e, unsigned line)
         p->offset = (uint32_t)off;
         off += p->size;
         if (off > UINT32_MAX / 2)
-            return fail(ps, line, "parameters of '%s' are too large", e->name);
+            return ptx_fail(ps, line, "parameters of '%s' are too large", e->name);
         if (p->align > maxa)
             maxa = p->align;
     }
@@ -805,7 +475,7 @@ static int add_param(parser_t *ps, sim_ptx_entry_t *e, uint32_t *cap)
     sim_ptx_param_t *p = grow(e->params, cap, e->nparams, sizeof *p);
 
     if (!p)
-        return nomem(ps);
+        return ptx_nomem(ps);
     e->params = p;
     if (parse_param(ps, &e->params[e->nparams]) == 0)
         e->nparams++;
@@ -814,7 +484,7 @@ static int add_param(parser_t *ps, sim_ptx_entry_t *e, uint32_t *cap)
 
 static bool list_cut(const parser_t *ps)
 {
-    return ps->t.kind == TK_EOF || punct(ps, '{');
+    return ps->t.kind == TK_EOF || ptx_punct(ps, '{');
 }
 
 /* The parenthesised parameter list of an entry; the current token is '('. */
@@ -824,27 +494,27 @@ static int parse_params(parser_t *ps, sim_ptx_entry_t *e)
     uint32_t cap = 0;
     bool more;
 
-    advance(ps);
-    more = !punct(ps, ')');
+    ptx_advance(ps);
+    more = !ptx_punct(ps, ')');
     while (more && !list_cut(ps) && add_param(ps, e, &cap) == 0) {
-        more = punct(ps, ',');
+        more = ptx_punct(ps, ',');
         if (more)
-            advance(ps);
+            ptx_advance(ps);
     }
     if (ps->rc == 0 && list_cut(ps))
-        return fail(ps, open_line, "unbalanced '(': the parameter list is never closed");
-    if (ps->rc == 0 && !punct(ps, ')'))
-        return fail(ps, ps->t.line, "expected ',' or ')' after a parameter, got '%.*s'",
+        return ptx_fail(ps, open_line, "unbalanced '(': the parameter list is never closed");
+    if (ps->rc == 0 && !ptx_punct(ps, ')'))
+        return ptx_fail(ps, ps->t.line, "expected ',' or ')' after a parameter, got '%.*s'",
                     TOKARG(ps));
-    advance(ps);
+    ptx_advance(ps);
     return ps->rc ? ps->rc : layout(ps, e, open_line);
 }
 
 /* After the parameters: performance directives (.maxntid 256, 1, 1 ...) up to '{' or ';'. */
 static void skip_entry_attributes(parser_t *ps)
 {
-    while (ps->t.kind == TK_DIR || ps->t.kind == TK_NUM || punct(ps, ','))
-        advance(ps);
+    while (ps->t.kind == TK_DIR || ps->t.kind == TK_NUM || ptx_punct(ps, ','))
+        ptx_advance(ps);
 }
 
 static void free_entry(sim_ptx_entry_t *e)
@@ -860,7 +530,7 @@ static int add_entry(parser_t *ps, sim_ptx_entry_t *e)
     sim_ptx_entry_t *arr = grow(m->entries, &ps->entries_cap, m->nentries, sizeof *arr);
 
     if (!arr)
-        return nomem(ps);
+        return ptx_nomem(ps);
     m->entries = arr;
     arr[m->nentries++] = *e;
     memset(e, 0, sizeof *e);
@@ -873,23 +543,23 @@ static int parse_entry(parser_t *ps, bool ext)
     sim_ptx_entry_t e;
 
     memset(&e, 0, sizeof e);
-    advance(ps);
+    ptx_advance(ps);
     if (ps->t.kind != TK_ID)
-        return fail(ps, ps->t.line, "missing kernel name after .entry, got '%.*s'", TOKARG(ps));
+        return ptx_fail(ps, ps->t.line, "missing kernel name after .entry, got '%.*s'", TOKARG(ps));
     e.name = dup_name(&ps->t);
     if (!e.name)
-        return nomem(ps);
-    advance(ps);
-    if (punct(ps, '('))
+        return ptx_nomem(ps);
+    ptx_advance(ps);
+    if (ptx_punct(ps, '('))
         parse_params(ps, &e);
     skip_entry_attributes(ps);
-    if (ps->rc == 0 && punct(ps, ';')) {
-        advance(ps);        /* a declaration: the kernel is defined elsewhere */
-    } else if (ps->rc == 0 && punct(ps, '{')) {
+    if (ps->rc == 0 && ptx_punct(ps, ';')) {
+        ptx_advance(ps);        /* a declaration: the kernel is defined elsewhere */
+    } else if (ps->rc == 0 && ptx_punct(ps, '{')) {
         if (skip_group(ps, '{', '}') == 0 && !ext)
             add_entry(ps, &e);
     } else if (ps->rc == 0) {
-        fail(ps, ps->t.line, "expected '{' to open the body of '%s', got '%.*s'", e.name,
+        ptx_fail(ps, ps->t.line, "expected '{' to open the body of '%s', got '%.*s'", e.name,
              TOKARG(ps));
     }
     free_entry(&e);
@@ -906,18 +576,18 @@ static int skip_statement(parser_t *ps)
 
     for (;;) {
         if (ps->t.kind == TK_EOF)
-            return ps->rc ? ps->rc : fail(ps, line, "statement never ends (missing ';' or "
+            return ps->rc ? ps->rc : ptx_fail(ps, line, "statement never ends (missing ';' or "
                                           "'{', or unbalanced '(')");
-        if (punct(ps, '}') || (punct(ps, ')') && depth == 0))
-            return fail(ps, ps->t.line, "unbalanced '%c'", ps->t.s[0]);
-        if (depth == 0 && punct(ps, '{'))
+        if (ptx_punct(ps, '}') || (ptx_punct(ps, ')') && depth == 0))
+            return ptx_fail(ps, ps->t.line, "unbalanced '%c'", ps->t.s[0]);
+        if (depth == 0 && ptx_punct(ps, '{'))
             return skip_group(ps, '{', '}');
-        if (depth == 0 && punct(ps, ';'))
+        if (depth == 0 && ptx_punct(ps, ';'))
             break;
-        depth += punct(ps, '(') - punct(ps, ')');
-        advance(ps);
+        depth += ptx_punct(ps, '(') - ptx_punct(ps, ')');
+        ptx_advance(ps);
     }
-    advance(ps);
+    ptx_advance(ps);
     return ps->rc;
 }
 
@@ -927,7 +597,7 @@ static int skip_line(parser_t *ps)
     unsigned line = ps->t.line;
 
     do
-        advance(ps);
+        ptx_advance(ps);
     while (ps->t.kind != TK_EOF && ps->t.line == line);
     return ps->rc;
 }
@@ -935,24 +605,24 @@ static int skip_line(parser_t *ps)
 /* `.section NAME { ... }`: DWARF data emitted for debug builds. */
 static int skip_section(parser_t *ps)
 {
-    advance(ps);
+    ptx_advance(ps);
     while (ps->t.kind == TK_DIR || ps->t.kind == TK_ID)
-        advance(ps);
-    if (!punct(ps, '{'))
-        return fail(ps, ps->t.line, "expected '{' after .section, got '%.*s'", TOKARG(ps));
+        ptx_advance(ps);
+    if (!ptx_punct(ps, '{'))
+        return ptx_fail(ps, ps->t.line, "expected '{' after .section, got '%.*s'", TOKARG(ps));
     return skip_group(ps, '{', '}');
 }
 
 static bool is_linkage(const parser_t *ps)
 {
-    return tok_is(ps, ".visible") || tok_is(ps, ".weak") || tok_is(ps, ".extern") ||
-           tok_is(ps, ".common");
+    return ptx_tok_is(ps, ".visible") || ptx_tok_is(ps, ".weak") || ptx_tok_is(ps, ".extern") ||
+           ptx_tok_is(ps, ".common");
 }
 
 static bool is_line_directive(const parser_t *ps)
 {
-    return tok_is(ps, ".version") || tok_is(ps, ".target") || tok_is(ps, ".address_size") ||
-           tok_is(ps, ".file") || tok_is(ps, ".loc");
+    return ptx_tok_is(ps, ".version") || ptx_tok_is(ps, ".target") || ptx_tok_is(ps, ".address_size") ||
+           ptx_tok_is(ps, ".file") || ptx_tok_is(ps, ".loc");
 }
 
 /* One module-scope statement; always consumes at least one token or fails. */
@@ -961,26 +631,26 @@ static int parse_statement(parser_t *ps)
     bool ext = false, linkage = false;
 
     while (is_linkage(ps)) {
-        ext |= tok_is(ps, ".extern");
+        ext |= ptx_tok_is(ps, ".extern");
         linkage = true;
-        advance(ps);
+        ptx_advance(ps);
     }
-    if (tok_is(ps, ".entry"))
+    if (ptx_tok_is(ps, ".entry"))
         return parse_entry(ps, ext);
-    if (tok_is(ps, ".global") || tok_is(ps, ".const"))
+    if (ptx_tok_is(ps, ".global") || ptx_tok_is(ps, ".const"))
         return parse_variables(ps, ext);
-    if (tok_is(ps, ".section"))
+    if (ptx_tok_is(ps, ".section"))
         return skip_section(ps);
     if (is_line_directive(ps))
         return skip_line(ps);
     if (ps->t.kind == TK_DIR)
         return skip_statement(ps);
     if (ps->t.kind == TK_EOF)
-        return linkage && !ps->rc ? fail(ps, ps->t.line, "declaration missing after linkage")
+        return linkage && !ps->rc ? ptx_fail(ps, ps->t.line, "declaration missing after linkage")
                                   : ps->rc;
-    if (punct(ps, '}') || punct(ps, ')') || punct(ps, ']'))
-        return fail(ps, ps->t.line, "unbalanced '%c'", ps->t.s[0]);
-    return fail(ps, ps->t.line, "unexpected '%.*s' at module scope", TOKARG(ps));
+    if (ptx_punct(ps, '}') || ptx_punct(ps, ')') || ptx_punct(ps, ']'))
+        return ptx_fail(ps, ps->t.line, "unbalanced '%c'", ps->t.s[0]);
+    return ptx_fail(ps, ps->t.line, "unexpected '%.*s' at module scope", TOKARG(ps));
 }
 
 int sim_ptx_parse(const char *text, size_t len, sim_ptx_module_t *out, char *err, size_t errlen)
@@ -998,11 +668,11 @@ int sim_ptx_parse(const char *text, size_t len, sim_ptx_module_t *out, char *err
     ps.m = out;
     ps.line = 1;
     if (!text)
-        return fail(&ps, 0, "no PTX text");
+        return ptx_fail(&ps, 0, "no PTX text");
     /* a NUL ends the text: callers may pass a length that counts it, or a padded payload */
     ps.p = text;
     ps.end = text + strnlen(text, len);
-    advance(&ps);
+    ptx_advance(&ps);
     while (ps.rc == 0 && ps.t.kind != TK_EOF)
         parse_statement(&ps);
     if (ps.rc)
