@@ -220,12 +220,16 @@ static op_t op_new(const char *name, ncclComm_t comm, const void *send, uint64_t
 /* Before NCCL is called for o (which the call's own launches are part of, until end). */
 static void begin(op_t *o)
 {
-    res_nccl_op_t r = { .name = o->name,
-                        .ptr = { (uint64_t)(uintptr_t)o->send, (uint64_t)(uintptr_t)o->recv },
-                        .bytes = { o->send_bytes, o->recv_bytes },
-                        .recv_whole = o->recv_whole,
-                        .device = comm_device(o->comm) };
-    o->held = shim_disabled() ? NULL : res_nccl_begin(&r, (CUstream)o->stream);
+    o->held = NULL;
+    if (!shim_disabled()) {     /* (ELIXIR_DISABLE: NCCL is not asked about the communicator) */
+        res_nccl_op_t r = { .name = o->name,
+                            .ptr = { (uint64_t)(uintptr_t)o->send,
+                                     (uint64_t)(uintptr_t)o->recv },
+                            .bytes = { o->send_bytes, o->recv_bytes },
+                            .recv_whole = o->recv_whole,
+                            .device = comm_device(o->comm) };
+        o->held = res_nccl_begin(&r, (CUstream)o->stream);
+    }
     res_nccl_library(1);
 }
 

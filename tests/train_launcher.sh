@@ -106,7 +106,8 @@ if ! LD_PRELOAD="${pre}$SHIM" "$SIM_LAUNCHER" -- true; then
 fi
 
 # The launcher and the simulator judge each value alike: the launcher refuses (exit 2) exactly
-# the values the simulator reports as not valid (it then uses its default).  The simulator
+# the values the simulator reports as not valid (it then stops the program, exit status 2,
+# after judging every value).  The simulator
 # judges one value of each variable per start (python3 calling cuInit), so the values go in
 # rounds: round N sets the N-th value of every variable.
 values=$(cat <<'EOF2'
