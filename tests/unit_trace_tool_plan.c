@@ -118,7 +118,7 @@ static void pages(const char *trace)
     tt_free(&u);
     tt_free(&r);
     r = plan(trace, "8M", "--pcie=50");
-    TT_LINE(r.out, "machine", "link 50.0 GB/s each way (72.0 both)");
+    TT_LINE(r.out, "machine", "link 50 GB/s each way (72 both)");
     tt_free(&r);
     r = plan(trace, "8M", "--unmap");
     TT_LINE(r.out, "machine", "evictions unmapped");

@@ -16,11 +16,16 @@
  *     operation runs in place.
  *   - The JSON's times are integers (above 1e6 ns, where "%g" would write an exponent).
  *   - Refused, exit status 2, naming what is accepted: GPU memory below one chunk, given or
- *     recorded; --device host; a bandwidth below 0.001 GB/s.
+ *     recorded; --device host; a bandwidth below 0.001 GB/s; --nvme without --nvme-memory,
+ *     --points without --sweep, --force without --svg, --svg - with --json (these before
+ *     the trace is read).  An --svg file that exists fails (exit status 1) before the trace
+ *     is read; GPU and host memory together under the footprint plan nothing, saying so.
  * An iteration of STREAMS launches, each on a stream of its own and followed by a
  * synchronisation of that stream, recorded in the reverse order of their times (as records of
  * threads may interleave): every synchronisation finds its stream among the operations' and is
  * counted, and the planner takes them (it refuses syncs out of operation order).
+ * A record naming device -1 ahead of the others does not make it the device planned (it
+ * would count every device's operations, and crash the build of the iteration).
  * A damaged trace whose iteration reaches an allocation of 2^52 bytes (2^31 chunks, whose
  * per-chunk arrays the planner would allocate) is refused, naming the limit; a memset whose
  * size runs past 2^64 is taken as reaching its allocation to the end.
@@ -34,10 +39,13 @@
 #define SMALL   8
 #define STREAMS 5000
 
-static void make_trace(const char *path, unsigned iters)
+/* neg: a MEMORY record naming device -1 comes first (a damaged trace's). */
+static void make_trace(const char *path, unsigned iters, int neg)
 {
     trc_writer_t *w = tt_writer(path, 0);
     uint32_t k;
+    if (neg)
+        TT_EMIT(trc_emit_memory(w, 1, &(trc_memory_t){ .device = -1 }));
     tt_plan_preamble(w, &k);
     uint64_t weight = 1, small[SMALL];
     TT_EMIT(trc_emit_alloc(w, 10, &(trc_alloc_t){ .id = weight, .device = 0, .addr = BASE,
@@ -103,6 +111,25 @@ static void refused(const char *trace)
     TT_REFUSED(TT_ARGS("plan", trace, "--device", "host"), "--device host", "a device number");
     TT_REFUSED(TT_ARGS("plan", trace, "--nvme-memory", "1G", "--nvme", "1e-9"),
                "--nvme", "'1e-9' is not a bandwidth", "0.001");
+    /* Options that mean nothing without another, judged before the trace is read. */
+    TT_REFUSED(TT_ARGS("plan", "/nonexistent.trace", "--nvme", "3"), "--nvme",
+               "give --nvme-memory too");
+    TT_REFUSED(TT_ARGS("plan", "/nonexistent.trace", "--points", "abc"), "--points",
+               "give --sweep too");
+    TT_REFUSED(TT_ARGS("plan", "/nonexistent.trace", "--force"), "--force", "give --svg too");
+    TT_REFUSED(TT_ARGS("plan", "/nonexistent.trace", "--sweep", "--json", "--svg", "-"),
+               "--svg -", "--json");
+    /* An --svg file that exists is refused before any planning (exit 1), the trace unread. */
+    tt_result_t r = tt_run("plan", "/nonexistent.trace", "--sweep", "--svg", trace, NULL);
+    TT_CHECK("--svg of an existing file: exit status", 1, r.status);
+    TT_LINE(r.err, "exists (--force replaces it)");
+    tt_free(&r);
+    /* GPU and host memory together under the footprint (10 MiB): the message says so. */
+    r = tt_run("plan", trace, "--gpu-memory", "4M", "--host-memory", "2M", NULL);
+    TT_CHECK("4M + 2M of a 10 MiB footprint: exit status", 1, r.status);
+    TT_LINE(r.out, "no plan: GPU, host and NVMe memory together (6.00 MiB) hold less than the "
+                   "iteration's footprint (10.00 MiB)", "--host-memory");
+    tt_free(&r);
 }
 
 /* Two iterations of one kernel reaching an allocation of `size` bytes, and a memset into it of
@@ -188,8 +215,15 @@ int main(void)
 {
     tt_init();
     const char *trace = tt_path("temps.trace");
-    make_trace(trace, 3);
+    make_trace(trace, 3, 0);
     reads(trace);
+    /* A record naming device -1 first: the device planned is still device 0. */
+    const char *neg = tt_path("neg.trace");
+    make_trace(neg, 3, 1);
+    tt_result_t r = tt_run("plan", neg, "--gpu-memory", "4M", "--json", NULL);
+    TT_CHECK("a record of device -1 first: exit status", 0, r.status);
+    TT_JSON(r.out, "d['device']", "0");
+    tt_free(&r);
     refused(trace);
     huge();
     streams();

@@ -68,6 +68,9 @@ typedef int (*cli_export_fn)(const tm_trace_t *t, const void *arg, FILE *out, ch
                              size_t len);
 int cli_export(const cli_cmd_t *c, const tm_trace_t *t, const char *out, cli_export_fn fn,
                const void *arg);
+/* Whether cli_export could write out (as it judges it, before any work): 0, or prints why
+ * and returns CLI_EXIT_FAIL. */
+int cli_export_check(const cli_cmd_t *c, const char *out);
 
 /* ------------------------------------------------------------------ fmt.c */
 

@@ -194,6 +194,12 @@ int cli_export(const cli_cmd_t *c, const tm_trace_t *t, const char *out, cli_exp
     return 0;
 }
 
+int cli_export_check(const cli_cmd_t *c, const char *out)
+{
+    char target[PATH_MAX];
+    return classify(c, out, cli_get(c, "--force") != NULL, target) < 0 ? CLI_EXIT_FAIL : 0;
+}
+
 /* Loads the trace and writes out with fn: 0, or prints why and returns 1.  The output's
  * place is checked before the trace is read, so a refused one costs nothing. */
 static int export_to(const cli_cmd_t *c, const char *trace, const char *out, export_fn fn,

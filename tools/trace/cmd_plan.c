@@ -55,13 +55,14 @@ static cli_opt_t plan_opts[] = {
       "search tries 0, 2 and 4) or 0 to 4096; not with --unmap (default auto)", NULL },
     { "--nvme-memory", "SIZE", "an NVMe tier of SIZE behind host memory (default none)", NULL },
     { "--nvme", "GB/s", "its read bandwidth; writes at 0.7 x (default 7)", NULL },
-    { "--chunk", "SIZE", "bytes moved as one chunk (default 2M)", NULL },
+    { "--chunk", "SIZE", "bytes moved as one chunk, a power of two from 4K to 4G (default 2M)",
+      NULL },
     { "--iteration", "N", "the iteration to plan (default: the closed one with most device "
       "times)", NULL },
     { "--device", "N", "the device to plan (default: the one with most operations)", NULL },
     { "--sweep", NULL, "plan for GPU memory from 1/POINTS of the footprint up to all of it",
       NULL },
-    { "--points", "N", "sizes the sweep tries (default 12, at most 64)", NULL },
+    { "--points", "N", "with --sweep: sizes it tries (default 12, 2 to 64)", NULL },
     { "--svg", "OUT.svg", "with --sweep: draw predicted time against GPU memory", NULL },
     { "--force", NULL, "replace OUT.svg if it exists", NULL },
     { "--json", NULL, "print JSON instead of text", NULL },
@@ -74,7 +75,8 @@ typedef struct point {
     uint64_t gpu;
     uint32_t slack;                    /* pol_input_t.slack asked for */
     int rc;                            /* pol_plan's: 0, -ENOSPC no plan can exist, ... */
-    char why[160];                     /* with -EINVAL: what pol_input_check refused */
+    char why[224];                     /* with -EINVAL: what pol_input_check refused; with
+                                        * -ENOSPC: the tiers together too small, or "" */
     pol_result_t r;
     pol_knobs_t knobs;
 } point_t;
@@ -218,6 +220,7 @@ static void plan_point(tp_input_t *x, const pol_machine_t *m, uint32_t slack, po
     pol_plan_t *plan = NULL;
     p->gpu = m->cap[POL_GPU];
     p->slack = slack;
+    p->why[0] = 0;
     int fixed = slack != POL_SLACK_SEARCH && slack != POL_SLACK_NONE;
     if (fixed && slack >= m->cap[POL_GPU] / m->chunk) {
         p->rc = -ENOSPC;
@@ -226,6 +229,14 @@ static void plan_point(tp_input_t *x, const pol_machine_t *m, uint32_t slack, po
     p->rc = pol_plan(&in, NULL, &plan);
     if (p->rc == -EINVAL && pol_input_check(&in, p->why, sizeof(p->why)) == 0)
         p->why[0] = 0;
+    uint64_t held = m->cap[POL_GPU] + m->cap[POL_HOST] + m->cap[POL_NVME];
+    if (p->rc == -ENOSPC && x->footprint > held) {
+        char b[3][32];
+        snprintf(p->why, sizeof(p->why), "no plan: GPU, host and NVMe memory together (%s) "
+                 "hold less than the iteration's footprint (%s): give more --host-memory (now "
+                 "%s) or --nvme-memory", text_bytes(held, b[0]), text_bytes(x->footprint, b[1]),
+                 text_bytes(m->cap[POL_HOST], b[2]));
+    }
     if (p->rc)
         return;
     p->r = plan->predicted;
@@ -244,7 +255,7 @@ static const char *ratio(double a, double b, char buf[32])
 
 static const char *no_plan_text(const point_t *p)
 {
-    if (p->rc == -EINVAL && p->why[0])
+    if ((p->rc == -EINVAL || p->rc == -ENOSPC) && p->why[0])
         return p->why;
     if (p->rc != -ENOSPC)
         return strerror(-p->rc);
@@ -288,18 +299,20 @@ static void print_text(const tm_trace_t *t, const tp_input_t *x, const pol_machi
     if (x->timed < x->in.nops)
         printf("  %zu operations without device times count as taking none\n",
                x->in.nops - x->timed);
-    printf("machine     GPU %s, host %s, link %.1f GB/s each way (%.1f both), chunk %s",
+    printf("machine     GPU %s, host %s, link %g GB/s each way (%g both), chunk %s",
            text_bytes(m->cap[POL_GPU], b[0]),
            m->cap[POL_HOST] >= UNLIMITED ? "unlimited" : text_bytes(m->cap[POL_HOST], b[1]),
            m->link[POL_HOST].to_gpu_gbs, m->link[POL_HOST].duplex_gbs, text_bytes(m->chunk, b[2]));
     if (m->cap[POL_NVME])
-        printf(", NVMe %s at %.1f GB/s", text_bytes(m->cap[POL_NVME], b[3]),
+        printf(", NVMe %s at %g GB/s", text_bytes(m->cap[POL_NVME], b[3]),
                m->link[POL_NVME].to_gpu_gbs);
     if (m->room_on_device)
         printf(", evictions unmapped");
     printf("\n  mapping calls %.1f us a chunk moved, %.1f us a chunk born (%s), %.1f us of it "
            "the unmap of the room it takes", m->map_us_per_chunk, m->birth_us_per_chunk,
            map_from, m->drop_us_per_chunk);
+    if (m->room_on_device)
+        printf(", %.1f us to map back a chunk left unmapped", m->mapback_us_per_chunk);
     if (m->handle_share > 0)
         printf("; a move one handle: %.1f%% of that per further chunk", 100 * m->handle_share);
     printf("\n");
@@ -419,11 +432,14 @@ static void print_json(const tm_trace_t *t, const tp_input_t *x, const pol_machi
     text_json_num(stdout, m->birth_us_per_chunk);
     printf(", \"drop_us_per_chunk\": ");
     text_json_num(stdout, m->drop_us_per_chunk);
+    printf(", \"mapback_us_per_chunk\": ");
+    text_json_num(stdout, m->mapback_us_per_chunk);
     printf(", \"handles\": \"%s\", \"handle_share\": ",
            m->handle_share > 0 ? "extent" : "chunk");
     text_json_num(stdout, m->handle_share);
     printf(", \"map_from\": \"%s\"", map_from);
-    printf(", \"unmap\": %s},\n \"plan\": ", m->room_on_device ? "true" : "false");
+    printf(", \"unmap\": %s},\n \"in_place\": %zu, \"plan\": ",
+           m->room_on_device ? "true" : "false", in_place_ops(x, m));
     json_point(p);
     if (s) {
         printf(",\n \"sweep\": [");
@@ -486,12 +502,23 @@ static int svg_sweep(const tm_trace_t *t, const void *arg, FILE *f, char *err, s
     return ferror(f) ? text_fail(err, len, -EIO, "write error") : 0;
 }
 
-static void run_sweep(const cli_cmd_t *c, tp_input_t *x, const pol_machine_t *m,
-                      uint32_t slack, sweep_t *s)
+/* --points (with --sweep only), judged before the trace is read. */
+static uint64_t points(const cli_cmd_t *c, int sweep)
 {
+    if (!sweep) {
+        if (cli_get(c, "--points"))
+            cli_usage(c, "--points sets the sizes --sweep tries: give --sweep too");
+        return 0;
+    }
     uint64_t n = cli_count_opt(c, "--points", 12);
     if (n < 2 || n > MAX_POINTS)
         cli_usage(c, "--points: %" PRIu64 " is out of range: 2 to %d", n, MAX_POINTS);
+    return n;
+}
+
+static void run_sweep(tp_input_t *x, const pol_machine_t *m, uint32_t slack, uint64_t n,
+                      sweep_t *s)
+{
     s->x = x;
     s->n = n;
     for (size_t i = 0; i < n; i++) {
@@ -510,15 +537,24 @@ static int run_plan(const cli_cmd_t *c, char **pos)
         cli_usage(c, "--svg draws the sweep: give --sweep too");
     if (svg && !svg[0])
         cli_usage(c, "--svg: empty file name");
+    if (svg && json && strcmp(svg, "-") == 0)
+        cli_usage(c, "--svg -: standard output carries the --json document; give a file name");
+    if (cli_get(c, "--force") && !svg)
+        cli_usage(c, "--force replaces the --svg file: give --svg too");
+    if (cli_get(c, "--nvme") && !cli_get(c, "--nvme-memory"))
+        cli_usage(c, "--nvme is the NVMe tier's bandwidth: give --nvme-memory too");
+    uint64_t npoints = points(c, sweep);
     const char *cs = cli_get(c, "--chunk");
     uint64_t chunk = cs ? cli_size(c, "--chunk", cs) : 2 << 20;
-    if (chunk < 4096 || (chunk & (chunk - 1)))
-        cli_usage(c, "--chunk: %" PRIu64 " bytes: a power of two of at least 4K", chunk);
+    if (chunk < 4096 || chunk > ((uint64_t)4 << 30) || (chunk & (chunk - 1)))
+        cli_usage(c, "--chunk: %" PRIu64 " bytes: a power of two from 4K to 4G", chunk);
     const char *it = cli_get(c, "--iteration"), *dev = cli_get(c, "--device");
     if (dev && cli_device(c, "--device", dev) == TRC_DEVICE_HOST)
         cli_usage(c, "--device %s: the plan is a GPU's: a device number 0, 1, ...", dev);
     tp_select_t sel = { .iteration = it ? (int64_t)cli_count(c, "--iteration", it) : -1,
                         .device = dev ? cli_device(c, "--device", dev) : -1, .chunk = chunk };
+    if (svg && cli_export_check(c, svg))
+        return CLI_EXIT_FAIL;           /* (before any work, as plot and report) */
     tm_trace_t t;
     cli_load(c, pos[0], &t);
     tp_input_t x;
@@ -541,7 +577,7 @@ static int run_plan(const cli_cmd_t *c, char **pos)
     plan_point(&x, &m, slack, &p);
     static sweep_t s;
     if (sweep)
-        run_sweep(c, &x, &m, slack, &s);
+        run_sweep(&x, &m, slack, npoints, &s);
     int rc = 0;
     if (json) {
         print_json(&t, &x, &m, map_from, &p, sweep ? &s : NULL);

@@ -152,8 +152,8 @@ static int choose_device(const tm_trace_t *t, int32_t want, tp_input_t *x, char 
     x->device = -1;
     for (size_t i = 0; i < t->ndevices; i++) {
         int32_t d = t->devices[i].device;
-        if (want >= 0 && d != want)
-            continue;
+        if (d < 0 || (want >= 0 && d != want))
+            continue;                   /* (a record naming no device: not one to plan) */
         size_t n = ops_in(t, x->start, x->end, d, &timed);
         if (n > best || (want >= 0 && x->device < 0)) {
             best = n;
@@ -561,6 +561,7 @@ static int build_ops(builder_t *b)
         if (is_device_op(o) && o->time >= x->start && o->time < x->end && o->device == x->device)
             b->ops[k++] = o;
     }
+    n = k;                              /* (the same count: ops_in's test for one device) */
     qsort(b->ops, n, sizeof(*b->ops), cmp_op);
     x->in.nops = n;
     stream_no_t *streams;
