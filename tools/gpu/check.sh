@@ -47,7 +47,11 @@
 #        the table is read, not judged.
 #
 # Prints PASS/FAIL/SKIP per check (NOTE for the sim table, which is not counted) and ends with
-# "N passed, N failed, N skipped"; exits 1 when a check failed.
+# "N passed, N failed, N skipped"; exits 1 when a check failed, 2 when nothing can be checked
+# (no driver, no build, or libelixir.so does not load: a library it needs is missing).
+# GPU_CHECK_DEADLINE (seconds, default 540) bounds the whole run: no run outlasts it, and a
+# check that starts with under a minute left is skipped, saying so, so that the run ends, its
+# figures printed, inside a 10-minute command.
 set -u
 BUILD=${BUILD:-build}
 PYTHON=${PYTHON:-python3}
@@ -71,6 +75,11 @@ fi
 [ $# -eq 1 ] || usage
 out=$(realpath -m "$1")
 mkdir -p "$out" || exit 2
+DEADLINE=${GPU_CHECK_DEADLINE:-540}
+case $DEADLINE in
+'' | *[!0-9]*) echo "$0: GPU_CHECK_DEADLINE=$DEADLINE: expected seconds, a whole number" >&2
+               exit 2 ;;
+esac
 SHIM=$(realpath -m "$BUILD/libelixir.so")
 TRACE_TOOL=$BUILD/bin/elixir-trace
 if [ ! -e /proc/driver/nvidia/version ]; then
@@ -88,14 +97,41 @@ skip() { echo "SKIP $*"; nskip=$((nskip + 1)); }
 want() { case ",$CHECKS," in *",$1,"*) return 0 ;; esac; return 1; }
 digest_of() { awk '/^digest / { print $2 }' "$1"; }
 # stat_of FILE TEXT: the number after the first "TEXT " in the shim's statistics.
-stat_of() { sed -n "s/.*$2 \([0-9]*\).*/\1/p" "$1" | head -n 1; }
+stat_of() { sed -n "s/.*$2 \([0-9][0-9]*\).*/\1/p" "$1" | head -n 1; }
+# Seconds left before GPU_CHECK_DEADLINE.
+left() { echo $((DEADLINE - SECONDS)); }
 
-# run NAME TIMEOUT CMD...: CMD's stdout and stderr into OUTDIR/NAME.out and .err; its status.
+# run NAME TIMEOUT CMD...: CMD's stdout and stderr into OUTDIR/NAME.out and .err; its status
+# (124 where it ran out of time: TIMEOUT or the deadline, whichever comes first).
 run() {
-    local name=$1 limit=$2
+    local name=$1 limit=$2 rest
     shift 2
+    rest=$(($(left) - 15))
+    [ "$rest" -lt "$limit" ] && limit=$rest
+    if [ "$limit" -lt 5 ]; then
+        echo "not run: GPU_CHECK_DEADLINE=$DEADLINE reached" >"$out/$name.err"
+        : >"$out/$name.out"
+        return 124
+    fi
     timeout -k 10 "$limit" "$@" >"$out/$name.out" 2>"$out/$name.err"
 }
+
+# libelixir.so must load (the loader only warns, and runs the program without it, where a
+# library it needs is missing) and start.
+if ! LD_PRELOAD="$SHIM" ELIXIR_VERBOSE=1 "$PYTHON" -c 'import ctypes
+l = ctypes.CDLL("libcuda.so.1")
+d, c, p = ctypes.c_int(), ctypes.c_void_p(), ctypes.c_uint64()
+r = [l.cuInit(0), l.cuDeviceGet(ctypes.byref(d), 0), l.cuDevicePrimaryCtxRetain(ctypes.byref(c), d),
+     l.cuCtxSetCurrent(c), l.cuMemAlloc_v2(ctypes.byref(p), ctypes.c_size_t(1 << 20)),
+     l.cuMemFree_v2(p)]
+print(r)
+raise SystemExit(any(r))' >"$out/shim-loads.out" 2>"$out/shim-loads.err" ||
+    ! grep -q "libelixir.so .*, process " "$out/shim-loads.err"; then
+    echo "libelixir.so does not load or start here (see $out/shim-loads.err):" >&2
+    ldd "$SHIM" 2>&1 | grep -i "not found" >&2
+    head -n 5 "$out/shim-loads.err" >&2
+    exit 2
+fi
 
 {
     cat /proc/driver/nvidia/version
@@ -270,12 +306,16 @@ for p in nvidia.__path__:
     done | head -n 1
 }
 
+# first_kernel AWK FILE: AWK run on the first row of `elixir-trace kernels` (the line after
+# its header; lines about dropped records may come first).
+first_kernel() { awk "found { found = 0; $1 } /^ *total +launches/ { found = 1 }" "$2"; }
+
 check_trace() {
     local ref peak cupti name how got
-    if [ ! -s "$out/train-per-tensor.out" ]; then
+    if [ -z "$(digest_of "$out/train-per-tensor.out" 2>/dev/null)" ]; then
         run train-per-tensor 300 "$PYTHON" "${TRAIN[@]}" --alloc per-tensor
     fi
-    if [ -z "$train_peak" ] && [ ! -s "$out/shim-per-tensor.err" ]; then
+    if [ -z "$train_peak" ] && ! grep -qs "GPU peak [0-9]" "$out/shim-per-tensor.err"; then
         run shim-per-tensor 300 env LD_PRELOAD="$SHIM" ELIXIR_STATS=1 "$PYTHON" "${TRAIN[@]}"
     fi
     ref=$(digest_of "$out/train-per-tensor.out")
@@ -288,7 +328,7 @@ check_trace() {
     cupti=$(find_cupti)
     for name in cupti events; do
         if [ $name = cupti ]; then
-            [ -n "$cupti" ] || { fail "traces: no libcupti found"; continue; }
+            [ -n "$cupti" ] || { skip "traces: no libcupti found (CUPTI timing)"; continue; }
             how=$cupti
         else
             how=off
@@ -298,6 +338,10 @@ check_trace() {
             ELIXIR_CUPTI="$how" ELIXIR_TRACE="$out/trace-$name.etr" \
             ELIXIR_GPU_MEMORY=$((peak * 1048576 / 4)) "$PYTHON" "${TRAIN[@]}"
         got=$(digest_of "$out/trace-$name.out")
+        if grep -q "the program stops" "$out/trace-$name.err"; then
+            fail "trace ($name timing): $(grep -m1 "the program stops" "$out/trace-$name.err")"
+            continue
+        fi
         if [ $name = cupti ] && grep -q "device times from CUDA events" "$out/trace-$name.err"
         then
             fail "trace with $cupti: CUPTI was not used: $(grep -m1 "device times" \
@@ -312,11 +356,11 @@ check_trace() {
             ! "$TRACE_TOOL" kernels --top 10 "$out/trace-$name.etr" >"$out/trace-$name.kernels" 2>&1
         then
             fail "trace ($name timing): elixir-trace could not read it (see trace-$name.summary)"
-        elif [ "$(awk 'NR == 3 { print $1 }' "$out/trace-$name.kernels")" = - ]; then
+        elif [ "$(first_kernel '{ print $1 }' "$out/trace-$name.kernels")" = - ]; then
             fail "trace ($name timing): no kernel has a device time (see trace-$name.kernels)"
         else
             pass "trace ($name timing, ELIXIR_CUPTI=$how) at 1/4: same digest, kernels timed" \
-                 "($(awk 'NR == 3 { print $NF ": " $1 " " $2 " over " $4 " of " $3 " launches" }' \
+                 "($(first_kernel '{ print $NF ": " $1 " " $2 " over " $4 " of " $3 " launches" }' \
                      "$out/trace-$name.kernels"))"
         fi
     done
@@ -429,24 +473,26 @@ check_sim() {
         case ${t##*/} in runner|*.d|*.sh|unit_*) continue ;; esac
         [ -x "$t" ] && [ -f "$t" ] || continue
         echo "$t"
-    done | xargs -P 4 -I{} sh -c 'n=$(basename "$1");
+    done | timeout -k 5 $(($(left) - 15)) xargs -P 4 -I{} sh -c 'n=$(basename "$1");
         timeout -k 5 30 "$1" >"$2/sim-$n.out" 2>"$2/sim-$n.err";
         echo "$? $n" >>"$2/sim.txt"' _ {} "$out"
     sort -k2 -o "$out/sim.txt" "$out/sim.txt"
     n=$(wc -l <"$out/sim.txt")
     ok=$(awk '$1 == 0' "$out/sim.txt" | wc -l)
     # A report, not a check: it passes or fails nothing.
-    echo "NOTE simulator tests on the real driver: $ok of $n exit 0 (table in sim.txt)"
+    echo "NOTE simulator tests on the real driver: $ok of $n exit 0 (table in sim.txt; those" \
+         "not listed were not run before GPU_CHECK_DEADLINE)"
 }
 
-want train && check_train
-want policy && check_policy
-want trace && check_trace
-want share && check_share
-want nccl && check_nccl
-want torch && check_torch
-want bench && check_bench
-want nvme && check_nvme
-want sim && check_sim
+for c in ${ALL_CHECKS//,/ }; do
+    want "$c" || continue
+    if [ "$(left)" -lt 60 ]; then
+        skip "$c: not started, $(left) s left of GPU_CHECK_DEADLINE=$DEADLINE"
+        continue
+    fi
+    "check_$c"
+done
+[ -s "$out/policy.txt" ] && { echo "== policy.txt"; cat "$out/policy.txt"; }
+echo "took $SECONDS s; outputs in $out"
 echo "$npass passed, $nfail failed, $nskip skipped"
 [ "$nfail" -eq 0 ]
