@@ -17,8 +17,9 @@
  *   - The JSON's times are integers (above 1e6 ns, where "%g" would write an exponent).
  *   - Refused, exit status 2, naming what is accepted: GPU memory below one chunk, given or
  *     recorded; --device host; a bandwidth below 0.001 GB/s; --nvme without --nvme-memory,
- *     --points without --sweep, --force without --svg, --svg - with --json (these before
- *     the trace is read).  An --svg file that exists fails (exit status 1) before the trace
+ *     --points without --sweep, --force without --svg, --svg - with --json; every value is
+ *     judged before the trace is read (a bad --handles, --map-us or size with a trace that
+ *     does not exist is still a usage error).  An --svg file that exists fails (exit status 1) before the trace
  *     is read; GPU and host memory together under the footprint plan nothing, saying so.
  * An iteration of STREAMS launches, each on a stream of its own and followed by a
  * synchronisation of that stream, recorded in the reverse order of their times (as records of
@@ -117,6 +118,12 @@ static void refused(const char *trace)
     TT_REFUSED(TT_ARGS("plan", "/nonexistent.trace", "--points", "abc"), "--points",
                "give --sweep too");
     TT_REFUSED(TT_ARGS("plan", "/nonexistent.trace", "--force"), "--force", "give --svg too");
+    TT_REFUSED(TT_ARGS("plan", "/nonexistent.trace", "--handles", "extnet"), "--handles",
+               "chunk", "extent");
+    TT_REFUSED(TT_ARGS("plan", "/nonexistent.trace", "--map-us", "-1"), "--map-us",
+               "0 to 1000000");
+    TT_REFUSED(TT_ARGS("plan", "/nonexistent.trace", "--host-memory", "12X"), "--host-memory",
+               "not a size");
     TT_REFUSED(TT_ARGS("plan", "/nonexistent.trace", "--sweep", "--json", "--svg", "-"),
                "--svg -", "--json");
     /* An --svg file that exists is refused before any planning (exit 1), the trace unread. */

@@ -115,17 +115,26 @@ static uint64_t trace_budget(const tm_trace_t *t, const tp_input_t *x, int tier)
  * else the mean of device dev's reactive remaps in the trace's MAPPING records (at least
  * POL_MAP_SAMPLES), else the H200's (POL_MAP_US_PER_CHUNK); *from says which ("--map-us",
  * "trace", "default"). */
-static double map_us(const cli_cmd_t *c, const tm_trace_t *t, int32_t dev, const char **from)
+/* --map-us, or -1 when not given. */
+static double map_us_opt(const cli_cmd_t *c)
 {
     const char *s = cli_get(c, "--map-us");
+    if (!s)
+        return -1;
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno || end == s || *end || !isfinite(v) || v < 0 || v > 1e6)
+        cli_usage(c, "--map-us: '%s' is not a time: microseconds from 0 to 1000000, like 132 "
+                  "or 65.5", s);
+    return v;
+}
+
+static double map_us(const cli_cmd_t *c, const tm_trace_t *t, int32_t dev, const char **from)
+{
+    double v = map_us_opt(c);
     uint64_t n = 0, ns = 0;
-    if (s) {
-        char *end;
-        errno = 0;
-        double v = strtod(s, &end);
-        if (errno || end == s || *end || !isfinite(v) || v < 0 || v > 1e6)
-            cli_usage(c, "--map-us: '%s' is not a time: microseconds from 0 to 1000000, like "
-                      "132 or 65.5", s);
+    if (v >= 0) {
         *from = "--map-us";
         return v;
     }
@@ -207,6 +216,24 @@ static uint32_t slack_opt(const cli_cmd_t *c, int unmap)
                   "in at once, the slack is for evictions that stay mapped (give --slack auto "
                   "or 0, or leave out --unmap)", v);
     return v ? (uint32_t)v : POL_SLACK_NONE;
+}
+
+/* Every option's value judged before the trace is read, so that a bad one is a usage error
+ * whatever the trace holds (machine() and slack_opt() read them again, with the trace's
+ * defaults). */
+static void judge_options(const cli_cmd_t *c)
+{
+    static const char *const sizes[] = { "--gpu-memory", "--host-memory", "--nvme-memory" };
+    static const char *const rates[] = { "--pcie", "--duplex", "--nvme" };
+    for (size_t i = 0; i < 3; i++) {
+        const char *s = cli_get(c, sizes[i]);
+        if (s)
+            (void)cli_size(c, sizes[i], s);
+        (void)gbs(c, rates[i], 1);
+    }
+    (void)map_us_opt(c);
+    (void)handles_extent(c);
+    (void)slack_opt(c, cli_get(c, "--unmap") != NULL);
 }
 
 /* Plans x on machine m with `slack` (pol_input_t.slack): the point's result.  A fixed slack
@@ -553,6 +580,7 @@ static int run_plan(const cli_cmd_t *c, char **pos)
         cli_usage(c, "--device %s: the plan is a GPU's: a device number 0, 1, ...", dev);
     tp_select_t sel = { .iteration = it ? (int64_t)cli_count(c, "--iteration", it) : -1,
                         .device = dev ? cli_device(c, "--device", dev) : -1, .chunk = chunk };
+    judge_options(c);
     if (svg && cli_export_check(c, svg))
         return CLI_EXIT_FAIL;           /* (before any work, as plot and report) */
     tm_trace_t t;
