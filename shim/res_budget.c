@@ -6,6 +6,7 @@
  * the device (a percentage) is held to what it has free.
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "res_int.h"
@@ -67,6 +68,25 @@ static void say_budget(const res_dev_t *d, shim_opt_t o, uint64_t bytes, const c
                        shim_opt_str(o), shim_fmt_size(bytes, b), d->device, how);
 }
 
+/* A size the user gave for option o beyond `limit` bytes (what device `dev` has free, or,
+ * dev < 0, what the process may pin): reported with both sizes exact and the largest
+ * accepted in whole MiB; -ERANGE. */
+static int beyond(shim_opt_t o, int dev, uint64_t bytes, uint64_t limit)
+{
+    char want[32], have[32], who[32] = "";
+    if (dev >= 0)
+        snprintf(who, sizeof(who), "device %d ", dev);
+    shim_log_fatal("ELIXIR_%s=\"%s\" asks %sfor %s (%llu bytes)%s, more than the %s (%llu "
+                   "bytes) %s: expected auto, a size of at most %lluM, or a percentage (held to "
+                   "what there is); the program stops (exit status %d)", shim_opt_name(o),
+                   shim_opt_str(o), who, shim_fmt_size(bytes, want), (unsigned long long)bytes,
+                   dev >= 0 ? "" : " of pinned host memory", shim_fmt_size(limit, have),
+                   (unsigned long long)limit, dev >= 0 ? "it has free" : "this process may "
+                   "use (pinned memory cannot be swapped out)", (unsigned long long)(limit >> 20),
+                   SHIM_EXIT_CONFIG);
+    return -ERANGE;
+}
+
 /* The host budget, set with the first arena (under setup_lock); 0 or -ERANGE. */
 static int set_host_budget(res_dev_t *d)
 {
@@ -82,16 +102,8 @@ static int set_host_budget(res_dev_t *d)
         from = NULL;
     }
     uint64_t host = budget(SHIM_OPT_HOST_MEMORY, ram, ram / 2 / procs);
-    if (host > ram) {
-        char want[32], have[32];
-        shim_log_fatal("ELIXIR_HOST_MEMORY=\"%s\" asks for %s of pinned host memory, more "
-                       "than the %s this process may use (pinned memory cannot be swapped "
-                       "out): expected auto, a size of at most %s, or a percentage; the "
-                       "program stops (exit status %d)", shim_opt_str(SHIM_OPT_HOST_MEMORY),
-                       shim_fmt_size(host, want), shim_fmt_size(ram, have), have,
-                       SHIM_EXIT_CONFIG);
-        return -ERANGE;
-    }
+    if (host > ram)
+        return beyond(SHIM_OPT_HOST_MEMORY, -1, host, ram);
     if (check_budget(d, SHIM_OPT_HOST_MEMORY, host, "host") < 0)
         return -ERANGE;
     atomic_store(&res_host.budget, host / d->chunk * d->chunk);
@@ -127,12 +139,22 @@ static int check_slack(const res_dev_t *d)
 int res_set_budgets(res_dev_t *d)
 {
     size_t free_b = 0, total = 0;
-    DRV(cuMemGetInfo_v2)(&free_b, &total);
-    uint64_t automatic = res_gpu_headroom(free_b, total);
+    CUresult r = DRV(cuMemGetInfo_v2)(&free_b, &total);
+    if (r != CUDA_SUCCESS && shim_opt_mem(SHIM_OPT_GPU_MEMORY).kind != SHIM_MEM_BYTES) {
+        shim_log_fatal("device %d: cuMemGetInfo failed (CUresult %d), so ELIXIR_GPU_MEMORY=%s "
+                       "cannot be worked out: give a size; the program stops (exit status %d)",
+                       d->device, (int)r, shim_opt_str(SHIM_OPT_GPU_MEMORY), SHIM_EXIT_CONFIG);
+        return -ERANGE;
+    }
+    if (r != CUDA_SUCCESS) {            /* (a size: taken as given) */
+        SHIM_WARN(RES, "device %d: cuMemGetInfo failed (CUresult %d): ELIXIR_GPU_MEMORY=%s is "
+                  "not checked against free memory", d->device, (int)r,
+                  shim_opt_str(SHIM_OPT_GPU_MEMORY));
+        free_b = SIZE_MAX;
+    }
+    uint64_t automatic = r == CUDA_SUCCESS ? res_gpu_headroom(free_b, total) : 0;
     uint64_t gpu = budget(SHIM_OPT_GPU_MEMORY, total, automatic);
     d->gpu_budget_auto = !budget_given(SHIM_OPT_GPU_MEMORY);
-    if (check_budget(d, SHIM_OPT_GPU_MEMORY, gpu, "GPU") < 0)
-        return -ERANGE;
     if (gpu > free_b && shim_opt_mem(SHIM_OPT_GPU_MEMORY).kind == SHIM_MEM_PERCENT) {
         /* A share of the device: of its memory, held to what it has free (100% is all of
          * it; the driver's context always takes some). */
@@ -141,14 +163,10 @@ int res_set_budgets(res_dev_t *d)
                   (unsigned long long)(gpu >> 20), (unsigned long long)(free_b >> 20));
         gpu = free_b;
     } else if (gpu > free_b) {
-        char want[32], have[32];
-        shim_log_fatal("ELIXIR_GPU_MEMORY=\"%s\" asks device %d for %s, more than the %s it "
-                       "has free: expected auto, a size of at most %s, or a percentage of the "
-                       "device (held to what it has free); the program stops (exit status %d)",
-                       shim_opt_str(SHIM_OPT_GPU_MEMORY), d->device, shim_fmt_size(gpu, want),
-                       shim_fmt_size(free_b, have), have, SHIM_EXIT_CONFIG);
-        return -ERANGE;
+        return beyond(SHIM_OPT_GPU_MEMORY, d->device, gpu, free_b);
     }
+    if (check_budget(d, SHIM_OPT_GPU_MEMORY, gpu, "GPU") < 0)
+        return -ERANGE;
     d->gpu_budget = d->gpu_budget_set = gpu / d->chunk * d->chunk;
     say_budget(d, SHIM_OPT_GPU_MEMORY, d->gpu_budget,
                d->gpu_budget_auto ? "free device memory less a reserve for the driver"

@@ -485,9 +485,10 @@ uint64_t res_gpu_headroom(uint64_t free_b, uint64_t total);
 /* Budgets from the options; the GPU default keeps a reserve for the driver and libraries.
  * A GPU budget beyond the device's free memory could never be backed (the driver would
  * refuse chunks the budget still allows, and nothing would be evicted for them), nor a host
- * budget beyond the memory the process may use: each is reported and its default used
- * instead.  A budget given under one chunk is bad configuration: -ERANGE (else 0).  The host
- * budget is set with the first arena (res_host, under the set-up lock). */
+ * budget beyond the memory the process may use: a size given beyond either, or a budget
+ * under one chunk, is bad configuration, reported: -ERANGE (else 0); a percentage of the
+ * device is held to its free memory.  The host budget is set with the first arena
+ * (res_host, under the set-up lock). */
 int res_set_budgets(res_dev_t *d);
 
 /* ---------------------------------------------------------------- res_phys.c */

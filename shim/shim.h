@@ -576,7 +576,7 @@ static inline unsigned res_code_generation(void)
     X(GPU_MEMORY, MEMORY, "auto",                                                              \
       "GPU memory budget: a size (K/M/G/T) of at most the free memory, or N% of the device "   \
       "(held to the free memory), at least one chunk (the allocation granularity, 2 MiB "      \
-      "typical); auto: free memory less a reserve for the driver and libraries")                                                                  \
+      "typical); auto: free memory less a reserve for the driver and libraries")               \
     X(HOST_MEMORY, MEMORY, "auto",                                                             \
       "pinned host memory budget of the process: a size (K/M/G/T) or N% of the memory it may " \
       "use (physical, or its cgroup's limit); auto: half, shared by LOCAL_WORLD_SIZE procs")   \

@@ -4,10 +4,10 @@
  *
  * sim_ptx_parse reads the module-scope declarations of PTX text with a small tokenizer
  * (ptx_lex.c): every kernel entry (.entry) with the packed layout of its parameters, and every
- * .global or .const variable with its size, alignment and initial bytes.  Instruction bodies, .func definitions,
- * debug sections and the other directives are skipped as balanced token streams, so only the
- * declaration grammar has to be understood.  The first error stops the parse and is reported
- * as "line N: reason".
+ * .global or .const variable with its size, alignment and initial bytes.  Instruction
+ * bodies, .func definitions, debug sections and the other directives are skipped as balanced
+ * token streams, so only the declaration grammar has to be understood.  The first error
+ * stops the parse and is reported as "line N: reason".
  *
  * Finding the PTX text in a module image is image.c's.
  */
@@ -621,8 +621,8 @@ static bool is_linkage(const parser_t *ps)
 
 static bool is_line_directive(const parser_t *ps)
 {
-    return ptx_tok_is(ps, ".version") || ptx_tok_is(ps, ".target") || ptx_tok_is(ps, ".address_size") ||
-           ptx_tok_is(ps, ".file") || ptx_tok_is(ps, ".loc");
+    return ptx_tok_is(ps, ".version") || ptx_tok_is(ps, ".target") ||
+           ptx_tok_is(ps, ".address_size") || ptx_tok_is(ps, ".file") || ptx_tok_is(ps, ".loc");
 }
 
 /* One module-scope statement; always consumes at least one token or fails. */

@@ -284,16 +284,16 @@ static void slack_refused(void)
         { "ELIXIR_PLAN_SLACK=2", "ELIXIR_NVME_PATH=/nonexistent", "ELIXIR_PLAN_UNMAP=auto",
           "ELIXIR_POLICY=plan", NULL,
           "ELIXIR_PLAN_UNMAP=auto (with ELIXIR_NVME_PATH set) unmaps evictions" },
-        { "ELIXIR_PLAN_SLACK=512", "ELIXIR_GPU_MEMORY=1G", "ELIXIR_POLICY=plan",
+        { "ELIXIR_PLAN_SLACK=256", "ELIXIR_GPU_MEMORY=512M", "ELIXIR_POLICY=plan",
           "ELIXIR_PLAN_UNMAP=0", NULL,
-          "ELIXIR_PLAN_SLACK=512 leaves device 0's plan no GPU memory: its budget is 512 chunks "
-          "(1.0 GiB): expected auto, or a whole number under 512" },
+          "ELIXIR_PLAN_SLACK=256 leaves device 0's plan no GPU memory: its budget is 256 chunks "
+          "(512.0 MiB): expected auto, or a whole number under 256" },
     };
     static const char *const ran[][5] = {
         { "ELIXIR_PLAN_SLACK=0", "ELIXIR_PLAN_UNMAP=1", NULL },
         { "ELIXIR_PLAN_SLACK=auto", "ELIXIR_PLAN_UNMAP=yes", NULL },
-        { "ELIXIR_PLAN_SLACK=511", "ELIXIR_GPU_MEMORY=1G", "ELIXIR_PLAN_UNMAP=0", NULL },
-        { "ELIXIR_PLAN_SLACK=512", "ELIXIR_GPU_MEMORY=1G", "ELIXIR_POLICY=reactive",
+        { "ELIXIR_PLAN_SLACK=255", "ELIXIR_GPU_MEMORY=512M", "ELIXIR_PLAN_UNMAP=0", NULL },
+        { "ELIXIR_PLAN_SLACK=256", "ELIXIR_GPU_MEMORY=512M", "ELIXIR_POLICY=reactive",
           "ELIXIR_PLAN_UNMAP=0", NULL },
     };
 

@@ -37,10 +37,12 @@ static void scenario(void)
 }
 
 /* ELIXIR_GPU_MEMORY=value (another process holding TAKEN first where take): refused with
- * exit status 1, one report naming value, its size and the free memory (free). */
-static void refused(const char *value, const char *size, const char *free_b, int take)
+ * exit status 1, one report naming value, its size and the free memory (free, and as the
+ * largest size accepted, most). */
+static void refused(const char *value, const char *size, const char *free_b, const char *most,
+                    int take)
 {
-    char var[64], want[160];
+    char var[64], want[256];
     snprintf(var, sizeof(var), "ELIXIR_GPU_MEMORY=%s", value);
     const char *env[] = { "ELIXIR_SIM_MEMORY=64M", var, "ELIXIR_HOST_MEMORY=512M",
                           take ? "TAKE=1" : NULL, NULL };
@@ -48,7 +50,7 @@ static void refused(const char *value, const char *size, const char *free_b, int
 
     snprintf(want, sizeof(want), "elixir: error: ELIXIR_GPU_MEMORY=\"%s\" asks device 0 for "
              "%s, more than the %s it has free: expected auto, a size of at most %s,", value,
-             size, free_b, free_b);
+             size, free_b, most);
     EXPECT(r.status == 1 && !strstr(r.out, "buffers"), "%s: exit %d (expected 1), output %s",
            var, r.status, r.out);
     EXPECT(sh_count(r.err, want) == 1 && strstr(r.err, "the program stops (exit status 1)"),
@@ -77,9 +79,9 @@ static void share_held(void)
 int main(int argc, char **argv)
 {
     sh_scenario_child(argc, argv, scenario);
-    refused("1G", "1.0 GiB", "64.0 MiB", 0);
-    refused("96M", "96.0 MiB", "64.0 MiB", 0);
-    refused("48M", "48.0 MiB", "32.0 MiB", 1);
+    refused("1G", "1.0 GiB (1073741824 bytes)", "64.0 MiB (67108864 bytes)", "64M", 0);
+    refused("96M", "96.0 MiB (100663296 bytes)", "64.0 MiB (67108864 bytes)", "64M", 0);
+    refused("48M", "48.0 MiB (50331648 bytes)", "32.0 MiB (33554432 bytes)", "32M", 1);
     share_held();
     return 0;
 }

@@ -158,7 +158,8 @@ static void check_host_too_big(void)
     EXPECT(r.status == 1 && !r.out[0], "ELIXIR_HOST_MEMORY=1000T: exit %d, output \"%s\"",
            r.status, r.out);
     EXPECT(sh_count(r.err, "elixir: error: ELIXIR_HOST_MEMORY=\"1000T\" asks for 1000.0 TiB "
-                           "of pinned host memory, more than the ") == 1 &&
+                           "(1099511627776000 bytes) of pinned host memory, more than the ") ==
+                   1 &&
                strstr(r.err, "the program stops (exit status 1)"),
            "the host budget beyond memory was not reported once:\n%s", r.err);
     sh_run_free(&r);

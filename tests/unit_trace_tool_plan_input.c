@@ -19,8 +19,9 @@
  *     recorded; --device host; a bandwidth below 0.001 GB/s; --nvme without --nvme-memory,
  *     --points without --sweep, --force without --svg, --svg - with --json; every value is
  *     judged before the trace is read (a bad --handles, --map-us or size with a trace that
- *     does not exist is still a usage error).  An --svg file that exists fails (exit status 1) before the trace
- *     is read; GPU and host memory together under the footprint plan nothing, saying so.
+ *     does not exist is still a usage error).  An --svg file that exists fails (exit status
+ *     1) before the trace is read; GPU and host memory together under the footprint plan
+ *     nothing, saying so.
  * An iteration of STREAMS launches, each on a stream of its own and followed by a
  * synchronisation of that stream, recorded in the reverse order of their times (as records of
  * threads may interleave): every synchronisation finds its stream among the operations' and is

@@ -13,7 +13,7 @@
  * Before that it checks what it passes on, and refuses to start CMD (exit 2) when:
  *   - an ELIXIR_SIM_* variable (set by an option or already in the environment) is not an
  *     option of the simulator, or its value is not valid: the rules are the simulator's own
- *     (sim/simconfig.c, linked in), under which it would only warn and use its default;
+ *     (sim/simconfig.c, linked in), under which it would stop the program at cuInit;
  *   - LD_PRELOAD names libelixir.so by a relative path, or one that cannot be read: the
  *     dynamic loader would then run CMD without the shim, saying little or nothing.
  */

@@ -118,7 +118,7 @@ run() {
 
 # libelixir.so must load (the loader only warns, and runs the program without it, where a
 # library it needs is missing) and start.
-if ! LD_PRELOAD="$SHIM" ELIXIR_VERBOSE=1 "$PYTHON" -c 'import ctypes
+if ! LD_PRELOAD="$SHIM" ELIXIR_VERBOSE=1 ELIXIR_LOG_FILE= timeout -k 5 60 "$PYTHON" -c 'import ctypes
 l = ctypes.CDLL("libcuda.so.1")
 d, c, p = ctypes.c_int(), ctypes.c_void_p(), ctypes.c_uint64()
 r = [l.cuInit(0), l.cuDeviceGet(ctypes.byref(d), 0), l.cuDevicePrimaryCtxRetain(ctypes.byref(c), d),
@@ -356,6 +356,8 @@ check_trace() {
             ! "$TRACE_TOOL" kernels --top 10 "$out/trace-$name.etr" >"$out/trace-$name.kernels" 2>&1
         then
             fail "trace ($name timing): elixir-trace could not read it (see trace-$name.summary)"
+        elif [ -z "$(first_kernel '{ print $1 }' "$out/trace-$name.kernels")" ]; then
+            fail "trace ($name timing): no kernel in the table (see trace-$name.kernels)"
         elif [ "$(first_kernel '{ print $1 }' "$out/trace-$name.kernels")" = - ]; then
             fail "trace ($name timing): no kernel has a device time (see trace-$name.kernels)"
         else
@@ -474,7 +476,7 @@ check_sim() {
         [ -x "$t" ] && [ -f "$t" ] || continue
         echo "$t"
     done | timeout -k 5 $(($(left) - 15)) xargs -P 4 -I{} sh -c 'n=$(basename "$1");
-        timeout -k 5 30 "$1" >"$2/sim-$n.out" 2>"$2/sim-$n.err";
+        timeout --foreground -k 5 30 "$1" >"$2/sim-$n.out" 2>"$2/sim-$n.err";
         echo "$? $n" >>"$2/sim.txt"' _ {} "$out"
     sort -k2 -o "$out/sim.txt" "$out/sim.txt"
     n=$(wc -l <"$out/sim.txt")
@@ -484,8 +486,7 @@ check_sim() {
          "not listed were not run before GPU_CHECK_DEADLINE)"
 }
 
-for c in ${ALL_CHECKS//,/ }; do
-    want "$c" || continue
+for c in ${CHECKS//,/ }; do      # (in the order given: the first ones are surest to run)
     if [ "$(left)" -lt 60 ]; then
         skip "$c: not started, $(left) s left of GPU_CHECK_DEADLINE=$DEADLINE"
         continue

@@ -111,10 +111,6 @@ static uint64_t trace_budget(const tm_trace_t *t, const tp_input_t *x, int tier)
     return v;
 }
 
-/* The mapping calls' host time per 2 MiB chunk moved with evicted memory mapped (us): --map-us,
- * else the mean of device dev's reactive remaps in the trace's MAPPING records (at least
- * POL_MAP_SAMPLES), else the H200's (POL_MAP_US_PER_CHUNK); *from says which ("--map-us",
- * "trace", "default"). */
 /* --map-us, or -1 when not given. */
 static double map_us_opt(const cli_cmd_t *c)
 {
@@ -130,6 +126,10 @@ static double map_us_opt(const cli_cmd_t *c)
     return v;
 }
 
+/* The mapping calls' host time per 2 MiB chunk moved with evicted memory mapped (us): --map-us,
+ * else the mean of device dev's reactive remaps in the trace's MAPPING records (at least
+ * POL_MAP_SAMPLES), else the H200's (POL_MAP_US_PER_CHUNK); *from says which ("--map-us",
+ * "trace", "default"). */
 static double map_us(const cli_cmd_t *c, const tm_trace_t *t, int32_t dev, const char **from)
 {
     double v = map_us_opt(c);
@@ -256,7 +256,11 @@ static void plan_point(tp_input_t *x, const pol_machine_t *m, uint32_t slack, po
     p->rc = pol_plan(&in, NULL, &plan);
     if (p->rc == -EINVAL && pol_input_check(&in, p->why, sizeof(p->why)) == 0)
         p->why[0] = 0;
-    uint64_t held = m->cap[POL_GPU] + m->cap[POL_HOST] + m->cap[POL_NVME];
+    uint64_t held = 0;                  /* (whole chunks of each tier, saturating) */
+    for (int tier = POL_GPU; tier < POL_NTIERS; tier++) {
+        uint64_t c = m->cap[tier] / m->chunk * m->chunk;
+        held = held > UINT64_MAX - c ? UINT64_MAX : held + c;
+    }
     if (p->rc == -ENOSPC && x->footprint > held) {
         char b[3][32];
         snprintf(p->why, sizeof(p->why), "no plan: GPU, host and NVMe memory together (%s) "
@@ -326,12 +330,12 @@ static void print_text(const tm_trace_t *t, const tp_input_t *x, const pol_machi
     if (x->timed < x->in.nops)
         printf("  %zu operations without device times count as taking none\n",
                x->in.nops - x->timed);
-    printf("machine     GPU %s, host %s, link %g GB/s each way (%g both), chunk %s",
+    printf("machine     GPU %s, host %s, link %.10g GB/s each way (%.10g both), chunk %s",
            text_bytes(m->cap[POL_GPU], b[0]),
            m->cap[POL_HOST] >= UNLIMITED ? "unlimited" : text_bytes(m->cap[POL_HOST], b[1]),
            m->link[POL_HOST].to_gpu_gbs, m->link[POL_HOST].duplex_gbs, text_bytes(m->chunk, b[2]));
     if (m->cap[POL_NVME])
-        printf(", NVMe %s at %g GB/s", text_bytes(m->cap[POL_NVME], b[3]),
+        printf(", NVMe %s at %.10g GB/s", text_bytes(m->cap[POL_NVME], b[3]),
                m->link[POL_NVME].to_gpu_gbs);
     if (m->room_on_device)
         printf(", evictions unmapped");
