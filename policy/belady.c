@@ -57,6 +57,7 @@ typedef struct st {
     uint64_t *nuu;              /* absolute next use, POL_INF */
     uint64_t used[POL_NTIERS];  /* chunks held, kept copies included */
     uint64_t nohome;            /* unpinned GPU chunks without a kept copy */
+    uint64_t nohome_host;       /* of them, those that may not go to NVMe (peer or host only) */
     uint64_t dying[POL_NTIERS]; /* room freed by the deaths after the last operation */
     heap_t gpu, host;           /* eviction candidates; HOST chunks that may go to NVME */
     uint32_t *late;             /* chunks whose gpu heap entry waits (see apply) */
@@ -231,6 +232,15 @@ static int nvme_ok(const st_t *s, uint32_t c)
     return s->ix->buf_nvme[s->ix->chunk_buf[c]] && s->ix->cap[POL_NVME] > 0;
 }
 
+/* Unpinned GPU chunk c gains (d = 1) or loses (d = -1) its place among those without a kept
+ * copy. */
+static void homeless(st_t *s, uint32_t c, int d)
+{
+    s->nohome += (uint64_t)(int64_t)d;
+    if (!nvme_ok(s, c))
+        s->nohome_host += (uint64_t)(int64_t)d;
+}
+
 /* ---------------------------------------------------------------- moves */
 
 /* HOST chunk d goes to NVME before op (relative) `op`: 0, or -ENOMEM. */
@@ -277,7 +287,7 @@ static int evict_to(st_t *s, uint32_t v, uint32_t op, int to)
         if (s->home[v] != POL_NONE) {
             s->used[s->home[v]]--;
             s->home[v] = POL_NONE;
-            s->nohome++;
+            homeless(s, v, 1);
         }
         d = to != POL_NONE && has_room(s, to) ? to : pick_lower(s, v, op, &rc);
         if (rc)
@@ -285,7 +295,7 @@ static int evict_to(st_t *s, uint32_t v, uint32_t op, int to)
         if (d == POL_NONE)
             return -ENOSPC;
         s->used[d]++;
-        s->nohome--;
+        homeless(s, v, -1);
         wb = need;
     }
     if ((rc = emit(s, op, v, POL_GPU, d, wb, 0, POL_INF)))
@@ -347,12 +357,16 @@ static int fetch_keep(st_t *s, uint32_t c, uint32_t op, uint64_t need_by, int fo
 {
     int from = s->loc[c], rc, keep = 0, wb = 0;
     if (from != POL_NONE && (needs(s, c) || force_keep == 1)) {
-        uint64_t lower_free = 0;
+        /* (Room for every GPU chunk without a kept copy once c keeps its own, and, for those
+         * that may not go to NVMe, in peer or host memory alone.) */
+        uint64_t lower_free = 0, near_free = 0;
         for (int t = POL_PEER; t < POL_NTIERS; t++)
             lower_free += s->ix->cap[t] - s->used[t];
+        for (int t = POL_PEER; t <= POL_HOST; t++)
+            near_free += s->ix->cap[t] - s->used[t];
         wb = 1;
-        keep = !(use_acc(s, s->nuu[c]) & POL_WRITE) &&
-               lower_free > s->nohome + 1;
+        keep = !(use_acc(s, s->nuu[c]) & POL_WRITE) && lower_free > s->nohome + 1 &&
+               (s->nohome_host == 0 || near_free > s->nohome_host + 1);
         if (force_keep >= 0)
             keep = force_keep;
     }
@@ -362,7 +376,8 @@ static int fetch_keep(st_t *s, uint32_t c, uint32_t op, uint64_t need_by, int fo
         s->used[from]--;
     s->home[c] = keep ? (uint8_t)from : POL_NONE;
     s->cur[c] = 1;
-    s->nohome += !keep && !s->pin[c];
+    if (!keep && !s->pin[c])
+        homeless(s, c, 1);
     s->loc[c] = POL_GPU;
     s->used[POL_GPU]++;
     s->stamp[c]++;
@@ -405,7 +420,7 @@ static void deaths(st_t *s, uint32_t i)
             if (s->home[c] != POL_NONE)
                 s->used[s->home[c]]--, s->dying[s->home[c]] += i == ix->nops - 1;
             else if (s->loc[c] == POL_GPU && !s->pin[c])
-                s->nohome--;
+                homeless(s, (uint32_t)c, -1);
             s->loc[c] = s->home[c] = POL_NONE;
             s->alive[c] = 0;
             s->nuu[c] = POL_INF;
@@ -566,7 +581,7 @@ static int initial(st_t *s)
         s->used[t]++;
         int rc = 0;
         if (t == POL_GPU && !s->pin[c]) {
-            s->nohome++;
+            homeless(s, (uint32_t)c, 1);
             rc = heap_push(&s->gpu, abs_op(s, s->nuu[c]), (uint32_t)c, s->stamp[c]);
         } else if (t == POL_HOST && nvme_ok(s, c)) {
             rc = heap_push(&s->host, abs_op(s, s->nuu[c]), (uint32_t)c, s->stamp[c]);

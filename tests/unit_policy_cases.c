@@ -279,6 +279,25 @@ static void test_in_place_full(void)
     pb_fini(&b);
 }
 
+/* Kept copies against an NVMe tier the buffers may not use (none may go to NVMe): fetching a
+ * buffer from full host memory must not keep its host copy on the strength of NVMe room, or
+ * the GPU chunk evicted next has nowhere to go and no plan is found, where one exists. */
+static void test_keep_host_only(void)
+{
+    pb_t b;
+    pb_init(&b);
+    b.m.cap[POL_GPU] = 3 * MIB;
+    b.m.cap[POL_HOST] = 4 * MIB;
+    b.m.cap[POL_NVME] = 8 * MIB;
+    uint32_t a = pb_buf(&b, 2, -1, -1), a2 = pb_buf(&b, 2, -1, -1), x = pb_buf(&b, 2, -1, -1);
+    pb_op(&b, 0, 1000), pb_all(&b, a, POL_READ);
+    pb_op(&b, 0, 1000), pb_all(&b, a2, POL_READ);
+    pb_op(&b, 0, 1000), pb_all(&b, x, POL_RW);
+    pol_plan_t *p = pb_plan(&b, NULL);
+    pol_plan_free(p);
+    pb_fini(&b);
+}
+
 /* pol_input_check on a copy of a good input broken by `breakit`: -EINVAL naming `word`. */
 static void expect_bad(void (*breakit)(pb_t *), const char *word)
 {
@@ -953,6 +972,7 @@ int main(void)
     test_nospc();
     test_in_place_nvme();
     test_in_place_full();
+    test_keep_host_only();
     test_errors();
     test_bound();
     test_bound_min();
