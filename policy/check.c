@@ -439,7 +439,16 @@ int pol_plan_verify(const pol_input_t *in, const pol_plan_t *p, char *err, size_
     pol_index_t ix;
     if ((rc = pol_index_build(in, &ix, p->knobs.near != 0)))
         return rc;
-    rc = pol_walk(in, &ix, p, err, len, NULL, 2);
+    /* A plan of slack_chunks holds that much less of the GPU (as search.c plans it). */
+    uint64_t slack = p->knobs.slack_chunks, gpu = ix.cap[POL_GPU], fit = ix.gpu_cap;
+    if (slack >= gpu)
+        rc = fail(err, len, "the plan's slack, %llu chunks, leaves none of the GPU's %llu",
+                  (unsigned long long)slack, (unsigned long long)gpu);
+    ix.cap[POL_GPU] -= slack < gpu ? slack : 0;
+    ix.gpu_cap -= slack < fit ? slack : 0;
+    if (!rc)
+        rc = pol_walk(in, &ix, p, err, len, NULL, 2);
+    ix.cap[POL_GPU] = gpu, ix.gpu_cap = fit;
     pol_index_free(&ix);
     return rc;
 }

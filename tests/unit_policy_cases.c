@@ -89,6 +89,14 @@ static void test_cycle(void)
         PB_CHECK(p->predicted.bound_ns > p->predicted.compute_ns,
                  "cycle: expected the link to bound the iteration, got bound %.0f compute %.0f",
                  p->predicted.bound_ns, p->predicted.compute_ns);
+        /* The plan fills the GPU: claimed as a plan of one chunk of slack, it holds more than
+         * the GPU less its slack, and the check says so. */
+        char err[256] = "";
+        uint32_t slack = p->knobs.slack_chunks;
+        p->knobs.slack_chunks = slack + 1;
+        PB_CHECK(pol_plan_verify(pb_input(&b), p, err, sizeof(err)) != 0,
+                 "cycle: a plan filling the GPU passed as one with %u chunks of slack", slack + 1);
+        p->knobs.slack_chunks = slack;
     }
     pol_plan_free(p);
     pb_fini(&b);
