@@ -561,10 +561,20 @@ void res_flight_use(res_dev_t *d, uint32_t ci, CUstream s, int ptds)
     }
     if (!d->flights[i].in) {
         /* An eviction: cancelled, the chunk may be written, once its copy read it (s waits
-         * for the copy, or the host where s cannot). */
+         * for the copy, or the host where s cannot).  Until s's use is recorded (after the
+         * operation is enqueued, or never where it is refused), nothing else orders what
+         * comes next for the chunk after that copy: another thread that takes its GPU memory
+         * meanwhile (a victim while this one waits without the lock) would hand it on with
+         * the copy still reading it.  The copy becomes part of the chunk's use. */
+        use_event_t *ev = d->flights[i].ev;
+        use_t *u = &d->chunks[ci].use;
         if (s == CU_STREAM_PER_THREAD || (!s && ptds) ||
-            DRVT(cuStreamWaitEvent)(s, d->flights[i].ev->ev, 0) != CUDA_SUCCESS)
-            res_event_wait(d->flights[i].ev, &d->blocked_flight_s);
+            DRVT(cuStreamWaitEvent)(s, ev->ev, 0) != CUDA_SUCCESS)
+            res_event_wait(ev, &d->blocked_flight_s);
+        else if (!u->prior && !res_event_done(ev))
+            u->prior = res_event_ref(ev);
+        else if (!res_event_done(ev))
+            res_event_wait(ev, &d->blocked_flight_s);   /* (a prior already: rare) */
         flight_cancel(d, i, 0);         /* (the chunk's memory stays, used after the copy) */
         return;
     }
