@@ -5,12 +5,14 @@
  * the shim is held across a call that can block on the GPU).
  *
  * One simulated device.  The main thread fills buffer A, enqueues on the legacy default
- * stream a kernel that spins SPIN_MS milliseconds and then adds 1 to A (sh_slow_add), and
- * copies A to the host with cuMemcpyDtoH, which waits for that kernel.  A second thread,
- * AFTER_MS into the copy, allocates buffer B and enqueues a kernel filling it on a stream of
- * its own (neither waits for the GPU).  When the copy returns, the second thread must be done
- * already; then the host copy must hold what the kernel wrote, and B its fill, as without the
- * shim.  Run under the thread sanitizer too (tests named conc_*).
+ * stream a kernel that spins until the second thread is done (at most SPIN_MS milliseconds)
+ * and then adds 1 to A (sh_slow_add), and copies A to the host with cuMemcpyDtoH, which waits
+ * for that kernel.  A second thread, AFTER_MS into the copy, allocates buffer B and enqueues a
+ * kernel filling it on a stream of its own (neither waits for the GPU), then ends the spin.
+ * When the copy returns, the second thread must be done: where the copy held up the second
+ * thread, the kernel spins its SPIN_MS and the copy returns first, however fast or loaded the
+ * machine.  Then the host copy must hold what the kernel wrote, and B its fill, as without
+ * the shim.  Run under the thread sanitizer too (tests named conc_*).
  */
 #define SH_RES_KERNELS
 #include <pthread.h>
@@ -20,7 +22,7 @@
 
 #define BYTES (2 * SH_MIB)
 #define WORDS (BYTES / 4)
-#define SPIN_MS 400
+#define SPIN_MS 10000
 #define AFTER_MS 50
 
 static uint32_t host[WORDS];
@@ -40,6 +42,7 @@ static void *other(void *arg)
     if (other_result == CUDA_SUCCESS)
         other_result = sh_fill_async(st_function(sh_res_ptx, "sh_fill"), b, WORDS, 6, sb);
     other_done = 1;
+    sh_slow_release = 1;
     return NULL;
 }
 

@@ -420,6 +420,7 @@ static inline void sh_paged_same(const char *what, const char *host_vmm, const c
  * has a chunk's memory (sh_where) and how much cuMemGetInfo calls free.
  */
 #ifdef SH_RES_KERNELS
+#include <stdatomic.h>
 #include <stdint.h>
 #include <time.h>
 
@@ -536,8 +537,12 @@ SIM_KERNEL void sh_peek(const sim_launch_t *l, void **params)
     (void)*p;
 }
 
-/* sh_slow_add(p, n, ms): spins ms milliseconds (a kernel that keeps its stream busy), then
- * adds 1 to each of the n words at p. */
+/* Set by a test to end sh_slow_add's spin early (a kernel that waits for something the host
+ * does, at most its ms). */
+static _Atomic int sh_slow_release;
+
+/* sh_slow_add(p, n, ms): spins ms milliseconds, or until sh_slow_release is set (a kernel
+ * that keeps its stream busy), then adds 1 to each of the n words at p. */
 SIM_KERNEL void sh_slow_add(const sim_launch_t *l, void **params)
 {
     uint32_t *p = *(uint32_t **)params[0];
@@ -546,7 +551,8 @@ SIM_KERNEL void sh_slow_add(const sim_launch_t *l, void **params)
     (void)l;
 
     sim_kernel_access(p, n * 4, SIM_ACCESS_READWRITE);
-    sh_spin_ms((double)ms);
+    for (uint64_t i = 0; i < ms && !atomic_load(&sh_slow_release); i++)
+        sh_spin_ms(1);
     for (uint64_t i = 0; i < n; i++)
         p[i] += 1;
 }
