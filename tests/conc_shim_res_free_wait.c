@@ -10,10 +10,12 @@
  * spins SPIN_MS milliseconds and then adds 1 to B, and B is freed with cuMemFreeAsync on s,
  * behind it.  The main thread then allocates D (2 MiB): under the shim it fits only once the
  * free is done, so the allocation must wait for the kernel.  A second thread, AFTER_MS into that
- * allocation, launches a kernel that reads C on a stream of its own: its launch must return
- * at once (in SPIN_MS / 2 at most), not when the allocation does.  D is filled and checked,
- * as are A and C, and the transcript must equal the one without the shim.  Run under the
- * thread sanitizer too (tests named conc_*).
+ * allocation, launches a kernel that reads C on a stream of its own and then ends the spin: its
+ * launch must return while the kernel still spins (were it held up by the allocation, the
+ * kernel would spin its SPIN_MS first, however fast or loaded the machine), and the
+ * allocation only once the kernel is done.  D is filled and checked, as are A and C, and the
+ * transcript must equal the one without the shim.  Run under the thread sanitizer too (tests
+ * named conc_*).
  */
 #define SH_RES_KERNELS
 #include <pthread.h>
@@ -23,18 +25,20 @@
 
 #define BYTES (2 * SH_MIB)
 #define WORDS (BYTES / 4)
-#define SPIN_MS 400
+#define SPIN_MS 10000
 #define AFTER_MS 50
 
 static uint32_t host[WORDS];
 static CUcontext ctx;
 static CUdeviceptr c_buf;
 static CUresult other_result;
-static double other_ms;             /* how long the second thread's launch took */
+static int other_early;             /* the second thread's launch returned before the kernel
+                                     * was done */
 static _Atomic int go;
 
 /* The second thread: once the main thread's allocation has begun, reads C on a stream of its
- * own and times that launch. */
+ * own, notes whether the kernel was still spinning when that launch returned, and ends the
+ * spin. */
 static void *other(void *arg)
 {
     CUstream s;
@@ -43,12 +47,14 @@ static void *other(void *arg)
     other_result = sh_second_thread_start(&go, AFTER_MS, ctx);
     if (other_result == CUDA_SUCCESS)
         other_result = cuStreamCreate(&s, CU_STREAM_NON_BLOCKING);
-    if (other_result != CUDA_SUCCESS)
+    if (other_result != CUDA_SUCCESS) {
+        sh_slow_release = 1;
         return NULL;
+    }
     void *args[] = { &c_buf };
-    double t0 = sh_now_ms();
     other_result = sh_launch(st_function(sh_res_ptx, "sh_peek"), s, args);
-    other_ms = sh_now_ms() - t0;
+    other_early = !sh_slow_done;
+    sh_slow_release = 1;
     if (other_result == CUDA_SUCCESS)
         other_result = cuStreamSynchronize(s);
     if (other_result == CUDA_SUCCESS)
@@ -77,17 +83,15 @@ static void scenario(void)
     printf("b freed on its stream, behind a kernel that uses it\n");
     EXPECT(pthread_create(&t, NULL, other, NULL) == 0, "pthread_create failed");
     go = 1;
-    double t0 = sh_now_ms();
     CHECK_CU(cuMemAlloc(&d, BYTES));
-    double alloc_ms = sh_now_ms() - t0;
     if (getenv("LD_PRELOAD"))           /* under the shim d fits once b's free is done */
-        EXPECT(alloc_ms > SPIN_MS / 2, "the allocation took %.0f ms: it did not wait for the "
-               "free", alloc_ms);
+        EXPECT(sh_slow_done, "the allocation returned while the kernel using b ran: it did not "
+               "wait for the free");
     printf("d allocated\n");
     EXPECT(pthread_join(t, NULL) == 0, "pthread_join failed");
     CHECK_CU(other_result);
-    EXPECT(other_ms < SPIN_MS / 2, "the other thread's launch took %.0f ms: it waited for the "
-           "main thread's allocation", other_ms);
+    EXPECT(other_early, "the other thread's launch returned only once the kernel was done: it "
+           "waited for the main thread's allocation");
     printf("the other thread's launch returned at once\n");
 
     CHECK_CU(sh_fill_async(fill, d, WORDS, 4, NULL));

@@ -5,15 +5,16 @@
  *
  * Two simulated devices, a 4 MiB GPU budget each, evicted chunks mapped.  On device 1, two
  * small buffers X and Y (one chunk holds both) are filled, then two 2 MiB buffers, which page
- * that chunk out to the host.  A second thread, on device 0, launches a kernel that spins for
- * a while and then writes X through its peer pointer: the shim holds X's chunk on device 1
- * for that launch (and waits for it).  Meanwhile the main thread, on device 1, adds 1 to Y
- * by kernel, which would bring Y's chunk into GPU memory: the chunk must stay where it is
+ * that chunk out to the host.  A second thread, on device 0, launches a kernel that spins
+ * (until the main thread ends the spin, SPIN_MS milliseconds at most) and then writes X
+ * through its peer pointer: the shim holds X's chunk on device 1 for that launch (and waits
+ * for it).  Once that kernel spins, the main thread, on device 1, adds 1 to Y by kernel, which
+ * would bring Y's chunk into GPU memory: the chunk must stay where it is
  * until the other device's kernel is done (in mapped host memory Y is reached all the same),
  * since a migration now would copy it while that kernel writes it.  (The simulator runs one
  * operation at a time, so such a copy would not lose the write here; on a GPU it could.)
- * Under the shim Y's chunk must still be on the host after the add; then X and Y must hold
- * what the kernels wrote, as without the shim.  Run under the
+ * Under the shim Y's chunk must still be on the host after the add; then the spin ends, and X
+ * and Y must hold what the kernels wrote, as without the shim.  Run under the
  * thread sanitizer too (tests named conc_*).
  */
 #define SH_RES_KERNELS
@@ -24,14 +25,17 @@
 
 #define SMALL 4096
 #define BIG (2 * SH_MIB)
-#define SPIN_MS 400
-#define AFTER_MS 100
+#define SPIN_MS 10000
 
 static const char slow_ptx[] =
     ".version 8.0\n.target sm_90\n.address_size 64\n"
     ".visible .entry slow_write(.param .u64 p, .param .u64 v)\n{\n ret;\n}\n";
 
-/* slow_write(p, v): spins SPIN_MS milliseconds, then writes the 32-bit word v at p. */
+static _Atomic int spinning;        /* slow_write has begun */
+static _Atomic int release;         /* ends slow_write's spin */
+
+/* slow_write(p, v): sets spinning, spins until release is set (SPIN_MS milliseconds at most),
+ * then writes the 32-bit word v at p. */
 SIM_KERNEL void slow_write(const sim_launch_t *l, void **params)
 {
     uint32_t *p = *(uint32_t **)params[0];
@@ -39,14 +43,16 @@ SIM_KERNEL void slow_write(const sim_launch_t *l, void **params)
     (void)l;
 
     sim_kernel_access(p, 4, SIM_ACCESS_WRITE);
-    sh_spin_ms(SPIN_MS);
+    spinning = 1;
+    for (int i = 0; i < SPIN_MS && !release; i++)
+        sh_spin_ms(1);
     *p = v;
 }
 
 static CUcontext c0, c1;
 static CUdeviceptr x;
 static CUresult writer_result;
-static _Atomic int writer_started;
+static _Atomic int writer_failed;   /* its kernel will not run */
 
 /* Device 0: slow_write(x, 77) on a stream of its own, which the shim makes wait. */
 static void *writer(void *arg)
@@ -59,11 +65,13 @@ static void *writer(void *arg)
     writer_result = cuCtxSetCurrent(c0);
     if (writer_result == CUDA_SUCCESS)
         writer_result = cuStreamCreate(&s, CU_STREAM_NON_BLOCKING);
-    if (writer_result != CUDA_SUCCESS)
+    if (writer_result != CUDA_SUCCESS) {
+        writer_failed = 1;
         return NULL;
+    }
     CUfunction f = st_function(slow_ptx, "slow_write");
-    writer_started = 1;
     writer_result = sh_launch(f, s, args);
+    writer_failed = writer_result != CUDA_SUCCESS;
     if (writer_result == CUDA_SUCCESS)
         writer_result = cuStreamSynchronize(s);
     if (writer_result == CUDA_SUCCESS)
@@ -94,14 +102,14 @@ static void scenario(void)
     CHECK_CU(cuCtxSynchronize());
 
     EXPECT(pthread_create(&t, NULL, writer, NULL) == 0, "pthread_create failed");
-    while (!writer_started)
-        ;
-    sh_spin_ms(AFTER_MS);           /* the writer's kernel is enqueued and spinning by now */
+    while (!spinning && !writer_failed)
+        ;                           /* (the writer's kernel runs once its thread waits) */
     uint64_t n = SMALL / 4;
     uint32_t one = 1;
     void *args[] = { &y, &n, &one };
     CHECK_CU(sh_launch(add, NULL, args));
     sh_expect_where(y, 0, "y, added to while device 0's kernel held its chunk");
+    release = 1;
     CHECK_CU(cuCtxSynchronize());
     EXPECT(pthread_join(t, NULL) == 0, "pthread_join failed");
     CHECK_CU(writer_result);

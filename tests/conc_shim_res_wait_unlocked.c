@@ -7,15 +7,18 @@
  * One simulated device, a 6 MiB GPU budget (three chunks), evicted chunks mapped (host VMM)
  * and, in a second round of runs, unmapped (ELIXIR_SIM_HOST_VMM=0).  Buffers V, Z, W and X
  * (2 MiB each) are filled in turn, which pages V out to the host.  The main thread enqueues a
- * kernel that spins SPIN_MS milliseconds and then adds 1 to W (sh_slow_add), and kernels that
- * read Z and X, so that W, still in use, is the least recently used chunk in GPU memory.  Then
- * (MODE=evict-z) it adds 1 to V by kernel: under the shim, V comes back and W must make room,
- * once the spinning kernel is done.  A second thread, AFTER_MS into that launch, enqueues a
- * kernel reading Z on a stream of its own, after the spinning kernel (by event; Z is in GPU
- * memory: the launch needs nothing but the device): its launch must return at once, not when
- * the main thread's does (it may take SPIN_MS / 2 at most).  Under the shim W must be on the
- * host after the main thread's launch, and V and W must hold their patterns plus 1, as
- * without the shim.  The race checker fails the run should W's move not wait for the kernel.
+ * kernel that spins (until the second thread ends the spin, SPIN_MS milliseconds at most) and
+ * then adds 1 to W (sh_slow_add), and kernels that read Z and X, so that W, still in use, is
+ * the least recently used chunk in GPU memory.  Then (MODE=evict-z) it adds 1 to V by kernel:
+ * under the shim, V comes back and W must make room, once the spinning kernel is done.  A
+ * second thread, AFTER_MS into that launch, enqueues a kernel reading Z on a stream of its
+ * own, after the spinning kernel (by event; Z is in GPU memory: the launch needs nothing but
+ * the device), and then ends the spin: its launch must return while the kernel still spins
+ * (were it held up by the main thread's launch, the kernel would spin its SPIN_MS first,
+ * however fast or loaded the machine).  Under the shim W must be on the host after the main
+ * thread's launch, and V and W must hold their patterns plus 1, as without the shim.  The
+ * race checker fails the run should W's move not wait for the kernel.
+ *
  * With MODE=evict-w the other thread reads W instead, while the main thread's eviction waits
  * for it: W is in use again then, so Z must be evicted instead (the race checker fails the
  * run should W move under the read), and W stay in GPU memory.  With MODE=free the main
@@ -25,20 +28,23 @@
  * thread); with MODE=create it creates 2 MiB of device memory of its own instead
  * (cuMemCreate, counted against the GPU budget), and with MODE=pool it allocates them from a
  * pool of its own (cuMemAllocFromPoolAsync), for which W must make room in the same way.
- * With MODE=evict-free the other thread frees W (which waits
- * for the kernel) while the main thread's eviction of W waits for it: the eviction must give
- * W up, and V come back all the same.  With MODE=evict-own Z and X are read (and the host
- * waits for the reads) before the spinning kernel is enqueued, so that W is the most recently
- * used chunk and Z and X are idle; the main thread's kernel adds 1 to Z, X (in GPU memory, its
- * first arguments) and V, and the other thread allocates a fifth buffer Y while the eviction
- * of W for V waits: where evicted chunks are unmapped, Z and X are held for the launch
- * meanwhile, so Y finds no room in GPU memory at once (it must not wait for the launch) and
- * Z and X stay there (were Z taken, the kernel would find it unmapped).  (Where evicted chunks
- * stay mapped nothing is held: Y may then take Z's place, waiting behind the spinning kernel,
- * since the simulator runs one operation at a time.)  With MODE=copy the main thread copies a
- * new pattern into V from host memory instead of adding to it: where evicted chunks are
- * unmapped, V comes back first and W must make room, waiting for the kernel without the
- * lock, as in the first run.  Run under the thread sanitizer too (tests named conc_*).
+ * With MODE=copy the main thread copies a new pattern into V from host memory instead of
+ * adding to it: where evicted chunks are unmapped, V comes back first and W must make room,
+ * waiting for the kernel without the lock, as in the first run.
+ *
+ * With MODE=evict-free the other thread frees W (which waits for the kernel) while the main
+ * thread's eviction of W waits for it: the eviction must give W up, and V come back all the
+ * same.  With MODE=evict-own Z and X are read (and the host waits for the reads) before the
+ * spinning kernel is enqueued, so that W is the most recently used chunk and Z and X are
+ * idle; the main thread's kernel adds 1 to Z, X (in GPU memory, its first arguments) and V,
+ * and the other thread allocates a fifth buffer Y while the eviction of W for V waits: where
+ * evicted chunks are unmapped, Z and X are held for the launch meanwhile, so Y finds no room
+ * in GPU memory at once (its allocation must return while the kernel still spins) and Z and
+ * X stay there (were Z taken, the kernel would find it unmapped).  (Where evicted chunks stay
+ * mapped nothing is held: Y may then take Z's place, waiting behind the spinning kernel,
+ * since the simulator runs one operation at a time.)  Where both threads may wait for the
+ * kernel, nobody can end its spin: it spins SHORT_MS.  Run under the thread sanitizer too
+ * (tests named conc_*).
  */
 #define SH_RES_KERNELS
 #include <pthread.h>
@@ -48,7 +54,8 @@
 
 #define BYTES (2 * SH_MIB)
 #define WORDS (BYTES / 4)
-#define SPIN_MS 400
+#define SPIN_MS 10000
+#define SHORT_MS 400               /* where both threads may wait for the kernel */
 #define AFTER_MS 50
 
 static uint32_t host[WORDS];
@@ -60,7 +67,8 @@ static CUdeviceptr y_other;
 static CUstream s_other;
 static CUevent slow_done;            /* recorded after the spinning kernel */
 static CUresult other_result;
-static double other_ms;             /* how long the second thread's launch took */
+static int other_early;             /* the second thread's call returned before the kernel
+                                     * was done */
 static _Atomic int go;
 
 static CUresult peek_on(CUstream s, CUdeviceptr p)
@@ -71,8 +79,8 @@ static CUresult peek_on(CUstream s, CUdeviceptr p)
 }
 
 /* The second thread: once the main thread's launch (or free) has begun, reads *reads on its
- * own stream, after the spinning kernel, and times that launch; or frees w, or allocates y
- * (timed too). */
+ * own stream, after the spinning kernel; or frees w, or allocates y.  Then it notes whether
+ * the kernel still spun when its call returned, and ends the spin. */
 static void *other(void *arg)
 {
     (void)arg;
@@ -80,16 +88,14 @@ static void *other(void *arg)
     if (other_result == CUDA_SUCCESS && other_frees) {
         other_result = cuMemFree(w);
     } else if (other_result == CUDA_SUCCESS && other_allocs) {
-        double t0 = sh_now_ms();
         other_result = cuMemAlloc(&y_other, BYTES);
-        other_ms = sh_now_ms() - t0;
     } else if (other_result == CUDA_SUCCESS) {
-        double t0 = sh_now_ms();
         other_result = cuStreamWaitEvent(s_other, slow_done, 0);
         if (other_result == CUDA_SUCCESS)
             other_result = peek_on(s_other, *reads);
-        other_ms = sh_now_ms() - t0;
     }
+    other_early = !sh_slow_done;
+    sh_slow_release = 1;
     return NULL;
 }
 
@@ -116,6 +122,9 @@ static void scenario(void)
     reads = !strcmp(mode, "evict-w") ? &w : &z;
     other_frees = !strcmp(mode, "evict-free");
     other_allocs = !strcmp(mode, "evict-own");
+    const char *vmm = getenv("ELIXIR_SIM_HOST_VMM");
+    int unmapped = vmm && !strcmp(vmm, "0");
+    int both_wait = other_frees || (other_allocs && !(unmapped && getenv("LD_PRELOAD")));
     ctx = st_setup(0);
     CUfunction fill = st_function(sh_res_ptx, "sh_fill"), add = st_function(sh_res_ptx, "sh_add");
     CUdeviceptr bufs[4];
@@ -134,8 +143,8 @@ static void scenario(void)
         CHECK_CU(peek_on(s_peek, x));
         CHECK_CU(cuStreamSynchronize(s_peek));
     }
-    CHECK_CU(sh_slow_add_async(st_function(sh_res_ptx, "sh_slow_add"), w, WORDS, SPIN_MS,
-                               s_slow));
+    CHECK_CU(sh_slow_add_async(st_function(sh_res_ptx, "sh_slow_add"), w, WORDS,
+                               both_wait ? SHORT_MS : SPIN_MS, s_slow));
     CHECK_CU(cuEventCreate(&slow_done, CU_EVENT_DISABLE_TIMING));
     CHECK_CU(cuEventRecord(slow_done, s_slow));
     if (!other_allocs) {
@@ -184,8 +193,7 @@ static void scenario(void)
     } else if (other_allocs) {
         sh_expect_where(v, 1, "v, brought back while y was allocated");
     } else if (copying) {
-        const char *vmm = getenv("ELIXIR_SIM_HOST_VMM");
-        if (vmm && !strcmp(vmm, "0"))       /* unmapped: v came back for the copy */
+        if (unmapped)                       /* v came back for the copy */
             sh_expect_where(w, 0, "w, paged out for v once the kernel using it was done");
     } else if (reads == &z) {
         sh_expect_where(w, 0, "w, paged out for v once the kernel using it was done");
@@ -201,16 +209,15 @@ static void scenario(void)
     } else if (other_allocs) {
         printf("the other thread allocated y\n");
         y = y_other;
-        const char *vmm = getenv("ELIXIR_SIM_HOST_VMM");
-        if (vmm && !strcmp(vmm, "0") && getenv("LD_PRELOAD")) {    /* z and x were held */
-            EXPECT(other_ms < SPIN_MS / 2, "the other thread's allocation took %.0f ms: it "
-                   "waited for the main thread's launch", other_ms);
+        if (!both_wait) {                   /* unmapped under the shim: z and x were held */
+            EXPECT(other_early, "the other thread's allocation returned only once the kernel "
+                   "was done: it waited for the main thread's launch");
             sh_expect_where(z, 1, "z, held for the launch while an eviction for it waited");
             sh_expect_where(x, 1, "x, held for the launch while an eviction for it waited");
         }
     } else {
-        EXPECT(other_ms < SPIN_MS / 2, "the other thread's launch took %.0f ms: it waited for "
-               "the main thread's", other_ms);
+        EXPECT(other_early, "the other thread's launch returned only once the kernel was done: "
+               "it waited for the main thread's");
         printf("the other thread's launch returned at once\n");
     }
     CHECK_CU(cuCtxSynchronize());

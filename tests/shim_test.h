@@ -541,8 +541,13 @@ SIM_KERNEL void sh_peek(const sim_launch_t *l, void **params)
  * does, at most its ms). */
 static _Atomic int sh_slow_release;
 
+/* Set by sh_slow_add once it has added: a thread that finds it unset after a call knows the
+ * call did not wait for the kernel (whose spin the test ends only after that call). */
+static _Atomic int sh_slow_done;
+
 /* sh_slow_add(p, n, ms): spins ms milliseconds, or until sh_slow_release is set (a kernel
- * that keeps its stream busy), then adds 1 to each of the n words at p. */
+ * that keeps its stream busy), then adds 1 to each of the n words at p and sets
+ * sh_slow_done. */
 SIM_KERNEL void sh_slow_add(const sim_launch_t *l, void **params)
 {
     uint32_t *p = *(uint32_t **)params[0];
@@ -555,6 +560,7 @@ SIM_KERNEL void sh_slow_add(const sim_launch_t *l, void **params)
         sh_spin_ms(1);
     for (uint64_t i = 0; i < n; i++)
         p[i] += 1;
+    atomic_store(&sh_slow_done, 1);
 }
 
 /* The usual start of a residency scenario: device 0's context, sh_fill and sh_verify in *fill
