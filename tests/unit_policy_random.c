@@ -8,11 +8,13 @@
  * which random knobs plan as uses or leave out), and a machine whose GPU holds somewhere
  * between what one operation needs and the whole footprint, with or without peer and NVMe
  * tiers, a host that is roomy or tight.  For every seed, with the search and with random knobs:
- * pol_plan succeeds or says -ENOSPC; a plan passes pol_plan_verify (no tier over capacity,
- * every operation's chunks on the GPU, no data lost, cyclic); the replay predicts no less
- * than the operations alone and the lower bound, and the plan moves at least the bound's
- * chunks in and back (in half the iterations the buffers say where they lie, some at one
- * address, so that births take parked memory).  With more than enough GPU for everything,
+ * pol_plan succeeds or says -ENOSPC (the search not where a plan surely exists: host memory
+ * for everything, no peer tier, and GPU room at every operation for its chunks with the pinned
+ * ones); a plan passes pol_plan_verify (no tier over capacity, every operation's chunks on
+ * the GPU, no data lost, cyclic); the replay predicts no less than the operations alone and
+ * the lower bound, and the plan moves at least the bound's chunks in and back (in half the
+ * iterations the buffers say where they lie, some at one address, so that births take parked
+ * memory).  With more than enough GPU for everything,
  * nothing moves but materialisations.  Usage: unit_policy_random [seeds] [first seed]; without
  * arguments, seeds 1 to 300 and those that once failed (again[]).
  */
@@ -90,6 +92,49 @@ static void random_machine(pb_t *b, uint64_t total)
     b->m.map_us_per_chunk = rnd(3) * 5.0;
     b->m.host_us_per_op = rnd(3) * 2.0;
     b->m.mapback_us_per_chunk = rnd(2) * 20.0;
+}
+
+static int alive_at(const pb_t *b, uint32_t buf, int i)
+{
+    const pol_buf_t *bf = &b->bufs[buf];
+    int n = (int)b->nops, lb = bf->born, ld = bf->dies >= 0 ? bf->dies : (lb + n - 1) % n;
+    return lb < 0 || (ld >= lb ? i >= lb && i <= ld : i >= lb || i <= ld);
+}
+
+/* Must the search find a plan?  It must where there is no peer tier, host memory holds the
+ * whole footprint, and at every operation the GPU has room for the chunks it reaches (POL_NEAR
+ * ones too) with every pinned chunk alive then: every other chunk can then wait in host
+ * memory, and no operation runs in place. */
+static int surely_plannable(const pb_t *b, uint64_t total)
+{
+    if (b->m.cap[POL_PEER] || b->m.cap[POL_HOST] < total * b->m.chunk)
+        return 0;
+    uint64_t gpu = b->m.cap[POL_GPU] / b->m.chunk;
+    uint32_t *first = calloc(b->nbufs + 1, sizeof(*first));
+    for (size_t k = 0; k < b->nbufs; k++)
+        first[k + 1] = first[k] + (uint32_t)(b->bufs[k].bytes / b->m.chunk);
+    uint8_t *on = malloc(first[b->nbufs] ? first[b->nbufs] : 1);
+    int ok = 1;
+    for (size_t i = 0; ok && i < b->nops; i++) {
+        memset(on, 0, first[b->nbufs]);
+        uint64_t need = 0;
+        for (uint32_t r = b->ops[i].ref; r < b->ops[i].ref + b->ops[i].nref; r++)
+            for (uint32_t c = 0; c < b->refs[r].nchunks; c++) {
+                uint32_t g = first[b->refs[r].buf] + b->refs[r].chunk + c;
+                need += !on[g];
+                on[g] = 1;
+            }
+        for (uint32_t k = 0; k < b->nbufs; k++)
+            if (b->bufs[k].pinned && alive_at(b, k, (int)i))
+                for (uint32_t g = first[k]; g < first[k + 1]; g++) {
+                    need += !on[g];
+                    on[g] = 1;
+                }
+        ok = need <= gpu;
+    }
+    free(on);
+    free(first);
+    return ok;
 }
 
 /* Plan, verify and replay one input: 0 planned, 1 -ENOSPC, 2 -EDOM. */
@@ -214,6 +259,9 @@ int main(int argc, char **argv)
         for (size_t i = 0; rnd(2) && i < b.nops; i++)
             b.ops[i].away = rnd(3);
         int r1 = one(&b, NULL, seed), r2 = one(&b, &k, seed);
+        int sure = surely_plannable(&b, total);
+        PB_CHECK(r1 != 1 || !sure, "seed %u: pol_plan: -ENOSPC, but with host memory for "
+                 "everything the GPU holds every operation's chunks with the pinned ones", seed);
         planned += !r1 + !r2;
         nospc += (r1 == 1) + (r2 == 1);
         nocycle += (r1 == 2) + (r2 == 2);
