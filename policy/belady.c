@@ -67,6 +67,12 @@ typedef struct st {
     uint64_t now;               /* the operation being planned (absolute) */
     uint32_t pass, lookahead;
     pol_cplan_t *out;
+    /* The GPU chunks of the operation in place being planned that may make room for it (see
+     * room_in_place), in the order they joined: [0] all, [1] those with a kept copy in host
+     * memory.  A chunk joins when it is found on the GPU and again each time demand fetches
+     * it, so at most twice per use: 2 x the most uses of an operation in place each. */
+    uint32_t *inpl[2];
+    uint64_t inpl_head[2], inpl_n[2];
 } st_t;
 
 /* ---------------------------------------------------------------- heaps */
@@ -429,27 +435,40 @@ static void deaths(st_t *s, uint32_t i)
     }
 }
 
+/* Chunk c, reached by the operation in place being planned, joins room_in_place's candidates
+ * if it is on the GPU and not pinned. */
+static void inpl_join(st_t *s, uint32_t c)
+{
+    if (s->loc[c] != POL_GPU || s->pin[c])
+        return;
+    s->inpl[0][s->inpl_n[0]++] = c;
+    if (s->home[c] == POL_HOST)
+        s->inpl[1][s->inpl_n[1]++] = c;
+}
+
 /* GPU room before operation i (absolute T), which runs in place, where every GPU chunk is
  * one it reaches or pinned: one of its own goes to HOST, where it reaches it as well (one
  * with a kept copy there first), after a HOST chunk used later than T went to NVMe if HOST
- * is full.  1 done, 0 impossible, < 0 an error. */
+ * is full.  The candidates are taken in the order they joined, each once (one that left the
+ * GPU since is passed over; it joins again if fetched again), so that an operation reaching
+ * many chunks is planned in time linear in them.  1 done, 0 impossible, < 0 an error. */
 static int room_in_place(st_t *s, uint32_t i, uint64_t T)
 {
-    const pol_index_t *ix = s->ix;
     uint32_t v = UINT32_MAX;
-    for (uint64_t u = ix->op_use[i]; u < ix->op_use[i + 1]; u++) {
-        uint32_t c = ix->use_chunk[u];
-        if (s->loc[c] != POL_GPU || s->pin[c])
-            continue;
-        if (s->home[c] == POL_HOST) {
-            int rc = evict_to(s, c, i, POL_HOST);
-            return rc ? rc : 1;
+    for (int q = 1; q >= 0 && v == UINT32_MAX; q--)
+        while (s->inpl_head[q] < s->inpl_n[q]) {
+            uint32_t c = s->inpl[q][s->inpl_head[q]++];
+            if (s->loc[c] == POL_GPU && !s->pin[c] && (q == 0 || s->home[c] == POL_HOST)) {
+                v = c;
+                break;
+            }
         }
-        if (v == UINT32_MAX)
-            v = c;
-    }
     if (v == UINT32_MAX)
         return 0;
+    if (s->home[v] == POL_HOST) {
+        int rc = evict_to(s, v, i, POL_HOST);
+        return rc ? rc : 1;
+    }
     if (!has_room(s, POL_HOST)) {
         const hent_t *h = has_room(s, POL_NVME) ? heap_top(s, &s->host, POL_HOST) : NULL;
         if (!h || h->key <= T)
@@ -469,6 +488,11 @@ static int demand(st_t *s, uint32_t i, uint64_t T)
 {
     const pol_index_t *ix = s->ix;
     int in_place = pol_op_in_place(ix, i);
+    if (in_place) {
+        s->inpl_head[0] = s->inpl_head[1] = s->inpl_n[0] = s->inpl_n[1] = 0;
+        for (uint64_t u = ix->op_use[i]; u < ix->op_use[i + 1]; u++)
+            inpl_join(s, ix->use_chunk[u]);
+    }
     for (uint64_t u = ix->op_use[i]; u < ix->op_use[i + 1]; u++) {
         uint32_t c = ix->use_chunk[u];
         if (s->loc[c] == POL_GPU ||
@@ -481,6 +505,8 @@ static int demand(st_t *s, uint32_t i, uint64_t T)
             return rc ? rc : -ENOSPC;
         if ((rc = fetch(s, c, i, T)))
             return rc;
+        if (in_place)
+            inpl_join(s, c);
     }
     return 0;
 }
@@ -622,8 +648,14 @@ static int st_alloc(st_t *s, const pol_input_t *in, const pol_index_t *ix, const
     s->late = malloc(n * sizeof(uint32_t));
     s->late_key = malloc(n * sizeof(uint64_t));
     s->late_stamp = calloc(n, sizeof(uint32_t));
+    uint64_t most = 1;
+    for (uint32_t i = 0; i < ix->nops; i++)
+        if (pol_op_in_place(ix, i) && 2 * (ix->op_use[i + 1] - ix->op_use[i]) > most)
+            most = 2 * (ix->op_use[i + 1] - ix->op_use[i]);
+    s->inpl[0] = malloc(most * sizeof(uint32_t));
+    s->inpl[1] = malloc(most * sizeof(uint32_t));
     if (!s->loc || !s->home || !s->cur || !s->alive || !s->pin || !s->stamp || !s->nuu ||
-        !s->late || !s->late_key || !s->late_stamp)
+        !s->late || !s->late_key || !s->late_stamp || !s->inpl[0] || !s->inpl[1])
         return -ENOMEM;
     for (uint64_t c = 0; c < ix->nchunks; c++)
         s->pin[c] = pin[ix->chunk_buf[c]];
@@ -635,6 +667,7 @@ static void st_free(st_t *s)
     free(s->loc), free(s->home), free(s->cur), free(s->alive), free(s->pin);
     free(s->stamp), free(s->nuu);
     free(s->late), free(s->late_key), free(s->late_stamp);
+    free(s->inpl[0]), free(s->inpl[1]);
     free(s->gpu.a), free(s->host.a);
 }
 

@@ -31,6 +31,8 @@
  * chunks a training loop brings in go back with a copy, and the link's two directions share
  * its duplex rate: a bound of the chunks in alone would be far below what any plan reaches.
  */
+#include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "pol_int.h"
@@ -152,28 +154,29 @@ static int heap_use(heap_t *h, uint32_t c, uint64_t key, uint64_t cap)
     return 1;
 }
 
-/* Of use u (first iteration): the time of the next use that needs the chunk on the GPU,
+/* Of each use u (first iteration): the time of the next use that needs the chunk on the GPU,
  * within one iteration, relative to the first iteration (maybe >= nuses: in the next one);
  * POL_INF when there is none or it overwrites the chunk whole (what the chunk holds is dead
- * until then). */
-static uint64_t next_need(const pol_index_t *ix, uint64_t u)
+ * until then).  Uses in place are passed over.  In time linear in the uses: backwards over
+ * two iterations, at[c] holding the first use not in place from chunk c's last use seen on
+ * (POL_INF: none in that life). */
+static void next_needs(const pol_index_t *ix, uint64_t *need, uint64_t *at)
 {
     uint64_t nu = ix->nuses;
-    for (uint64_t x = u;;) {
-        uint64_t nx = ix->use_next[x % nu];
-        if (nx == POL_INF)
-            return POL_INF;
-        x = x - x % nu + nx;
-        if (x > u + nu)
-            return POL_INF;
-        if (!pol_op_in_place(ix, ix->use_op[x % nu]))
-            return pol_needs_data(ix->use_acc[x % nu]) ? x : POL_INF;
+    for (uint64_t c = 0; c < ix->nchunks; c++)
+        at[c] = POL_INF;
+    for (uint64_t x = 2 * nu; x-- > 0;) {
+        uint64_t u = x % nu, f = ix->use_next[u] == POL_INF ? POL_INF : at[ix->use_chunk[u]];
+        if (x < nu)
+            need[u] = f != POL_INF && f <= x + nu && pol_needs_data(ix->use_acc[f % nu])
+                          ? f : POL_INF;
+        at[ix->use_chunk[u]] = pol_op_in_place(ix, ix->use_op[u]) ? f : x;
     }
 }
 
 enum { SKIP = 1, COPIES = 2 };
 
-/* What the passes read of each use, in order: its next use that needs it (next_need) and
+/* What the passes read of each use, in order: its next use that needs it (next_needs) and
  * flags: SKIP, an operation in place; COPIES, a miss there copies: it reads data an earlier
  * use left in this life (maybe in the previous iteration); a miss at a life's first use does
  * not, nor one right after a use in place (which may have written the chunk on the GPU, given
@@ -181,13 +184,16 @@ enum { SKIP = 1, COPIES = 2 };
 static int least_prepare(const pol_index_t *ix, uint64_t *need, uint8_t *flag)
 {
     uint64_t nu = ix->nuses;
+    uint64_t *at = malloc((ix->nchunks ? ix->nchunks : 1) * sizeof(uint64_t));
+    if (!at)
+        return -ENOMEM;
+    next_needs(ix, need, at);
+    free(at);
     for (uint64_t u = 0; u < nu; u++)
         flag[u] = 0;
-    for (uint64_t u = 0; u < nu; u++) {
+    for (uint64_t u = 0; u < nu; u++)
         if (ix->use_next[u] != POL_INF && !pol_op_in_place(ix, ix->use_op[u]))
             flag[ix->use_next[u] % nu] |= COPIES;
-        need[u] = next_need(ix, u);
-    }
     for (uint64_t u = 0; u < nu; u++) {
         if (!pol_needs_data(ix->use_acc[u]))
             flag[u] &= ~COPIES;
