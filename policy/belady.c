@@ -67,12 +67,13 @@ typedef struct st {
     uint64_t now;               /* the operation being planned (absolute) */
     uint32_t pass, lookahead;
     pol_cplan_t *out;
-    /* The GPU chunks of the operation in place being planned that may make room for it (see
-     * room_in_place), in the order they joined: [0] all, [1] those with a kept copy in host
-     * memory.  A chunk joins when it is found on the GPU and again each time demand fetches
-     * it, so at most twice per use: 2 x the most uses of an operation in place each. */
-    uint32_t *inpl[2];
-    uint64_t inpl_head[2], inpl_n[2];
+    /* The uses of the operation in place being planned whose chunks may make room for it (see
+     * room_in_place), each queue in use order: [0] those on the GPU as demand starts, [1] of
+     * them, those with a kept copy in host memory, [2] those demand fetched (new, or from
+     * NVMe: none with a kept copy in host memory).  A use joins a queue once at most: each
+     * holds the most uses of an operation in place. */
+    uint64_t *inpl[3];
+    uint64_t inpl_head[3], inpl_n[3], inpl_cap;
 } st_t;
 
 /* ---------------------------------------------------------------- heaps */
@@ -435,36 +436,49 @@ static void deaths(st_t *s, uint32_t i)
     }
 }
 
-/* Chunk c, reached by the operation in place being planned, joins room_in_place's candidates
- * if it is on the GPU and not pinned. */
-static void inpl_join(st_t *s, uint32_t c)
+/* Use u of the operation in place being planned joins room_in_place's candidates (queue 0,
+ * or 2 where demand fetched its chunk) if its chunk is on the GPU and not pinned. */
+static void inpl_join(st_t *s, uint64_t u, int fetched)
 {
-    if (s->loc[c] != POL_GPU || s->pin[c])
-        return;
-    s->inpl[0][s->inpl_n[0]++] = c;
-    if (s->home[c] == POL_HOST)
-        s->inpl[1][s->inpl_n[1]++] = c;
+    uint32_t c = s->ix->use_chunk[u];
+    int q = fetched ? 2 : 0;
+    if (s->loc[c] != POL_GPU || s->pin[c] || s->inpl_n[q] == s->inpl_cap)
+        return;                         /* (full: not met, see st_t) */
+    s->inpl[q][s->inpl_n[q]++] = u;
+    if (!fetched && s->home[c] == POL_HOST)
+        s->inpl[1][s->inpl_n[1]++] = u;
+}
+
+/* The first use in queue q whose chunk may still make room (those before it dropped), or
+ * UINT64_MAX. */
+static uint64_t inpl_first(st_t *s, int q)
+{
+    for (; s->inpl_head[q] < s->inpl_n[q]; s->inpl_head[q]++) {
+        uint64_t u = s->inpl[q][s->inpl_head[q]];
+        uint32_t c = s->ix->use_chunk[u];
+        if (s->loc[c] == POL_GPU && !s->pin[c] && (q != 1 || s->home[c] == POL_HOST))
+            return u;
+    }
+    return UINT64_MAX;
 }
 
 /* GPU room before operation i (absolute T), which runs in place, where every GPU chunk is
- * one it reaches or pinned: one of its own goes to HOST, where it reaches it as well (one
- * with a kept copy there first), after a HOST chunk used later than T went to NVMe if HOST
- * is full.  The candidates are taken in the order they joined, each once (one that left the
- * GPU since is passed over; it joins again if fetched again), so that an operation reaching
- * many chunks is planned in time linear in them.  1 done, 0 impossible, < 0 an error. */
+ * one it reaches or pinned: one of its own goes to HOST, where it reaches it as well (the
+ * first in use order with a kept copy there, else the first), after a HOST chunk used later
+ * than T went to NVMe if HOST is full.  The candidates come from queues in use order (the
+ * chunks on the GPU as demand started, and those it fetched since), so that an operation
+ * reaching many chunks is planned in time linear in them.  1 done, 0 impossible, < 0 an
+ * error. */
 static int room_in_place(st_t *s, uint32_t i, uint64_t T)
 {
-    uint32_t v = UINT32_MAX;
-    for (int q = 1; q >= 0 && v == UINT32_MAX; q--)
-        while (s->inpl_head[q] < s->inpl_n[q]) {
-            uint32_t c = s->inpl[q][s->inpl_head[q]++];
-            if (s->loc[c] == POL_GPU && !s->pin[c] && (q == 0 || s->home[c] == POL_HOST)) {
-                v = c;
-                break;
-            }
-        }
-    if (v == UINT32_MAX)
+    uint64_t u = inpl_first(s, 1);
+    if (u == UINT64_MAX) {
+        uint64_t a = inpl_first(s, 0), b = inpl_first(s, 2);
+        u = a < b ? a : b;
+    }
+    if (u == UINT64_MAX)
         return 0;
+    uint32_t v = s->ix->use_chunk[u];
     if (s->home[v] == POL_HOST) {
         int rc = evict_to(s, v, i, POL_HOST);
         return rc ? rc : 1;
@@ -489,9 +503,10 @@ static int demand(st_t *s, uint32_t i, uint64_t T)
     const pol_index_t *ix = s->ix;
     int in_place = pol_op_in_place(ix, i);
     if (in_place) {
-        s->inpl_head[0] = s->inpl_head[1] = s->inpl_n[0] = s->inpl_n[1] = 0;
+        memset(s->inpl_head, 0, sizeof(s->inpl_head));
+        memset(s->inpl_n, 0, sizeof(s->inpl_n));
         for (uint64_t u = ix->op_use[i]; u < ix->op_use[i + 1]; u++)
-            inpl_join(s, ix->use_chunk[u]);
+            inpl_join(s, u, 0);
     }
     for (uint64_t u = ix->op_use[i]; u < ix->op_use[i + 1]; u++) {
         uint32_t c = ix->use_chunk[u];
@@ -506,7 +521,7 @@ static int demand(st_t *s, uint32_t i, uint64_t T)
         if ((rc = fetch(s, c, i, T)))
             return rc;
         if (in_place)
-            inpl_join(s, c);
+            inpl_join(s, u, 1);
     }
     return 0;
 }
@@ -650,12 +665,13 @@ static int st_alloc(st_t *s, const pol_input_t *in, const pol_index_t *ix, const
     s->late_stamp = calloc(n, sizeof(uint32_t));
     uint64_t most = 1;
     for (uint32_t i = 0; i < ix->nops; i++)
-        if (pol_op_in_place(ix, i) && 2 * (ix->op_use[i + 1] - ix->op_use[i]) > most)
-            most = 2 * (ix->op_use[i + 1] - ix->op_use[i]);
-    s->inpl[0] = malloc(most * sizeof(uint32_t));
-    s->inpl[1] = malloc(most * sizeof(uint32_t));
+        if (pol_op_in_place(ix, i) && ix->op_use[i + 1] - ix->op_use[i] > most)
+            most = ix->op_use[i + 1] - ix->op_use[i];
+    for (int q = 0; q < 3; q++)
+        s->inpl[q] = malloc(most * sizeof(uint64_t));
+    s->inpl_cap = most;
     if (!s->loc || !s->home || !s->cur || !s->alive || !s->pin || !s->stamp || !s->nuu ||
-        !s->late || !s->late_key || !s->late_stamp || !s->inpl[0] || !s->inpl[1])
+        !s->late || !s->late_key || !s->late_stamp || !s->inpl[0] || !s->inpl[1] || !s->inpl[2])
         return -ENOMEM;
     for (uint64_t c = 0; c < ix->nchunks; c++)
         s->pin[c] = pin[ix->chunk_buf[c]];
@@ -667,7 +683,7 @@ static void st_free(st_t *s)
     free(s->loc), free(s->home), free(s->cur), free(s->alive), free(s->pin);
     free(s->stamp), free(s->nuu);
     free(s->late), free(s->late_key), free(s->late_stamp);
-    free(s->inpl[0]), free(s->inpl[1]);
+    free(s->inpl[0]), free(s->inpl[1]), free(s->inpl[2]);
     free(s->gpu.a), free(s->host.a);
 }
 

@@ -32,7 +32,6 @@
  * its duplex rate: a bound of the chunks in alone would be far below what any plan reaches.
  */
 #include <errno.h>
-#include <stdio.h>
 #include <stdlib.h>
 
 #include "pol_int.h"

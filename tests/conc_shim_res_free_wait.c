@@ -6,9 +6,9 @@
  *
  * One simulated device, a 4 MiB GPU budget and a 2 MiB host budget: three chunks in all.
  * Buffers A, B and C (2 MiB each; B from cuMemAllocAsync) are filled, which fills every
- * budget.  On stream s a kernel
- * spins SPIN_MS milliseconds and then adds 1 to B, and B is freed with cuMemFreeAsync on s,
- * behind it.  The main thread then allocates D (2 MiB): under the shim it fits only once the
+ * budget.  On stream s a kernel spins (until the second thread ends the spin, SPIN_MS
+ * milliseconds at most) and then adds 1 to B, and B is freed with cuMemFreeAsync on s, behind
+ * it.  The main thread then allocates D (2 MiB): under the shim it fits only once the
  * free is done, so the allocation must wait for the kernel.  A second thread, AFTER_MS into that
  * allocation, launches a kernel that reads C on a stream of its own and then ends the spin: its
  * launch must return while the kernel still spins (were it held up by the allocation, the

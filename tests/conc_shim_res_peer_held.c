@@ -52,7 +52,7 @@ SIM_KERNEL void slow_write(const sim_launch_t *l, void **params)
 static CUcontext c0, c1;
 static CUdeviceptr x;
 static CUresult writer_result;
-static _Atomic int writer_failed;   /* its kernel will not run */
+static _Atomic int writer_over;     /* the writer is done (its kernel ran, or will not) */
 
 /* Device 0: slow_write(x, 77) on a stream of its own, which the shim makes wait. */
 static void *writer(void *arg)
@@ -66,16 +66,16 @@ static void *writer(void *arg)
     if (writer_result == CUDA_SUCCESS)
         writer_result = cuStreamCreate(&s, CU_STREAM_NON_BLOCKING);
     if (writer_result != CUDA_SUCCESS) {
-        writer_failed = 1;
+        writer_over = 1;
         return NULL;
     }
     CUfunction f = st_function(slow_ptx, "slow_write");
     writer_result = sh_launch(f, s, args);
-    writer_failed = writer_result != CUDA_SUCCESS;
     if (writer_result == CUDA_SUCCESS)
         writer_result = cuStreamSynchronize(s);
     if (writer_result == CUDA_SUCCESS)
         writer_result = cuStreamDestroy(s);
+    writer_over = 1;
     return NULL;
 }
 
@@ -102,8 +102,9 @@ static void scenario(void)
     CHECK_CU(cuCtxSynchronize());
 
     EXPECT(pthread_create(&t, NULL, writer, NULL) == 0, "pthread_create failed");
-    while (!spinning && !writer_failed)
-        ;                           /* (the writer's kernel runs once its thread waits) */
+    while (!spinning && !writer_over)
+        ;                           /* (the writer's kernel runs once its thread waits; a
+                                     * kernel that faults before it spins ends the writer) */
     uint64_t n = SMALL / 4;
     uint32_t one = 1;
     void *args[] = { &y, &n, &one };
