@@ -378,7 +378,10 @@ int res_prefetch(res_dev_t *d, uint32_t ci)
             return -1;
         }
         if (remap(d, ci, h, 0) != CUDA_SUCCESS) {
-            prefetch_undo(d, h, was, ev);   /* (the copy still writes it) */
+            /* The copy still reads the chunk's host memory, which stays its memory with
+             * nothing recording that use: the host waits for the copy. */
+            res_event_wait(ev, &d->blocked_flight_s);
+            prefetch_undo(d, h, was, ev);
             return -1;
         }
     }

@@ -213,11 +213,13 @@ int res_reach_away(res_dev_t *d, collect_t *k, int promote, int gap, const char 
         for (size_t i = 0; i < k->n; i++)
             res_unhold(d, k->ids[i]);
     /* (While the lock was dropped, another thread's plan may have started evicting some of
-     * k's chunks: those evictions are cancelled, as a use cancels them; or prefetching some,
-     * whose copies the host waits for, as pin() does: k's stream was ordered after the
-     * prefetches before (settle in res_plan.c), not after these.) */
+     * k's chunks, or sending some of its host chunks to NVMe: those moves are cancelled, as a
+     * use cancels them, once the host waited for their copies; or prefetching some, whose
+     * copies the host waits for, as pin() does: k's stream was ordered after the prefetches
+     * before (settle in res_plan.c), not after these.) */
     for (size_t i = 0; gap && i < k->n; i++)
-        if (SHIM_UNLIKELY(d->chunks[k->ids[i]].moving) && d->chunks[k->ids[i]].tier == TIER_GPU) {
+        if (SHIM_UNLIKELY(d->chunks[k->ids[i]].moving) &&
+            (d->chunks[k->ids[i]].tier == TIER_GPU || d->chunks[k->ids[i]].tier == TIER_HOST)) {
             res_flight_keep(d, k->ids[i]);
             if (d->chunks[k->ids[i]].moving && res_flight_in_since(d, k->ids[i], seq))
                 res_flight_settle(d, k->ids[i], 0);

@@ -70,6 +70,9 @@ typedef struct nvfl {
     use_event_t *pev[RES_NVME_PIECES];  /* F_COPY: each piece's copy into staging */
     uint8_t npieces, let_go;    /* F_COPY: pieces, and those let go to the write */
     uint64_t start;
+    use_saw_t use, fence;       /* a move out: the chunk's use and the device's fence its copy
+                                 * was ordered after (a use since, which did not cancel it, keeps
+                                 * the chunk where it is: out_step) */
 } nvfl_t;
 
 static struct {
@@ -358,6 +361,8 @@ static int go_out(res_dev_t *d, uint32_t ci, uint32_t serial)
         fl_end(d, f);
         return -1;
     }
+    f->use = res_use_saw(&c->use);
+    f->fence = res_use_saw(&d->fence);
     if (res_stream_after_use(d, s, c) < 0 || copy_pieces(d, f, from, s, stage) < 0) {
         nvme_slot_free(a, slot);
         fl_end(d, f);
@@ -441,7 +446,7 @@ static int out_step(res_dev_t *d, nvfl_t *f)
         return 0;
     res_nvme_count(1, f->io_err == 0);
     int stays = f->io_err || f->cancelled || c->tier != f->from || c->held || c->pinned ||
-                c->waiting || c->exposed || !res_idle_now(d, c);
+                c->waiting || c->exposed || !res_idle_since(d, c, &f->use, &f->fence);
     if (f->io_err) {
         pn.out_failed++;
         res_nvme_healthy();             /* (says once that the tier is degraded) */
@@ -801,10 +806,21 @@ void res_nvme_flight_use(res_dev_t *d, uint32_t ci, CUstream s, int ptds)
     }
     int host_waits = s == CU_STREAM_PER_THREAD || (!s && ptds);
     if (f->out) {
-        if (f->stage == F_COPY && f->ev && !res_event_done(f->ev) &&
-            (host_waits || DRVT(cuStreamWaitEvent)(s, f->ev->ev, 0) != CUDA_SUCCESS))
-            res_event_wait(f->ev, &d->blocked_flight_s);
-        cancel(d, f);                   /* (the use may write the chunk) */
+        /* Cancelled (the use may write the chunk) once its copy into staging read the chunk:
+         * s waits for the copy, or the host where s cannot.  As for an eviction to the host
+         * (res_flight_use), the copy becomes part of the chunk's use: until s's use is
+         * recorded (or ever, where the operation is refused) nothing else orders what comes
+         * next for the chunk (a move, a free, its memory taken) after the copy. */
+        use_t *u = &d->chunks[ci].use;
+        if (f->stage == F_COPY && f->ev && !res_event_done(f->ev)) {
+            if (host_waits || DRVT(cuStreamWaitEvent)(s, f->ev->ev, 0) != CUDA_SUCCESS)
+                res_event_wait(f->ev, &d->blocked_flight_s);
+            else if (!u->prior)
+                u->prior = res_event_ref(f->ev);
+            else
+                res_event_wait(f->ev, &d->blocked_flight_s);    /* (a prior already: rare) */
+        }
+        cancel(d, f);
         return;
     }
     f->busy = 1;                        /* (until it is in GPU memory, or dropped) */
