@@ -422,8 +422,14 @@ static int out_step(res_dev_t *d, nvfl_t *f)
     if (f->stage == F_COPY) {
         int n = let_go(d, f);
         if (n >= 0 && f->let_go == f->npieces) {    /* the whole write is queued */
+            /* Its events, all done, go now: the write may outlive the context they belong
+             * to (a cancelled move's, when that context goes: res_nvme_flights_drain). */
             res_event_put(d, f->ev);
             f->ev = NULL;
+            for (unsigned k = 0; k < f->npieces; k++) {
+                res_event_put(d, f->pev[k]);
+                f->pev[k] = NULL;
+            }
             f->stage = F_IO;
             return 1;
         }
