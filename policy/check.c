@@ -4,11 +4,11 @@
  *
  * pol_input_check names the first bad field of an input and the values it accepts.
  * pol_walk follows a plan over iterations as an executor would, chunk by chunk, and stops
- * at the first broken promise: a move whose source is not where the chunk is, a tier over its
- * capacity (kept copies counted), an operation whose chunk is not on the GPU, a pinned buffer
- * that moves, a non-nvme_ok buffer on NVME, data lost (writeback = 0 where the destination has
- * no current copy and a later use reads the data), or an end state that is not the start
- * state (the plan would not repeat).  The first iteration starts with every kept copy
+ * at the first broken promise: a move whose source is not where the chunk is, a buffer
+ * materialised while it is not alive, a tier over its capacity (kept copies counted), an
+ * operation whose chunk is not on the GPU, a pinned buffer that moves, a non-nvme_ok buffer on
+ * NVME, data lost (writeback = 0 where the destination has no current copy and a later use
+ * reads the data), or an end state that is not the start state (the plan would not repeat).  The first iteration starts with every kept copy
  * current; the second starts as the first ended, so a kept copy written meanwhile is stale
  * there, and a move back to it without a copy loses data.  pol_plan_verify is that walk over
  * two iterations; the search's replays walk one (for the peaks and the other promises) and
@@ -264,6 +264,10 @@ static int w_up(walk_t *w, uint64_t c, const pol_move_t *m, uint32_t i)
         if (w->loc[c] != POL_NONE || m->writeback || m->keep)
             return fail(w->err, w->len, "op %u: bufs[%u] materialised, but it is on %s "
                         "(or the move copies or keeps)", i, m->buf, pol_tier_name(w->loc[c]));
+        if (!alive_at(w->in, m->buf, i))
+            return fail(w->err, w->len, "op %u: bufs[%u] materialised, but it is not alive "
+                        "then (born %d, dies %d)", i, m->buf, w->in->bufs[m->buf].born,
+                        w->in->bufs[m->buf].dies);
     } else {
         if (!m->writeback && w_needs(w, c))
             return fail(w->err, w->len, "op %u: bufs[%u] comes to the GPU with no copy, but "

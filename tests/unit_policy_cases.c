@@ -28,6 +28,8 @@
  *              that buffer to NVMe to make host room, and the operation finds every chunk of
  *              its own on the GPU or in host memory (the walk checks it).
  *   errors:    bad inputs give -EINVAL with a message naming the field.
+ *   verify:    pol_plan_verify refuses a plan that goes back to a kept copy written in the
+ *              iteration before (stale) or materialises a buffer before its birth.
  *   bound:     the lower bound never exceeds what a plan needs: 3 chunks in on the cycle,
  *              over the host link, or with a peer tier whose link is 4 times the host's, all
  *              over that one.
@@ -605,6 +607,37 @@ static void test_verify_stale(void)
     pb_fini(&b);
 }
 
+/* A buffer born at op 1 and freed after it (B) materialised before op 0, where it does not
+ * exist yet: pol_plan_verify must refuse the plan; materialised before op 1, it passes. */
+static void test_verify_birth(void)
+{
+    pb_t b;
+    pb_init(&b);
+    b.m.cap[POL_GPU] = 2 * MIB;
+    uint32_t a = pb_buf(&b, 1, -1, -1), c = pb_buf(&b, 1, 1, 1);
+    pb_op(&b, 0, 1000);
+    pb_all(&b, a, POL_RW);
+    pb_op(&b, 0, 1000);
+    pb_all(&b, c, POL_OVERWRITE);
+    pol_move_t mv[1] = {
+        { .buf = c, .nchunks = 1, .from = POL_NTIERS, .to = POL_GPU, .need_by = 1 },
+    };
+    uint32_t first[3] = { 0, 1, 1 }, after[3] = { 1, 1, 1 };
+    uint8_t tier[2] = { POL_GPU, POL_NTIERS }, home[2] = { POL_NTIERS, POL_NTIERS };
+    pol_plan_t p = { .moves = mv, .nmoves = 1, .op_first = first, .op_after = after,
+                     .start_tier = tier, .start_home = home };
+    char err[256] = "";
+    int rc = pol_plan_verify(pb_input(&b), &p, err, sizeof(err));
+    PB_CHECK(rc == -EINVAL && strstr(err, "not alive"),
+             "a buffer materialised before its birth: expected -EINVAL saying it is not alive, "
+             "got %d (%s)", rc, err);
+    after[0] = 0;                       /* (before op 1: sound) */
+    first[1] = 0;
+    rc = pol_plan_verify(pb_input(&b), &p, err, sizeof(err));
+    PB_CHECK(rc == 0, "the same buffer materialised at its birth: expected 0, got %d (%s)", rc,
+             err);
+    pb_fini(&b);
+}
 
 /* The predicted iteration of plan p replayed on b's input (ns), or -1. */
 static double replayed(pb_t *b, const pol_plan_t *p)
@@ -986,6 +1019,7 @@ int main(void)
     test_bound_min();
     test_bound_in_place();
     test_verify_stale();
+    test_verify_birth();
     test_executor();
     test_slack();
     test_near();
