@@ -28,8 +28,6 @@
  *              that buffer to NVMe to make host room, and the operation finds every chunk of
  *              its own on the GPU or in host memory (the walk checks it).
  *   errors:    bad inputs give -EINVAL with a message naming the field.
- *   verify:    pol_plan_verify refuses a plan that goes back to a kept copy written in the
- *              iteration before (stale) or materialises a buffer before its birth.
  *   bound:     the lower bound never exceeds what a plan needs: 3 chunks in on the cycle,
  *              over the host link, or with a peer tier whose link is 4 times the host's, all
  *              over that one.
@@ -569,76 +567,6 @@ static void test_bound_in_place(void)
     pb_fini(&b);
 }
 
-/* A plan that goes back to a kept copy without a copy after the chunk was written: the first
- * iteration, starting with the copy current, is fine; the second starts with it stale, and
- * pol_plan_verify must refuse the plan (it walks two iterations).  A and B, both written, the
- * GPU holding one chunk: B leaves for its kept copy with no write-back, A comes in; after A's
- * use A goes back with a copy and B comes in, keeping its host copy, and is written. */
-static void test_verify_stale(void)
-{
-    pb_t b;
-    pb_init(&b);
-    b.m.cap[POL_GPU] = 1 * MIB;
-    uint32_t a = pb_buf(&b, 1, -1, -1), c = pb_buf(&b, 1, -1, -1);
-    pb_op(&b, 0, 1000);
-    pb_all(&b, a, POL_RW);
-    pb_op(&b, 0, 1000);
-    pb_all(&b, c, POL_RW);
-    pol_move_t mv[4] = {
-        { .buf = c, .nchunks = 1, .from = POL_GPU, .to = POL_HOST, .need_by = UINT32_MAX },
-        { .buf = a, .nchunks = 1, .from = POL_HOST, .to = POL_GPU, .writeback = 1, .need_by = 0 },
-        { .buf = a, .nchunks = 1, .from = POL_GPU, .to = POL_HOST, .writeback = 1,
-          .need_by = UINT32_MAX },
-        { .buf = c, .nchunks = 1, .from = POL_HOST, .to = POL_GPU, .writeback = 1, .keep = 1,
-          .need_by = 1 },
-    };
-    uint32_t first[3] = { 0, 4, 4 }, after[3] = { 2, 4, 4 };
-    uint8_t tier[2] = { POL_HOST, POL_GPU }, home[2] = { POL_NTIERS, POL_HOST };
-    pol_plan_t p = { .moves = mv, .nmoves = 4, .op_first = first, .op_after = after,
-                     .start_tier = tier, .start_home = home };
-    char err[256] = "";
-    int rc = pol_plan_verify(pb_input(&b), &p, err, sizeof(err));
-    PB_CHECK(rc == -EINVAL && strstr(err, "stale"),
-             "a move back to a kept copy written in the iteration before: expected -EINVAL "
-             "naming the stale copy, got %d (%s)", rc, err);
-    mv[0].writeback = 1;                /* (with the copy, the plan is sound) */
-    rc = pol_plan_verify(pb_input(&b), &p, err, sizeof(err));
-    PB_CHECK(rc == 0, "the same plan copying B back: expected 0, got %d (%s)", rc, err);
-    pb_fini(&b);
-}
-
-/* A buffer born at op 1 and freed after it (B) materialised before op 0, where it does not
- * exist yet: pol_plan_verify must refuse the plan; materialised before op 1, it passes. */
-static void test_verify_birth(void)
-{
-    pb_t b;
-    pb_init(&b);
-    b.m.cap[POL_GPU] = 2 * MIB;
-    uint32_t a = pb_buf(&b, 1, -1, -1), c = pb_buf(&b, 1, 1, 1);
-    pb_op(&b, 0, 1000);
-    pb_all(&b, a, POL_RW);
-    pb_op(&b, 0, 1000);
-    pb_all(&b, c, POL_OVERWRITE);
-    pol_move_t mv[1] = {
-        { .buf = c, .nchunks = 1, .from = POL_NTIERS, .to = POL_GPU, .need_by = 1 },
-    };
-    uint32_t first[3] = { 0, 1, 1 }, after[3] = { 1, 1, 1 };
-    uint8_t tier[2] = { POL_GPU, POL_NTIERS }, home[2] = { POL_NTIERS, POL_NTIERS };
-    pol_plan_t p = { .moves = mv, .nmoves = 1, .op_first = first, .op_after = after,
-                     .start_tier = tier, .start_home = home };
-    char err[256] = "";
-    int rc = pol_plan_verify(pb_input(&b), &p, err, sizeof(err));
-    PB_CHECK(rc == -EINVAL && strstr(err, "not alive"),
-             "a buffer materialised before its birth: expected -EINVAL saying it is not alive, "
-             "got %d (%s)", rc, err);
-    after[0] = 0;                       /* (before op 1: sound) */
-    first[1] = 0;
-    rc = pol_plan_verify(pb_input(&b), &p, err, sizeof(err));
-    PB_CHECK(rc == 0, "the same buffer materialised at its birth: expected 0, got %d (%s)", rc,
-             err);
-    pb_fini(&b);
-}
-
 /* The predicted iteration of plan p replayed on b's input (ns), or -1. */
 static double replayed(pb_t *b, const pol_plan_t *p)
 {
@@ -1018,8 +946,6 @@ int main(void)
     test_bound();
     test_bound_min();
     test_bound_in_place();
-    test_verify_stale();
-    test_verify_birth();
     test_executor();
     test_slack();
     test_near();
